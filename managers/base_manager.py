@@ -1,0 +1,44 @@
+"""The small interface every manager implements, so the orchestrator can treat them alike."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC
+from typing import Any
+
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult
+
+
+class BaseManager(ABC):  # noqa: B024 - every hook is optional; subclasses override what they own
+    """One job of the agent loop.
+
+    Hooks, called by the orchestrator:
+    - ``reset_episode()`` when an episode starts;
+    - ``process_turn(result)`` after each executed action, with what it did;
+    - ``context_section()`` text for the agent's prompt, or None;
+    - ``finalize_episode()`` when the episode ends;
+    - ``get_status()`` a small JSON-able dict for ``current_state.json``.
+    """
+
+    name: str = "manager"
+
+    def __init__(self, config: GameConfiguration, logger: logging.Logger, game_state: GameState) -> None:
+        self.config = config
+        self.logger = logger
+        self.game_state = game_state
+
+    def reset_episode(self, game_state: GameState) -> None:
+        self.game_state = game_state
+
+    def process_turn(self, result: TurnResult) -> None:
+        return None
+
+    def context_section(self) -> str | None:
+        return None
+
+    def finalize_episode(self) -> None:
+        return None
+
+    def get_status(self) -> dict[str, Any]:
+        return {}

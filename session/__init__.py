@@ -1,0 +1,1 @@
+"""Per-run configuration and per-episode state shared by the orchestrator and managers."""

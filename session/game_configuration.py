@@ -1,0 +1,386 @@
+"""ZorkGPT configuration, read from ``[tool.zorkgpt.*]`` in pyproject.toml.
+
+Every key has a default, so a missing section or key never fails. An unknown key or a
+value of the wrong type fails at start (``ConfigError``) naming the section, the key and
+the expected type: a typo in a config file must not silently fall back to a default.
+
+Environment variables override TOML values: ``ZORKGPT_<SECTION>_<KEY>`` (for example
+``ZORKGPT_LLM_AGENT_MODEL`` or ``ZORKGPT_MCP_ENABLED=true``), plus the short alias
+``ZORKGPT_GAME_FILE`` for ``[tool.zorkgpt.files] game_file``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+
+
+class ConfigError(Exception):
+    """A configuration value is missing, unknown or of the wrong type. Raised at start."""
+
+
+class _Section(BaseModel):
+    # extra="forbid" is what turns a typo into an error instead of a silent default.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    SECTION: ClassVar[str] = ""
+
+
+class LLMSection(_Section):
+    SECTION: ClassVar[str] = "llm"
+    base_url: str = DEFAULT_BASE_URL
+    agent_model: str = "anthropic/claude-sonnet-4.5"
+    critic_model: str = "anthropic/claude-haiku-4.5"
+    extractor_model: str = "anthropic/claude-haiku-4.5"
+    memory_model: str = "anthropic/claude-haiku-4.5"
+    # Per-role endpoints let one role run on a local server while the others use OpenRouter.
+    agent_base_url: str | None = None
+    critic_base_url: str | None = None
+    extractor_base_url: str | None = None
+    memory_base_url: str | None = None
+
+
+class RetrySection(_Section):
+    SECTION: ClassVar[str] = "retry"
+    max_retries: int = Field(default=5, ge=0, le=20)
+    initial_delay: float = Field(default=1.0, ge=0)
+    max_delay: float = Field(default=60.0, ge=0)
+    backoff_base: float = Field(default=2.0, ge=1.0)
+    jitter: float = Field(default=0.25, ge=0, le=1.0, description="fraction of the delay added at random")
+    request_timeout: float = Field(default=120.0, gt=0)
+    circuit_breaker_threshold: int = Field(default=5, ge=1)
+    circuit_breaker_reset_seconds: float = Field(default=60.0, ge=0)
+
+
+class SamplingSection(_Section):
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    max_tokens: int | None = None
+
+
+class AgentSampling(SamplingSection):
+    SECTION: ClassVar[str] = "agent_sampling"
+
+
+class CriticSampling(SamplingSection):
+    SECTION: ClassVar[str] = "critic_sampling"
+
+
+class ExtractorSampling(SamplingSection):
+    SECTION: ClassVar[str] = "extractor_sampling"
+
+
+class MemorySampling(SamplingSection):
+    SECTION: ClassVar[str] = "memory_sampling"
+
+
+class GameplaySection(_Section):
+    SECTION: ClassVar[str] = "gameplay"
+    max_turns_per_episode: int = Field(default=500, ge=1)
+    turn_delay_seconds: float = Field(default=0.0, ge=0)
+    enable_critic: bool = False
+    critic_rejection_threshold: float = Field(default=-0.05, ge=-1.0, le=1.0)
+    max_rejection_rounds: int = Field(default=3, ge=0, le=10)
+    stuck_warning_turns: int = Field(default=20, ge=1)
+    stuck_limit_turns: int = Field(default=40, ge=1)
+    exit_probe: bool = True
+
+
+class FilesSection(_Section):
+    SECTION: ClassVar[str] = "files"
+    game_file: str | None = None
+    game_workdir: str = "game_files"
+    knowledge_file: str = "knowledgebase.md"
+    map_file: str = "map_state.json"
+    memories_file: str = "memories.md"
+    agent_prompt_file: str = "prompts/agent.md"
+
+
+class LangfuseSection(_Section):
+    SECTION: ClassVar[str] = "langfuse"
+    # Keys come from LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY; without both, no tracing.
+    enabled: bool = True
+    host: str | None = None
+
+
+class MCPSection(_Section):
+    SECTION: ClassVar[str] = "mcp"
+    enabled: bool = False
+    config_file: str = "mcp_config.json"
+    max_tool_iterations: int = Field(default=20, ge=1, le=100)
+    tool_call_timeout_seconds: float = Field(default=30, gt=0, le=600)
+    server_startup_timeout_seconds: float = Field(default=10, gt=0, le=300)
+    force_tool_support: bool = False
+    max_tool_result_chars: int = Field(default=8000, ge=256, le=1_000_000)
+
+
+class MemorySection(_Section):
+    SECTION: ClassVar[str] = "memory"
+    enabled: bool = True
+    long_response_chars: int = Field(default=400, ge=1)
+    max_memories_in_context: int = Field(default=8, ge=0)
+
+
+class ObjectivesSection(_Section):
+    SECTION: ClassVar[str] = "objectives"
+    enabled: bool = True
+    discovery_interval_turns: int = Field(default=15, ge=1)
+    max_active: int = Field(default=8, ge=1)
+
+
+class KnowledgeSection(_Section):
+    SECTION: ClassVar[str] = "knowledge"
+    enabled: bool = True
+    update_interval_turns: int = Field(default=100, ge=1)
+
+
+class ExtractorSection(_Section):
+    SECTION: ClassVar[str] = "extractor"
+    llm_enabled: bool = True
+    min_text_change_chars: int = Field(default=40, ge=0)
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    cls.SECTION: cls
+    for cls in (
+        LLMSection,
+        RetrySection,
+        AgentSampling,
+        CriticSampling,
+        ExtractorSampling,
+        MemorySampling,
+        GameplaySection,
+        FilesSection,
+        LangfuseSection,
+        MCPSection,
+        MemorySection,
+        ObjectivesSection,
+        KnowledgeSection,
+        ExtractorSection,
+    )
+}
+
+ENV_ALIASES: dict[str, tuple[str, str]] = {"ZORKGPT_GAME_FILE": ("files", "game_file")}
+
+
+class GameConfiguration(BaseModel):
+    """The whole configuration. Sections are attributes (``config.mcp.enabled``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    llm: LLMSection = Field(default_factory=LLMSection)
+    retry: RetrySection = Field(default_factory=RetrySection)
+    agent_sampling: AgentSampling = Field(default_factory=AgentSampling)
+    critic_sampling: CriticSampling = Field(default_factory=CriticSampling)
+    extractor_sampling: ExtractorSampling = Field(default_factory=ExtractorSampling)
+    memory_sampling: MemorySampling = Field(default_factory=MemorySampling)
+    gameplay: GameplaySection = Field(default_factory=GameplaySection)
+    files: FilesSection = Field(default_factory=FilesSection)
+    langfuse: LangfuseSection = Field(default_factory=LangfuseSection)
+    mcp: MCPSection = Field(default_factory=MCPSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
+    objectives: ObjectivesSection = Field(default_factory=ObjectivesSection)
+    knowledge: KnowledgeSection = Field(default_factory=KnowledgeSection)
+    extractor: ExtractorSection = Field(default_factory=ExtractorSection)
+    # Folder relative paths resolve against: the config file's folder, so the product
+    # behaves the same from any working directory.
+    base_dir: Path = Field(default_factory=Path.cwd)
+    api_key: str | None = Field(default=None, repr=False, exclude=True)
+
+    # The seeds address MCP settings as flat attributes; keep those names readable.
+    @property
+    def mcp_enabled(self) -> bool:
+        return self.mcp.enabled
+
+    @property
+    def mcp_config_file(self) -> str:
+        return self.mcp.config_file
+
+    @property
+    def mcp_max_tool_iterations(self) -> int:
+        return self.mcp.max_tool_iterations
+
+    @property
+    def mcp_tool_call_timeout_seconds(self) -> float:
+        return self.mcp.tool_call_timeout_seconds
+
+    @property
+    def mcp_server_startup_timeout_seconds(self) -> float:
+        return self.mcp.server_startup_timeout_seconds
+
+    @property
+    def mcp_force_tool_support(self) -> bool:
+        return self.mcp.force_tool_support
+
+    @property
+    def agent_model(self) -> str:
+        return self.llm.agent_model
+
+    def resolve_path(self, value: str | os.PathLike[str]) -> Path:
+        """A configured path: absolute as given, relative against ``base_dir``."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path)
+
+    @property
+    def workdir(self) -> Path:
+        return self.resolve_path(self.files.game_workdir)
+
+    def base_url_for(self, role: str) -> str:
+        """The endpoint for one role (agent, critic, extractor, memory)."""
+        return getattr(self.llm, f"{role}_base_url", None) or self.llm.base_url
+
+    def model_for(self, role: str) -> str:
+        return getattr(self.llm, f"{role}_model")
+
+    def sampling_for(self, role: str) -> SamplingSection:
+        return getattr(self, f"{role}_sampling")
+
+    @classmethod
+    def from_toml(
+        cls,
+        config_path: str | os.PathLike[str] = "pyproject.toml",
+        environ: dict[str, str] | None = None,
+    ) -> GameConfiguration:
+        """Load ``[tool.zorkgpt.*]`` from a TOML file, then apply env overrides.
+
+        A missing file is allowed (all defaults): a user may run with env vars alone.
+        """
+        env = dict(os.environ if environ is None else environ)
+        path = Path(config_path).expanduser().resolve()
+        raw: dict[str, Any] = {}
+        if path.exists():
+            try:
+                with path.open("rb") as fh:
+                    raw = tomllib.load(fh).get("tool", {}).get("zorkgpt", {})
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax and run again.") from exc
+        elif config_path != "pyproject.toml":
+            raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
+        return cls.from_mapping(raw, base_dir=path.parent, environ=env, source=str(path))
+
+    @classmethod
+    def from_mapping(
+        cls,
+        raw: dict[str, Any],
+        base_dir: Path | None = None,
+        environ: dict[str, str] | None = None,
+        source: str = "pyproject.toml",
+    ) -> GameConfiguration:
+        env = dict(os.environ if environ is None else environ)
+        if not isinstance(raw, dict):
+            raise ConfigError(f"[tool.zorkgpt] in {source} must be a table.")
+        unknown = sorted(set(raw) - set(SECTIONS))
+        if unknown:
+            raise ConfigError(
+                f"Unknown section [tool.zorkgpt.{unknown[0]}] in {source}. "
+                f"Known sections: {', '.join(sorted(SECTIONS))}."
+            )
+        sections: dict[str, Any] = {}
+        for name, section_cls in SECTIONS.items():
+            values = dict(raw.get(name, {}) or {})
+            if not isinstance(values, dict):
+                raise ConfigError(f"[tool.zorkgpt.{name}] in {source} must be a table.")
+            env_values = _env_overrides(name, section_cls, env)
+            sections[name] = _build_section(section_cls, values, env_values, source)
+        return cls(
+            **sections,
+            base_dir=(base_dir or Path.cwd()).resolve(),
+            api_key=resolve_api_key(env),
+        )
+
+
+def _env_overrides(section: str, section_cls: type[_Section], env: dict[str, str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key in section_cls.model_fields:
+        var = f"ZORKGPT_{section}_{key}".upper()
+        if var in env:
+            found[key] = env[var]
+    for var, (alias_section, key) in ENV_ALIASES.items():
+        if alias_section == section and var in env and env[var]:
+            found.setdefault(key, env[var])
+    return found
+
+
+def _build_section(
+    section_cls: type[_Section], values: dict[str, Any], env_values: dict[str, str], source: str
+) -> _Section:
+    name = section_cls.SECTION
+    try:
+        # TOML values are validated strictly (a string "30" for an int is a mistake in a
+        # TOML file); env values are strings by nature, so they are coerced.
+        section = section_cls.model_validate(values, strict=True)
+        for key, text in env_values.items():
+            value = _coerce_env(text)
+            # Paths given in the environment are relative to where the user runs from.
+            if name == "files" and isinstance(value, str):
+                value = str(Path(value).expanduser().resolve())
+            setattr(section, key, value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        from_env = key in env_values
+        where = f"env var ZORKGPT_{name.upper()}_{key.upper()}" if from_env else f"[tool.zorkgpt.{name}] {key} in {source}"
+        if err.get("type") == "extra_forbidden":
+            known = ", ".join(section_cls.model_fields)
+            raise ConfigError(f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}). Known keys: {known}.") from None
+        expected = _describe_field(section_cls, key)
+        raise ConfigError(
+            f"Invalid value for {where}: {err.get('msg')} (got {err.get('input')!r}; expected {expected})."
+        ) from None
+    return section
+
+
+def _coerce_env(text: str) -> Any:
+    lowered = text.strip().lower()
+    if lowered in {"true", "yes", "on"}:
+        return True
+    if lowered in {"false", "no", "off"}:
+        return False
+    if lowered in {"", "none", "null"}:
+        return None
+    return text
+
+
+def _describe_field(section_cls: type[_Section], key: str) -> str:
+    field = section_cls.model_fields.get(key)
+    if field is None:
+        return "a known key"
+    text = getattr(field.annotation, "__name__", None) or str(field.annotation)
+    symbols = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    bounds = [
+        f"{symbol} {getattr(m, attr)}"
+        for m in field.metadata
+        for attr, symbol in symbols.items()
+        if getattr(m, attr, None) is not None
+    ]
+    return text + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def resolve_api_key(environ: dict[str, str] | None = None) -> str | None:
+    """The LLM API key from the first set variable in ``API_KEY_ENV_VARS``.
+
+    A ``.env`` file in the working directory is read first (never overriding the real
+    environment), so users can keep the key out of their shell history.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if environ is None:
+        try:
+            from dotenv import dotenv_values
+
+            for key, value in dotenv_values(".env").items():
+                if value is not None:
+                    env.setdefault(key, value)
+        except ImportError:  # python-dotenv is a declared dependency; tolerate its absence.
+            pass
+    for var in API_KEY_ENV_VARS:
+        if env.get(var):
+            return env[var]
+    return None

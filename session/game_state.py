@@ -1,0 +1,116 @@
+"""Shared per-episode state: what happened so far, owned by the orchestrator.
+
+Managers read it and the orchestrator writes it; plain dataclasses keep it cheap to
+update every turn and trivial to export as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+def new_episode_id() -> str:
+    """Episode ids are UTC timestamps: sortable, unique per run, readable in folder names."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
+
+
+@dataclass
+class ActionRecord:
+    turn: int
+    action: str
+    response: str
+    room_id: int
+    room_name: str
+    score: int
+
+
+@dataclass
+class TurnResult:
+    """What one executed action did; handed to every manager's ``process_turn``."""
+
+    turn: int
+    action: str
+    reasoning: str
+    response: str
+    room_id_before: int
+    room_name_before: str
+    room_id_after: int
+    room_name_after: str
+    score_before: int
+    score_after: int
+    inventory_before: list[str]
+    inventory_after: list[str]
+    moves: int
+    game_over: bool = False
+    died: bool = False
+    victory: bool = False
+
+    @property
+    def moved(self) -> bool:
+        return self.room_id_before != self.room_id_after
+
+    @property
+    def score_delta(self) -> int:
+        return self.score_after - self.score_before
+
+    @property
+    def inventory_changed(self) -> bool:
+        return sorted(self.inventory_before) != sorted(self.inventory_after)
+
+
+@dataclass
+class GameState:
+    episode_id: str = field(default_factory=new_episode_id)
+    turn_count: int = 0
+    current_room_id: int = 0
+    current_room_name: str = ""
+    inventory: list[str] = field(default_factory=list)
+    visible_objects: list[str] = field(default_factory=list)
+    exits: list[str] = field(default_factory=list)
+    score: int = 0
+    max_score: int = 0
+    moves: int = 0
+    last_observation: str = ""
+    action_history: list[ActionRecord] = field(default_factory=list)
+    reasoning_history: list[str] = field(default_factory=list)
+    failed_actions_by_room: dict[int, list[str]] = field(default_factory=dict)
+    visited_room_ids: set[int] = field(default_factory=set)
+    death_count: int = 0
+    game_over: bool = False
+    victory: bool = False
+    end_reason: str | None = None
+    last_progress_turn: int = 0  # last turn with a score change or a new room
+
+    def record_turn(self, result: TurnResult) -> None:
+        self.turn_count = result.turn
+        self.action_history.append(
+            ActionRecord(
+                result.turn, result.action, result.response, result.room_id_before, result.room_name_before, result.score_after
+            )
+        )
+        self.reasoning_history.append(result.reasoning)
+        new_room = result.room_id_after not in self.visited_room_ids
+        if result.score_delta or new_room:
+            self.last_progress_turn = result.turn
+        self.visited_room_ids.add(result.room_id_after)
+        if result.died:
+            self.death_count += 1
+
+    def record_failed_action(self, room_id: int, action: str) -> None:
+        failed = self.failed_actions_by_room.setdefault(room_id, [])
+        if action not in failed:
+            failed.append(action)
+
+    @property
+    def turns_without_progress(self) -> int:
+        return self.turn_count - self.last_progress_turn
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["visited_room_ids"] = sorted(self.visited_room_ids)
+        data["failed_actions_by_room"] = {str(k): v for k, v in self.failed_actions_by_room.items()}
+        data["action_history"] = data["action_history"][-20:]
+        data["reasoning_history"] = data["reasoning_history"][-5:]
+        return data
