@@ -1,0 +1,93 @@
+"""Small helpers shared across modules: JSON schemas for response_format, tolerant JSON
+extraction from model replies, and atomic file writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def create_json_schema(model: type[BaseModel], strict: bool = True) -> dict[str, Any]:
+    """The OpenAI ``response_format`` for replies that must validate as ``model``.
+
+    Strict structured outputs require every property listed in ``required`` and
+    ``additionalProperties: false``; optional fields stay nullable in their own schema.
+    """
+    schema = model.model_json_schema()
+    _close_objects(schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": model.__name__, "strict": strict, "schema": schema},
+    }
+
+
+def _close_objects(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node["additionalProperties"] = False
+            node["required"] = list(node["properties"])
+        for value in node.values():
+            _close_objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            _close_objects(item)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in a model reply: bare, fenced in ``` or surrounded by prose.
+
+    Models wrap JSON in markdown or chat around it even when asked not to; accepting
+    those forms costs nothing and saves a retry.
+    """
+    if not text:
+        return None
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` so a reader (or a kill mid-write) sees the old or the new file, never half.
+
+    The temp file lives in the same folder so ``os.replace`` is a rename on one filesystem.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding) as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
