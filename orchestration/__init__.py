@@ -1,0 +1,1 @@
+"""The synchronous turn loop that ties the game, the agent and the managers together."""

@@ -1,0 +1,272 @@
+"""ZorkOrchestratorV2: plays one episode, one synchronous turn at a time.
+
+The turn loop mirrors the spec's flow: build context → agent (optionally with MCP tools,
+behind the agent's own ``asyncio.run``) → critic → execute → extract → update state →
+managers → log → export. Each step belongs to a manager; this module only sequences them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from game_interface import JerichoInterface, resolve_story_file
+from llm_client import LLMClientWrapper, LLMError
+from managers.base_manager import BaseManager
+from managers.critic_manager import CriticManager
+from managers.episode_synthesizer import EpisodeSynthesizer
+from managers.extractor_manager import ExtractedInfo, ExtractorManager
+from managers.knowledge_manager import KnowledgeManager
+from managers.map_manager import MapManager
+from managers.memory_manager import MemoryManager
+from managers.objective_manager import ObjectiveManager
+from orchestration.context_builder import build_context
+from session.episode_log import close_episode_logger, setup_episode_logger
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult, new_episode_id
+from shared_utils import atomic_write_json, get_langfuse_client
+from zork_agent import ZorkAgent
+
+# Replies that mean the parser or the world refused the command.
+_FAILURE = re.compile(
+    r"you can't go that way|i don't know the word|you can't see any|there is no|that's not something|"
+    r"i don't understand|you can't do that|that sentence isn't one i recognize|it is already|"
+    r"you don't have|nothing happens|the .* is locked|you can't",
+    re.IGNORECASE,
+)
+
+
+def is_failed_action(result: TurnResult) -> bool:
+    """An action that changed nothing and drew a refusal: remembered so the agent stops repeating it."""
+    changed = result.moved or result.score_delta or result.inventory_changed
+    return not changed and bool(_FAILURE.search(result.response))
+
+
+class ZorkOrchestratorV2:
+    def __init__(
+        self,
+        episode_id: str | None = None,
+        max_turns_per_episode: int | None = None,
+        config: GameConfiguration | None = None,
+        config_path: str | Path = "pyproject.toml",
+        game_file: str | Path | None = None,
+        console: bool = True,
+        client: LLMClientWrapper | None = None,
+    ) -> None:
+        self.config = config or GameConfiguration.from_toml(config_path)
+        self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
+        self.game_state = GameState(episode_id=episode_id or new_episode_id())
+        self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
+        self.logger = setup_episode_logger(self.episode_dir, console=console)
+        self.stop_requested = False
+        story = resolve_story_file(game_file or self._configured_game_file())
+        self.game = JerichoInterface(story)
+        self.langfuse_client = get_langfuse_client(self.config)
+        self.client = client or LLMClientWrapper(self.config, langfuse_client=self.langfuse_client, logger=self.logger)
+        self._initialize_managers()
+        self._initialize_game_components()
+
+    def _configured_game_file(self) -> Path | None:
+        configured = self.config.files.game_file
+        return self.config.resolve_path(configured) if configured else None
+
+    # -- wiring ------------------------------------------------------------------------
+    def _initialize_managers(self) -> None:
+        cfg, log, state, client = self.config, self.logger, self.game_state, self.client
+        self.extractor = ExtractorManager(cfg, log, state, self.game, client)
+        self.critic = CriticManager(cfg, log, state, self.game, client)
+        self.map = MapManager(cfg, log, state)
+        self.memory = MemoryManager(cfg, log, state, client) if cfg.memory.enabled else None
+        self.objectives = ObjectiveManager(cfg, log, state, client) if cfg.objectives.enabled else None
+        self.knowledge = KnowledgeManager(cfg, log, state, client) if cfg.knowledge.enabled else None
+        self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
+        self.managers: list[BaseManager] = [
+            m
+            for m in (self.extractor, self.critic, self.map, self.memory, self.objectives, self.knowledge)
+            if m is not None
+        ] + [self.synthesizer]
+        # Sections that go into the agent's context, in the order the agent reads them.
+        self.context_managers: list[BaseManager] = [
+            m for m in (self.map, self.objectives, self.synthesizer) if m is not None
+        ]
+        self.mcp_manager = None
+        if cfg.mcp.enabled:
+            from managers.mcp_manager import MCPError, MCPManager
+
+            try:
+                self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
+            except MCPError as exc:
+                log.error(f"Failed to initialize MCP Manager: {exc}", extra={"event_type": "mcp_init_error"})
+                raise
+            log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
+
+    def _initialize_game_components(self) -> None:
+        self.agent = ZorkAgent(
+            config=self.config,
+            client=self.client,
+            logger=self.logger,
+            episode_id=self.game_state.episode_id,
+            mcp_manager=self.mcp_manager,
+            langfuse_client=self.langfuse_client,
+            knowledge_text=self.knowledge.knowledge_text() if self.knowledge else "",
+        )
+
+    # -- episode -----------------------------------------------------------------------
+    def play_episode(self) -> GameState:
+        """Play until victory, game over, the turn limit, being stuck, or a stop request."""
+        self._start_episode()
+        try:
+            while self._end_reason() is None:
+                self._process_turn()
+                if self.config.gameplay.turn_delay_seconds:
+                    time.sleep(self.config.gameplay.turn_delay_seconds)
+        except LLMError as exc:
+            self.game_state.end_reason = f"llm_error: {exc}"
+            self.logger.error(f"Episode stopped: the LLM failed after retries: {exc}", extra={"event_type": "llm_error"})
+        finally:
+            self._finish_episode()
+        return self.game_state
+
+    def _start_episode(self) -> None:
+        intro = self.game.start()
+        for manager in self.managers:
+            manager.reset_episode(self.game_state)
+        if self.mcp_manager is not None:
+            self.mcp_manager.reset_episode()
+        self._apply_facts(self.extractor.extract(None, intro), intro)
+        self.game_state.visited_room_ids.add(self.game_state.current_room_id)
+        self.logger.info(
+            f"Episode {self.game_state.episode_id} started in {self.game_state.current_room_name}",
+            extra={"event_type": "episode_start", "episode_id": self.game_state.episode_id,
+                   "agent_model": self.config.llm.agent_model, "mcp_enabled": self.config.mcp.enabled,
+                   "max_turns": self.max_turns},
+        )
+        self._export_state()
+
+    def _process_turn(self) -> bool:
+        """One turn. Stays synchronous: any async MCP work lives inside the agent call."""
+        state = self.game_state
+        turn = state.turn_count + 1
+        context = build_context(state, [m.context_section() or "" for m in self.context_managers])
+        memories = self.memory.context_section() if self.memory else None
+        decision = self.critic.choose_action(
+            lambda feedback: self.agent.get_action_with_reasoning(
+                context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}",
+                relevant_memories=memories,
+                turn=turn,
+            ),
+            context,
+        )
+        before = (state.current_room_id, state.current_room_name, state.score, list(state.inventory))
+        response = self.game.send_command(decision["action"])
+        info = self.extractor.extract(decision["action"], response)
+        result = TurnResult(
+            turn=turn, action=decision["action"], reasoning=decision.get("reasoning") or "", response=response,
+            room_id_before=before[0], room_name_before=before[1], room_id_after=info.location.id,
+            room_name_after=info.location.name, score_before=before[2], score_after=info.score,
+            inventory_before=before[3], inventory_after=info.inventory, moves=info.moves,
+            game_over=info.game_over, died=info.died, victory=info.victory,
+        )
+        self._apply_facts(info, response)
+        state.record_turn(result)
+        if is_failed_action(result):
+            state.record_failed_action(result.room_id_before, result.action)
+        if decision.get("new_objective") and self.objectives:
+            self.objectives.add_objective(decision["new_objective"], turn)
+        for manager in self.managers:
+            manager.process_turn(result)
+        if self.knowledge:
+            self.agent.update_knowledge(self.knowledge.knowledge_text())
+        self._log_turn(result, decision)
+        self._export_state()
+        return not state.game_over
+
+    def _apply_facts(self, info: ExtractedInfo, response: str) -> None:
+        state = self.game_state
+        state.current_room_id, state.current_room_name = info.location.id, info.location.name
+        state.inventory, state.visible_objects, state.exits = info.inventory, info.visible_objects, info.exits
+        state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
+        state.game_over, state.victory = info.game_over, info.victory
+        state.last_observation = response
+
+    def _end_reason(self) -> str | None:
+        state = self.game_state
+        if state.end_reason is None:
+            if state.victory:
+                state.end_reason = "victory"
+            elif state.game_over:
+                state.end_reason = "game_over"
+            elif self.stop_requested:
+                state.end_reason = "stopped_by_user"
+            elif state.turn_count >= self.max_turns:
+                state.end_reason = "max_turns"
+            elif self.synthesizer.stuck_status().end:
+                state.end_reason = "stuck"
+        return state.end_reason
+
+    def _finish_episode(self) -> None:
+        state = self.game_state
+        if state.end_reason is None:
+            state.end_reason = "error"
+        for manager in self.managers:
+            try:
+                manager.finalize_episode()
+            except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files
+                self.logger.error(f"{manager.name} failed to finalize: {exc}",
+                                  extra={"event_type": "manager_finalize_error", "manager": manager.name})
+        self._export_state()
+        self.logger.info(
+            f"Episode {state.episode_id} ended ({state.end_reason}): score {state.score}/{state.max_score} "
+            f"in {state.turn_count} turns, {state.death_count} deaths",
+            extra={"event_type": "episode_end", "episode_id": state.episode_id, "end_reason": state.end_reason,
+                   "score": state.score, "max_score": state.max_score, "turns": state.turn_count,
+                   "moves": state.moves, "deaths": state.death_count, "victory": state.victory,
+                   "llm_usage": self._usage_report()},
+        )
+        if self.langfuse_client is not None:
+            self.langfuse_client.flush()
+
+    def close(self) -> None:
+        self.game.close()
+        close_episode_logger(self.logger)
+
+    # -- reporting ---------------------------------------------------------------------
+    def _log_turn(self, result: TurnResult, decision: dict[str, Any]) -> None:
+        self.logger.info(
+            f"Turn {result.turn} | Score {result.score_after}/{self.game_state.max_score} | "
+            f"{result.room_name_after} ({result.room_id_after}) | > {result.action}",
+            extra={
+                "event_type": "turn",
+                "episode_id": self.game_state.episode_id,
+                "turn": result.turn,
+                "action": result.action,
+                "reasoning": result.reasoning,
+                "response": result.response,
+                "room_id": result.room_id_after,
+                "room_name": result.room_name_after,
+                "score": result.score_after,
+                "score_delta": result.score_delta,
+                "moves": result.moves,
+                "inventory": result.inventory_after,
+                "died": result.died,
+                "critic": decision.get("critic"),
+            },
+        )
+
+    def _usage_report(self) -> dict[str, Any]:
+        return {name: vars(stats) for name, stats in self.client.usage_by_name.items()}
+
+    def _export_state(self) -> None:
+        data = self.game_state.to_dict()
+        data["managers"] = {m.name: m.get_status() for m in self.managers}
+        data["mcp"] = {"enabled": self.mcp_manager is not None,
+                       "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled)}
+        atomic_write_json(self.episode_dir / "current_state.json", data)
+
+
+def configure_root_logging(level: int = logging.WARNING) -> None:
+    """Library loggers (httpx, mcp, langfuse) stay quiet unless they have something to say."""
+    logging.basicConfig(level=level, format="[%(levelname)s] %(name)s: %(message)s")

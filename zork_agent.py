@@ -1,0 +1,414 @@
+"""The agent: turns the game state into one Zork command, optionally reasoning with MCP tools.
+
+``get_action_with_reasoning`` is the public, synchronous API. With MCP disabled it makes one
+LLM call (JSON-schema response format) exactly as before MCP existed. With MCP enabled it is
+the single ``asyncio.run`` boundary of the turn: inside it the MCP session is connected, the
+tool-calling loop runs, and the session is closed again, all in one task (anyio cancel scopes
+must be entered and exited by the same task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from llm_client import LLMClientWrapper, LLMResponse
+from session.game_configuration import GameConfiguration
+from shared_utils import create_json_schema, extract_json_object
+
+if TYPE_CHECKING:
+    from managers.mcp_manager import MCPManager
+
+FALLBACK_ACTION = "look"
+FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+
+
+class AgentResponse(BaseModel):
+    """The agent's reply: its reasoning, one game command, and optionally a new objective."""
+
+    thinking: str = Field(description="Brief reasoning for the chosen action")
+    action: str = Field(description="Exactly one Zork game command")
+    new_objective: str | None = Field(default=None, description="A new multi-step goal, or null")
+
+
+class AgentRuntimeError(RuntimeError):
+    """The agent was used in a way that cannot work (e.g. called inside a running event loop)."""
+
+
+@dataclass
+class ToolLoopStats:
+    iterations: int = 0
+    tool_calls: int = 0
+    tools_used: list[str] = field(default_factory=list)
+    forced_final: bool = False
+
+
+_MARKDOWN = re.compile(r"[*_`#>]+")
+
+
+def clean_action(raw: str | None) -> str:
+    """One lower-case game command: first non-empty line, no quotes, markdown or trailing period."""
+    if not raw:
+        return ""
+    for line in str(raw).splitlines():
+        line = _MARKDOWN.sub("", line).strip().strip("\"'“”‘’").strip()
+        line = re.sub(r"^(action|command)\s*:\s*", "", line, flags=re.IGNORECASE)
+        line = re.sub(r"\s+", " ", line).rstrip(".!").strip().strip("\"'").strip()
+        if line:
+            return line.lower()
+    return ""
+
+
+class ZorkAgent:
+    def __init__(
+        self,
+        config: GameConfiguration,
+        client: LLMClientWrapper,
+        logger: logging.Logger | None = None,
+        episode_id: str = "unknown",
+        mcp_manager: MCPManager | None = None,
+        langfuse_client: Any = None,
+        model: str | None = None,
+        knowledge_text: str = "",
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.logger = logger or logging.getLogger("zorkgpt.agent")
+        self.episode_id = episode_id
+        self.mcp_manager = mcp_manager
+        self.mcp_enabled = config.mcp.enabled and mcp_manager is not None
+        self.langfuse_client = langfuse_client
+        self.model = model or config.llm.agent_model
+        self.sampling = config.agent_sampling
+        self._base_prompt = self._load_prompt(config)
+        self.knowledge_text = knowledge_text
+        self.current_turn = 0
+
+    # -- prompt ------------------------------------------------------------------------
+    @staticmethod
+    def _load_prompt(config: GameConfiguration) -> str:
+        path = config.resolve_path(config.files.agent_prompt_file)
+        if not path.is_file():
+            path = PROMPT_DIR / "agent.md"  # the shipped prompt, when the config points nowhere
+        return path.read_text(encoding="utf-8").strip()
+
+    @property
+    def system_prompt(self) -> str:
+        if not self.knowledge_text.strip():
+            return self._base_prompt
+        return f"{self._base_prompt}\n\n# What earlier episodes taught you\n{self.knowledge_text.strip()}"
+
+    def update_knowledge(self, knowledge_text: str) -> None:
+        self.knowledge_text = knowledge_text
+
+    def _build_messages(self, game_state_text: str, relevant_memories: str | None) -> list[dict[str, Any]]:
+        user_content = game_state_text
+        if relevant_memories:
+            user_content = f"{user_content}\n\n{relevant_memories}"
+        return [
+            {"role": "system", "content": self.system_prompt, "cache_control": {"type": "ephemeral"}},
+            {"role": "user", "content": user_content, "cache_control": {"type": "ephemeral"}},
+        ]
+
+    def _client_args(self, messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
+        args: dict[str, Any] = dict(
+            model=self.model,
+            messages=messages,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            top_k=self.sampling.top_k,
+            min_p=self.sampling.min_p,
+            max_tokens=self.sampling.max_tokens,
+            name="Agent",
+            response_format=create_json_schema(AgentResponse),
+        )
+        args.update(overrides)
+        return args
+
+    # -- public API --------------------------------------------------------------------
+    def get_action_with_reasoning(
+        self, game_state_text: str, relevant_memories: str | None = None, turn: int | None = None
+    ) -> dict[str, Any]:
+        """One game command for this state: ``{"action", "reasoning", "new_objective", "raw_response"}``."""
+        if turn is not None:
+            self.current_turn = turn
+        if not self.mcp_enabled:
+            messages = self._build_messages(game_state_text, relevant_memories)
+            response = self.client.chat.completions.create(**self._client_args(messages))
+            return self._parse_response(response.content)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise AgentRuntimeError(
+                "get_action_with_reasoning() was called inside a running event loop. It owns the turn's "
+                "asyncio.run boundary; from async code, await agent._generate_action_async(...) instead."
+            )
+        return asyncio.run(self._generate_action_async(game_state_text, relevant_memories))
+
+    # -- parsing -----------------------------------------------------------------------
+    def _parse_response(self, content: str | None) -> dict[str, Any]:
+        data = extract_json_object(content or "")
+        try:
+            if data is None:
+                raise ValueError("no JSON object in the reply")
+            parsed = AgentResponse.model_validate(data)
+            action = clean_action(parsed.action)
+            if not action:
+                raise ValueError("the reply's action is empty")
+        except (ValidationError, ValueError) as exc:
+            self.logger.error(
+                f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); falling back to '{FALLBACK_ACTION}'",
+                extra={
+                    "event_type": "agent_parse_error",
+                    "error": str(exc),
+                    "raw_response": content,
+                    "episode_id": self.episode_id,
+                    "turn": self.current_turn,
+                },
+            )
+            return {
+                "action": FALLBACK_ACTION,
+                "reasoning": f"Parse error: {exc}. Raw: {(content or '')[:100]}",
+                "new_objective": None,
+                "raw_response": content,
+            }
+        objective = (parsed.new_objective or "").strip() or None
+        return {"action": action, "reasoning": parsed.thinking, "new_objective": objective, "raw_response": content}
+
+    # -- MCP tool-calling path -----------------------------------------------------------
+    async def _generate_action_async(
+        self, game_state_text: str, relevant_memories: str | None = None
+    ) -> dict[str, Any]:
+        """Connect the MCP session, run the tool loop, always disconnect (same task)."""
+        from managers.mcp_manager import MCPError
+
+        assert self.mcp_manager is not None
+        messages = self._build_messages(game_state_text, relevant_memories)
+        stats = ToolLoopStats()
+        with self._session_observation() as span:
+            connected = False
+            try:
+                tools: list[dict[str, Any]] | None = None
+                if not self.mcp_manager.is_disabled:
+                    try:
+                        await self.mcp_manager.connect_session()
+                        connected = True
+                        tools = await self.mcp_manager.get_tool_schemas() or None
+                    except MCPError:
+                        if not self.mcp_manager.is_disabled:
+                            raise  # turn-1 startup failure: fail fast
+                        tools = None
+                if tools and not self.client._supports_tool_calling(self.model):
+                    raise MCPError(
+                        f"Model '{self.model}' does not support tool calling.\n"
+                        "Please either:\n"
+                        "  1. Set mcp.enabled = false in pyproject.toml, or\n"
+                        "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
+                        "  3. Set mcp.force_tool_support = true if the detection is wrong"
+                    )
+                if tools is None:
+                    self._log(
+                        "warning",
+                        f"Turn {self.current_turn}: MCP disabled, continuing without tools",
+                        "mcp_disabled_fallback",
+                    )
+                    response = self.client.chat.completions.create(**self._client_args(messages))
+                    result = self._parse_response(response.content)
+                else:
+                    result = await self._tool_loop(messages, tools, stats)
+            finally:
+                if connected:
+                    await self.mcp_manager.disconnect_session()
+            if span is not None:
+                span.update(
+                    output={"action": result["action"]},
+                    metadata={
+                        "iterations_used": stats.iterations,
+                        "tools_called": stats.tool_calls,
+                        "tools_used": sorted(set(stats.tools_used)),
+                        "forced_final": stats.forced_final,
+                        "final_action": result["action"],
+                    },
+                )
+        return result
+
+    @contextmanager
+    def _session_observation(self) -> Iterator[Any]:
+        if self.langfuse_client is None:
+            with nullcontext() as none:
+                yield none
+            return
+        with self.langfuse_client.start_as_current_observation(
+            as_type="span",
+            name="agent-tool-calling-session",
+            metadata={
+                "mcp_enabled": self.mcp_enabled,
+                "max_iterations": self.config.mcp.max_tool_iterations,
+                "turn": self.current_turn,
+                "episode_id": self.episode_id,
+            },
+        ) as span:
+            yield span
+
+    async def _tool_loop(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
+    ) -> dict[str, Any]:
+        """The seeds' loop: ask, run the requested tools in order, repeat until content or the cap."""
+        max_iterations = self.config.mcp.max_tool_iterations
+        turn = self.current_turn
+        self._log("info", f"Turn {turn}: MCP session started (max {max_iterations} iterations)", "mcp_session_start",
+                  max_iterations=max_iterations)
+        args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
+        response: LLMResponse | None = None
+        server_gone = False
+        while stats.iterations < max_iterations and not server_gone:
+            stats.iterations += 1
+            self._log("debug", f"Turn {turn}: tool-calling iteration {stats.iterations}/{max_iterations}",
+                      "mcp_iteration_start", iteration=stats.iterations, max_iterations=max_iterations)
+            response = self.client.chat.completions.create(**args)
+            if response.tool_calls:
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": tc.id,
+                                "type": tc.type or "function",
+                                "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                            }
+                            for tc in response.tool_calls
+                        ],
+                    }
+                )
+                server_gone = await self._run_tool_batch(response.tool_calls, messages, stats)
+                continue
+            if response.content:
+                break
+            self._log(
+                "warning",
+                f"Turn {turn}: LLM returned no content and no tool_calls, finish_reason={response.finish_reason}",
+                "mcp_unexpected_state",
+                finish_reason=response.finish_reason,
+                iteration=stats.iterations,
+            )
+            break
+
+        if response is None or not response.content or response.tool_calls:
+            self._log("warning",
+                      f"Turn {turn}: forcing final action after {stats.iterations} iterations without an answer",
+                      "mcp_no_content", iterations=stats.iterations)
+            stats.forced_final = True
+            messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
+            response = self.client.chat.completions.create(
+                **self._client_args(messages, tools=None, tool_choice=None)
+            )
+        result = self._parse_response(response.content)
+        self._log(
+            "info",
+            f"Turn {turn}: MCP session complete ({stats.iterations} iterations, {stats.tool_calls} tool calls)",
+            "mcp_session_complete",
+            iterations=stats.iterations,
+            tool_calls_count=stats.tool_calls,
+            tools_used=sorted(set(stats.tools_used)),
+            forced_final=stats.forced_final,
+            final_action=result["action"],
+        )
+        return result
+
+    async def _run_tool_batch(self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats) -> bool:
+        """Run one response's tool calls sequentially. Returns True when the server is gone.
+
+        Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
+        providers reject a history where an assistant tool call has no matching result.
+        """
+        from managers.mcp_manager import MCPServerDiedError, ToolCallResult
+
+        assert self.mcp_manager is not None
+        turn, iteration = self.current_turn, stats.iterations
+        timeout = self.config.mcp.tool_call_timeout_seconds
+        abort_reason: str | None = None
+        server_gone = False
+        for tool_call in tool_calls:
+            name = self._display_name(tool_call.function.name)
+            if abort_reason is not None:
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
+                continue
+            stats.tool_calls += 1
+            stats.tools_used.append(name)
+            try:
+                arguments = json.loads(tool_call.function.arguments or "{}")
+                if not isinstance(arguments, dict):
+                    raise ValueError("tool arguments must be a JSON object")
+            except (json.JSONDecodeError, ValueError) as exc:
+                self._log("warning", f"Turn {turn} Iteration {iteration}: invalid arguments for {name}: {exc}",
+                          "mcp_tool_error", tool_name=name, error=f"invalid arguments: {exc}", iteration=iteration)
+                self._append_tool_result(
+                    messages, tool_call.id, ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}")
+                )
+                continue
+            self._log("info", f"Turn {turn} Iteration {iteration}: Agent calling tool {name}", "mcp_tool_call",
+                      tool_name=name, server_name=getattr(self.mcp_manager, "server_name", None),
+                      arguments=arguments, iteration=iteration)
+            self.logger.debug(f"Turn {turn} Iteration {iteration}: Tool arguments: {json.dumps(arguments)[:500]}")
+            started = time.perf_counter()
+            try:
+                result = await self.mcp_manager.call_tool(name, arguments, timeout_seconds=timeout)
+            except TimeoutError:
+                self._log("warning", f"Turn {turn} Iteration {iteration}: Tool call timeout: {name}",
+                          "mcp_tool_timeout", tool_name=name, iteration=iteration, timeout_seconds=timeout)
+                self._append_tool_result(
+                    messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
+                )
+                abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
+                continue
+            except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
+                self._log("warning", f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",
+                          "mcp_tool_error", tool_name=name, error=str(exc), iteration=iteration)
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, f"Tool call failed: {exc}"))
+                if isinstance(exc, MCPServerDiedError):
+                    server_gone = True
+                    abort_reason = f"Skipped: the MCP server stopped during {name}"
+                continue
+            duration = time.perf_counter() - started
+            self._append_tool_result(messages, tool_call.id, result)
+            self._log(
+                "info",
+                f"Turn {turn} Iteration {iteration}: Tool result received ({duration:.1f}s)",
+                "mcp_tool_result",
+                tool_name=name,
+                server_name=getattr(self.mcp_manager, "server_name", None),
+                result_type=type(result.content).__name__,
+                result_length=len(str(result.content)),
+                is_error=result.is_error,
+                duration_ms=round(duration * 1000, 1),
+                iteration=iteration,
+            )
+        return server_gone
+
+    def _display_name(self, wire_name: str) -> str:
+        try:
+            return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
+        except Exception:  # noqa: BLE001 - an unknown name is shown as sent; call_tool reports it properly
+            return wire_name
+
+    @staticmethod
+    def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result.to_dict(), default=str)})
+
+    def _log(self, level: str, message: str, event_type: str, **fields: Any) -> None:
+        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
+        getattr(self.logger, level)(message, extra=extra)
