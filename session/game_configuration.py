@@ -127,6 +127,10 @@ class MemorySection(_Section):
     enabled: bool = True
     long_response_chars: int = Field(default=400, ge=1)
     max_memories_in_context: int = Field(default=8, ge=0)
+    # Meaningful turns are batched into one LLM call at most every N turns (deaths flush at
+    # once): this is what keeps memory near 0.13 calls per turn instead of one per move.
+    min_turns_between_calls: int = Field(default=8, ge=1)
+    max_batch_events: int = Field(default=12, ge=1)
 
 
 class ObjectivesSection(_Section):
