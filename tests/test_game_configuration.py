@@ -1,0 +1,198 @@
+"""GameConfiguration: defaults, TOML loading, env overrides, fail-fast errors (properties 4, 45)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from session.game_configuration import (
+    API_KEY_ENV_VARS,
+    SECTIONS,
+    ConfigError,
+    GameConfiguration,
+    resolve_api_key,
+)
+
+
+def write_toml(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_missing_sections_and_keys_use_defaults(tmp_path: Path) -> None:
+    config = GameConfiguration.from_toml(write_toml(tmp_path, "[project]\nname = 'x'\n"), environ={})
+    assert config.mcp.enabled is False
+    assert config.gameplay.turn_delay_seconds == 0
+    assert config.gameplay.enable_critic is False
+    assert config.llm.base_url == "https://openrouter.ai/api/v1"
+    assert config.base_dir == tmp_path.resolve()
+
+
+def test_values_from_toml_are_loaded(tmp_path: Path) -> None:
+    path = write_toml(
+        tmp_path,
+        """
+[tool.zorkgpt.llm]
+agent_model = "openai/gpt-4o"
+critic_base_url = "http://localhost:8000/v1"
+[tool.zorkgpt.agent_sampling]
+temperature = 0.4
+max_tokens = 512
+[tool.zorkgpt.gameplay]
+max_turns_per_episode = 7
+[tool.zorkgpt.retry]
+request_timeout = 15
+""",
+    )
+    config = GameConfiguration.from_toml(path, environ={})
+    assert config.agent_model == "openai/gpt-4o"
+    assert config.base_url_for("critic") == "http://localhost:8000/v1"
+    assert config.base_url_for("agent") == config.llm.base_url
+    assert config.sampling_for("agent").temperature == 0.4
+    assert config.sampling_for("agent").top_p is None
+    assert config.gameplay.max_turns_per_episode == 7
+    assert config.retry.request_timeout == 15.0
+
+
+def test_unknown_key_names_section_and_key(tmp_path: Path) -> None:
+    path = write_toml(tmp_path, "[tool.zorkgpt.mcp]\nenabeld = true\n")
+    with pytest.raises(ConfigError) as err:
+        GameConfiguration.from_toml(path, environ={})
+    message = str(err.value)
+    assert "enabeld" in message and "[tool.zorkgpt.mcp]" in message and "enabled" in message
+
+
+def test_unknown_section_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"tool\.zorkgpt\.mpc"):
+        GameConfiguration.from_toml(write_toml(tmp_path, "[tool.zorkgpt.mpc]\nenabled = true\n"), environ={})
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ('[tool.zorkgpt.mcp]\nmax_tool_iterations = "20"\n', "max_tool_iterations"),
+        ("[tool.zorkgpt.mcp]\nenabled = 1\n", "bool"),
+        ("[tool.zorkgpt.mcp]\nmax_tool_iterations = 0\n", ">= 1"),
+        ("[tool.zorkgpt.gameplay]\nturn_delay_seconds = -1\n", "turn_delay_seconds"),
+    ],
+)
+def test_wrong_type_or_range_names_key_and_expected_type(tmp_path: Path, body: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        GameConfiguration.from_toml(write_toml(tmp_path, body), environ={})
+    assert fragment in str(err.value)
+    assert "expected" in str(err.value)
+
+
+def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        GameConfiguration.from_toml(write_toml(tmp_path, "[tool.zorkgpt.mcp\n"), environ={})
+
+
+def test_explicit_missing_config_file_fails(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        GameConfiguration.from_toml(tmp_path / "nope.toml", environ={})
+
+
+def test_env_overrides_toml(tmp_path: Path) -> None:
+    path = write_toml(tmp_path, "[tool.zorkgpt.mcp]\nenabled = false\nmax_tool_iterations = 3\n")
+    env = {"ZORKGPT_MCP_ENABLED": "true", "ZORKGPT_MCP_MAX_TOOL_ITERATIONS": "9", "ZORKGPT_LLM_AGENT_MODEL": "m/x"}
+    config = GameConfiguration.from_toml(path, environ=env)
+    assert config.mcp.enabled is True
+    assert config.mcp.max_tool_iterations == 9
+    assert config.agent_model == "m/x"
+
+
+def test_bad_env_value_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="ZORKGPT_MCP_MAX_TOOL_ITERATIONS"):
+        GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={"ZORKGPT_MCP_MAX_TOOL_ITERATIONS": "many"})
+
+
+def test_game_file_env_alias_resolves_against_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={"ZORKGPT_GAME_FILE": "games/z.z5"})
+    assert config.files.game_file == str(tmp_path / "games" / "z.z5")
+
+
+def test_relative_paths_resolve_against_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={})
+    assert config.resolve_path(config.mcp.config_file) == tmp_path.resolve() / "mcp_config.json"
+    assert config.workdir == tmp_path.resolve() / "game_files"
+
+
+def test_api_key_order() -> None:
+    assert resolve_api_key({"OPENROUTER_API_KEY": "c", "CLIENT_API_KEY": "b"}) == "b"
+    assert resolve_api_key({v: v.lower() for v in API_KEY_ENV_VARS}) == "zorkgpt_client_api_key"
+    assert resolve_api_key({}) is None
+
+
+def test_api_key_never_in_repr_or_dump() -> None:
+    config = GameConfiguration.from_mapping({}, environ={"OPENROUTER_API_KEY": "sk-or-secret-123456"})
+    assert config.api_key == "sk-or-secret-123456"
+    assert "sk-or-secret" not in repr(config)
+    assert "sk-or-secret" not in config.model_dump_json()
+
+
+def test_repo_pyproject_loads() -> None:
+    config = GameConfiguration.from_toml(Path(__file__).resolve().parent.parent / "pyproject.toml", environ={})
+    assert set(SECTIONS) >= {"llm", "mcp", "gameplay"}
+    assert config.mcp.config_file == "mcp_config.json"
+
+
+# -- Property 4: configuration loading consistency ---------------------------------------
+mcp_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "enabled": st.booleans(),
+        "config_file": st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=20).map(
+            lambda s: s + ".json"
+        ),
+        "max_tool_iterations": st.integers(1, 100),
+        "tool_call_timeout_seconds": st.integers(1, 600),
+        "server_startup_timeout_seconds": st.floats(0.5, 300, allow_nan=False),
+        "force_tool_support": st.booleans(),
+    },
+)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+@given(values=mcp_values)
+def test_property_04_configuration_loading_consistency(tmp_path_factory: pytest.TempPathFactory, values: dict) -> None:
+    """Property 4: any valid [tool.zorkgpt.mcp] table loads with values matching the file."""
+    body = "[tool.zorkgpt.mcp]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in values.items())
+    path = tmp_path_factory.mktemp("cfg") / "pyproject.toml"
+    path.write_text(body, encoding="utf-8")
+    config = GameConfiguration.from_toml(path, environ={})
+    for key, value in values.items():
+        assert getattr(config.mcp, key) == value
+
+
+@given(values=mcp_values)
+def test_property_45_configuration_defaults(values: dict) -> None:
+    """Property 45: every MCP key absent from the config takes its documented default."""
+    defaults = {
+        "enabled": False,
+        "config_file": "mcp_config.json",
+        "max_tool_iterations": 20,
+        "tool_call_timeout_seconds": 30,
+        "server_startup_timeout_seconds": 10,
+        "force_tool_support": False,
+    }
+    config = GameConfiguration.from_mapping({"mcp": values}, environ={})
+    for key, default in defaults.items():
+        assert getattr(config.mcp, key) == values.get(key, default)
+    assert config.mcp_max_tool_iterations == config.mcp.max_tool_iterations
+    assert config.mcp_force_tool_support == config.mcp.force_tool_support
