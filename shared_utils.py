@@ -91,3 +91,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> Any:
+    """A ``langfuse.Langfuse`` client when tracing is configured, else None.
+
+    Tracing needs both LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY and
+    ``[tool.zorkgpt.langfuse] enabled``; without them this returns None before touching
+    the SDK, which would otherwise warn about missing keys on every start.
+    ``config.langfuse.host`` wins over LANGFUSE_HOST / LANGFUSE_BASE_URL.
+    """
+    env = os.environ if environ is None else environ
+    public_key = env.get("LANGFUSE_PUBLIC_KEY")
+    secret_key = env.get("LANGFUSE_SECRET_KEY")
+    if not (config.langfuse.enabled and public_key and secret_key):
+        return None
+    from langfuse import Langfuse  # imported lazily: the SDK and OpenTelemetry add ~1 s to start-up
+
+    host = config.langfuse.host or env.get("LANGFUSE_BASE_URL") or env.get("LANGFUSE_HOST")
+    return Langfuse(public_key=public_key, secret_key=secret_key, host=host)
