@@ -1,0 +1,26 @@
+"""Zork I through Jericho: the game engine interface and story-file resolution."""
+
+from game_interface.jericho_interface import (
+    DIRECTIONS,
+    MAX_COMMAND_BYTES,
+    GameInterfaceError,
+    GameObject,
+    GameSnapshot,
+    JerichoInterface,
+    Location,
+)
+from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
+
+__all__ = [
+    "CANONICAL_MD5",
+    "DIRECTIONS",
+    "DOWNLOAD_URL",
+    "MAX_COMMAND_BYTES",
+    "GameInterfaceError",
+    "GameObject",
+    "GameSnapshot",
+    "JerichoInterface",
+    "Location",
+    "StoryFileError",
+    "resolve_story_file",
+]

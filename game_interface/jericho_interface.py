@@ -1,0 +1,310 @@
+"""Zork I through Jericho: commands in, clean text and structured facts out.
+
+The structured facts (room id, inventory, visible objects, exits) come from the
+Z-machine's object tree rather than from parsing text, so managers and the critic can
+trust them. Exits are ground truth: each direction is tried from a saved engine state
+which is then restored, random generator included, so probing never changes the game.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jericho import FrotzEnv
+
+from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
+from game_interface.story_file import verify_story_file
+
+# Zork I attribute numbers (ZIL flags), identified from the canonical release's object
+# tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
+INVISIBLE = 7
+SURFACEBIT = 10
+OPENBIT = 11
+TRANSBIT = 12
+CONTBIT = 19
+ACTORBIT = 30
+_SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
+
+# Canonical direction names, in the order they are probed and listed.
+DIRECTIONS: tuple[str, ...] = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "up",
+    "down",
+    "in",
+    "out",
+)
+# Jericho's input buffer; longer commands would be truncated silently.
+MAX_COMMAND_BYTES = 198
+
+_DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
+# Zork prints the final score only when the game really ends (the third death, or a
+# death it does not resurrect from); a resurrection continues without it.
+_FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
+_ARTICLES = frozenset({"a", "an", "the"})
+GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again."
+
+
+class GameInterfaceError(Exception):
+    """Misuse of the interface: a closed game or a command the engine cannot take."""
+
+
+@dataclass(frozen=True)
+class Location:
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class GameObject:
+    id: int
+    name: str
+    attributes: tuple[int, ...]
+    parent_id: int
+
+
+@dataclass(frozen=True)
+class GameSnapshot:
+    """Everything needed to put the game back exactly: engine state plus our end-of-game flags."""
+
+    engine_state: tuple[Any, ...]
+    game_over: bool
+    victory: bool
+    last_response_was_death: bool
+    last_response: str
+
+
+class JerichoInterface:
+    """One Zork I game in one Jericho emulator."""
+
+    def __init__(self, story_file: str | Path, seed: int | None = None) -> None:
+        self.story_file = verify_story_file(story_file)
+        self.seed = seed
+        self._story = StoryData(self.story_file.read_bytes())
+        self._env: FrotzEnv | None = FrotzEnv(str(self.story_file), seed=seed)
+        self._player_id = self._env.player_obj_num
+        self._rooms_root = self._env.get_object(self._env.get_object(self._player_id).parent).parent
+        self._reset_flags()
+
+    def _reset_flags(self) -> None:
+        self._game_over = False
+        self._victory = False
+        self.last_response_was_death = False
+        self.last_response = ""
+        self._exits_cache: list[str] | None = None
+
+    @property
+    def env(self) -> FrotzEnv:
+        if self._env is None:
+            raise GameInterfaceError("This game has been closed; create a new JerichoInterface.")
+        return self._env
+
+    # ----------------------------------------------------------------- commands
+
+    def start(self) -> str:
+        """(Re)start the game from the beginning; returns the intro text."""
+        intro, _ = self.env.reset()
+        self._reset_flags()
+        self.last_response = clean_text(intro)
+        return self.last_response
+
+    def send_command(self, command: str) -> str:
+        """Run one command and return the game's text.
+
+        After the game has ended the engine is not stepped (Jericho would keep playing
+        from a dead state); a fixed message says how to start again.
+        """
+        if _has_control_chars(command):
+            raise GameInterfaceError(f"Command {command!r} contains control characters; send one plain line.")
+        if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+            raise GameInterfaceError(f"Command is longer than {MAX_COMMAND_BYTES} bytes; shorten it.")
+        if self._game_over:
+            return GAME_OVER_TEXT
+        env = self.env
+        raw, _, _, _ = env.step(command)
+        text = clean_text(raw)
+        self._exits_cache = None
+        self.last_response = text
+        self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
+        if env.victory():
+            self._victory = True
+            self._game_over = True
+        elif (self.last_response_was_death and _FINAL_SCORE.search(text)) or env._emulator_halted():
+            self._game_over = True
+        return text
+
+    # ----------------------------------------------------------------- status
+
+    @property
+    def score(self) -> int:
+        return int(self.env.get_score())
+
+    @property
+    def max_score(self) -> int:
+        return int(self.env.get_max_score())
+
+    @property
+    def moves(self) -> int:
+        return int(self.env.get_moves())
+
+    def is_game_over(self) -> bool:
+        """True once the game has ended, by victory or by a death Zork does not undo."""
+        return self._game_over
+
+    def is_victory(self) -> bool:
+        return self._victory
+
+    def get_walkthrough(self) -> list[str]:
+        """Jericho's winning command list (it wins with the default seed)."""
+        return list(self.env.get_walkthrough())
+
+    # ----------------------------------------------------------------- object tree
+
+    def get_location(self) -> Location:
+        """The room the player is in, even when inside a vehicle such as the boat."""
+        env = self.env
+        obj = env.get_object(self._player_id)
+        while obj is not None and obj.parent not in (0, self._rooms_root):
+            obj = env.get_object(obj.parent)
+        if obj is None or obj.parent == 0:
+            raise GameInterfaceError("The player is not in any room; the game state is corrupt. Restart the game.")
+        return Location(id=obj.num, name=self._name(obj.num))
+
+    def get_inventory(self) -> list[str]:
+        """Carried items, plus what can be seen inside carried open or transparent containers."""
+        return [obj.name for obj in self._visible_below(self._player_id, self._tree())]
+
+    def get_visible_objects(self) -> list[GameObject]:
+        """Objects in the player's room (not the player or what it carries), with the contents
+        of open or transparent containers and surfaces. Objects flagged invisible (e.g. the trap
+        door before the rug is moved) are left out. Darkness is not modelled."""
+        return self._visible_below(self.get_location().id, self._tree())
+
+    def find_objects(self, name: str) -> list[GameObject]:
+        """Objects anywhere in the tree that the parser could call ``name``.
+
+        Matching uses the story's own synonyms and adjectives ("lamp" finds the brass
+        lantern), truncated to the parser's 6 significant letters.
+        """
+        words = [w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _ARTICLES]
+        if not words:
+            return []
+        tree = self._tree()
+        found: list[GameObject] = []
+        for number, static in self._story.objects.items():
+            nouns = static.synonyms | {w[:DICTIONARY_WORD_LENGTH] for w in static.name.lower().split()}
+            known = nouns | static.adjectives
+            if number in tree and all(w in known for w in words) and any(w in nouns for w in words):
+                found.append(self._game_object(number, tree))
+        return found
+
+    def _tree(self) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
+        """Object number -> (parent, sibling, child, attributes), read in one call."""
+        tree: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
+        for obj in self.env.get_world_objects():
+            if obj.num > 0:
+                tree[obj.num] = (obj.parent, obj.sibling, obj.child, _attributes(bytes(obj._attr)))
+        return tree
+
+    def _visible_below(self, root: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
+        found: list[GameObject] = []
+        child = tree[root][2] if root in tree else 0
+        seen: set[int] = set()
+        while child and child in tree and child not in seen:
+            seen.add(child)
+            _, sibling, _, attrs = tree[child]
+            if child != self._player_id and INVISIBLE not in attrs:
+                found.append(self._game_object(child, tree))
+                if _SEE_INSIDE.intersection(attrs):
+                    found += self._visible_below(child, tree)
+            child = sibling
+        return found
+
+    def _game_object(self, number: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> GameObject:
+        parent, _, _, attrs = tree[number]
+        return GameObject(id=number, name=self._name(number), attributes=attrs, parent_id=parent)
+
+    def _name(self, number: int) -> str:
+        static = self._story.objects.get(number)
+        return static.name if static else self.env.get_object(number).name.strip()
+
+    # ----------------------------------------------------------------- state
+
+    def save_state(self) -> GameSnapshot:
+        return GameSnapshot(
+            engine_state=self.env.get_state(),
+            game_over=self._game_over,
+            victory=self._victory,
+            last_response_was_death=self.last_response_was_death,
+            last_response=self.last_response,
+        )
+
+    def restore_state(self, snapshot: GameSnapshot) -> None:
+        self.env.set_state(snapshot.engine_state)
+        self._game_over = snapshot.game_over
+        self._victory = snapshot.victory
+        self.last_response_was_death = snapshot.last_response_was_death
+        self.last_response = snapshot.last_response
+        self._exits_cache = None
+
+    def get_valid_exits(self) -> list[str]:
+        """Directions that lead to another room from here, found by trying each one.
+
+        The full engine state (memory, stack, random generator, pending text) is restored
+        after every probe. A probe that kills the player (a grue, a fall) is not an exit.
+        The result is cached until the next command or restore.
+        """
+        if self._exits_cache is not None:
+            return list(self._exits_cache)
+        if self._game_over:
+            return []
+        env = self.env
+        here = self.get_location().id
+        state = env.get_state()
+        exits: list[str] = []
+        try:
+            for direction in DIRECTIONS:
+                env.step(direction)
+                if not env.game_over() and self.get_location().id != here:
+                    exits.append(direction)
+                env.set_state(state)
+        finally:
+            env.set_state(state)
+        self._exits_cache = exits
+        return list(exits)
+
+    def close(self) -> None:
+        """Release the emulator. Jericho's own finaliser shuts the library down and unloads it."""
+        self._env = None
+
+
+@functools.lru_cache(maxsize=4096)
+def _attributes(flags: bytes) -> tuple[int, ...]:
+    """Attribute numbers set in a v3 object's 4 flag bytes (attribute 0 is the top bit).
+
+    Cached: few distinct flag combinations exist, and numpy's unpackbits per object per
+    turn was the largest cost of a turn.
+    """
+    bits = int.from_bytes(flags, "big")
+    width = 8 * len(flags)
+    return tuple(i for i in range(width) if bits >> (width - 1 - i) & 1)
+
+
+def clean_text(text: str) -> str:
+    """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _has_control_chars(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)

@@ -1,0 +1,148 @@
+"""Static facts read straight from the story file: object names and the words that name them.
+
+Jericho's object names drop Z-machine abbreviations ("Living " for "Living Room",
+"CanyView" for "Canyon View"), and it does not expose the parser's synonym and adjective
+lists. Both are fixed in the story file, so they are decoded once here and the live
+object tree (parents, attributes) still comes from Jericho every turn.
+
+Only what the canonical Zork I (a version 3 story) needs is implemented: the v3 object
+table, v3 property headers, the default alphabets and abbreviations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_A0 = "abcdefghijklmnopqrstuvwxyz"
+_A1 = _A0.upper()
+_A2 = " \n0123456789.,!?_#'\"/\\-:()"  # index 0 is the ZSCII-escape slot, never printed
+
+# Property numbers in Zork I (ZIL's P?SYNONYM and P?ADJECTIVE for this release).
+_PROP_SYNONYM = 18
+_PROP_ADJECTIVE = 16
+_ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech byte
+_FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
+# v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
+DICTIONARY_WORD_LENGTH = 6
+
+
+class StoryDataError(Exception):
+    """The story file is not a version 3 Z-machine story this decoder understands."""
+
+
+@dataclass(frozen=True)
+class StaticObject:
+    id: int
+    name: str
+    synonyms: frozenset[str]
+    adjectives: frozenset[str]
+
+
+class StoryData:
+    """Object names, synonyms and adjectives, decoded once from the story bytes."""
+
+    def __init__(self, story: bytes) -> None:
+        if len(story) < 64 or story[0] != 3:
+            raise StoryDataError("Expected a version 3 Z-machine story file (Zork I).")
+        self._d = story
+        self._abbreviations = self._word(0x18)
+        self._dictionary = self._read_dictionary()
+        self._adjective_words = self._read_adjectives()
+        self.objects: dict[int, StaticObject] = self._read_objects()
+
+    def _word(self, addr: int) -> int:
+        return (self._d[addr] << 8) | self._d[addr + 1]
+
+    def _zchars(self, addr: int) -> list[int]:
+        out: list[int] = []
+        while addr + 1 < len(self._d):
+            word = self._word(addr)
+            addr += 2
+            out += [(word >> 10) & 31, (word >> 5) & 31, word & 31]
+            if word & 0x8000:
+                break
+        return out
+
+    def decode(self, addr: int, expand_abbreviations: bool = True) -> str:
+        zs = self._zchars(addr)
+        text: list[str] = []
+        alphabet = 0
+        i = 0
+        while i < len(zs):
+            z = zs[i]
+            i += 1
+            if z == 0:
+                text.append(" ")
+            elif z in (1, 2, 3):
+                if i >= len(zs):
+                    break
+                if expand_abbreviations:  # abbreviations never nest
+                    index = 32 * (z - 1) + zs[i]
+                    text.append(self.decode(self._word(self._abbreviations + 2 * index) * 2, False))
+                i += 1
+            elif z in (4, 5):
+                alphabet = z - 3  # v3 shifts apply to the next character only
+                continue
+            elif alphabet == 2 and z == 6:
+                if i + 1 < len(zs):
+                    text.append(chr((zs[i] << 5) | zs[i + 1]))
+                i += 2
+            else:
+                text.append((_A0, _A1, _A2)[alphabet][z - 6])
+            alphabet = 0
+        return "".join(text)
+
+    def _read_dictionary(self) -> dict[int, tuple[str, bytes]]:
+        base = self._word(0x08)
+        separators = self._d[base]
+        entry_length = self._d[base + 1 + separators]
+        count = self._word(base + 2 + separators)
+        first = base + 4 + separators
+        entries: dict[int, tuple[str, bytes]] = {}
+        for k in range(count):
+            addr = first + k * entry_length
+            entries[addr] = (self.decode(addr), self._d[addr + 4 : addr + entry_length])
+        return entries
+
+    def _read_adjectives(self) -> dict[int, str]:
+        """Adjective number -> word. v3 objects list adjectives by number, not by address."""
+        words: dict[int, str] = {}
+        for text, data in self._dictionary.values():
+            if len(data) >= 3 and data[0] & _ADJECTIVE_FLAG:
+                number = data[1] if data[0] & 3 == _FIRST_VALUE_IS_ADJECTIVE else data[2]
+                words.setdefault(number, text)
+        return words
+
+    def _read_objects(self) -> dict[int, StaticObject]:
+        table = self._word(0x0A) + 31 * 2  # skip the 31 property defaults
+        # The first property table starts right after the last object entry: that bounds the count.
+        first_props = self._word(table + 7)
+        count = (first_props - table) // 9
+        objects: dict[int, StaticObject] = {}
+        for number in range(1, count + 1):
+            props = self._word(table + (number - 1) * 9 + 7)
+            name_words = self._d[props]
+            name = self.decode(props + 1) if name_words else ""
+            properties = self._properties(props + 1 + 2 * name_words)
+            synonyms = properties.get(_PROP_SYNONYM, b"")
+            adjectives = properties.get(_PROP_ADJECTIVE, b"")
+            objects[number] = StaticObject(
+                id=number,
+                name=name,
+                synonyms=frozenset(
+                    self._dictionary[a][0]
+                    for a in ((synonyms[i] << 8) | synonyms[i + 1] for i in range(0, len(synonyms) - 1, 2))
+                    if a in self._dictionary
+                ),
+                adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
+            )
+        return objects
+
+    def _properties(self, addr: int) -> dict[int, bytes]:
+        found: dict[int, bytes] = {}
+        while self._d[addr]:
+            size_byte = self._d[addr]
+            size = (size_byte >> 5) + 1
+            found[size_byte & 31] = self._d[addr + 1 : addr + 1 + size]
+            addr += 1 + size
+        return found
