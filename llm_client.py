@@ -207,7 +207,8 @@ def fold_system_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
     Assistant and tool turns keep their roles (they are the model's own history); only the
     instructions move.
     """
-    system_text = "\n\n".join(_text_of(m.get("content")) for m in messages if m["role"] in ("system", "developer"))
+    texts = [_text_of(m.get("content")) for m in messages if m["role"] in ("system", "developer")]
+    system_text = "\n\n".join(t for t in texts if t)
     rest = [m for m in messages if m["role"] not in ("system", "developer")]
     if not system_text:
         return rest
@@ -238,7 +239,9 @@ def add_cache_control(messages: list[dict[str, Any]], anthropic: bool) -> list[d
         for i in eligible:
             messages[i].setdefault("cache_control", dict(CACHE_CONTROL))
         return messages
-    with_content = [i for i in eligible if messages[i].get("content")]
+    with_content = [
+        i for i in eligible if isinstance(messages[i].get("content"), str | list) and messages[i]["content"]
+    ]
     existing = sum(
         1
         for m in messages
@@ -430,7 +433,12 @@ def backoff_delay(attempt: int, retry: RetrySection, rand: float) -> float:
     ``initial_delay * backoff_base ** attempt`` plus up to ``jitter`` of itself at random
     (``rand`` in [0, 1)), never more than ``max_delay``.
     """
-    base = min(retry.max_delay, retry.initial_delay * retry.backoff_base**attempt)
+    if retry.initial_delay == 0:
+        return 0.0
+    try:
+        base = min(retry.max_delay, retry.initial_delay * retry.backoff_base**attempt)
+    except OverflowError:  # a huge backoff_base: the cap applies
+        base = retry.max_delay
     return min(retry.max_delay, base * (1.0 + retry.jitter * rand))
 
 
@@ -687,8 +695,14 @@ class LLMClient:
             reply = self.session.post(url, json=payload, headers=headers, timeout=self.config.retry.request_timeout)
         except requests.Timeout as exc:
             raise RetryableReplyError(f"timeout after {self.config.retry.request_timeout}s: {exc}") from None
-        except requests.ConnectionError as exc:
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
             raise RetryableReplyError(f"connection error: {exc}") from None
+        except requests.RequestException as exc:
+            # Malformed URL and the like: no attempt can succeed, so say which setting to fix.
+            raise LLMInvalidRequestError(
+                f"Cannot send the LLM request to {url}: {self._redact(str(exc))}. Set [tool.zorkgpt.llm] base_url "
+                "to a full URL such as https://openrouter.ai/api/v1."
+            ) from None
         status = reply.status_code
         text = reply.text
         try:
@@ -743,8 +757,9 @@ class LLMClient:
         parameters = {
             k: v for k, v in payload.items() if k in SAMPLING_PARAMS or k in ("max_tokens", "stop", "tool_choice")
         }
-        if "response_format" in payload:
-            parameters["response_format"] = str(payload["response_format"].get("type", "custom"))
+        response_format = payload.get("response_format")
+        if isinstance(response_format, Mapping):
+            parameters["response_format"] = str(response_format.get("type", "custom"))
         if "tools" in payload:
             parameters["tools"] = [t["function"]["name"] for t in payload["tools"]]
         try:
