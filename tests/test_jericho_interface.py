@@ -1,0 +1,241 @@
+"""JerichoInterface against the real Zork I story file and the real emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from game_interface import (
+    DIRECTIONS,
+    MAX_COMMAND_BYTES,
+    GameInterfaceError,
+    JerichoInterface,
+    StoryFileError,
+)
+from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
+
+# Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
+# player in the forest twice, and from there this route leads back to the canyon.
+TO_CANYON = ["south", "east", "east", "east"]
+FOREST_TO_CANYON = ["north", "south", "south", "east", "east", "east"]
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    interface = JerichoInterface(game_file)
+    interface.start()
+    yield interface
+    interface.close()
+
+
+def test_start_returns_intro_and_structured_location(game: JerichoInterface) -> None:
+    intro = game.start()
+    assert "West of House" in intro
+    assert intro == intro.strip()
+    location = game.get_location()
+    assert location.name == "West of House"
+    assert game.score == 0
+    assert game.max_score == 350
+    assert game.moves == 0
+
+
+def test_room_names_keep_abbreviated_words(game: JerichoInterface) -> None:
+    # Jericho's own object names drop Z-machine abbreviations ("Living " for "Living Room").
+    for command in ["north", "east", "open window", "enter", "west"]:
+        game.send_command(command)
+    assert game.get_location().name == "Living Room"
+    assert game.get_location().name == game.last_response.splitlines()[0]
+
+
+def test_containers_show_contents_only_when_open(game: JerichoInterface) -> None:
+    names = [obj.name for obj in game.get_visible_objects()]
+    assert "small mailbox" in names
+    assert "leaflet" not in names
+    assert "cretin" not in names  # the player object is never "visible"
+
+    text = game.send_command("open mailbox")
+    assert "leaflet" in text
+    objects = {obj.name: obj for obj in game.get_visible_objects()}
+    mailbox = objects["small mailbox"]
+    assert objects["leaflet"].parent_id == mailbox.id
+    assert mailbox.attributes  # engine attributes come through
+
+    game.send_command("take leaflet")
+    assert game.get_inventory() == ["leaflet"]
+    assert "leaflet" not in [obj.name for obj in game.get_visible_objects()]
+
+
+def test_invisible_objects_are_hidden_until_revealed(game: JerichoInterface) -> None:
+    for command in ["north", "east", "open window", "enter", "west"]:
+        game.send_command(command)
+    assert "trap door" not in [obj.name for obj in game.get_visible_objects()]
+    game.send_command("move rug")
+    assert "trap door" in [obj.name for obj in game.get_visible_objects()]
+
+
+def test_find_objects_uses_the_parsers_synonyms_and_adjectives(game: JerichoInterface) -> None:
+    lamp = [obj.name for obj in game.find_objects("lamp")]
+    assert "brass lantern" in lamp
+    assert [obj.name for obj in game.find_objects("the brass lantern")] == ["brass lantern"]
+    assert [obj.name for obj in game.find_objects("small mailbox")] == ["small mailbox"]
+    brass = {obj.name for obj in game.find_objects("brass")}
+    assert {"brass lantern", "brass bell"} <= brass
+    assert all("brass" in name for name in brass)
+    assert game.find_objects("brass mailbox") == []  # every word must fit the same object
+    assert game.find_objects("xyzzyplugh") == []
+    assert game.find_objects("the") == []
+
+
+def test_valid_exits_match_what_each_move_does(game: JerichoInterface) -> None:
+    for route in ([], ["north", "east", "open window", "enter"]):
+        for command in route:
+            game.send_command(command)
+        exits = game.get_valid_exits()
+        assert exits, "every room on this route has an exit"
+        assert set(exits) <= set(DIRECTIONS)
+        here = game.get_location().id
+        snapshot = game.save_state()
+        for direction in DIRECTIONS:
+            game.send_command(direction)
+            moved = game.get_location().id != here
+            assert moved == (direction in exits), direction
+            game.restore_state(snapshot)
+
+
+def test_exit_probe_restores_the_whole_engine_state(game: JerichoInterface) -> None:
+    for command in ["north", "east", "open window", "enter"]:
+        game.send_command(command)
+    before = game.env.get_state()
+    text_before = game.last_response
+    assert game.get_valid_exits() == ["east", "west", "up", "out"]
+    after = game.env.get_state()
+    ram, stack, *rest_before = before
+    ram_after, stack_after, *rest_after = after
+    assert np.array_equal(ram, ram_after)
+    assert np.array_equal(stack, stack_after)
+    assert rest_before == rest_after  # pc, sp, fp, frames, opcode, RNG, pending text
+    assert game.last_response == text_before
+
+
+def test_probe_skips_deadly_directions(game: JerichoInterface) -> None:
+    # From the dark cellar without a light, every move is into the jaws of a grue.
+    for command in ["north", "east", "open window", "enter", "west", "move rug", "open trap door", "down"]:
+        game.send_command(command)
+    assert game.get_location().name == "Cellar"
+    assert game.get_valid_exits() == []
+    assert not game.last_response_was_death
+
+
+def test_walkthrough_wins_while_probing_exits_every_turn(game: JerichoInterface) -> None:
+    """Probing must not change the game, or the random fights of the walkthrough go differently."""
+    saw_vehicle = False
+    rooms_root = game.env.get_object(game.get_location().id).parent
+    for command in game.get_walkthrough():
+        assert not game.is_game_over()
+        game.send_command(command)
+        game.get_valid_exits()
+        game.get_visible_objects()
+        game.get_inventory()
+        location = game.get_location()
+        assert game.env.get_object(location.id).parent == rooms_root
+        if game.env.get_player_object().parent != location.id:
+            saw_vehicle = True  # in the boat: the location is still the room
+    assert saw_vehicle
+    assert game.is_victory()
+    assert game.is_game_over()
+    assert game.score == 350 == game.max_score
+    assert game.get_valid_exits() == []
+    assert game.send_command("look") == GAME_OVER_TEXT
+
+
+def test_save_and_restore_replay_identically(game: JerichoInterface) -> None:
+    for command in ["north", "east", "open window", "enter"]:
+        game.send_command(command)
+    snapshot = game.save_state()
+    first = [game.send_command(c) for c in ["take sack", "west", "take lamp", "inventory"]]
+    after = (game.get_location(), game.get_inventory(), game.score, game.moves)
+    game.restore_state(snapshot)
+    assert game.get_location().name == "Kitchen"
+    assert game.get_inventory() == []
+    second = [game.send_command(c) for c in ["take sack", "west", "take lamp", "inventory"]]
+    assert second == first
+    assert (game.get_location(), game.get_inventory(), game.score, game.moves) == after
+
+
+def test_death_resurrection_and_final_game_over(game: JerichoInterface) -> None:
+    for command in TO_CANYON:
+        game.send_command(command)
+    text = game.send_command("jump")
+    assert "You have died" in text
+    assert game.last_response_was_death
+    assert not game.is_game_over()  # Zork resurrects the player in the forest
+    assert game.get_location().name == "Forest"
+    game.send_command("north")
+    assert not game.last_response_was_death
+
+    for _ in range(2):
+        for command in FOREST_TO_CANYON:
+            game.send_command(command)
+        game.send_command("jump")
+    assert game.last_response_was_death
+    assert game.is_game_over()
+    assert not game.is_victory()
+    moves = game.moves
+    assert game.send_command("look") == GAME_OVER_TEXT
+    assert game.moves == moves  # the engine was not stepped
+    assert game.get_valid_exits() == []
+
+    game.start()
+    assert not game.is_game_over()
+    assert not game.last_response_was_death
+    assert game.get_location().name == "West of House"
+
+
+def test_restore_brings_back_the_end_of_game_flags(game: JerichoInterface) -> None:
+    snapshot = game.save_state()
+    for _ in range(3):
+        for command in TO_CANYON if game.get_location().name == "West of House" else FOREST_TO_CANYON:
+            game.send_command(command)
+        game.send_command("jump")
+    assert game.is_game_over()
+    game.restore_state(snapshot)
+    assert not game.is_game_over()
+    assert "North of House" in game.send_command("north")
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("look\nnorth", "control characters"),
+        ("look\x00", "control characters"),
+        ("x" * (MAX_COMMAND_BYTES + 1), "longer"),
+    ],
+)
+def test_bad_commands_are_refused(game: JerichoInterface, command: str, problem: str) -> None:
+    moves = game.moves
+    with pytest.raises(GameInterfaceError, match=problem):
+        game.send_command(command)
+    assert game.moves == moves
+
+
+def test_closed_interface_says_so(game_file: Path) -> None:
+    interface = JerichoInterface(game_file)
+    interface.close()
+    with pytest.raises(GameInterfaceError, match="closed"):
+        interface.send_command("look")
+
+
+def test_non_canonical_story_file_is_refused(tmp_path: Path, game_file: Path) -> None:
+    altered = tmp_path / "zork1.z5"
+    data = bytearray(game_file.read_bytes())
+    data[-1] ^= 0xFF
+    altered.write_bytes(bytes(data))
+    with pytest.raises(StoryFileError, match="md5"):
+        JerichoInterface(altered)
+
+
+def test_clean_text_trims_lines_and_blank_runs() -> None:
+    assert clean_text("  West of House  \r\nA field.   \n\n\n\nMailbox.\n\n") == "West of House\nA field.\n\nMailbox."
