@@ -193,8 +193,10 @@ class JerichoInterface:
     def find_objects(self, name: str) -> list[GameObject]:
         """Objects anywhere in the tree that the parser could call ``name``.
 
-        Matching uses the story's own synonyms and adjectives ("lamp" finds the brass
-        lantern), truncated to the parser's 6 significant letters.
+        Every word must be one of the object's synonyms, adjectives or name words ("lamp"
+        finds the brass lantern), compared on the parser's 6 significant letters. A lone
+        adjective matches too, as Zork's parser accepts "take brass" and asks which one:
+        the critic must not reject what the game would accept.
         """
         words = [w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _ARTICLES]
         if not words:
@@ -202,9 +204,10 @@ class JerichoInterface:
         tree = self._tree()
         found: list[GameObject] = []
         for number, static in self._story.objects.items():
-            nouns = static.synonyms | {w[:DICTIONARY_WORD_LENGTH] for w in static.name.lower().split()}
-            known = nouns | static.adjectives
-            if number in tree and all(w in known for w in words) and any(w in nouns for w in words):
+            known = (
+                static.synonyms | static.adjectives | {w[:DICTIONARY_WORD_LENGTH] for w in static.name.lower().split()}
+            )
+            if number in tree and all(w in known for w in words):
                 found.append(self._game_object(number, tree))
         return found
 
