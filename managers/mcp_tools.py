@@ -1,0 +1,273 @@
+"""Tool names, schema translation and result conversion between MCP and the chat API.
+
+Names. The seeds prefix tools with their server (``thoughtbox.think``), but OpenAI and
+Anthropic reject function names outside ``^[a-zA-Z0-9_-]{1,64}$``. So the *wire* name sent
+to the model is ``{server}__{tool}`` with every other character replaced by ``_``; a name
+longer than 64 characters keeps its first 55 and gets ``_`` plus 8 hex digits of the
+SHA-256 of the dotted name, which is stable across runs and processes (unlike ``hash()``).
+Sanitizing can make two tools collide (``a.b`` and ``a_b``); the later one in the listing
+then gets the hash suffix too. ``ToolNameMap`` keeps the reverse map, so routing never
+parses a name. Logs, Langfuse and the episode log show the *dotted* name.
+
+Schemas. ``parameters`` is the tool's real ``input_schema`` (deep-copied); a schema
+without a root ``type`` becomes an object schema, and an object schema gets ``properties``
+if it lacks them, because providers reject an object schema without them. It is never
+empty.
+
+Results. Every MCP content type becomes JSON: text as text; image and audio as their MIME
+type and size (base64 payloads would only burn context: a chat model cannot see an image
+inside a ``role: "tool"`` message); resource links as their URI and names; embedded
+resources as their URI and text (or size, for blobs). Structured content, when present,
+is the result; the SDK's JSON-text echo of it is dropped. An oversized result is cut to
+``max_chars`` with a marker saying how much was shown, so one tool cannot blow the context.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel
+
+WIRE_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+WIRE_NAME_MAX = 64
+WIRE_SEPARATOR = "__"
+_HASH_CHARS = 8
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def dotted_name(server_name: str, tool_name: str) -> str:
+    """The human-readable name: ``thoughtbox.think``."""
+    return f"{server_name}.{tool_name}"
+
+
+def stable_hash(text: str) -> str:
+    """Eight hex digits of SHA-256: the same in every process and run."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_CHARS]
+
+
+def wire_name(server_name: str, tool_name: str, force_hash: bool = False) -> str:
+    """The provider-valid function name for one tool (see the module docstring)."""
+    safe = _UNSAFE.sub("_", f"{server_name}{WIRE_SEPARATOR}{tool_name}") or "_"
+    if len(safe) <= WIRE_NAME_MAX and not force_hash:
+        return safe
+    suffix = "_" + stable_hash(dotted_name(server_name, tool_name))
+    return safe[: WIRE_NAME_MAX - len(suffix)] + suffix
+
+
+@dataclass(frozen=True)
+class ToolRoute:
+    """Where a name leads: the server and the tool's own (unprefixed) name."""
+
+    server_name: str
+    tool_name: str
+    wire_name: str
+
+    @property
+    def dotted(self) -> str:
+        return dotted_name(self.server_name, self.tool_name)
+
+
+class ToolNameMap:
+    """Wire and dotted names of one server's tools, both resolvable back to the tool."""
+
+    def __init__(self, server_name: str, tool_names: Iterable[str]) -> None:
+        self.server_name = server_name
+        self._by_wire: dict[str, ToolRoute] = {}
+        self._by_dotted: dict[str, ToolRoute] = {}
+        for tool_name in tool_names:
+            wire = wire_name(server_name, tool_name)
+            if wire in self._by_wire:
+                wire = wire_name(server_name, tool_name, force_hash=True)
+            route = ToolRoute(server_name, tool_name, wire)
+            self._by_wire[wire] = route
+            self._by_dotted[route.dotted] = route
+
+    def resolve(self, name: str) -> ToolRoute | None:
+        """The route for a wire name or a dotted ``server.tool`` name, else None."""
+        return self._by_wire.get(name) or self._by_dotted.get(name)
+
+    def wire_for(self, tool_name: str) -> str:
+        return self._by_dotted[dotted_name(self.server_name, tool_name)].wire_name
+
+    @property
+    def routes(self) -> list[ToolRoute]:
+        return list(self._by_wire.values())
+
+    def display_name(self, name: str) -> str:
+        """Dotted form of a known wire or dotted name; an unknown name is shown as given."""
+        route = self.resolve(name)
+        return route.dotted if route else name
+
+
+def translate_parameters(input_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's input schema as function ``parameters``: a copy, always an object schema."""
+    schema = copy.deepcopy(input_schema) if isinstance(input_schema, dict) else {}
+    schema.setdefault("type", "object")
+    if schema["type"] == "object":
+        schema.setdefault("properties", {})
+    return schema
+
+
+def translate_tool(tool: types.Tool, names: ToolNameMap) -> dict[str, Any]:
+    """One MCP tool as an OpenAI function tool, under its wire name."""
+    description = tool.description or tool.title or f"Tool '{tool.name}' of MCP server '{names.server_name}'."
+    return {
+        "type": "function",
+        "function": {
+            "name": names.wire_for(tool.name),
+            "description": description,
+            "parameters": translate_parameters(tool.input_schema),
+        },
+    }
+
+
+@dataclass
+class ToolCallResult:
+    """What one tool call produced, in the shape the ``role: "tool"`` message carries."""
+
+    content: Any
+    is_error: bool = False
+    error_message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"content": ...}`` or ``{"error": ..., "content": ...}``; always ``json.dumps``-able."""
+        content = to_jsonable(self.content)
+        if self.is_error:
+            return {"error": self.error_message or "Tool call failed", "content": content}
+        return {"content": content}
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: anything unknown becomes a string, never an exception."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value)} bytes of binary data>"
+    return str(value)
+
+
+def _decoded_size(data: str) -> int | None:
+    try:
+        return len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _binary_block(kind: str, mime_type: str | None, data: str) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": kind, "mime_type": mime_type}
+    size = _decoded_size(data)
+    block["size_bytes"] = size
+    block["note"] = (
+        f"{kind} data omitted ({size} bytes)" if size is not None else f"{kind} data omitted (not valid base64)"
+    )
+    return block
+
+
+def convert_content_block(block: Any) -> dict[str, Any]:
+    """One MCP content block as JSON data (see the module docstring for each type)."""
+    if isinstance(block, types.TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, types.ImageContent):
+        return _binary_block("image", block.mime_type, block.data)
+    if isinstance(block, types.AudioContent):
+        return _binary_block("audio", block.mime_type, block.data)
+    if isinstance(block, types.ResourceLink):
+        link = {
+            "type": "resource_link",
+            "uri": block.uri,
+            "name": block.name,
+            "title": block.title,
+            "description": block.description,
+            "mime_type": block.mime_type,
+        }
+        return {key: value for key, value in link.items() if value is not None}
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        converted: dict[str, Any] = {"type": "resource", "uri": resource.uri, "mime_type": resource.mime_type}
+        if isinstance(resource, types.TextResourceContents):
+            converted["text"] = resource.text
+        else:
+            size = _decoded_size(resource.blob)
+            converted["size_bytes"] = size
+            converted["note"] = f"binary resource omitted ({size} bytes)"
+        return converted
+    # A content type newer than this code: keep whatever it carries rather than drop it.
+    return {"type": getattr(block, "type", type(block).__name__), "data": to_jsonable(block)}
+
+
+def _is_echo(block: Any, structured: Any) -> bool:
+    """Whether ``block`` is a JSON-text copy of the structured content."""
+    if not isinstance(block, types.TextContent):
+        return False
+    try:
+        return json.loads(block.text) == structured
+    except ValueError:
+        return False
+
+
+def _text_of(blocks: list[Any]) -> str:
+    return "\n".join(block.text for block in blocks if isinstance(block, types.TextContent))
+
+
+def truncate_text(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` with a marker saying how much of it is shown."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}\n[truncated by ZorkGPT: showing {max_chars} of {len(text)} characters]"
+
+
+def limit_content(content: Any, max_chars: int) -> Any:
+    """Content whose JSON is longer than ``max_chars`` becomes a truncated JSON string."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return truncate_text(content, max_chars)
+    encoded = json.dumps(content, ensure_ascii=False)
+    if len(encoded) <= max_chars:
+        return content
+    return truncate_text(encoded, max_chars)
+
+
+def convert_call_result(result: types.CallToolResult, max_chars: int) -> ToolCallResult:
+    """An MCP ``CallToolResult`` as a ``ToolCallResult``, size-limited."""
+    blocks = list(result.content)
+    non_text = [convert_content_block(block) for block in blocks if not isinstance(block, types.TextContent)]
+    text = _text_of(blocks)
+    if result.is_error:
+        message = truncate_text(text or "The tool reported an error without a message.", max_chars)
+        extra = non_text or None
+        if result.structured_content is not None:
+            extra = {"structured_content": to_jsonable(result.structured_content), "blocks": non_text}
+        return ToolCallResult(content=limit_content(extra, max_chars), is_error=True, error_message=message)
+
+    content: Any
+    if result.structured_content is not None:
+        structured = to_jsonable(result.structured_content)
+        # Servers echo structured content as JSON text; only text saying something else is kept.
+        extra = [convert_content_block(b) for b in blocks if not _is_echo(b, structured)]
+        content = {"structured_content": structured, "blocks": extra} if extra else structured
+    elif not blocks:
+        content = None
+    elif len(blocks) == 1 and isinstance(blocks[0], types.TextContent):
+        content = blocks[0].text
+    else:
+        content = [convert_content_block(block) for block in blocks]
+    return ToolCallResult(content=limit_content(content, max_chars))
