@@ -1,0 +1,106 @@
+"""Shared pieces for the memory, objective and knowledge manager tests."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_client import LLMClientWrapper
+from session.game_configuration import GameConfiguration
+from session.game_state import TurnResult
+from tests.scripted_llm import ScriptedLLMServer, completion
+
+MEMORY_MODEL = "scripted/memory"
+
+
+def make_config(server: ScriptedLLMServer, tmp_path: Path, **sections: dict[str, Any]) -> GameConfiguration:
+    """Defaults everywhere except: the scripted server, instant retries, files under tmp_path."""
+    raw: dict[str, dict[str, Any]] = {
+        "llm": {"base_url": server.base_url, "memory_model": MEMORY_MODEL},
+        "retry": {"initial_delay": 0.0, "max_retries": 0},
+        "files": {"game_workdir": str(tmp_path / "game_files")},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+
+
+def make_client(config: GameConfiguration, server: ScriptedLLMServer) -> LLMClientWrapper:
+    return LLMClientWrapper(config, base_url=server.base_url, api_key="test-key")
+
+
+@dataclass
+class LogCapture:
+    """A real logger whose records the test can inspect by ``event_type``."""
+
+    logger: logging.Logger
+    records: list[logging.LogRecord] = field(default_factory=list)
+
+    def events(self, event_type: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if getattr(r, "event_type", None) == event_type]
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, sink: list[logging.LogRecord]) -> None:
+        super().__init__(logging.DEBUG)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(record)
+
+
+def capture_logger() -> LogCapture:
+    logger = logging.getLogger(f"test.managers.{uuid.uuid4().hex}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    capture = LogCapture(logger)
+    logger.addHandler(_ListHandler(capture.records))
+    return capture
+
+
+def json_reply(payload: dict[str, Any]) -> dict[str, Any]:
+    return completion(json.dumps(payload))
+
+
+def schema_name(body: dict[str, Any]) -> str:
+    return body["response_format"]["json_schema"]["name"]
+
+
+def user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+def turn(
+    n: int,
+    action: str = "look",
+    response: str = "Nothing happens.",
+    room: tuple[int, str] = (1, "West of House"),
+    to: tuple[int, str] | None = None,
+    score: tuple[int, int] = (0, 0),
+    inv: tuple[list[str], list[str]] = ([], []),
+    died: bool = False,
+) -> TurnResult:
+    """A TurnResult with only what a test cares about spelled out."""
+    after = to or room
+    return TurnResult(
+        turn=n,
+        action=action,
+        reasoning="test",
+        response=response,
+        room_id_before=room[0],
+        room_name_before=room[1],
+        room_id_after=after[0],
+        room_name_after=after[1],
+        score_before=score[0],
+        score_after=score[1],
+        inventory_before=list(inv[0]),
+        inventory_after=list(inv[1]),
+        moves=n,
+        died=died,
+        game_over=False,
+    )

@@ -1,0 +1,333 @@
+"""MemoryManager: gating and batching, the LLM decision, supersession, the Markdown file, episodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from managers.memory_manager import (
+    UNREADABLE_HEADING,
+    Memory,
+    MemoryManager,
+    MemoryStatus,
+    parse_memories,
+    render_memories,
+)
+from session.game_state import GameState
+from tests.manager_support import (
+    MEMORY_MODEL,
+    LogCapture,
+    capture_logger,
+    json_reply,
+    make_client,
+    make_config,
+    schema_name,
+    turn,
+    user_text,
+)
+from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+from tests.walkthrough_turns import walkthrough_turns
+
+HOUSE = (1, "West of House")
+NORTH = (2, "North of House")
+KITCHEN = (3, "Kitchen")
+
+
+def decision(turn_no: int, text: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "turn": turn_no,
+        "remember": kw.get("remember", True),
+        "category": kw.get("category", "discovery"),
+        "text": text,
+        "status": kw.get("status", "active"),
+        "supersedes": kw.get("supersedes", []),
+    }
+
+
+def make_manager(
+    server: ScriptedLLMServer, tmp_path: Path, log: LogCapture | None = None, **memory: Any
+) -> tuple[MemoryManager, GameState, LogCapture]:
+    config = make_config(server, tmp_path, memory=memory, memory_sampling={"temperature": 0.3, "max_tokens": 400})
+    state = GameState(current_room_id=HOUSE[0], current_room_name=HOUSE[1])
+    log = log or capture_logger()
+    return MemoryManager(config, log.logger, state, make_client(config, server)), state, log
+
+
+# -- the Markdown file -------------------------------------------------------------------
+
+_texts = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=60).filter(
+    lambda s: s.split()
+)
+
+
+@st.composite
+def memory_lists(draw: st.DrawFn) -> list[Memory]:
+    count = draw(st.integers(0, 8))
+    memories = []
+    for i in range(1, count + 1):
+        status = draw(st.sampled_from(list(MemoryStatus)))
+        memories.append(
+            Memory(
+                id=i,
+                room_id=draw(st.integers(-3, 300)),
+                room_name=" ".join(draw(_texts).split()),
+                category=draw(st.sampled_from(["discovery", "danger", "puzzle", "item"])),
+                text=" ".join(draw(_texts).split()),
+                status=status,
+                episode_id=draw(st.from_regex(r"[0-9T:\-Z]{1,20}", fullmatch=True)),
+                turn=draw(st.integers(0, 5000)),
+                superseded_by=draw(st.none() | st.integers(1, 50)) if status is MemoryStatus.SUPERSEDED else None,
+            )
+        )
+    return memories
+
+
+@given(memory_lists())
+def test_markdown_round_trip_preserves_every_memory(memories: list[Memory]) -> None:
+    parsed = parse_memories(render_memories(memories))
+    assert parsed.skipped_lines == []
+    key = lambda m: m.id  # noqa: E731
+    # A room's heading shows its latest name; everything else must survive unchanged.
+    names = {m.room_id: m.room_name for m in memories}
+    expected = [Memory(**{**vars(m), "room_name": names[m.room_id]}) for m in memories]
+    assert sorted(parsed.memories, key=key) == sorted(expected, key=key)
+
+
+def test_unreadable_lines_are_logged_and_kept_on_rewrite(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    path = tmp_path / "game_files" / "memories.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "# memories\n\n## Room 1: West of House\n\n"
+        "- [#1] ACTIVE | item | episode e0 turn 3: The mailbox holds a leaflet.\n"
+        "- hand-written note without the prefix\n",
+        encoding="utf-8",
+    )
+    manager, _, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    assert [m.text for m in manager.memories] == ["The mailbox holds a leaflet."]
+    assert len(log.events("memory_file_line_skipped")) == 1
+
+    llm_server.script(json_reply({"decisions": [decision(1, "The window behind the house opens.")]}))
+    manager.process_turn(turn(1, "n", room=HOUSE, to=NORTH))
+    text = path.read_text(encoding="utf-8")
+    assert "The window behind the house opens." in text
+    assert UNREADABLE_HEADING in text and "- hand-written note without the prefix" in text
+
+
+# -- gating, the request, storing --------------------------------------------------------
+
+
+def test_batched_call_remembers_under_the_room_where_the_action_was_taken(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=3)
+    llm_server.script(
+        json_reply(
+            {
+                "decisions": [
+                    decision(2, "Opening the mailbox reveals a leaflet.", category="item", status="tentative"),
+                    decision(3, "A path leads north from here into the forest.", category="navigation"),
+                    decision(1, "nothing", remember=False),
+                ]
+            }
+        )
+    )
+    manager.process_turn(turn(1, "look", response="You are west of a white house."))  # not meaningful
+    manager.process_turn(turn(2, "open mailbox", response="Opening the small mailbox reveals a leaflet. " * 12))
+    assert llm_server.requests == []  # long response queued, but the batch is not due yet
+    manager.process_turn(turn(3, "north", room=HOUSE, to=NORTH))
+
+    assert len(llm_server.requests) == 1
+    body = llm_server.bodies[0]
+    assert body["model"] == MEMORY_MODEL
+    assert body["temperature"] == 0.3 and body["max_tokens"] == 400
+    assert schema_name(body) == "MemoryBatchReply"
+    prompt = user_text(body)
+    assert "Turn 2 in West of House (room 1): > open mailbox" in prompt
+    assert "Turn 3 in West of House (room 1): > north" in prompt and "first visit" in prompt
+    assert "Turn 1 " not in prompt
+
+    stored = {m.text: m for m in manager.memories}
+    assert set(stored) == {"Opening the mailbox reveals a leaflet.", "A path leads north from here into the forest."}
+    assert all(m.room_id == HOUSE[0] for m in stored.values())  # room_id_before, not after
+    assert stored["Opening the mailbox reveals a leaflet."].status is MemoryStatus.TENTATIVE
+    assert len(log.events("memory_added")) == 2
+
+    state.current_room_id = NORTH[0]
+    assert manager.context_section() is None
+    state.current_room_id = HOUSE[0]
+    section = manager.context_section()
+    assert section is not None
+    assert section.splitlines()[0] == "## Your memories of West of House"
+    # Active first, then tentative (marked).
+    assert section.splitlines()[1:] == [
+        "- [navigation] A path leads north from here into the forest.",
+        "- [item] (tentative) Opening the mailbox reveals a leaflet.",
+    ]
+    text = (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
+    assert "## Room 1: West of House" in text and "TENTATIVE | item |" in text
+
+
+def test_moves_between_known_rooms_alone_never_call_the_llm(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    llm_server.script(json_reply({"decisions": []}))
+    manager.process_turn(turn(1, "n", room=HOUSE, to=NORTH))  # first visit: strong, flushed
+    assert len(llm_server.requests) == 1
+    for n in range(2, 12):
+        here, there = (NORTH, HOUSE) if n % 2 == 0 else (HOUSE, NORTH)
+        manager.process_turn(turn(n, "walk", room=here, to=there))
+    assert len(llm_server.requests) == 1
+    assert manager.get_status()["pending_events"] == 10
+
+
+def test_death_flushes_at_once_and_the_batch_is_trimmed_to_its_limit(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=100, max_batch_events=3)
+    manager.process_turn(turn(1, "n", room=HOUSE, to=NORTH))
+    for n in range(2, 6):
+        here, there = (NORTH, HOUSE) if n % 2 == 0 else (HOUSE, NORTH)
+        manager.process_turn(turn(n, "walk", room=here, to=there))
+    assert llm_server.requests == []
+    llm_server.script(json_reply({"decisions": [decision(6, "A grue lurks in the dark cellar.", category="danger")]}))
+    manager.process_turn(turn(6, "down", response="You have died.", room=KITCHEN, died=True))
+    assert len(llm_server.requests) == 1
+    prompt = user_text(llm_server.bodies[0])
+    # The strong first-visit event and the death survive trimming; weak moves were dropped first.
+    turn_lines = [line.split(" in ")[0] for line in prompt.splitlines() if line.startswith("Turn ")]
+    assert turn_lines == ["Turn 1", "Turn 5", "Turn 6"]
+    assert [m.room_id for m in manager.memories] == [KITCHEN[0]]
+
+
+def test_supersedes_replaces_older_memories_and_retires_wrong_ones(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    state.current_room_id = KITCHEN[0]
+    llm_server.script(
+        json_reply({"decisions": [decision(1, "The sack holds garlic."), decision(1, "The window is locked.")]})
+    )
+    manager.process_turn(turn(1, "open sack", room=KITCHEN, inv=([], ["sack"])))
+    first = {m.text: m.id for m in manager.memories}
+    assert len(first) == 2
+
+    llm_server.script(
+        json_reply(
+            {
+                "decisions": [
+                    decision(2, "The sack holds garlic and a lunch.", supersedes=[first["The sack holds garlic."]]),
+                    decision(2, "", remember=False, supersedes=[first["The window is locked."], 999]),
+                ]
+            }
+        )
+    )
+    manager.process_turn(turn(2, "take lunch", room=KITCHEN, inv=(["sack"], ["sack", "lunch"])))
+    assert "Stored memories for these rooms:" in user_text(llm_server.bodies[1])
+    assert f"#{first['The sack holds garlic.']} [Kitchen]" in user_text(llm_server.bodies[1])
+
+    by_text = {m.text: m for m in manager.memories}
+    newest = by_text["The sack holds garlic and a lunch."]
+    assert by_text["The sack holds garlic."].status is MemoryStatus.SUPERSEDED
+    assert by_text["The sack holds garlic."].superseded_by == newest.id
+    assert by_text["The window is locked."].status is MemoryStatus.SUPERSEDED
+    assert by_text["The window is locked."].superseded_by is None
+    assert manager.context_section() == "## Your memories of Kitchen\n- [discovery] The sack holds garlic and a lunch."
+    assert len(log.events("memory_superseded")) == 2
+    text = (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
+    assert f"SUPERSEDED by #{newest.id}" in text
+
+
+def test_duplicates_and_unknown_turns_are_not_stored(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    twins = [decision(1, "Leaflet in mailbox."), decision(1, "leaflet  IN mailbox.")]
+    llm_server.script(json_reply({"decisions": twins}))
+    manager.process_turn(turn(1, "open mailbox", inv=([], ["leaflet"])))
+    llm_server.script(json_reply({"decisions": [decision(77, "A memory about a turn that never happened.")]}))
+    manager.process_turn(turn(2, "drop leaflet", inv=(["leaflet"], [])))
+    assert [m.text for m in manager.memories] == ["Leaflet in mailbox."]
+    assert len(log.events("memory_unknown_turn")) == 1
+
+
+# -- failures degrade --------------------------------------------------------------------
+
+
+def test_malformed_reply_and_llm_error_are_logged_and_skipped(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    llm_server.script(
+        completion("I think the mailbox is interesting!"),
+        json_reply({"decisions": [{"turn": 2, "remember": True, "category": "rumour", "text": "x"}]}),
+        Reply(500, {"error": {"message": "upstream down"}}),
+        json_reply({"decisions": [decision(4, "The leaflet welcomes you to Zork.")]}),
+    )
+    for n in range(1, 5):
+        manager.process_turn(turn(n, "read leaflet", inv=([], [f"item{n}"])))
+    assert len(llm_server.requests) == 4
+    malformed = log.events("memory_malformed_reply")
+    assert len(malformed) == 2 and "mailbox is interesting" in malformed[0].raw_response
+    assert len(log.events("memory_llm_error")) == 1
+    assert [m.text for m in manager.memories] == ["The leaflet welcomes you to Zork."]
+    assert manager.get_status()["llm"] == {
+        "calls": 4,
+        "failures": 3,
+        "prompt_tokens": 30,  # three replies arrived (10 + 5 tokens each); the 500 carried no usage
+        "completion_tokens": 15,
+    }
+
+
+# -- across episodes and processes -------------------------------------------------------
+
+
+def test_memories_written_in_episode_one_appear_in_episode_two(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    first, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=5)
+    trap = decision(2, "The trap door bars itself shut behind you.", category="danger")
+    llm_server.script(json_reply({"decisions": [trap]}))
+    first.process_turn(turn(1, "look"))
+    first.process_turn(turn(2, "down", response="The door crashes shut.", room=(4, "Living Room"), to=(5, "Cellar")))
+    assert llm_server.requests == []  # not due yet: finalize flushes what is pending
+    first.finalize_episode()
+    assert len(llm_server.requests) == 1
+
+    second, state, _ = make_manager(llm_server, tmp_path)  # a fresh manager = a new episode
+    state.current_room_id = 4
+    section = second.context_section()
+    assert section == "## Your memories of Living Room\n- [danger] The trap door bars itself shut behind you."
+
+
+def test_two_managers_sharing_the_file_keep_each_others_memories(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    one, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    two, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    llm_server.script(
+        json_reply({"decisions": [decision(1, "Memory from run one.")]}),
+        json_reply({"decisions": [decision(1, "Memory from run two.")]}),
+    )
+    one.process_turn(turn(1, "take lamp", inv=([], ["lamp"])))
+    two.process_turn(turn(1, "take sword", inv=([], ["sword"])))
+    on_disk = parse_memories((tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")).memories
+    assert sorted((m.id, m.text) for m in on_disk) == [(1, "Memory from run one."), (2, "Memory from run two.")]
+
+
+# -- cost ------------------------------------------------------------------------------------
+
+
+def test_walkthrough_costs_at_most_0_15_memory_calls_per_turn(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    manager, state, _ = make_manager(llm_server, tmp_path)  # default gating
+    turns = walkthrough_turns(game_file)
+
+    def remember_first_turn(body: dict[str, Any], index: int) -> dict[str, Any]:
+        first = int(user_text(body).split("\nTurn ", 1)[1].split(" ", 1)[0])
+        return json_reply({"decisions": [decision(first, f"Memory number {index}.")]})
+
+    llm_server.respond_with(remember_first_turn)
+    state.current_room_id = turns[0].room_id_before
+    for result in turns:
+        manager.process_turn(result)
+        state.current_room_id, state.turn_count = result.room_id_after, result.turn
+    manager.finalize_episode()
+    calls = len(llm_server.requests)
+    print(f"memory: {calls} calls over {len(turns)} walkthrough turns = {calls / len(turns):.3f}/turn")
+    assert 0 < calls / len(turns) <= 0.15
+    assert len(manager.memories) == calls
