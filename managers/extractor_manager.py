@@ -1,0 +1,194 @@
+"""The extractor: what the game's last reply means, taken from the engine wherever it can answer.
+
+Location (Jericho room id and name), inventory, visible objects, score, moves, exits and
+the end-of-game flags are read from the Z-machine, so they are exact and free. Two
+questions remain:
+
+- *Is this text a room description?* Zork heads every room description with the room's
+  name on a line of its own, and the engine knows the room's name, so this is answered
+  by matching that line — no LLM.
+- *Is the player in combat?* The engine cannot say (Zork keeps fight state in globals
+  the object tree does not show), so this one goes to the extractor's LLM, but only
+  when it can matter and something new happened: a creature (an object with Zork's
+  actor flag) must be in the room, and the reply must differ from the last text the LLM
+  judged by at least ``extractor.min_text_change_chars`` characters. With no creature
+  present the answer is "no" for free; with unchanged text the last answer stands.
+
+This keeps the extractor's LLM use to the few turns spent near the troll, the thief or
+the cyclops instead of one call per turn.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from game_interface import GameObject, JerichoInterface, Location
+from game_interface.jericho_interface import ACTORBIT
+from llm_client import LLMClientWrapper
+from managers.base_manager import BaseManager
+from managers.structured_llm import StructuredLLM
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+
+EXTRACTOR_SYSTEM_PROMPT = (
+    "You read one reply from the text adventure Zork I and judge a single fact: is the player in combat "
+    "right now? In combat means fighting, being attacked, or facing a hostile creature that is attacking or "
+    "about to attack. A peaceful or dead creature, or one that merely blocks a passage without attacking, is "
+    "not combat. Answer with a JSON object only."
+)
+REPLY_EXCERPT_CHARS = 1500  # a Zork reply is rarely longer; cap what one call can cost
+
+
+class CombatAssessment(BaseModel):
+    """The extractor LLM's answer (sent as a json_schema response_format)."""
+
+    in_combat: bool = Field(description="true if the player is fighting or being attacked right now")
+    reason: str = Field(description="One short sentence citing the text")
+
+
+@dataclass
+class ExtractedInfo:
+    """Facts about the game after one command. Engine facts are exact; the two optional flags are
+    None when nobody could answer (e.g. a creature is present but the extractor LLM is off)."""
+
+    location: Location
+    inventory: list[str]
+    visible_objects: list[str]
+    score: int
+    max_score: int
+    moves: int
+    exits: list[str]
+    game_over: bool
+    victory: bool
+    died: bool
+    in_combat: bool | None = None
+    is_room_description: bool | None = None
+
+
+def is_room_description(text: str, room_name: str) -> bool:
+    """True if ``text`` holds the description of ``room_name``: Zork prints the room's name as a line of
+    its own before describing it (also inside a vehicle: "Frigid River, in the magic boat")."""
+    name = room_name.strip().lower()
+    if not name:
+        return False
+    for line in text.splitlines():
+        line = line.strip().lower()
+        if line == name or line.startswith(name + ","):
+            return True
+    return False
+
+
+def changed_chars(old: str, new: str) -> int:
+    """How many characters differ between two texts (the longer text's length minus what they share)."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    return max(len(old), len(new)) - shared
+
+
+@dataclass
+class _CombatMemory:
+    """The last text the LLM judged and its answer, so unchanged text costs nothing."""
+
+    text: str | None = None
+    in_combat: bool | None = None
+    creatures: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ExtractorManager(BaseManager):
+    name = "extractor"
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        game: JerichoInterface,
+        client: LLMClientWrapper | None = None,
+    ) -> None:
+        super().__init__(config, logger, game_state)
+        self.game = game
+        self._llm = (
+            StructuredLLM(client, config, logger, manager=self.name, trace_name="Extractor", role="extractor")
+            if client is not None and config.extractor.llm_enabled
+            else None
+        )
+        self._combat = _CombatMemory()
+        self._skipped_unchanged = 0
+
+    def reset_episode(self, game_state: GameState) -> None:
+        super().reset_episode(game_state)
+        self._combat = _CombatMemory()
+        self._skipped_unchanged = 0
+
+    def extract(self, action: str | None, response: str) -> ExtractedInfo:
+        """The facts after ``action`` (None for the intro text) produced ``response``."""
+        game = self.game
+        location = game.get_location()
+        visible = game.get_visible_objects()
+        return ExtractedInfo(
+            location=location,
+            inventory=game.get_inventory(),
+            visible_objects=[obj.name for obj in visible],
+            score=game.score,
+            max_score=game.max_score,
+            moves=game.moves,
+            exits=game.get_valid_exits() if self.config.gameplay.exit_probe else [],
+            game_over=game.is_game_over(),
+            victory=game.is_victory(),
+            died=game.last_response_was_death,
+            in_combat=self._in_combat(action, response, visible),
+            is_room_description=is_room_description(response, location.name),
+        )
+
+    def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:
+        creatures = tuple(obj.name for obj in visible if ACTORBIT in obj.attributes)
+        if not creatures:
+            self._combat = _CombatMemory()
+            return False
+        remembered = self._combat
+        if (
+            remembered.text is not None
+            and remembered.creatures == creatures
+            and changed_chars(remembered.text, response) < self.config.extractor.min_text_change_chars
+        ):
+            self._skipped_unchanged += 1
+            return remembered.in_combat
+        if self._llm is None:
+            return None
+        turn = self.game_state.turn_count + 1
+        user = (
+            f"Creatures in the room (from the game engine): {', '.join(creatures)}\n"
+            f"The player's command: {action if action is not None else '(start of the game)'}\n"
+            f"The game's reply:\n{response[:REPLY_EXCERPT_CHARS]}"
+        )
+        reply = self._llm.ask(EXTRACTOR_SYSTEM_PROMPT, user, CombatAssessment, turn)
+        if reply is None:
+            # Logged by StructuredLLM; keep no memory so the next changed reply asks again.
+            return None
+        self._combat = _CombatMemory(text=response, in_combat=reply.in_combat, creatures=creatures)
+        self.logger.info(
+            f"Turn {turn}: extractor judged combat={reply.in_combat} ({reply.reason})",
+            extra={
+                "event_type": "extractor_combat",
+                "turn": turn,
+                "in_combat": reply.in_combat,
+                "creatures": list(creatures),
+                "reason": reply.reason,
+            },
+        )
+        return reply.in_combat
+
+    def get_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "llm_enabled": self._llm is not None,
+            "in_combat": self._combat.in_combat,
+            "skipped_unchanged_text": self._skipped_unchanged,
+        }
+        if self._llm is not None:
+            status["llm"] = self._llm.stats.as_dict()
+        return status

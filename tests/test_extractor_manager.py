@@ -1,0 +1,221 @@
+"""ExtractorManager on real Jericho, with the combat question answered by the scripted LLM over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from game_interface import JerichoInterface
+from llm_client import LLMClientWrapper
+from managers.extractor_manager import ExtractorManager, changed_chars, is_room_description
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+
+# From the start to the troll room (the troll is alive and hostile there).
+TO_TROLL = [
+    "N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "Open sack", "Get garlic", "W", "Get lamp", "E",
+    "U", "Light lamp", "Get rope", "Get knife", "D", "Douse lamp", "W", "Get sword", "Move rug", "Open trapdoor",
+    "D", "Light lamp", "N",
+]  # fmt: skip
+
+
+def make_config(
+    tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1", **sections: dict[str, Any]
+) -> GameConfiguration:
+    raw: dict[str, dict[str, Any]] = {
+        "llm": {"base_url": base_url, "extractor_model": "scripted/extractor"},
+        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
+        "extractor_sampling": {"temperature": 0.1, "max_tokens": 200},
+        "files": {"game_workdir": str(tmp_path / "game_files")},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    interface = JerichoInterface(game_file)
+    yield interface
+    interface.close()
+
+
+def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:
+    return completion(json.dumps({"in_combat": in_combat, "reason": reason}))
+
+
+def make_extractor(
+    config: GameConfiguration, game: JerichoInterface, server: ScriptedLLMServer | None
+) -> ExtractorManager:
+    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key") if server else None
+    return ExtractorManager(config, logging.getLogger("test.extractor"), GameState(), game, client)
+
+
+def play(game: JerichoInterface, commands: list[str]) -> str:
+    text = ""
+    for command in commands:
+        text = game.send_command(command)
+    return text
+
+
+def test_engine_facts_at_start_without_any_llm_call(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    extractor = make_extractor(make_config(tmp_path, llm_server.base_url), game, llm_server)
+    intro = game.start()
+
+    info = extractor.extract(None, intro)
+
+    assert info.location.name == "West of House"
+    assert info.location.id == game.get_location().id
+    assert info.inventory == []
+    assert "small mailbox" in info.visible_objects
+    assert info.score == 0 and info.max_score == 350 and info.moves == 0
+    assert {"north", "south", "west"} <= set(info.exits)
+    assert "east" not in info.exits  # the front door is boarded
+    assert (info.game_over, info.victory, info.died) == (False, False, False)
+    assert info.is_room_description is True
+    assert info.in_combat is False  # no creature here: the engine answers
+    assert llm_server.requests == []
+
+
+def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
+    extractor = make_extractor(make_config(tmp_path), game, None)
+    game.start()
+    play(game, ["open mailbox"])
+    text = game.send_command("take leaflet")
+
+    info = extractor.extract("take leaflet", text)
+
+    assert info.inventory == ["leaflet"]
+    assert "leaflet" not in info.visible_objects
+    assert info.moves == game.moves > 0
+    assert info.is_room_description is False  # "Taken." describes no room
+
+    text = game.send_command("north")
+    info = extractor.extract("north", text)
+    assert info.location.name == "North of House"
+    assert info.is_room_description is True
+
+
+def test_exit_probe_off_leaves_exits_empty(tmp_path: Path, game: JerichoInterface) -> None:
+    extractor = make_extractor(make_config(tmp_path, gameplay={"exit_probe": False}), game, None)
+    info = extractor.extract(None, game.start())
+    assert info.exits == []
+    assert info.location.name == "West of House"
+
+
+def test_death_is_reported(tmp_path: Path, game: JerichoInterface) -> None:
+    extractor = make_extractor(make_config(tmp_path), game, None)
+    game.start()
+    text = play(game, ["south", "east", "east", "east", "jump"])
+    info = extractor.extract("jump", text)
+    assert info.died is True
+    assert info.game_over is False  # Zork resurrects the player after a first death
+
+
+def test_combat_asks_the_llm_once_per_changed_text(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url)
+    extractor = make_extractor(config, game, llm_server)
+    llm_server.script(combat_reply(True, "the troll swings his axe"), combat_reply(False, "the troll is dead"))
+    game.start()
+    text = play(game, TO_TROLL)
+    assert game.get_location().name == "The Troll Room"
+
+    info = extractor.extract("N", text)
+
+    assert info.in_combat is True
+    assert len(llm_server.requests) == 1
+    body = llm_server.bodies[0]
+    assert body["model"] == "scripted/extractor"
+    assert body["temperature"] == 0.1 and body["max_tokens"] == 200
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "CombatAssessment"
+    user_text = body["messages"][-1]["content"]
+    user_text = user_text if isinstance(user_text, str) else json.dumps(user_text)
+    assert "troll" in user_text and "The Troll Room" in user_text
+
+    # Same text again (e.g. a repeated look at an unchanged scene): the last answer stands, no call.
+    assert extractor.extract("N", text).in_combat is True
+    assert len(llm_server.requests) == 1
+
+    # A reply that changed meaningfully with the creature still there is asked about again.
+    text = game.send_command("inventory")
+    assert extractor.extract("inventory", text).in_combat is False
+    assert len(llm_server.requests) == 2
+    assert "inventory" in json.dumps(llm_server.bodies[1]["messages"])
+
+    # Once the troll is dead and gone the engine answers again, for free.
+    text = game.send_command("Kill troll with sword")
+    info = extractor.extract("Kill troll with sword", text)
+    assert "troll" not in " ".join(info.visible_objects)
+    assert info.in_combat is False
+    assert len(llm_server.requests) == 2
+    assert extractor.get_status()["llm"]["calls"] == 2
+
+
+def test_malformed_reply_is_logged_and_skipped(
+    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture
+) -> None:
+    extractor = make_extractor(make_config(tmp_path, llm_server.base_url), game, llm_server)
+    llm_server.script(completion("I think yes, combat!"), Reply(500, {"error": {"message": "down"}}))
+    game.start()
+    text = play(game, TO_TROLL)
+
+    with caplog.at_level(logging.WARNING, logger="test.extractor"):
+        info = extractor.extract("N", text)
+        assert info.in_combat is None
+        assert info.location.name == "The Troll Room"  # engine facts are unaffected
+        # Nothing was remembered, so the same text is asked about again; an HTTP failure is skipped too.
+        assert extractor.extract("N", text).in_combat is None
+    events = [getattr(r, "event_type", None) for r in caplog.records]
+    assert "extractor_malformed_reply" in events
+    assert "extractor_llm_error" in events
+    assert len(llm_server.requests) == 2
+
+
+def test_llm_disabled_means_unknown_combat_and_no_calls(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, extractor={"llm_enabled": False})
+    extractor = make_extractor(config, game, llm_server)
+    game.start()
+    info = extractor.extract("N", play(game, TO_TROLL))
+    assert info.in_combat is None
+    assert llm_server.requests == []
+    assert extractor.get_status()["llm_enabled"] is False
+
+
+def test_walkthrough_costs_few_extractor_calls(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    """Over the whole winning walkthrough the extractor LLM is asked only near creatures."""
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"exit_probe": False})
+    extractor = make_extractor(config, game, llm_server)
+    llm_server.respond_with(lambda body, index: combat_reply("troll" in json.dumps(body["messages"])))
+    extractor.extract(None, game.start())
+    commands = game.get_walkthrough()
+    for command in commands:
+        extractor.extract(command, game.send_command(command))
+
+    assert game.is_victory()
+    calls = len(llm_server.requests)
+    print(f"extractor LLM calls over the walkthrough: {calls} in {len(commands)} turns")
+    assert 0 < calls <= 0.15 * len(commands), f"{calls} extractor calls over {len(commands)} turns"
+    for body in llm_server.bodies:
+        assert "Creatures in the room" in json.dumps(body["messages"])
+
+
+def test_room_description_matches_the_name_line() -> None:
+    assert is_room_description("Kitchen\nYou are in the kitchen of the white house.", "Kitchen")
+    assert is_room_description("(magic boat)\nFrigid River, in the magic boat\nThe river...", "Frigid River")
+    assert not is_room_description("Taken.", "Kitchen")
+    assert not is_room_description("The kitchen window is open.", "Kitchen")
+    assert not is_room_description("It is pitch black. You are likely to be eaten by a grue.", "Cellar")
+
+
+def test_changed_chars_counts_differences() -> None:
+    assert changed_chars("same text", "same text") == 0
+    assert changed_chars("", "abc") == 3
+    assert changed_chars("The troll swings.", "The troll swings!") == 1
+    assert changed_chars("abcdef", "uvwxyz") == 6
