@@ -1,0 +1,118 @@
+"""ZorkAgent without MCP: one JSON-schema call per turn, tolerant parsing, safe fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from llm_client import LLMClientWrapper
+from session.game_configuration import GameConfiguration
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
+
+
+def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> ZorkAgent:
+    raw = {"llm": {"base_url": server.base_url, "agent_model": "scripted/agent"},
+           "retry": {"max_retries": 0, "initial_delay": 0.0}}
+    raw.update(sections)
+    config = GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "k-123456789"})
+    return ZorkAgent(config, LLMClientWrapper(config), logger=logging.getLogger("test.agent"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("North", "north"),
+        ('"Open the mailbox."', "open the mailbox"),
+        ("`take lamp`", "take lamp"),
+        ("**go west**\nthen look", "go west"),
+        ("Action: Read Leaflet", "read leaflet"),
+        ("  \n\n  up  ", "up"),
+        ("", ""),
+    ],
+)
+def test_clean_action(raw: str, expected: str) -> None:
+    assert clean_action(raw) == expected
+
+
+def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm_server.script(agent_reply("Open Mailbox", thinking="mailbox first", new_objective="read the leaflet"))
+    agent = make_agent(llm_server, tmp_path)
+    result = agent.get_action_with_reasoning("West of House", relevant_memories="Memory: mailbox here")
+    assert result["action"] == "open mailbox"
+    assert result["reasoning"] == "mailbox first"
+    assert result["new_objective"] == "read the leaflet"
+    body = llm_server.bodies[0]
+    assert body["model"] == "scripted/agent"
+    assert body["response_format"]["type"] == "json_schema"
+    assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {"thinking", "action", "new_objective"}
+    assert "tools" not in body
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user"]
+    user = body["messages"][1]["content"]
+    user_text = user if isinstance(user, str) else user[0]["text"]
+    assert "West of House" in user_text and "Memory: mailbox here" in user_text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '```json\n{"thinking": "t", "action": "take lamp"}\n```',
+        'Sure! Here is my move: {"thinking": "t", "action": "take lamp", "new_objective": null} Good luck.',
+    ],
+)
+def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: str) -> None:
+    llm_server.script(completion(content))
+    assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state")["action"] == "take lamp"
+
+
+@pytest.mark.parametrize("content", ["I think I will go north", '{"thinking": "t"}', '{"thinking": "t", "action": "  "}'])
+def test_unparseable_reply_falls_back_to_look_and_logs_raw(
+    llm_server: ScriptedLLMServer, tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(completion(content))
+    with caplog.at_level(logging.ERROR, logger="test.agent"):
+        result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
+    assert result["action"] == "look"
+    assert result["raw_response"] == content
+    records = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
+    assert records and records[0].raw_response == content
+
+
+def test_knowledge_goes_into_system_prompt(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm_server.script(agent_reply("look"))
+    agent = make_agent(llm_server, tmp_path)
+    agent.update_knowledge("The troll is weak to the sword.")
+    agent.get_action_with_reasoning("state")
+    system = llm_server.bodies[0]["messages"][0]["content"]
+    system_text = system if isinstance(system, str) else system[0]["text"]
+    assert "The troll is weak to the sword." in system_text
+
+
+def test_custom_prompt_file(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    (tmp_path / "my_prompt.md").write_text("You are a cautious adventurer.")
+    llm_server.script(agent_reply("look"))
+    agent = make_agent(llm_server, tmp_path, files={"agent_prompt_file": "my_prompt.md"})
+    agent.get_action_with_reasoning("state")
+    system = llm_server.bodies[0]["messages"][0]["content"]
+    assert "cautious adventurer" in json.dumps(system)
+
+
+def test_mcp_path_refuses_a_running_event_loop(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    agent = make_agent(llm_server, tmp_path)
+    agent.mcp_enabled = True  # the guard is about the event loop, not the manager
+
+    async def inside_loop() -> None:
+        agent.get_action_with_reasoning("state")
+
+    with pytest.raises(AgentRuntimeError, match="running event loop"):
+        asyncio.run(inside_loop())
+
+
+def test_agent_response_model_fields() -> None:
+    parsed = AgentResponse.model_validate({"thinking": "t", "action": "n"})
+    assert parsed.new_objective is None
