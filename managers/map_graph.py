@@ -1,0 +1,297 @@
+"""The explored map: rooms keyed by the engine's room ids, and the ways between them.
+
+Rooms are keyed by Jericho's object numbers, not by the first line of text: Zork has
+five rooms called "Forest" and many called "Maze", and a text key would merge them.
+Two kinds of knowledge are kept apart:
+
+- *verified exits*: directions the engine confirmed lead somewhere (probed each turn);
+- *edges*: moves actually observed, ``from_id --direction--> to_id``.
+
+A verified exit without an edge is unexplored — the cheapest thing to suggest to the
+agent. Failed attempts are counted per (room, direction); after
+``FAILED_EXIT_PRUNE_THRESHOLD`` failures the direction is no longer offered, until the
+engine newly confirms it (a door was opened) or a move that way succeeds.
+
+The graph is plain data: no game, no I/O except ``save``/``load``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared_utils import atomic_write_json
+
+FAILED_EXIT_PRUNE_THRESHOLD = 3
+MAP_FORMAT_VERSION = 1
+
+CANONICAL_DIRECTIONS: tuple[str, ...] = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "up",
+    "down",
+    "in",
+    "out",
+)
+_ALIASES: dict[str, str] = {
+    "n": "north",
+    "s": "south",
+    "e": "east",
+    "w": "west",
+    "ne": "northeast",
+    "nw": "northwest",
+    "se": "southeast",
+    "sw": "southwest",
+    "u": "up",
+    "d": "down",
+    "inside": "in",
+    "enter": "in",
+    "outside": "out",
+    "exit": "out",
+    "north-east": "northeast",
+    "north-west": "northwest",
+    "south-east": "southeast",
+    "south-west": "southwest",
+} | {d: d for d in CANONICAL_DIRECTIONS}
+# Verbs that only say "move": "go north", "walk n", "climb up".
+_MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel", "proceed"})
+_ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
+
+
+class MapGraphError(Exception):
+    """A persisted map file cannot be read as a map."""
+
+
+def normalize_direction(action: str) -> str | None:
+    """The canonical direction an action moves in, or None if it is not a plain move.
+
+    ``"n"`` -> ``"north"``, ``"go north"`` -> ``"north"``, ``"climb up"`` -> ``"up"``,
+    ``"enter"`` -> ``"in"``; ``"enter window"`` or ``"take lamp"`` -> None.
+    """
+    words = action.strip().lower().rstrip(".!").split()
+    if len(words) == 2 and words[0] in _MOVE_VERBS:
+        words = words[1:]
+    if len(words) != 1:
+        return None
+    return _ALIASES.get(words[0])
+
+
+def _direction_sort_key(label: str) -> tuple[int, str]:
+    return (_ORDER.get(label, len(_ORDER)), label)
+
+
+@dataclass
+class Room:
+    id: int
+    name: str
+    visits: int = 0
+    verified_exits: set[str] = field(default_factory=set)
+
+
+class MapGraph:
+    """Rooms, observed moves and engine-verified exits; persisted as JSON."""
+
+    def __init__(self) -> None:
+        self.rooms: dict[int, Room] = {}
+        # from_id -> label -> to_id. Labels are canonical directions, or the action text for
+        # moves that are not plain directions ("climb tree", "pray").
+        self.edges: dict[int, dict[str, int]] = {}
+        self.failed_exits: dict[tuple[int, str], int] = {}
+
+    # ----------------------------------------------------------------- updates
+
+    def add_room(self, room_id: int, name: str) -> bool:
+        """Make sure the room exists (and has its latest name); True if anything changed."""
+        room = self.rooms.get(room_id)
+        if room is None:
+            self.rooms[room_id] = Room(room_id, name)
+            return True
+        if name and room.name != name:
+            room.name = name
+            return True
+        return False
+
+    def visit(self, room_id: int, name: str) -> None:
+        self.add_room(room_id, name)
+        self.rooms[room_id].visits += 1
+
+    def record_move(self, from_id: int, action: str, to_id: int) -> bool:
+        """An observed move; a plain direction is stored under its canonical name."""
+        label = normalize_direction(action) or " ".join(action.strip().lower().split())
+        if not label or from_id == to_id:
+            return False
+        for room_id in (from_id, to_id):
+            if room_id not in self.rooms:
+                self.add_room(room_id, "")
+        changed = self.failed_exits.pop((from_id, label), None) is not None
+        routes = self.edges.setdefault(from_id, {})
+        if routes.get(label) != to_id:
+            routes[label] = to_id
+            changed = True
+        return changed
+
+    def record_failed_move(self, room_id: int, action: str) -> bool:
+        """A direction tried from ``room_id`` that left the player where they were."""
+        direction = normalize_direction(action)
+        if direction is None:
+            return False
+        if room_id not in self.rooms:
+            self.add_room(room_id, "")
+        key = (room_id, direction)
+        self.failed_exits[key] = self.failed_exits.get(key, 0) + 1
+        return True
+
+    def set_verified_exits(self, room_id: int, exits: list[str] | set[str]) -> bool:
+        """Replace a room's engine-verified exits. A newly confirmed direction clears its
+        failure count: whatever blocked it (a closed door) is gone."""
+        if room_id not in self.rooms:
+            self.add_room(room_id, "")
+        room = self.rooms[room_id]
+        new = {d for d in (normalize_direction(e) for e in exits) if d}
+        if new == room.verified_exits:
+            return False
+        for direction in new - room.verified_exits:
+            self.failed_exits.pop((room_id, direction), None)
+        room.verified_exits = new
+        return True
+
+    # ----------------------------------------------------------------- queries
+
+    def is_pruned(self, room_id: int, direction: str) -> bool:
+        return self.failed_exits.get((room_id, direction), 0) >= FAILED_EXIT_PRUNE_THRESHOLD
+
+    def known_exits(self, room_id: int) -> list[str]:
+        """Verified exits and observed directions from a room, minus pruned ones."""
+        room = self.rooms.get(room_id)
+        labels = set(room.verified_exits if room else ()) | set(self.edges.get(room_id, {}))
+        return sorted((d for d in labels if not self.is_pruned(room_id, d)), key=_direction_sort_key)
+
+    def unexplored_exits(self, room_id: int) -> list[str]:
+        """Verified exits not yet taken (and not pruned), in canonical order."""
+        room = self.rooms.get(room_id)
+        if room is None:
+            return []
+        taken = self.edges.get(room_id, {})
+        return sorted(
+            (d for d in room.verified_exits if d not in taken and not self.is_pruned(room_id, d)),
+            key=_direction_sort_key,
+        )
+
+    def neighbours(self, room_id: int) -> dict[str, int]:
+        return dict(self.edges.get(room_id, {}))
+
+    # ----------------------------------------------------------------- rendering
+
+    def _label(self, room_id: int) -> str:
+        room = self.rooms.get(room_id)
+        return f"{room.name or '?'} (#{room_id})" if room else f"? (#{room_id})"
+
+    def _room_line(self, room_id: int) -> str:
+        routes = self.edges.get(room_id, {})
+        parts = [f"{label} -> {self._label(routes[label])}" for label in sorted(routes, key=_direction_sort_key)]
+        unexplored = self.unexplored_exits(room_id)
+        if unexplored:
+            parts.append("unexplored: " + ", ".join(unexplored))
+        return f"{self._label(room_id)}: " + ("; ".join(parts) if parts else "no known exits")
+
+    def render_text(self, current_room_id: int | None = None, max_rooms: int = 40) -> str:
+        """A compact map for the prompt: the current room first (marked), then the rooms
+        with unexplored exits (where exploring pays), then the rest, up to ``max_rooms``."""
+        if not self.rooms:
+            return "Map: nothing explored yet."
+        lines = [f"Map ({len(self.rooms)} rooms known; * marks your room):"]
+        others = [r for r in self.rooms if r != current_room_id]
+        others.sort(key=lambda r: (not self.unexplored_exits(r), self.rooms[r].name, r))
+        if current_room_id is not None:
+            lines.append("* " + self._room_line(current_room_id))
+        shown = others[: max(0, max_rooms - 1)]
+        lines += ["  " + self._room_line(r) for r in shown]
+        if len(others) > len(shown):
+            lines.append(f"  ... and {len(others) - len(shown)} more rooms")
+        return "\n".join(lines)
+
+    def render_mermaid(self, current_room_id: int | None = None) -> str:
+        """A Mermaid flowchart of rooms and observed moves."""
+        lines = ["graph LR"]
+        for room_id in sorted(self.rooms):
+            name = (self.rooms[room_id].name or "?").replace('"', "#quot;")
+            lines.append(f'  R{room_id}["{name} #{room_id}"]')
+        for from_id in sorted(self.edges):
+            for label in sorted(self.edges[from_id], key=_direction_sort_key):
+                text = label.replace('"', "#quot;").replace("|", "/")
+                lines.append(f'  R{from_id} -->|"{text}"| R{self.edges[from_id][label]}')
+        if current_room_id is not None and current_room_id in self.rooms:
+            lines.append("  classDef current stroke-width:4px")
+            lines.append(f"  class R{current_room_id} current")
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- persistence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": MAP_FORMAT_VERSION,
+            "rooms": {
+                str(r.id): {
+                    "name": r.name,
+                    "visits": r.visits,
+                    "verified_exits": sorted(r.verified_exits, key=_direction_sort_key),
+                }
+                for r in self.rooms.values()
+            },
+            "edges": {str(f): dict(routes) for f, routes in self.edges.items()},
+            "failed_exits": [
+                {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MapGraph:
+        """Rebuild a graph; raises ``MapGraphError`` naming the first malformed part."""
+        if not isinstance(data, dict):
+            raise MapGraphError("the top level must be a JSON object")
+        if data.get("version", MAP_FORMAT_VERSION) != MAP_FORMAT_VERSION:
+            raise MapGraphError(f"unsupported map version {data.get('version')!r} (expected {MAP_FORMAT_VERSION})")
+        graph = cls()
+        try:
+            for key, room in dict(data.get("rooms", {})).items():
+                exits = room.get("verified_exits", [])
+                if not isinstance(exits, list) or not all(isinstance(e, str) for e in exits):
+                    raise MapGraphError(f"room {key}: verified_exits must be a list of directions")
+                graph.rooms[int(key)] = Room(int(key), str(room["name"]), int(room.get("visits", 0)), set(exits))
+            for key, routes in dict(data.get("edges", {})).items():
+                graph.edges[int(key)] = {str(label): int(to_id) for label, to_id in dict(routes).items()}
+            for entry in list(data.get("failed_exits", [])):
+                graph.failed_exits[(int(entry["room_id"]), str(entry["direction"]))] = int(entry["count"])
+        except MapGraphError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MapGraphError(f"malformed entry ({type(exc).__name__}: {exc})") from exc
+        return graph
+
+    def save(self, path: str | Path) -> None:
+        atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> MapGraph:
+        """The map saved at ``path``; an empty map if there is no file yet."""
+        target = Path(path)
+        if not target.exists():
+            return cls()
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+            return cls.from_dict(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, MapGraphError) as exc:
+            raise MapGraphError(
+                f"The map file {target} is not a valid ZorkGPT map ({exc}). "
+                "Delete it (a new map is built as you play) or restore it from a backup."
+            ) from exc
+        except OSError as exc:
+            raise MapGraphError(f"Cannot read the map file {target}: {exc}. Check its permissions.") from exc

@@ -1,0 +1,232 @@
+"""MapGraph: pure unit tests and a round-trip property."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from managers.map_graph import (
+    CANONICAL_DIRECTIONS,
+    FAILED_EXIT_PRUNE_THRESHOLD,
+    MapGraph,
+    MapGraphError,
+    normalize_direction,
+)
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("n", "north"),
+        ("N", "north"),
+        ("go north", "north"),
+        ("Go N", "north"),
+        ("walk sw", "southwest"),
+        ("ne", "northeast"),
+        ("se", "southeast"),
+        ("nw", "northwest"),
+        ("u", "up"),
+        ("climb up", "up"),
+        ("d", "down"),
+        ("down.", "down"),
+        ("in", "in"),
+        ("enter", "in"),
+        ("out", "out"),
+        ("exit", "out"),
+        ("  west  ", "west"),
+        ("take lamp", None),
+        ("enter window", None),
+        ("go", None),
+        ("", None),
+        ("north north", None),
+    ],
+)
+def test_normalize_direction(action: str, expected: str | None) -> None:
+    assert normalize_direction(action) == expected
+
+
+def _kitchen_graph() -> MapGraph:
+    graph = MapGraph()
+    graph.visit(1, "Kitchen")
+    graph.set_verified_exits(1, ["west", "up", "east", "out"])
+    return graph
+
+
+def test_unexplored_exits_are_verified_exits_without_an_edge() -> None:
+    graph = _kitchen_graph()
+    assert graph.unexplored_exits(1) == ["east", "west", "up", "out"]  # canonical order
+    assert graph.record_move(1, "w", 2)
+    graph.add_room(2, "Living Room")
+    assert graph.neighbours(1) == {"west": 2}
+    assert graph.unexplored_exits(1) == ["east", "up", "out"]
+    assert graph.unexplored_exits(2) == []  # nothing verified there yet
+    assert graph.unexplored_exits(99) == []
+
+
+def test_record_move_reports_changes_only() -> None:
+    graph = _kitchen_graph()
+    assert graph.record_move(1, "go west", 2)
+    assert not graph.record_move(1, "west", 2)
+    assert graph.record_move(1, "west", 3)  # the latest observation wins
+    assert graph.neighbours(1) == {"west": 3}
+    assert not graph.record_move(1, "west", 1)  # not a move
+
+
+def test_non_direction_moves_are_labelled_by_the_action() -> None:
+    graph = MapGraph()
+    graph.add_room(5, "Forest Path")
+    graph.set_verified_exits(5, ["up"])
+    graph.record_move(5, "Climb  Tree", 6)
+    assert graph.neighbours(5) == {"climb tree": 6}
+    assert graph.unexplored_exits(5) == ["up"]  # "climb tree" is not the verified "up"
+
+
+def test_failed_exits_are_pruned_after_the_threshold() -> None:
+    graph = MapGraph()
+    graph.visit(1, "Dam")
+    graph.set_verified_exits(1, ["north", "south"])
+    for _ in range(FAILED_EXIT_PRUNE_THRESHOLD - 1):
+        assert graph.record_failed_move(1, "n")
+    assert "north" in graph.unexplored_exits(1)
+    assert graph.record_failed_move(1, "go north")
+    assert graph.failed_exits[(1, "north")] == FAILED_EXIT_PRUNE_THRESHOLD
+    assert graph.unexplored_exits(1) == ["south"]
+    assert graph.known_exits(1) == ["south"]
+    assert not graph.record_failed_move(1, "open door")  # not a direction
+
+
+def test_newly_verified_exit_clears_its_failures() -> None:
+    graph = MapGraph()
+    graph.visit(1, "Behind House")
+    graph.set_verified_exits(1, ["east"])
+    for _ in range(FAILED_EXIT_PRUNE_THRESHOLD):
+        graph.record_failed_move(1, "west")
+    assert "west" not in graph.known_exits(1)
+    assert not graph.set_verified_exits(1, ["east"])  # unchanged
+    assert graph.set_verified_exits(1, ["east", "west"])  # the window was opened
+    assert graph.unexplored_exits(1) == ["east", "west"]
+
+
+def test_successful_move_clears_failures() -> None:
+    graph = MapGraph()
+    for _ in range(FAILED_EXIT_PRUNE_THRESHOLD):
+        graph.record_failed_move(1, "up")
+    assert graph.is_pruned(1, "up")
+    graph.record_move(1, "up", 2)
+    assert not graph.is_pruned(1, "up")
+    assert graph.known_exits(1) == ["up"]
+
+
+def test_render_text_marks_current_room_and_lists_unexplored() -> None:
+    graph = _kitchen_graph()
+    graph.record_move(1, "west", 2)
+    graph.visit(2, "Living Room")
+    graph.set_verified_exits(2, ["east", "down"])
+    graph.record_move(2, "east", 1)
+    text = graph.render_text(2)
+    lines = text.splitlines()
+    assert lines[0].startswith("Map (2 rooms known")
+    assert lines[1] == "* Living Room (#2): east -> Kitchen (#1); unexplored: down"
+    assert lines[2] == "  Kitchen (#1): west -> Living Room (#2); unexplored: east, up, out"
+    assert MapGraph().render_text(None) == "Map: nothing explored yet."
+
+
+def test_render_text_limits_rooms_and_puts_the_frontier_first() -> None:
+    graph = MapGraph()
+    for room_id in range(1, 11):
+        graph.visit(room_id, f"Room {room_id}")
+    graph.set_verified_exits(7, ["north"])
+    text = graph.render_text(1, max_rooms=4)
+    lines = text.splitlines()
+    assert lines[1].startswith("* Room 1 (#1)")
+    assert lines[2].startswith("  Room 7 (#7)")  # it has somewhere left to explore
+    assert lines[-1] == "  ... and 6 more rooms"
+    assert len(lines) == 1 + 4 + 1
+
+
+def test_render_mermaid() -> None:
+    graph = _kitchen_graph()
+    graph.add_room(2, 'The "Living" Room')
+    graph.record_move(1, "west", 2)
+    graph.record_move(2, "pray | hope", 1)
+    text = graph.render_mermaid(current_room_id=1)
+    assert text.splitlines()[0] == "graph LR"
+    assert '  R1["Kitchen #1"]' in text
+    assert '  R2["The #quot;Living#quot; Room #2"]' in text
+    assert '  R1 -->|"west"| R2' in text
+    assert '  R2 -->|"pray / hope"| R1' in text
+    assert "  class R1 current" in text
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    graph = _kitchen_graph()
+    graph.record_move(1, "west", 2)
+    graph.record_failed_move(1, "north")
+    path = tmp_path / "maps" / "map_state.json"
+    graph.save(path)
+    assert [p.name for p in path.parent.iterdir()] == ["map_state.json"]  # no temp file left
+    loaded = MapGraph.load(path)
+    assert loaded.to_dict() == graph.to_dict()
+    assert loaded.failed_exits == {(1, "north"): 1}
+    assert loaded.rooms[1].visits == 1
+
+
+def test_load_missing_file_is_an_empty_map(tmp_path: Path) -> None:
+    assert MapGraph.load(tmp_path / "none.json").rooms == {}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        "[1, 2]",
+        json.dumps({"rooms": {"x": {"name": "A"}}}),
+        json.dumps({"rooms": {"1": {"visits": 2}}}),
+        json.dumps({"rooms": {"1": {"name": "A", "verified_exits": "north"}}}),
+        json.dumps({"edges": {"1": {"north": "far"}}}),
+        json.dumps({"version": 99}),
+    ],
+)
+def test_corrupt_map_file_names_the_file_and_the_fix(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "map_state.json"
+    path.write_text(content)
+    with pytest.raises(MapGraphError) as info:
+        MapGraph.load(path)
+    assert str(path) in str(info.value)
+    assert "Delete it" in str(info.value)
+
+
+_room_ids = st.integers(min_value=1, max_value=250)
+_labels = st.one_of(st.sampled_from(CANONICAL_DIRECTIONS), st.text("abcdefgh ", min_size=1, max_size=12))
+
+
+@given(
+    rooms=st.dictionaries(_room_ids, st.text(min_size=0, max_size=20), max_size=15),
+    moves=st.lists(st.tuples(_room_ids, _labels, _room_ids), max_size=30),
+    failures=st.lists(st.tuples(_room_ids, st.sampled_from(CANONICAL_DIRECTIONS)), max_size=10),
+    exits=st.dictionaries(_room_ids, st.lists(st.sampled_from(CANONICAL_DIRECTIONS)), max_size=10),
+)
+def test_any_graph_survives_json(
+    rooms: dict[int, str],
+    moves: list[tuple[int, str, int]],
+    failures: list[tuple[int, str]],
+    exits: dict[int, list[str]],
+) -> None:
+    graph = MapGraph()
+    for room_id, name in rooms.items():
+        graph.visit(room_id, name)
+    for from_id, label, to_id in moves:
+        graph.record_move(from_id, label, to_id)
+    for room_id, direction in failures:
+        graph.record_failed_move(room_id, direction)
+    for room_id, directions in exits.items():
+        graph.set_verified_exits(room_id, directions)
+    copy = MapGraph.from_dict(json.loads(json.dumps(graph.to_dict())))
+    assert copy.to_dict() == graph.to_dict()
+    for room_id in graph.rooms:
+        assert copy.unexplored_exits(room_id) == graph.unexplored_exits(room_id)
+        assert copy.render_text(room_id) == graph.render_text(room_id)

@@ -1,0 +1,253 @@
+"""MapManager driven by the real game: the facts flow the orchestrator gives it each turn."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from game_interface import JerichoInterface
+from managers.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
+from managers.map_manager import MapManager
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult
+
+# The walkthrough's opening: up the tree for the egg, round the house, in through the window.
+OPENING = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W"]
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def logger() -> Iterator[tuple[logging.Logger, _Records]]:
+    log = logging.getLogger(f"test_map_manager.{id(object())}")
+    handler = _Records()
+    log.addHandler(handler)
+    log.propagate = False
+    yield log, handler
+    log.removeHandler(handler)
+
+
+def _config(tmp_path: Path, **gameplay: object) -> GameConfiguration:
+    raw: dict[str, dict[str, object]] = {"files": {"game_workdir": str(tmp_path / "work")}}
+    if gameplay:
+        raw["gameplay"] = dict(gameplay)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+
+
+class Driver:
+    """What the orchestrator does around the map manager, with the real game."""
+
+    def __init__(self, game: JerichoInterface, manager: MapManager, probe: bool = True) -> None:
+        self.game, self.manager, self.probe = game, manager, probe
+        self.state = GameState()
+
+    def start(self) -> str | None:
+        self.game.start()
+        self.state = GameState()
+        self.manager.reset_episode(self.state)
+        self._apply()
+        return self.manager.context_section()
+
+    def _apply(self) -> None:
+        location = self.game.get_location()
+        self.state.current_room_id, self.state.current_room_name = location.id, location.name
+        self.state.inventory = self.game.get_inventory()
+        self.state.exits = self.game.get_valid_exits() if self.probe else []
+        self.state.score, self.state.moves = self.game.score, self.game.moves
+        self.state.game_over = self.game.is_game_over()
+
+    def play(self, commands: list[str]) -> None:
+        for command in commands:
+            state = self.state
+            before = (state.current_room_id, state.current_room_name, state.score, list(state.inventory))
+            response = self.game.send_command(command)
+            location = self.game.get_location()
+            result = TurnResult(
+                turn=state.turn_count + 1,
+                action=command,
+                reasoning="",
+                response=response,
+                room_id_before=before[0],
+                room_name_before=before[1],
+                room_id_after=location.id,
+                room_name_after=location.name,
+                score_before=before[2],
+                score_after=self.game.score,
+                inventory_before=before[3],
+                inventory_after=self.game.get_inventory(),
+                moves=self.game.moves,
+                game_over=self.game.is_game_over(),
+                died=self.game.last_response_was_death,
+                victory=self.game.is_victory(),
+            )
+            self._apply()
+            state.record_turn(result)
+            self.manager.process_turn(result)
+            self.manager.context_section()
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    interface = JerichoInterface(game_file)
+    yield interface
+    interface.close()
+
+
+def _ids(game: JerichoInterface, route: list[str]) -> list[tuple[int, str]]:
+    """Room (id, name) after each command of ``route`` from a fresh game, read from the engine."""
+    game.start()
+    rooms = [(game.get_location().id, game.get_location().name)]
+    for command in route:
+        game.send_command(command)
+        rooms.append((game.get_location().id, game.get_location().name))
+    return rooms
+
+
+def test_opening_builds_the_map_from_engine_ids(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    rooms = _ids(game, OPENING)
+    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    driver = Driver(game, manager)
+    first_context = driver.start()
+    assert first_context is not None
+    assert first_context.splitlines()[1].startswith(f"* West of House (#{rooms[0][0]})")
+    driver.play(OPENING)
+
+    graph = manager.graph
+    (west, _), (north_of_house, _), (path, _), (tree, _) = rooms[:4]
+    assert graph.neighbours(west)["north"] == north_of_house
+    assert graph.neighbours(north_of_house)["north"] == path
+    assert graph.neighbours(path)["up"] == tree
+    assert graph.neighbours(tree)["down"] == path
+    kitchen, living_room = rooms[-2][0], rooms[-1][0]
+    assert graph.rooms[kitchen].name == "Kitchen"
+    assert graph.neighbours(kitchen)["west"] == living_room
+    assert graph.rooms[path].visits == 2  # there and back
+    assert graph.rooms[west].visits == 1
+    # Exits come from the engine's probe, so the kitchen's untaken ways are listed.
+    assert graph.rooms[kitchen].verified_exits == {"east", "west", "up", "out"}
+    assert graph.unexplored_exits(kitchen) == ["east", "up", "out"]  # west was taken
+    # Every room the engine reported is in the map under its id, with its name.
+    assert {room_id: graph.rooms[room_id].name for room_id, _ in rooms} == dict(rooms)
+
+    context = manager.context_section()
+    assert context is not None
+    assert context.splitlines()[1].startswith(f"* Living Room (#{living_room})")
+    assert manager.get_status()["rooms_known"] == len(set(rooms))
+
+
+def test_map_is_saved_each_changed_turn_and_carries_to_the_next_episode(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    config = _config(tmp_path)
+    manager = MapManager(config, logger[0], GameState())
+    map_file = config.workdir / config.files.map_file
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(OPENING[:2])
+    saved = json.loads(map_file.read_text())
+    assert len(saved["rooms"]) == 3
+    before = map_file.stat().st_mtime_ns
+    driver.play(["look"])  # nothing new: no write
+    assert map_file.stat().st_mtime_ns == before
+
+    second = MapManager(config, logger[0], GameState())
+    assert second.graph.to_dict() == manager.graph.to_dict()
+    Driver(game, second).start()
+    west = _ids(game, [])[0][0]
+    assert second.graph.rooms[west].visits == 2  # one visit per episode start
+
+
+def test_failed_moves_are_counted_and_pruned(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState())
+    driver = Driver(game, manager, probe=False)
+    driver.start()
+    here = driver.state.current_room_id
+    driver.play(["east"] * FAILED_EXIT_PRUNE_THRESHOLD)  # the front door is boarded
+    assert manager.graph.failed_exits[(here, "east")] == FAILED_EXIT_PRUNE_THRESHOLD
+    assert manager.graph.is_pruned(here, "east")
+    driver.play(["take mailbox"])  # not a direction: not a failed exit
+    assert set(manager.graph.failed_exits) == {(here, "east")}
+
+
+def test_disabled_probe_does_not_wipe_verified_exits(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    config = _config(tmp_path)
+    manager = MapManager(config, logger[0], GameState())
+    Driver(game, manager).start()
+    west = _ids(game, [])[0][0]
+    verified = set(manager.graph.rooms[west].verified_exits)
+    assert verified == {"north", "south", "west", "northeast", "southeast"}
+
+    no_probe = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState())
+    Driver(game, no_probe, probe=False).start()
+    assert no_probe.graph.rooms[west].verified_exits == verified
+
+
+def test_death_is_not_a_passage(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(["north", "east", "open window", "enter", "west", "move rug", "open trap door", "down"])
+    cellar = driver.state.current_room_id
+    assert driver.state.current_room_name == "Cellar"
+    driver.play(["north"])  # eaten by a grue, resurrected in the forest
+    assert driver.state.current_room_name == "Forest"
+    assert "north" not in manager.graph.neighbours(cellar)
+    assert (cellar, "north") not in manager.graph.failed_exits
+    assert manager.graph.rooms[driver.state.current_room_id].visits == 1
+
+
+def test_stale_exits_are_not_given_to_the_wrong_room(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    west = driver.state.current_room_id
+    # The orchestrator has not yet applied the new room's facts when the manager runs.
+    result = TurnResult(1, "north", "", "North of House", west, "West of House", 81, "North of House", 0, 0, [], [], 1)
+    manager.process_turn(result)
+    assert manager.graph.rooms[81].verified_exits == set()
+
+
+def test_save_failure_is_logged_and_play_continues(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the map folder should be")
+    manager = MapManager(_config(tmp_path), logger[0], GameState(), map_path=blocker / "map.json")
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(["north"])
+    assert len(manager.graph.rooms) == 2
+    errors = [r for r in logger[1].records if getattr(r, "event_type", None) == "map_save_error"]
+    assert errors
+    assert str(blocker / "map.json") in errors[0].getMessage()
+
+
+def test_corrupt_map_file_fails_at_start_with_the_fix(tmp_path: Path, logger: tuple[logging.Logger, _Records]) -> None:
+    config = _config(tmp_path)
+    map_file = config.workdir / config.files.map_file
+    map_file.parent.mkdir(parents=True)
+    map_file.write_text("{ truncated")
+    with pytest.raises(MapGraphError, match="Delete it"):
+        MapManager(config, logger[0], GameState())
+    assert MapGraph.load(tmp_path / "elsewhere.json").rooms == {}
