@@ -1,0 +1,196 @@
+"""KnowledgeManager: events from turns, periodic and final merges into knowledgebase.md, cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
+from session.game_state import GameState
+from tests.manager_support import (
+    MEMORY_MODEL,
+    LogCapture,
+    capture_logger,
+    json_reply,
+    make_client,
+    make_config,
+    schema_name,
+    turn,
+    user_text,
+)
+from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+from tests.walkthrough_turns import walkthrough_turns
+
+CELLAR = (12, "Cellar")
+TROLL = (13, "The Troll Room")
+
+
+def update(**sections: list[str]) -> dict[str, Any]:
+    keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+    return json_reply({key: sections.get(key, []) for key in keys})
+
+
+def make_manager(
+    server: ScriptedLLMServer, tmp_path: Path, episode: str = "ep-1", **knowledge: Any
+) -> tuple[KnowledgeManager, GameState, LogCapture]:
+    config = make_config(server, tmp_path, knowledge=knowledge, memory_sampling={"temperature": 0.1})
+    state = GameState(episode_id=episode, current_room_id=1, current_room_name="West of House", max_score=350)
+    log = capture_logger()
+    return KnowledgeManager(config, log.logger, state, make_client(config, server)), state, log
+
+
+def kb_path(tmp_path: Path) -> Path:
+    return tmp_path / "game_files" / "knowledgebase.md"
+
+
+def test_no_file_means_empty_knowledge(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path)
+    assert manager.knowledge_text() == ""
+
+
+def test_periodic_update_sends_turn_events_and_merges_sections(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, update_interval_turns=4)
+    llm_server.script(
+        update(
+            deaths=["Walking into the dark cellar without a light gets you eaten by a grue."],
+            dangers=["A troll guards the Troll Room; fight it with the sword."],
+            puzzle_solutions=["Turning the bolt with the wrench at the dam scores 10."],
+            item_uses=["The sword is found in the Living Room."],
+        )
+    )
+    manager.process_turn(turn(1, "take sword", inv=([], ["sword"])))
+    manager.process_turn(
+        turn(2, "look", response="A nasty-looking troll, brandishing a bloody axe, blocks the way.", room=TROLL)
+    )
+    manager.process_turn(turn(3, "turn bolt with wrench", score=(20, 30), response="The sluice gates open."))
+    assert llm_server.requests == []
+    manager.process_turn(
+        turn(
+            4,
+            "down",
+            room=CELLAR,
+            response="Oh, no! You have walked into the slavering fangs of a lurking grue!\n\n****  You have died  ****",
+            died=True,
+            inv=(["sword"], []),
+        )
+    )
+    assert len(llm_server.requests) == 1
+
+    body = llm_server.bodies[0]
+    assert body["model"] == MEMORY_MODEL and body["temperature"] == 0.1
+    assert schema_name(body) == "KnowledgeUpdate"
+    prompt = user_text(body)
+    assert "Current knowledge base:\n(empty)" in prompt
+    assert "turn 1 [item_taken] in West of House: > take sword -> sword" in prompt
+    assert "turn 2 [danger] in The Troll Room" in prompt
+    assert "turn 3 [score] in West of House: > turn bolt with wrench -> +10 points: The sluice gates open." in prompt
+    assert "turn 4 [death] in Cellar: > down -> Oh, no!" in prompt
+    assert "[item_lost]" not in prompt  # dying scatters the inventory; that is not an item use
+
+    doc = KnowledgeDocument.parse(manager.knowledge_text())
+    assert doc.section("Deaths and their causes").bullets() == [
+        "Walking into the dark cellar without a light gets you eaten by a grue."
+    ]
+    assert doc.section("Puzzle solutions").bullets() == ["Turning the bolt with the wrench at the dam scores 10."]
+    assert len(log.events("knowledge_updated")) == 1
+    manager.process_turn(turn(5, "look"))  # nothing new: no call
+    assert len(llm_server.requests) == 1
+
+
+def test_merge_keeps_existing_and_hand_written_content(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    path = kb_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "# My notes\n\nHand-written intro.\n\n"
+        "## Dangers\n\n- The thief steals treasures.\n- The troll is friendly.\n\nProse under dangers stays.\n\n"
+        "## My own section\n\n- Save before the maze.\n",
+        encoding="utf-8",
+    )
+    manager, _, _ = make_manager(llm_server, tmp_path, update_interval_turns=1)
+    llm_server.script(
+        update(
+            dangers=["the thief   STEALS treasures.", "The cyclops eats careless adventurers."],
+            obsolete=["The troll is friendly."],
+            insights=["Get the lamp before going underground."],
+        )
+    )
+    manager.process_turn(turn(1, "attack troll", response="The troll's axe wounds you badly."))
+    text = manager.knowledge_text()
+    assert text.startswith("# My notes\n\nHand-written intro.\n")
+    assert "- Save before the maze." in text and "## My own section" in text
+    doc = KnowledgeDocument.parse(text)
+    dangers = doc.section("Dangers")
+    assert dangers.bullets() == ["The thief steals treasures.", "The cyclops eats careless adventurers."]
+    assert "Prose under dangers stays." in dangers.lines
+    assert doc.section("Cross-episode insights").bullets() == ["Get the lamp before going underground."]
+
+
+_bullet_text = st.text(alphabet=st.characters(whitelist_categories=("L", "N"), whitelist_characters=" .,'"), min_size=1)
+
+
+@given(st.lists(_bullet_text, max_size=6), st.lists(_bullet_text, max_size=6))
+def test_merging_never_loses_or_duplicates_bullets(existing: list[str], new: list[str]) -> None:
+    doc = KnowledgeDocument.empty()
+    doc.add_bullets("Dangers", existing)
+    reparsed = KnowledgeDocument.parse(doc.render())
+    reparsed.add_bullets("Dangers", new)
+    final = KnowledgeDocument.parse(reparsed.render()).section("Dangers").bullets()
+    keys = [" ".join(b.split()).casefold() for b in final]
+    assert len(keys) == len(set(keys))
+    wanted = {" ".join(b.split()).casefold() for b in existing + new if b.split()}
+    assert set(keys) == wanted
+
+
+def test_knowledge_from_episode_one_reaches_episode_two(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    first, _, _ = make_manager(llm_server, tmp_path, episode="2025-01-01T00-00-00Z")
+    llm_server.script(update(deaths=["The grue kills you in the dark; carry a lit lamp."]))
+    first.process_turn(turn(1, "north", room=(1, "West of House"), to=(2, "North of House")))
+    first.process_turn(turn(2, "down", room=CELLAR, response="You have died.", died=True))
+    assert llm_server.requests == []  # the interval (100) has not passed: the final update does it
+    first.finalize_episode()
+    assert len(llm_server.requests) == 1
+
+    second, _, _ = make_manager(llm_server, tmp_path, episode="2025-01-02T00-00-00Z")
+    text = second.knowledge_text()
+    assert "- The grue kills you in the dark; carry a lit lamp." in text
+    insights = KnowledgeDocument.parse(text).section("Cross-episode insights").bullets()
+    assert insights == [
+        "Episode record 2025-01-01T00-00-00Z: died with score 0/350 after 2 turns, 1 death(s), 3 rooms seen."
+    ]
+    second.finalize_episode()  # no events: no LLM call, but the episode is still recorded
+    assert len(llm_server.requests) == 1
+    assert len(KnowledgeDocument.parse(second.knowledge_text()).section("Cross-episode insights").bullets()) == 2
+
+
+def test_malformed_reply_and_llm_error_skip_the_update(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, update_interval_turns=1)
+    llm_server.script(
+        completion('{"deaths": "not a list"}'),
+        Reply(429, {"error": {"message": "slow down"}}),
+    )
+    manager.process_turn(turn(1, "take lamp", inv=([], ["lamp"])))
+    manager.process_turn(turn(2, "take sword", inv=([], ["sword"])))
+    assert len(log.events("knowledge_malformed_reply")) == 1
+    assert len(log.events("knowledge_llm_error")) == 1
+    assert not kb_path(tmp_path).exists()
+    assert manager.get_status()["updates"] == 0
+
+
+def test_walkthrough_costs_at_most_0_02_knowledge_calls_per_turn(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path)  # default interval
+    turns = walkthrough_turns(game_file)
+    llm_server.respond_with(lambda body, index: update(puzzle_solutions=[f"Lesson {index}."]))
+    for result in turns:
+        manager.process_turn(result)
+    manager.finalize_episode()
+    calls = len(llm_server.requests)
+    print(f"knowledge: {calls} calls over {len(turns)} walkthrough turns = {calls / len(turns):.3f}/turn")
+    assert 0 < calls / len(turns) <= 0.02
+    text = manager.knowledge_text()
+    assert all(f"- Lesson {i}." in text for i in range(calls))
+    assert "won with score 350/350 after 396 turns" in text
