@@ -1,0 +1,735 @@
+"""LLMClient through real HTTP to the scripted chat-completions server.
+
+Sleeping and the clock are replaced on the client (its documented seams) so the backoff
+runs instantly and the delays it asked for can be asserted; everything else is real:
+requests, sockets, JSON, timeouts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from llm_client import (
+    CircuitOpenError,
+    LLMClient,
+    LLMClientWrapper,
+    LLMInvalidRequestError,
+    LLMRequestError,
+    LLMResponse,
+    LLMRetryExhaustedError,
+    ToolsNotSupportedError,
+    parse_retry_after,
+)
+from session.game_configuration import GameConfiguration
+from shared_utils import get_langfuse_client
+from tests.scripted_llm import Reply, ScriptedLLMServer, completion, tool_call
+
+API_KEY = "sk-or-v1-test-secret-0123456789abcdef"
+MESSAGES = [{"role": "system", "content": "You play Zork."}, {"role": "user", "content": "West of House"}]
+THINK_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "thoughtbox__think",
+        "description": "Record a thought",
+        "parameters": {"type": "object", "properties": {"thought": {"type": "string"}}, "required": ["thought"]},
+    },
+}
+
+
+def make_config(**retry: Any) -> GameConfiguration:
+    settings = {
+        "max_retries": 3,
+        "initial_delay": 0.5,
+        "max_delay": 8.0,
+        "backoff_base": 2.0,
+        "jitter": 0.25,
+        "request_timeout": 5.0,
+        "circuit_breaker_threshold": 3,
+        "circuit_breaker_reset_seconds": 30.0,
+        **retry,
+    }
+    # environ={} keeps the developer's real ZORKGPT_* variables and keys out of the tests.
+    return GameConfiguration.from_mapping({"retry": settings}, environ={})
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def make_client(llm_server: ScriptedLLMServer) -> Callable[..., tuple[LLMClient, list[float]]]:
+    def factory(config: GameConfiguration | None = None, **kwargs: Any) -> tuple[LLMClient, list[float]]:
+        client = LLMClient(config or make_config(), base_url=llm_server.base_url, api_key=API_KEY, **kwargs)
+        delays: list[float] = []
+        client.sleep = delays.append
+        client.random = lambda: 0.5
+        return client, delays
+
+    return factory
+
+
+def retry_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event_type", None) == "llm_retry"]
+
+
+# -- request shape -----------------------------------------------------------------------
+
+
+def test_payload_headers_and_url(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("north"))
+    schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
+
+    response = client.chat_completions_create(
+        model="openai/gpt-4o",
+        messages=MESSAGES,
+        temperature=0.3,
+        top_p=0.9,
+        top_k=40,
+        min_p=0.05,
+        max_tokens=256,
+        stop=["\n\n"],
+        response_format=schema,
+        extra_headers={"X-Trace": "turn-7"},
+        name="agent",
+        seed=7,
+        provider={"order": ["openai"]},
+    )
+
+    assert response.content == "north"
+    request = llm_server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+    assert request.headers["X-Title"] == "ZorkGPT"
+    assert request.headers["HTTP-Referer"]
+    assert request.headers["X-Trace"] == "turn-7"
+    body = request.body
+    assert body["model"] == "openai/gpt-4o"
+    assert [m["content"] for m in body["messages"]] == ["You play Zork.", "West of House"]
+    assert (body["temperature"], body["top_p"], body["top_k"], body["min_p"]) == (0.3, 0.9, 40, 0.05)
+    assert body["max_tokens"] == 256
+    assert body["stop"] == ["\n\n"]
+    assert body["response_format"] == schema
+    assert body["seed"] == 7
+    assert body["provider"] == {"order": ["openai"]}
+    assert "name" not in body, "name is a tracing label, never sent"
+
+
+def test_parameters_left_as_none_are_omitted(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("look"))
+
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, temperature=None, seed=None)
+
+    assert set(llm_server.bodies[0]) == {"model", "messages"}
+
+
+def test_tools_and_tool_choice_passed_through_only_when_given(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("a"), completion("b"), completion("c"))
+    choice = {"type": "function", "function": {"name": "thoughtbox__think"}}
+
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL], tool_choice=choice)
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES)
+    # Providers reject "tools": [] and a tool_choice without tools, so an empty list means none.
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[], tool_choice="auto")
+
+    first, second, third = llm_server.bodies
+    assert first["tools"] == [THINK_TOOL]
+    assert first["tool_choice"] == choice
+    for body in (second, third):
+        assert "tools" not in body
+        assert "tool_choice" not in body
+
+
+def test_tool_calls_parsed_and_content_dropped(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    client, _ = make_client()
+    calls = [
+        tool_call("thoughtbox__think", {"thought": "open the mailbox", "thoughtNumber": 1}, "call_a"),
+        {"type": "function", "function": {"name": "thoughtbox__think", "arguments": {"thought": "dict form"}}},
+    ]
+    body = completion("Let me think first.", tool_calls=calls)
+    body["choices"][0]["message"]["content"] = "Let me think first."
+    llm_server.script(body)
+
+    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+
+    assert response.content is None
+    assert response.finish_reason == "tool_calls"
+    assert response.tool_calls is not None
+    first, second = response.tool_calls
+    assert (first.id, first.type, first.function.name) == ("call_a", "function", "thoughtbox__think")
+    assert json.loads(first.function.arguments) == {"thought": "open the mailbox", "thoughtNumber": 1}
+    # A provider that omits the id or sends arguments as an object still yields a usable call.
+    assert second.id == "call_1"
+    assert json.loads(second.function.arguments) == {"thought": "dict form"}
+
+
+def test_plain_reply_has_no_tool_calls_and_carries_usage(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127, "prompt_tokens_details": {"x": 1}}
+    llm_server.script(completion("open mailbox", model="openai/gpt-4o-2024", usage=usage, finish_reason="length"))
+
+    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES)
+
+    assert response == LLMResponse(
+        content="open mailbox",
+        model="openai/gpt-4o-2024",
+        usage={"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127},
+        tool_calls=None,
+        finish_reason="length",
+    )
+
+
+def test_invalid_tool_schema_refused_before_sending(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    dotted = copy.deepcopy(THINK_TOOL)
+    dotted["function"]["name"] = "thoughtbox.think"
+
+    with pytest.raises(LLMInvalidRequestError, match=r"thoughtbox\.think.*server__tool"):
+        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[dotted])
+    no_params = copy.deepcopy(THINK_TOOL)
+    del no_params["function"]["parameters"]
+    with pytest.raises(LLMInvalidRequestError, match="parameters"):
+        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[no_params])
+    with pytest.raises(LLMInvalidRequestError, match="messages"):
+        client.chat_completions_create(model="openai/gpt-4o", messages=[])
+    assert llm_server.requests == []
+
+
+def test_tools_refused_for_reasoning_model_unless_forced(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    with pytest.raises(ToolsNotSupportedError, match="force_tool_support"):
+        client.chat_completions_create(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
+    assert llm_server.requests == []
+
+    forced = make_config()
+    forced.mcp.force_tool_support = True
+    client, _ = make_client(forced)
+    llm_server.script(completion("ok"))
+    client.chat_completions_create(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
+    assert llm_server.bodies[0]["tools"] == [THINK_TOOL]
+
+
+def test_supports_tool_calling_patterns_and_override() -> None:
+    client = LLMClient(make_config(), api_key=API_KEY)
+    assert client._supports_tool_calling("anthropic/claude-sonnet-4.5")
+    assert client._supports_tool_calling("some-lab/unknown-model")
+    for model in ("openai/o1-mini", "openai/o3-mini", "qwen/qwq-32b", "deepseek/deepseek-r1", "x/grok-4-reasoning"):
+        assert not client._supports_tool_calling(model), model
+    client.config.mcp.force_tool_support = True
+    assert client._supports_tool_calling("openai/o1-mini")
+
+
+# -- retries -----------------------------------------------------------------------------
+
+
+def test_429_retried_honouring_retry_after(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, delays = make_client()
+    rate_limited = {"error": {"message": "Rate limit exceeded", "code": 429}}
+    llm_server.script(
+        Reply(429, rate_limited, headers={"Retry-After": "3"}),
+        Reply(429, rate_limited, headers={"Retry-After": "120"}),
+        completion("north"),
+    )
+
+    with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
+        response = client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+
+    assert response.content == "north"
+    # The server's Retry-After wins over the backoff, capped at max_delay (8 s).
+    assert delays == [3.0, 8.0]
+    records = retry_records(caplog)
+    assert [(r.attempt, r.status_code, r.call_name) for r in records] == [(1, 429, "agent"), (2, 429, "agent")]
+    assert "Rate limit exceeded" in records[0].reason
+
+
+def test_5xx_retried_with_exponential_backoff_and_jitter(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, delays = make_client()
+    llm_server.script(
+        Reply(500, {"error": {"message": "boom"}}), Reply(502, "Bad Gateway"), Reply(503), completion("ok")
+    )
+
+    with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
+        assert client.chat_completions_create(model="m", messages=MESSAGES).content == "ok"
+
+    # initial 0.5 s doubling, plus jitter 0.25 * random() (pinned at 0.5) of each delay.
+    assert delays == pytest.approx([0.5 * 1.125, 1.0 * 1.125, 2.0 * 1.125])
+    assert [r.status_code for r in retry_records(caplog)] == [500, 502, 503]
+    assert len(llm_server.requests) == 4
+
+
+def test_backoff_never_exceeds_max_delay(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    client, delays = make_client(make_config(max_retries=6, initial_delay=1.0, max_delay=4.0, jitter=1.0))
+    client.random = lambda: 0.999
+    llm_server.script(*[Reply(500)] * 6, completion("ok"))
+
+    client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert delays[0] == pytest.approx(1.999)
+    assert max(delays) == 4.0
+    assert delays[-3:] == [4.0, 4.0, 4.0]
+
+
+def test_timeout_retried(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, delays = make_client(make_config(request_timeout=0.2))
+    llm_server.script(Reply(200, completion("late"), delay=0.6), completion("on time"))
+
+    with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
+        response = client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert response.content == "on time"
+    assert len(delays) == 1
+    assert "timeout" in retry_records(caplog)[0].reason
+
+
+def test_connection_error_retried_then_exhausted() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = LLMClient(make_config(max_retries=2), base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY)
+    delays: list[float] = []
+    client.sleep = delays.append
+
+    with pytest.raises(LLMRetryExhaustedError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert info.value.attempts == 3
+    assert "connection error" in info.value.last_cause
+    assert "3 attempt(s)" in str(info.value)
+    assert len(delays) == 2
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Reply(200, "this is not json {"),
+        Reply(200, ""),
+        Reply(200, {"choices": []}),
+        Reply(200, completion("")),
+        Reply(200, completion("   \n")),
+        Reply(200, {"error": {"message": "upstream overloaded", "code": 502}}),
+        Reply(200, {"choices": [{"index": 0, "finish_reason": "stop"}]}),
+    ],
+    ids=["not-json", "empty-body", "no-choices", "empty-content", "blank-content", "error-in-200", "no-message"],
+)
+def test_malformed_or_empty_reply_retried(
+    bad: Reply, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, delays = make_client()
+    llm_server.script(bad, completion("go north"))
+
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "go north"
+    assert len(llm_server.requests) == 2
+    assert len(delays) == 1
+
+
+def test_retries_exhausted_error_names_attempts_and_last_cause(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, delays = make_client(make_config(max_retries=2))
+    llm_server.respond_with(lambda body, i: Reply(503, {"error": {"message": f"overloaded #{i}"}}))
+
+    with pytest.raises(LLMRetryExhaustedError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES, name="critic")
+
+    assert info.value.attempts == 3
+    assert "HTTP 503" in info.value.last_cause
+    assert "overloaded #2" in str(info.value)
+    assert "critic" in str(info.value)
+    assert len(llm_server.requests) == 3
+    assert len(delays) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "provider", "hint"),
+    [
+        (400, "Invalid message role", "invalid"),
+        (401, "No auth credentials found", "OPENROUTER_API_KEY"),
+        (402, "Insufficient credits", "credits"),
+        (404, "No endpoints found for acme/missing", "model name"),
+        (422, "Unprocessable", "rejected"),
+    ],
+)
+def test_other_4xx_not_retried_and_carry_provider_message(
+    status: int, provider: str, hint: str, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, delays = make_client()
+    llm_server.script(Reply(status, {"error": {"message": provider, "code": status}}), completion("never"))
+
+    with pytest.raises(LLMRequestError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert info.value.status_code == status
+    assert info.value.provider_message == provider
+    assert f"HTTP {status}" in str(info.value)
+    assert provider in str(info.value)
+    assert hint in str(info.value)
+    assert len(llm_server.requests) == 1
+    assert delays == []
+
+
+def test_unusable_base_url_is_a_clear_error() -> None:
+    client = LLMClient(make_config(), base_url="openrouter.ai/api/v1", api_key=API_KEY)
+    with pytest.raises(LLMInvalidRequestError, match=r"base_url"):
+        client.chat_completions_create(model="m", messages=MESSAGES)
+
+
+def test_parse_retry_after_forms() -> None:
+    from datetime import UTC, datetime
+
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert parse_retry_after("7", now) == 7.0
+    assert parse_retry_after("1.5", now) == 1.5
+    assert parse_retry_after("Wed, 01 Jan 2025 12:00:20 GMT", now) == 20.0
+    assert parse_retry_after("Wed, 01 Jan 2025 11:00:00 GMT", now) == 0.0
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after(None, now) is None
+
+
+# -- secrets -----------------------------------------------------------------------------
+
+
+def test_api_key_never_in_exceptions_or_logs(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = make_client(make_config(max_retries=1))
+    # Providers sometimes echo the key they were given; it must not travel further.
+    echo = {"error": {"message": f"Invalid API key {API_KEY}"}}
+    llm_server.script(Reply(500, echo), Reply(500, echo), Reply(401, echo))
+
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(LLMRetryExhaustedError) as exhausted:
+            client.chat_completions_create(model="m", messages=MESSAGES)
+        with pytest.raises(LLMRequestError) as rejected:
+            client.chat_completions_create(model="m", messages=MESSAGES)
+
+    for exc in (exhausted.value, rejected.value):
+        assert API_KEY not in str(exc)
+        assert API_KEY not in repr(exc.args)
+        assert "[REDACTED]" in str(exc)
+    assert API_KEY not in rejected.value.provider_message
+    assert retry_records(caplog), "the retry was logged"
+    for record in caplog.records:
+        assert API_KEY not in record.getMessage()
+        assert API_KEY not in json.dumps(vars(record), default=str)
+    assert API_KEY not in repr(client)
+
+
+# -- circuit breaker ---------------------------------------------------------------------
+
+
+def test_circuit_breaker_opens_then_half_open_trial_closes_it(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client(make_config(max_retries=2, circuit_breaker_threshold=2, circuit_breaker_reset_seconds=30))
+    clock = FakeClock()
+    client.clock = clock
+    healthy = {"value": False}
+    llm_server.respond_with(lambda body, i: completion("back") if healthy["value"] else Reply(500))
+
+    for _ in range(2):
+        with pytest.raises(LLMRetryExhaustedError):
+            client.chat_completions_create(model="m", messages=MESSAGES)
+    assert len(llm_server.requests) == 6
+
+    clock.now += 10
+    with pytest.raises(CircuitOpenError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+    assert info.value.retry_in_seconds == pytest.approx(20.0)
+    assert "20.0s" in str(info.value)
+    assert len(llm_server.requests) == 6, "an open breaker sends nothing"
+
+    clock.now += 21
+    healthy["value"] = True
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "back"
+    assert len(llm_server.requests) == 7
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "back"
+
+
+def test_failed_half_open_trial_is_one_attempt_and_reopens(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client(make_config(max_retries=3, circuit_breaker_threshold=1, circuit_breaker_reset_seconds=5))
+    clock = FakeClock()
+    client.clock = clock
+    llm_server.respond_with(lambda body, i: Reply(500))
+
+    with pytest.raises(LLMRetryExhaustedError):
+        client.chat_completions_create(model="m", messages=MESSAGES)
+    assert len(llm_server.requests) == 4
+
+    clock.now += 6
+    with pytest.raises(LLMRetryExhaustedError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+    assert info.value.attempts == 1, "the half-open trial does not retry"
+    assert len(llm_server.requests) == 5
+    with pytest.raises(CircuitOpenError):
+        client.chat_completions_create(model="m", messages=MESSAGES)
+    assert len(llm_server.requests) == 5
+
+
+def test_rejected_requests_do_not_open_the_breaker(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client(make_config(circuit_breaker_threshold=1))
+    llm_server.script(Reply(400, {"error": {"message": "bad"}}), Reply(400, {"error": {"message": "bad"}}))
+    for _ in range(2):
+        with pytest.raises(LLMRequestError):
+            client.chat_completions_create(model="m", messages=MESSAGES)
+    llm_server.script(completion("fine"))
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "fine"
+
+
+# -- model-specific rewrites -------------------------------------------------------------
+
+
+def test_reasoning_model_gets_user_only_messages_and_no_sampling(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("north"))
+    schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
+
+    client.chat_completions_create(
+        model="openai/o1-mini",
+        messages=MESSAGES,
+        temperature=0.7,
+        top_p=0.9,
+        top_k=40,
+        min_p=0.1,
+        max_tokens=500,
+        response_format=schema,
+    )
+
+    body = llm_server.bodies[0]
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert body["messages"][0]["content"] == "You play Zork.\n\nWest of House"
+    for key in ("temperature", "top_p", "top_k", "min_p", "response_format"):
+        assert key not in body, key
+    assert body["max_tokens"] == 500
+
+
+@pytest.mark.parametrize("model", ["openai/o1", "o3-mini", "qwen/qwq-32b", "deepseek/deepseek-reasoner"])
+def test_reasoning_families_detected(
+    model: str, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("ok"))
+    client.chat_completions_create(model=model, messages=MESSAGES, temperature=0.5)
+    body = llm_server.bodies[0]
+    assert "temperature" not in body
+    assert all(m["role"] == "user" for m in body["messages"])
+
+
+def test_cache_control_on_system_and_user_without_touching_caller_messages(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("ok"))
+    messages = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [tool_call("thoughtbox__think", {}, "c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}'},
+        {"role": "user", "content": "Now answer.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+    ]
+    before = copy.deepcopy(messages)
+
+    client.chat_completions_create(model="openai/gpt-4o", messages=messages)
+
+    assert messages == before, "the caller's history must not change"
+    sent = llm_server.bodies[0]["messages"]
+    assert [m.get("cache_control") for m in sent] == [
+        {"type": "ephemeral"},
+        {"type": "ephemeral"},
+        None,
+        None,
+        {"type": "ephemeral", "ttl": "1h"},
+    ]
+
+
+def test_anthropic_cache_control_on_text_parts_within_breakpoint_limit(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    llm_server.script(completion("ok"), completion("ok"))
+
+    client.chat_completions_create(model="anthropic/claude-sonnet-4.5", messages=MESSAGES)
+    sent = llm_server.bodies[0]["messages"]
+    assert sent == [
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": "You play Zork.", "cache_control": {"type": "ephemeral"}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "West of House", "cache_control": {"type": "ephemeral"}}],
+        },
+    ]
+
+    long_history = [MESSAGES[0]] + [
+        m for i in range(6) for m in ({"role": "user", "content": f"u{i}"}, {"role": "assistant", "content": f"a{i}"})
+    ]
+    client.chat_completions_create(model="claude-3-haiku", messages=long_history)
+    sent = llm_server.bodies[1]["messages"]
+    marked = [
+        m["content"][0]["text"] for m in sent if isinstance(m["content"], list) and "cache_control" in m["content"][-1]
+    ]
+    # Anthropic allows four breakpoints: the system prompt and the three latest user turns.
+    assert marked == ["You play Zork.", "u3", "u4", "u5"]
+    assert all("cache_control" not in m for m in sent)
+
+
+# -- accounting and wrapper --------------------------------------------------------------
+
+
+def test_usage_by_name_counts_successful_calls(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    client, _ = make_client(make_config(max_retries=0))
+    usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    llm_server.script(
+        completion("a", usage=usage), completion("b", usage=usage), completion("c", usage=usage), Reply(500)
+    )
+
+    client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+    client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+    client.chat_completions_create(model="critic-model", messages=MESSAGES)
+    with pytest.raises(LLMRetryExhaustedError):
+        client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+
+    agent = client.usage_by_name["agent"]
+    assert (agent.calls, agent.prompt_tokens, agent.completion_tokens, agent.total_tokens) == (2, 200, 20, 220)
+    assert client.usage_by_name["critic-model"].calls == 1, "unnamed calls are labelled by model"
+    client.reset_usage()
+    assert client.usage_by_name == {}
+
+
+def test_wrapper_exposes_openai_shaped_create(llm_server: ScriptedLLMServer) -> None:
+    wrapper = LLMClientWrapper(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
+    llm_server.script(completion("take lamp"))
+
+    response = wrapper.chat.completions.create(model="openai/gpt-4o", messages=MESSAGES, name="agent")
+
+    assert isinstance(wrapper.client, LLMClient)
+    assert response.content == "take lamp"
+    assert wrapper.usage_by_name["agent"].calls == 1
+    assert not wrapper._supports_tool_calling("openai/o1-mini")
+    wrapper.reset_usage()
+    assert wrapper.usage_by_name == {}
+
+
+def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
+    config = GameConfiguration.from_mapping(
+        {"llm": {"base_url": llm_server.base_url + "/"}}, environ={"OPENROUTER_API_KEY": API_KEY}
+    )
+    llm_server.script(completion("ok"))
+    LLMClient(config).chat_completions_create(model="m", messages=MESSAGES)
+    request = llm_server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+# -- Langfuse ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
+    from langfuse import Langfuse
+
+    exporter = InMemorySpanExporter()
+    # Langfuse keeps one resource manager per public key: a unique key and a private tracer
+    # provider keep this test's spans away from other tests' clients. Nothing is sent to
+    # the host: the exporter replaces the OTLP one.
+    client = Langfuse(
+        public_key=f"pk-test-{uuid.uuid4().hex}",
+        secret_key="sk-test",
+        host="http://127.0.0.1:9",
+        span_exporter=exporter,
+        tracer_provider=TracerProvider(),
+    )
+    try:
+        yield client, exporter
+    finally:
+        client.shutdown()
+
+
+def test_each_call_is_one_langfuse_generation(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], langfuse_exporter: tuple[Any, InMemorySpanExporter]
+) -> None:
+    langfuse, exporter = langfuse_exporter
+    client, _ = make_client(make_config(max_retries=0), langfuse_client=langfuse)
+    usage = {"prompt_tokens": 42, "completion_tokens": 3, "total_tokens": 45}
+    llm_server.script(
+        completion("open mailbox", usage=usage),
+        completion(None, tool_calls=[tool_call("thoughtbox__think", {"thought": "hm"}, "c9")]),
+        Reply(500, {"error": {"message": "down"}}),
+    )
+
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="agent", temperature=0.4)
+    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="agent", tools=[THINK_TOOL])
+    with pytest.raises(LLMRetryExhaustedError):
+        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="critic")
+    langfuse.flush()
+
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 3
+    first, second, third = (dict(s.attributes or {}) for s in spans)
+    assert [s.name for s in spans] == ["agent", "agent", "critic"]
+    assert all(a["langfuse.observation.type"] == "generation" for a in (first, second, third))
+    assert first["langfuse.observation.model.name"] == "scripted/model"
+    assert json.loads(first["langfuse.observation.model.parameters"]) == {"temperature": 0.4}
+    assert first["langfuse.observation.output"] == "open mailbox"
+    assert json.loads(first["langfuse.observation.usage_details"]) == {"input": 42, "output": 3, "total": 45}
+    assert "West of House" in first["langfuse.observation.input"]
+    assert json.loads(second["langfuse.observation.output"])["tool_calls"][0]["function"]["name"] == "thoughtbox__think"
+    assert third["langfuse.observation.level"] == "ERROR"
+    assert "down" in third["langfuse.observation.status_message"]
+    for attributes in (first, second, third):
+        assert API_KEY not in json.dumps(attributes)
+
+
+def test_get_langfuse_client_only_with_both_keys_and_enabled(caplog: pytest.LogCaptureFixture) -> None:
+    config = GameConfiguration.from_mapping({"langfuse": {"host": "http://127.0.0.1:9"}}, environ={})
+    with caplog.at_level(logging.WARNING):
+        assert get_langfuse_client(config, environ={}) is None
+        assert get_langfuse_client(config, environ={"LANGFUSE_PUBLIC_KEY": "pk-x"}) is None
+    assert caplog.records == [], "no keys must mean no warnings"
+
+    keys = {"LANGFUSE_PUBLIC_KEY": f"pk-test-{uuid.uuid4().hex}", "LANGFUSE_SECRET_KEY": "sk-test"}
+    disabled = GameConfiguration.from_mapping({"langfuse": {"enabled": False}}, environ={})
+    assert get_langfuse_client(disabled, environ=keys) is None
+
+    from langfuse import Langfuse
+
+    client = get_langfuse_client(config, environ=keys)
+    try:
+        assert isinstance(client, Langfuse)
+    finally:
+        client.shutdown()
