@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imported after the cheap checks so a missing key fails instantly.
     from game_interface import StoryFileError
+    from managers.mcp_errors import MCPError
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
@@ -72,12 +73,16 @@ def main(argv: list[str] | None = None) -> int:
             orchestrator = ZorkOrchestratorV2(
                 max_turns_per_episode=args.max_turns, config=config, game_file=game_file
             )
-        except (StoryFileError, ConfigError) as exc:
+        except (StoryFileError, ConfigError, MCPError) as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         current[:] = [orchestrator]
         try:
             state = orchestrator.play_episode()
+        except MCPError as exc:
+            # Turn-1 MCP startup failure or an incompatible model: the episode cannot go on as configured.
+            print(f"MCP error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         finally:
             orchestrator.close()
         print(

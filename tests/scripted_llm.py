@@ -117,7 +117,7 @@ class ScriptedLLMServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     # -- script -----------------------------------------------------------------------
     def script(self, *replies: dict[str, Any] | Reply) -> None:
