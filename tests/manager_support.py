@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,3 +108,23 @@ def turn(
         died=died,
         game_over=False,
     )
+
+
+def run_then_kill(script: str, ready: Callable[[], bool], cwd: Path, timeout: float = 20.0) -> None:
+    """Run ``script`` in a fresh Python process, SIGKILL it once ``ready()`` holds (mid-write, likely)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=cwd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"writer exited early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError("writer never got ready")
+            time.sleep(0.01)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()

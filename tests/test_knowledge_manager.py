@@ -17,6 +17,7 @@ from tests.manager_support import (
     json_reply,
     make_client,
     make_config,
+    run_then_kill,
     schema_name,
     turn,
     user_text,
@@ -177,6 +178,39 @@ def test_malformed_reply_and_llm_error_skip_the_update(llm_server: ScriptedLLMSe
     assert len(log.events("knowledge_llm_error")) == 1
     assert not kb_path(tmp_path).exists()
     assert manager.get_status()["updates"] == 0
+
+
+KILLED_WRITER = """
+import logging
+from pathlib import Path
+from managers.knowledge_manager import KnowledgeManager
+from session.game_state import GameState
+from tests.manager_support import json_reply, make_client, make_config, turn
+from tests.scripted_llm import ScriptedLLMServer
+
+keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+server = ScriptedLLMServer().start()
+lessons = lambda body, i: json_reply({k: [f"{k} lesson {i}-{j} " + "y" * 200 for j in range(3)] for k in keys})
+server.respond_with(lessons)
+config = make_config(server, Path(TMP), knowledge={"update_interval_turns": 1})
+manager = KnowledgeManager(config, logging.getLogger("writer"), GameState(), make_client(config, server))
+n = 0
+while True:
+    n += 1
+    manager.process_turn(turn(n, "take thing", inv=([], [f"thing{n}"])))
+"""
+
+
+def test_a_killed_run_leaves_a_knowledge_base_that_parses(tmp_path: Path) -> None:
+    path = kb_path(tmp_path)
+    ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731
+    run_then_kill(KILLED_WRITER.replace("TMP", repr(str(tmp_path))), ready, cwd=Path(__file__).resolve().parent.parent)
+    text = path.read_text(encoding="utf-8")
+    doc = KnowledgeDocument.parse(text)
+    assert doc.render() == text  # a complete file: parsing and rendering it again changes nothing
+    bullets = doc.section("Puzzle solutions").bullets()
+    assert len(bullets) >= 30 and len(bullets) == len(set(bullets))
+    assert all(b.endswith("y" * 200) for b in bullets)
 
 
 def test_walkthrough_costs_at_most_0_02_knowledge_calls_per_turn(

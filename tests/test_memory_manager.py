@@ -24,6 +24,7 @@ from tests.manager_support import (
     json_reply,
     make_client,
     make_config,
+    run_then_kill,
     schema_name,
     turn,
     user_text,
@@ -306,6 +307,39 @@ def test_two_managers_sharing_the_file_keep_each_others_memories(llm_server: Scr
     two.process_turn(turn(1, "take sword", inv=([], ["sword"])))
     on_disk = parse_memories((tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")).memories
     assert sorted((m.id, m.text) for m in on_disk) == [(1, "Memory from run one."), (2, "Memory from run two.")]
+
+
+KILLED_WRITER = """
+import logging
+from pathlib import Path
+from managers.memory_manager import MemoryManager
+from session.game_state import GameState
+from tests.manager_support import json_reply, make_client, make_config, turn
+from tests.scripted_llm import ScriptedLLMServer
+
+server = ScriptedLLMServer().start()
+server.respond_with(lambda body, i: json_reply({"decisions": [
+    {"turn": i + 1, "remember": True, "category": "item", "text": f"Memory {i}-{k} " + "x" * 250,
+     "status": "active", "supersedes": [i * 5 - 3] if i else []} for k in range(5)]}))
+config = make_config(server, Path(TMP), memory={"min_turns_between_calls": 1})
+manager = MemoryManager(config, logging.getLogger("writer"), GameState(), make_client(config, server))
+n = 0
+while True:
+    n += 1
+    manager.process_turn(turn(n, "take thing", room=(n % 7, f"Room {n % 7}"), inv=([], [f"thing{n}"])))
+"""
+
+
+def test_a_killed_run_leaves_a_memories_file_that_parses(tmp_path: Path) -> None:
+    path = tmp_path / "game_files" / "memories.md"
+    ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731
+    run_then_kill(KILLED_WRITER.replace("TMP", repr(str(tmp_path))), ready, cwd=Path(__file__).resolve().parent.parent)
+    text = path.read_text(encoding="utf-8")
+    parsed = parse_memories(text)
+    assert parsed.skipped_lines == []
+    ids = [m.id for m in parsed.memories]
+    assert len(ids) == len(set(ids)) == text.count("\n- [#") >= 150
+    assert any(m.status is MemoryStatus.SUPERSEDED for m in parsed.memories)
 
 
 # -- cost ------------------------------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""StructuredLLM: the role's model and sampling, tolerant JSON, failures logged and turned into None."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from managers.structured_llm import StructuredLLM
+from tests.manager_support import MEMORY_MODEL, LogCapture, capture_logger, make_client, make_config, schema_name
+from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+
+
+class Verdict(BaseModel):
+    ok: bool
+    reason: str
+
+
+def make_llm(server: ScriptedLLMServer, tmp_path: Path, **sampling: float) -> tuple[StructuredLLM, LogCapture]:
+    config = make_config(server, tmp_path, memory_sampling=sampling)
+    log = capture_logger()
+    return StructuredLLM(make_client(config, server), config, log.logger, "probe", "ProbeManager"), log
+
+
+def test_fenced_reply_validates_and_the_request_uses_the_role_settings(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    llm, _ = make_llm(llm_server, tmp_path, top_k=20, min_p=0.05)
+    llm_server.script(completion('Sure!\n```json\n{"ok": true, "reason": "fine"}\n```'))
+    assert llm.ask("system text", "user text", Verdict, turn=7) == Verdict(ok=True, reason="fine")
+    body = llm_server.bodies[0]
+    assert body["model"] == MEMORY_MODEL
+    assert body["top_k"] == 20 and body["min_p"] == 0.05
+    assert "temperature" not in body and "max_tokens" not in body  # unset sampling is omitted, not sent as null
+    assert schema_name(body) == "Verdict"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert llm.stats.calls == 1 and llm.stats.failures == 0
+
+
+def test_failures_return_none_with_an_event_naming_the_manager(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm, log = make_llm(llm_server, tmp_path)
+    llm_server.script(completion(None), completion('{"ok": "maybe"}'), Reply(400, {"error": {"message": "bad model"}}))
+    assert llm.ask("s", "u", Verdict, turn=1) is None  # an empty reply: the client gives up (no retries here)
+    assert llm.ask("s", "u", Verdict, turn=2) is None
+    assert llm.ask("s", "u", Verdict, turn=3) is None
+    events = [getattr(r, "event_type", None) for r in log.records]
+    assert [e for e in events if e and e.startswith("probe_")] == [
+        "probe_llm_error",
+        "probe_malformed_reply",
+        "probe_llm_error",
+    ]
+    assert llm.stats.calls == 3 and llm.stats.failures == 3
