@@ -207,7 +207,8 @@ class MapGraph:
         with unexplored exits (where exploring pays), then the rest, up to ``max_rooms``."""
         if not self.rooms:
             return "Map: nothing explored yet."
-        lines = [f"Map ({len(self.rooms)} rooms known; * marks your room):"]
+        count = len(self.rooms)
+        lines = [f"Map ({count} room{'s' if count != 1 else ''} known; * marks your room):"]
         others = [r for r in self.rooms if r != current_room_id]
         others.sort(key=lambda r: (not self.unexplored_exits(r), self.rooms[r].name, r))
         if current_room_id is not None:

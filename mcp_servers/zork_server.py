@@ -1,0 +1,551 @@
+"""Zork I as a stdio MCP server: play from Claude Desktop or any MCP client.
+
+Tools: ``play_action``, ``memory``, ``get_map``, ``inventory`` (the seed's four), plus
+``reset``, ``valid_exits``, ``save_checkpoint`` and ``restore_checkpoint``. Facts come
+from the engine through ZorkGPT's own ``JerichoInterface`` and ``MapGraph``, so the map is
+keyed by Jericho's room ids (Zork has five rooms named "Forest"), exits are the engine's
+ground truth, and inventory names are clean.
+
+One game per server process, created on the first tool call. Every tool returns readable
+text for the model plus structured content for programs. Bad input (an empty, over-long
+or multi-line action, an action after the game ended, an unknown checkpoint, a missing
+story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
+carries only protocol messages; logs go to stderr.
+
+Run: ``python -m mcp_servers.zork_server [--game-file PATH]``; the game may also come from
+``ZORKGPT_GAME_FILE`` or ``GAME`` (a path, or ``zork1`` for the per-user cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from game_interface import (
+    GameInterfaceError,
+    GameSnapshot,
+    JerichoInterface,
+    StoryFileError,
+    resolve_story_file,
+)
+from managers.map_graph import MapGraph, normalize_direction
+
+logger = logging.getLogger("zorkgpt.zork_server")
+
+GAME_NAME = "zork1"
+MAX_ACTION_CHARS = 160
+MAX_CHECKPOINT_NAME_CHARS = 64
+MAX_CHECKPOINTS = 100
+HISTORY_LIMIT = 50
+RECENT_ACTIONS = 5
+RECENT_RESULT_CHARS = 60
+_CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
+_GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
+
+
+class ZorkInputError(ValueError):
+    """A tool call the game cannot run; the message says how to fix it."""
+
+
+# ----------------------------------------------------------------- result shapes
+
+
+class Room(BaseModel):
+    id: int = Field(description="Jericho's object id for the room: stable, unique even when names repeat")
+    name: str
+
+
+class GameStatus(BaseModel):
+    observation: str
+    location: Room
+    score: int
+    max_score: int
+    moves: int
+    game_over: bool
+    victory: bool
+
+
+class PlayResult(GameStatus):
+    action: str
+    points_gained: int = Field(description="score change caused by this action (negative after a death)")
+    died: bool
+
+
+class RecentAction(BaseModel):
+    action: str
+    result: str
+
+
+class MemoryResult(BaseModel):
+    game: str
+    location: Room
+    score: int
+    max_score: int
+    moves: int
+    game_over: bool
+    recent_actions: list[RecentAction]
+    observation: str
+
+
+class MapRoom(BaseModel):
+    id: int
+    name: str
+    visits: int
+    current: bool
+    exits: dict[str, int] = Field(description="observed moves: direction or action -> room id")
+    unexplored_exits: list[str] = Field(description="engine-verified exits not taken yet")
+
+
+class MapResult(BaseModel):
+    current_room_id: int
+    rooms: list[MapRoom]
+
+
+class InventoryResult(BaseModel):
+    items: list[str]
+
+
+class ExitsResult(BaseModel):
+    location: Room
+    exits: list[str]
+
+
+class CheckpointResult(BaseModel):
+    name: str
+    location: Room
+    score: int
+    moves: int
+    observation: str
+    checkpoints: list[str]
+
+
+# ----------------------------------------------------------------- the game session
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    snapshot: GameSnapshot
+    graph: dict[str, Any]
+    history: tuple[tuple[str, str], ...]
+
+
+class ZorkSession:
+    """The server's one game: the engine, its map, its history and its checkpoints.
+
+    Created empty; the story file is resolved and the game started on first use, so a
+    client can list tools without the game, and a missing file becomes a tool error that
+    says where to put it. A lock serialises calls: the emulator is a C library with
+    global state, and the SDK may run handlers on worker threads.
+    """
+
+    def __init__(self, story_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> None:
+        self._story_file = story_file
+        self._environ = dict(os.environ if environ is None else environ)
+        self._game: JerichoInterface | None = None
+        self._lock = threading.Lock()
+        self.graph = MapGraph()
+        self.history: deque[tuple[str, str]] = deque(maxlen=HISTORY_LIMIT)
+        self.checkpoints: dict[str, _Checkpoint] = {}
+
+    @property
+    def game(self) -> JerichoInterface:
+        if self._game is None:
+            try:
+                path = resolve_story_file(self._story_file, environ=self._environ)
+            except StoryFileError as exc:
+                raise ZorkInputError(str(exc)) from exc
+            logger.info("Starting %s from %s", GAME_NAME, path)
+            game = JerichoInterface(path)
+            game.start()
+            self._game = game
+            self._observe_start()
+        return self._game
+
+    def _observe_start(self) -> None:
+        location = self.game.get_location()
+        self.graph = MapGraph()
+        self.graph.visit(location.id, location.name)
+        self.graph.set_verified_exits(location.id, self.game.get_valid_exits())
+        self.history.clear()
+
+    def _status(self, observation: str) -> dict[str, Any]:
+        game = self.game
+        location = game.get_location()
+        return {
+            "observation": observation,
+            "location": Room(id=location.id, name=location.name),
+            "score": game.score,
+            "max_score": game.max_score,
+            "moves": game.moves,
+            "game_over": game.is_game_over(),
+            "victory": game.is_victory(),
+        }
+
+    # ----------------------------------------------------------------- tools
+
+    def play_action(self, action: str) -> PlayResult:
+        command = validate_action(action)
+        with self._lock:
+            game = self.game
+            if game.is_game_over():
+                outcome = "you won" if game.is_victory() else "you died for good"
+                raise ZorkInputError(
+                    f"The game is over ({outcome}); '{command}' was not played. "
+                    "Call reset to start a new game, or restore_checkpoint to go back to a saved point."
+                )
+            before = game.get_location()
+            score_before = game.score
+            try:
+                text = game.send_command(command)
+            except GameInterfaceError as exc:
+                raise ZorkInputError(str(exc)) from exc
+            after = game.get_location()
+            died = game.last_response_was_death
+            self._update_map(command, before.id, after.id, after.name, died)
+            self.history.append((command, text))
+            return PlayResult(action=command, points_gained=game.score - score_before, died=died, **self._status(text))
+
+    def _update_map(self, command: str, before_id: int, after_id: int, after_name: str, died: bool) -> None:
+        game = self.game
+        if after_id != before_id:
+            self.graph.visit(after_id, after_name)
+            if not died:  # dying moves you to the forest, but that is no passage
+                self.graph.record_move(before_id, command, after_id)
+        elif normalize_direction(command) and not died:
+            self.graph.record_failed_move(before_id, command)
+        if not game.is_game_over():
+            self.graph.set_verified_exits(after_id, game.get_valid_exits())
+
+    def memory(self) -> MemoryResult:
+        with self._lock:
+            status = self._status(self.game.last_response)
+            recent = [
+                RecentAction(action=action, result=_shorten(result, RECENT_RESULT_CHARS))
+                for action, result in list(self.history)[-RECENT_ACTIONS:]
+            ]
+            return MemoryResult(
+                game=GAME_NAME,
+                location=status["location"],
+                score=status["score"],
+                max_score=status["max_score"],
+                moves=status["moves"],
+                game_over=status["game_over"],
+                recent_actions=recent,
+                observation=status["observation"],
+            )
+
+    def get_map(self) -> tuple[MapResult, str]:
+        with self._lock:
+            current = self.game.get_location().id
+            rooms = [
+                MapRoom(
+                    id=room.id,
+                    name=room.name,
+                    visits=room.visits,
+                    current=room.id == current,
+                    exits=self.graph.neighbours(room.id),
+                    unexplored_exits=self.graph.unexplored_exits(room.id),
+                )
+                for room in sorted(self.graph.rooms.values(), key=lambda r: r.id)
+            ]
+            return MapResult(current_room_id=current, rooms=rooms), self.graph.render_text(current, max_rooms=1000)
+
+    def inventory(self) -> InventoryResult:
+        with self._lock:
+            return InventoryResult(items=self.game.get_inventory())
+
+    def valid_exits(self) -> ExitsResult:
+        with self._lock:
+            game = self.game
+            location = game.get_location()
+            return ExitsResult(location=Room(id=location.id, name=location.name), exits=game.get_valid_exits())
+
+    def reset(self) -> GameStatus:
+        """A new game from the start; the map and history start over, checkpoints are kept."""
+        with self._lock:
+            game = self.game
+            intro = game.start()
+            self._observe_start()
+            return GameStatus(**self._status(intro))
+
+    def save_checkpoint(self, name: str) -> CheckpointResult:
+        label = validate_checkpoint_name(name)
+        with self._lock:
+            game = self.game
+            if label not in self.checkpoints and len(self.checkpoints) >= MAX_CHECKPOINTS:
+                raise ZorkInputError(
+                    f"There are already {MAX_CHECKPOINTS} checkpoints; save over an existing name "
+                    f"({', '.join(sorted(self.checkpoints)[:10])}, ...)."
+                )
+            self.checkpoints[label] = _Checkpoint(game.save_state(), self.graph.to_dict(), tuple(self.history))
+            return self._checkpoint_result(label)
+
+    def restore_checkpoint(self, name: str) -> CheckpointResult:
+        label = validate_checkpoint_name(name)
+        with self._lock:
+            checkpoint = self.checkpoints.get(label)
+            if checkpoint is None:
+                saved = ", ".join(sorted(self.checkpoints)) or "none yet; call save_checkpoint first"
+                raise ZorkInputError(f"No checkpoint named '{label}'. Saved checkpoints: {saved}.")
+            self.game.restore_state(checkpoint.snapshot)
+            self.graph = MapGraph.from_dict(checkpoint.graph)
+            self.history = deque(checkpoint.history, maxlen=HISTORY_LIMIT)
+            return self._checkpoint_result(label)
+
+    def _checkpoint_result(self, label: str) -> CheckpointResult:
+        status = self._status(self.game.last_response)
+        return CheckpointResult(
+            name=label,
+            location=status["location"],
+            score=status["score"],
+            moves=status["moves"],
+            observation=status["observation"],
+            checkpoints=sorted(self.checkpoints),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._game is not None:
+                self._game.close()
+                self._game = None
+
+
+# ----------------------------------------------------------------- validation and text
+
+
+def validate_action(action: str) -> str:
+    command = action.strip()
+    if not command:
+        raise ZorkInputError("The action is empty. Send a game command such as 'look', 'north' or 'take lamp'.")
+    if any(ord(c) < 32 or ord(c) == 127 for c in command):
+        raise ZorkInputError(
+            "The action contains control characters (a newline, tab or similar). "
+            "Send one command on a single line; call play_action again for the next one."
+        )
+    if len(command) > MAX_ACTION_CHARS:
+        raise ZorkInputError(
+            f"The action is {len(command)} characters long; the limit is {MAX_ACTION_CHARS}. "
+            "Zork reads short commands: send one at a time, such as 'open the mailbox'."
+        )
+    return command
+
+
+def validate_checkpoint_name(name: str) -> str:
+    label = name.strip()
+    if not label or len(label) > MAX_CHECKPOINT_NAME_CHARS or not _CHECKPOINT_NAME.match(label):
+        raise ZorkInputError(
+            f"Checkpoint names are 1-{MAX_CHECKPOINT_NAME_CHARS} letters, digits, spaces, '_', '.' or '-' "
+            f"(got {name[:80]!r})."
+        )
+    return label
+
+
+def _shorten(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def format_play(result: PlayResult) -> str:
+    lines = [result.observation, ""]
+    if result.points_gained > 0:
+        lines += [f"+{result.points_gained} points! (Total: {result.score})", ""]
+    elif result.points_gained < 0:
+        lines += [f"{result.points_gained} points. (Total: {result.score})", ""]
+    lines.append(f"[Score: {result.score}/{result.max_score} | Moves: {result.moves}]")
+    if result.victory:
+        lines += ["", f"VICTORY! GAME OVER with {result.score}/{result.max_score} points. Call reset to play again."]
+    elif result.game_over:
+        lines += ["", "GAME OVER. Call reset to start a new game, or restore_checkpoint to go back."]
+    return "\n".join(lines)
+
+
+def format_status(status: GameStatus) -> str:
+    return f"{status.observation}\n\n[Score: {status.score}/{status.max_score} | Moves: {status.moves}]"
+
+
+def format_memory(memory: MemoryResult) -> str:
+    lines = [
+        "Current State:",
+        f"- Location: {memory.location.name} (room #{memory.location.id})",
+        f"- Score: {memory.score}/{memory.max_score} points",
+        f"- Moves: {memory.moves}",
+        f"- Game: {memory.game}" + (" (GAME OVER: call reset to play again)" if memory.game_over else ""),
+        "",
+        "Recent Actions:",
+    ]
+    lines += [f"  > {item.action} -> {item.result}" for item in memory.recent_actions] or ["  (none yet)"]
+    lines += ["", "Current Observation:", memory.observation]
+    return "\n".join(lines)
+
+
+def format_inventory(inventory: InventoryResult) -> str:
+    return "Inventory: " + ", ".join(inventory.items) if inventory.items else "You are empty-handed."
+
+
+def format_exits(exits: ExitsResult) -> str:
+    where = f"{exits.location.name} (room #{exits.location.id})"
+    if not exits.exits:
+        return f"No exits lead out of {where} right now."
+    return f"Exits from {where}: " + ", ".join(exits.exits)
+
+
+def format_checkpoint(result: CheckpointResult, verb: str) -> str:
+    return (
+        f"{verb} checkpoint '{result.name}' at {result.location.name} (room #{result.location.id}), "
+        f"score {result.score}, moves {result.moves}. Checkpoints: {', '.join(result.checkpoints)}.\n\n"
+        f"{result.observation}"
+    )
+
+
+# ----------------------------------------------------------------- the MCP server
+
+
+def story_file_from(cli_path: str | None, environ: Mapping[str, str]) -> str | None:
+    """The story file named by ``--game-file``, ``ZORKGPT_GAME_FILE`` or ``GAME``, in that order.
+
+    ``GAME`` is a path, or the seed's game name ``zork1`` meaning "the usual place" (the
+    per-user cache, downloaded if absent). None means the same.
+    """
+    if cli_path:
+        return cli_path
+    if environ.get("ZORKGPT_GAME_FILE"):
+        return environ["ZORKGPT_GAME_FILE"]
+    game = (environ.get("GAME") or "").strip()
+    if not game or game.lower() in _GAME_ALIASES:
+        return None
+    if "/" in game or game.endswith((".z3", ".z5", ".z8")) or Path(game).exists():
+        return game
+    raise ZorkInputError(f"GAME={game!r} is not supported: this server plays Zork I only. Set GAME=zork1 or a path.")
+
+
+def build_server(session: ZorkSession) -> MCPServer:
+    server = MCPServer(
+        name="zork",
+        title="Zork I",
+        instructions=(
+            "Play Zork I, the classic text adventure. Send one command per play_action call "
+            "('look', 'north', 'open mailbox', 'take lamp'). memory() recaps where you are, get_map() "
+            "shows explored rooms by engine room id with unexplored exits, valid_exits() lists the ways "
+            "out the game itself confirms. save_checkpoint/restore_checkpoint let you try something risky."
+        ),
+    )
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def reply(text: str, model: BaseModel) -> CallToolResult:
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+        )
+
+    def run(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ZorkInputError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
+    async def play_action(
+        action: Annotated[
+            str,
+            Field(
+                description=f"One game command on one line, at most {MAX_ACTION_CHARS} characters, "
+                "e.g. 'north', 'open mailbox', 'take all', 'put egg in case'.",
+                json_schema_extra={"minLength": 1, "maxLength": MAX_ACTION_CHARS},
+            ),
+        ],
+    ) -> Annotated[CallToolResult, PlayResult]:
+        """Run one Zork command. Returns the game's text, the score and moves, '+N points!' when points
+        were gained, and GAME OVER or VICTORY when the game ends."""
+        result = run(session.play_action, action)
+        return reply(format_play(result), result)
+
+    @server.tool(annotations=read_only)
+    async def memory() -> Annotated[CallToolResult, MemoryResult]:
+        """Where you are, score and moves, the last 5 actions with short results, and the current
+        observation. Call it to get your bearings before deciding what to do."""
+        result = run(session.memory)
+        return reply(format_memory(result), result)
+
+    @server.tool(annotations=read_only)
+    async def get_map() -> Annotated[CallToolResult, MapResult]:
+        """The explored map: rooms keyed by the engine's room ids (Zork repeats names such as
+        'Forest' and 'Maze'), the moves seen between them, the current room marked with *, and
+        the exits the engine confirmed but you have not taken yet."""
+        result, text = run(session.get_map)
+        return reply(text, result)
+
+    @server.tool(annotations=read_only)
+    async def inventory() -> Annotated[CallToolResult, InventoryResult]:
+        """What you are carrying (clean item names, including what is visible inside carried open
+        containers). Does not use a game turn."""
+        result = run(session.inventory)
+        return reply(format_inventory(result), result)
+
+    @server.tool(annotations=read_only)
+    async def valid_exits() -> Annotated[CallToolResult, ExitsResult]:
+        """The directions that lead somewhere from here, as the game engine confirms by trying each
+        one and undoing it (no game turn is used; deadly directions are left out)."""
+        result = run(session.valid_exits)
+        return reply(format_exits(result), result)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    async def reset() -> Annotated[CallToolResult, GameStatus]:
+        """Start a new game from the beginning. The map and history start over; checkpoints are kept."""
+        result = run(session.reset)
+        return reply(format_status(result), result)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
+    async def save_checkpoint(
+        name: Annotated[str, Field(description="checkpoint name: letters, digits, spaces, '_', '.', '-'")],
+    ) -> Annotated[CallToolResult, CheckpointResult]:
+        """Save the whole game under a name (kept in memory while the server runs; saving again under
+        the same name replaces it)."""
+        result = run(session.save_checkpoint, name)
+        return reply(format_checkpoint(result, "Saved"), result)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    async def restore_checkpoint(
+        name: Annotated[str, Field(description="a name given to save_checkpoint earlier")],
+    ) -> Annotated[CallToolResult, CheckpointResult]:
+        """Go back to a saved checkpoint: game, map and history return exactly to that point, including
+        after a game over."""
+        result = run(session.restore_checkpoint, name)
+        return reply(format_checkpoint(result, "Restored"), result)
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m mcp_servers.zork_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        story = story_file_from(args.game_file, os.environ)
+    except ZorkInputError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    session = ZorkSession(story)
+    try:
+        build_server(session).run("stdio")
+    finally:
+        session.close()
+
+
+if __name__ == "__main__":
+    main()
