@@ -213,12 +213,12 @@ class KnowledgeManager(BaseManager):
         self.last_update_turn = game_state.turn_count
         self.last_result = None
         self.deaths = 0
-        self.rooms = {game_state.current_room_id}
+        self.rooms = set()  # filled from TurnResults: at reset the start room may not be known yet
         self.updates = 0
 
     def process_turn(self, result: TurnResult) -> None:
         self.last_result = result
-        self.rooms.add(result.room_id_after)
+        self.rooms.update((result.room_id_before, result.room_id_after))
         self.deaths += result.died
         if not self.config.knowledge.enabled:
             return

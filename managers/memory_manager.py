@@ -215,13 +215,15 @@ class MemoryManager(BaseManager):
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self.pending = []
-        self.visited = set(game_state.visited_room_ids) | {game_state.current_room_id}
+        self.visited = set(game_state.visited_room_ids)
         self.last_call_turn = game_state.turn_count
         self.memories_added = 0
 
     def process_turn(self, result: TurnResult) -> None:
         if not self.config.memory.enabled:
             return
+        # The orchestrator may reset us before it knows the start room; where we acted from was visited.
+        self.visited.add(result.room_id_before)
         event = self._classify(result)
         self.visited.add(result.room_id_after)
         if event is None:

@@ -10,13 +10,14 @@ drift apart on it, and the per-manager call and token counts come for free.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llm_client import LLMClientWrapper, LLMError
+from llm_client import LLMClientWrapper, LLMError, is_reasoning_model
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 
@@ -65,12 +66,18 @@ class StructuredLLM:
     def ask(self, system: str, user: str, response_model: type[ModelT], turn: int) -> ModelT | None:
         """The validated reply, or None after logging why (the caller skips its update)."""
         sampling = self.config.sampling_for(self.role)
+        model = self.config.model_for(self.role)
+        response_format = create_json_schema(response_model)
+        if is_reasoning_model(model):
+            # Reasoning models get no response_format from the client, so the shape must be in the prompt.
+            schema = json.dumps(response_format["json_schema"]["schema"], separators=(",", ":"))
+            system = f"{system}\nThe JSON object must match this JSON schema: {schema}"
         self.stats.calls += 1
         try:
             response = self.client.chat.completions.create(
-                model=self.config.model_for(self.role),
+                model=model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                response_format=create_json_schema(response_model),
+                response_format=response_format,
                 name=self.trace_name,
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,

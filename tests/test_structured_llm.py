@@ -16,8 +16,10 @@ class Verdict(BaseModel):
     reason: str
 
 
-def make_llm(server: ScriptedLLMServer, tmp_path: Path, **sampling: float) -> tuple[StructuredLLM, LogCapture]:
-    config = make_config(server, tmp_path, memory_sampling=sampling)
+def make_llm(
+    server: ScriptedLLMServer, tmp_path: Path, model: str = MEMORY_MODEL, **sampling: float
+) -> tuple[StructuredLLM, LogCapture]:
+    config = make_config(server, tmp_path, memory_sampling=sampling, llm={"memory_model": model})
     log = capture_logger()
     return StructuredLLM(make_client(config, server), config, log.logger, "probe", "ProbeManager"), log
 
@@ -50,3 +52,15 @@ def test_failures_return_none_with_an_event_naming_the_manager(llm_server: Scrip
         "probe_llm_error",
     ]
     assert llm.stats.calls == 3 and llm.stats.failures == 3
+
+
+def test_reasoning_models_get_the_schema_in_the_prompt_instead(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    llm, _ = make_llm(llm_server, tmp_path, model="deepseek/deepseek-r1", temperature=0.5)
+    llm_server.script(completion('<think>hmm</think> {"ok": false, "reason": "no"}'))
+    assert llm.ask("Judge it.", "the case", Verdict, turn=1) == Verdict(ok=False, reason="no")
+    body = llm_server.bodies[0]
+    assert "response_format" not in body and "temperature" not in body
+    text = " ".join(
+        m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in body["messages"]
+    )
+    assert "Judge it." in text and '"reason":{' in text and "the case" in text
