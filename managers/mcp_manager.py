@@ -137,6 +137,7 @@ class MCPManager:
             },
         )
         self._live: _LiveSession | None = None
+        self._names: ToolNameMap | None = None
         self._disabled = False
         self._ever_connected = False
 
@@ -242,6 +243,7 @@ class MCPManager:
             message = self._startup_message(self._describe_failure(cause, timeout), stderr_tail)
             raise MCPServerStartupError(message) from cause
         self._ever_connected = True
+        self._names = live.names
         self.logger.info(
             f"MCP session connected to '{self.server_name}' with {len(live.tools)} tools",
             extra={
@@ -343,9 +345,9 @@ class MCPManager:
 
     def display_name(self, name: str) -> str:
         """The dotted ``server.tool`` form of a wire or dotted name, for logs and traces."""
-        live = self._live
-        if live is not None and live.names is not None:
-            return live.names.display_name(name)
+        # The last listing's names: still valid between turns (the same server lists the same tools).
+        if self._names is not None:
+            return self._names.display_name(name)
         prefix = f"{self.server_name}__"
         if name.startswith(prefix):
             return f"{self.server_name}.{name[len(prefix) :]}"

@@ -214,13 +214,21 @@ def convert_content_block(block: Any) -> dict[str, Any]:
 
 
 def _is_echo(block: Any, structured: Any) -> bool:
-    """Whether ``block`` is a JSON-text copy of the structured content."""
+    """Whether ``block`` is a text copy of the structured content.
+
+    Servers built on the SDK's MCPServer wrap a plain return value as ``{"result": value}``
+    and send the value itself as text, so the wrapped value counts as a copy too.
+    """
     if not isinstance(block, types.TextContent):
         return False
+    copies = [structured]
+    if isinstance(structured, dict) and list(structured) == ["result"]:
+        copies.append(structured["result"])
     try:
-        return json.loads(block.text) == structured
+        parsed = json.loads(block.text)
     except ValueError:
-        return False
+        parsed = None
+    return any(block.text == copy_ or (parsed is not None and parsed == copy_) for copy_ in copies)
 
 
 def _text_of(blocks: list[Any]) -> str:

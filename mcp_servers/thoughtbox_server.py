@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Annotated, TextIO, TypedDict
+from typing import Annotated, Any, TextIO, TypedDict
 
 from pydantic import Field
 
@@ -44,6 +44,16 @@ nextThoughtNeeded to false when you have reached a conclusion; then answer with 
 - branchFromThought + branchId: this thought starts or continues an alternative line of
   reasoning that departs from thought number branchFromThought.
 - needsMoreThoughts: you reached the end of your estimate but need to keep going."""
+
+
+# Advertised in the schema but checked by ThoughtBox, whose message says how to fix the call
+# (pydantic's own "greater_than_equal" error text is written for programmers, not models).
+_MIN_1 = {"minimum": 1}
+
+
+def _numbered(description: str) -> Any:
+    """A thought-number field: ``minimum: 1`` in the schema, range checked by ``ThoughtBox``."""
+    return Field(json_schema_extra=_MIN_1, description=description)
 
 
 class ThinkResult(TypedDict):
@@ -158,12 +168,12 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
     @server.tool(name="think", description=THINK_DESCRIPTION)
     def think(
         thought: Annotated[str, Field(description="Your current thinking step")],
-        thoughtNumber: Annotated[int, Field(ge=1, description="Number of this thought, from 1")],
-        totalThoughts: Annotated[int, Field(ge=1, description="Current estimate of the thoughts needed")],
+        thoughtNumber: Annotated[int, _numbered("Number of this thought, from 1")],
+        totalThoughts: Annotated[int, _numbered("Current estimate of the thoughts needed")],
         nextThoughtNeeded: Annotated[bool, Field(description="Whether another thought step is needed")],
         isRevision: Annotated[bool | None, Field(description="Whether this revises an earlier thought")] = None,
-        revisesThought: Annotated[int | None, Field(ge=1, description="Which thought is being revised")] = None,
-        branchFromThought: Annotated[int | None, Field(ge=1, description="Thought this branch departs from")] = None,
+        revisesThought: Annotated[int | None, _numbered("Which thought is being revised")] = None,
+        branchFromThought: Annotated[int | None, _numbered("Thought this branch departs from")] = None,
         branchId: Annotated[str | None, Field(description="Name of the branch")] = None,
         needsMoreThoughts: Annotated[bool | None, Field(description="More thoughts needed beyond the estimate")] = None,
     ) -> ThinkResult:

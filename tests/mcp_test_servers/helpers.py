@@ -1,0 +1,190 @@
+"""Test helpers for the MCP client: configs on disk, child-process checks, async hygiene.
+
+The agent runs every turn inside one ``asyncio.run``; these helpers let a sync test do
+the same and then prove three things the issue asks for: no child process outlives the
+session, no "Event loop is closed" and no "cancel scope in a different task" anywhere
+(warnings, unraisable exceptions from ``__del__``, or log records).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from session.game_configuration import GameConfiguration
+
+SERVERS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = SERVERS_DIR.parent.parent
+MISBEHAVING_SERVER = SERVERS_DIR / "misbehaving_server.py"
+RAW_SERVER = SERVERS_DIR / "raw_server.py"
+FORBIDDEN_TEXT = ("event loop is closed", "cancel scope", "task was destroyed but it is pending", "never awaited")
+
+
+def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str = "mcp_config.json") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
+    return path
+
+
+def make_config(config_file: Path | str, base_dir: Path, **mcp: Any) -> GameConfiguration:
+    """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative)."""
+    return GameConfiguration.from_mapping(
+        {"mcp": {"enabled": True, "config_file": str(config_file), **mcp}}, base_dir=base_dir, environ={}
+    )
+
+
+def misbehaving_entry(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": "python", "args": [str(MISBEHAVING_SERVER), *args]}
+    if env is not None:
+        entry["env"] = env
+    return entry
+
+
+def raw_entry(env: dict[str, str] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": "python", "args": [str(RAW_SERVER)]}
+    if env is not None:
+        entry["env"] = env
+    return entry
+
+
+def child_pids() -> set[int]:
+    """Live (non-zombie) direct children of this process, from /proc."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return {pid for pid in pids if pid_alive(pid)}
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pids: set[int], seconds: float = 5.0) -> set[int]:
+    """The pids of ``pids`` still alive after up to ``seconds`` (normally none, at once)."""
+    deadline = time.monotonic() + seconds
+    alive = {pid for pid in pids if pid_alive(pid)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = {pid for pid in alive if pid_alive(pid)}
+    return alive
+
+
+class ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def events(self) -> list[str]:
+        return [getattr(r, "event_type", "") for r in self.records if getattr(r, "event_type", None)]
+
+    def by_event(self, event_type: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if getattr(r, "event_type", None) == event_type]
+
+
+def capture_logger(name: str) -> tuple[logging.Logger, ListHandler]:
+    """A fresh DEBUG logger whose records are kept (not propagated)."""
+    logger = logging.getLogger(name)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    handler = ListHandler()
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger, handler
+
+
+@dataclass
+class HygieneReport:
+    warnings: list[str] = field(default_factory=list)
+    unraisable: list[str] = field(default_factory=list)
+    log_lines: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        found = [f"unraisable: {text}" for text in self.unraisable]
+        for text in [*self.warnings, *self.log_lines]:
+            if any(bad in text.lower() for bad in FORBIDDEN_TEXT):
+                found.append(text)
+        found.extend(f"warning: {w}" for w in self.warnings if w.startswith(("ResourceWarning", "RuntimeWarning")))
+        return found
+
+
+@contextmanager
+def async_hygiene(*extra_loggers: ListHandler) -> Iterator[HygieneReport]:
+    """Record warnings, unraisable exceptions and root log records while the block runs.
+
+    ``gc.collect()`` at the end makes leaked transports run their ``__del__`` now, where an
+    "Event loop is closed" would surface.
+    """
+    report = HygieneReport()
+    root_handler = ListHandler()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(root_handler)
+    root.setLevel(logging.DEBUG)
+    old_hook = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        report.unraisable.append(f"{unraisable.exc_type.__name__}: {unraisable.exc_value} ({unraisable.object!r})")
+
+    sys.unraisablehook = hook
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield report
+            finally:
+                gc.collect()
+        report.warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+    finally:
+        sys.unraisablehook = old_hook
+        root.removeHandler(root_handler)
+        root.setLevel(old_level)
+    for handler in (root_handler, *extra_loggers):
+        report.log_lines.extend(_record_text(r) for r in handler.records)
+
+
+def _record_text(record: logging.LogRecord) -> str:
+    text = record.getMessage()
+    if record.exc_info and record.exc_info[1] is not None:
+        text += f" [{record.exc_info[0].__name__}: {record.exc_info[1]}]"
+    return f"{record.name} {record.levelname}: {text}"
+
+
+def assert_clean(report: HygieneReport) -> None:
+    problems = report.problems()
+    assert not problems, "async hygiene problems:\n" + "\n".join(problems)
+
+
+def own_children_before() -> set[int]:
+    """Children that existed before a scenario (other tests' leftovers are not ours to judge)."""
+    return child_pids()
+
+
+def new_children(before: set[int]) -> set[int]:
+    return child_pids() - before
+
+
+def environment_without(*names: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in names}

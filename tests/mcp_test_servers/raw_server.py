@@ -1,0 +1,87 @@
+"""A minimal MCP stdio server on the standard library alone: starts in milliseconds.
+
+Property tests spawn it a hundred times, which the SDK-based servers (``import mcp``
+alone takes about a second here) could not afford. It speaks just enough MCP for a
+session: ``initialize`` (echoing the client's protocol version), ``ping``, ``tools/list``
+and ``tools/call``, and exits when its stdin closes, as the stdio transport expects.
+
+Tools: ``echo`` returns its ``text``; ``methods`` returns the JSON-RPC methods received so
+far, in order; ``pid`` returns the process id. ``RAW_SERVER_TOOLS`` (a JSON list of tool
+definitions) replaces the advertised list, for schema-translation tests.
+
+Run: ``python tests/mcp_test_servers/raw_server.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+DEFAULT_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "echo",
+        "description": "Return the text unchanged.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {"name": "methods", "description": "Methods received so far.", "inputSchema": {"type": "object"}},
+    {"name": "pid", "description": "This process's pid.", "inputSchema": {"type": "object", "properties": {}}},
+]
+
+
+def text_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1.0"},
+        }
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": tools}
+    if method == "tools/call":
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if name == "echo":
+            return text_result(str(arguments.get("text", "")))
+        if name == "methods":
+            return text_result(json.dumps(seen))
+        if name == "pid":
+            return text_result(str(os.getpid()))
+        return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
+    raise LookupError(method)
+
+
+def main() -> None:
+    tools = json.loads(os.environ["RAW_SERVER_TOOLS"]) if os.environ.get("RAW_SERVER_TOOLS") else DEFAULT_TOOLS
+    seen: list[str] = []
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method = message.get("method")
+        if method is None:
+            continue  # a response to something we never asked
+        seen.append(method)
+        if "id" not in message:
+            continue  # a notification
+        try:
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": handle(method, message.get("params") or {}, seen, tools),
+            }
+        except LookupError:
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no method {method}"}}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,621 @@
+"""MCPManager against real stdio subprocesses: the shipped thoughtbox server and a misbehaving one.
+
+Every scenario runs inside one ``asyncio.run`` from a sync test, as the agent does, and
+then checks that the server process is gone and that no "Event loop is closed" / "cancel
+scope" problem was warned, logged or raised from a destructor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from managers.mcp_manager import (
+    MCPManager,
+    MCPServerDiedError,
+    MCPServerStartupError,
+    MCPToolCallError,
+    ToolCallResult,
+)
+from managers.mcp_tools import WIRE_NAME_PATTERN, dotted_name, wire_name
+from session.game_configuration import GameConfiguration
+from tests.mcp_test_servers.helpers import (
+    REPO_ROOT,
+    ListHandler,
+    assert_clean,
+    async_hygiene,
+    capture_logger,
+    child_pids,
+    make_config,
+    misbehaving_entry,
+    wait_gone,
+    write_mcp_config,
+)
+from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
+
+T = TypeVar("T")
+THINK_FIELDS = {
+    "thought",
+    "thoughtNumber",
+    "totalThoughts",
+    "nextThoughtNeeded",
+    "isRevision",
+    "revisesThought",
+    "branchFromThought",
+    "branchId",
+    "needsMoreThoughts",
+}
+
+
+class Scenario:
+    """Runs one turn in ``asyncio.run`` and records the server processes it started."""
+
+    def __init__(self, manager: MCPManager, handler: ListHandler) -> None:
+        self.manager = manager
+        self.handler = handler
+        self.spawned: set[int] = set()
+
+    def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True) -> T:
+        before = child_pids()
+
+        async def turn() -> T:
+            try:
+                if connect:
+                    await self.manager.connect_session()
+                    self.spawned |= child_pids() - before
+                return await body(self.manager)
+            finally:
+                await self.manager.disconnect_session()
+
+        with async_hygiene(self.handler) as report:
+            result = asyncio.run(turn())
+        assert_clean(report)
+        assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
+        assert not (child_pids() - before), "a child process was left behind"
+        return result
+
+
+def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:
+    config_path = write_mcp_config(tmp_path / "cfg", {"misbehaving": misbehaving_entry(*args, env=env)})
+    logger, handler = capture_logger(f"test.mcp.{uuid.uuid4().hex}")
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+
+
+async def noop(manager: MCPManager) -> None:
+    return None
+
+
+# -- the shipped thoughtbox server -------------------------------------------------------------
+
+
+def test_shipped_thoughtbox_from_default_config_in_another_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # relative paths must resolve against mcp_config.json, not the cwd
+    config = GameConfiguration.from_mapping({"mcp": {"enabled": True}}, base_dir=REPO_ROOT, environ={})
+    logger, handler = capture_logger("test.mcp.thoughtbox")
+    manager = MCPManager(config, logger)
+    assert manager.server_name == "thoughtbox"
+    scenario = Scenario(manager, handler)
+
+    async def body(m: MCPManager) -> dict[str, Any]:
+        (pid,) = scenario.spawned
+        return {
+            "exe": os.readlink(f"/proc/{pid}/exe"),
+            "cwd": os.readlink(f"/proc/{pid}/cwd"),
+            "cmdline": Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"),
+            "schemas": await m.get_tool_schemas(),
+            "first": await m.call_tool(
+                "thoughtbox__think",
+                {"thought": "The door is locked.", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": True},
+            ),
+            "second": await m.call_tool(
+                "thoughtbox.think",
+                {"thought": "Try the key.", "thoughtNumber": 3, "totalThoughts": 2, "nextThoughtNeeded": False},
+            ),
+            "connected": m.is_connected,
+        }
+
+    seen = scenario.run(body)
+
+    # "python" ran this project's interpreter, in the config file's folder.
+    assert seen["exe"] == os.path.realpath(sys.executable)
+    assert seen["cwd"] == str(REPO_ROOT)
+    assert b"mcp_servers.thoughtbox_server" in seen["cmdline"]
+    assert seen["connected"] is True and manager.is_connected is False
+
+    (schema,) = seen["schemas"]
+    assert schema["type"] == "function"
+    function = schema["function"]
+    assert function["name"] == "thoughtbox__think"
+    assert WIRE_NAME_PATTERN.match(function["name"])
+    assert "reasoning" in function["description"]
+    parameters = function["parameters"]
+    assert parameters["type"] == "object"
+    assert set(parameters["properties"]) == THINK_FIELDS
+    assert set(parameters["required"]) == {"thought", "thoughtNumber", "totalThoughts", "nextThoughtNeeded"}
+    assert parameters["properties"]["thoughtNumber"]["type"] == "integer"
+    assert parameters["properties"]["thoughtNumber"]["minimum"] == 1
+
+    assert seen["first"] == ToolCallResult(
+        content={
+            "thoughtNumber": 1,
+            "totalThoughts": 2,
+            "nextThoughtNeeded": True,
+            "branches": [],
+            "thoughtHistoryLength": 1,
+        }
+    )
+    # The session keeps its history; totalThoughts follows a thought past the estimate.
+    assert seen["second"].content["thoughtHistoryLength"] == 2
+    assert seen["second"].content["totalThoughts"] == 3
+    assert json.loads(json.dumps(seen["second"].to_dict())) == {"content": seen["second"].content}
+    assert manager.display_name("thoughtbox__think") == "thoughtbox.think"
+
+    connect = handler.by_event("mcp_session_connect")
+    assert len(connect) == 1 and connect[0].tools == ["thoughtbox.think"]
+
+
+def test_thoughtbox_session_state_is_fresh_each_turn(tmp_path: Path) -> None:
+    config = GameConfiguration.from_mapping({"mcp": {"enabled": True}}, base_dir=REPO_ROOT, environ={})
+    logger, handler = capture_logger("test.mcp.thoughtbox.turns")
+    scenario = Scenario(MCPManager(config, logger), handler)
+    args = {"thought": "Look around.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+
+    async def body(m: MCPManager) -> ToolCallResult:
+        return await m.call_tool("thoughtbox__think", args)
+
+    first, second = scenario.run(body), scenario.run(body)
+    assert first.content["thoughtHistoryLength"] == second.content["thoughtHistoryLength"] == 1
+    assert len(scenario.spawned) == 2  # one process per turn, both gone
+
+
+# -- tool calls that fail --------------------------------------------------------------------
+
+
+def test_hanging_tool_raises_builtin_timeout_and_session_survives(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> tuple[BaseException, ToolCallResult, bool]:
+        with pytest.raises(TimeoutError) as caught:
+            await m.call_tool("misbehaving__hang", {"seconds": 60}, timeout_seconds=0.5)
+        after = await m.call_tool("misbehaving.echo", {"text": "still here"})
+        return caught.value, after, m.is_connected
+
+    error, after, connected = scenario.run(body)
+    assert isinstance(error, asyncio.TimeoutError)  # the same class: the agent may catch either
+    assert "misbehaving.hang" in str(error) and "0.5s" in str(error)
+    assert after == ToolCallResult(content="still here")
+    assert connected
+
+
+def test_default_call_timeout_comes_from_config(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path, tool_call_timeout_seconds=0.3)
+
+    async def body(m: MCPManager) -> None:
+        await m.call_tool("misbehaving__hang", {"seconds": 60})
+
+    with pytest.raises(TimeoutError, match=r"0\.3s"):
+        scenario.run(body)
+
+
+def test_server_exiting_mid_call_raises_server_died(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> tuple[str, bool, BaseException]:
+        with pytest.raises(MCPServerDiedError) as died:
+            await m.call_tool("misbehaving__exit_now", {"code": 7})
+        connected = m.is_connected
+        with pytest.raises(MCPServerDiedError) as again:
+            await m.call_tool("misbehaving__echo", {"text": "anyone?"})
+        return str(died.value), connected, again.value
+
+    message, connected, again = scenario.run(body)
+    assert "misbehaving" in message and "misbehaving.exit_now" in message
+    assert connected is False
+    assert isinstance(again, MCPToolCallError)  # the agent's generic tool-error path also catches it
+
+
+def test_is_error_result_becomes_error_tool_call_result(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> tuple[ToolCallResult, ToolCallResult]:
+        failed = await m.call_tool("misbehaving__fail", {"message": "no such door"})
+        ok = await m.call_tool("misbehaving__echo", {"text": "fine"})
+        return failed, ok
+
+    failed, ok = scenario.run(body)
+    assert failed.is_error is True
+    assert failed.error_message == "no such door"
+    assert failed.to_dict() == {"error": "no such door", "content": None}
+    assert ok == ToolCallResult(content="fine")
+
+
+def test_unknown_tool_and_bad_arguments_raise_tool_call_error(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> tuple[str, str, ToolCallResult]:
+        with pytest.raises(MCPToolCallError) as unknown:
+            await m.call_tool("misbehaving__nope", {})
+        with pytest.raises(MCPToolCallError) as not_a_dict:
+            await m.call_tool("misbehaving__echo", ["text"])  # type: ignore[arg-type]
+        # A schema violation is the server's to report, as an error result the model can read.
+        invalid = await m.call_tool("misbehaving__echo", {"text": 5, "extra": True})
+        return str(unknown.value), str(not_a_dict.value), invalid
+
+    unknown, not_a_dict, invalid = scenario.run(body)
+    assert "misbehaving__nope" in unknown and "misbehaving__echo (misbehaving.echo)" in unknown
+    assert "JSON object" in not_a_dict
+    assert invalid.is_error and "text" in (invalid.error_message or "")
+
+
+def test_calls_without_a_session_raise_and_disconnect_is_idempotent(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> None:
+        with pytest.raises(MCPToolCallError, match="connect_session"):
+            await m.call_tool("misbehaving__echo", {"text": "x"})
+        with pytest.raises(MCPToolCallError, match="connect_session"):
+            await m.get_tool_schemas()
+        await m.disconnect_session()
+        await m.disconnect_session()
+
+    scenario.run(body, connect=False)
+    assert scenario.manager.is_connected is False
+
+
+# -- results of every content type -----------------------------------------------------------
+
+
+def test_every_content_type_becomes_json(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+    names = ["image", "audio", "resource", "resource_link", "structured", "wrapped", "mixed", "empty"]
+
+    async def body(m: MCPManager) -> dict[str, ToolCallResult]:
+        return {name: await m.call_tool(f"misbehaving__{name}", {}) for name in names}
+
+    results = scenario.run(body)
+    for result in results.values():
+        assert not result.is_error
+        json.dumps(result.to_dict())  # must not raise
+
+    assert results["image"].content == [
+        {
+            "type": "image",
+            "mime_type": "image/png",
+            "size_bytes": len(PNG_BYTES),
+            "note": results["image"].content[0]["note"],
+        }
+    ]
+    assert f"{len(PNG_BYTES)} bytes" in results["image"].content[0]["note"]
+    assert results["audio"].content[0]["type"] == "audio"
+    assert results["audio"].content[0]["size_bytes"] == len(WAV_BYTES)
+    text_resource, blob_resource = results["resource"].content
+    assert text_resource == {
+        "type": "resource",
+        "uri": "file:///notes.txt",
+        "mime_type": "text/plain",
+        "text": "the notes",
+    }
+    assert blob_resource["uri"] == "file:///blob.bin" and blob_resource["size_bytes"] == 4
+    assert results["resource_link"].content == [
+        {
+            "type": "resource_link",
+            "uri": "file:///map.txt",
+            "name": "map",
+            "description": "the map",
+            "mime_type": "text/plain",
+        }
+    ]
+    assert results["structured"].content == {"ok": True, "count": 2}  # the JSON-text echo is dropped
+    assert results["wrapped"].content == {"result": 3}
+    mixed = results["mixed"].content
+    assert mixed["structured_content"] == {"ok": True}
+    assert [block["type"] for block in mixed["blocks"]] == ["text", "image"]
+    assert results["empty"].content is None
+
+
+def test_oversized_result_is_truncated_with_marker(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path, max_tool_result_chars=1000)
+
+    async def body(m: MCPManager) -> tuple[ToolCallResult, ToolCallResult]:
+        return (
+            await m.call_tool("misbehaving__huge", {"chars": 50_000}),
+            await m.call_tool("misbehaving__huge", {"chars": 1000}),
+        )
+
+    huge, exact = scenario.run(body)
+    assert huge.content.startswith("x" * 1000)
+    assert "[truncated by ZorkGPT: showing 1000 of 50000 characters]" in huge.content
+    assert len(huge.content) < 1100
+    assert exact.content == "x" * 1000  # at the limit: untouched
+
+
+def test_real_tool_names_are_wire_safe_and_callable_both_ways(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path)
+
+    async def body(m: MCPManager) -> tuple[list[dict[str, Any]], ToolCallResult, ToolCallResult, ToolCallResult]:
+        schemas = await m.get_tool_schemas()
+        long_wire = wire_name("misbehaving", LONG_TOOL_NAME)
+        return (
+            schemas,
+            await m.call_tool(long_wire, {}),
+            await m.call_tool(dotted_name("misbehaving", LONG_TOOL_NAME), {}),
+            await m.call_tool(dotted_name("misbehaving", DOTTED_TOOL_NAME), {}),
+        )
+
+    schemas, by_wire, by_dotted, dotted = scenario.run(body)
+    names = [s["function"]["name"] for s in schemas]
+    assert all(WIRE_NAME_PATTERN.match(n) for n in names)
+    assert len(set(names)) == len(names)
+    long_wire = wire_name("misbehaving", LONG_TOOL_NAME)
+    assert len(long_wire) == 64 and long_wire in names
+    assert "misbehaving__weird_name_with_spaces" in names
+    assert by_wire == by_dotted == ToolCallResult(content="long")
+    assert dotted == ToolCallResult(content="dotted")
+    for schema in schemas:
+        parameters = schema["function"]["parameters"]
+        assert parameters["type"] == "object" and "properties" in parameters
+        assert schema["function"]["description"]
+    assert scenario.manager.display_name(long_wire) == f"misbehaving.{LONG_TOOL_NAME}"
+
+
+# -- environment and working directory -------------------------------------------------------
+
+
+def test_server_environment_and_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-secret-value")
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-secret")
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", "pk-lf-public")
+    monkeypatch.setenv("ZORKGPT_TEST_PLAIN", "inherited")
+    monkeypatch.setenv("ZORKGPT_TEST_OVERRIDDEN", "from-system")
+    (tmp_path / "cfg" / "work").mkdir(parents=True)
+    config_path = write_mcp_config(
+        tmp_path / "cfg",
+        {
+            "misbehaving": {
+                **misbehaving_entry(
+                    env={"ZORKGPT_TEST_OVERRIDDEN": "from-config", "LANGFUSE_PUBLIC_KEY": "pk-given-explicitly"}
+                ),
+                "cwd": "work",
+            }
+        },
+    )
+    logger, handler = capture_logger("test.mcp.env")
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+    names = [
+        "OPENROUTER_API_KEY",
+        "LANGFUSE_SECRET_KEY",
+        "LANGFUSE_PUBLIC_KEY",
+        "ZORKGPT_TEST_PLAIN",
+        "ZORKGPT_TEST_OVERRIDDEN",
+        "PATH",
+    ]
+
+    async def body(m: MCPManager) -> tuple[ToolCallResult, ToolCallResult]:
+        return await m.call_tool("misbehaving__env", {"names": names}), await m.call_tool("misbehaving__cwd", {})
+
+    env, cwd = scenario.run(body)
+    assert env.content == {
+        "OPENROUTER_API_KEY": None,
+        "LANGFUSE_SECRET_KEY": None,
+        "LANGFUSE_PUBLIC_KEY": "pk-given-explicitly",
+        "ZORKGPT_TEST_PLAIN": "inherited",
+        "ZORKGPT_TEST_OVERRIDDEN": "from-config",
+        "PATH": os.environ["PATH"],
+    }
+    assert cwd.content == str(tmp_path / "cfg" / "work")
+
+
+# -- startup failures, retry and disable -----------------------------------------------------
+
+
+def attempts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_first_connect_failure_raises_startup_error_without_retry(tmp_path: Path) -> None:
+    attempts_file = tmp_path / "attempts.txt"
+    scenario = misbehaving_scenario(tmp_path, "--start", "crash", "--attempts-file", str(attempts_file))
+
+    with pytest.raises(MCPServerStartupError) as caught:
+        scenario.run(noop)
+
+    message = str(caught.value)
+    assert "Failed to start MCP server 'misbehaving'" in message
+    assert f"Command: python {tmp_path}" not in message or "misbehaving_server.py" in message
+    assert "misbehaving_server.py --start crash" in message
+    assert "refusing to start: start mode is crash" in message  # the server's stderr tail
+    assert "enabled = false" in message
+    assert attempts(attempts_file) == 1  # no retry on the first connect
+    assert scenario.manager.is_disabled is False
+    assert scenario.handler.events().count("mcp_session_connect_failed") == 1
+    assert "mcp_session_retry" not in scenario.handler.events()
+
+
+def test_command_not_found_names_the_command_and_how_to_install(tmp_path: Path) -> None:
+    config_path = write_mcp_config(tmp_path, {"tool": {"command": "zorkgpt-no-such-command", "args": ["--x"]}})
+    logger, handler = capture_logger("test.mcp.notfound")
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+
+    with pytest.raises(MCPServerStartupError) as caught:
+        scenario.run(noop)
+
+    message = str(caught.value)
+    assert "command not found: 'zorkgpt-no-such-command'" in message
+    assert "Command: zorkgpt-no-such-command --x" in message
+    assert "PATH" in message and str(config_path) in message
+
+
+def test_npx_not_found_hint_mentions_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    config_path = write_mcp_config(tmp_path, {"seq": {"command": "npx", "args": ["-y", "some-server"]}})
+    logger, handler = capture_logger("test.mcp.npx")
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+
+    with pytest.raises(MCPServerStartupError, match=r"Install Node\.js 22 or newer"):
+        scenario.run(noop)
+
+
+def test_startup_timeout_raises_and_leaves_no_process(tmp_path: Path) -> None:
+    scenario = misbehaving_scenario(tmp_path, "--start", "hang", server_startup_timeout_seconds=0.5)
+
+    with pytest.raises(MCPServerStartupError, match=r"within 0\.5s"):
+        scenario.run(noop)
+    assert scenario.manager.is_connected is False
+
+
+def flaky_scenario(tmp_path: Path) -> tuple[Scenario, Path, Path]:
+    counter = tmp_path / "failures-left.txt"
+    counter.write_text("0")
+    attempts_file = tmp_path / "attempts.txt"
+    scenario = misbehaving_scenario(
+        tmp_path, "--start", "flaky", "--counter-file", str(counter), "--attempts-file", str(attempts_file)
+    )
+    return scenario, counter, attempts_file
+
+
+async def echo_turn(m: MCPManager) -> ToolCallResult:
+    return await m.call_tool("misbehaving__echo", {"text": "ok"})
+
+
+def test_later_turn_failure_is_retried_once_and_recovers(tmp_path: Path) -> None:
+    scenario, counter, attempts_file = flaky_scenario(tmp_path)
+    assert scenario.run(echo_turn).content == "ok"  # turn 1 connects
+
+    counter.write_text("1")  # the next start fails once
+    assert scenario.run(echo_turn).content == "ok"
+
+    assert attempts(attempts_file) == 3
+    assert scenario.manager.is_disabled is False
+    events = scenario.handler.events()
+    assert events.count("mcp_session_connect_failed") == 1
+    assert events.count("mcp_session_retry") == 1
+    assert events.count("mcp_session_retry_ok") == 1
+    assert "mcp_disabled" not in events
+
+    counter.write_text("1")  # each later failure gets its own single retry
+    assert scenario.run(echo_turn).content == "ok"
+    assert attempts(attempts_file) == 5
+
+
+def test_failed_retry_disables_mcp_until_the_next_episode(tmp_path: Path) -> None:
+    scenario, counter, attempts_file = flaky_scenario(tmp_path)
+    scenario.run(echo_turn)
+
+    counter.write_text("2")  # the connect and its retry both fail
+    with pytest.raises(MCPServerStartupError, match="disabled for the rest of this episode"):
+        scenario.run(noop)
+    assert scenario.manager.is_disabled is True
+    assert attempts(attempts_file) == 3
+    disabled = scenario.handler.by_event("mcp_disabled")
+    assert len(disabled) == 1 and "flaky start" in disabled[0].getMessage()
+
+    with pytest.raises(MCPServerStartupError, match="disabled"):
+        scenario.run(noop)
+    assert attempts(attempts_file) == 3  # disabled: no more spawns
+
+    scenario.manager.reset_episode()
+    assert scenario.manager.is_disabled is False
+    assert scenario.run(echo_turn).content == "ok"
+    assert attempts(attempts_file) == 4
+
+
+def test_first_connect_of_a_new_episode_fails_fast_again(tmp_path: Path) -> None:
+    scenario, counter, attempts_file = flaky_scenario(tmp_path)
+    scenario.run(echo_turn)
+    scenario.manager.reset_episode()
+
+    counter.write_text("1")
+    with pytest.raises(MCPServerStartupError, match="flaky start"):
+        scenario.run(noop)
+    assert attempts(attempts_file) == 2  # no retry: first connect of the episode
+
+
+# -- Langfuse ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
+    from langfuse import Langfuse
+
+    exporter = InMemorySpanExporter()
+    client = Langfuse(
+        public_key=f"pk-test-{uuid.uuid4().hex}",
+        secret_key="sk-test",
+        host="http://127.0.0.1:9",
+        span_exporter=exporter,
+        tracer_provider=TracerProvider(),
+    )
+    try:
+        yield client, exporter
+    finally:
+        client.shutdown()
+
+
+def test_each_tool_call_is_one_langfuse_tool_observation(
+    tmp_path: Path, langfuse_exporter: tuple[Any, InMemorySpanExporter]
+) -> None:
+    langfuse, exporter = langfuse_exporter
+    config_path = write_mcp_config(tmp_path, {"misbehaving": misbehaving_entry()})
+    logger, handler = capture_logger("test.mcp.langfuse")
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, langfuse_client=langfuse), handler)
+
+    async def body(m: MCPManager) -> None:
+        await m.call_tool("misbehaving__echo", {"text": "hello"})
+        await m.call_tool("misbehaving.fail", {"message": "bad"})
+        with pytest.raises(TimeoutError):
+            await m.call_tool("misbehaving__hang", {"seconds": 60}, timeout_seconds=0.3)
+
+    scenario.run(body)
+    langfuse.flush()
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == [
+        "mcp-tool-misbehaving.echo",
+        "mcp-tool-misbehaving.fail",
+        "mcp-tool-misbehaving.hang",
+    ]
+    echo, fail, hang = (dict(s.attributes or {}) for s in spans)
+    assert all(a["langfuse.observation.type"] == "tool" for a in (echo, fail, hang))
+    assert json.loads(echo["langfuse.observation.input"]) == {"text": "hello"}
+    assert json.loads(echo["langfuse.observation.output"]) == {"content": "hello"}
+    metadata = {key.rsplit(".", 1)[1]: json.loads(value) for key, value in echo.items() if ".metadata." in key}
+    assert metadata["is_error"] is False
+    assert metadata["duration_ms"] >= 0
+    assert metadata["tool_name"] == "misbehaving.echo"
+    assert metadata["server_name"] == "misbehaving"
+    assert json.loads(fail["langfuse.observation.output"]) == {"error": "bad", "content": None}
+    assert json.loads(fail["langfuse.observation.metadata.is_error"]) is True
+    assert fail["langfuse.observation.level"] == "WARNING"
+    assert hang["langfuse.observation.level"] == "ERROR"
+    assert "TimeoutError" in hang["langfuse.observation.status_message"]
+
+
+def test_hygiene_check_catches_what_it_is_meant_to_catch() -> None:
+    """The checks above can fail: a subprocess left to outlive its loop is reported on all counts."""
+
+    async def leak() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import time; time.sleep(0.2)", stdin=asyncio.subprocess.PIPE
+        )
+
+    with async_hygiene() as report:
+        process = asyncio.run(leak())
+        assert process.pid in child_pids()
+        assert not wait_gone({process.pid}, 5.0)
+        time.sleep(0.2)  # let the child watcher thread let go of the transport
+        del process  # its __del__ now runs against the closed loop, inside the check
+    problems = "\n".join(report.problems())
+    assert "Event loop is closed" in problems
+    assert "ResourceWarning" in problems
