@@ -1,0 +1,155 @@
+"""The critic in the turn loop: evaluate the agent's proposal, re-ask on rejection, learn trust.
+
+A rejected proposal goes back to the agent with the critic's reason, at most
+``gameplay.max_rejection_rounds`` times; after that the agent's last proposal is played
+anyway (an *override*). Whether an overridden LLM rejection was wrong is only known after
+the action ran, so the manager remembers the override and settles it in
+``process_turn``: if the action then succeeded, the critic's trust weight drops.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from game_interface import JerichoInterface
+from llm_client import LLMClientWrapper
+from managers.base_manager import BaseManager
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult
+from zork_critic import CriticVerdict, ZorkCritic
+
+
+@dataclass
+class _PendingOverride:
+    """An LLM rejection the agent overrode, waiting for the outcome of its action."""
+
+    turn: int
+    action: str
+    world_hash: str
+
+
+class CriticManager(BaseManager):
+    name = "critic"
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        game: JerichoInterface,
+        client: LLMClientWrapper | None = None,
+    ) -> None:
+        super().__init__(config, logger, game_state)
+        self.game = game
+        self.critic = ZorkCritic(config, logger, client, game)
+        self._pending: _PendingOverride | None = None
+        self.evaluations = 0
+        self.rejections: Counter[str] = Counter()
+        self.overrides = 0
+
+    def reset_episode(self, game_state: GameState) -> None:
+        # Trust is about the critic model, not the episode: it carries over.
+        super().reset_episode(game_state)
+        self._pending = None
+
+    def choose_action(self, propose: Callable[[str | None], dict[str, Any]], context: str) -> dict[str, Any]:
+        """The agent's decision after the critic had its say.
+
+        ``propose(feedback)`` asks the agent: feedback is None first, then the reason the
+        previous proposal was rejected. Returns the agent's dict plus a ``critic`` entry.
+        """
+        turn = self.game_state.turn_count + 1
+        max_rounds = self.config.gameplay.max_rejection_rounds
+        proposal = propose(None)
+        rounds = 0
+        while True:
+            action = str(proposal.get("action") or "")
+            verdict = self.critic.evaluate(action, context, self.game_state)
+            self.evaluations += 1
+            if not verdict.rejected:
+                break
+            self.rejections[verdict.source] += 1
+            if rounds >= max_rounds:
+                self._override(turn, action, verdict, rounds)
+                break
+            rounds += 1
+            self.logger.info(
+                f"Turn {turn}: critic rejected '{action}' ({verdict.source}, score {verdict.score:+.2f}): "
+                f"{verdict.justification} — re-asking the agent (round {rounds}/{max_rounds})",
+                extra={
+                    "event_type": "critic_rejection",
+                    "turn": turn,
+                    "action": action,
+                    "score": verdict.score,
+                    "source": verdict.source,
+                    "justification": verdict.justification,
+                    "round": rounds,
+                },
+            )
+            proposal = propose(f'"{action}" — {verdict.justification}')
+        return {
+            **proposal,
+            "critic": {
+                "score": verdict.score,
+                "justification": verdict.justification,
+                "source": verdict.source,
+                "rounds": rounds,
+                "overridden": verdict.rejected,
+            },
+        }
+
+    def _override(self, turn: int, action: str, verdict: CriticVerdict, rounds: int) -> None:
+        self.overrides += 1
+        if verdict.source == "llm":
+            self._pending = _PendingOverride(turn, action, self.game.env.get_world_state_hash())
+        self.logger.info(
+            f"Turn {turn}: playing '{action}' despite the critic ({verdict.source}) after {rounds} rejection rounds",
+            extra={
+                "event_type": "critic_override",
+                "turn": turn,
+                "action": action,
+                "score": verdict.score,
+                "source": verdict.source,
+                "justification": verdict.justification,
+                "rounds": rounds,
+            },
+        )
+
+    def process_turn(self, result: TurnResult) -> None:
+        """Settles a pending override: did the action the critic rejected succeed after all?"""
+        pending, self._pending = self._pending, None
+        if pending is None or pending.turn != result.turn or pending.action != result.action:
+            return
+        world_changed = self.game.env.get_world_state_hash() != pending.world_hash
+        succeeded = not result.died and (
+            result.score_delta > 0 or result.moved or result.inventory_changed or world_changed
+        )
+        self.critic.trust.record(rejected_then_overridden=True, succeeded=succeeded)
+        self.logger.info(
+            f"Turn {result.turn}: overridden critic rejection of '{result.action}' was "
+            f"{'wrong (the action succeeded)' if succeeded else 'right (the action failed)'}; "
+            f"critic weight now {self.critic.trust.weight:.2f}",
+            extra={
+                "event_type": "critic_trust_update",
+                "turn": result.turn,
+                "action": result.action,
+                "succeeded": succeeded,
+                "weight": self.critic.trust.weight,
+            },
+        )
+
+    def get_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "llm_enabled": self.config.gameplay.enable_critic,
+            "evaluations": self.evaluations,
+            "rejections": dict(self.rejections),
+            "overrides": self.overrides,
+            "trust": self.critic.trust.as_dict(),
+        }
+        if self.critic.llm_stats is not None:
+            status["llm"] = self.critic.llm_stats
+        return status

@@ -1,0 +1,182 @@
+"""CriticManager: rejection rounds with feedback to the agent, overrides, and trust learned from outcomes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from game_interface import JerichoInterface
+from llm_client import LLMClientWrapper
+from managers.critic_manager import CriticManager
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult
+from tests.scripted_llm import completion
+
+
+def make_config(
+    tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1", **sections: dict[str, Any]
+) -> GameConfiguration:
+    raw: dict[str, dict[str, Any]] = {
+        "llm": {"base_url": base_url, "critic_model": "scripted/critic"},
+        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
+        "files": {"game_workdir": str(tmp_path / "game_files")},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    interface = JerichoInterface(game_file)
+    interface.start()
+    yield interface
+    interface.close()
+
+
+class Agent:
+    """Proposes the given actions in order (repeating the last) and records the feedback it got."""
+
+    def __init__(self, *actions: str) -> None:
+        self.actions = list(actions)
+        self.feedback: list[str | None] = []
+
+    def __call__(self, feedback: str | None) -> dict[str, Any]:
+        self.feedback.append(feedback)
+        action = self.actions[min(len(self.feedback), len(self.actions)) - 1]
+        return {"action": action, "reasoning": f"try {action}", "new_objective": None, "raw_response": "{}"}
+
+
+def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any = None) -> CriticManager:
+    location = game.get_location()
+    state = GameState(current_room_id=location.id, current_room_name=location.name, exits=game.get_valid_exits())
+    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key") if server else None
+    return CriticManager(config, logging.getLogger("test.critic_manager"), state, game, client)
+
+
+def play(manager: CriticManager, game: JerichoInterface, decision: dict[str, Any]) -> TurnResult:
+    """Executes the decision like the orchestrator does and hands the result to the manager."""
+    state = manager.game_state
+    before_room, before_inventory, before_score = game.get_location(), game.get_inventory(), game.score
+    response = game.send_command(decision["action"])
+    after_room = game.get_location()
+    result = TurnResult(
+        turn=state.turn_count + 1, action=decision["action"], reasoning=decision["reasoning"], response=response,
+        room_id_before=before_room.id, room_name_before=before_room.name, room_id_after=after_room.id,
+        room_name_after=after_room.name, score_before=before_score, score_after=game.score,
+        inventory_before=before_inventory, inventory_after=game.get_inventory(), moves=game.moves,
+        died=game.last_response_was_death,
+    )  # fmt: skip
+    state.record_turn(result)
+    state.current_room_id, state.exits = after_room.id, game.get_valid_exits()
+    manager.process_turn(result)
+    return result
+
+
+def test_accepted_first_time_costs_one_proposal(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    manager = make_manager(make_config(tmp_path, llm_server.base_url), game, llm_server)
+    agent = Agent("open mailbox")
+    decision = manager.choose_action(agent, "context")
+    assert decision["action"] == "open mailbox" and decision["reasoning"] == "try open mailbox"
+    assert decision["critic"] == {"score": 0.0, "justification": "", "source": "none", "rounds": 0, "overridden": False}
+    assert agent.feedback == [None]
+    assert llm_server.requests == []  # default config: no LLM critic
+
+
+def test_rejection_re_asks_with_the_reason(
+    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture
+) -> None:
+    manager = make_manager(make_config(tmp_path), game)
+    agent = Agent("take lamp", "east", "north")
+    with caplog.at_level(logging.INFO, logger="test.critic_manager"):
+        decision = manager.choose_action(agent, "context")
+
+    assert decision["action"] == "north"
+    assert decision["critic"]["rounds"] == 2 and decision["critic"]["overridden"] is False
+    assert agent.feedback[0] is None
+    assert '"take lamp"' in agent.feedback[1] and "lamp" in agent.feedback[1]
+    assert '"east"' in agent.feedback[2] and "no exit east" in agent.feedback[2]
+    rejections = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_rejection"]
+    assert [(r.action, r.source, r.round) for r in rejections] == [
+        ("take lamp", "object_tree", 1),
+        ("east", "object_tree", 2),
+    ]
+    assert manager.get_status()["rejections"] == {"object_tree": 2}
+
+
+@pytest.mark.parametrize("max_rounds", [0, 1, 3])
+def test_after_max_rounds_the_last_action_is_played(
+    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, max_rounds: int
+) -> None:
+    manager = make_manager(make_config(tmp_path, gameplay={"max_rejection_rounds": max_rounds}), game)
+    agent = Agent("take unicorn", "take dragon", "take wizard", "take kobold", "take gnome")
+    with caplog.at_level(logging.INFO, logger="test.critic_manager"):
+        decision = manager.choose_action(agent, "context")
+
+    assert len(agent.feedback) == max_rounds + 1  # the first proposal plus one per rejection round
+    assert decision["action"] == agent.actions[max_rounds]
+    assert decision["critic"]["rounds"] == max_rounds
+    assert decision["critic"]["overridden"] is True and decision["critic"]["source"] == "object_tree"
+    overrides = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_override"]
+    assert len(overrides) == 1 and overrides[0].action == decision["action"]
+    assert manager.get_status()["overrides"] == 1
+
+
+def always(score: float) -> Any:
+    return lambda body, index: completion(json.dumps({"score": score, "justification": "I doubt it"}))
+
+
+def test_overridden_llm_rejection_that_succeeds_lowers_trust(
+    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 1})
+    manager = make_manager(config, game, llm_server)
+    llm_server.respond_with(always(-0.9))
+
+    decision = manager.choose_action(Agent("open mailbox"), "context")
+    assert decision["critic"]["overridden"] is True and decision["critic"]["source"] == "llm"
+    assert len(llm_server.requests) == 2  # one evaluation per proposal
+    with caplog.at_level(logging.INFO, logger="test.critic_manager"):
+        play(manager, game, decision)  # the mailbox opens: the critic was wrong
+
+    weight_after_wrong = manager.critic.trust.weight
+    assert weight_after_wrong < 1.0
+    updates = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_trust_update"]
+    assert len(updates) == 1 and updates[0].succeeded is True
+
+    decision = manager.choose_action(Agent("wave hands"), "context")  # nothing happens in Zork
+    play(manager, game, decision)
+    assert manager.critic.trust.weight > weight_after_wrong  # this time the critic was right
+    assert manager.get_status()["trust"]["right_rejections"] == 1
+    assert manager.get_status()["llm"]["calls"] == 4
+
+
+def test_trust_is_only_settled_for_the_overridden_turn(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    manager = make_manager(config, game, llm_server)
+    llm_server.respond_with(always(0.7))
+    for action in ["open mailbox", "take leaflet", "north"]:
+        play(manager, game, manager.choose_action(Agent(action), "context"))
+    assert manager.critic.trust.weight == 1.0
+    assert manager.get_status()["trust"] == {"weight": 1.0, "right_rejections": 0, "wrong_rejections": 0}
+
+
+def test_distrusted_critic_stops_blocking(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    """A critic whose rejections keep being overridden successfully ends up letting mild doubts through."""
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 0})
+    manager = make_manager(config, game, llm_server)
+    llm_server.respond_with(always(-0.3))
+    moves = ["north", "south", "north", "south", "north", "south", "north", "south", "north", "south"]
+    overridden = []
+    for action in moves * 2:
+        decision = manager.choose_action(Agent(action), "context")
+        overridden.append(decision["critic"]["overridden"])
+        play(manager, game, decision)
+    assert overridden[0] is True
+    assert overridden[-1] is False
+    assert manager.critic.trust.weight < 0.2

@@ -1,0 +1,283 @@
+"""The critic: the object-tree check on real Jericho, the LLM stage through the scripted server, trust."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from game_interface import GameSnapshot, JerichoInterface
+from llm_client import LLMClientWrapper
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+from tests.scripted_llm import completion
+from zork_critic import SCOPED_VERBS, CriticResponse, ObjectTreeCheck, TrustTracker, ZorkCritic
+
+TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
+SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
+
+
+def make_config(
+    tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1", **sections: dict[str, Any]
+) -> GameConfiguration:
+    raw: dict[str, dict[str, Any]] = {
+        "llm": {"base_url": base_url, "critic_model": "scripted/critic"},
+        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
+        "critic_sampling": {"temperature": 0.2, "top_p": 0.9},
+        "files": {"game_workdir": str(tmp_path / "game_files")},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+
+
+def critic_reply(score: float, justification: str = "scripted") -> dict[str, Any]:
+    return completion(json.dumps({"score": score, "justification": justification}))
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    interface = JerichoInterface(game_file)
+    interface.start()
+    yield interface
+    interface.close()
+
+
+def fingerprint(game: JerichoInterface) -> tuple[Any, ...]:
+    return (game.get_location(), game.moves, game.score, game.env.get_world_state_hash(), game.last_response)
+
+
+# -- object tree --------------------------------------------------------------------------
+
+
+def test_walkthrough_is_never_rejected(game: JerichoInterface) -> None:
+    """Every action of the winning walkthrough passes, and checking never changes the game."""
+    check = ObjectTreeCheck(game)
+    rejected = []
+    for step, action in enumerate(game.get_walkthrough()):
+        verdict = check.check(action, game.get_valid_exits())
+        if verdict is not None:
+            rejected.append((step, action, game.get_location().name, verdict.justification))
+        game.send_command(action)
+    assert rejected == []
+    assert game.is_victory() and game.score == 350
+
+
+def test_rejects_what_cannot_work(game: JerichoInterface) -> None:
+    check = ObjectTreeCheck(game)
+    exits = game.get_valid_exits()
+
+    unicorn = check.check("take unicorn", exits)
+    assert unicorn is not None and unicorn.rejected and unicorn.source == "object_tree"
+    assert unicorn.score == -1.0 and '"unicorn"' in unicorn.justification
+
+    east = check.check("east", exits)  # the front door is boarded
+    assert east is not None and east.rejected and "no exit east" in east.justification
+    assert "north" in east.justification  # names the exits the game confirms
+
+    lamp = check.check("take lamp", exits)  # the lamp is in the living room
+    assert lamp is not None and lamp.rejected and '"lamp"' in lamp.justification
+    assert check.check("open trap door", exits) is not None  # below the living room rug
+
+    for ok in ["north", "go south", "open mailbox", "take mailbox", "look", "take all", "jump", "n. take lamp"]:
+        assert check.check(ok, exits) is None, ok
+
+
+def test_direction_rejection_uses_the_exits(game: JerichoInterface) -> None:
+    for command in TO_KITCHEN:
+        game.send_command(command)
+    assert game.get_location().name == "Kitchen"
+    check = ObjectTreeCheck(game)
+    exits = game.get_valid_exits()
+    assert "north" not in exits
+    verdict = check.check("north", exits)
+    assert verdict is not None and verdict.rejected
+    assert check.check("n", exits) is not None
+    assert check.check("west", exits) is None
+    assert check.check("north", None) is None  # exits unknown (probe off): no direction is judged
+
+
+def test_moves_that_matter_in_place_are_not_rejected(game: JerichoInterface) -> None:
+    """Entering the Stone Barrow wins without changing rooms: the exit probe misses it, the check must not."""
+    commands = game.get_walkthrough()
+    for command in commands[:-1]:
+        game.send_command(command)
+    assert game.get_location().name == "Stone Barrow" and commands[-1] == "W"
+    exits = game.get_valid_exits()
+    assert "west" not in exits
+    assert ObjectTreeCheck(game).check("west", exits) is None
+    assert not game.is_victory()  # the confirming try was undone
+
+
+def test_moves_are_judged_from_the_vehicle(game: JerichoInterface) -> None:
+    commands = game.get_walkthrough()
+    for command in commands[: commands.index("Enter boat") + 1]:
+        game.send_command(command)
+    check = ObjectTreeCheck(game)
+    # In the magic boat Zork answers "out" with a hint and keeps you aboard: nothing would happen.
+    assert check.check("out", game.get_valid_exits()) is not None
+    assert check.check("get out of boat", game.get_valid_exits()) is None
+
+
+def test_checks_leave_the_game_untouched(game: JerichoInterface) -> None:
+    check = ObjectTreeCheck(game)
+    game.send_command("open mailbox")
+    before = fingerprint(game)
+    for command in ["take lamp", "east", "take unicorn", "open trap door", "north", "take leaflet"]:
+        check.check(command, game.get_valid_exits())
+    assert fingerprint(game) == before
+
+
+@pytest.fixture(scope="module")
+def walkthrough_states(game_file: Path) -> Iterator[tuple[JerichoInterface, list[GameSnapshot]]]:
+    interface = JerichoInterface(game_file)
+    interface.start()
+    snapshots = []
+    for step, command in enumerate(interface.get_walkthrough()):
+        if step % 40 == 0:
+            snapshots.append(interface.save_state())
+        interface.send_command(command)
+    yield interface, snapshots
+    interface.close()
+
+
+@given(
+    state_index=st.integers(min_value=0, max_value=9),
+    verb=st.sampled_from(sorted(SCOPED_VERBS)),
+    noun=st.sampled_from(
+        ["lamp", "egg", "sword", "window", "trap door", "coffin", "case", "unicorn", "troll", "door", "boat",
+         "skull", "rope", "red button", "gold", "painting", "leaflet", "brass", "garlic", "zorkmid"]
+    ),
+)  # fmt: skip
+def test_every_rejection_is_confirmed_by_the_game(
+    walkthrough_states: tuple[JerichoInterface, list[GameSnapshot]], state_index: int, verb: str, noun: str
+) -> None:
+    """Property: whatever the check rejects, the real game refuses too (and nothing changes)."""
+    game, snapshots = walkthrough_states
+    game.restore_state(snapshots[state_index % len(snapshots)])
+    command = f"{verb} {noun}"
+    verdict = ObjectTreeCheck(game).check(command, game.get_valid_exits())
+    if verdict is None:
+        return
+    before = fingerprint(game)[0]
+    reply = game.send_command(command)
+    assert SCOPE_OR_PARSER_REFUSAL.search(reply), (command, reply, verdict.justification)
+    assert game.get_location() == before
+
+
+# -- trust ----------------------------------------------------------------------------------
+
+
+def test_trust_drops_when_overridden_rejections_succeed() -> None:
+    trust = TrustTracker()
+    assert trust.weight == 1.0
+    trust.record(rejected_then_overridden=False, succeeded=True)
+    assert trust.weight == 1.0  # accepted actions say nothing about rejections
+    weights = []
+    for _ in range(22):
+        trust.record(rejected_then_overridden=True, succeeded=True)
+        weights.append(trust.weight)
+    assert weights == sorted(weights, reverse=True) and weights[0] < 1.0
+    assert weights[-1] == pytest.approx(max(TrustTracker.MIN_WEIGHT, 2 / 24))
+    low = trust.weight
+    trust.record(rejected_then_overridden=True, succeeded=False)
+    assert trust.weight > low  # a rejection that proved right restores some trust
+
+
+def test_trust_never_falls_below_the_floor() -> None:
+    trust = TrustTracker()
+    for _ in range(500):
+        trust.record(True, True)
+    assert trust.weight == TrustTracker.MIN_WEIGHT
+
+
+# -- LLM stage --------------------------------------------------------------------------------
+
+
+def make_critic(config: GameConfiguration, game: JerichoInterface, server: Any) -> ZorkCritic:
+    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key")
+    return ZorkCritic(config, logging.getLogger("test.critic"), client, game)
+
+
+def state_of(game: JerichoInterface) -> GameState:
+    location = game.get_location()
+    return GameState(current_room_id=location.id, current_room_name=location.name, exits=game.get_valid_exits())
+
+
+def test_llm_critic_off_by_default(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url)
+    assert config.gameplay.enable_critic is False
+    critic = make_critic(config, game, llm_server)
+    verdict = critic.evaluate("open mailbox", "context", state_of(game))
+    assert (verdict.source, verdict.rejected, verdict.score) == ("none", False, 0.0)
+    assert critic.evaluate("take lamp", "context", state_of(game)).source == "object_tree"
+    assert llm_server.requests == []
+
+
+def test_llm_scores_and_threshold(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    critic = make_critic(config, game, llm_server)
+    llm_server.script(critic_reply(-0.8, "the mailbox is pointless"), critic_reply(0.6, "opening things helps"))
+    state = state_of(game)
+    state.failed_actions_by_room[state.current_room_id] = ["push house"]
+
+    low = critic.evaluate("kick mailbox", "You are west of a house.", state)
+    high = critic.evaluate("open mailbox", "You are west of a house.", state)
+
+    assert (low.source, low.score, low.rejected, low.justification) == ("llm", -0.8, True, "the mailbox is pointless")
+    assert (high.source, high.score, high.rejected) == ("llm", 0.6, False)
+    body = llm_server.bodies[0]
+    assert body["model"] == "scripted/critic"
+    assert body["temperature"] == 0.2 and body["top_p"] == 0.9
+    assert body["response_format"]["json_schema"]["name"] == "CriticResponse"
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["score"]["maximum"] == 1.0
+    prompt = json.dumps(body["messages"])
+    assert "kick mailbox" in prompt and "push house" in prompt and "You are west of a house." in prompt
+
+
+def test_object_tree_answers_before_the_llm(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    verdict = make_critic(config, game, llm_server).evaluate("take unicorn", "ctx", state_of(game))
+    assert verdict.source == "object_tree" and verdict.rejected
+    assert llm_server.requests == []
+
+
+def test_distrusted_critic_rejects_less(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    critic = make_critic(config, game, llm_server)
+    llm_server.respond_with(lambda body, index: critic_reply(-0.3))
+    assert critic.evaluate("wave hands", "ctx", state_of(game)).rejected is True
+    for _ in range(30):
+        critic.trust.record(True, True)
+    verdict = critic.evaluate("wave hands", "ctx", state_of(game))
+    assert verdict.score == -0.3  # the model's own score is reported unweighted
+    assert verdict.rejected is False  # -0.3 x 0.1 = -0.03 is above the -0.05 threshold
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [completion("looks fine to me"), critic_reply(3.5), completion(json.dumps({"score": "high"}))],
+    ids=["prose", "out-of-range", "wrong-type"],
+)
+def test_malformed_llm_reply_never_blocks(
+    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, reply: dict[str, Any]
+) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    llm_server.script(reply)
+    with caplog.at_level(logging.WARNING, logger="test.critic"):
+        verdict = make_critic(config, game, llm_server).evaluate("open mailbox", "ctx", state_of(game))
+    assert (verdict.source, verdict.rejected) == ("none", False)
+    assert any(getattr(r, "event_type", None) == "critic_malformed_reply" for r in caplog.records)
+
+
+def test_critic_response_schema_bounds() -> None:
+    assert CriticResponse(score=-1.0, justification="x").score == -1.0
+    with pytest.raises(ValueError):
+        CriticResponse(score=1.01, justification="x")

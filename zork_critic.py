@@ -1,0 +1,296 @@
+"""The critic: judges the agent's proposed action before it is sent to the game.
+
+Two stages, cheapest first:
+
+1. ``ObjectTreeCheck`` asks the engine, for free, whether the action is *certain* to
+   fail: a word the game's parser does not know, a direction with no exit (the exits are
+   ground truth, probed from a saved state), or taking/opening/examining something that
+   is provably somewhere else. It answers only when sure and otherwise stays silent —
+   every action of Jericho's winning walkthrough passes it.
+2. If ``gameplay.enable_critic`` is on, the critic LLM scores the action in [-1, 1] with
+   a justification. Off by default: in the ZorkGPT codebase the LLM critic cost ~38% of
+   an episode's calls and 88% of its rejections were overridden and then succeeded.
+
+``TrustTracker`` turns that last observation into a rule: each LLM rejection that the
+agent overrode and that then succeeded lowers the weight of the critic's future scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from game_interface import JerichoInterface
+from game_interface.story_data import DICTIONARY_WORD_LENGTH
+from llm_client import LLMClientWrapper
+from managers.map_graph import normalize_direction
+from managers.structured_llm import StructuredLLM
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+
+OBJECT_TREE_SCORE = -1.0  # the engine is sure; no threshold setting may let such an action through
+
+# Verbs whose objects Zork's parser must find in scope ("You can't see any X here!").
+# Deliberately a short list: verbs that can name absent things ("find", "say", "follow")
+# or take odd phrases are left alone.
+SCOPED_VERBS = frozenset(
+    {
+        "take", "get", "grab", "carry", "hold", "catch", "pick", "remove",
+        "open", "close", "shut", "unlock", "lock",
+        "drop", "put", "place", "insert",
+        "examine", "inspect", "read",
+    }
+)  # fmt: skip
+# Words that join or relate noun phrases; they split "put coffin in case" into two phrases.
+PREPOSITIONS = frozenset(
+    {"in", "into", "inside", "on", "onto", "with", "from", "to", "at", "under", "behind", "through",
+     "out", "off", "of", "up", "down", "and", "over", "across", "about", "for"}
+)  # fmt: skip
+# Phrases the parser resolves itself (all, it, them...): never judged.
+PARSER_WORDS = frozenset({"all", "it", "them", "him", "her", "except", "but", "everything"})
+ARTICLES = frozenset({"a", "an", "the"})
+_SENTENCE_BREAK = re.compile(r"[.;,]|\bthen\b")
+_QUOTED = re.compile(r"\"[^\"]*\"?")
+_PLAIN_WORD = re.compile(r"^[a-z]+$")
+_SCOPE_REFUSAL = re.compile(r"You can't see any .* here!")
+
+CRITIC_SYSTEM_PROMPT = (
+    "You are the critic for an agent playing the text adventure Zork I. Given the current game context and the "
+    "action the agent proposes, score the action from -1.0 (certain to fail, pointless or dangerous) through 0 "
+    "(unsure) to 1.0 (clearly useful progress). Judge only what the context shows; do not reject an action just "
+    "because it is unusual — Zork rewards experiments. Reply with a JSON object only."
+)
+
+
+@dataclass
+class CriticVerdict:
+    """One judgement. ``source`` is "object_tree" (engine certainty), "llm" or "none" (nobody judged)."""
+
+    score: float
+    justification: str
+    source: str
+    rejected: bool
+
+
+class CriticResponse(BaseModel):
+    """The critic LLM's reply (sent as a json_schema response_format)."""
+
+    score: float = Field(ge=-1.0, le=1.0, description="-1 certain failure or harmful, 0 unsure, 1 clearly useful")
+    justification: str = Field(description="One or two sentences: why this score")
+
+
+class ObjectTreeCheck:
+    """Rejects only actions the engine proves will fail; never calls an LLM.
+
+    Being wrong here would block a move the game accepts — every walkthrough action must
+    pass — so each rule answers only when certain and returns None otherwise.
+    """
+
+    def __init__(self, game: JerichoInterface) -> None:
+        self.game = game
+        self._dictionary = frozenset(word.word for word in game.env.get_dictionary())
+
+    def check(self, action: str, exits: list[str] | None) -> CriticVerdict | None:
+        """A rejecting verdict, or None when the action may work.
+
+        ``exits`` are the engine-verified exits of the current room; None means unknown
+        (exit probing off), and then no direction is judged.
+        """
+        text = action.strip().lower()
+        if not text:
+            return None
+        if len([s for s in _SENTENCE_BREAK.split(_QUOTED.sub(" ", text)) if s.strip()]) != 1:
+            return None  # several commands in one line: the first may run and change what the next can do
+        unknown = self._unknown_word(text)
+        if unknown is not None:
+            return _reject(f'The game does not know the word "{unknown}"; rephrase with words the game uses.')
+        direction = normalize_direction(text)
+        if direction is not None:
+            return self._check_direction(direction, exits)
+        return self._check_objects(text)
+
+    def _unknown_word(self, text: str) -> str | None:
+        """A word the parser will refuse ("I don't know the word ..."); quoted text, numbers and words
+        with punctuation are left to the game."""
+        for token in _QUOTED.sub(" ", text).split():
+            if _PLAIN_WORD.match(token) and token[:DICTIONARY_WORD_LENGTH] not in self._dictionary:
+                return token
+        return None
+
+    def _check_direction(self, direction: str, exits: list[str] | None) -> CriticVerdict | None:
+        if exits is None or direction in exits:
+            return None
+        if not self._move_changes_nothing(direction):
+            return None
+        where = ", ".join(exits) if exits else "none (try something other than walking)"
+        return _reject(f"There is no exit {direction} from here. Exits the game confirms: {where}.")
+
+    def _move_changes_nothing(self, direction: str) -> bool:
+        """Confirms a missing exit by trying the move once from a saved state (then restored).
+
+        The exit probe counts only moves that change rooms, but some moves matter without
+        that: entering the Stone Barrow wins the game in place, "out" leaves the boat. Only
+        a move that leaves the player where it was, alive, in a game still running, is
+        rejected.
+        """
+        game = self.game
+        before = self._player_place()
+        snapshot = game.save_state()
+        try:
+            game.send_command(direction)
+            return self._player_place() == before and not (game.is_game_over() or game.last_response_was_death)
+        finally:
+            game.restore_state(snapshot)
+
+    def _player_place(self) -> tuple[int, int]:
+        """The room and the player's direct container (the room itself, or a vehicle in it)."""
+        return self.game.get_location().id, self.game.env.get_player_object().parent
+
+    def _check_objects(self, text: str) -> CriticVerdict | None:
+        words = [w for w in _QUOTED.sub(" ", text).split() if w not in ARTICLES]
+        if len(words) < 2 or words[0] not in SCOPED_VERBS:
+            return None
+        for phrase in _noun_phrases(words[1:]):
+            if PARSER_WORDS.intersection(phrase) or not all(_PLAIN_WORD.match(w) for w in phrase):
+                continue
+            name = " ".join(phrase)
+            matches = self.game.find_objects(name)
+            if matches and not any(self._in_this_room(obj.id) for obj in matches) and self._parser_cannot_see(text):
+                return _reject(f'There is no "{name}" here to {words[0]}; look at what this room actually holds.')
+        return None
+
+    def _parser_cannot_see(self, command: str) -> bool:
+        """Confirms an absent object with the parser itself, from a saved state (then restored).
+
+        The tree cannot show everything the parser reaches: global objects (walls, the
+        house) and objects a room borrows from elsewhere (the trap door is in scope from the
+        cellar) live outside the room, so "not in this room" is only a reason to ask. Zork's
+        own scope refusal makes the rejection sure.
+        """
+        game = self.game
+        snapshot = game.save_state()
+        try:
+            return bool(_SCOPE_REFUSAL.search(game.send_command(command)))
+        finally:
+            game.restore_state(snapshot)
+
+    def _in_this_room(self, object_id: int) -> bool:
+        """True if the object lies somewhere under the player's room (carried things included)."""
+        env = self.game.env
+        here = self.game.get_location().id
+        current, hops = object_id, 0
+        while current and hops < 64:  # the tree is shallow; the bound only guards a corrupt tree
+            if current == here:
+                return True
+            obj = env.get_object(current)
+            if obj is None:
+                return False
+            current, hops = obj.parent, hops + 1
+        return False
+
+
+def _noun_phrases(words: list[str]) -> list[list[str]]:
+    phrases: list[list[str]] = [[]]
+    for word in words:
+        if word in PREPOSITIONS:
+            phrases.append([])
+        else:
+            phrases[-1].append(word)
+    return [p for p in phrases if p]
+
+
+def _reject(justification: str) -> CriticVerdict:
+    return CriticVerdict(score=OBJECT_TREE_SCORE, justification=justification, source="object_tree", rejected=True)
+
+
+class TrustTracker:
+    """How much the critic LLM's scores count, learned from overridden rejections.
+
+    The weight is the share of overridden rejections that were right (the action then
+    failed), with ``PRIOR`` imaginary right ones so a single override does not silence
+    the critic: ``(right + PRIOR) / (right + wrong + PRIOR)``, floored at ``MIN_WEIGHT``.
+    Scores are multiplied by it, so a distrusted critic's scores drift toward 0 and fall
+    below a negative threshold less often. Actions the critic did not reject say nothing
+    about its rejections and leave the weight alone.
+    """
+
+    PRIOR = 2.0
+    MIN_WEIGHT = 0.1
+
+    def __init__(self) -> None:
+        self.right_rejections = 0
+        self.wrong_rejections = 0
+
+    @property
+    def weight(self) -> float:
+        right = self.right_rejections + self.PRIOR
+        return max(self.MIN_WEIGHT, right / (right + self.wrong_rejections))
+
+    def record(self, rejected_then_overridden: bool, succeeded: bool) -> None:
+        if not rejected_then_overridden:
+            return
+        if succeeded:
+            self.wrong_rejections += 1
+        else:
+            self.right_rejections += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "weight": round(self.weight, 3),
+            "right_rejections": self.right_rejections,
+            "wrong_rejections": self.wrong_rejections,
+        }
+
+
+class ZorkCritic:
+    """Object-tree check first, then (if enabled) the critic LLM weighted by trust."""
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        client: LLMClientWrapper | None,
+        game: JerichoInterface,
+    ) -> None:
+        self.config = config
+        self.logger = logger
+        self.object_tree = ObjectTreeCheck(game)
+        self.trust = TrustTracker()
+        self._llm = (
+            StructuredLLM(client, config, logger, manager="critic", trace_name="Critic", role="critic")
+            if client is not None and config.gameplay.enable_critic
+            else None
+        )
+
+    @property
+    def llm_stats(self) -> dict[str, int] | None:
+        return self._llm.stats.as_dict() if self._llm is not None else None
+
+    def evaluate(self, action: str, context: str, game_state: GameState) -> CriticVerdict:
+        exits = list(game_state.exits) if self.config.gameplay.exit_probe else None
+        verdict = self.object_tree.check(action, exits)
+        if verdict is not None:
+            return verdict
+        if self._llm is None:
+            return CriticVerdict(score=0.0, justification="", source="none", rejected=False)
+        failed_here = game_state.failed_actions_by_room.get(game_state.current_room_id, [])
+        user = (
+            f"{context}\n\n"
+            f"Actions that already failed in this room: {', '.join(failed_here) if failed_here else 'none'}\n"
+            f"Proposed action: {action}"
+        )
+        reply = self._llm.ask(CRITIC_SYSTEM_PROMPT, user, CriticResponse, game_state.turn_count + 1)
+        if reply is None:
+            # Logged by StructuredLLM; an absent critic must not block the agent.
+            return CriticVerdict(score=0.0, justification="critic unavailable", source="none", rejected=False)
+        weighted = reply.score * self.trust.weight
+        return CriticVerdict(
+            score=reply.score,
+            justification=reply.justification,
+            source="llm",
+            rejected=weighted < self.config.gameplay.critic_rejection_threshold,
+        )
