@@ -1,0 +1,364 @@
+"""The Zork MCP server as clients see it: the SDK's own stdio client against the real
+subprocess and the real game. A few pure checks of the session logic run in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp_types import LATEST_PROTOCOL_VERSION, CallToolResult
+
+from game_interface import JerichoInterface
+from mcp_servers.zork_server import (
+    MAX_ACTION_CHARS,
+    ZorkInputError,
+    ZorkSession,
+    story_file_from,
+    validate_action,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SERVER_MODULE = "mcp_servers.zork_server"
+TOOLS = {
+    "play_action",
+    "memory",
+    "get_map",
+    "inventory",
+    "reset",
+    "valid_exits",
+    "save_checkpoint",
+    "restore_checkpoint",
+}
+# Up the tree for the egg, then round the house and in through the kitchen window.
+OPENING = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "Open sack", "Get garlic", "W", "Get lamp"]
+
+
+def _server_children() -> list[tuple[int, str]]:
+    """(pid, state) of this process's children running the Zork server, read from /proc."""
+    found: list[tuple[int, str]] = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # exited while we looked
+        # The command name may contain spaces; the fields after its closing parenthesis do not.
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == me and SERVER_MODULE in cmdline:
+            found.append((int(entry.name), state))
+    return found
+
+
+@asynccontextmanager
+async def zork_client(errlog_path: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", SERVER_MODULE, *args], cwd=str(REPO_ROOT), env=env
+    )
+    # A real file for the server's stderr: pytest's captured streams have no fileno.
+    with errlog_path.open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _call(session: ClientSession, tool: str, **arguments: Any) -> CallToolResult:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}({arguments}) failed: {_text(result)}"
+    assert result.structured_content is not None
+    return result
+
+
+async def _error(session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments!r}) should have failed but returned {_text(result)!r}"
+    return _text(result)
+
+
+def _engine_rooms(game_file: Path, commands: list[str]) -> list[tuple[int, str]]:
+    """(room id, name) after each command, from the game engine directly: the ground truth."""
+    game = JerichoInterface(game_file)
+    game.start()
+    rooms = []
+    for command in commands:
+        game.send_command(command)
+        location = game.get_location()
+        rooms.append((location.id, location.name))
+    game.close()
+    return rooms
+
+
+@pytest.mark.asyncio
+async def test_tools_are_listed_with_their_schemas(game_file: Path, tmp_path: Path) -> None:
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file)) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS
+    play = tools["play_action"].input_schema
+    assert play["required"] == ["action"]
+    assert play["properties"]["action"]["type"] == "string"
+    assert play["properties"]["action"]["maxLength"] == MAX_ACTION_CHARS
+    for name in ("save_checkpoint", "restore_checkpoint"):
+        assert tools[name].input_schema["required"] == ["name"]
+    for name in ("memory", "get_map", "inventory", "reset", "valid_exits"):
+        assert not tools[name].input_schema.get("required")
+        assert tools[name].input_schema["properties"] == {}
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 40
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+    assert {"observation", "score", "moves", "points_gained", "location"} <= set(
+        tools["play_action"].output_schema["properties"]
+    )
+    assert tools["get_map"].annotations is not None and tools["get_map"].annotations.read_only_hint
+
+
+@pytest.mark.asyncio
+async def test_walkthrough_to_victory_with_map_inventory_and_checkpoints(game_file: Path, tmp_path: Path) -> None:
+    walkthrough = JerichoInterface(game_file).get_walkthrough()
+    truth = _engine_rooms(game_file, OPENING)
+    before = _server_children()
+    errlog = tmp_path / "stderr.log"
+    started = time.perf_counter()
+    async with zork_client(errlog, "--game-file", str(game_file)) as session:
+        assert len(_server_children()) == len(before) + 1  # the check below can see a live server
+
+        # The opening, checking the map against the engine's own room ids.
+        first = await _call(session, "play_action", action=OPENING[0])
+        assert first.structured_content["location"] == {"id": truth[0][0], "name": truth[0][1]}
+        for command in OPENING[1:]:
+            result = await _call(session, "play_action", action=command)
+        assert "Taken" in _text(result)
+        game_map = (await _call(session, "get_map")).structured_content
+        rooms = {room["id"]: room for room in game_map["rooms"]}
+        assert {room_id: name for room_id, name in truth} == {r: rooms[r]["name"] for r, _ in truth}
+        assert game_map["current_room_id"] == truth[-1][0]
+        assert [room["id"] for room in game_map["rooms"] if room["current"]] == [truth[-1][0]]
+        forest_path, up_a_tree = truth[1][0], truth[2][0]
+        assert rooms[forest_path]["exits"]["up"] == up_a_tree
+        assert rooms[up_a_tree]["exits"]["down"] == forest_path
+        map_text = _text(await _call(session, "get_map"))
+        assert f"* Living Room (#{truth[-1][0]})" in map_text
+        assert "unexplored:" in map_text
+
+        inventory = await _call(session, "inventory")
+        assert set(inventory.structured_content["items"]) >= {"jewel-encrusted egg", "clove of garlic", "brass lantern"}
+        assert "brass lantern" in _text(inventory)
+
+        exits = (await _call(session, "valid_exits")).structured_content
+        assert exits["location"]["id"] == truth[-1][0]
+        assert "east" in exits["exits"]
+
+        memory = await _call(session, "memory")
+        assert [a["action"] for a in memory.structured_content["recent_actions"]] == OPENING[-5:]
+        assert "Living Room" in _text(memory)
+
+        # A checkpoint brings back the same observation, and the same future.
+        saved = await _call(session, "save_checkpoint", name="before trapdoor")
+        probe = ["Move rug", "Open trapdoor", "D"]
+        first_try = [_text(await _call(session, "play_action", action=c)) for c in probe]
+        restored = await _call(session, "restore_checkpoint", name="before trapdoor")
+        assert restored.structured_content["observation"] == saved.structured_content["observation"]
+        assert restored.structured_content["moves"] == saved.structured_content["moves"]
+        assert (await _call(session, "memory")).structured_content["observation"] == saved.structured_content[
+            "observation"
+        ]
+        assert [_text(await _call(session, "play_action", action=c)) for c in probe] == first_try
+        await _call(session, "restore_checkpoint", name="before trapdoor")
+
+        # The rest of the walkthrough, to victory.
+        for command in walkthrough[len(OPENING) : -1]:
+            result = await _call(session, "play_action", action=command)
+            assert not result.structured_content["game_over"], command
+        await _call(session, "save_checkpoint", name="last step")
+        final = await _call(session, "play_action", action=walkthrough[-1])
+        assert final.structured_content["victory"] is True
+        assert final.structured_content["game_over"] is True
+        assert final.structured_content["score"] == 350 == final.structured_content["max_score"]
+        assert "VICTORY" in _text(final)
+
+        # After the end: a clear error saying how to go on, and the session still works.
+        message = await _error(session, "play_action", {"action": "look"})
+        assert "reset" in message and "game is over" in message
+        assert (await _call(session, "memory")).structured_content["game_over"] is True
+        back = await _call(session, "restore_checkpoint", name="last step")
+        assert back.structured_content["moves"] < final.structured_content["moves"]
+        assert (await _call(session, "memory")).structured_content["game_over"] is False
+        await _call(session, "play_action", action="look")
+        fresh = await _call(session, "reset")
+        assert fresh.structured_content["moves"] == 0
+        assert fresh.structured_content["location"]["name"] == "West of House"
+        assert len((await _call(session, "get_map")).structured_content["rooms"]) == 1
+    elapsed = time.perf_counter() - started
+    assert _server_children() == before, "the server process outlived its session"
+    assert elapsed < 60, f"the walkthrough over MCP took {elapsed:.1f}s"
+    assert "Starting zork1" in errlog.read_text()  # logs went to stderr
+
+
+@pytest.mark.asyncio
+async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file: Path, tmp_path: Path) -> None:
+    bad_calls: list[tuple[str, dict[str, Any], str]] = [
+        ("play_action", {"action": ""}, "empty"),
+        ("play_action", {"action": "   \t  "}, "empty"),
+        ("play_action", {"action": "x" * (MAX_ACTION_CHARS + 1)}, f"limit is {MAX_ACTION_CHARS}"),
+        ("play_action", {"action": "look\nnorth"}, "control characters"),
+        ("play_action", {"action": "take\x00lamp"}, "control characters"),
+        ("play_action", {"action": "open \x1b[31mmailbox"}, "control characters"),
+        ("play_action", {}, "action"),
+        ("play_action", {"action": 42}, "action"),
+        ("restore_checkpoint", {"name": "never saved"}, "No checkpoint named 'never saved'"),
+        ("save_checkpoint", {"name": ""}, "Checkpoint names"),
+        ("save_checkpoint", {"name": "a/b"}, "Checkpoint names"),
+        ("nonexistent_tool", {}, "nonexistent_tool"),
+    ]
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file)) as session:
+        for tool, arguments, expected in bad_calls:
+            message = await _error(session, tool, arguments)
+            assert expected in message, (tool, arguments, message)
+            # Still working, and nothing was played.
+            memory = await _call(session, "memory")
+            assert memory.structured_content["moves"] == 0
+        taken = await _call(session, "play_action", action="  open mailbox  ")
+        assert taken.structured_content["action"] == "open mailbox"
+        assert "leaflet" in _text(taken)
+        await _call(session, "save_checkpoint", name="here")
+        message = await _error(session, "restore_checkpoint", {"name": "there"})
+        assert "Saved checkpoints: here" in message
+    assert _server_children() == []
+
+
+@pytest.mark.asyncio
+async def test_missing_story_file_is_explained_in_the_tool_result(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "zork1.z5"
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(missing)) as session:
+        assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS  # no game needed
+        message = await _error(session, "play_action", {"action": "look"})
+        assert str(missing) in message
+        assert "ZORKGPT_GAME_FILE" in message
+        message = await _error(session, "memory", {})
+        assert "ZORKGPT_GAME_FILE" in message
+    assert _server_children() == []
+
+
+def test_stdout_carries_only_protocol_messages(game_file: Path, tmp_path: Path) -> None:
+    """Raw JSON-RPC over the pipes: every line the server writes to stdout must be a message."""
+    initialize = {
+        "protocolVersion": LATEST_PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    commands = ["look", "open mailbox", "read leaflet", "take leaflet", "north", "xyzzy", "jump"]
+    stdout_lines: list[str] = []
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", SERVER_MODULE, "--game-file", str(game_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            cwd=REPO_ROOT,
+            text=True,
+        )
+        watchdog = threading.Timer(60, proc.kill)  # a hung server fails the test instead of hanging it
+        watchdog.start()
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def request(message_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            while True:
+                line = proc.stdout.readline()
+                assert line, "the server closed stdout"
+                stdout_lines.append(line)
+                message = json.loads(line)  # a stray line of game text would fail to parse here
+                if message.get("id") == message_id:
+                    return message
+
+        try:
+            request(1, "initialize", initialize)
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+            replies = [
+                request(2 + i, "tools/call", {"name": "play_action", "arguments": {"action": command}})
+                for i, command in enumerate(commands)
+            ]
+            proc.stdin.close()
+            stdout_lines += proc.stdout.readlines()
+            assert proc.wait(timeout=30) == 0
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert all(json.loads(line).get("jsonrpc") == "2.0" for line in stdout_lines if line.strip())
+    texts = [reply["result"]["content"][0]["text"] for reply in replies]
+    assert "West of House" in texts[0]
+    assert "WELCOME TO ZORK" in texts[2]  # the leaflet's text arrived inside the protocol
+    assert "Starting zork1" in (tmp_path / "stderr.log").read_text()
+
+
+def test_story_file_selection_order(tmp_path: Path) -> None:
+    env = {"ZORKGPT_GAME_FILE": "/env/zork1.z5", "GAME": "/game/zork1.z5"}
+    assert story_file_from("/cli/zork1.z5", env) == "/cli/zork1.z5"
+    assert story_file_from(None, env) == "/env/zork1.z5"
+    assert story_file_from(None, {"GAME": "/game/zork1.z5"}) == "/game/zork1.z5"
+    assert story_file_from(None, {"GAME": "zork1"}) is None  # the seed's name: use the usual place
+    assert story_file_from(None, {}) is None
+    with pytest.raises(ZorkInputError, match="Zork I only"):
+        story_file_from(None, {"GAME": "detective"})
+
+
+def test_unsupported_game_stops_the_server_with_a_message(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ZORKGPT_GAME_FILE"} | {"GAME": "detective"}
+    done = subprocess.run(
+        [sys.executable, "-m", SERVER_MODULE],
+        input="",
+        capture_output=True,
+        cwd=REPO_ROOT,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "Zork I only" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [("  look ", "look"), ("open the small mailbox", "open the small mailbox"), ("x" * MAX_ACTION_CHARS, None)],
+)
+def test_validate_action_accepts_plain_commands(action: str, expected: str | None) -> None:
+    assert validate_action(action) == (expected if expected is not None else action)
+
+
+def test_session_restore_also_restores_map_and_history(game_file: Path) -> None:
+    session = ZorkSession(game_file, environ={})
+    try:
+        session.play_action("north")
+        session.save_checkpoint("a")
+        rooms_before = set(session.graph.rooms)
+        session.play_action("north")
+        session.play_action("up")
+        assert set(session.graph.rooms) > rooms_before
+        restored = session.restore_checkpoint("a")
+        assert set(session.graph.rooms) == rooms_before
+        assert [a.action for a in session.memory().recent_actions] == ["north"]
+        assert restored.location.name == "North of House"
+    finally:
+        session.close()
