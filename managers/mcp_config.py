@@ -160,7 +160,7 @@ def _describe_validation_error(exc: ValidationError, where: str) -> str:
             lines.append(f'  - unknown top-level key "{loc[0]}": the file must hold only "mcpServers".')
         elif kind == "extra_forbidden":
             lines.append(
-                f'  - {path}: unknown key "{loc[-1]}". Allowed keys for a server: {known} '
+                f'  - {".".join(loc[:-1])}: unknown key "{loc[-1]}". Allowed keys for a server: {known} '
                 f"(only stdio servers are supported in V1)."
             )
         elif kind == "missing":
