@@ -55,6 +55,17 @@ RECENT_ACTIONS = 5
 RECENT_RESULT_CHARS = 60
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
+# Zork's own file and session commands do nothing useful under Jericho ("save" answers "Ok."
+# and saves nothing; "restart" and "quit" leave the server's map and history out of step).
+_META_COMMANDS: dict[str, str] = {
+    "save": "use save_checkpoint(name) instead; Zork's own save does nothing here",
+    "restore": "use restore_checkpoint(name) instead; Zork's own restore does nothing here",
+    "restart": "use the reset tool to start a new game",
+    "quit": "use the reset tool to start a new game, or simply stop calling tools",
+    "q": "use the reset tool to start a new game, or simply stop calling tools",
+    "script": "transcripts are not available; memory() recaps recent actions",
+    "unscript": "transcripts are not available; memory() recaps recent actions",
+}
 
 
 class ZorkInputError(ValueError):
@@ -336,6 +347,9 @@ def validate_action(action: str) -> str:
             "The action contains control characters (a newline, tab or similar). "
             "Send one command on a single line; call play_action again for the next one."
         )
+    meta = _META_COMMANDS.get(command.lower().rstrip(".!"))
+    if meta is not None:
+        raise ZorkInputError(f"'{command}' is not played through this server: {meta}.")
     if len(command) > MAX_ACTION_CHARS:
         raise ZorkInputError(
             f"The action is {len(command)} characters long; the limit is {MAX_ACTION_CHARS}. "

@@ -218,6 +218,8 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
         ("play_action", {"action": "look\nnorth"}, "control characters"),
         ("play_action", {"action": "take\x00lamp"}, "control characters"),
         ("play_action", {"action": "open \x1b[31mmailbox"}, "control characters"),
+        ("play_action", {"action": "save"}, "save_checkpoint"),
+        ("play_action", {"action": "RESTART"}, "reset tool"),
         ("play_action", {}, "action"),
         ("play_action", {"action": 42}, "action"),
         ("restore_checkpoint", {"name": "never saved"}, "No checkpoint named 'never saved'"),
