@@ -1,0 +1,204 @@
+"""The shipped thoughtbox server: its thought logic in-process, its protocol and logging over real stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from managers.mcp_manager import MCPManager, ToolCallResult
+from mcp_servers.thoughtbox_server import Thought, ThoughtBox, ThoughtError, format_thought, thought_logging_enabled
+from tests.mcp_test_servers.helpers import (
+    REPO_ROOT,
+    assert_clean,
+    async_hygiene,
+    capture_logger,
+    child_pids,
+    make_config,
+    wait_gone,
+    write_mcp_config,
+)
+
+
+def thought(n: int, total: int = 3, more: bool = True, **extra: Any) -> Thought:
+    return Thought(thought=f"step {n}", thought_number=n, total_thoughts=total, next_thought_needed=more, **extra)
+
+
+# -- the thought logic ---------------------------------------------------------------------------
+
+
+def test_history_grows_and_result_has_the_contract_fields() -> None:
+    box = ThoughtBox()
+    assert box.think(thought(1)) == {
+        "thoughtNumber": 1,
+        "totalThoughts": 3,
+        "nextThoughtNeeded": True,
+        "branches": [],
+        "thoughtHistoryLength": 1,
+    }
+    result = box.think(thought(2, more=False))
+    assert result["thoughtHistoryLength"] == 2 and result["nextThoughtNeeded"] is False
+    assert [t.thought_number for t in box.history] == [1, 2]
+
+
+def test_total_thoughts_is_raised_to_the_thought_number() -> None:
+    box = ThoughtBox()
+    assert box.think(thought(5, total=3))["totalThoughts"] == 5
+    assert box.history[-1].total_thoughts == 5
+
+
+def test_branches_are_recorded_by_id() -> None:
+    box = ThoughtBox()
+    box.think(thought(1))
+    box.think(thought(2, branch_from_thought=1, branch_id="window"))
+    box.think(thought(3, branch_from_thought=1, branch_id="chimney"))
+    result = box.think(thought(4, branch_from_thought=1, branch_id="window"))
+    assert result["branches"] == ["window", "chimney"]
+    assert [t.thought_number for t in box.branches["window"]] == [2, 4]
+
+
+def test_revision_is_recorded() -> None:
+    box = ThoughtBox()
+    box.think(thought(1))
+    result = box.think(thought(2, is_revision=True, revises_thought=1))
+    assert result["thoughtHistoryLength"] == 2
+    assert box.history[-1].revises_thought == 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (thought(0), "thoughtNumber and totalThoughts must be >= 1"),
+        (thought(1, total=0), "thoughtNumber and totalThoughts must be >= 1"),
+        (Thought("   ", 1, 1, False), "thought is empty"),
+        (thought(2, revises_thought=1), "set isRevision=true"),
+        (thought(2, is_revision=True), "revisesThought is missing"),
+        (thought(2, is_revision=True, revises_thought=2), "must name an earlier thought (1..1)"),
+        (thought(2, branch_id="b"), "branchFromThought and branchId go together"),
+        (thought(2, branch_from_thought=1), "branchFromThought and branchId go together"),
+        (thought(2, branch_from_thought=1, branch_id=" "), "branchId is empty"),
+        (thought(2, branch_from_thought=3, branch_id="b"), "branchFromThought=3 must name an earlier thought"),
+    ],
+)
+def test_inconsistent_thoughts_are_rejected_with_the_fix(bad: Thought, message: str) -> None:
+    box = ThoughtBox()
+    with pytest.raises(ThoughtError) as caught:
+        box.think(bad)
+    assert message in str(caught.value)
+    assert box.history == []  # a rejected thought is not recorded
+
+
+def test_thoughts_are_logged_to_the_stream_in_order() -> None:
+    stream = io.StringIO()
+    box = ThoughtBox(log_stream=stream)
+    box.think(thought(1))
+    box.think(thought(2, is_revision=True, revises_thought=1))
+    box.think(thought(3, branch_from_thought=1, branch_id="alt"))
+    assert stream.getvalue().splitlines() == [
+        "[thoughtbox] Thought 1/3: step 1",
+        "[thoughtbox] Revision (of thought 1) 2/3: step 2",
+        "[thoughtbox] Branch 'alt' (from thought 1) 3/3: step 3",
+    ]
+    assert format_thought(thought(7, total=9)) == "[thoughtbox] Thought 7/9: step 7"
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [(None, True), ("", True), ("false", True), ("1", True), ("true", False), ("TRUE", False), (" True ", False)],
+)
+def test_disable_thought_logging_flag(value: str | None, enabled: bool) -> None:
+    env = {} if value is None else {"DISABLE_THOUGHT_LOGGING": value}
+    assert thought_logging_enabled(env) is enabled
+
+
+# -- over real stdio -------------------------------------------------------------------------------
+
+
+def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[str, Any]]) -> tuple[list[Any], str]:
+    """One turn against ``python -m mcp_servers.thoughtbox_server``; returns results and the server's stderr."""
+    config_path = write_mcp_config(
+        tmp_path,
+        {
+            "thoughtbox": {
+                "command": "python",
+                "args": ["-m", "mcp_servers.thoughtbox_server"],
+                "env": env,
+                "cwd": str(REPO_ROOT),
+            }
+        },
+    )
+    logger, handler = capture_logger(f"test.thoughtbox.{uuid.uuid4().hex}")
+    manager = MCPManager(make_config(config_path, tmp_path), logger)
+    before = child_pids()
+    spawned: set[int] = set()
+
+    async def turn() -> list[Any]:
+        await manager.connect_session()
+        spawned.update(child_pids() - before)
+        try:
+            schemas = await manager.get_tool_schemas()
+            return [schemas] + [await manager.call_tool("thoughtbox__think", call) for call in calls]
+        finally:
+            await manager.disconnect_session()
+
+    with async_hygiene(handler) as report:
+        results = asyncio.run(turn())
+    assert_clean(report)
+    assert len(spawned) == 1 and not wait_gone(spawned, 3.0)
+    stderr = "\n".join(r.getMessage() for r in handler.by_event("mcp_server_stderr"))
+    return results, stderr
+
+
+def test_real_server_logs_thoughts_to_stderr_and_validates(tmp_path: Path) -> None:
+    calls = [
+        {"thought": "The grating is locked.", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": True},
+        {
+            "thought": "Maybe the skeleton key.",
+            "thoughtNumber": 2,
+            "totalThoughts": 2,
+            "nextThoughtNeeded": True,
+            "branchFromThought": 1,
+            "branchId": "key",
+        },
+        {
+            "thought": "Rethink.",
+            "thoughtNumber": 3,
+            "totalThoughts": 3,
+            "nextThoughtNeeded": False,
+            "revisesThought": 1,
+        },
+        {"thought": "Zero.", "thoughtNumber": 0, "totalThoughts": 3, "nextThoughtNeeded": False},
+        {"thought": "No flag.", "thoughtNumber": "three", "totalThoughts": 3, "nextThoughtNeeded": False},
+    ]
+    (schemas, first, branched, revision_error, zero_error, type_error), stderr = run_thoughtbox_turn(
+        tmp_path, {}, calls
+    )
+
+    assert [s["function"]["name"] for s in schemas] == ["thoughtbox__think"]
+    assert first == ToolCallResult(
+        content={
+            "thoughtNumber": 1,
+            "totalThoughts": 2,
+            "nextThoughtNeeded": True,
+            "branches": [],
+            "thoughtHistoryLength": 1,
+        }
+    )
+    assert branched.content["branches"] == ["key"] and branched.content["thoughtHistoryLength"] == 2
+    assert revision_error.is_error and "set isRevision=true" in revision_error.error_message
+    assert zero_error.is_error and "must be >= 1" in zero_error.error_message
+    assert type_error.is_error and "thoughtNumber" in type_error.error_message
+    assert "[thoughtbox] Thought 1/2: The grating is locked." in stderr
+    assert "[thoughtbox] Branch 'key' (from thought 1) 2/2: Maybe the skeleton key." in stderr
+    assert "Rethink." not in stderr  # rejected thoughts are not logged
+
+
+def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> None:
+    calls = [{"thought": "Quietly.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}]
+    (_, result), stderr = run_thoughtbox_turn(tmp_path, {"DISABLE_THOUGHT_LOGGING": "true"}, calls)
+    assert result.content["thoughtHistoryLength"] == 1
+    assert "[thoughtbox]" not in stderr
