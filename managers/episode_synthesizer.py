@@ -1,0 +1,316 @@
+"""Episode synthesis and stuck detection.
+
+The synthesizer watches every ``TurnResult`` as it happens and keeps the episode's key
+events in memory (score changes, deaths, new rooms, items gained or lost), so the
+end-of-episode summary never has to re-read the log. It also samples the LLM client's
+per-name usage after every turn, which gives the cost of each turn per role: the issue
+asks for LLM calls and tokens per turn per role in the summary, and a mean <= 1.3 calls
+per turn with the default config.
+
+Stuck detection reads ``game_state``: a turn is progress when the score changes or a new
+room is reached. After ``gameplay.stuck_warning_turns`` turns without progress the agent
+is warned in its context; after ``gameplay.stuck_limit_turns`` the orchestrator ends the
+episode (``stuck_status().end``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from managers.base_manager import BaseManager
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState, TurnResult
+from shared_utils import atomic_write_json, atomic_write_text
+
+SUMMARY_JSON = "episode_summary.json"
+SUMMARY_MD = "episode_summary.md"
+RESPONSE_EXCERPT_CHARS = 160  # enough to say how a death happened, short enough for a one-line event
+
+UsageSource = Callable[[], Mapping[str, Any]]
+
+
+@dataclass
+class StuckStatus:
+    turns_without_progress: int
+    warn: bool
+    end: bool
+
+
+@dataclass
+class KeyEvent:
+    turn: int
+    kind: str  # score | death | new_room | item_gained | item_lost | victory | game_over
+    text: str
+
+
+@dataclass
+class _Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
+    """Per-name usage from the client, given as mappings (``vars(stats)``) or as UsageStats objects."""
+    usage: dict[str, _Usage] = {}
+    for name, stats in raw.items():
+        values = stats if isinstance(stats, Mapping) else vars(stats)
+        usage[name] = _Usage(
+            calls=int(values.get("calls", 0)),
+            prompt_tokens=int(values.get("prompt_tokens", 0)),
+            completion_tokens=int(values.get("completion_tokens", 0)),
+        )
+    return usage
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= RESPONSE_EXCERPT_CHARS else flat[: RESPONSE_EXCERPT_CHARS - 1] + "…"
+
+
+class EpisodeSynthesizer(BaseManager):
+    name = "synthesis"
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        episode_dir: Path,
+        usage_source: UsageSource | None = None,
+    ) -> None:
+        super().__init__(config, logger, game_state)
+        self.episode_dir = Path(episode_dir)
+        self.usage_source = usage_source
+        self._start_episode()
+
+    def _start_episode(self) -> None:
+        self.events: list[KeyEvent] = []
+        self.rooms: dict[int, str] = {}
+        self.per_turn_usage: list[dict[str, Any]] = []
+        # The client may have served earlier episodes: count from here.
+        self._baseline = self._usage_now()
+        self._last_usage = dict(self._baseline)
+        self._warned = False
+        self._limit_logged = False
+
+    def reset_episode(self, game_state: GameState) -> None:
+        super().reset_episode(game_state)
+        self._start_episode()
+
+    def _usage_now(self) -> dict[str, _Usage]:
+        return _read_usage(self.usage_source()) if self.usage_source is not None else {}
+
+    # -- per turn --------------------------------------------------------------------------
+    def process_turn(self, result: TurnResult) -> None:
+        self._record_events(result)
+        self._record_usage(result.turn)
+        self._log_stuck(result.turn)
+
+    def _record_events(self, result: TurnResult) -> None:
+        turn, action = result.turn, result.action
+        # Rooms are learned from results: reset may run before the game's first facts exist.
+        self.rooms.setdefault(result.room_id_before, result.room_name_before)
+        if result.room_id_after not in self.rooms:
+            self.rooms[result.room_id_after] = result.room_name_after
+            self.events.append(KeyEvent(turn, "new_room", f"reached {result.room_name_after} ('{action}')"))
+        if result.score_delta:
+            self.events.append(
+                KeyEvent(turn, "score", f"'{action}' {result.score_delta:+d} points (score {result.score_after})")
+            )
+        before, after = Counter(result.inventory_before), Counter(result.inventory_after)
+        for item in sorted((after - before).elements()):
+            self.events.append(KeyEvent(turn, "item_gained", f"got {item} ('{action}')"))
+        for item in sorted((before - after).elements()):
+            self.events.append(KeyEvent(turn, "item_lost", f"lost {item} ('{action}')"))
+        if result.died:
+            self.events.append(KeyEvent(turn, "death", f"died after '{action}': {_excerpt(result.response)}"))
+        if result.victory:
+            self.events.append(KeyEvent(turn, "victory", f"won the game with '{action}'"))
+        elif result.game_over:
+            self.events.append(KeyEvent(turn, "game_over", f"the game ended after '{action}'"))
+
+    def _record_usage(self, turn: int) -> None:
+        if self.usage_source is None:
+            return
+        now = self._usage_now()
+        calls: dict[str, int] = {}
+        tokens: dict[str, int] = {}
+        for name, usage in now.items():
+            previous = self._last_usage.get(name, _Usage())
+            if usage.calls > previous.calls:
+                calls[name] = usage.calls - previous.calls
+                tokens[name] = usage.tokens - previous.tokens
+        if calls:
+            self.per_turn_usage.append({"turn": turn, "calls": calls, "tokens": tokens})
+        self._last_usage = now
+
+    # -- stuck detection -------------------------------------------------------------------
+    def stuck_status(self) -> StuckStatus:
+        gameplay = self.config.gameplay
+        idle = self.game_state.turns_without_progress
+        return StuckStatus(idle, warn=idle >= gameplay.stuck_warning_turns, end=idle >= gameplay.stuck_limit_turns)
+
+    def _log_stuck(self, turn: int) -> None:
+        status = self.stuck_status()
+        idle = status.turns_without_progress
+        if not status.warn:
+            self._warned = False  # progress was made: a new streak may warn again
+            return
+        if status.end and not self._limit_logged:
+            self._limit_logged = True
+            self.logger.warning(
+                f"Turn {turn}: no score change or new room for {idle} turns; ending the episode",
+                extra={
+                    "event_type": "stuck_limit",
+                    "turn": turn,
+                    "turns_without_progress": idle,
+                },
+            )
+        elif not self._warned:
+            self._warned = True
+            self.logger.info(
+                f"Turn {turn}: no progress for {idle} turns; warning the agent",
+                extra={
+                    "event_type": "stuck_warning",
+                    "turn": turn,
+                    "turns_without_progress": idle,
+                },
+            )
+
+    def context_section(self) -> str | None:
+        status = self.stuck_status()
+        if not status.warn or status.end:
+            return None
+        left = self.config.gameplay.stuck_limit_turns - status.turns_without_progress
+        return (
+            f"WARNING — STUCK: {status.turns_without_progress} turns without a score change or a new room. "
+            f"The episode ends in {left} more turns like this. Change approach now: take an exit you have not "
+            "used, examine or use the items you carry, open or move things you passed over, and stop repeating "
+            "actions that already failed here."
+        )
+
+    # -- summary ---------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        state = self.game_state
+        turns = state.turn_count
+        rooms = dict(self.rooms)
+        if state.current_room_name:
+            rooms.setdefault(state.current_room_id, state.current_room_name)
+        return {
+            "episode_id": state.episode_id,
+            "end_reason": state.end_reason,
+            "victory": state.victory,
+            "score": state.score,
+            "max_score": state.max_score,
+            "turns": turns,
+            "moves": state.moves,
+            "deaths": state.death_count,
+            "rooms_visited": len(rooms),
+            "room_names": sorted(set(rooms.values())),
+            "turns_without_progress": state.turns_without_progress,
+            "key_events": [asdict(event) for event in self.events],
+            "llm_usage": self._usage_summary(turns),
+        }
+
+    def _usage_summary(self, turns: int) -> dict[str, Any]:
+        per_turn = max(turns, 1)
+        roles: dict[str, dict[str, Any]] = {}
+        total = _Usage()
+        for name, usage in sorted(self._usage_now().items()):
+            base = self._baseline.get(name, _Usage())
+            episode = _Usage(
+                usage.calls - base.calls,
+                usage.prompt_tokens - base.prompt_tokens,
+                usage.completion_tokens - base.completion_tokens,
+            )
+            if episode.calls == 0:
+                continue
+            roles[name] = {
+                **asdict(episode),
+                "calls_per_turn": round(episode.calls / per_turn, 4),
+                "tokens_per_turn": round(episode.tokens / per_turn, 1),
+            }
+            total = _Usage(
+                total.calls + episode.calls,
+                total.prompt_tokens + episode.prompt_tokens,
+                total.completion_tokens + episode.completion_tokens,
+            )
+        return {
+            "per_role": roles,
+            "total": {
+                **asdict(total),
+                "calls_per_turn": round(total.calls / per_turn, 4),
+                "tokens_per_turn": round(total.tokens / per_turn, 1),
+            },
+            "per_turn": self.per_turn_usage,
+        }
+
+    def finalize_episode(self) -> None:
+        """Writes the summary as JSON and Markdown beside the episode log (atomic writes)."""
+        summary = self.summary()
+        atomic_write_json(self.episode_dir / SUMMARY_JSON, summary)
+        atomic_write_text(self.episode_dir / SUMMARY_MD, render_markdown(summary))
+        total = summary["llm_usage"]["total"]
+        self.logger.info(
+            f"Episode summary written: {summary['score']}/{summary['max_score']}, {summary['turns']} turns, "
+            f"{summary['deaths']} deaths, {summary['rooms_visited']} rooms, "
+            f"{total['calls_per_turn']:.2f} LLM calls per turn",
+            extra={
+                "event_type": "episode_summary",
+                "path": str(self.episode_dir / SUMMARY_JSON),
+                "llm_calls_per_turn": total["calls_per_turn"],
+            },
+        )
+
+    def get_status(self) -> dict[str, Any]:
+        status = self.stuck_status()
+        return {
+            "key_events": len(self.events),
+            "rooms_visited": len(self.rooms),
+            "turns_without_progress": status.turns_without_progress,
+            "stuck_warning": status.warn,
+        }
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    """The summary for people: outcome, key events, and what the LLMs cost."""
+    usage = summary["llm_usage"]
+    lines = [
+        f"# Episode {summary['episode_id']}",
+        "",
+        f"- Outcome: {summary['end_reason'] or 'unknown'}{' (victory)' if summary['victory'] else ''}",
+        f"- Score: {summary['score']} / {summary['max_score']}",
+        f"- Turns: {summary['turns']} (game moves: {summary['moves']})",
+        f"- Deaths: {summary['deaths']}",
+        f"- Rooms visited: {summary['rooms_visited']}",
+        f"- Mean LLM calls per turn: {usage['total']['calls_per_turn']:.2f}",
+        "",
+        "## Key events",
+        "",
+    ]
+    lines += [f"- Turn {e['turn']} [{e['kind']}]: {e['text']}" for e in summary["key_events"]] or ["- none"]
+    lines += [
+        "",
+        "## LLM calls and tokens per role",
+        "",
+        "| Role | Calls | Calls per turn | Prompt tokens | Completion tokens | Tokens per turn |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    rows = [*usage["per_role"].items(), ("All", usage["total"])]
+    lines += [
+        f"| {name} | {u['calls']} | {u['calls_per_turn']:.3f} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+        f"{u['tokens_per_turn']:.1f} |"
+        for name, u in rows
+    ]
+    lines += ["", "## Rooms visited", "", ", ".join(summary["room_names"]) or "none", ""]
+    return "\n".join(lines)
