@@ -133,9 +133,9 @@ class ObjectTreeCheck:
         """Confirms a missing exit by trying the move once from a saved state (then restored).
 
         The exit probe counts only moves that change rooms, but some moves matter without
-        that: entering the Stone Barrow wins the game in place, "out" leaves the boat. Only
-        a move that leaves the player where it was, alive, in a game still running, is
-        rejected.
+        that: entering the Stone Barrow wins the game in place, and a move may put the
+        player into or out of a vehicle in the same room. Only a move that leaves the player
+        where it was, alive, in a game still running, is rejected.
         """
         game = self.game
         before = self._player_place()

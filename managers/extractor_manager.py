@@ -7,12 +7,12 @@ questions remain:
 - *Is this text a room description?* Zork heads every room description with the room's
   name on a line of its own, and the engine knows the room's name, so this is answered
   by matching that line — no LLM.
-- *Is the player in combat?* The engine cannot say (Zork keeps fight state in globals
-  the object tree does not show), so this one goes to the extractor's LLM, but only
-  when it can matter and something new happened: a creature (an object with Zork's
-  actor flag) must be in the room, and the reply must differ from the last text the LLM
-  judged by at least ``extractor.min_text_change_chars`` characters. With no creature
-  present the answer is "no" for free; with unchanged text the last answer stands.
+- *Is the player in combat?* The object tree shows who is in the room, not whether they
+  are fighting, so this one goes to the extractor's LLM, but only when it can matter and
+  something new happened: a creature (an object with Zork's actor flag) must be in the
+  room, and the reply must differ from the last text the LLM judged by at least
+  ``extractor.min_text_change_chars`` characters. With no creature present the answer is
+  "no" for free; with unchanged text the last answer stands.
 
 This keeps the extractor's LLM use to the few turns spent near the troll, the thief or
 the cyclops instead of one call per turn.
