@@ -767,7 +767,8 @@ class LLMClient:
                 as_type="generation", name=label, model=model, input=payload["messages"], model_parameters=parameters
             )
             generation = manager.__enter__()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
+
             self.logger.warning("Langfuse generation not started: %s", self._redact(str(exc)))
             yield None
             return
@@ -798,7 +799,7 @@ class LLMClient:
                 usage_details=details or None,
                 metadata={"finish_reason": response.finish_reason},
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
             self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)))
 
 

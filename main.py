@@ -70,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     game_file = Path(args.game_file).resolve() if args.game_file else None
     for episode in range(args.episodes):
         try:
-            orchestrator = ZorkOrchestratorV2(
-                max_turns_per_episode=args.max_turns, config=config, game_file=game_file
-            )
+            orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
         except (StoryFileError, ConfigError, MCPError) as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -170,7 +170,8 @@ class ZorkAgent:
                 raise ValueError("the reply's action is empty")
         except (ValidationError, ValueError) as exc:
             self.logger.error(
-                f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); falling back to '{FALLBACK_ACTION}'",
+                f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); "
+                f"falling back to '{FALLBACK_ACTION}'",
                 extra={
                     "event_type": "agent_parse_error",
                     "error": str(exc),
@@ -269,15 +270,24 @@ class ZorkAgent:
         """The seeds' loop: ask, run the requested tools in order, repeat until content or the cap."""
         max_iterations = self.config.mcp.max_tool_iterations
         turn = self.current_turn
-        self._log("info", f"Turn {turn}: MCP session started (max {max_iterations} iterations)", "mcp_session_start",
-                  max_iterations=max_iterations)
+        self._log(
+            "info",
+            f"Turn {turn}: MCP session started (max {max_iterations} iterations)",
+            "mcp_session_start",
+            max_iterations=max_iterations,
+        )
         args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
         response: LLMResponse | None = None
         server_gone = False
         while stats.iterations < max_iterations and not server_gone:
             stats.iterations += 1
-            self._log("debug", f"Turn {turn}: tool-calling iteration {stats.iterations}/{max_iterations}",
-                      "mcp_iteration_start", iteration=stats.iterations, max_iterations=max_iterations)
+            self._log(
+                "debug",
+                f"Turn {turn}: tool-calling iteration {stats.iterations}/{max_iterations}",
+                "mcp_iteration_start",
+                iteration=stats.iterations,
+                max_iterations=max_iterations,
+            )
             response = self.client.chat.completions.create(**args)
             if response.tool_calls:
                 messages.append(
@@ -308,14 +318,15 @@ class ZorkAgent:
             break
 
         if response is None or not response.content or response.tool_calls:
-            self._log("warning",
-                      f"Turn {turn}: forcing final action after {stats.iterations} iterations without an answer",
-                      "mcp_no_content", iterations=stats.iterations)
+            self._log(
+                "warning",
+                f"Turn {turn}: forcing final action after {stats.iterations} iterations without an answer",
+                "mcp_no_content",
+                iterations=stats.iterations,
+            )
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
-            response = self.client.chat.completions.create(
-                **self._client_args(messages, tools=None, tool_choice=None)
-            )
+            response = self.client.chat.completions.create(**self._client_args(messages, tools=None, tool_choice=None))
         result = self._parse_response(response.content)
         self._log(
             "info",
@@ -329,7 +340,9 @@ class ZorkAgent:
         )
         return result
 
-    async def _run_tool_batch(self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats) -> bool:
+    async def _run_tool_batch(
+        self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats
+    ) -> bool:
         """Run one response's tool calls sequentially. Returns True when the server is gone.
 
         Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
@@ -354,30 +367,56 @@ class ZorkAgent:
                 if not isinstance(arguments, dict):
                     raise ValueError("tool arguments must be a JSON object")
             except (json.JSONDecodeError, ValueError) as exc:
-                self._log("warning", f"Turn {turn} Iteration {iteration}: invalid arguments for {name}: {exc}",
-                          "mcp_tool_error", tool_name=name, error=f"invalid arguments: {exc}", iteration=iteration)
+                self._log(
+                    "warning",
+                    f"Turn {turn} Iteration {iteration}: invalid arguments for {name}: {exc}",
+                    "mcp_tool_error",
+                    tool_name=name,
+                    error=f"invalid arguments: {exc}",
+                    iteration=iteration,
+                )
                 self._append_tool_result(
-                    messages, tool_call.id, ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}")
+                    messages,
+                    tool_call.id,
+                    ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
                 )
                 continue
-            self._log("info", f"Turn {turn} Iteration {iteration}: Agent calling tool {name}", "mcp_tool_call",
-                      tool_name=name, server_name=getattr(self.mcp_manager, "server_name", None),
-                      arguments=arguments, iteration=iteration)
+            self._log(
+                "info",
+                f"Turn {turn} Iteration {iteration}: Agent calling tool {name}",
+                "mcp_tool_call",
+                tool_name=name,
+                server_name=getattr(self.mcp_manager, "server_name", None),
+                arguments=arguments,
+                iteration=iteration,
+            )
             self.logger.debug(f"Turn {turn} Iteration {iteration}: Tool arguments: {json.dumps(arguments)[:500]}")
             started = time.perf_counter()
             try:
                 result = await self.mcp_manager.call_tool(name, arguments, timeout_seconds=timeout)
             except TimeoutError:
-                self._log("warning", f"Turn {turn} Iteration {iteration}: Tool call timeout: {name}",
-                          "mcp_tool_timeout", tool_name=name, iteration=iteration, timeout_seconds=timeout)
+                self._log(
+                    "warning",
+                    f"Turn {turn} Iteration {iteration}: Tool call timeout: {name}",
+                    "mcp_tool_timeout",
+                    tool_name=name,
+                    iteration=iteration,
+                    timeout_seconds=timeout,
+                )
                 self._append_tool_result(
                     messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
                 )
                 abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
                 continue
             except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
-                self._log("warning", f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",
-                          "mcp_tool_error", tool_name=name, error=str(exc), iteration=iteration)
+                self._log(
+                    "warning",
+                    f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",
+                    "mcp_tool_error",
+                    tool_name=name,
+                    error=str(exc),
+                    iteration=iteration,
+                )
                 self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, f"Tool call failed: {exc}"))
                 if isinstance(exc, MCPServerDiedError):
                     server_gone = True

@@ -125,7 +125,9 @@ class ZorkOrchestratorV2:
                     time.sleep(self.config.gameplay.turn_delay_seconds)
         except LLMError as exc:
             self.game_state.end_reason = f"llm_error: {exc}"
-            self.logger.error(f"Episode stopped: the LLM failed after retries: {exc}", extra={"event_type": "llm_error"})
+            self.logger.error(
+                f"Episode stopped: the LLM failed after retries: {exc}", extra={"event_type": "llm_error"}
+            )
         finally:
             self._finish_episode()
         return self.game_state
@@ -140,9 +142,13 @@ class ZorkOrchestratorV2:
         self.game_state.visited_room_ids.add(self.game_state.current_room_id)
         self.logger.info(
             f"Episode {self.game_state.episode_id} started in {self.game_state.current_room_name}",
-            extra={"event_type": "episode_start", "episode_id": self.game_state.episode_id,
-                   "agent_model": self.config.llm.agent_model, "mcp_enabled": self.config.mcp.enabled,
-                   "max_turns": self.max_turns},
+            extra={
+                "event_type": "episode_start",
+                "episode_id": self.game_state.episode_id,
+                "agent_model": self.config.llm.agent_model,
+                "mcp_enabled": self.config.mcp.enabled,
+                "max_turns": self.max_turns,
+            },
         )
         self._export_state()
 
@@ -164,11 +170,22 @@ class ZorkOrchestratorV2:
         response = self.game.send_command(decision["action"])
         info = self.extractor.extract(decision["action"], response)
         result = TurnResult(
-            turn=turn, action=decision["action"], reasoning=decision.get("reasoning") or "", response=response,
-            room_id_before=before[0], room_name_before=before[1], room_id_after=info.location.id,
-            room_name_after=info.location.name, score_before=before[2], score_after=info.score,
-            inventory_before=before[3], inventory_after=info.inventory, moves=info.moves,
-            game_over=info.game_over, died=info.died, victory=info.victory,
+            turn=turn,
+            action=decision["action"],
+            reasoning=decision.get("reasoning") or "",
+            response=response,
+            room_id_before=before[0],
+            room_name_before=before[1],
+            room_id_after=info.location.id,
+            room_name_after=info.location.name,
+            score_before=before[2],
+            score_after=info.score,
+            inventory_before=before[3],
+            inventory_after=info.inventory,
+            moves=info.moves,
+            game_over=info.game_over,
+            died=info.died,
+            victory=info.victory,
         )
         self._apply_facts(info, response)
         state.record_turn(result)
@@ -215,16 +232,26 @@ class ZorkOrchestratorV2:
             try:
                 manager.finalize_episode()
             except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files
-                self.logger.error(f"{manager.name} failed to finalize: {exc}",
-                                  extra={"event_type": "manager_finalize_error", "manager": manager.name})
+                self.logger.error(
+                    f"{manager.name} failed to finalize: {exc}",
+                    extra={"event_type": "manager_finalize_error", "manager": manager.name},
+                )
         self._export_state()
         self.logger.info(
             f"Episode {state.episode_id} ended ({state.end_reason}): score {state.score}/{state.max_score} "
             f"in {state.turn_count} turns, {state.death_count} deaths",
-            extra={"event_type": "episode_end", "episode_id": state.episode_id, "end_reason": state.end_reason,
-                   "score": state.score, "max_score": state.max_score, "turns": state.turn_count,
-                   "moves": state.moves, "deaths": state.death_count, "victory": state.victory,
-                   "llm_usage": self._usage_report()},
+            extra={
+                "event_type": "episode_end",
+                "episode_id": state.episode_id,
+                "end_reason": state.end_reason,
+                "score": state.score,
+                "max_score": state.max_score,
+                "turns": state.turn_count,
+                "moves": state.moves,
+                "deaths": state.death_count,
+                "victory": state.victory,
+                "llm_usage": self._usage_report(),
+            },
         )
         if self.langfuse_client is not None:
             self.langfuse_client.flush()
@@ -262,8 +289,10 @@ class ZorkOrchestratorV2:
     def _export_state(self) -> None:
         data = self.game_state.to_dict()
         data["managers"] = {m.name: m.get_status() for m in self.managers}
-        data["mcp"] = {"enabled": self.mcp_manager is not None,
-                       "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled)}
+        data["mcp"] = {
+            "enabled": self.mcp_manager is not None,
+            "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
+        }
         atomic_write_json(self.episode_dir / "current_state.json", data)
 
 

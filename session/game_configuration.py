@@ -331,10 +331,14 @@ def _build_section(
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err.get("loc", ())) or "?"
         from_env = key in env_values
-        where = f"env var ZORKGPT_{name.upper()}_{key.upper()}" if from_env else f"[tool.zorkgpt.{name}] {key} in {source}"
+        where = (
+            f"env var ZORKGPT_{name.upper()}_{key.upper()}" if from_env else f"[tool.zorkgpt.{name}] {key} in {source}"
+        )
         if err.get("type") == "extra_forbidden":
             known = ", ".join(section_cls.model_fields)
-            raise ConfigError(f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}). Known keys: {known}.") from None
+            raise ConfigError(
+                f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}). Known keys: {known}."
+            ) from None
         expected = _describe_field(section_cls, key)
         raise ConfigError(
             f"Invalid value for {where}: {err.get('msg')} (got {err.get('input')!r}; expected {expected})."

@@ -6,14 +6,14 @@ update every turn and trivial to export as JSON.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import Any
 
 
 def new_episode_id() -> str:
     """Episode ids are UTC timestamps: sortable, unique per run, readable in folder names."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
 
 
 @dataclass
@@ -87,7 +87,12 @@ class GameState:
         self.turn_count = result.turn
         self.action_history.append(
             ActionRecord(
-                result.turn, result.action, result.response, result.room_id_before, result.room_name_before, result.score_after
+                result.turn,
+                result.action,
+                result.response,
+                result.room_id_before,
+                result.room_name_before,
+                result.score_after,
             )
         )
         self.reasoning_history.append(result.reasoning)
@@ -107,10 +112,18 @@ class GameState:
     def turns_without_progress(self) -> int:
         return self.turn_count - self.last_progress_turn
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self, recent: int = 20) -> dict[str, Any]:
+        """A JSON-able snapshot for ``current_state.json``.
+
+        Only the recent history is exported: converting the whole history every turn
+        would make each turn cost grow with the episode's length.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["action_history"] = [asdict(r) for r in self.action_history[-recent:]]
+        data["reasoning_history"] = self.reasoning_history[-5:]
         data["visited_room_ids"] = sorted(self.visited_room_ids)
-        data["failed_actions_by_room"] = {str(k): v for k, v in self.failed_actions_by_room.items()}
-        data["action_history"] = data["action_history"][-20:]
-        data["reasoning_history"] = data["reasoning_history"][-5:]
+        data["failed_actions_by_room"] = {str(k): list(v) for k, v in self.failed_actions_by_room.items()}
+        data["inventory"] = list(self.inventory)
+        data["visible_objects"] = list(self.visible_objects)
+        data["exits"] = list(self.exits)
         return data

@@ -42,7 +42,4 @@ def game_file() -> Path:
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return Path(candidate).resolve()
-    pytest.fail(
-        "zork1.z5 not found: set ZORKGPT_GAME_FILE to the story file "
-        "(CI uses ../shared/games/zork1.z5)."
-    )
+    pytest.fail("zork1.z5 not found: set ZORKGPT_GAME_FILE to the story file (CI uses ../shared/games/zork1.z5).")

@@ -16,8 +16,10 @@ from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
 
 def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> ZorkAgent:
-    raw = {"llm": {"base_url": server.base_url, "agent_model": "scripted/agent"},
-           "retry": {"max_retries": 0, "initial_delay": 0.0}}
+    raw = {
+        "llm": {"base_url": server.base_url, "agent_model": "scripted/agent"},
+        "retry": {"max_retries": 0, "initial_delay": 0.0},
+    }
     raw.update(sections)
     config = GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "k-123456789"})
     return ZorkAgent(config, LLMClientWrapper(config), logger=logging.getLogger("test.agent"))
@@ -49,7 +51,11 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
     body = llm_server.bodies[0]
     assert body["model"] == "scripted/agent"
     assert body["response_format"]["type"] == "json_schema"
-    assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {"thinking", "action", "new_objective"}
+    assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {
+        "thinking",
+        "action",
+        "new_objective",
+    }
     assert "tools" not in body
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user"]
@@ -70,7 +76,9 @@ def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: s
     assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state")["action"] == "take lamp"
 
 
-@pytest.mark.parametrize("content", ["I think I will go north", '{"thinking": "t"}', '{"thinking": "t", "action": "  "}'])
+@pytest.mark.parametrize(
+    "content", ["I think I will go north", '{"thinking": "t"}', '{"thinking": "t", "action": "  "}']
+)
 def test_unparseable_reply_falls_back_to_look_and_logs_raw(
     llm_server: ScriptedLLMServer, tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
 ) -> None:

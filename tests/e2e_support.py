@@ -1,0 +1,105 @@
+"""Helpers for end-to-end episodes: a scripted model that plays the Jericho walkthrough."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jericho
+
+from session.game_configuration import GameConfiguration
+from tests.scripted_llm import agent_reply, completion
+
+AGENT_MODEL = "scripted/agent"
+
+
+def walkthrough(game_file: Path) -> list[str]:
+    env = jericho.FrotzEnv(str(game_file))
+    try:
+        return list(env.get_walkthrough())
+    finally:
+        env.close()
+
+
+def e2e_config(tmp_path: Path, base_url: str, game_file: Path, **sections: dict[str, Any]) -> GameConfiguration:
+    """A config that talks to the scripted server, writes under tmp_path, retries instantly."""
+    raw: dict[str, dict[str, Any]] = {
+        "llm": {
+            "base_url": base_url,
+            "agent_model": AGENT_MODEL,
+            "critic_model": "scripted/critic",
+            "extractor_model": "scripted/extractor",
+            "memory_model": "scripted/memory",
+        },
+        "retry": {"max_retries": 1, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 10.0},
+        "files": {"game_file": str(game_file), "game_workdir": str(tmp_path / "game_files")},
+        "memory": {"enabled": False},
+        "objectives": {"enabled": False},
+        "knowledge": {"enabled": False},
+        "extractor": {"llm_enabled": False},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "test-key-123456"})
+
+
+def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """The smallest value that validates against a JSON schema: the "nothing to report" answer.
+
+    Lets one scripted model answer every manager's structured request without knowing
+    each manager's response model.
+    """
+    root = root or schema
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return minimal_instance(root.get("$defs", {}).get(name, {}), root)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = schema[key]
+            if any(o.get("type") == "null" for o in options):
+                return None
+            return minimal_instance(options[0], root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = "null" if "null" in kind else kind[0]
+    if kind == "object":
+        return {k: minimal_instance(v, root) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return []
+    if kind == "string":
+        return "" if not schema.get("minLength") else "x" * schema["minLength"]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    return None
+
+
+class WalkthroughModel:
+    """Answers each agent request with the next walkthrough command as AgentResponse JSON;
+    any other role's structured request gets the schema's minimal ("nothing to report") answer."""
+
+    def __init__(self, commands: list[str]) -> None:
+        self.commands = list(commands)
+        self.agent_calls = 0
+        self.other_calls = 0
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") != AGENT_MODEL:
+            self.other_calls += 1
+            fmt = body.get("response_format") or {}
+            schema = fmt.get("json_schema", {}).get("schema", {"type": "object"})
+            return completion(json.dumps(minimal_instance(schema)))
+        command = self.commands[self.agent_calls] if self.agent_calls < len(self.commands) else "look"
+        self.agent_calls += 1
+        return agent_reply(command, thinking=f"walkthrough step {self.agent_calls}")
+
+
+def read_events(episode_dir: Path) -> list[dict[str, Any]]:
+    lines = (episode_dir / "episode_log.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
