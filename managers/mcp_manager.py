@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -216,6 +217,11 @@ class MCPManager:
             params = self.server_parameters()
         except (OSError, ValueError) as exc:  # an unusable cwd or env in the config
             raise MCPServerStartupError(self._startup_message(str(exc), None)) from exc
+        if not Path(params.cwd or ".").is_dir():
+            # Checked here: the OS would report a missing cwd as a missing command.
+            raise MCPServerStartupError(
+                self._startup_message(f"working directory not found: {params.cwd} ('cwd' in {self.config_path})", None)
+            )
         loop = asyncio.get_running_loop()
         # A real file: the subprocess writes to its descriptor directly (closed at disconnect).
         errlog = tempfile.TemporaryFile(mode="w+b", prefix="zorkgpt-mcp-stderr-")  # noqa: SIM115
@@ -278,7 +284,7 @@ class MCPManager:
                     await live.stop.wait()
             if not ready.done():
                 ready.set_exception(_StartupTimeoutError() if startup.cancel_called else RuntimeError("session closed"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting connect, or logged below
             if not ready.done():
                 # A deadline cancel can surface as a transport error; report the real reason.
                 ready.set_exception(_StartupTimeoutError() if startup.cancel_called else exc)
@@ -317,13 +323,13 @@ class MCPManager:
                     f"MCP session for '{self.server_name}' failed while disconnecting: {_root_cause(exc)!r}",
                     extra={"event_type": "mcp_disconnect_error", "server_name": self.server_name},
                 )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - disconnect must never raise; the failure is logged
             self.logger.warning(
                 f"MCP disconnect failed: {exc!r}",
                 extra={"event_type": "mcp_disconnect_error", "server_name": self.server_name},
             )
         finally:
-            tail = _read_tail(live.errlog)
+            tail = redact(_read_tail(live.errlog))
             live.errlog.close()
             if tail:
                 self.logger.debug(
@@ -449,7 +455,11 @@ class MCPManager:
                 f"it did not finish initialize + list_tools within {timeout:g}s "
                 "([tool.zorkgpt.mcp] server_startup_timeout_seconds)"
             )
-        if isinstance(cause, FileNotFoundError):
+        if isinstance(cause, FileNotFoundError) and cause.filename in (
+            None,
+            self.server_config.command,
+            self.server_parameters().command,
+        ):
             return f"command not found: {self.server_config.command!r}"
         if isinstance(cause, SDKMCPError) and cause.code == CONNECTION_CLOSED:
             return "the server exited or closed its stdout before the MCP handshake completed"

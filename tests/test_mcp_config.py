@@ -191,3 +191,13 @@ def test_startup_error_messages_never_contain_secrets(tmp_path: Path, monkeypatc
     assert "Command: zorkgpt-missing --key [REDACTED]" in str(caught.value)
     assert secret not in str(caught.value)
     assert all(secret not in record.getMessage() for record in records)
+
+
+def test_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
+    path = write_mcp_config(tmp_path, {"s": {"command": "python", "args": ["-V"], "cwd": "no-such-dir"}})
+    manager, _ = manager_for(path, tmp_path)
+    with pytest.raises(MCPServerStartupError) as caught:
+        asyncio.run(manager.connect_session())
+    message = str(caught.value)
+    assert f"working directory not found: {tmp_path / 'no-such-dir'}" in message
+    assert "command not found" not in message
