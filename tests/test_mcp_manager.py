@@ -31,6 +31,7 @@ from managers.mcp_manager import (
 from managers.mcp_tools import WIRE_NAME_PATTERN, dotted_name, wire_name
 from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import (
+    MISBEHAVING_SERVER,
     REPO_ROOT,
     ListHandler,
     assert_clean,
@@ -434,8 +435,8 @@ def test_first_connect_failure_raises_startup_error_without_retry(tmp_path: Path
 
     message = str(caught.value)
     assert "Failed to start MCP server 'misbehaving'" in message
-    assert f"Command: python {tmp_path}" not in message or "misbehaving_server.py" in message
-    assert "misbehaving_server.py --start crash" in message
+    assert f"Command: python {MISBEHAVING_SERVER} --start crash --attempts-file {attempts_file}" in message
+    assert "runs this project's interpreter" in message
     assert "refusing to start: start mode is crash" in message  # the server's stderr tail
     assert "enabled = false" in message
     assert attempts(attempts_file) == 1  # no retry on the first connect

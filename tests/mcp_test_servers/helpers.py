@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 import sys
 import time
 import warnings
@@ -175,16 +174,3 @@ def _record_text(record: logging.LogRecord) -> str:
 def assert_clean(report: HygieneReport) -> None:
     problems = report.problems()
     assert not problems, "async hygiene problems:\n" + "\n".join(problems)
-
-
-def own_children_before() -> set[int]:
-    """Children that existed before a scenario (other tests' leftovers are not ours to judge)."""
-    return child_pids()
-
-
-def new_children(before: set[int]) -> set[int]:
-    return child_pids() - before
-
-
-def environment_without(*names: str) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in names}
