@@ -498,13 +498,20 @@ class MCPManager:
 
 
 async def _list_all_tools(session: ClientSession) -> list[types.Tool]:
-    """Every tool, following pagination cursors."""
+    """Every tool, following pagination cursors; a repeated name keeps its first definition.
+
+    Providers reject two functions with one name, so a server listing a name twice must
+    not turn into a request the model API refuses.
+    """
     result = await session.list_tools()
     tools = list(result.tools)
     while result.next_cursor:
         result = await session.list_tools(params=types.PaginatedRequestParams(cursor=result.next_cursor))
         tools.extend(result.tools)
-    return tools
+    unique: dict[str, types.Tool] = {}
+    for tool in tools:
+        unique.setdefault(tool.name, tool)
+    return list(unique.values())
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
