@@ -40,6 +40,7 @@ from tests.mcp_test_servers.helpers import (
     child_pids,
     make_config,
     misbehaving_entry,
+    raw_entry,
     wait_gone,
     write_mcp_config,
 )
@@ -620,3 +621,28 @@ def test_hygiene_check_catches_what_it_is_meant_to_catch() -> None:
     problems = "\n".join(report.problems())
     assert "Event loop is closed" in problems
     assert "ResourceWarning" in problems
+
+
+def test_paginated_listing_with_a_repeated_name_and_a_bare_schema(tmp_path: Path) -> None:
+    # (A schema without "type" never gets this far: the SDK rejects such a listing.)
+    listing = [
+        {"name": "a", "description": "first a", "inputSchema": {"type": "object", "properties": {"x": {}}}},
+        {"name": "b", "inputSchema": {"type": "object", "required": []}},
+        {"name": "a", "description": "second a", "inputSchema": {"type": "object"}},
+        {"name": "c.d", "description": "dotted", "inputSchema": {"type": "object"}},
+    ]
+    env = {"RAW_SERVER_TOOLS": json.dumps(listing), "RAW_SERVER_PAGE_SIZE": "1"}
+    config_path = write_mcp_config(tmp_path, {"raw": raw_entry(env=env)})
+    logger, handler = capture_logger("test.mcp.pages")
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+
+    async def body(m: MCPManager) -> list[dict[str, Any]]:
+        return await m.get_tool_schemas()
+
+    schemas = scenario.run(body)
+    functions = [s["function"] for s in schemas]
+    assert [f["name"] for f in functions] == ["raw__a", "raw__b", "raw__c_d"]  # all pages, "a" once
+    assert functions[0]["description"] == "first a"
+    assert functions[1]["parameters"] == {"type": "object", "required": [], "properties": {}}
+    assert functions[2]["parameters"] == {"type": "object", "properties": {}}
+    assert functions[1]["description"] == "Tool 'b' of MCP server 'raw'."

@@ -7,7 +7,8 @@ and ``tools/call``, and exits when its stdin closes, as the stdio transport expe
 
 Tools: ``echo`` returns its ``text``; ``methods`` returns the JSON-RPC methods received so
 far, in order; ``pid`` returns the process id. ``RAW_SERVER_TOOLS`` (a JSON list of tool
-definitions) replaces the advertised list, for schema-translation tests.
+definitions) replaces the advertised list, for schema-translation tests, and
+``RAW_SERVER_PAGE_SIZE`` splits ``tools/list`` into pages joined by ``nextCursor``.
 
 Run: ``python tests/mcp_test_servers/raw_server.py``.
 """
@@ -44,7 +45,12 @@ def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dic
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": tools}
+        page = int(os.environ.get("RAW_SERVER_PAGE_SIZE", "0")) or len(tools) or 1
+        start = int(params.get("cursor") or 0)
+        result: dict[str, Any] = {"tools": tools[start : start + page]}
+        if start + page < len(tools):
+            result["nextCursor"] = str(start + page)
+        return result
     if method == "tools/call":
         name = params.get("name")
         arguments = params.get("arguments") or {}
