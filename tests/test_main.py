@@ -82,3 +82,92 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
     assert [e["action"] for e in events if e["event_type"] == "turn"] == ["open mailbox", "take leaflet"]
     assert secret not in log_text and secret not in proc.stderr and secret not in proc.stdout
     assert secret not in (episodes[0] / "current_state.json").read_text()
+
+
+def _start_main(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, max_turns: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
+    env.update(
+        {
+            "OPENROUTER_API_KEY": "k-1234567890",
+            "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
+            "ZORKGPT_GAME_FILE": str(game_file),
+            "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+            "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
+            "ZORKGPT_RETRY_MAX_RETRIES": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "main.py"),
+            "--max-turns",
+            str(max_turns),
+            "--config",
+            str(REPO / "pyproject.toml"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_turns(tmp_path: Path, turns: int, timeout: float = 30) -> Path:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in (tmp_path / "runs" / "episodes").glob("*/episode_log.jsonl"):
+            if log.read_text().count('"event_type": "turn"') >= turns:
+                return log.parent
+        time.sleep(0.05)
+    raise AssertionError(f"main.py did not reach turn {turns} within {timeout}s")
+
+
+def test_ctrl_c_finishes_the_turn_and_writes_the_summary(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    import signal
+
+    from tests.e2e_support import WalkthroughModel, walkthrough
+
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000)
+    try:
+        episode_dir = _wait_for_turns(tmp_path, 3)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "Stopping after this turn" in stderr
+    events = [json.loads(line) for line in (episode_dir / "episode_log.jsonl").read_text().splitlines()]
+    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "stopped_by_user"
+    summary = json.loads((episode_dir / "episode_summary.json").read_text())
+    assert summary["turns"] == events[-1]["turns"] >= 3
+
+
+def test_killed_episode_leaves_every_file_parseable(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from tests.e2e_support import WalkthroughModel, walkthrough
+
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000)
+    try:
+        episode_dir = _wait_for_turns(tmp_path, 60)
+    finally:
+        proc.kill()  # SIGKILL: no cleanup code runs
+        proc.communicate(timeout=30)
+    runs = tmp_path / "runs"
+    json_files = list(runs.rglob("*.json"))
+    assert episode_dir / "current_state.json" in json_files
+    for path in json_files:
+        json.loads(path.read_text())
+    for line in (episode_dir / "episode_log.jsonl").read_text().splitlines():
+        json.loads(line)
+    assert json.loads((episode_dir / "current_state.json").read_text())["turn_count"] >= 60
+    for path in runs.rglob("*.md"):
+        path.read_text(encoding="utf-8")
