@@ -22,25 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from game_interface.jericho_interface import DIRECTIONS
 from shared_utils import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
 MAP_FORMAT_VERSION = 1
 
-CANONICAL_DIRECTIONS: tuple[str, ...] = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
-)
+# One list of directions for the whole project: the engine probes them, the map names them.
+CANONICAL_DIRECTIONS: tuple[str, ...] = DIRECTIONS
 _ALIASES: dict[str, str] = {
     "n": "north",
     "s": "south",

@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
+from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -55,9 +56,6 @@ _STOPWORDS = frozenset(
     )
 )
 
-_DIRECTIONS = frozenset(
-    re.findall(r"\w+", "north south east west northeast northwest southeast southwest up down in out n s e w u d")
-)
 
 CompletionKind = Literal["reach_room", "take_item", "score_increase", "other"]
 Priority = Literal["high", "medium", "low"]
@@ -121,7 +119,7 @@ def infer_completion(text: str) -> tuple[CompletionKind, str]:
         if kind == "reach_room" and lowered.startswith("get ") and not _GET_TO.match(lowered):
             continue
         target = _TRAILING_CLAUSE.sub("", match.group("target")).strip()
-        if target and target not in _DIRECTIONS:
+        if target and normalize_direction(target) is None:
             return kind, target  # type: ignore[return-value]
     return "other", ""
 
