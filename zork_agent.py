@@ -338,6 +338,8 @@ class ZorkAgent:
             forced_final=stats.forced_final,
             final_action=result["action"],
         )
+        # The spec's episode log closes each MCP session with the action it produced.
+        self._log("info", f"Turn {turn}: Agent action: {result['action']}", "mcp_agent_action", action=result["action"])
         return result
 
     async def _run_tool_batch(
