@@ -1,0 +1,589 @@
+"""ZorkAgent's MCP tool-calling loop with real parts: real HTTP and real stdio MCP servers.
+
+The model is the scripted chat-completions server (``llm_server``) reached through the real
+``LLMClientWrapper``; the tools are the shipped thoughtbox server (started from the repo's
+``mcp_config.json``) or the misbehaving test server, spawned by the real ``MCPManager``.
+Two spies, both delegating to the real methods, record what crossed the agent/manager
+seam: which server processes a connect started and which tool calls reached the manager.
+
+Every turn runs through ``AgentTurns._run``, which asserts the async hygiene the issue asks
+for: asyncio.run entered exactly once and never inside a running loop (property 39/40),
+no child process left behind (and every spawned server gone), and no "Event loop is
+closed" / "cancel scope" text in warnings, unraisable exceptions, log records or the
+captured stdout/stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from llm_client import LLMClientWrapper
+from managers.mcp_manager import MCPError, MCPManager, MCPServerStartupError
+from session.episode_log import HumanFormatter
+from session.game_configuration import GameConfiguration
+from shared_utils import create_json_schema
+from tests.mcp_test_servers.helpers import (
+    FORBIDDEN_TEXT,
+    REPO_ROOT,
+    assert_clean,
+    async_hygiene,
+    child_pids,
+    misbehaving_entry,
+    pid_alive,
+    write_mcp_config,
+)
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent
+
+API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
+SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
+STATE = "West of House\nYou are standing in an open field west of a white house. There is a small mailbox here."
+THINK_FIELDS = {
+    "thought",
+    "thoughtNumber",
+    "totalThoughts",
+    "nextThoughtNeeded",
+    "isRevision",
+    "revisesThought",
+    "branchFromThought",
+    "branchId",
+    "needsMoreThoughts",
+}
+THINK_REQUIRED = {"thought", "thoughtNumber", "totalThoughts", "nextThoughtNeeded"}
+
+
+def think(number: int, total: int, more: bool, text: str = "The mailbox may hold a clue.") -> dict[str, Any]:
+    return {"thought": text, "thoughtNumber": number, "totalThoughts": total, "nextThoughtNeeded": more}
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content)
+    return content or ""
+
+
+class AgentTurns:
+    """A ZorkAgent wired to a real MCPManager and the scripted server; runs turns with hygiene checks."""
+
+    def __init__(
+        self,
+        llm_server: ScriptedLLMServer,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str],
+        config_file: Path = SHIPPED_MCP_CONFIG,
+        agent_model: str = "scripted/agent",
+        langfuse: Any = None,
+        **mcp: Any,
+    ) -> None:
+        self.caplog, self.capfd = caplog, capfd
+        self.config = GameConfiguration.from_mapping(
+            {
+                "llm": {"base_url": llm_server.base_url, "agent_model": agent_model},
+                "retry": {"max_retries": 0, "initial_delay": 0.0},
+                "mcp": {"enabled": True, "config_file": str(config_file), **mcp},
+            },
+            base_dir=tmp_path,
+            environ={"OPENROUTER_API_KEY": API_KEY},
+        )
+        self.logger = logging.getLogger(f"test.agent.mcp.{uuid.uuid4().hex}")
+        self.logger.setLevel(logging.DEBUG)
+        caplog.set_level(logging.DEBUG, logger=self.logger.name)
+        self.manager = MCPManager(self.config, self.logger, langfuse_client=langfuse)
+        self.agent = ZorkAgent(
+            self.config,
+            LLMClientWrapper(self.config, langfuse_client=langfuse, logger=self.logger),
+            logger=self.logger,
+            episode_id="agent-mcp-test",
+            mcp_manager=self.manager,
+            langfuse_client=langfuse,
+        )
+        self.spawned: set[int] = set()  # server processes started by connects, over all turns
+        self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
+        self._install_spies()
+        self.asyncio_runs = 0
+        real_run = asyncio.run
+
+        def counting_run(main: Any, **kwargs: Any) -> Any:
+            self.asyncio_runs += 1
+            with pytest.raises(RuntimeError):
+                asyncio.get_running_loop()  # property 40: never nested inside another loop
+            return real_run(main, **kwargs)
+
+        monkeypatch.setattr(asyncio, "run", counting_run)
+
+    def _install_spies(self) -> None:
+        real_connect, real_call = self.manager.connect_session, self.manager.call_tool
+
+        async def connect_spy() -> None:
+            before = child_pids()
+            try:
+                await real_connect()
+            finally:
+                self.spawned |= child_pids() - before
+
+        async def call_spy(tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None) -> Any:
+            self.tool_calls.append(tool_name)
+            return await real_call(tool_name, arguments, timeout_seconds=timeout_seconds)
+
+        self.manager.connect_session = connect_spy  # type: ignore[method-assign]
+        self.manager.call_tool = call_spy  # type: ignore[method-assign]
+
+    # -- turns ------------------------------------------------------------------------------
+    def turn(self, turn: int = 1, state: str = STATE) -> dict[str, Any]:
+        return self._run(lambda: self.agent.get_action_with_reasoning(state, turn=turn))
+
+    def failing_turn(self, error: type[BaseException], turn: int = 1) -> BaseException:
+        def call() -> BaseException:
+            with pytest.raises(error) as caught:
+                self.agent.get_action_with_reasoning(STATE, turn=turn)
+            return caught.value
+
+        return self._run(call)
+
+    def _run(self, call: Callable[[], Any]) -> Any:
+        before, runs, records = child_pids(), self.asyncio_runs, len(self.caplog.records)
+        with async_hygiene() as report:
+            outcome = call()
+        assert_clean(report)
+        assert self.asyncio_runs == runs + 1, "the MCP path must be exactly one asyncio.run per turn"
+        assert not (child_pids() - before), "a child process outlived the turn"
+        assert not [pid for pid in self.spawned if pid_alive(pid)], "a server process outlived its turn"
+        out, err = self.capfd.readouterr()
+        texts = [out, err, *(r.getMessage() for r in self.caplog.records[records:])]
+        for text in texts:
+            assert not any(bad in text.lower() for bad in FORBIDDEN_TEXT), text
+        return outcome
+
+    # -- log records ------------------------------------------------------------------------
+    def events(self, event_type: str) -> list[logging.LogRecord]:
+        return [
+            r
+            for r in self.caplog.records
+            if r.name == self.logger.name and getattr(r, "event_type", None) == event_type
+        ]
+
+    def human_lines(self) -> list[str]:
+        formatter = HumanFormatter()
+        return [formatter.format(r) for r in self.caplog.records if r.name == self.logger.name]
+
+
+@pytest.fixture
+def turns(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> Callable[..., AgentTurns]:
+    def factory(**kwargs: Any) -> AgentTurns:
+        return AgentTurns(llm_server, tmp_path, monkeypatch, caplog, capfd, **kwargs)
+
+    return factory
+
+
+def misbehaving_config(tmp_path: Path, *args: str) -> Path:
+    return write_mcp_config(tmp_path / "mcp", {"misbehaving": misbehaving_entry(*args)})
+
+
+def tool_messages(body: dict[str, Any]) -> dict[str, Any]:
+    """The ``role: "tool"`` messages of a request, by tool_call_id, with their content parsed."""
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"}
+
+
+# -- the shipped thoughtbox server --------------------------------------------------------------------
+
+
+def test_full_turn_with_two_thoughts_then_an_answer(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 2, True), "call_1")]),
+        completion(tool_calls=[tool_call("thoughtbox__think", think(2, 2, False, "Open it."), "call_2")]),
+        agent_reply("Open Mailbox", thinking="the thoughts say: mailbox", new_objective="read the leaflet"),
+    )
+    run = turns()
+    result = run.turn(turn=7)
+
+    assert result["action"] == "open mailbox"
+    assert result["reasoning"] == "the thoughts say: mailbox"
+    assert result["new_objective"] == "read the leaflet"
+    assert len(run.spawned) == 1, "one server process for the turn"
+    assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
+
+    bodies = llm_server.bodies
+    assert len(bodies) == 3
+    for body in bodies:  # every call of the loop offers the real tool and lets the model choose
+        assert "response_format" not in body
+        assert body["tool_choice"] == "auto"
+        (tool,) = body["tools"]
+        assert tool["type"] == "function"
+        assert tool["function"]["name"] == "thoughtbox__think"
+        parameters = tool["function"]["parameters"]
+        assert parameters["type"] == "object"
+        assert set(parameters["properties"]) == THINK_FIELDS
+        assert set(parameters["required"]) == THINK_REQUIRED
+        assert parameters["properties"]["thoughtNumber"]["type"] == "integer"
+
+    first, second, third = bodies
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert STATE in text_of(first["messages"][1])
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in third["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assistant = second["messages"][2]
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "thoughtbox__think", "arguments": json.dumps(think(1, 2, True))},
+        }
+    ]
+    assert not assistant.get("content")
+    assert third["messages"][4]["tool_calls"][0]["id"] == "call_2"
+    results = tool_messages(third)
+    assert list(results) == ["call_1", "call_2"]
+    assert results["call_1"] == {
+        "content": {
+            "thoughtNumber": 1,
+            "totalThoughts": 2,
+            "nextThoughtNeeded": True,
+            "branches": [],
+            "thoughtHistoryLength": 1,
+        }
+    }
+    # One server for the whole turn: the second thought sees the first in its history.
+    assert results["call_2"]["content"]["thoughtNumber"] == 2
+    assert results["call_2"]["content"]["thoughtHistoryLength"] == 2
+    assert tool_messages(second) == {"call_1": results["call_1"]}
+
+    calls = run.events("mcp_tool_call")
+    assert [(r.tool_name, r.iteration, r.turn) for r in calls] == [
+        ("thoughtbox.think", 1, 7),
+        ("thoughtbox.think", 2, 7),
+    ]
+    assert calls[0].arguments == think(1, 2, True)
+    assert calls[0].server_name == "thoughtbox"
+    tool_results = run.events("mcp_tool_result")
+    assert [(r.tool_name, r.is_error, r.result_type) for r in tool_results] == [("thoughtbox.think", False, "dict")] * 2
+    assert all(r.duration_ms > 0 and r.result_length > 0 for r in tool_results)
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.iterations == 3 and complete.tool_calls_count == 2
+    assert complete.tools_used == ["thoughtbox.think"]
+    assert complete.final_action == "open mailbox" and complete.forced_final is False
+    assert not run.events("mcp_no_content") and not run.events("mcp_disabled_fallback")
+
+    lines = run.human_lines()
+
+    def line(prefix: str) -> str:
+        found = [text for text in lines if text.startswith(prefix)]
+        assert found, f"no log line starting with {prefix!r} in:\n" + "\n".join(lines)
+        return found[0]
+
+    line("[INFO] Turn 7: MCP session started (max 20 iterations)")
+    line("[INFO] Turn 7 Iteration 1: Agent calling tool thoughtbox.think")
+    assert json.loads(line("[DEBUG] Turn 7 Iteration 1: Tool arguments: ").split(": ", 2)[2]) == think(1, 2, True)
+    line("[INFO] Turn 7 Iteration 1: Tool result received (")
+    line("[INFO] Turn 7 Iteration 2: Agent calling tool thoughtbox.think")
+    line("[INFO] Turn 7: MCP session complete (3 iterations, 2 tool calls)")
+    line("[INFO] Turn 7: Agent action: open mailbox")
+
+
+def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    def always_think(body: dict[str, Any], index: int) -> dict[str, Any]:
+        if "tools" in body:
+            return completion(tool_calls=[tool_call("thoughtbox__think", think(index + 1, 9, True), f"c{index}")])
+        return agent_reply("north", thinking="enough thinking")
+
+    llm_server.respond_with(always_think)
+    run = turns(max_tool_iterations=2)
+    result = run.turn(turn=3)
+
+    assert result["action"] == "north"
+    bodies = llm_server.bodies
+    assert len(bodies) == 3, "two loop calls, then exactly one forced final call"
+    for body in bodies[:2]:
+        assert body["tools"][0]["function"]["name"] == "thoughtbox__think"
+        assert body["tool_choice"] == "auto"
+        assert "response_format" not in body
+    final = bodies[2]
+    assert "tools" not in final and "tool_choice" not in final
+    assert final["response_format"] == create_json_schema(AgentResponse)
+    assert final["response_format"]["type"] == "json_schema"
+    assert final["response_format"]["json_schema"]["name"] == "AgentResponse"
+    assert final["messages"][-1]["role"] == "user"
+    assert text_of(final["messages"][-1]) == FINAL_ACTION_PROMPT
+    # Both tool results are in the forced call's history, answered in order.
+    assert list(tool_messages(final)) == ["c0", "c1"]
+    assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
+    assert len(run.events("mcp_no_content")) == 1
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.iterations == 2 and complete.tool_calls_count == 2 and complete.forced_final is True
+
+
+# -- the misbehaving server ----------------------------------------------------------------------------
+
+
+def test_timeout_aborts_the_rest_of_the_batch_and_the_model_is_asked_again(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("misbehaving__hang", {"seconds": 60}, "call_hang"),
+                tool_call("misbehaving__echo", {"text": "never sent"}, "call_echo"),
+                tool_call("misbehaving__pid", {}, "call_pid"),
+            ]
+        ),
+        agent_reply("wait", thinking="the tool hung"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path), tool_call_timeout_seconds=0.5)
+    result = run.turn(turn=2)
+
+    assert result["action"] == "wait"
+    assert run.tool_calls == ["misbehaving.hang"], "calls after the timeout must not be executed"
+    bodies = llm_server.bodies
+    assert len(bodies) == 2
+    retry = bodies[1]
+    assert retry["tool_choice"] == "auto" and "response_format" not in retry  # the loop goes on
+    results = tool_messages(retry)
+    assert list(results) == ["call_hang", "call_echo", "call_pid"], "every tool call needs a tool message"
+    assert results["call_hang"] == {"error": "Tool call timed out after 0.5s", "content": None}
+    for skipped in ("call_echo", "call_pid"):
+        assert "timed out" in results[skipped]["error"] and "Skipped" in results[skipped]["error"]
+        assert results[skipped]["content"] is None
+    (timeout,) = run.events("mcp_tool_timeout")
+    assert timeout.tool_name == "misbehaving.hang" and timeout.timeout_seconds == 0.5
+    assert [r.tool_name for r in run.events("mcp_tool_call")] == ["misbehaving.hang"]
+
+
+def test_server_exiting_mid_call_becomes_an_error_then_a_forced_final_action(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("misbehaving__exit_now", {"code": 1}, "call_exit"),
+                tool_call("misbehaving__echo", {"text": "too late"}, "call_echo"),
+            ]
+        ),
+        agent_reply("south", thinking="no tools left"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path))
+    result = run.turn(turn=4)
+
+    assert result["action"] == "south"
+    assert run.tool_calls == ["misbehaving.exit_now"]
+    bodies = llm_server.bodies
+    assert len(bodies) == 2
+    final = bodies[1]
+    assert "tools" not in final and "tool_choice" not in final
+    assert final["response_format"]["json_schema"]["name"] == "AgentResponse"
+    assert text_of(final["messages"][-1]) == FINAL_ACTION_PROMPT
+    results = tool_messages(final)
+    assert list(results) == ["call_exit", "call_echo"]
+    assert results["call_exit"]["error"].startswith("Tool call failed: MCP server 'misbehaving' is no longer available")
+    assert "Skipped" in results["call_echo"]["error"]
+    (error,) = run.events("mcp_tool_error")
+    assert error.tool_name == "misbehaving.exit_now" and "no longer available" in error.error
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.forced_final is True
+
+
+def test_first_turn_startup_failure_raises_out_of_the_agent(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    run = turns(config_file=misbehaving_config(tmp_path, "--start", "crash"))
+    error = run.failing_turn(MCPServerStartupError)
+
+    assert "Failed to start MCP server 'misbehaving'" in str(error)
+    assert "refusing to start" in str(error)  # the server's stderr is quoted
+    assert API_KEY not in str(error)
+    assert llm_server.requests == [], "no LLM call when the first connect fails"
+    assert run.manager.is_disabled is False
+
+
+def test_later_turn_failure_after_the_retry_disables_mcp_and_the_turn_still_plays(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    counter, attempts = tmp_path / "failures_left", tmp_path / "attempts"
+    counter.write_text("0")
+    config_file = misbehaving_config(
+        tmp_path, "--start", "flaky", "--counter-file", str(counter), "--attempts-file", str(attempts)
+    )
+    llm_server.script(agent_reply("north"), agent_reply("east"), agent_reply("west"))
+    run = turns(config_file=config_file)
+
+    assert run.turn(turn=1)["action"] == "north"
+    assert "tools" in llm_server.bodies[0]
+    counter.write_text("2")  # the next start and its retry both crash
+    assert run.turn(turn=2)["action"] == "east"
+    assert len(attempts.read_text().split()) == 3, "turn 1, then one connect and exactly one retry"
+    assert run.manager.is_disabled is True
+    assert run.turn(turn=3)["action"] == "west"
+    assert len(attempts.read_text().split()) == 3, "no connect attempts once MCP is disabled"
+
+    for body in llm_server.bodies[1:]:  # the MCP-disabled path: the plain schema call
+        assert "tools" not in body and "tool_choice" not in body
+        assert body["response_format"]["json_schema"]["name"] == "AgentResponse"
+    fallbacks = run.events("mcp_disabled_fallback")
+    assert [r.turn for r in fallbacks] == [2, 3]
+    assert all(r.levelname == "WARNING" for r in fallbacks)
+    assert len(run.events("mcp_disabled")) == 1
+    assert run.tool_calls == []
+
+
+def test_error_results_and_embedded_resources_reach_the_model_as_json(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("misbehaving__fail", {"message": "the door is nailed shut"}, "call_fail"),
+                tool_call("misbehaving__resource", {}, "call_resource"),
+                tool_call("misbehaving__echo", "{not json", "call_bad_args"),
+                tool_call("misbehaving__structured", {"count": 5}, "call_structured"),
+            ]
+        ),
+        agent_reply("examine door"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path))
+    assert run.turn(turn=5)["action"] == "examine door"
+
+    # An is_error result and invalid arguments do not stop the batch (property 23).
+    assert run.tool_calls == ["misbehaving.fail", "misbehaving.resource", "misbehaving.structured"]
+    results = tool_messages(llm_server.bodies[1])
+    assert list(results) == ["call_fail", "call_resource", "call_bad_args", "call_structured"]
+    assert results["call_fail"] == {"error": "the door is nailed shut", "content": None}
+    assert results["call_resource"] == {
+        "content": [
+            {"type": "resource", "uri": "file:///notes.txt", "mime_type": "text/plain", "text": "the notes"},
+            {
+                "type": "resource",
+                "uri": "file:///blob.bin",
+                "mime_type": "application/octet-stream",
+                "size_bytes": 4,
+                "note": "binary resource omitted (4 bytes)",
+            },
+        ]
+    }
+    assert results["call_bad_args"]["content"] is None
+    assert "Invalid tool arguments" in results["call_bad_args"]["error"]
+    assert results["call_structured"] == {"content": {"ok": True, "count": 5}}
+    flagged = {r.tool_name: r.is_error for r in run.events("mcp_tool_result")}
+    assert flagged == {"misbehaving.fail": True, "misbehaving.resource": False, "misbehaving.structured": False}
+    (bad_args,) = run.events("mcp_tool_error")
+    assert bad_args.tool_name == "misbehaving.echo"
+
+
+# -- model compatibility -------------------------------------------------------------------------------
+
+
+def test_model_without_tool_support_fails_before_the_first_tool_call(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    run = turns(agent_model="deepseek/deepseek-r1")
+    error = run.failing_turn(MCPError)
+
+    assert "deepseek/deepseek-r1" in str(error) and "does not support tool calling" in str(error)
+    assert "force_tool_support" in str(error) and "enabled = false" in str(error)
+    assert llm_server.requests == [] and run.tool_calls == []
+    assert len(run.spawned) == 1  # it connected, found tools, refused, and still disconnected
+
+
+def test_force_tool_support_lets_a_flagged_model_call_tools(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        agent_reply("take lamp"),
+    )
+    run = turns(agent_model="deepseek/deepseek-r1", force_tool_support=True)
+    assert run.turn()["action"] == "take lamp"
+    assert run.tool_calls == ["thoughtbox.think"]
+    assert llm_server.bodies[0]["tools"][0]["function"]["name"] == "thoughtbox__think"
+    assert tool_messages(llm_server.bodies[1])["call_1"]["content"]["thoughtNumber"] == 1
+
+
+# -- Langfuse ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
+    from langfuse import Langfuse
+
+    exporter = InMemorySpanExporter()
+    # As in tests/test_llm_client.py: a unique public key and a private tracer provider keep
+    # this test's spans apart from other tests' clients; the exporter replaces the OTLP one.
+    client = Langfuse(
+        public_key=f"pk-test-{uuid.uuid4().hex}",
+        secret_key="sk-test",
+        host="http://127.0.0.1:9",
+        span_exporter=exporter,
+        tracer_provider=TracerProvider(),
+    )
+    try:
+        yield client, exporter
+    finally:
+        client.shutdown()
+
+
+def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_it(
+    llm_server: ScriptedLLMServer,
+    turns: Callable[..., AgentTurns],
+    langfuse_exporter: tuple[Any, InMemorySpanExporter],
+) -> None:
+    langfuse, exporter = langfuse_exporter
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("thoughtbox__think", think(1, 2, True), "call_1"),
+                tool_call("thoughtbox__think", think(2, 2, False, "Then open it."), "call_2"),
+            ]
+        ),
+        agent_reply("open mailbox"),
+    )
+    run = turns(langfuse=langfuse)
+    assert run.turn(turn=9)["action"] == "open mailbox"
+    langfuse.flush()
+
+    spans = exporter.get_finished_spans()
+    attributes = {id(s): dict(s.attributes or {}) for s in spans}
+    kind = {id(s): attributes[id(s)].get("langfuse.observation.type") for s in spans}
+    sessions = [s for s in spans if s.name == "agent-tool-calling-session"]
+    tools = [s for s in spans if kind[id(s)] == "tool"]
+    generations = [s for s in spans if kind[id(s)] == "generation"]
+    assert len(sessions) == 1 and kind[id(sessions[0])] == "span"
+    assert [s.name for s in tools] == ["mcp-tool-thoughtbox.think", "mcp-tool-thoughtbox.think"]
+    assert len(generations) == 2
+    session = sessions[0]
+    for child in (*tools, *generations):
+        assert child.parent is not None and child.parent.span_id == session.context.span_id
+        assert child.context.trace_id == session.context.trace_id
+    first_input = json.loads(attributes[id(tools[0])]["langfuse.observation.input"])
+    assert first_input == think(1, 2, True)
+    first_output = json.loads(attributes[id(tools[0])]["langfuse.observation.output"])
+    assert first_output["content"]["thoughtHistoryLength"] == 1
+    meta = {
+        key.rsplit(".", 1)[1]: json.loads(value)
+        for key, value in attributes[id(session)].items()
+        if key.startswith("langfuse.observation.metadata.")
+    }
+    assert meta["iterations_used"] == 2 and meta["tools_called"] == 2
+    assert meta["tools_used"] == ["thoughtbox.think"] and meta["final_action"] == "open mailbox"
+    assert meta["max_iterations"] == 20 and meta["turn"] == 9
+    for attrs in attributes.values():
+        assert API_KEY not in json.dumps(attrs)
