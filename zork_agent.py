@@ -221,11 +221,20 @@ class ZorkAgent:
                         "  3. Set mcp.force_tool_support = true if the detection is wrong"
                     )
                 if tools is None:
-                    self._log(
-                        "warning",
-                        f"Turn {self.current_turn}: MCP disabled, continuing without tools",
-                        "mcp_disabled_fallback",
-                    )
+                    if connected:  # a working server that lists no tools: nothing is disabled
+                        self._log(
+                            "warning",
+                            f"Turn {self.current_turn}: MCP server '{self.mcp_manager.server_name}' offers no tools, "
+                            "continuing without tools",
+                            "mcp_no_tools",
+                            server_name=self.mcp_manager.server_name,
+                        )
+                    else:
+                        self._log(
+                            "warning",
+                            f"Turn {self.current_turn}: MCP disabled, continuing without tools",
+                            "mcp_disabled_fallback",
+                        )
                     response = self.client.chat.completions.create(**self._client_args(messages))
                     result = self._parse_response(response.content)
                 else:

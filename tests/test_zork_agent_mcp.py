@@ -40,6 +40,7 @@ from tests.mcp_test_servers.helpers import (
     child_pids,
     misbehaving_entry,
     pid_alive,
+    raw_entry,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
@@ -487,6 +488,23 @@ def test_error_results_and_embedded_resources_reach_the_model_as_json(
     assert flagged == {"misbehaving.fail": True, "misbehaving.resource": False, "misbehaving.structured": False}
     (bad_args,) = run.events("mcp_tool_error")
     assert bad_args.tool_name == "misbehaving.echo"
+
+
+def test_server_without_tools_plays_the_turn_without_tools_and_says_why(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    config_file = write_mcp_config(tmp_path / "mcp", {"empty": raw_entry(env={"RAW_SERVER_TOOLS": "[]"})})
+    llm_server.script(agent_reply("look"))
+    run = turns(config_file=config_file)
+    assert run.turn(turn=2)["action"] == "look"
+
+    assert len(run.spawned) == 1
+    (body,) = llm_server.bodies
+    assert "tools" not in body and body["response_format"]["json_schema"]["name"] == "AgentResponse"
+    (record,) = run.events("mcp_no_tools")
+    assert record.server_name == "empty" and "offers no tools" in record.getMessage()
+    assert not run.events("mcp_disabled_fallback"), "MCP is not disabled: the server simply has no tools"
+    assert run.manager.is_disabled is False
 
 
 # -- model compatibility -------------------------------------------------------------------------------
