@@ -201,6 +201,7 @@ class ZorkAgent:
         stats = ToolLoopStats()
         with self._session_observation() as span:
             connected = False
+            listing_error: MCPError | None = None
             try:
                 tools: list[dict[str, Any]] | None = None
                 if not self.mcp_manager.is_disabled:
@@ -208,8 +209,12 @@ class ZorkAgent:
                         await self.mcp_manager.connect_session()
                         connected = True
                         tools = await self.mcp_manager.get_tool_schemas() or None
-                    except MCPError:
-                        if not self.mcp_manager.is_disabled:
+                    except MCPError as exc:
+                        if connected:
+                            # The server started, then died before listing its tools: a runtime
+                            # fault, so this turn is played without tools (the next turn reconnects).
+                            listing_error = exc
+                        elif not self.mcp_manager.is_disabled:
                             raise  # turn-1 startup failure: fail fast
                         tools = None
                 if tools and not self.client._supports_tool_calling(self.model):
@@ -221,7 +226,15 @@ class ZorkAgent:
                         "  3. Set mcp.force_tool_support = true if the detection is wrong"
                     )
                 if tools is None:
-                    if connected:  # a working server that lists no tools: nothing is disabled
+                    if listing_error is not None:
+                        self._log(
+                            "warning",
+                            f"Turn {self.current_turn}: listing MCP tools failed ({listing_error}); "
+                            "this turn runs without tools",
+                            "mcp_tool_listing_failed",
+                            error=str(listing_error),
+                        )
+                    elif connected:  # a working server that lists no tools: nothing is disabled
                         self._log(
                             "warning",
                             f"Turn {self.current_turn}: MCP server '{self.mcp_manager.server_name}' offers no tools, "

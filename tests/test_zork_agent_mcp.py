@@ -605,3 +605,28 @@ def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_i
     assert meta["max_iterations"] == 20 and meta["turn"] == 9
     for attrs in attributes.values():
         assert API_KEY not in json.dumps(attrs)
+
+
+def test_server_dying_before_the_tool_listing_plays_the_turn_without_tools(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    """A server that starts and then dies before its tools are read is a runtime fault, not a
+    startup failure: the turn is played without tools and the next turn connects again."""
+    from managers.mcp_manager import MCPServerDiedError
+
+    llm_server.script(agent_reply("look"), agent_reply("north"))
+    run = turns()
+    list_tools = run.manager.get_tool_schemas
+
+    async def server_gone() -> list[dict[str, Any]]:
+        raise MCPServerDiedError("MCP server 'thoughtbox' stopped before its tools were listed")
+
+    run.manager.get_tool_schemas = server_gone  # type: ignore[method-assign]
+    assert run.turn(turn=2)["action"] == "look"
+    (record,) = run.events("mcp_tool_listing_failed")
+    assert "without tools" in record.getMessage()
+    assert "tools" not in llm_server.bodies[0]
+    assert run.manager.is_disabled is False
+    run.manager.get_tool_schemas = list_tools  # type: ignore[method-assign]
+    assert run.turn(turn=3)["action"] == "north"
+    assert llm_server.bodies[1]["tools"][0]["function"]["name"] == "thoughtbox__think"
