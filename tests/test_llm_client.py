@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import (
@@ -32,6 +31,7 @@ from llm_client import (
 )
 from session.game_configuration import GameConfiguration
 from shared_utils import get_langfuse_client
+from tests.langfuse_support import in_memory_langfuse
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion, tool_call
 
 API_KEY = "sk-or-v1-test-secret-0123456789abcdef"
@@ -661,23 +661,8 @@ def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
 
 @pytest.fixture
 def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    from langfuse import Langfuse
-
-    exporter = InMemorySpanExporter()
-    # Langfuse keeps one resource manager per public key: a unique key and a private tracer
-    # provider keep this test's spans away from other tests' clients. Nothing is sent to
-    # the host: the exporter replaces the OTLP one.
-    client = Langfuse(
-        public_key=f"pk-test-{uuid.uuid4().hex}",
-        secret_key="sk-test",
-        host="http://127.0.0.1:9",
-        span_exporter=exporter,
-        tracer_provider=TracerProvider(),
-    )
-    try:
-        yield client, exporter
-    finally:
-        client.shutdown()
+    with in_memory_langfuse() as pair:
+        yield pair
 
 
 def test_each_call_is_one_langfuse_generation(

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from managers.mcp_manager import (
@@ -30,6 +29,7 @@ from managers.mcp_manager import (
 )
 from managers.mcp_tools import WIRE_NAME_PATTERN, dotted_name, wire_name
 from session.game_configuration import GameConfiguration
+from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
@@ -550,20 +550,8 @@ def test_first_connect_of_a_new_episode_fails_fast_again(tmp_path: Path) -> None
 
 @pytest.fixture
 def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    from langfuse import Langfuse
-
-    exporter = InMemorySpanExporter()
-    client = Langfuse(
-        public_key=f"pk-test-{uuid.uuid4().hex}",
-        secret_key="sk-test",
-        host="http://127.0.0.1:9",
-        span_exporter=exporter,
-        tracer_provider=TracerProvider(),
-    )
-    try:
-        yield client, exporter
-    finally:
-        client.shutdown()
+    with in_memory_langfuse() as pair:
+        yield pair
 
 
 def test_each_tool_call_is_one_langfuse_tool_observation(

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClientWrapper
@@ -32,6 +31,7 @@ from managers.mcp_manager import MCPError, MCPManager, MCPServerStartupError
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema
+from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     FORBIDDEN_TEXT,
     REPO_ROOT,
@@ -541,22 +541,8 @@ def test_force_tool_support_lets_a_flagged_model_call_tools(
 
 @pytest.fixture
 def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    from langfuse import Langfuse
-
-    exporter = InMemorySpanExporter()
-    # As in tests/test_llm_client.py: a unique public key and a private tracer provider keep
-    # this test's spans apart from other tests' clients; the exporter replaces the OTLP one.
-    client = Langfuse(
-        public_key=f"pk-test-{uuid.uuid4().hex}",
-        secret_key="sk-test",
-        host="http://127.0.0.1:9",
-        span_exporter=exporter,
-        tracer_provider=TracerProvider(),
-    )
-    try:
-        yield client, exporter
-    finally:
-        client.shutdown()
+    with in_memory_langfuse() as pair:
+        yield pair
 
 
 def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_it(

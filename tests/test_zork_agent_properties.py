@@ -28,7 +28,6 @@ import copy
 import json
 import logging
 import math
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
@@ -46,6 +44,7 @@ from managers.mcp_manager import MCPManager
 from managers.mcp_tools import ToolCallResult, ToolNameMap
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
+from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
@@ -831,21 +830,8 @@ def test_property_48_mcp_disabled_path_unchanged(scenario: Scenario, disabled_by
 
 @pytest.fixture(scope="module")
 def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    from langfuse import Langfuse
-
-    exporter = InMemorySpanExporter()
-    # As in tests/test_llm_client.py: a unique key and a private tracer provider isolate the spans.
-    client = Langfuse(
-        public_key=f"pk-test-{uuid.uuid4().hex}",
-        secret_key="sk-test",
-        host="http://127.0.0.1:9",
-        span_exporter=exporter,
-        tracer_provider=TracerProvider(),
-    )
-    try:
-        yield client, exporter
-    finally:
-        client.shutdown()
+    with in_memory_langfuse() as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")
