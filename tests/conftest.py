@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from game_interface import JerichoInterface
 from tests.scripted_llm import ScriptedLLMServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -43,3 +44,12 @@ def game_file() -> Path:
         if candidate and Path(candidate).is_file():
             return Path(candidate).resolve()
     pytest.fail("zork1.z5 not found: set ZORKGPT_GAME_FILE to the story file (CI uses ../shared/games/zork1.z5).")
+
+
+@pytest.fixture
+def game(game_file: Path) -> Iterator[JerichoInterface]:
+    """A started real Jericho game, closed after the test."""
+    interface = JerichoInterface(game_file)
+    interface.start()
+    yield interface
+    interface.close()

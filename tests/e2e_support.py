@@ -9,6 +9,7 @@ from typing import Any
 import jericho
 
 from session.game_configuration import GameConfiguration
+from tests.config_support import scripted_config
 from tests.scripted_llm import agent_reply, completion
 
 AGENT_MODEL = "scripted/agent"
@@ -23,25 +24,19 @@ def walkthrough(game_file: Path) -> list[str]:
 
 
 def e2e_config(tmp_path: Path, base_url: str, game_file: Path, **sections: dict[str, Any]) -> GameConfiguration:
-    """A config that talks to the scripted server, writes under tmp_path, retries instantly."""
-    raw: dict[str, dict[str, Any]] = {
-        "llm": {
-            "base_url": base_url,
-            "agent_model": AGENT_MODEL,
-            "critic_model": "scripted/critic",
-            "extractor_model": "scripted/extractor",
-            "memory_model": "scripted/memory",
-        },
-        "retry": {"max_retries": 1, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 10.0},
-        "files": {"game_file": str(game_file), "game_workdir": str(tmp_path / "game_files")},
+    """A whole-game config against the scripted server; the LLM-backed learning managers are
+    off unless ``sections`` turn them on."""
+    defaults: dict[str, dict[str, Any]] = {
+        "retry": {"max_retries": 1, "request_timeout": 10.0},
+        "files": {"game_file": str(game_file)},
         "memory": {"enabled": False},
         "objectives": {"enabled": False},
         "knowledge": {"enabled": False},
         "extractor": {"llm_enabled": False},
     }
     for name, values in sections.items():
-        raw.setdefault(name, {}).update(values)
-    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "test-key-123456"})
+        defaults[name] = {**defaults.get(name, {}), **values}
+    return scripted_config(tmp_path, base_url, environ={"OPENROUTER_API_KEY": "test-key-123456"}, **defaults)
 
 
 def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:

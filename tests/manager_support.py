@@ -16,6 +16,7 @@ from typing import Any
 from llm_client import LLMClientWrapper
 from session.game_configuration import GameConfiguration
 from session.game_state import TurnResult
+from tests.config_support import scripted_config
 from tests.scripted_llm import ScriptedLLMServer, completion
 
 MEMORY_MODEL = "scripted/memory"
@@ -23,14 +24,7 @@ MEMORY_MODEL = "scripted/memory"
 
 def make_config(server: ScriptedLLMServer, tmp_path: Path, **sections: dict[str, Any]) -> GameConfiguration:
     """Defaults everywhere except: the scripted server, instant retries, files under tmp_path."""
-    raw: dict[str, dict[str, Any]] = {
-        "llm": {"base_url": server.base_url, "memory_model": MEMORY_MODEL},
-        "retry": {"initial_delay": 0.0, "max_retries": 0},
-        "files": {"game_workdir": str(tmp_path / "game_files")},
-    }
-    for name, values in sections.items():
-        raw.setdefault(name, {}).update(values)
-    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+    return scripted_config(tmp_path, server.base_url, **sections)
 
 
 def make_client(config: GameConfiguration, server: ScriptedLLMServer) -> LLMClientWrapper:

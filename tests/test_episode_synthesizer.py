@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,27 +15,14 @@ from llm_client import LLMClientWrapper
 from managers.episode_synthesizer import SUMMARY_JSON, SUMMARY_MD, EpisodeSynthesizer
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import completion
 
 TO_CANYON = ["south", "east", "east", "east"]  # jumping at Canyon View kills
 
 
-def make_config(tmp_path: Path, **sections: dict[str, Any]) -> GameConfiguration:
-    raw: dict[str, dict[str, Any]] = {
-        "llm": {"base_url": "http://127.0.0.1:9/v1"},
-        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
-        "files": {"game_workdir": str(tmp_path / "game_files")},
-    }
-    for name, values in sections.items():
-        raw.setdefault(name, {}).update(values)
-    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
-
-
-@pytest.fixture
-def game(game_file: Path) -> Iterator[JerichoInterface]:
-    interface = JerichoInterface(game_file)
-    yield interface
-    interface.close()
+def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
+    return scripted_config(tmp_path, base_url, **sections)
 
 
 class Episode:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from llm_client import LLMClientWrapper
 from managers.extractor_manager import ExtractorManager, changed_chars, is_room_description
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 
 # From the start to the troll room (the troll is alive and hostile there).
@@ -25,25 +25,10 @@ TO_TROLL = [
 ]  # fmt: skip
 
 
-def make_config(
-    tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1", **sections: dict[str, Any]
-) -> GameConfiguration:
-    raw: dict[str, dict[str, Any]] = {
-        "llm": {"base_url": base_url, "extractor_model": "scripted/extractor"},
-        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
-        "extractor_sampling": {"temperature": 0.1, "max_tokens": 200},
-        "files": {"game_workdir": str(tmp_path / "game_files")},
-    }
-    for name, values in sections.items():
-        raw.setdefault(name, {}).update(values)
-    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
-
-
-@pytest.fixture
-def game(game_file: Path) -> Iterator[JerichoInterface]:
-    interface = JerichoInterface(game_file)
-    yield interface
-    interface.close()
+def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
+    return scripted_config(
+        tmp_path, base_url, **{"extractor_sampling": {"temperature": 0.1, "max_tokens": 200}, **sections}
+    )
 
 
 def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,14 +20,6 @@ from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
 # player in the forest twice, and from there this route leads back to the canyon.
 TO_CANYON = ["south", "east", "east", "east"]
 FOREST_TO_CANYON = ["north", "south", "south", "east", "east", "east"]
-
-
-@pytest.fixture
-def game(game_file: Path) -> Iterator[JerichoInterface]:
-    interface = JerichoInterface(game_file)
-    interface.start()
-    yield interface
-    interface.close()
 
 
 def test_start_returns_intro_and_structured_location(game: JerichoInterface) -> None:

@@ -17,6 +17,7 @@ from game_interface import GameSnapshot, JerichoInterface
 from llm_client import LLMClientWrapper
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import completion
 from zork_critic import SCOPED_VERBS, CriticResponse, ObjectTreeCheck, TrustTracker, ZorkCritic
 
@@ -24,30 +25,12 @@ TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no nort
 SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
 
 
-def make_config(
-    tmp_path: Path, base_url: str = "http://127.0.0.1:9/v1", **sections: dict[str, Any]
-) -> GameConfiguration:
-    raw: dict[str, dict[str, Any]] = {
-        "llm": {"base_url": base_url, "critic_model": "scripted/critic"},
-        "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0, "request_timeout": 5.0},
-        "critic_sampling": {"temperature": 0.2, "top_p": 0.9},
-        "files": {"game_workdir": str(tmp_path / "game_files")},
-    }
-    for name, values in sections.items():
-        raw.setdefault(name, {}).update(values)
-    return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
+def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
+    return scripted_config(tmp_path, base_url, **{"critic_sampling": {"temperature": 0.2, "top_p": 0.9}, **sections})
 
 
 def critic_reply(score: float, justification: str = "scripted") -> dict[str, Any]:
     return completion(json.dumps({"score": score, "justification": justification}))
-
-
-@pytest.fixture
-def game(game_file: Path) -> Iterator[JerichoInterface]:
-    interface = JerichoInterface(game_file)
-    interface.start()
-    yield interface
-    interface.close()
 
 
 def fingerprint(game: JerichoInterface) -> tuple[Any, ...]:
