@@ -33,6 +33,7 @@ from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
+    THINK_FIELDS,
     ListHandler,
     assert_clean,
     async_hygiene,
@@ -47,17 +48,6 @@ from tests.mcp_test_servers.helpers import (
 from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
 
 T = TypeVar("T")
-THINK_FIELDS = {
-    "thought",
-    "thoughtNumber",
-    "totalThoughts",
-    "nextThoughtNeeded",
-    "isRevision",
-    "revisesThought",
-    "branchFromThought",
-    "branchId",
-    "needsMoreThoughts",
-}
 
 
 class Scenario:

@@ -35,6 +35,7 @@ from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     FORBIDDEN_TEXT,
     REPO_ROOT,
+    THINK_FIELDS,
     assert_clean,
     async_hygiene,
     child_pids,
@@ -49,17 +50,6 @@ from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
 SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
 STATE = "West of House\nYou are standing in an open field west of a white house. There is a small mailbox here."
-THINK_FIELDS = {
-    "thought",
-    "thoughtNumber",
-    "totalThoughts",
-    "nextThoughtNeeded",
-    "isRevision",
-    "revisesThought",
-    "branchFromThought",
-    "branchId",
-    "needsMoreThoughts",
-}
 THINK_REQUIRED = {"thought", "thoughtNumber", "totalThoughts", "nextThoughtNeeded"}
 
 

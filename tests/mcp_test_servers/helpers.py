@@ -174,3 +174,17 @@ def _record_text(record: logging.LogRecord) -> str:
 def assert_clean(report: HygieneReport) -> None:
     problems = report.problems()
     assert not problems, "async hygiene problems:\n" + "\n".join(problems)
+
+
+# The thoughtbox tool's parameters as the seeds specify them (an oracle independent of the server code).
+THINK_FIELDS = {
+    "thought",
+    "thoughtNumber",
+    "totalThoughts",
+    "nextThoughtNeeded",
+    "isRevision",
+    "revisesThought",
+    "branchFromThought",
+    "branchId",
+    "needsMoreThoughts",
+}
