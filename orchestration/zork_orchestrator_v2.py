@@ -60,7 +60,9 @@ class ZorkOrchestratorV2:
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
         self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
-        self.logger = setup_episode_logger(self.episode_dir, console=console)
+        self.logger = setup_episode_logger(
+            self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
+        )
         self.stop_requested = False
         story = resolve_story_file(game_file or self._configured_game_file())
         self.game = JerichoInterface(story)

@@ -46,10 +46,21 @@ def record_extras(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class RedactingFilter(logging.Filter):
-    """Removes secret values from the message and extras of every record."""
+    """Removes secret values from the message and extras of every record.
+
+    ``extra_secrets`` covers keys that never were in the environment (a ``.env`` file, a
+    config passed in code).
+    """
+
+    def __init__(self, extra_secrets: list[str] | None = None) -> None:
+        super().__init__()
+        self.extra_secrets = [s for s in extra_secrets or [] if s and len(s) >= 8]
+
+    def scrub(self, text: str) -> str:
+        return redact(text, known_secrets() + self.extra_secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        secrets = known_secrets()
+        secrets = known_secrets() + self.extra_secrets
         if secrets:
             record.msg = redact(record.getMessage(), secrets)
             record.args = None
@@ -62,10 +73,11 @@ class RedactingFilter(logging.Filter):
 class JSONLHandler(logging.Handler):
     """Writes records that carry an ``event_type`` as JSON lines, flushed per event."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redactor: RedactingFilter | None = None) -> None:
         super().__init__(level=logging.DEBUG)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.redactor = redactor or RedactingFilter()
         self._fh = path.open("a", encoding="utf-8")
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -79,7 +91,8 @@ class JSONLHandler(logging.Handler):
             **extras,
         }
         try:
-            self._fh.write(json.dumps(event, default=str, ensure_ascii=False) + "\n")
+            # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
+            self._fh.write(self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False)) + "\n")
             self._fh.flush()
         except Exception:  # noqa: BLE001 - logging must never crash the game loop
             self.handleError(record)
@@ -97,7 +110,11 @@ class HumanFormatter(logging.Formatter):
 
 
 def setup_episode_logger(
-    episode_dir: Path, name: str = "zorkgpt", console: bool = True, console_level: int = logging.INFO
+    episode_dir: Path,
+    name: str = "zorkgpt",
+    console: bool = True,
+    console_level: int = logging.INFO,
+    secrets: list[str] | None = None,
 ) -> logging.Logger:
     """A logger writing to ``episode_dir`` (JSONL + human log) and optionally the console.
 
@@ -107,21 +124,25 @@ def setup_episode_logger(
     close_episode_logger(logger)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    redactor = RedactingFilter()
-    logger.addFilter(redactor)
+    # Filters go on the handlers, not the logger: a logger's own filters are skipped for
+    # records propagated from child loggers (zorkgpt.llm, zorkgpt.mcp, ...).
+    redactor = RedactingFilter(secrets)
 
-    jsonl = JSONLHandler(episode_dir / "episode_log.jsonl")
+    jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
+    jsonl.addFilter(redactor)
     logger.addHandler(jsonl)
 
     human = logging.FileHandler(episode_dir / "episode.log", encoding="utf-8")
     human.setLevel(logging.DEBUG)
     human.setFormatter(HumanFormatter())
+    human.addFilter(redactor)
     logger.addHandler(human)
 
     if console:
         stream = logging.StreamHandler(sys.stderr)
         stream.setLevel(console_level)
         stream.setFormatter(HumanFormatter())
+        stream.addFilter(redactor)
         logger.addHandler(stream)
     return logger
 
@@ -130,5 +151,3 @@ def close_episode_logger(logger: logging.Logger) -> None:
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    for flt in list(logger.filters):
-        logger.removeFilter(flt)

@@ -257,7 +257,7 @@ class GameConfiguration(BaseModel):
 
         A missing file is allowed (all defaults): a user may run with env vars alone.
         """
-        env = dict(os.environ if environ is None else environ)
+        env = process_environ() if environ is None else dict(environ)
         path = Path(config_path).expanduser().resolve()
         raw: dict[str, Any] = {}
         if path.exists():
@@ -278,7 +278,7 @@ class GameConfiguration(BaseModel):
         environ: dict[str, str] | None = None,
         source: str = "pyproject.toml",
     ) -> GameConfiguration:
-        env = dict(os.environ if environ is None else environ)
+        env = process_environ() if environ is None else dict(environ)
         if not isinstance(raw, dict):
             raise ConfigError(f"[tool.zorkgpt] in {source} must be a table.")
         unknown = sorted(set(raw) - set(SECTIONS))
@@ -372,22 +372,24 @@ def _describe_field(section_cls: type[_Section], key: str) -> str:
     return text + (f" ({', '.join(bounds)})" if bounds else "")
 
 
-def resolve_api_key(environ: dict[str, str] | None = None) -> str | None:
-    """The LLM API key from the first set variable in ``API_KEY_ENV_VARS``.
+def process_environ(dotenv_path: str | os.PathLike[str] = ".env") -> dict[str, str]:
+    """The process environment plus a ``.env`` file in the working directory, if any.
 
-    A ``.env`` file in the working directory is read first (never overriding the real
-    environment), so users can keep the key out of their shell history.
+    Values already in the environment win over the file, as with ``python-dotenv``'s
+    defaults, so users can keep keys out of their shell history without surprises.
     """
-    env = dict(os.environ if environ is None else environ)
-    if environ is None:
-        try:
-            from dotenv import dotenv_values
+    env = dict(os.environ)
+    from dotenv import dotenv_values
 
-            for key, value in dotenv_values(".env").items():
-                if value is not None:
-                    env.setdefault(key, value)
-        except ImportError:  # python-dotenv is a declared dependency; tolerate its absence.
-            pass
+    for key, value in dotenv_values(dotenv_path).items():
+        if value is not None:
+            env.setdefault(key, value)
+    return env
+
+
+def resolve_api_key(environ: dict[str, str] | None = None) -> str | None:
+    """The LLM API key from the first set variable in ``API_KEY_ENV_VARS`` (``.env`` included)."""
+    env = process_environ() if environ is None else environ
     for var in API_KEY_ENV_VARS:
         if env.get(var):
             return env[var]

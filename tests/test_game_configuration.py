@@ -140,9 +140,11 @@ def test_api_key_never_in_repr_or_dump() -> None:
 
 
 def test_repo_pyproject_loads() -> None:
+    """The shipped pyproject documents the defaults: its values must be exactly them."""
     config = GameConfiguration.from_toml(Path(__file__).resolve().parent.parent / "pyproject.toml", environ={})
     assert set(SECTIONS) >= {"llm", "mcp", "gameplay"}
-    assert config.mcp.config_file == "mcp_config.json"
+    defaults = GameConfiguration.from_mapping({}, environ={})
+    assert config.model_dump(exclude={"base_dir"}) == defaults.model_dump(exclude={"base_dir"})
 
 
 # -- Property 4: configuration loading consistency ---------------------------------------
@@ -196,3 +198,17 @@ def test_property_45_configuration_defaults(values: dict) -> None:
         assert getattr(config.mcp, key) == values.get(key, default)
     assert config.mcp_max_tool_iterations == config.mcp.max_tool_iterations
     assert config.mcp_force_tool_support == config.mcp.force_tool_support
+
+
+def test_dotenv_file_supplies_key_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in (*API_KEY_ENV_VARS, "ZORKGPT_MCP_ENABLED", "ZORKGPT_LLM_AGENT_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ZORKGPT_LLM_AGENT_MODEL", "from/real-env")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(
+        "OPENROUTER_API_KEY=sk-or-from-dotenv-123\nZORKGPT_MCP_ENABLED=true\nZORKGPT_LLM_AGENT_MODEL=from/dotenv\n"
+    )
+    config = GameConfiguration.from_toml(write_toml(tmp_path, ""))
+    assert config.api_key == "sk-or-from-dotenv-123"
+    assert config.mcp.enabled is True
+    assert config.agent_model == "from/real-env"  # the real environment wins over .env

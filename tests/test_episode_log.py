@@ -1,0 +1,70 @@
+"""Episode logging: JSONL events flushed per event, human lines, secrets scrubbed everywhere."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from session.episode_log import close_episode_logger, setup_episode_logger
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_events_are_flushed_per_event_and_plain_records_skipped(tmp_path: Path) -> None:
+    logger = setup_episode_logger(tmp_path, name="test.eplog.flush", console=False)
+    try:
+        logger.info("Turn 1 | > look", extra={"event_type": "turn", "turn": 1, "inventory": ["lamp"]})
+        # Read while the handler is still open: nothing may sit in a buffer.
+        (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+        assert event["event_type"] == "turn" and event["turn"] == 1 and event["inventory"] == ["lamp"]
+        assert event["message"] == "Turn 1 | > look" and event["level"] == "INFO" and "timestamp" in event
+        logger.info("no event type here")
+        assert len(read_jsonl(tmp_path / "episode_log.jsonl")) == 1
+    finally:
+        close_episode_logger(logger)
+    human = (tmp_path / "episode.log").read_text().splitlines()
+    assert human == ["[INFO] Turn 1 | > look", "[INFO] no event type here"]
+
+
+def test_secrets_are_scrubbed_from_messages_nested_extras_and_child_loggers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env_secret = "sk-or-v1-from-the-environment"
+    dotenv_secret = "sk-or-v1-only-in-a-dotenv-file"
+    monkeypatch.setenv("OPENROUTER_API_KEY", env_secret)
+    logger = setup_episode_logger(tmp_path, name="test.eplog.secret", console=True, secrets=[dotenv_secret])
+    try:
+        logger.warning(f"request failed with key {env_secret}", extra={"event_type": "llm_retry"})
+        logger.info("tool call", extra={"event_type": "mcp_tool_call", "arguments": {"token": dotenv_secret}})
+        logging.getLogger("test.eplog.secret.child").warning(
+            f"child says {dotenv_secret}", extra={"event_type": "child_event"}
+        )
+    finally:
+        close_episode_logger(logger)
+    written = (tmp_path / "episode_log.jsonl").read_text() + (tmp_path / "episode.log").read_text()
+    written += capsys.readouterr().err
+    assert env_secret not in written and dotenv_secret not in written
+    assert written.count("[REDACTED]") >= 6
+    assert [e["event_type"] for e in read_jsonl(tmp_path / "episode_log.jsonl")] == [
+        "llm_retry",
+        "mcp_tool_call",
+        "child_event",
+    ]
+
+
+def test_a_new_episode_replaces_the_previous_handlers(tmp_path: Path) -> None:
+    first = setup_episode_logger(tmp_path / "one", name="test.eplog.reuse", console=False)
+    first.info("first", extra={"event_type": "a"})
+    second = setup_episode_logger(tmp_path / "two", name="test.eplog.reuse", console=False)
+    try:
+        second.info("second", extra={"event_type": "b"})
+        assert second is first and len(second.handlers) == 2
+    finally:
+        close_episode_logger(second)
+    assert [e["message"] for e in read_jsonl(tmp_path / "one" / "episode_log.jsonl")] == ["first"]
+    assert [e["message"] for e in read_jsonl(tmp_path / "two" / "episode_log.jsonl")] == ["second"]
