@@ -768,7 +768,6 @@ class LLMClient:
             )
             generation = manager.__enter__()
         except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
-
             self.logger.warning("Langfuse generation not started: %s", self._redact(str(exc)))
             yield None
             return
