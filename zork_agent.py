@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from llm_client import LLMClientWrapper, LLMResponse
-from session.game_configuration import GameConfiguration
+from session.game_configuration import ConfigError, FilesSection, GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 
 if TYPE_CHECKING:
@@ -55,16 +55,22 @@ class ToolLoopStats:
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
+# Zork runs "take lamp. north" or "take lamp then north" as several moves; a turn is one command.
+_NEXT_COMMAND = re.compile(r"\s*(?:[.;!]|\bthen\b)\s*", re.IGNORECASE)
+# Zork's parser reads short lines; longer "actions" are prose, not commands (and the engine refuses them).
+MAX_ACTION_CHARS = 120
 
 
 def clean_action(raw: str | None) -> str:
-    """One lower-case game command: first non-empty line, no quotes, markdown or trailing period."""
+    """One lower-case game command: the first command of the first non-empty line, without
+    quotes, markdown or trailing punctuation."""
     if not raw:
         return ""
     for line in str(raw).splitlines():
         line = _MARKDOWN.sub("", line).strip().strip("\"'“”‘’").strip()
         line = re.sub(r"^(action|command)\s*:\s*", "", line, flags=re.IGNORECASE)
-        line = re.sub(r"\s+", " ", line).rstrip(".!").strip().strip("\"'").strip()
+        line = _NEXT_COMMAND.split(line, maxsplit=1)[0]
+        line = re.sub(r"\s+", " ", line).strip().strip("\"'“”‘’").strip()
         if line:
             return line.lower()
     return ""
@@ -98,10 +104,17 @@ class ZorkAgent:
     # -- prompt ------------------------------------------------------------------------
     @staticmethod
     def _load_prompt(config: GameConfiguration) -> str:
-        path = config.resolve_path(config.files.agent_prompt_file)
-        if not path.is_file():
-            path = PROMPT_DIR / "agent.md"  # the shipped prompt, when the config points nowhere
-        return path.read_text(encoding="utf-8").strip()
+        configured = config.files.agent_prompt_file
+        path = config.resolve_path(configured)
+        if path.is_file():
+            return path.read_text(encoding="utf-8").strip()
+        if configured != FilesSection.model_fields["agent_prompt_file"].default:
+            raise ConfigError(
+                f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: no such file ({path}). "
+                "Point it at your prompt file, or remove the key to use the shipped prompt."
+            )
+        # The default path, relative to a config outside the repository: use the shipped prompt.
+        return (PROMPT_DIR / "agent.md").read_text(encoding="utf-8").strip()
 
     @property
     def system_prompt(self) -> str:
@@ -168,6 +181,8 @@ class ZorkAgent:
             action = clean_action(parsed.action)
             if not action:
                 raise ValueError("the reply's action is empty")
+            if len(action) > MAX_ACTION_CHARS:
+                raise ValueError(f"the reply's action is {len(action)} characters long (limit {MAX_ACTION_CHARS})")
         except (ValidationError, ValueError) as exc:
             self.logger.error(
                 f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); "

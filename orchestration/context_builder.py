@@ -26,6 +26,8 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
         f"Inventory: {', '.join(state.inventory) if state.inventory else 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",
     ]
+    if state.in_combat:
+        lines.append("Combat: you are being attacked or are fighting right now — fight with a weapon or flee.")
     failed = state.failed_actions_by_room.get(state.current_room_id)
     if failed:
         lines.append(f"Actions that already failed here: {', '.join(failed[-10:])}")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from game_interface import JerichoInterface, resolve_story_file
+from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file
 from llm_client import LLMClientWrapper, LLMError
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager
@@ -39,8 +39,15 @@ _FAILURE = re.compile(
 )
 
 
+# Marks a response that ZorkGPT wrote because the game interface refused the command.
+REFUSED_PREFIX = "[ZorkGPT]"
+ROLES = ("agent", "critic", "extractor", "memory")
+
+
 def is_failed_action(result: TurnResult) -> bool:
     """An action that changed nothing and drew a refusal: remembered so the agent stops repeating it."""
+    if result.response.startswith(REFUSED_PREFIX):
+        return True
     changed = result.moved or result.score_delta or result.inventory_changed
     return not changed and bool(_FAILURE.search(result.response))
 
@@ -59,15 +66,17 @@ class ZorkOrchestratorV2:
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
+        # The story file first: a missing or wrong file must not leave an empty episode folder.
+        story = resolve_story_file(game_file or self._configured_game_file())
         self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
         self.logger = setup_episode_logger(
             self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
         )
         self.stop_requested = False
-        story = resolve_story_file(game_file or self._configured_game_file())
         self.game = JerichoInterface(story)
         self.langfuse_client = get_langfuse_client(self.config)
-        self.client = client or LLMClientWrapper(self.config, langfuse_client=self.langfuse_client, logger=self.logger)
+        self.clients = self._role_clients(client)
+        self.client = self.clients["agent"]
         self._initialize_managers()
         self._initialize_game_components()
 
@@ -76,14 +85,34 @@ class ZorkOrchestratorV2:
         return self.config.resolve_path(configured) if configured else None
 
     # -- wiring ------------------------------------------------------------------------
+    def _role_clients(self, given: LLMClientWrapper | None) -> dict[str, LLMClientWrapper]:
+        """One client per role, shared by roles with the same endpoint (``<role>_base_url``).
+
+        A client passed in serves every role (tests and embedding code use this).
+        """
+        by_url: dict[str, LLMClientWrapper] = {}
+        clients: dict[str, LLMClientWrapper] = {}
+        for role in ROLES:
+            if given is not None:
+                clients[role] = given
+                continue
+            url = self.config.base_url_for(role)
+            if url not in by_url:
+                by_url[url] = LLMClientWrapper(
+                    self.config, base_url=url, langfuse_client=self.langfuse_client, logger=self.logger
+                )
+            clients[role] = by_url[url]
+        return clients
+
     def _initialize_managers(self) -> None:
-        cfg, log, state, client = self.config, self.logger, self.game_state, self.client
-        self.extractor = ExtractorManager(cfg, log, state, self.game, client)
-        self.critic = CriticManager(cfg, log, state, self.game, client)
+        cfg, log, state, clients = self.config, self.logger, self.game_state, self.clients
+        self.extractor = ExtractorManager(cfg, log, state, self.game, clients["extractor"])
+        self.critic = CriticManager(cfg, log, state, self.game, clients["critic"])
         self.map = MapManager(cfg, log, state)
-        self.memory = MemoryManager(cfg, log, state, client) if cfg.memory.enabled else None
-        self.objectives = ObjectiveManager(cfg, log, state, client) if cfg.objectives.enabled else None
-        self.knowledge = KnowledgeManager(cfg, log, state, client) if cfg.knowledge.enabled else None
+        memory_client = clients["memory"]
+        self.memory = MemoryManager(cfg, log, state, memory_client) if cfg.memory.enabled else None
+        self.objectives = ObjectiveManager(cfg, log, state, memory_client) if cfg.objectives.enabled else None
+        self.knowledge = KnowledgeManager(cfg, log, state, memory_client) if cfg.knowledge.enabled else None
         self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
         self.managers: list[BaseManager] = [
             m
@@ -169,7 +198,7 @@ class ZorkOrchestratorV2:
             context,
         )
         before = (state.current_room_id, state.current_room_name, state.score, list(state.inventory))
-        response = self.game.send_command(decision["action"])
+        response = self._execute(decision["action"], turn)
         info = self.extractor.extract(decision["action"], response)
         result = TurnResult(
             turn=turn,
@@ -203,12 +232,25 @@ class ZorkOrchestratorV2:
         self._export_state()
         return not state.game_over
 
+    def _execute(self, action: str, turn: int) -> str:
+        """Send the action; one the interface refuses (a session command, an unsendable line)
+        becomes the turn's response, so the agent learns from it instead of the episode dying."""
+        try:
+            return self.game.send_command(action)
+        except GameInterfaceError as exc:
+            self.logger.warning(
+                f"Turn {turn}: command '{action}' not sent to the game: {exc}",
+                extra={"event_type": "command_refused", "turn": turn, "action": action, "error": str(exc)},
+            )
+            return f"{REFUSED_PREFIX} {exc}"
+
     def _apply_facts(self, info: ExtractedInfo, response: str) -> None:
         state = self.game_state
         state.current_room_id, state.current_room_name = info.location.id, info.location.name
         state.inventory, state.visible_objects, state.exits = info.inventory, info.visible_objects, info.exits
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
+        state.in_combat = info.in_combat
         state.last_observation = response
 
     def _end_reason(self) -> str | None:
@@ -286,7 +328,10 @@ class ZorkOrchestratorV2:
         )
 
     def _usage_report(self) -> dict[str, Any]:
-        return {name: vars(stats) for name, stats in self.client.usage_by_name.items()}
+        report: dict[str, Any] = {}
+        for client in {id(c): c for c in self.clients.values()}.values():
+            report.update({name: vars(stats) for name, stats in client.usage_by_name.items()})
+        return report
 
     def _export_state(self) -> None:
         data = self.game_state.to_dict()

@@ -11,6 +11,7 @@ Environment variables override TOML values: ``ZORKGPT_<SECTION>_<KEY>`` (for exa
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 
@@ -250,15 +252,17 @@ class GameConfiguration(BaseModel):
     @classmethod
     def from_toml(
         cls,
-        config_path: str | os.PathLike[str] = "pyproject.toml",
+        path: str | os.PathLike[str] = DEFAULT_CONFIG_FILE,
         environ: dict[str, str] | None = None,
     ) -> GameConfiguration:
         """Load ``[tool.zorkgpt.*]`` from a TOML file, then apply env overrides.
 
-        A missing file is allowed (all defaults): a user may run with env vars alone.
+        A missing default ``pyproject.toml`` is allowed (all defaults: a user may run with env
+        vars alone); a missing file that was asked for by name is an error.
         """
         env = process_environ() if environ is None else dict(environ)
-        path = Path(config_path).expanduser().resolve()
+        requested = Path(path)
+        path = requested.expanduser().resolve()
         raw: dict[str, Any] = {}
         if path.exists():
             try:
@@ -266,7 +270,7 @@ class GameConfiguration(BaseModel):
                     raw = tomllib.load(fh).get("tool", {}).get("zorkgpt", {})
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax and run again.") from exc
-        elif config_path != "pyproject.toml":
+        elif requested != Path(DEFAULT_CONFIG_FILE):
             raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
         return cls.from_mapping(raw, base_dir=path.parent, environ=env, source=str(path))
 
@@ -288,10 +292,15 @@ class GameConfiguration(BaseModel):
                 f"Known sections: {', '.join(sorted(SECTIONS))}."
             )
         sections: dict[str, Any] = {}
+        _reject_unknown_env_vars(env)
         for name, section_cls in SECTIONS.items():
-            values = dict(raw.get(name, {}) or {})
-            if not isinstance(values, dict):
-                raise ConfigError(f"[tool.zorkgpt.{name}] in {source} must be a table.")
+            table = raw.get(name, {})
+            if not isinstance(table, dict):
+                raise ConfigError(
+                    f"[tool.zorkgpt.{name}] in {source} must be a table of keys (got {type(table).__name__} "
+                    f"{table!r}); write it as a [tool.zorkgpt.{name}] section."
+                )
+            values = dict(table)
             env_values = _env_overrides(name, section_cls, env)
             sections[name] = _build_section(section_cls, values, env_values, source)
         return cls(
@@ -299,6 +308,18 @@ class GameConfiguration(BaseModel):
             base_dir=(base_dir or Path.cwd()).resolve(),
             api_key=resolve_api_key(env),
         )
+
+
+def _reject_unknown_env_vars(env: dict[str, str]) -> None:
+    """A misspelt ``ZORKGPT_*`` override would otherwise be ignored without a word."""
+    known = set(API_KEY_ENV_VARS) | set(ENV_ALIASES)
+    for name, section_cls in SECTIONS.items():
+        known |= {f"ZORKGPT_{name}_{key}".upper() for key in section_cls.model_fields}
+    unknown = sorted(var for var in env if var.startswith("ZORKGPT_") and var not in known)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" Did you mean {close[0]}?" if close else " Variables are named ZORKGPT_<SECTION>_<KEY>."
+        raise ConfigError(f"Unknown environment variable {unknown[0]}.{hint}")
 
 
 def _env_overrides(section: str, section_cls: type[_Section], env: dict[str, str]) -> dict[str, str]:

@@ -77,6 +77,7 @@ class GameState:
     reasoning_history: list[str] = field(default_factory=list)
     failed_actions_by_room: dict[int, list[str]] = field(default_factory=dict)
     visited_room_ids: set[int] = field(default_factory=set)
+    in_combat: bool | None = None  # None: nobody could tell (no creature, or the extractor LLM is off)
     death_count: int = 0
     game_over: bool = False
     victory: bool = False

@@ -212,3 +212,26 @@ def test_dotenv_file_supplies_key_and_overrides(tmp_path: Path, monkeypatch: pyt
     assert config.api_key == "sk-or-from-dotenv-123"
     assert config.mcp.enabled is True
     assert config.agent_model == "from/real-env"  # the real environment wins over .env
+
+
+@pytest.mark.parametrize("body", ['[tool.zorkgpt]\nllm = "x"\n', "[tool.zorkgpt]\nmcp = 5\n"])
+def test_section_that_is_not_a_table_names_the_section(tmp_path: Path, body: str) -> None:
+    with pytest.raises(ConfigError, match=r"must be a table"):
+        GameConfiguration.from_toml(write_toml(tmp_path, body), environ={})
+
+
+def test_misspelt_env_override_fails_with_a_suggestion(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"ZORKGPT_LLM_AGENTMODEL.*ZORKGPT_LLM_AGENT_MODEL"):
+        GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={"ZORKGPT_LLM_AGENTMODEL": "x"})
+
+
+def test_from_toml_path_keyword_and_missing_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = GameConfiguration.from_toml(
+        path=write_toml(tmp_path, "[tool.zorkgpt.gameplay]\nmax_turns_per_episode = 3\n")
+    )
+    assert config.gameplay.max_turns_per_episode == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    # The default file may be absent (env-only use), whether named as str or Path.
+    assert GameConfiguration.from_toml(Path("pyproject.toml"), environ={}).mcp.enabled is False

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llm_client import LLMClientWrapper
-from session.game_configuration import GameConfiguration
+from session.game_configuration import ConfigError, GameConfiguration
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
@@ -35,6 +35,11 @@ def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> Z
         ("Action: Read Leaflet", "read leaflet"),
         ("  \n\n  up  ", "up"),
         ("", ""),
+        # One turn is one command: Zork would run every sentence as its own move.
+        ("North. East", "north"),
+        ("take leaflet then go west", "take leaflet"),
+        ("open mailbox; read leaflet", "open mailbox"),
+        ("take lamp, sword", "take lamp, sword"),
     ],
 )
 def test_clean_action(raw: str, expected: str) -> None:
@@ -108,6 +113,11 @@ def test_custom_prompt_file(llm_server: ScriptedLLMServer, tmp_path: Path) -> No
     agent.get_action_with_reasoning("state")
     system = llm_server.bodies[0]["messages"][0]["content"]
     assert "cautious adventurer" in json.dumps(system)
+
+
+def test_missing_custom_prompt_file_is_a_config_error(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"agent_prompt_file = 'my_prmpt\.md'"):
+        make_agent(llm_server, tmp_path, files={"agent_prompt_file": "my_prmpt.md"})
 
 
 def test_mcp_path_refuses_a_running_event_loop(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:

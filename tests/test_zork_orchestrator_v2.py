@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 
 
 def test_walkthrough_episode_wins_with_full_score(
@@ -89,3 +91,94 @@ def test_stop_request_ends_after_current_turn(llm_server: ScriptedLLMServer, tmp
     assert state.turn_count == 3 and state.end_reason == "stopped_by_user"
     events = read_events(tmp_path / "game_files" / "episodes" / "stop")
     assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "stopped_by_user"
+
+
+def play_script(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, actions: list[str], **sections):
+    llm_server.respond_with(
+        lambda body, i: (
+            agent_reply(actions[min(i, len(actions) - 1)])
+            if body["model"] == "scripted/agent"
+            else completion(json.dumps({}))
+        )
+    )
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
+    orchestrator = ZorkOrchestratorV2(episode_id="script", config=config, console=False, max_turns_per_episode=60)
+    try:
+        return orchestrator, orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+
+TO_CANYON = ["south", "east", "east", "east", "jump"]
+FOREST_TO_CANYON = ["north", "south", "south", "east", "east", "east", "jump"]
+
+
+def test_third_death_ends_the_episode_as_game_over(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    actions = TO_CANYON + ["north"] + FOREST_TO_CANYON * 2 + ["look"] * 5
+    _, state = play_script(llm_server, tmp_path, game_file, actions)
+    assert state.end_reason == "game_over" and not state.victory
+    assert state.death_count == 3
+    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    assert events[-1]["end_reason"] == "game_over" and events[-1]["deaths"] == 3
+    turns = [e for e in events if e["event_type"] == "turn"]
+    assert sum(1 for t in turns if t["died"]) == 3
+    assert turns[-1]["died"] and turns[-1]["action"] == "jump"  # nothing is played after the game ended
+
+
+def test_no_progress_warns_then_ends_as_stuck(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    _, state = play_script(
+        llm_server, tmp_path, game_file, ["look"], gameplay={"stuck_warning_turns": 3, "stuck_limit_turns": 6}
+    )
+    assert state.end_reason == "stuck" and state.turn_count == 6
+    prompts = [json.dumps(b["messages"][-1]) for b in llm_server.bodies if b["model"] == "scripted/agent"]
+    assert not any("stuck" in p.lower() for p in prompts[:3])
+    assert all("stuck" in p.lower() for p in prompts[4:])
+
+
+def test_an_unsendable_command_is_a_failed_turn_not_a_crash(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    _, state = play_script(llm_server, tmp_path, game_file, ["open\u0007 mailbox", "look"])
+    first = state.action_history[0]
+    assert first.response.startswith("[ZorkGPT]") and "control characters" in first.response
+    assert "open\u0007 mailbox" in state.failed_actions_by_room[first.room_id]
+    assert state.moves == state.turn_count - 1  # the refused command never reached the engine
+    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    assert any(e["event_type"] == "command_refused" for e in events)
+
+
+def test_each_role_talks_to_its_own_endpoint(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    """[tool.zorkgpt.llm] <role>_base_url sends that role elsewhere; the others use base_url."""
+    agent_server = ScriptedLLMServer().start()
+    try:
+        agent_server.respond_with(lambda body, i: agent_reply("look"))
+        llm_server.respond_with(lambda body, i: completion(json.dumps({"objectives": [], "completed_ids": []})))
+        config = e2e_config(
+            tmp_path,
+            llm_server.base_url,
+            game_file,
+            llm={"agent_base_url": agent_server.base_url},
+            objectives={"enabled": True, "discovery_interval_turns": 1},
+        )
+        orchestrator = ZorkOrchestratorV2(episode_id="roles", config=config, console=False, max_turns_per_episode=2)
+        try:
+            orchestrator.play_episode()
+        finally:
+            orchestrator.close()
+    finally:
+        agent_server.stop()
+    assert {b["model"] for b in agent_server.bodies} == {"scripted/agent"} and len(agent_server.bodies) == 2
+    assert llm_server.bodies and all(b["model"] == "scripted/memory" for b in llm_server.bodies)
+    usage = orchestrator._usage_report()
+    assert usage["Agent"]["calls"] == 2 and usage["ObjectiveManager"]["calls"] >= 1
+
+
+def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
+    from game_interface import StoryFileError
+
+    config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", tmp_path / "missing.z5")
+    with pytest.raises(StoryFileError, match=r"missing\.z5"):
+        ZorkOrchestratorV2(episode_id="none", config=config, console=False)
+    assert not (tmp_path / "game_files" / "episodes").exists()
