@@ -18,7 +18,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
     parser.add_argument("--max-turns", type=int, default=None, help="turn limit per episode (default from config)")
     parser.add_argument("--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections")
-    parser.add_argument("--game-file", default=None, help="path to zork1.z5 (else config, ZORKGPT_GAME_FILE, cache)")
+    parser.add_argument(
+        "--game-file",
+        default=None,
+        help="path to zork1.z5 (else ZORKGPT_GAME_FILE, [tool.zorkgpt.files] game_file, the per-user cache)",
+    )
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
