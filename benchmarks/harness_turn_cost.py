@@ -1,12 +1,13 @@
 """Harness cost per turn: the whole orchestrator with an instant scripted LLM.
 
-Plays the Jericho walkthrough through ``ZorkOrchestratorV2`` with every default manager on
-(the LLM-backed ones answered instantly over loopback HTTP by the test suite's scripted
-server) and prints, excluding time spent inside LLM calls:
+Plays the Jericho walkthrough through ``ZorkOrchestratorV2`` with the product's default
+managers (memory, objectives, knowledge, extractor LLM on; their requests answered instantly
+over loopback HTTP by the test suite's scripted server; ``--bare`` turns them off) and
+prints, excluding time spent inside LLM calls:
 median / p95 ms per turn, total episode time, and peak Python memory (tracemalloc) plus
 the process's max RSS. Targets (issue 2): median <= 10 ms/turn, 396-turn episode <= 5 s.
 
-    uv run python benchmarks/harness_turn_cost.py [--game-file PATH] [--all-managers]
+    uv run python benchmarks/harness_turn_cost.py [--game-file PATH] [--bare]
 """
 
 from __future__ import annotations
@@ -104,15 +105,16 @@ def play_walkthrough(game_file: Path, commands: list[str], all_managers: bool, t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", default=None)
-    parser.add_argument("--all-managers", action="store_true", help="memory, objectives, knowledge, extractor LLM on")
+    parser.add_argument("--bare", action="store_true", help="learning managers off: agent, critic, map, synthesis")
     args = parser.parse_args()
     game_file = resolve_story_file(args.game_file, allow_download=False)
     commands = walkthrough(game_file)
     # Timing and memory tracing are separate runs: tracemalloc slows Python several-fold.
-    timed = play_walkthrough(game_file, commands, args.all_managers, trace_memory=False)
-    traced = play_walkthrough(game_file, commands, args.all_managers, trace_memory=True)
+    timed = play_walkthrough(game_file, commands, not args.bare, trace_memory=False)
+    traced = play_walkthrough(game_file, commands, not args.bare, trace_memory=True)
     state, per_turn = timed["state"], timed["per_turn"]
     figures = {
+        "managers": "bare" if args.bare else "default (all on)",
         "turns": state.turn_count,
         "score": f"{state.score}/{state.max_score}",
         "end_reason": state.end_reason,
