@@ -30,6 +30,7 @@ import requests
 
 from session.episode_log import known_secrets, redact
 from session.game_configuration import GameConfiguration, RetrySection
+from shared_utils import traced_observation
 
 # -- wire shapes -------------------------------------------------------------------------
 
@@ -762,24 +763,17 @@ class LLMClient:
             parameters["response_format"] = str(response_format.get("type", "custom"))
         if "tools" in payload:
             parameters["tools"] = [t["function"]["name"] for t in payload["tools"]]
-        try:
-            manager = self.langfuse.start_as_current_observation(
-                as_type="generation", name=label, model=model, input=payload["messages"], model_parameters=parameters
-            )
-            generation = manager.__enter__()
-        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
-            self.logger.warning("Langfuse generation not started: %s", self._redact(str(exc)))
-            yield None
-            return
-        try:
+        with traced_observation(
+            self.langfuse,
+            self.logger,
+            self._redact,
+            as_type="generation",
+            name=label,
+            model=model,
+            input=payload["messages"],
+            model_parameters=parameters,
+        ) as generation:
             yield generation
-        except BaseException as exc:
-            try:
-                generation.update(level="ERROR", status_message=self._redact(str(exc)))
-            finally:
-                manager.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        manager.__exit__(None, None, None)
 
     def _record_generation(self, generation: Any, response: LLMResponse) -> None:
         usage = response.usage or {}

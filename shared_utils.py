@@ -4,9 +4,12 @@ extraction from model replies, and atomic file writes."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +113,38 @@ def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> A
 
     host = config.langfuse.host or env.get("LANGFUSE_BASE_URL") or env.get("LANGFUSE_HOST")
     return Langfuse(public_key=public_key, secret_key=secret_key, host=host)
+
+
+@contextmanager
+def traced_observation(
+    langfuse_client: Any, logger: logging.Logger, redact: Callable[[str], str] = str, **observation: Any
+) -> Iterator[Any]:
+    """A Langfuse observation (``start_as_current_observation(**observation)``), or None.
+
+    Tracing must never cost the game: when no client is configured, or Langfuse itself
+    fails to start the observation, the body runs untraced (the failure is logged). An
+    exception from the body marks the observation as an error (message passed through
+    ``redact``) and propagates.
+    """
+    if langfuse_client is None:
+        yield None
+        return
+    try:
+        manager = langfuse_client.start_as_current_observation(**observation)
+        span = manager.__enter__()
+    except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
+        logger.warning(
+            f"Langfuse observation {observation.get('name')!r} not started: {redact(str(exc))}",
+            extra={"event_type": "langfuse_error"},
+        )
+        yield None
+        return
+    try:
+        yield span
+    except BaseException as exc:
+        try:
+            span.update(level="ERROR", status_message=redact(f"{type(exc).__name__}: {exc}"))
+        finally:
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    manager.__exit__(None, None, None)

@@ -14,17 +14,16 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from llm_client import LLMClientWrapper, LLMResponse
+from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
 from session.game_configuration import ConfigError, FilesSection, GameConfiguration
-from shared_utils import create_json_schema, extract_json_object
+from shared_utils import create_json_schema, extract_json_object, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
@@ -283,13 +282,10 @@ class ZorkAgent:
                 )
         return result
 
-    @contextmanager
-    def _session_observation(self) -> Iterator[Any]:
-        if self.langfuse_client is None:
-            with nullcontext() as none:
-                yield none
-            return
-        with self.langfuse_client.start_as_current_observation(
+    def _session_observation(self) -> AbstractContextManager[Any]:
+        return traced_observation(
+            self.langfuse_client,
+            self.logger,
             as_type="span",
             name="agent-tool-calling-session",
             metadata={
@@ -298,8 +294,7 @@ class ZorkAgent:
                 "turn": self.current_turn,
                 "episode_id": self.episode_id,
             },
-        ) as span:
-            yield span
+        )
 
     async def _tool_loop(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
@@ -325,7 +320,22 @@ class ZorkAgent:
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
-            response = self.client.chat.completions.create(**args)
+            try:
+                response = self.client.chat.completions.create(**args)
+            except LLMRetryExhaustedError as exc:
+                if not exc.last_cause.startswith("empty reply"):
+                    raise
+                # The client retries empty replies; when they persist inside the loop the
+                # spec's answer is a warning and the forced final call (requirement 5.10).
+                self._log(
+                    "warning",
+                    f"Turn {turn}: LLM returned no content and no tool_calls ({exc.last_cause})",
+                    "mcp_unexpected_state",
+                    error=exc.last_cause,
+                    iteration=stats.iterations,
+                )
+                response = None
+                break
             if response.tool_calls:
                 messages.append(
                     {
@@ -394,7 +404,7 @@ class ZorkAgent:
         timeout = self.config.mcp.tool_call_timeout_seconds
         abort_reason: str | None = None
         server_gone = False
-        for tool_call in tool_calls:
+        for position, tool_call in enumerate(tool_calls):
             name = self._display_name(tool_call.function.name)
             if abort_reason is not None:
                 self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
@@ -446,6 +456,15 @@ class ZorkAgent:
                     messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
                 )
                 abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
+                if position + 1 < len(tool_calls):
+                    self._log(
+                        "info",
+                        f"Turn {turn}: Skipping remaining tools in batch after timeout",
+                        "mcp_batch_aborted",
+                        tool_name=name,
+                        skipped=len(tool_calls) - position - 1,
+                        iteration=iteration,
+                    )
                 continue
             except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
                 self._log(
@@ -478,10 +497,7 @@ class ZorkAgent:
         return server_gone
 
     def _display_name(self, wire_name: str) -> str:
-        try:
-            return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
-        except Exception:  # noqa: BLE001 - an unknown name is shown as sent; call_tool reports it properly
-            return wire_name
+        return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
 
     @staticmethod
     def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:

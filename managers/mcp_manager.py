@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import anyio
-import mcp_types as types
+import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError as SDKMCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from managers.mcp_config import (
@@ -68,6 +68,7 @@ from managers.mcp_errors import (
 from managers.mcp_tools import ToolCallResult, ToolNameMap, convert_call_result, translate_tool
 from session.episode_log import redact
 from session.game_configuration import GameConfiguration
+from shared_utils import traced_observation
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -372,30 +373,22 @@ class MCPManager:
         """
         timeout = self.config.mcp.tool_call_timeout_seconds if timeout_seconds is None else timeout_seconds
         display = self.display_name(tool_name)
-        if self.langfuse_client is None:
-            result, _ = await self._call_tool(tool_name, arguments, timeout)
-            return result
-        with self.langfuse_client.start_as_current_observation(
+        with traced_observation(
+            self.langfuse_client,
+            self.logger,
+            redact,
             as_type="tool",
             name=f"mcp-tool-{display}",
             input=arguments,
             metadata={"tool_name": display, "server_name": self.server_name, "timeout_seconds": timeout},
         ) as observation:
-            started = time.perf_counter()
-            try:
-                result, duration_ms = await self._call_tool(tool_name, arguments, timeout)
-            except BaseException as exc:
+            result, duration_ms = await self._call_tool(tool_name, arguments, timeout)
+            if observation is not None:
                 observation.update(
-                    level="ERROR",
-                    status_message=f"{type(exc).__name__}: {exc}",
-                    metadata={"is_error": True, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+                    output=result.to_dict(),
+                    metadata={"is_error": result.is_error, "duration_ms": duration_ms},
+                    **({"level": "WARNING", "status_message": result.error_message} if result.is_error else {}),
                 )
-                raise
-            observation.update(
-                output=result.to_dict(),
-                metadata={"is_error": result.is_error, "duration_ms": duration_ms},
-                **({"level": "WARNING", "status_message": result.error_message} if result.is_error else {}),
-            )
             return result
 
     async def _call_tool(

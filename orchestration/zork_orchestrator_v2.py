@@ -21,6 +21,7 @@ from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
+from managers.mcp_manager import MCPError, MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
@@ -74,11 +75,15 @@ class ZorkOrchestratorV2:
         )
         self.stop_requested = False
         self.game = JerichoInterface(story)
-        self.langfuse_client = get_langfuse_client(self.config)
-        self.clients = self._role_clients(client)
-        self.client = self.clients["agent"]
-        self._initialize_managers()
-        self._initialize_game_components()
+        try:
+            self.langfuse_client = get_langfuse_client(self.config)
+            self.clients = self._role_clients(client)
+            self.client = self.clients["agent"]
+            self._initialize_managers()
+            self._initialize_game_components()
+        except BaseException:
+            self.close()  # a failed start (e.g. a bad mcp_config.json) leaves no open files behind
+            raise
 
     def _configured_game_file(self) -> Path | None:
         configured = self.config.files.game_file
@@ -125,8 +130,6 @@ class ZorkOrchestratorV2:
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:
-            from managers.mcp_manager import MCPError, MCPManager
-
             try:
                 self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
             except MCPError as exc:
@@ -159,6 +162,11 @@ class ZorkOrchestratorV2:
             self.logger.error(
                 f"Episode stopped: the LLM failed after retries: {exc}", extra={"event_type": "llm_error"}
             )
+        except MCPError as exc:
+            # Turn-1 startup failure or a model that cannot call tools: the run cannot go on as configured.
+            self.game_state.end_reason = f"mcp_error: {exc}"
+            self.logger.error(f"Episode stopped: {exc}", extra={"event_type": "mcp_error"})
+            raise
         finally:
             self._finish_episode()
         return self.game_state

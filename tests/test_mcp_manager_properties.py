@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
+import mcp.types as types
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st

@@ -325,6 +325,27 @@ def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
     assert complete.iterations == 2 and complete.tool_calls_count == 2 and complete.forced_final is True
 
 
+def test_an_empty_reply_in_the_loop_is_a_warning_then_the_forced_final_call(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    """Requirement 5.10 through the real client: a reply with neither content nor tool_calls
+    (after the client's own retries) ends the loop with a warning, then the forced final call."""
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "c0")]),
+        completion(content=None, finish_reason="length"),
+        agent_reply("west"),
+    )
+    run = turns()
+    assert run.turn(turn=4)["action"] == "west"
+    bodies = llm_server.bodies
+    assert len(bodies) == 3
+    assert "tools" in bodies[1] and "tools" not in bodies[2]
+    assert bodies[2]["response_format"]["json_schema"]["name"] == "AgentResponse"
+    (warning,) = run.events("mcp_unexpected_state")
+    assert "no content and no tool_calls" in warning.getMessage()
+    assert len(run.events("mcp_no_content")) == 1
+
+
 # -- the misbehaving server ----------------------------------------------------------------------------
 
 

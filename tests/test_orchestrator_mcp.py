@@ -1,0 +1,101 @@
+"""Orchestrator and CLI wiring of MCP (requirements 2.5, 9.1-9.4): fail fast, or no MCP at all."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from managers.mcp_manager import MCPConfigError, MCPManager
+from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from tests.e2e_support import e2e_config, read_events
+from tests.scripted_llm import ScriptedLLMServer, agent_reply
+from tests.test_main import REPO, SECRET_VARS
+
+
+def test_enabled_mcp_creates_a_manager_and_hands_it_to_the_agent(tmp_path: Path, game_file: Path) -> None:
+    config = e2e_config(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        game_file,
+        mcp={"enabled": True, "config_file": str(REPO / "mcp_config.json")},
+    )
+    orchestrator = ZorkOrchestratorV2(episode_id="mcp-on", config=config, console=False)
+    try:
+        assert isinstance(orchestrator.mcp_manager, MCPManager)
+        assert orchestrator.agent.mcp_manager is orchestrator.mcp_manager and orchestrator.agent.mcp_enabled
+    finally:
+        orchestrator.close()
+    kinds = [e["event_type"] for e in read_events(tmp_path / "game_files" / "episodes" / "mcp-on")]
+    assert "mcp_manager_init" in kinds
+
+
+def test_disabled_mcp_never_reads_the_mcp_config(tmp_path: Path, game_file: Path) -> None:
+    config = e2e_config(
+        tmp_path, "http://127.0.0.1:9/v1", game_file, mcp={"enabled": False, "config_file": "does-not-exist.json"}
+    )
+    orchestrator = ZorkOrchestratorV2(episode_id="mcp-off", config=config, console=False)
+    try:
+        assert orchestrator.mcp_manager is None
+        assert orchestrator.agent.mcp_enabled is False
+    finally:
+        orchestrator.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [(None, "config file not found"), ("{not json", "not valid JSON"), ('{"mcpServers": {}}', "No MCP servers")],
+)
+def test_bad_mcp_config_fails_fast_at_start(
+    tmp_path: Path, game_file: Path, content: str | None, fragment: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "mcp.json"
+    if content is not None:
+        path.write_text(content)
+    config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", game_file, mcp={"enabled": True, "config_file": str(path)})
+    with caplog.at_level(logging.ERROR), pytest.raises(MCPConfigError) as err:
+        ZorkOrchestratorV2(episode_id="bad-mcp", config=config, console=False)
+    assert fragment.lower() in str(err.value).lower()
+    assert logging.getLogger("zorkgpt").handlers == []  # the failed start closed its log files
+    events = read_events(tmp_path / "game_files" / "episodes" / "bad-mcp")
+    assert [e["event_type"] for e in events] == ["mcp_init_error"]
+
+
+def test_main_exits_1_when_the_mcp_server_cannot_start_on_turn_1(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    (tmp_path / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"ghost": {"command": "zorkgpt-no-such-mcp-server", "args": []}}})
+    )
+    llm_server.script(agent_reply("look"))
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
+    env.update(
+        {
+            "OPENROUTER_API_KEY": "k-1234567890",
+            "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
+            "ZORKGPT_GAME_FILE": str(game_file),
+            "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+            "ZORKGPT_MCP_ENABLED": "true",
+            "ZORKGPT_MCP_CONFIG_FILE": str(tmp_path / "mcp.json"),
+        }
+    )
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "main.py"), "--max-turns", "3", "--config", str(REPO / "pyproject.toml")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "zorkgpt-no-such-mcp-server" in proc.stderr and "MCP error" in proc.stderr
+    assert llm_server.requests == []  # failed before asking the model anything
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    end = read_events(episode)[-1]
+    assert end["event_type"] == "episode_end" and end["end_reason"].startswith("mcp_error")

@@ -1,0 +1,118 @@
+"""shared_utils: response_format schemas, tolerant JSON extraction, atomic writes, guarded tracing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from shared_utils import (
+    atomic_write_json,
+    atomic_write_text,
+    create_json_schema,
+    extract_json_object,
+    traced_observation,
+)
+from tests.langfuse_support import in_memory_langfuse
+
+
+class Inner(BaseModel):
+    note: str
+
+
+class Reply(BaseModel):
+    action: str
+    objective: str | None = None
+    inner: Inner
+
+
+def test_json_schema_is_strict_and_closed() -> None:
+    fmt = create_json_schema(Reply)
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Reply" and fmt["json_schema"]["strict"]
+    schema = fmt["json_schema"]["schema"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == {"action", "objective", "inner"}
+    inner = schema["$defs"]["Inner"]
+    assert inner["additionalProperties"] is False and inner["required"] == ["note"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('Here you go: {"a": {"b": 2}} hope it helps', {"a": {"b": 2}}),
+        ('[1, 2] and then {"a": 3}', {"a": 3}),
+        ("no json here", None),
+        ("", None),
+        ('{"a": 1', None),
+    ],
+)
+def test_extract_json_object(text: str, expected: dict | None) -> None:
+    assert extract_json_object(text) == expected
+
+
+def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "state.json"
+    atomic_write_json(target, {"turn": 1})
+    atomic_write_text(target, json.dumps({"turn": 2}))
+    assert json.loads(target.read_text()) == {"turn": 2}
+    assert sorted(p.name for p in target.parent.iterdir()) == ["state.json"]
+
+
+def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    atomic_write_json(target, {"ok": True})
+
+    class Unserializable:
+        def __str__(self) -> str:
+            raise RuntimeError("cannot render")
+
+    with pytest.raises(RuntimeError):
+        atomic_write_json(target, {"bad": Unserializable()})
+    assert json.loads(target.read_text()) == {"ok": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_traced_observation_without_client_runs_untraced() -> None:
+    with traced_observation(None, logging.getLogger("test.trace"), name="x") as span:
+        assert span is None
+
+
+def test_traced_observation_records_and_marks_errors() -> None:
+    with in_memory_langfuse() as (client, exporter):
+        with traced_observation(client, logging.getLogger("test.trace"), as_type="span", name="ok-span") as span:
+            span.update(output={"fine": True})
+        with (
+            pytest.raises(ValueError, match="boom"),
+            traced_observation(
+                client,
+                logging.getLogger("test.trace"),
+                lambda t: t.replace("secret", "[R]"),
+                as_type="span",
+                name="bad",
+            ),
+        ):
+            raise ValueError("boom with secret")
+        client.flush()
+        spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert {"ok-span", "bad"} <= set(spans)
+    bad_attributes = json.dumps(dict(spans["bad"].attributes or {}))
+    assert "ERROR" in bad_attributes and "[R]" in bad_attributes and "secret" not in bad_attributes
+
+
+def test_a_broken_langfuse_never_costs_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def start_as_current_observation(self, **kwargs: Any) -> Any:
+            raise ConnectionError("langfuse is down")
+
+    ran = []
+    logger = logging.getLogger("test.trace.broken")
+    with caplog.at_level(logging.WARNING, logger=logger.name), traced_observation(Broken(), logger, name="s") as span:
+        ran.append(span)
+    assert ran == [None]
+    assert any(getattr(r, "event_type", None) == "langfuse_error" for r in caplog.records)
