@@ -66,7 +66,7 @@ from managers.mcp_errors import (
     MCPToolCallError,
 )
 from managers.mcp_tools import ToolCallResult, ToolNameMap, convert_call_result, translate_tool
-from session.episode_log import redact
+from session.episode_log import known_secrets, redact
 from session.game_configuration import GameConfiguration
 from shared_utils import traced_observation
 
@@ -330,7 +330,7 @@ class MCPManager:
                 extra={"event_type": "mcp_disconnect_error", "server_name": self.server_name},
             )
         finally:
-            tail = redact(_read_tail(live.errlog))
+            tail = self._redact(_read_tail(live.errlog))
             live.errlog.close()
             if tail:
                 self.logger.debug(
@@ -376,7 +376,7 @@ class MCPManager:
         with traced_observation(
             self.langfuse_client,
             self.logger,
-            redact,
+            self._redact,
             as_type="tool",
             name=f"mcp-tool-{display}",
             input=arguments,
@@ -480,7 +480,11 @@ class MCPManager:
         )
         if stderr_tail:
             message += f"\nServer stderr (last lines):\n{stderr_tail}"
-        return redact(message)
+        return self._redact(message)
+
+    def _redact(self, text: str) -> str:
+        """Our secrets out of text: the environment's, and a key that came from .env or code."""
+        return redact(text, known_secrets() + ([self.config.api_key] if self.config.api_key else []))
 
     def _log_event(self, level: int, event_type: str, message: str, **extra: Any) -> None:
         self.logger.log(
