@@ -3,11 +3,14 @@
 from game_interface.jericho_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
+    META_COMMANDS,
     GameInterfaceError,
     GameObject,
     GameSnapshot,
     JerichoInterface,
     Location,
+    RefusedCommandError,
+    find_meta_command,
 )
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
 
@@ -16,11 +19,14 @@ __all__ = [
     "DIRECTIONS",
     "DOWNLOAD_URL",
     "MAX_COMMAND_BYTES",
+    "META_COMMANDS",
     "GameInterfaceError",
     "GameObject",
     "GameSnapshot",
     "JerichoInterface",
     "Location",
+    "RefusedCommandError",
     "StoryFileError",
+    "find_meta_command",
     "resolve_story_file",
 ]

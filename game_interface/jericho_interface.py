@@ -47,6 +47,16 @@ DIRECTIONS: tuple[str, ...] = (
 # Jericho's input buffer; longer commands would be truncated silently.
 MAX_COMMAND_BYTES = 198
 
+# Zork's own session verbs (their dictionary entries are save, restor, restar, quit, q, script,
+# unscri). Under Jericho they act on the host, not the story: "save" writes zork1.qzl into the
+# working directory, "script" starts a transcript file named "script", "restore" loads whatever
+# stale save lies there and "restart"/"quit" end the game behind the caller's back. ZorkGPT
+# saves, restores and restarts through the engine state instead, so these never reach the game.
+META_COMMANDS: frozenset[str] = frozenset({"save", "restore", "restart", "quit", "q", "script", "unscript"})
+# Zork runs every command of a line: clauses split on punctuation, "then" and "and"
+# ("north. save" and "n and save" both save), so each clause's first word is checked.
+_CLAUSE_BREAK = re.compile(r"[.,;!?]|\b(?:then|and)\b")
+
 _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 # Zork prints the final score only when the game really ends (the third death, or a
 # death it does not resurrect from); a resurrection continues without it.
@@ -57,6 +67,22 @@ GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again
 
 class GameInterfaceError(Exception):
     """Misuse of the interface: a closed game or a command the engine cannot take."""
+
+
+class RefusedCommandError(GameInterfaceError):
+    """A Zork session command (save, restore, restart, quit, script...) that is never sent.
+
+    Raised before the engine is stepped: the game state is unchanged and no file is written.
+    """
+
+    def __init__(self, command: str, meta_command: str) -> None:
+        self.command = command
+        self.meta_command = meta_command
+        super().__init__(
+            f"{command!r} was not sent to the game: '{meta_command}' is one of Zork's session commands "
+            f"({', '.join(sorted(META_COMMANDS))}), and ZorkGPT manages game state itself (saving, restoring "
+            "and restarting happen outside the game). Nothing was played; send a game action instead."
+        )
 
 
 @dataclass(frozen=True)
@@ -128,6 +154,9 @@ class JerichoInterface:
             raise GameInterfaceError(f"Command {command!r} contains control characters; send one plain line.")
         if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
             raise GameInterfaceError(f"Command is longer than {MAX_COMMAND_BYTES} bytes; shorten it.")
+        meta = find_meta_command(command)
+        if meta is not None:
+            raise RefusedCommandError(command, meta)
         if self._game_over:
             return GAME_OVER_TEXT
         env = self.env
@@ -307,6 +336,22 @@ def clean_text(text: str) -> str:
     """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def find_meta_command(command: str) -> str | None:
+    """The Zork session command that ``command`` would run, if any.
+
+    Compared the way Zork's parser reads words, on their first 6 letters ("restoration"
+    is "restore" to the parser), in every clause of a chained line.
+    """
+    for clause in _CLAUSE_BREAK.split(command.lower()):
+        words = clause.split()
+        if words:
+            first = words[0][:DICTIONARY_WORD_LENGTH]
+            for meta in META_COMMANDS:
+                if first == meta[:DICTIONARY_WORD_LENGTH]:
+                    return meta
+    return None
 
 
 def _has_control_chars(text: str) -> bool:

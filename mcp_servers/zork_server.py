@@ -7,9 +7,9 @@ keyed by Jericho's room ids (Zork has five rooms named "Forest"), exits are the 
 ground truth, and inventory names are clean.
 
 One game per server process, created on the first tool call. Every tool returns readable
-text for the model plus structured content for programs. Bad input (an empty, over-long
-or multi-line action, an action after the game ended, an unknown checkpoint, a missing
-story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
+text for the model plus structured content for programs. Bad input (an empty, over-long,
+multi-line action, a Zork session command, an action after the game ended, an
+unknown checkpoint, a missing story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
 carries only protocol messages; logs go to stderr.
 
 Run: ``python -m mcp_servers.zork_server [--game-file PATH]``; the game may also come from
@@ -40,6 +40,7 @@ from game_interface import (
     GameSnapshot,
     JerichoInterface,
     StoryFileError,
+    find_meta_command,
     resolve_story_file,
 )
 from managers.map_graph import MapGraph, normalize_direction
@@ -55,11 +56,14 @@ RECENT_ACTIONS = 5
 RECENT_RESULT_CHARS = 60
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
-# Zork's own file and session commands do nothing useful under Jericho ("save" answers "Ok."
-# and saves nothing; "restart" and "quit" leave the server's map and history out of step).
-_META_COMMANDS: dict[str, str] = {
-    "save": "use save_checkpoint(name) instead; Zork's own save does nothing here",
-    "restore": "use restore_checkpoint(name) instead; Zork's own restore does nothing here",
+# What to do instead of each of Zork's session commands: one entry per game_interface
+# META_COMMANDS, which find_meta_command detects and the engine interface refuses. Under
+# Jericho "save" writes zork1.qzl into the server's working directory and "restore" loads it
+# back behind the map and history; "script" writes a transcript file; "restart" and "quit"
+# end the game the map is tracking.
+_META_HINTS: dict[str, str] = {
+    "save": "use save_checkpoint(name) instead, which keeps the game, map and history in memory",
+    "restore": "use restore_checkpoint(name) instead, which brings back the game, map and history together",
     "restart": "use the reset tool to start a new game",
     "quit": "use the reset tool to start a new game, or simply stop calling tools",
     "q": "use the reset tool to start a new game, or simply stop calling tools",
@@ -347,9 +351,11 @@ def validate_action(action: str) -> str:
             "The action contains control characters (a newline, tab or similar). "
             "Send one command on a single line; call play_action again for the next one."
         )
-    meta = _META_COMMANDS.get(command.lower().rstrip(".!"))
+    meta = find_meta_command(command)
     if meta is not None:
-        raise ZorkInputError(f"'{command}' is not played through this server: {meta}.")
+        raise ZorkInputError(
+            f"'{command}' is not played through this server ('{meta}' is a session command): {_META_HINTS[meta]}."
+        )
     if len(command) > MAX_ACTION_CHARS:
         raise ZorkInputError(
             f"The action is {len(command)} characters long; the limit is {MAX_ACTION_CHARS}. "

@@ -10,9 +10,12 @@ import pytest
 from game_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
+    META_COMMANDS,
     GameInterfaceError,
     JerichoInterface,
+    RefusedCommandError,
     StoryFileError,
+    find_meta_command,
 )
 from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
 
@@ -210,6 +213,42 @@ def test_bad_commands_are_refused(game: JerichoInterface, command: str, problem:
     with pytest.raises(GameInterfaceError, match=problem):
         game.send_command(command)
     assert game.moves == moves
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        *sorted(META_COMMANDS),
+        "SAVE",
+        "save game",
+        "Restore.",
+        "north. save",
+        "n and script",
+        "look then quit",
+        "restoration",  # the parser reads 6 letters: this is "restore"
+    ],
+)
+def test_session_commands_never_reach_the_engine(
+    game: JerichoInterface, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Jericho writes zork1.qzl (save) and "script" (script) into the working directory.
+    monkeypatch.chdir(tmp_path)
+    game.send_command("north")
+    location, moves, text = game.get_location(), game.moves, game.last_response
+    state = game.env.get_state()
+    with pytest.raises(RefusedCommandError, match="ZorkGPT manages game state itself") as refused:
+        game.send_command(command)
+    assert refused.value.meta_command in META_COMMANDS
+    assert isinstance(refused.value, GameInterfaceError)  # callers catching the base class see it too
+    assert (game.get_location(), game.moves, game.last_response) == (location, moves, text)
+    assert np.array_equal(game.env.get_state()[0], state[0])  # not one byte of game memory changed
+    assert list(tmp_path.iterdir()) == []
+    assert "North of House" in game.send_command("look")
+
+
+@pytest.mark.parametrize("command", ["take lamp and sword", "quite", "sav", "read leaflet", "x script"])
+def test_commands_that_only_look_like_session_commands_are_played(command: str) -> None:
+    assert find_meta_command(command) is None
 
 
 def test_closed_interface_says_so(game_file: Path) -> None:

@@ -18,8 +18,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import LATEST_PROTOCOL_VERSION, CallToolResult
 
-from game_interface import JerichoInterface
+from game_interface import META_COMMANDS, JerichoInterface
 from mcp_servers.zork_server import (
+    _META_HINTS,
     MAX_ACTION_CHARS,
     ZorkInputError,
     ZorkSession,
@@ -63,10 +64,12 @@ def _server_children() -> list[tuple[int, str]]:
 
 
 @asynccontextmanager
-async def zork_client(errlog_path: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", SERVER_MODULE, *args], cwd=str(REPO_ROOT), env=env
-    )
+async def zork_client(
+    errlog_path: Path, *args: str, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT
+) -> AsyncIterator[ClientSession]:
+    if cwd != REPO_ROOT:  # the server still imports the project's packages
+        env = (dict(os.environ) if env is None else env) | {"PYTHONPATH": str(REPO_ROOT)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", SERVER_MODULE, *args], cwd=str(cwd), env=env)
     # A real file for the server's stderr: pytest's captured streams have no fileno.
     with errlog_path.open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -219,7 +222,12 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
         ("play_action", {"action": "take\x00lamp"}, "control characters"),
         ("play_action", {"action": "open \x1b[31mmailbox"}, "control characters"),
         ("play_action", {"action": "save"}, "save_checkpoint"),
+        ("play_action", {"action": "save game"}, "save_checkpoint"),
+        ("play_action", {"action": "north. save"}, "save_checkpoint"),
+        ("play_action", {"action": "restore"}, "restore_checkpoint"),
         ("play_action", {"action": "RESTART"}, "reset tool"),
+        ("play_action", {"action": "q"}, "reset tool"),
+        ("play_action", {"action": "script"}, "transcripts are not available"),
         ("play_action", {}, "action"),
         ("play_action", {"action": 42}, "action"),
         ("restore_checkpoint", {"name": "never saved"}, "No checkpoint named 'never saved'"),
@@ -227,7 +235,10 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
         ("save_checkpoint", {"name": "a/b"}, "Checkpoint names"),
         ("nonexistent_tool", {}, "nonexistent_tool"),
     ]
-    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file)) as session:
+    # The server runs in an empty folder: Zork's own save or script would leave a file there.
+    server_cwd = tmp_path / "cwd"
+    server_cwd.mkdir()
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file), cwd=server_cwd) as session:
         for tool, arguments, expected in bad_calls:
             message = await _error(session, tool, arguments)
             assert expected in message, (tool, arguments, message)
@@ -241,6 +252,14 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
         message = await _error(session, "restore_checkpoint", {"name": "there"})
         assert "Saved checkpoints: here" in message
     assert _server_children() == []
+    assert list(server_cwd.iterdir()) == []
+
+
+def test_every_session_command_has_a_hint() -> None:
+    assert set(_META_HINTS) == META_COMMANDS
+    for command in META_COMMANDS:
+        with pytest.raises(ZorkInputError, match="session command"):
+            validate_action(command)
 
 
 @pytest.mark.asyncio
