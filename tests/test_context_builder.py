@@ -1,0 +1,64 @@
+"""The agent's per-turn context: facts first, history next, manager sections last."""
+
+from __future__ import annotations
+
+from orchestration.context_builder import RECENT_ACTIONS, build_context
+from session.game_state import ActionRecord, GameState
+
+
+def state_at_troll_room() -> GameState:
+    state = GameState(episode_id="ctx")
+    state.turn_count, state.score, state.max_score, state.moves = 26, 35, 350, 27
+    state.current_room_id, state.current_room_name = 40, "The Troll Room"
+    state.exits = ["south", "west", "east"]
+    state.inventory = ["sword", "brass lantern"]
+    state.visible_objects = ["troll", "bloody axe"]
+    state.last_observation = "The Troll Room\nA nasty-looking troll, brandishing a bloody axe, blocks all passages."
+    state.failed_actions_by_room = {40: ["north"], 12: ["climb tree"]}
+    state.action_history = [ActionRecord(i, f"action {i}", f"response {i} " * 30, 40, "x", 0) for i in range(1, 10)]
+    state.reasoning_history = ["", "The troll must be fought with the sword."]
+    return state
+
+
+def test_context_has_the_facts_in_order() -> None:
+    text = build_context(state_at_troll_room())
+    lines = text.splitlines()
+    assert lines[0] == "Turn 27 | Score: 35/350 | Moves: 27"
+    assert lines[1] == "Location: The Troll Room (room 40)"
+    assert lines[2] == "Valid exits: south, west, east"
+    assert lines[3] == "Inventory: sword, brass lantern"
+    assert lines[4] == "Visible objects: troll, bloody axe"
+    assert "Actions that already failed here: north" in text and "climb tree" not in text
+    assert "Your previous reasoning: The troll must be fought with the sword." in text
+    assert text.index("Game's last response:") < text.index("blocks all passages")
+
+
+def test_only_recent_actions_and_short_snippets() -> None:
+    text = build_context(state_at_troll_room())
+    shown = [line for line in text.splitlines() if line.startswith("  > ")]
+    assert len(shown) == RECENT_ACTIONS
+    assert shown[-1].startswith("  > action 9 -> response 9")
+    assert all(len(line) < 200 for line in shown)
+    assert "> action 3 " not in text
+
+
+def test_combat_line_only_when_the_extractor_says_so() -> None:
+    state = state_at_troll_room()
+    assert "Combat:" not in build_context(state)
+    state.in_combat = True
+    assert "Combat: you are being attacked" in build_context(state)
+    state.in_combat = None
+    assert "Combat:" not in build_context(state)
+
+
+def test_manager_sections_come_last_and_empty_ones_are_dropped() -> None:
+    text = build_context(state_at_troll_room(), ["MAP:\n* The Troll Room", "", "   ", "OBJECTIVES:\n1. kill troll"])
+    assert text.rstrip().endswith("OBJECTIVES:\n1. kill troll")
+    assert text.index("MAP:") > text.index("Game's last response:")
+    assert "\n\n\n" not in text
+
+
+def test_empty_state_reads_sensibly() -> None:
+    text = build_context(GameState())
+    assert "Valid exits: none known" in text and "Inventory: empty-handed" in text
+    assert "Visible objects: nothing notable" in text and "(none)" in text
