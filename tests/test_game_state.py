@@ -1,0 +1,67 @@
+"""GameState: what a turn records, progress tracking for stuck detection, the JSON export."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from session.game_state import GameState, TurnResult, new_episode_id
+
+
+def turn(n: int, room_after: int = 1, score_after: int = 0, died: bool = False, **kw) -> TurnResult:
+    return TurnResult(
+        turn=n, action=kw.get("action", "look"), reasoning="r", response="text", room_id_before=kw.get("room_before", 1),
+        room_name_before="A", room_id_after=room_after, room_name_after="B", score_before=kw.get("score_before", 0),
+        score_after=score_after, inventory_before=kw.get("inv_before", []), inventory_after=kw.get("inv_after", []),
+        moves=n, died=died,
+    )  # fmt: skip
+
+
+def test_episode_ids_are_sortable_timestamps() -> None:
+    first, second = new_episode_id(), new_episode_id()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}Z", first)
+    assert first <= second
+
+
+def test_progress_is_a_score_change_or_a_new_room() -> None:
+    state = GameState()
+    state.visited_room_ids.add(1)
+    state.record_turn(turn(1))
+    state.record_turn(turn(2))
+    assert state.turns_without_progress == 2
+    state.record_turn(turn(3, room_after=2))
+    assert state.turns_without_progress == 0
+    state.record_turn(turn(4, room_after=1))  # back to a known room: no progress
+    state.record_turn(turn(5, room_after=1, score_after=5))
+    assert state.last_progress_turn == 5 and state.turns_without_progress == 0
+    assert state.visited_room_ids == {1, 2}
+
+
+def test_turn_result_deltas_and_deaths() -> None:
+    result = turn(1, room_after=2, score_after=10, inv_before=["lamp"], inv_after=["lamp", "sword"], died=True)
+    assert result.moved and result.score_delta == 10 and result.inventory_changed
+    state = GameState()
+    state.record_turn(result)
+    assert state.death_count == 1
+    assert not turn(2, inv_before=["a", "b"], inv_after=["b", "a"]).inventory_changed
+
+
+def test_failed_actions_are_kept_once_per_room() -> None:
+    state = GameState()
+    for action in ("north", "north", "climb tree"):
+        state.record_failed_action(7, action)
+    assert state.failed_actions_by_room == {7: ["north", "climb tree"]}
+
+
+def test_export_is_json_and_keeps_only_recent_history() -> None:
+    state = GameState(episode_id="e")
+    state.visited_room_ids.update({3, 1})
+    state.record_failed_action(7, "north")
+    for n in range(1, 31):
+        state.record_turn(turn(n))
+    data = json.loads(json.dumps(state.to_dict()))
+    assert [r["turn"] for r in data["action_history"]] == list(range(11, 31))
+    assert len(data["reasoning_history"]) == 5
+    assert data["visited_room_ids"] == [1, 3] and data["failed_actions_by_room"] == {"7": ["north"]}
+    assert data["turn_count"] == 30 and data["episode_id"] == "e"
+    assert len(state.action_history) == 30  # the export trims a copy, not the state
