@@ -10,11 +10,21 @@ from session.game_state import GameState, TurnResult, new_episode_id
 
 def turn(n: int, room_after: int = 1, score_after: int = 0, died: bool = False, **kw) -> TurnResult:
     return TurnResult(
-        turn=n, action=kw.get("action", "look"), reasoning="r", response="text", room_id_before=kw.get("room_before", 1),
-        room_name_before="A", room_id_after=room_after, room_name_after="B", score_before=kw.get("score_before", 0),
-        score_after=score_after, inventory_before=kw.get("inv_before", []), inventory_after=kw.get("inv_after", []),
-        moves=n, died=died,
-    )  # fmt: skip
+        turn=n,
+        action=kw.get("action", "look"),
+        reasoning="r",
+        response="text",
+        room_id_before=kw.get("room_before", 1),
+        room_name_before="A",
+        room_id_after=room_after,
+        room_name_after="B",
+        score_before=kw.get("score_before", 0),
+        score_after=score_after,
+        inventory_before=kw.get("inv_before", []),
+        inventory_after=kw.get("inv_after", []),
+        moves=n,
+        died=died,
+    )
 
 
 def test_episode_ids_are_sortable_timestamps() -> None:
