@@ -8,7 +8,7 @@ ground truth, and inventory names are clean.
 
 One game per server process, created on the first tool call. Every tool returns readable
 text for the model plus structured content for programs. Bad input (an empty, over-long,
-multi-line action, a Zork session command, an action after the game ended, an
+multi-line or non-ASCII action, a Zork session command, an action after the game ended, an
 unknown checkpoint, a missing story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
 carries only protocol messages; logs go to stderr.
 
@@ -350,6 +350,13 @@ def validate_action(action: str) -> str:
         raise ZorkInputError(
             "The action contains control characters (a newline, tab or similar). "
             "Send one command on a single line; call play_action again for the next one."
+        )
+    odd = next((c for c in command if not (c.isascii() and c.isprintable())), None)
+    if odd is not None:
+        raise ZorkInputError(
+            f"The action contains {odd!r} (U+{ord(odd):04X}), which Zork cannot read: its parser knows only "
+            "plain ASCII letters, digits and punctuation. Retype the command in plain ASCII, "
+            "e.g. 'open mailbox', without accents, smart quotes or invisible characters."
         )
     meta = find_meta_command(command)
     if meta is not None:
