@@ -4,10 +4,38 @@ from __future__ import annotations
 
 import logging
 from abc import ABC
+from pathlib import Path
 from typing import Any
 
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+
+
+class ManagerFileError(Exception):
+    """A file a manager keeps across runs (memories.md, knowledgebase.md) cannot be read.
+
+    These files are meant to be edited by hand, so a bad save (another encoding, wrong
+    permissions) is a user's problem to fix, not a bug: the message names the file and
+    the fix instead of surfacing a raw ``UnicodeDecodeError`` traceback.
+    """
+
+    def __init__(self, path: Path, problem: str, fix: str) -> None:
+        self.path = path
+        super().__init__(f"{path} {problem}; {fix}.")
+
+    @classmethod
+    def from_read_error(cls, path: Path, error: OSError | UnicodeDecodeError) -> ManagerFileError:
+        if isinstance(error, UnicodeDecodeError):
+            return cls(
+                path,
+                f"is not valid UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start})",
+                "re-save it as UTF-8, or delete it and ZorkGPT starts a new one",
+            )
+        return cls(
+            path,
+            f"cannot be read ({error.strerror or error})",
+            "make it a readable file, or delete it and ZorkGPT starts a new one",
+        )
 
 
 class BaseManager(ABC):  # noqa: B024 - every hook is optional; subclasses override what they own

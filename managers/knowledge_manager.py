@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager
+from managers.base_manager import BaseManager, ManagerFileError
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -204,6 +204,9 @@ class KnowledgeManager(BaseManager):
         self.deaths = 0
         self.rooms: set[int] = set()
         self.updates = 0
+        # Raises ManagerFileError: a knowledge base that cannot be read stops the run before it starts.
+        self._last_good_text = self._read()
+        self._read_problem: str | None = None
         self.reset_episode(game_state)
 
     # -- BaseManager hooks ---------------------------------------------------------------
@@ -235,17 +238,33 @@ class KnowledgeManager(BaseManager):
         self._write(turn, None, self._episode_line())
 
     def knowledge_text(self) -> str:
-        """The current knowledgebase.md ("" if there is none yet), for the agent's system prompt."""
+        """The current knowledgebase.md ("" if there is none yet), for the agent's system prompt.
+
+        Read every turn, so a person's edits apply at once. If the file becomes unreadable
+        mid-run (saved in another encoding, say), the last text read is kept and the problem
+        is logged once, not every turn: the agent keeps what it knew.
+        """
+        try:
+            text = self._read()
+        except ManagerFileError as exc:
+            if str(exc) != self._read_problem:
+                self._read_problem = str(exc)
+                self.logger.error(
+                    f"{exc} Until then the agent keeps the knowledge base as last read.",
+                    extra={"event_type": "knowledge_read_error", "path": str(self.path), "error": str(exc)},
+                )
+            return self._last_good_text
+        self._read_problem = None
+        self._last_good_text = text
+        return text
+
+    def _read(self) -> str:
         try:
             return self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return ""
-        except OSError as exc:
-            self.logger.error(
-                f"Could not read the knowledge base {self.path}: {exc}; the agent runs without it",
-                extra={"event_type": "knowledge_read_error", "path": str(self.path), "error": str(exc)},
-            )
-            return ""
+        except (UnicodeDecodeError, OSError) as exc:
+            raise ManagerFileError.from_read_error(self.path, exc) from exc
 
     def get_status(self) -> dict[str, Any]:
         return {"pending_events": len(self.events), "updates": self.updates, "llm": self.llm.stats.as_dict()}
@@ -306,7 +325,7 @@ class KnowledgeManager(BaseManager):
         try:
             with self._lock:
                 # Re-read under the lock: another run may have merged its own findings meanwhile.
-                current = self.knowledge_text()
+                current = self._read()
                 doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
                 added = removed = 0
                 if update is not None:
@@ -320,6 +339,18 @@ class KnowledgeManager(BaseManager):
             self.logger.warning(
                 f"Turn {turn}: knowledge base {self.path} is locked by another process; skipping this update",
                 extra={"event_type": "knowledge_lock_timeout", "turn": turn, "path": str(self.path)},
+            )
+            return
+        except ManagerFileError as exc:
+            # Rewriting a file we cannot read would destroy it (and a person's edits with it).
+            self.logger.error(
+                f"Turn {turn}: {exc} Until then this update is not saved.",
+                extra={
+                    "event_type": "knowledge_file_unreadable",
+                    "turn": turn,
+                    "path": str(self.path),
+                    "error": str(exc),
+                },
             )
             return
         except OSError as exc:

@@ -30,7 +30,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager
+from managers.base_manager import BaseManager, ManagerFileError
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -204,6 +204,7 @@ class MemoryManager(BaseManager):
         self.path = path or config.workdir / config.files.memories_file
         self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
         self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="MemoryManager")
+        # Raises ManagerFileError: a memories file that cannot be read stops the run before it starts.
         self.memories: list[Memory] = self._load()
         self.pending: list[PendingEvent] = []
         self.visited: set[int] = set()
@@ -341,6 +342,12 @@ class MemoryManager(BaseManager):
                 f"Turn {turn}: memories file {self.path} is locked by another process; skipping this update",
                 extra={"event_type": "memory_lock_timeout", "turn": turn, "path": str(self.path)},
             )
+        except ManagerFileError as exc:
+            # Rewriting a file we cannot read would destroy it; the memories in hand stay in use.
+            self.logger.error(
+                f"Turn {turn}: {exc} Until then new memories are not saved.",
+                extra={"event_type": "memory_file_unreadable", "turn": turn, "path": str(self.path), "error": str(exc)},
+            )
         except OSError as exc:
             self.logger.error(
                 f"Turn {turn}: could not write memories to {self.path}: {exc}",
@@ -404,6 +411,8 @@ class MemoryManager(BaseManager):
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return MemoryFile()
+        except (UnicodeDecodeError, OSError) as exc:
+            raise ManagerFileError.from_read_error(self.path, exc) from exc
         parsed = parse_memories(text)
         for line in parsed.skipped_lines:
             self.logger.warning(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from managers.base_manager import ManagerFileError
 from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import (
@@ -50,6 +52,50 @@ def kb_path(tmp_path: Path) -> Path:
 def test_no_file_means_empty_knowledge(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     manager, _, _ = make_manager(llm_server, tmp_path)
     assert manager.knowledge_text() == ""
+
+
+def test_an_unreadable_knowledge_base_is_refused_at_start_with_the_fix(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    path = kb_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes("# Notes\n- The troll hates garlic \u2014 maybe\n".encode("cp1252"))
+    with pytest.raises(ManagerFileError) as refused:
+        make_manager(llm_server, tmp_path)
+    message = str(refused.value)
+    assert str(path) in message
+    assert "not valid UTF-8 text (byte 0x97" in message
+    assert "re-save it as UTF-8, or delete it" in message
+
+
+def test_a_knowledge_base_broken_mid_run_keeps_the_last_good_text(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    path = kb_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    good = "# Zork I knowledge base\n\n## Dangers\n\n- A grue lurks in dark places.\n"
+    path.write_text(good, encoding="utf-8")
+    manager, _, log = make_manager(llm_server, tmp_path, update_interval_turns=1)
+    assert manager.knowledge_text() == good
+
+    broken = "# Zork I knowledge base\n\n- caf\u00e9\n".encode("latin-1")
+    path.write_bytes(broken)
+    assert manager.knowledge_text() == good
+    assert manager.knowledge_text() == good
+    [event] = log.events("knowledge_read_error")  # once, not once per turn
+    assert str(path) in event.getMessage() and "UTF-8" in event.getMessage()
+
+    # An update meanwhile is not written over the file a person is fixing.
+    llm_server.script(update(dangers=["The troll kills the unarmed."]))
+    manager.process_turn(turn(1, "north", response="A troll attacks!", room=CELLAR, to=TROLL))
+    assert len(llm_server.requests) == 1
+    assert "A grue lurks in dark places." in user_text(llm_server.bodies[0])  # the last good text was used
+    assert path.read_bytes() == broken
+    assert len(log.events("knowledge_file_unreadable")) == 1
+
+    fixed = good + "- The troll fears the sword.\n"
+    path.write_text(fixed, encoding="utf-8")
+    assert manager.knowledge_text() == fixed
 
 
 def test_periodic_update_sends_turn_events_and_merges_sections(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from managers.base_manager import ManagerFileError
 from managers.memory_manager import (
     UNREADABLE_HEADING,
     Memory,
@@ -115,6 +117,50 @@ def test_unreadable_lines_are_logged_and_kept_on_rewrite(llm_server: ScriptedLLM
     text = path.read_text(encoding="utf-8")
     assert "The window behind the house opens." in text
     assert UNREADABLE_HEADING in text and "- hand-written note without the prefix" in text
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "problem"),
+    [
+        (lambda p: p.write_bytes("## Room 1: Caf\u00e9\n".encode("latin-1")), "not valid UTF-8 text (byte 0xe9"),
+        (lambda p: p.mkdir(), "cannot be read"),
+    ],
+)
+def test_an_unreadable_memories_file_is_refused_at_start_with_the_fix(
+    llm_server: ScriptedLLMServer, tmp_path: Path, make_bad: Any, problem: str
+) -> None:
+    path = tmp_path / "game_files" / "memories.md"
+    path.parent.mkdir(parents=True)
+    make_bad(path)
+    with pytest.raises(ManagerFileError) as refused:
+        make_manager(llm_server, tmp_path)
+    message = str(refused.value)
+    assert str(path) in message and problem in message
+    assert "delete it" in message
+    assert refused.value.path == path
+
+
+def test_a_memories_file_broken_mid_run_is_left_alone_and_memories_stay(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "game_files" / "memories.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        render_memories([Memory(1, 1, "West of House", "item", "A leaflet.", MemoryStatus.ACTIVE, "e0", 3)]),
+        encoding="utf-8",
+    )
+    manager, _, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    broken = "## Room 1: Caf\u00e9 (saved by an editor in Latin-1)\n".encode("latin-1")
+    path.write_bytes(broken)
+
+    llm_server.script(json_reply({"decisions": [decision(1, "The window behind the house opens.")]}))
+    manager.process_turn(turn(1, "open mailbox", response="Opening the mailbox reveals a leaflet.", inv=([], ["x"])))
+    assert len(llm_server.requests) == 1
+    assert path.read_bytes() == broken  # never overwritten
+    [event] = log.events("memory_file_unreadable")
+    assert "re-save it as UTF-8" in event.getMessage()
+    assert [m.text for m in manager.memories] == ["A leaflet."]
+    assert "A leaflet." in (manager.context_section() or "")
 
 
 # -- gating, the request, storing --------------------------------------------------------
