@@ -2,7 +2,9 @@
 
 The map carries across episodes (Zork's geography never changes), so it is loaded from
 ``config.workdir / config.files.map_file`` and saved atomically on every turn that
-changed it — a killed run loses at most the turn in flight.
+changed it — a killed run loses at most the turn in flight. Each save also writes the
+map as a Mermaid flowchart, ``map.mmd`` beside the JSON, for people to look at (any
+Mermaid viewer, or a Markdown preview that renders Mermaid); it is never read back.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from managers.base_manager import BaseManager
 from managers.map_graph import MapGraph, normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from shared_utils import atomic_write_text
+
+MERMAID_FILE_NAME = "map.mmd"
 
 
 class MapManager(BaseManager):
@@ -29,6 +34,7 @@ class MapManager(BaseManager):
     ) -> None:
         super().__init__(config, logger, game_state)
         self.map_path = map_path or config.workdir / config.files.map_file
+        self.mermaid_path = self.map_path.with_name(MERMAID_FILE_NAME)
         self.graph = MapGraph.load(self.map_path)
         self._start_visit_pending = True
 
@@ -80,12 +86,16 @@ class MapManager(BaseManager):
     def _save(self) -> None:
         try:
             self.graph.save(self.map_path)
+            atomic_write_text(self.mermaid_path, self._mermaid())
         except OSError as exc:
             # The in-memory map is still right; the next changed turn retries the write.
             self.logger.error(
-                f"Could not save the map to {self.map_path}: {exc}",
+                f"Could not save the map to {self.map_path} and {self.mermaid_path.name}: {exc}",
                 extra={"event_type": "map_save_error", "map_file": str(self.map_path)},
             )
+
+    def _mermaid(self) -> str:
+        return self.graph.render_mermaid(self.game_state.current_room_id or None) + "\n"
 
     def context_section(self) -> str | None:
         if self._sync_current_room():
@@ -102,4 +112,5 @@ class MapManager(BaseManager):
             "edges_known": sum(len(routes) for routes in self.graph.edges.values()),
             "unexplored_here": self.graph.unexplored_exits(state.current_room_id) if state.current_room_id else [],
             "map_file": str(self.map_path),
+            "mermaid_file": str(self.mermaid_path),
         }

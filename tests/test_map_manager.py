@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +169,34 @@ def test_map_is_saved_each_changed_turn_and_carries_to_the_next_episode(
     Driver(game, second).start()
     west = _ids(game, [])[0][0]
     assert second.graph.rooms[west].visits == 2  # one visit per episode start
+
+
+def test_every_save_writes_the_map_as_mermaid_beside_the_json(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    config = _config(tmp_path)
+    manager = MapManager(config, logger[0], GameState())
+    map_file = config.workdir / config.files.map_file
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(OPENING)
+
+    mermaid = map_file.with_name("map.mmd")
+    assert sorted(p.name for p in map_file.parent.iterdir()) == sorted([map_file.name, "map.mmd"])  # no temp files
+    lines = mermaid.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "graph LR"
+    saved = json.loads(map_file.read_text())
+    nodes = {int(m.group(1)): m.group(2) for m in map(re.compile(r'^  R(\d+)\["(.*) #\d+"\]$').match, lines) if m}
+    assert nodes == {int(room_id): room["name"] for room_id, room in saved["rooms"].items()}
+    arrows = [re.match(r'^  R(\d+) -->\|"(.+)"\| R(\d+)$', line) for line in lines if "-->" in line]
+    edges = {(int(m.group(1)), m.group(2), int(m.group(3))) for m in arrows if m}
+    assert len(edges) == len(arrows)
+    assert edges == {(int(f), label, to) for f, routes in saved["edges"].items() for label, to in routes.items()}
+    assert lines[-1] == f"  class R{game.get_location().id} current"
+
+    driver.play(["E"])  # back to the kitchen: the Mermaid file follows the JSON
+    assert mermaid.read_text(encoding="utf-8").splitlines()[-1] == f"  class R{game.get_location().id} current"
+    assert mermaid.read_text(encoding="utf-8") == manager.graph.render_mermaid(game.get_location().id) + "\n"
 
 
 def test_failed_moves_are_counted_and_pruned(
