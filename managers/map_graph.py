@@ -157,12 +157,6 @@ class MapGraph:
     def is_pruned(self, room_id: int, direction: str) -> bool:
         return self.failed_exits.get((room_id, direction), 0) >= FAILED_EXIT_PRUNE_THRESHOLD
 
-    def known_exits(self, room_id: int) -> list[str]:
-        """Verified exits and observed directions from a room, minus pruned ones."""
-        room = self.rooms.get(room_id)
-        labels = set(room.verified_exits if room else ()) | set(self.edges.get(room_id, {}))
-        return sorted((d for d in labels if not self.is_pruned(room_id, d)), key=_direction_sort_key)
-
     def unexplored_exits(self, room_id: int) -> list[str]:
         """Verified exits not yet taken (and not pruned), in canonical order."""
         room = self.rooms.get(room_id)
