@@ -4,21 +4,36 @@ and what carries into the next episode."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
-from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
-from tests.scripted_llm import ScriptedLLMServer
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+from tests.config_support import scripted_config
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from tests.manager_support import schema_name, user_text
+from tests.scripted_llm import ScriptedLLMServer, completion
 
-ALL_ON = {
-    "memory": {"enabled": True},
-    "objectives": {"enabled": True},
-    "knowledge": {"enabled": True},
-    "extractor": {"llm_enabled": True},
-}
+REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
+LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."
+HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 
 
-def play(config, episode_id: str, turns: int) -> tuple[ZorkOrchestratorV2, object]:
+def default_config(tmp_path: Path, base_url: str, game_file: Path) -> GameConfiguration:
+    """The product's defaults (every learning manager on, LLM critic off) with only what a test
+    must set: the scripted endpoint and models, the story file, fast retries, tmp_path files."""
+    return scripted_config(
+        tmp_path,
+        base_url,
+        environ={"OPENROUTER_API_KEY": "test-key-123456"},
+        retry={"max_retries": 1, "request_timeout": 10.0},
+        files={"game_file": str(game_file)},
+    )
+
+
+def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[ZorkOrchestratorV2, GameState]:
     orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
     try:
         state = orchestrator.play_episode()
@@ -27,13 +42,51 @@ def play(config, episode_id: str, turns: int) -> tuple[ZorkOrchestratorV2, objec
     return orchestrator, state
 
 
-def test_walkthrough_with_all_managers_wins_within_cost_budget(
+class LearningModel(WalkthroughModel):
+    """The walkthrough agent, plus a memory model and a knowledge model that answer with real
+    content: a memory about the turn taken at West of House, and a puzzle solution."""
+
+    def __init__(self, commands: list[str]) -> None:
+        super().__init__(commands)
+        self.memory_calls = 0
+        self.knowledge_calls = 0
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") == AGENT_MODEL or not body.get("response_format"):
+            return super().__call__(body, index)
+        name = schema_name(body)
+        if name == "MemoryBatchReply":
+            self.memory_calls += 1
+            turns = [int(n) for n in re.findall(r"^Turn (\d+) in West of House \(", user_text(body), re.MULTILINE)]
+            decisions = [
+                {
+                    "turn": n,
+                    "remember": True,
+                    "category": "navigation",
+                    "text": REMEMBERED,
+                    "status": "active",
+                    "supersedes": [],
+                }
+                for n in turns[:1]
+            ]
+            return completion(json.dumps({"decisions": decisions}))
+        if name == "KnowledgeUpdate":
+            self.knowledge_calls += 1
+            update = {"deaths": [], "dangers": [], "puzzle_solutions": [LEARNED], "item_uses": [], "insights": []}
+            return completion(json.dumps(update | {"obsolete": []}))
+        return super().__call__(body, index)
+
+
+def test_walkthrough_with_default_config_wins_within_cost_budget(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     commands = walkthrough(game_file)
     model = WalkthroughModel(commands)
     llm_server.respond_with(model)
-    config = e2e_config(tmp_path, llm_server.base_url, game_file, **ALL_ON)
+    config = default_config(tmp_path, llm_server.base_url, game_file)
+    # The figure is only meaningful if the defaults really run every learning manager.
+    assert config.memory.enabled and config.objectives.enabled and config.knowledge.enabled
+    assert config.extractor.llm_enabled
     _, state = play(config, "all-managers", len(commands) + 5)
 
     assert state.victory and (state.score, state.max_score) == (350, 350)
@@ -41,7 +94,8 @@ def test_walkthrough_with_all_managers_wins_within_cost_budget(
     total_calls = len(llm_server.requests)
     calls_per_turn = total_calls / state.turn_count
     assert calls_per_turn <= 1.3, f"{calls_per_turn:.3f} LLM calls per turn"
-    assert model.other_calls > 0  # the managers really asked their models
+    manager_models = {body["model"] for body in llm_server.bodies} - {AGENT_MODEL}
+    assert manager_models, "the managers never asked their models"
 
     episode_dir = tmp_path / "game_files" / "episodes" / "all-managers"
     summary = json.loads((episode_dir / "episode_summary.json").read_text())
@@ -59,17 +113,25 @@ def test_walkthrough_with_all_managers_wins_within_cost_budget(
 def test_knowledge_and_memories_reach_the_next_episode(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
-    config = e2e_config(tmp_path, llm_server.base_url, game_file, **ALL_ON)
+    model = LearningModel(walkthrough(game_file))
+    llm_server.respond_with(model)
+    config = default_config(tmp_path, llm_server.base_url, game_file)
     workdir = tmp_path / "game_files"
     workdir.mkdir(parents=True)
-    (workdir / config.files.knowledge_file).write_text(
-        "# Zork knowledge\n\n## Dangers\n- The grue lives in dark rooms: keep the lamp lit.\n"
-    )
-    play(config, "ep1", 3)
+    (workdir / config.files.knowledge_file).write_text(f"# Zork knowledge\n\n## Dangers\n- {HAND_WRITTEN}\n")
+
+    # N, N, U, Get egg: a first visit from West of House (a memory) and 5 points (knowledge).
+    _, first = play(config, "ep1", 4)
+    assert first.score == 5
+    assert model.memory_calls >= 1 and model.knowledge_calls >= 1
+    assert REMEMBERED in (workdir / config.files.memories_file).read_text(encoding="utf-8")
+
     bodies_before = len(llm_server.bodies)
     play(config, "ep2", 1)
-    agent_bodies = [b for b in llm_server.bodies[bodies_before:] if b["model"] == "scripted/agent"]
+    agent_bodies = [b for b in llm_server.bodies[bodies_before:] if b["model"] == AGENT_MODEL]
+    first_request = json.dumps(agent_bodies[0]["messages"])  # episode 2 starts at West of House again
     system = json.dumps(agent_bodies[0]["messages"][0])
-    assert "grue lives in dark rooms" in system
+    assert HAND_WRITTEN in system
+    assert LEARNED in system
+    assert REMEMBERED in first_request
     assert (workdir / config.files.map_file).is_file()
