@@ -4,20 +4,16 @@ and what carries into the next episode."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import ScriptedLLMServer, completion
+from tests.learning_support import LEARNED, REMEMBERED, LearningModel
+from tests.scripted_llm import ScriptedLLMServer
 
-REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
-LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 
 
@@ -40,41 +36,6 @@ def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[ZorkOr
     finally:
         orchestrator.close()
     return orchestrator, state
-
-
-class LearningModel(WalkthroughModel):
-    """The walkthrough agent, plus a memory model and a knowledge model that answer with real
-    content: a memory about the turn taken at West of House, and a puzzle solution."""
-
-    def __init__(self, commands: list[str]) -> None:
-        super().__init__(commands)
-        self.memory_calls = 0
-        self.knowledge_calls = 0
-
-    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
-        if body.get("model") == AGENT_MODEL or not body.get("response_format"):
-            return super().__call__(body, index)
-        name = schema_name(body)
-        if name == "MemoryBatchReply":
-            self.memory_calls += 1
-            turns = [int(n) for n in re.findall(r"^Turn (\d+) in West of House \(", user_text(body), re.MULTILINE)]
-            decisions = [
-                {
-                    "turn": n,
-                    "remember": True,
-                    "category": "navigation",
-                    "text": REMEMBERED,
-                    "status": "active",
-                    "supersedes": [],
-                }
-                for n in turns[:1]
-            ]
-            return completion(json.dumps({"decisions": decisions}))
-        if name == "KnowledgeUpdate":
-            self.knowledge_calls += 1
-            update = {"deaths": [], "dangers": [], "puzzle_solutions": [LEARNED], "item_uses": [], "insights": []}
-            return completion(json.dumps(update | {"obsolete": []}))
-        return super().__call__(body, index)
 
 
 def test_walkthrough_with_default_config_wins_within_cost_budget(
@@ -123,7 +84,7 @@ def test_knowledge_and_memories_reach_the_next_episode(
     # N, N, U, Get egg: a first visit from West of House (a memory) and 5 points (knowledge).
     _, first = play(config, "ep1", 4)
     assert first.score == 5
-    assert model.memory_calls >= 1 and model.knowledge_calls >= 1
+    assert model.calls["MemoryBatchReply"] >= 1 and model.calls["KnowledgeUpdate"] >= 1
     assert REMEMBERED in (workdir / config.files.memories_file).read_text(encoding="utf-8")
 
     bodies_before = len(llm_server.bodies)

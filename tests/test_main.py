@@ -84,7 +84,9 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
     assert secret not in (episodes[0] / "current_state.json").read_text()
 
 
-def _start_main(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, max_turns: int) -> subprocess.Popen:
+def _start_main(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, max_turns: int, **env_extra: str
+) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
     env.update(
         {
@@ -95,6 +97,7 @@ def _start_main(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, 
             "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
             "ZORKGPT_RETRY_MAX_RETRIES": "0",
             "PYTHONUNBUFFERED": "1",
+            **env_extra,
         }
     )
     return subprocess.Popen(
@@ -152,10 +155,16 @@ def test_ctrl_c_finishes_the_turn_and_writes_the_summary(
 def test_killed_episode_leaves_every_file_parseable(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from tests.e2e_support import WalkthroughModel, walkthrough
+    from managers.knowledge_manager import KnowledgeDocument
+    from managers.memory_manager import parse_memories
+    from tests.e2e_support import walkthrough
+    from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 
-    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
-    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000)
+    # Real answers from the learning managers' models, and a knowledge update every 10 turns, so
+    # memories.md, knowledgebase.md and objectives.json have all been written (and are rewritten
+    # through the run) before the kill.
+    llm_server.respond_with(LearningModel(walkthrough(game_file)))
+    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000, ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS="10")
     try:
         episode_dir = _wait_for_turns(tmp_path, 60)
     finally:
@@ -169,5 +178,15 @@ def test_killed_episode_leaves_every_file_parseable(
     for line in (episode_dir / "episode_log.jsonl").read_text().splitlines():
         json.loads(line)
     assert json.loads((episode_dir / "current_state.json").read_text())["turn_count"] >= 60
+
+    # Each learning file, read back with its own manager's parser.
+    memories = parse_memories((runs / "memories.md").read_text(encoding="utf-8"))
+    assert memories.skipped_lines == []
+    assert REMEMBERED in [m.text for m in memories.memories]
+    knowledge = (runs / "knowledgebase.md").read_text(encoding="utf-8")
+    assert KnowledgeDocument.parse(knowledge).render() == knowledge
+    assert LEARNED in KnowledgeDocument.parse(knowledge).section("Puzzle solutions").bullets()
+    objectives = json.loads((runs / "objectives.json").read_text(encoding="utf-8"))
+    assert OBJECTIVE in [o["text"] for o in objectives["objectives"]]
     for path in runs.rglob("*.md"):
         path.read_text(encoding="utf-8")
