@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imported after the cheap checks so a missing key fails instantly.
     from game_interface import StoryFileError
+    from managers.base_manager import ManagerFileError
+    from managers.map_graph import MapGraphError
     from managers.mcp_errors import MCPError
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     for episode in range(args.episodes):
         try:
             orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
-        except (StoryFileError, ConfigError, MCPError) as exc:
+        except (StoryFileError, ConfigError, MCPError, ManagerFileError, MapGraphError) as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         current[:] = [orchestrator]

@@ -190,3 +190,17 @@ def test_killed_episode_leaves_every_file_parseable(
     assert OBJECTIVE in [o["text"] for o in objectives["objectives"]]
     for path in runs.rglob("*.md"):
         path.read_text(encoding="utf-8")
+
+
+def test_unreadable_learning_file_exits_2_naming_the_file(tmp_path: Path, game_file: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "map_state.json").write_text("{ this is not json")
+    env = {
+        "OPENROUTER_API_KEY": "k-1234567890",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(runs),
+    }
+    proc = run_main(["--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "map_state.json" in proc.stderr and "Traceback" not in proc.stderr
