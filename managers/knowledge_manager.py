@@ -233,6 +233,8 @@ class KnowledgeManager(BaseManager):
         if not self.config.knowledge.enabled:
             return
         turn = self.last_result.turn if self.last_result else self.game_state.turn_count
+        if turn == 0:
+            return  # an episode that never played (a failed start) taught nothing worth recording
         if self.events:
             self._update(turn)
         self._write(turn, None, self._episode_line())

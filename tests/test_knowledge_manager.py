@@ -207,7 +207,8 @@ def test_knowledge_from_episode_one_reaches_episode_two(llm_server: ScriptedLLMS
     assert insights == [
         "Episode record 2025-01-01T00-00-00Z: died with score 0/350 after 2 turns, 1 death(s), 3 rooms seen."
     ]
-    second.finalize_episode()  # no events: no LLM call, but the episode is still recorded
+    second.process_turn(turn(1, "look", room=(1, "West of House")))
+    second.finalize_episode()  # nothing notable: no LLM call, but the episode is still recorded
     assert len(llm_server.requests) == 1
     assert len(KnowledgeDocument.parse(second.knowledge_text()).section("Cross-episode insights").bullets()) == 2
 
@@ -274,3 +275,15 @@ def test_walkthrough_costs_at_most_0_02_knowledge_calls_per_turn(
     text = manager.knowledge_text()
     assert all(f"- Lesson {i}." in text for i in range(calls))
     assert "won with score 350/350 after 396 turns" in text
+
+
+def test_an_episode_that_never_played_leaves_the_knowledge_base_alone(tmp_path: Path) -> None:
+    server = ScriptedLLMServer().start()
+    try:
+        config = make_config(server, tmp_path)
+        path = tmp_path / "kb.md"
+        manager = KnowledgeManager(config, capture_logger().logger, GameState(), make_client(config, server), path)
+        manager.finalize_episode()
+    finally:
+        server.stop()
+    assert not path.exists() and server.requests == []
