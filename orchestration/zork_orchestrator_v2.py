@@ -192,34 +192,43 @@ class ZorkOrchestratorV2:
         self._export_state()
 
     def _process_turn(self) -> bool:
-        """One turn. Stays synchronous: any async MCP work lives inside the agent call."""
-        state = self.game_state
-        turn = state.turn_count + 1
-        context = build_context(state, [m.context_section() or "" for m in self.context_managers])
-        memories = self.memory.context_section() if self.memory else None
-        decision = self.critic.choose_action(
-            lambda feedback: self.agent.get_action_with_reasoning(
-                context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}",
-                relevant_memories=memories,
-                turn=turn,
-            ),
-            context,
-        )
-        before = (state.current_room_id, state.current_room_name, state.score, list(state.inventory))
+        """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
+        turn = self.game_state.turn_count + 1
+        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
+        decision = self._choose_action(context, turn)
         response = self._execute(decision["action"], turn)
+        result = self._observe(turn, decision, response)
+        self._update_managers(result, decision)
+        self._log_turn(result, decision)
+        self._export_state()
+        return not self.game_state.game_over
+
+    def _choose_action(self, context: str, turn: int) -> dict[str, Any]:
+        """The agent proposes (with MCP tools when enabled); the critic may send it back."""
+        memories = self.memory.context_section() if self.memory else None
+
+        def propose(feedback: str | None) -> dict[str, Any]:
+            text = context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}"
+            return self.agent.get_action_with_reasoning(text, relevant_memories=memories, turn=turn)
+
+        return self.critic.choose_action(propose, context)
+
+    def _observe(self, turn: int, decision: dict[str, Any], response: str) -> TurnResult:
+        """Read the engine's facts after the action and record the turn in the game state."""
+        state = self.game_state
         info = self.extractor.extract(decision["action"], response)
         result = TurnResult(
             turn=turn,
             action=decision["action"],
             reasoning=decision.get("reasoning") or "",
             response=response,
-            room_id_before=before[0],
-            room_name_before=before[1],
+            room_id_before=state.current_room_id,
+            room_name_before=state.current_room_name,
             room_id_after=info.location.id,
             room_name_after=info.location.name,
-            score_before=before[2],
+            score_before=state.score,
             score_after=info.score,
-            inventory_before=before[3],
+            inventory_before=list(state.inventory),
             inventory_after=info.inventory,
             moves=info.moves,
             game_over=info.game_over,
@@ -230,15 +239,15 @@ class ZorkOrchestratorV2:
         state.record_turn(result)
         if is_failed_action(result):
             state.record_failed_action(result.room_id_before, result.action)
+        return result
+
+    def _update_managers(self, result: TurnResult, decision: dict[str, Any]) -> None:
         if decision.get("new_objective") and self.objectives:
-            self.objectives.add_objective(decision["new_objective"], turn)
+            self.objectives.add_objective(decision["new_objective"], result.turn)
         for manager in self.managers:
             manager.process_turn(result)
         if self.knowledge:
             self.agent.update_knowledge(self.knowledge.knowledge_text())
-        self._log_turn(result, decision)
-        self._export_state()
-        return not state.game_over
 
     def _execute(self, action: str, turn: int) -> str:
         """Send the action; one the interface refuses (a session command, an unsendable line)
