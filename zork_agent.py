@@ -208,67 +208,19 @@ class ZorkAgent:
         self, game_state_text: str, relevant_memories: str | None = None
     ) -> dict[str, Any]:
         """Connect the MCP session, run the tool loop, always disconnect (same task)."""
-        from managers.mcp_manager import MCPError
-
         assert self.mcp_manager is not None
         messages = self._build_messages(game_state_text, relevant_memories)
         stats = ToolLoopStats()
         with self._session_observation() as span:
-            connected = False
-            listing_error: MCPError | None = None
             try:
-                tools: list[dict[str, Any]] | None = None
-                if not self.mcp_manager.is_disabled:
-                    try:
-                        await self.mcp_manager.connect_session()
-                        connected = True
-                        tools = await self.mcp_manager.get_tool_schemas() or None
-                    except MCPError as exc:
-                        if connected:
-                            # The server started, then died before listing its tools: a runtime
-                            # fault, so this turn is played without tools (the next turn reconnects).
-                            listing_error = exc
-                        elif not self.mcp_manager.is_disabled:
-                            raise  # turn-1 startup failure: fail fast
-                        tools = None
-                if tools and not self.client._supports_tool_calling(self.model):
-                    raise MCPError(
-                        f"Model '{self.model}' does not support tool calling.\n"
-                        "Please either:\n"
-                        "  1. Set mcp.enabled = false in pyproject.toml, or\n"
-                        "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
-                        "  3. Set mcp.force_tool_support = true if the detection is wrong"
-                    )
+                tools = await self._open_tools()
                 if tools is None:
-                    if listing_error is not None:
-                        self._log(
-                            "warning",
-                            f"Turn {self.current_turn}: listing MCP tools failed ({listing_error}); "
-                            "this turn runs without tools",
-                            "mcp_tool_listing_failed",
-                            error=str(listing_error),
-                        )
-                    elif connected:  # a working server that lists no tools: nothing is disabled
-                        self._log(
-                            "warning",
-                            f"Turn {self.current_turn}: MCP server '{self.mcp_manager.server_name}' offers no tools, "
-                            "continuing without tools",
-                            "mcp_no_tools",
-                            server_name=self.mcp_manager.server_name,
-                        )
-                    else:
-                        self._log(
-                            "warning",
-                            f"Turn {self.current_turn}: MCP disabled, continuing without tools",
-                            "mcp_disabled_fallback",
-                        )
                     response = self.client.chat.completions.create(**self._client_args(messages))
                     result = self._parse_response(response.content)
                 else:
                     result = await self._tool_loop(messages, tools, stats)
             finally:
-                if connected:
-                    await self.mcp_manager.disconnect_session()
+                await self.mcp_manager.disconnect_session()  # idempotent; a no-op when never connected
             if span is not None:
                 span.update(
                     output={"action": result["action"]},
@@ -281,6 +233,56 @@ class ZorkAgent:
                     },
                 )
         return result
+
+    async def _open_tools(self) -> list[dict[str, Any]] | None:
+        """Connect and list this turn's tools; None means the turn plays without tools (logged why).
+
+        Raises MCPError when the run cannot go on as configured: the server failed to start on
+        the episode's first connect, or the model cannot call tools.
+        """
+        from managers.mcp_manager import MCPError
+
+        assert self.mcp_manager is not None
+        turn = self.current_turn
+        if not self.mcp_manager.is_disabled:
+            try:
+                await self.mcp_manager.connect_session()
+            except MCPError:
+                if not self.mcp_manager.is_disabled:
+                    raise  # turn-1 startup failure: fail fast
+        if self.mcp_manager.is_disabled:
+            self._log("warning", f"Turn {turn}: MCP disabled, continuing without tools", "mcp_disabled_fallback")
+            return None
+        try:
+            tools = await self.mcp_manager.get_tool_schemas()
+        except MCPError as exc:
+            # The server started, then died before listing its tools: a runtime fault, so this
+            # turn is played without tools (the next turn reconnects).
+            self._log(
+                "warning",
+                f"Turn {turn}: listing MCP tools failed ({exc}); this turn runs without tools",
+                "mcp_tool_listing_failed",
+                error=str(exc),
+            )
+            return None
+        if not tools:  # a working server that lists no tools: nothing is disabled
+            server = self.mcp_manager.server_name
+            self._log(
+                "warning",
+                f"Turn {turn}: MCP server '{server}' offers no tools, continuing without tools",
+                "mcp_no_tools",
+                server_name=server,
+            )
+            return None
+        if not self.client._supports_tool_calling(self.model):
+            raise MCPError(
+                f"Model '{self.model}' does not support tool calling.\n"
+                "Please either:\n"
+                "  1. Set mcp.enabled = false in pyproject.toml, or\n"
+                "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
+                "  3. Set mcp.force_tool_support = true if the detection is wrong"
+            )
+        return tools
 
     def _session_observation(self) -> AbstractContextManager[Any]:
         return traced_observation(
