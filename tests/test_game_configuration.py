@@ -235,3 +235,17 @@ def test_from_toml_path_keyword_and_missing_default(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(empty)
     # The default file may be absent (env-only use), whether named as str or Path.
     assert GameConfiguration.from_toml(Path("pyproject.toml"), environ={}).mcp.enabled is False
+
+
+def test_readme_lists_every_config_key() -> None:
+    """The README's configuration table is the user's reference: it must name every key."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    for name, section_cls in SECTIONS.items():
+        row = next((r for r in rows if f"`{name}`" in r.split("|")[1]), None)
+        assert row is not None, f"README has no row for [tool.zorkgpt.{name}]"
+        for key in section_cls.model_fields:
+            if name == "llm" and key.endswith("_base_url") and key != "base_url":
+                assert "<role>_base_url" in row
+                continue
+            assert f"`{key}`" in row, f"README row for [tool.zorkgpt.{name}] does not mention {key}"
