@@ -16,6 +16,12 @@ from typing import Any
 from pydantic import BaseModel
 
 
+def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
+    """``text`` on one line (whitespace folded), cut to ``limit`` characters with ``ellipsis``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - len(ellipsis)] + ellipsis
+
+
 def create_json_schema(model: type[BaseModel], strict: bool = True) -> dict[str, Any]:
     """The OpenAI ``response_format`` for replies that must validate as ``model``.
 

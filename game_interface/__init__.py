@@ -11,6 +11,7 @@ from game_interface.jericho_interface import (
     Location,
     RefusedCommandError,
     find_meta_command,
+    has_control_chars,
 )
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
 
@@ -28,5 +29,6 @@ __all__ = [
     "RefusedCommandError",
     "StoryFileError",
     "find_meta_command",
+    "has_control_chars",
     "resolve_story_file",
 ]

@@ -128,6 +128,7 @@ class JerichoInterface:
         self.last_response_was_death = False
         self.last_response = ""
         self._exits_cache: list[str] | None = None
+        self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
 
     @property
     def env(self) -> FrotzEnv:
@@ -150,7 +151,7 @@ class JerichoInterface:
         After the game has ended the engine is not stepped (Jericho would keep playing
         from a dead state); a fixed message says how to start again.
         """
-        if _has_control_chars(command):
+        if has_control_chars(command):
             raise GameInterfaceError(f"Command {command!r} contains control characters; send one plain line.")
         if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
             raise GameInterfaceError(f"Command is longer than {MAX_COMMAND_BYTES} bytes; shorten it.")
@@ -163,6 +164,7 @@ class JerichoInterface:
         raw, _, _, _ = env.step(command)
         text = clean_text(raw)
         self._exits_cache = None
+        self._tree_cache = None
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
         if env.victory():
@@ -233,20 +235,23 @@ class JerichoInterface:
         tree = self._tree()
         found: list[GameObject] = []
         for number, static in self._story.objects.items():
-            known = (
-                static.synonyms | static.adjectives | {w[:DICTIONARY_WORD_LENGTH] for w in static.name.lower().split()}
-            )
-            if number in tree and all(w in known for w in words):
+            if number in tree and all(w in static.words for w in words):
                 found.append(self._game_object(number, tree))
         return found
 
     def _tree(self) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
-        """Object number -> (parent, sibling, child, attributes), read in one call."""
-        tree: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
-        for obj in self.env.get_world_objects():
-            if obj.num > 0:
-                tree[obj.num] = (obj.parent, obj.sibling, obj.child, _attributes(bytes(obj._attr)))
-        return tree
+        """Object number -> (parent, sibling, child, attributes), read in one call.
+
+        Cached until the next command or restore: a turn asks for inventory, visible objects
+        and the critic's lookups, and the tree cannot change in between.
+        """
+        if self._tree_cache is None:
+            tree: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
+            for obj in self.env.get_world_objects():
+                if obj.num > 0:
+                    tree[obj.num] = (obj.parent, obj.sibling, obj.child, _attributes(bytes(obj._attr)))
+            self._tree_cache = tree
+        return self._tree_cache
 
     def _visible_below(self, root: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
         found: list[GameObject] = []
@@ -288,6 +293,7 @@ class JerichoInterface:
         self.last_response_was_death = snapshot.last_response_was_death
         self.last_response = snapshot.last_response
         self._exits_cache = None
+        self._tree_cache = None
 
     def get_valid_exits(self) -> list[str]:
         """Directions that lead to another room from here, found by trying each one.
@@ -304,14 +310,13 @@ class JerichoInterface:
         here = self.get_location().id
         state = env.get_state()
         exits: list[str] = []
-        try:
-            for direction in DIRECTIONS:
+        for direction in DIRECTIONS:
+            try:
                 env.step(direction)
                 if not env.game_over() and self.get_location().id != here:
                     exits.append(direction)
+            finally:
                 env.set_state(state)
-        finally:
-            env.set_state(state)
         self._exits_cache = exits
         return list(exits)
 
@@ -354,5 +359,5 @@ def find_meta_command(command: str) -> str | None:
     return None
 
 
-def _has_control_chars(text: str) -> bool:
+def has_control_chars(text: str) -> bool:
     return any(ord(c) < 32 or ord(c) == 127 for c in text)

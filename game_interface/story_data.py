@@ -12,6 +12,7 @@ table, v3 property headers, the default alphabets and abbreviations.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 _A0 = "abcdefghijklmnopqrstuvwxyz"
 _A1 = _A0.upper()
@@ -36,6 +37,12 @@ class StaticObject:
     name: str
     synonyms: frozenset[str]
     adjectives: frozenset[str]
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Every word the parser accepts for this object: synonyms, adjectives and name words,
+        cut to the dictionary's significant letters. Computed once per object."""
+        return self.synonyms | self.adjectives | {w[:DICTIONARY_WORD_LENGTH] for w in self.name.lower().split()}
 
 
 class StoryData:

@@ -25,7 +25,7 @@ from typing import Any
 from managers.base_manager import BaseManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_json, atomic_write_text
+from shared_utils import atomic_write_json, atomic_write_text, shorten
 
 SUMMARY_JSON = "episode_summary.json"
 SUMMARY_MD = "episode_summary.md"
@@ -70,11 +70,6 @@ def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
             completion_tokens=int(values.get("completion_tokens", 0)),
         )
     return usage
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= RESPONSE_EXCERPT_CHARS else flat[: RESPONSE_EXCERPT_CHARS - 1] + "…"
 
 
 class EpisodeSynthesizer(BaseManager):
@@ -133,7 +128,8 @@ class EpisodeSynthesizer(BaseManager):
         for item in sorted((before - after).elements()):
             self.events.append(KeyEvent(turn, "item_lost", f"lost {item} ('{action}')"))
         if result.died:
-            self.events.append(KeyEvent(turn, "death", f"died after '{action}': {_excerpt(result.response)}"))
+            excerpt = shorten(result.response, RESPONSE_EXCERPT_CHARS)
+            self.events.append(KeyEvent(turn, "death", f"died after '{action}': {excerpt}"))
         if result.victory:
             self.events.append(KeyEvent(turn, "victory", f"won the game with '{action}'"))
         elif result.game_over:

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from game_interface import (
@@ -41,9 +41,11 @@ from game_interface import (
     JerichoInterface,
     StoryFileError,
     find_meta_command,
+    has_control_chars,
     resolve_story_file,
 )
 from managers.map_graph import MapGraph, normalize_direction
+from shared_utils import shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
@@ -249,7 +251,7 @@ class ZorkSession:
         with self._lock:
             status = self._status(self.game.last_response)
             recent = [
-                RecentAction(action=action, result=_shorten(result, RECENT_RESULT_CHARS))
+                RecentAction(action=action, result=shorten(result, RECENT_RESULT_CHARS, ellipsis="..."))
                 for action, result in list(self.history)[-RECENT_ACTIONS:]
             ]
             return MemoryResult(
@@ -346,7 +348,7 @@ def validate_action(action: str) -> str:
     command = action.strip()
     if not command:
         raise ZorkInputError("The action is empty. Send a game command such as 'look', 'north' or 'take lamp'.")
-    if any(ord(c) < 32 or ord(c) == 127 for c in command):
+    if has_control_chars(command):
         raise ZorkInputError(
             "The action contains control characters (a newline, tab or similar). "
             "Send one command on a single line; call play_action again for the next one."
@@ -379,11 +381,6 @@ def validate_checkpoint_name(name: str) -> str:
             f"(got {name[:80]!r})."
         )
     return label
-
-
-def _shorten(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def format_play(result: PlayResult) -> str:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from session.game_state import GameState
+from shared_utils import shorten
 
 RECENT_ACTIONS = 6
 RESPONSE_SNIPPET = 160
-
-
-def _snippet(text: str, limit: int = RESPONSE_SNIPPET) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def build_context(state: GameState, sections: list[str] | None = None) -> str:
@@ -34,9 +30,9 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
     if state.action_history:
         lines.append("Recent actions:")
         for record in state.action_history[-RECENT_ACTIONS:]:
-            lines.append(f"  > {record.action} -> {_snippet(record.response)}")
+            lines.append(f"  > {record.action} -> {shorten(record.response, RESPONSE_SNIPPET)}")
     if state.reasoning_history and state.reasoning_history[-1]:
-        lines.append(f"Your previous reasoning: {_snippet(state.reasoning_history[-1], 300)}")
+        lines.append(f"Your previous reasoning: {shorten(state.reasoning_history[-1], 300)}")
     lines.append("Game's last response:")
     lines.append(state.last_observation.strip() or "(none)")
     for section in sections or []:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp_types import LATEST_PROTOCOL_VERSION, CallToolResult
+from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
 
 from game_interface import META_COMMANDS, JerichoInterface
 from mcp_servers.zork_server import (

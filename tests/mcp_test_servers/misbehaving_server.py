@@ -73,7 +73,7 @@ def start_checks(args: argparse.Namespace) -> None:
 def build_server():  # -> MCPServer
     import anyio
     from mcp.server.mcpserver import MCPServer
-    from mcp_types import (
+    from mcp.types import (
         AudioContent,
         BlobResourceContents,
         CallToolResult,
