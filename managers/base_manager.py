@@ -11,6 +11,17 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 
 
+def read_manager_file(path: Path) -> str:
+    """A hand-editable manager file as text: "" when it does not exist yet, a clear
+    ``ManagerFileError`` when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ManagerFileError.from_read_error(path, exc) from exc
+
+
 class ManagerFileError(Exception):
     """A file a manager keeps across runs (memories.md, knowledgebase.md) cannot be read.
 

@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError
+from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -261,12 +261,7 @@ class KnowledgeManager(BaseManager):
         return text
 
     def _read(self) -> str:
-        try:
-            return self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return ""
-        except (UnicodeDecodeError, OSError) as exc:
-            raise ManagerFileError.from_read_error(self.path, exc) from exc
+        return read_manager_file(self.path)
 
     def get_status(self) -> dict[str, Any]:
         return {"pending_events": len(self.events), "updates": self.updates, "llm": self.llm.stats.as_dict()}
@@ -287,8 +282,7 @@ class KnowledgeManager(BaseManager):
             found.append(event("danger"))
         if r.score_delta:
             found.append(event("score", f"{r.score_delta:+d} points: {detail}"))
-        gained = sorted(set(r.inventory_after) - set(r.inventory_before))
-        lost = sorted(set(r.inventory_before) - set(r.inventory_after))
+        gained, lost = r.items_gained, r.items_lost
         if gained:
             found.append(event("item_taken", ", ".join(gained)))
         if lost and not r.died:  # dying scatters the inventory; that is not an item use

@@ -30,7 +30,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError
+from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -103,10 +103,6 @@ class MemoryFile:
 
     memories: list[Memory] = field(default_factory=list)
     skipped_lines: list[str] = field(default_factory=list)
-
-    @property
-    def next_id(self) -> int:
-        return max((m.id for m in self.memories), default=0) + 1
 
 
 _ROOM_HEADING = re.compile(r"^## Room (-?\d+): (.*)$")
@@ -314,8 +310,7 @@ class MemoryManager(BaseManager):
         lines += ["", "Recent turns:"]
         for e in batch:
             r = e.result
-            inv_gain = sorted(set(r.inventory_after) - set(r.inventory_before))
-            inv_loss = sorted(set(r.inventory_before) - set(r.inventory_after))
+            inv_gain, inv_loss = r.items_gained, r.items_lost
             lines.append(f"Turn {r.turn} in {r.room_name_before} (room {r.room_id_before}): > {r.action}")
             lines.append(f"  Response: {_one_line(r.response)[:RESPONSE_EXCERPT_CHARS]}")
             changes = [*e.reasons]
@@ -407,13 +402,7 @@ class MemoryManager(BaseManager):
 
     # -- file ----------------------------------------------------------------------------
     def _read_file(self) -> MemoryFile:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return MemoryFile()
-        except (UnicodeDecodeError, OSError) as exc:
-            raise ManagerFileError.from_read_error(self.path, exc) from exc
-        parsed = parse_memories(text)
+        parsed = parse_memories(read_manager_file(self.path))
         for line in parsed.skipped_lines:
             self.logger.warning(
                 f"Unreadable line in {self.path}, kept but not used (expected '- [#id] STATUS | category | "

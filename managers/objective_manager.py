@@ -247,7 +247,7 @@ class ObjectiveManager(BaseManager):
 
     # -- cheap evidence checks -----------------------------------------------------------
     def _check_evidence(self, result: TurnResult) -> bool:
-        gained = sorted(set(result.inventory_after) - set(result.inventory_before))
+        gained = result.items_gained
         room = result.room_name_after if result.moved else ""
         completed_any = False
         named_by_evidence = False

@@ -56,6 +56,14 @@ class TurnResult:
         return self.score_after - self.score_before
 
     @property
+    def items_gained(self) -> list[str]:
+        return sorted(set(self.inventory_after) - set(self.inventory_before))
+
+    @property
+    def items_lost(self) -> list[str]:
+        return sorted(set(self.inventory_before) - set(self.inventory_after))
+
+    @property
     def inventory_changed(self) -> bool:
         return sorted(self.inventory_before) != sorted(self.inventory_after)
 

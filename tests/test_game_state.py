@@ -50,6 +50,9 @@ def test_progress_is_a_score_change_or_a_new_room() -> None:
 def test_turn_result_deltas_and_deaths() -> None:
     result = turn(1, room_after=2, score_after=10, inv_before=["lamp"], inv_after=["lamp", "sword"], died=True)
     assert result.moved and result.score_delta == 10 and result.inventory_changed
+    assert result.items_gained == ["sword"] and result.items_lost == []
+    swapped = turn(3, inv_before=["lamp", "egg"], inv_after=["sword", "lamp"])
+    assert (swapped.items_gained, swapped.items_lost) == (["sword"], ["egg"])
     state = GameState()
     state.record_turn(result)
     assert state.death_count == 1
