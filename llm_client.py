@@ -123,7 +123,7 @@ _BARE_REASONING_MODEL = re.compile(r"(^|/)o[134](-|$)")
 # Seed 000 §2.4: models that cannot call tools. Every other model is assumed to support
 # tools (the request then fails at runtime if it does not); config.mcp.force_tool_support
 # overrides the heuristic when it is wrong.
-NO_TOOL_PATTERNS: tuple[str, ...] = ("o1-", "o3-", "qwq", "deepseek-r1", "deepseek-reasoner", "-reasoning", "r1-")
+NO_TOOL_PATTERNS: tuple[str, ...] = (*REASONING_MODEL_PATTERNS, "-reasoning", "r1-")
 SAMPLING_PARAMS: frozenset[str] = frozenset(
     {"temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"}
 )

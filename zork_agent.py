@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,8 +129,9 @@ class ZorkAgent:
         if relevant_memories:
             user_content = f"{user_content}\n\n{relevant_memories}"
         return [
-            {"role": "system", "content": self.system_prompt, "cache_control": {"type": "ephemeral"}},
-            {"role": "user", "content": user_content, "cache_control": {"type": "ephemeral"}},
+            # The LLM client adds the prompt-caching markers in the form each provider expects.
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": user_content},
         ]
 
     def _client_args(self, messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
@@ -340,18 +341,7 @@ class ZorkAgent:
                 break
             if response.tool_calls:
                 messages.append(
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": tc.id,
-                                "type": tc.type or "function",
-                                "function": {"name": tc.function.name, "arguments": tc.function.arguments},
-                            }
-                            for tc in response.tool_calls
-                        ],
-                    }
+                    {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
                 )
                 server_gone = await self._run_tool_batch(response.tool_calls, messages, stats)
                 continue

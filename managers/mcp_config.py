@@ -36,17 +36,9 @@ from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from managers.mcp_errors import MCPConfigError
+from session import episode_log
 
-# Our secrets: the LLM keys (session.game_configuration.API_KEY_ENV_VARS) and Langfuse's.
-SECRET_ENV_VARS: frozenset[str] = frozenset(
-    {
-        "ZORKGPT_CLIENT_API_KEY",
-        "CLIENT_API_KEY",
-        "OPENROUTER_API_KEY",
-        "LANGFUSE_SECRET_KEY",
-        "LANGFUSE_PUBLIC_KEY",
-    }
-)
+SECRET_ENV_VARS: frozenset[str] = frozenset(episode_log.SECRET_ENV_VARS)
 
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 

@@ -38,7 +38,9 @@ from typing import Any
 import mcp.types as types
 from pydantic import BaseModel
 
-WIRE_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+from llm_client import TOOL_NAME_PATTERN
+
+WIRE_NAME_PATTERN = TOOL_NAME_PATTERN  # what providers accept as a function name
 WIRE_NAME_MAX = 64
 WIRE_SEPARATOR = "__"
 _HASH_CHARS = 8
@@ -257,9 +259,9 @@ def limit_content(content: Any, max_chars: int) -> Any:
 def convert_call_result(result: types.CallToolResult, max_chars: int) -> ToolCallResult:
     """An MCP ``CallToolResult`` as a ``ToolCallResult``, size-limited."""
     blocks = list(result.content)
-    non_text = [convert_content_block(block) for block in blocks if not isinstance(block, types.TextContent)]
-    text = _text_of(blocks)
     if result.is_error:
+        non_text = [convert_content_block(block) for block in blocks if not isinstance(block, types.TextContent)]
+        text = _text_of(blocks)
         message = truncate_text(text or "The tool reported an error without a message.", max_chars)
         extra = non_text or None
         if result.structured_content is not None:

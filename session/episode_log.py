@@ -18,20 +18,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from session.game_configuration import API_KEY_ENV_VARS
+
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-_SECRET_ENV_VARS = (
-    "ZORKGPT_CLIENT_API_KEY",
-    "CLIENT_API_KEY",
-    "OPENROUTER_API_KEY",
-    "LANGFUSE_SECRET_KEY",
-    "LANGFUSE_PUBLIC_KEY",
-)
+# Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
+# MCP server subprocess must not inherit (managers.mcp_config).
+SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
 
 
 def known_secrets() -> list[str]:
     """Secret values present in this process's environment (long enough to be real)."""
-    return [v for k in _SECRET_ENV_VARS if len(v := os.environ.get(k, "")) >= 8]
+    return [v for k in SECRET_ENV_VARS if len(v := os.environ.get(k, "")) >= 8]
 
 
 def redact(text: str, secrets: list[str] | None = None) -> str:
