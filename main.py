@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from game_interface import StoryFileError
     from managers.base_manager import ManagerFileError
     from managers.map_graph import MapGraphError
-    from managers.mcp_errors import MCPError
+    from managers.mcp import MCPError
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()

@@ -2,9 +2,11 @@
 
 ``get_action_with_reasoning`` is the public, synchronous API. With MCP disabled it makes one
 LLM call (JSON-schema response format) exactly as before MCP existed. With MCP enabled it is
-the single ``asyncio.run`` boundary of the turn: inside it the MCP session is connected, the
-tool-calling loop runs, and the session is closed again, all in one task (anyio cancel scopes
-must be entered and exited by the same task).
+the single ``asyncio.run`` boundary of the agent call: inside it the turn's tools are opened
+(the MCP manager's own background loop owns the sessions, so the blocking model call here
+never holds up a server), the tool-calling loop runs within the turn budget
+(``turn_timeout_seconds``), and the sessions stay open for the critic's re-asks of the same
+turn; the orchestrator ends the turn.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 import time
 from contextlib import AbstractContextManager
@@ -26,7 +29,7 @@ from session.game_configuration import ConfigError, FilesSection, GameConfigurat
 from shared_utils import create_json_schema, extract_json_object, traced_observation
 
 if TYPE_CHECKING:
-    from managers.mcp_manager import MCPManager
+    from managers.mcp import MCPManager
 
 FALLBACK_ACTION = "look"
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
@@ -51,6 +54,11 @@ class ToolLoopStats:
     tool_calls: int = 0
     tools_used: list[str] = field(default_factory=list)
     forced_final: bool = False
+    budget_exhausted: bool = False
+    deadline: float = math.inf  # time.monotonic() when the turn budget is spent
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -208,20 +216,17 @@ class ZorkAgent:
     async def _generate_action_async(
         self, game_state_text: str, relevant_memories: str | None = None
     ) -> dict[str, Any]:
-        """Connect the MCP session, run the tool loop, always disconnect (same task)."""
+        """Open the turn's tools and run the tool loop; the sessions stay open for this turn's re-asks."""
         assert self.mcp_manager is not None
         messages = self._build_messages(game_state_text, relevant_memories)
         stats = ToolLoopStats()
         with self._session_observation() as span:
-            try:
-                tools = await self._open_tools()
-                if tools is None:
-                    response = self.client.chat.completions.create(**self._client_args(messages))
-                    result = self._parse_response(response.content)
-                else:
-                    result = await self._tool_loop(messages, tools, stats)
-            finally:
-                await self.mcp_manager.disconnect_session()  # idempotent; a no-op when never connected
+            tools = await self._open_tools()
+            if tools is None:
+                response = self.client.chat.completions.create(**self._client_args(messages))
+                result = self._parse_response(response.content)
+            else:
+                result = await self._tool_loop(messages, tools, stats)
             if span is not None:
                 span.update(
                     output={"action": result["action"]},
@@ -230,49 +235,37 @@ class ZorkAgent:
                         "tools_called": stats.tool_calls,
                         "tools_used": sorted(set(stats.tools_used)),
                         "forced_final": stats.forced_final,
+                        "turn_budget_exhausted": stats.budget_exhausted,
                         "final_action": result["action"],
                     },
                 )
         return result
 
     async def _open_tools(self) -> list[dict[str, Any]] | None:
-        """Connect and list this turn's tools; None means the turn plays without tools (logged why).
+        """This turn's tools from every server; None means the turn plays without tools (logged why).
 
-        Raises MCPError when the run cannot go on as configured: the server failed to start on
-        the episode's first connect, or the model cannot call tools.
+        Raises MCPServerStartupError when a server failed to start on the episode's first connect,
+        and MCPError when the model cannot call tools: the run cannot go on as configured.
         """
-        from managers.mcp_manager import MCPError
+        from managers.mcp import MCPError
 
         assert self.mcp_manager is not None
         turn = self.current_turn
-        if not self.mcp_manager.is_disabled:
-            try:
-                await self.mcp_manager.connect_session()
-            except MCPError:
-                if not self.mcp_manager.is_disabled:
-                    raise  # turn-1 startup failure: fail fast
         if self.mcp_manager.is_disabled:
-            self._log("warning", f"Turn {turn}: MCP disabled, continuing without tools", "mcp_disabled_fallback")
+            self._log("warning", "Turn %d: MCP disabled, continuing without tools", "mcp_disabled_fallback", turn)
             return None
-        try:
-            tools = await self.mcp_manager.get_tool_schemas()
-        except MCPError as exc:
-            # The server started, then died before listing its tools: a runtime fault, so this
-            # turn is played without tools (the next turn reconnects).
+        tools = await self.mcp_manager.open_turn(turn)
+        if self.mcp_manager.is_disabled:
+            self._log("warning", "Turn %d: MCP disabled, continuing without tools", "mcp_disabled_fallback", turn)
+            return None
+        if not tools:  # working servers that offer no tools (or every one failed this turn)
             self._log(
                 "warning",
-                f"Turn {turn}: listing MCP tools failed ({exc}); this turn runs without tools",
-                "mcp_tool_listing_failed",
-                error=str(exc),
-            )
-            return None
-        if not tools:  # a working server that lists no tools: nothing is disabled
-            server = self.mcp_manager.server_name
-            self._log(
-                "warning",
-                f"Turn {turn}: MCP server '{server}' offers no tools, continuing without tools",
+                "Turn %d: no MCP tools offered (servers: %s), continuing without tools",
                 "mcp_no_tools",
-                server_name=server,
+                turn,
+                ", ".join(self.mcp_manager.server_names),
+                server_names=self.mcp_manager.server_names,
             )
             return None
         if not self.client._supports_tool_calling(self.model):
@@ -302,24 +295,34 @@ class ZorkAgent:
     async def _tool_loop(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
     ) -> dict[str, Any]:
-        """The seeds' loop: ask, run the requested tools in order, repeat until content or the cap."""
+        """The seeds' loop: ask, run the requested tools in order, repeat until content, the cap or the budget."""
         max_iterations = self.config.mcp.max_tool_iterations
+        budget = self.config.mcp.turn_timeout_seconds
+        stats.deadline = time.monotonic() + budget
         turn = self.current_turn
         self._log(
             "info",
-            f"Turn {turn}: MCP session started (max {max_iterations} iterations)",
+            "Turn %d: MCP session started (max %d iterations)",
             "mcp_session_start",
+            turn,
+            max_iterations,
             max_iterations=max_iterations,
         )
         args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
         response: LLMResponse | None = None
-        server_gone = False
-        while stats.iterations < max_iterations and not server_gone:
+        tools_left = True
+        while stats.iterations < max_iterations and tools_left:
+            if stats.remaining() <= 0:
+                self._budget_exhausted(stats, budget)
+                break
             stats.iterations += 1
             self._log(
                 "debug",
-                f"Turn {turn}: tool-calling iteration {stats.iterations}/{max_iterations}",
+                "Turn %d: tool-calling iteration %d/%d",
                 "mcp_iteration_start",
+                turn,
+                stats.iterations,
+                max_iterations,
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
@@ -332,8 +335,10 @@ class ZorkAgent:
                 # spec's answer is a warning and the forced final call (requirement 5.10).
                 self._log(
                     "warning",
-                    f"Turn {turn}: LLM returned no content and no tool_calls ({exc.last_cause})",
+                    "Turn %d: LLM returned no content and no tool_calls (%s)",
                     "mcp_unexpected_state",
+                    turn,
+                    exc.last_cause,
                     error=exc.last_cause,
                     iteration=stats.iterations,
                 )
@@ -343,24 +348,37 @@ class ZorkAgent:
                 messages.append(
                     {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
                 )
-                server_gone = await self._run_tool_batch(response.tool_calls, messages, stats)
+                servers_lost = await self._run_tool_batch(response.tool_calls, messages, stats)
+                if stats.budget_exhausted:
+                    break
+                if servers_lost:
+                    # A server went away: its tools are no longer offered; the others' still are.
+                    assert self.mcp_manager is not None
+                    tools = await self.mcp_manager.open_turn(turn)
+                    tools_left = bool(tools)
+                    args["tools"] = tools or None
+                    args["tool_choice"] = "auto" if tools else None
                 continue
             if response.content:
                 break
             self._log(
                 "warning",
-                f"Turn {turn}: LLM returned no content and no tool_calls, finish_reason={response.finish_reason}",
+                "Turn %d: LLM returned no content and no tool_calls, finish_reason=%s",
                 "mcp_unexpected_state",
+                turn,
+                response.finish_reason,
                 finish_reason=response.finish_reason,
                 iteration=stats.iterations,
             )
             break
 
-        if response is None or not response.content or response.tool_calls:
+        if response is None or not response.content or response.tool_calls or stats.budget_exhausted:
             self._log(
                 "warning",
-                f"Turn {turn}: forcing final action after {stats.iterations} iterations without an answer",
+                "Turn %d: forcing final action after %d iterations without an answer",
                 "mcp_no_content",
+                turn,
+                stats.iterations,
                 iterations=stats.iterations,
             )
             stats.forced_final = True
@@ -369,37 +387,61 @@ class ZorkAgent:
         result = self._parse_response(response.content)
         self._log(
             "info",
-            f"Turn {turn}: MCP session complete ({stats.iterations} iterations, {stats.tool_calls} tool calls)",
+            "Turn %d: MCP session complete (%d iterations, %d tool calls)",
             "mcp_session_complete",
+            turn,
+            stats.iterations,
+            stats.tool_calls,
             iterations=stats.iterations,
             tool_calls_count=stats.tool_calls,
             tools_used=sorted(set(stats.tools_used)),
             forced_final=stats.forced_final,
+            turn_budget_exhausted=stats.budget_exhausted,
             final_action=result["action"],
         )
         # The spec's episode log closes each MCP session with the action it produced.
-        self._log("info", f"Turn {turn}: Agent action: {result['action']}", "mcp_agent_action", action=result["action"])
+        action = result["action"]
+        self._log("info", "Turn %d: Agent action: %s", "mcp_agent_action", turn, action, action=action)
         return result
+
+    def _budget_exhausted(self, stats: ToolLoopStats, budget: float) -> None:
+        if stats.budget_exhausted:
+            return
+        stats.budget_exhausted = True
+        self._log(
+            "warning",
+            "Turn %d: turn budget of %gs spent after %d iterations; asking for the final action now",
+            "mcp_turn_budget_exhausted",
+            self.current_turn,
+            budget,
+            stats.iterations,
+            turn_timeout_seconds=budget,
+            iterations=stats.iterations,
+            tool_calls_count=stats.tool_calls,
+        )
 
     async def _run_tool_batch(
         self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats
     ) -> bool:
-        """Run one response's tool calls sequentially. Returns True when the server is gone.
+        """Run one response's tool calls in order. Returns True when a server went away during it.
 
         Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
-        providers reject a history where an assistant tool call has no matching result.
+        providers reject a history where an assistant tool call has no matching result. A
+        server that died only skips the rest of its own tools' calls; the other servers' run.
         """
-        from managers.mcp_manager import MCPServerDiedError, ToolCallResult
+        from managers.mcp import MCPServerDiedError, ToolCallResult
 
         assert self.mcp_manager is not None
+        manager = self.mcp_manager
         turn, iteration = self.current_turn, stats.iterations
-        timeout = self.config.mcp.tool_call_timeout_seconds
         abort_reason: str | None = None
-        server_gone = False
+        gone: dict[str, str] = {}  # server -> why its later calls in this batch are skipped
         for position, tool_call in enumerate(tool_calls):
             name = self._display_name(tool_call.function.name)
-            if abort_reason is not None:
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
+            server = manager.server_of(tool_call.function.name)
+            skip = abort_reason or (gone.get(server) if server else None)
+            if skip is not None:
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, skip))
                 continue
             stats.tool_calls += 1
             stats.tools_used.append(name)
@@ -410,8 +452,12 @@ class ZorkAgent:
             except (json.JSONDecodeError, ValueError) as exc:
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: invalid arguments for {name}: {exc}",
+                    "Turn %d Iteration %d: invalid arguments for %s: %s",
                     "mcp_tool_error",
+                    turn,
+                    iteration,
+                    name,
+                    exc,
                     tool_name=name,
                     error=f"invalid arguments: {exc}",
                     iteration=iteration,
@@ -422,24 +468,33 @@ class ZorkAgent:
                     ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
                 )
                 continue
+            remaining = stats.remaining()
+            server_timeout = manager.timeout_for(tool_call.function.name)
+            timeout = min(server_timeout, remaining)
             self._log(
                 "info",
-                f"Turn {turn} Iteration {iteration}: Agent calling tool {name}",
+                "Turn %d Iteration %d: Agent calling tool %s",
                 "mcp_tool_call",
+                turn,
+                iteration,
+                name,
                 tool_name=name,
-                server_name=getattr(self.mcp_manager, "server_name", None),
+                server_name=server,
                 arguments=arguments,
                 iteration=iteration,
             )
-            self.logger.debug(f"Turn {turn} Iteration {iteration}: Tool arguments: {json.dumps(arguments)[:500]}")
+            self.logger.debug("Turn %d Iteration %d: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
             started = time.perf_counter()
             try:
-                result = await self.mcp_manager.call_tool(name, arguments, timeout_seconds=timeout)
+                result = await manager.call_tool(name, arguments, timeout_seconds=timeout)
             except TimeoutError:
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: Tool call timeout: {name}",
+                    "Turn %d Iteration %d: Tool call timeout: %s",
                     "mcp_tool_timeout",
+                    turn,
+                    iteration,
+                    name,
                     tool_name=name,
                     iteration=iteration,
                     timeout_seconds=timeout,
@@ -447,12 +502,17 @@ class ZorkAgent:
                 self._append_tool_result(
                     messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
                 )
-                abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
+                if timeout < server_timeout:
+                    self._budget_exhausted(stats, self.config.mcp.turn_timeout_seconds)
+                    abort_reason = "Skipped: the turn's time budget is spent"
+                else:
+                    abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
                 if position + 1 < len(tool_calls):
                     self._log(
                         "info",
-                        f"Turn {turn}: Skipping remaining tools in batch after timeout",
+                        "Turn %d: Skipping remaining tools in batch after timeout",
                         "mcp_batch_aborted",
+                        turn,
                         tool_name=name,
                         skipped=len(tool_calls) - position - 1,
                         iteration=iteration,
@@ -461,32 +521,39 @@ class ZorkAgent:
             except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",
+                    "Turn %d Iteration %d: Tool call failed: %s - %s",
                     "mcp_tool_error",
+                    turn,
+                    iteration,
+                    name,
+                    exc,
                     tool_name=name,
+                    server_name=server,
                     error=str(exc),
                     iteration=iteration,
                 )
                 self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, f"Tool call failed: {exc}"))
-                if isinstance(exc, MCPServerDiedError):
-                    server_gone = True
-                    abort_reason = f"Skipped: the MCP server stopped during {name}"
+                if isinstance(exc, MCPServerDiedError) and server is not None:
+                    gone[server] = f"Skipped: the MCP server '{server}' stopped during {name}"
                 continue
             duration = time.perf_counter() - started
             self._append_tool_result(messages, tool_call.id, result)
             self._log(
                 "info",
-                f"Turn {turn} Iteration {iteration}: Tool result received ({duration:.1f}s)",
+                "Turn %d Iteration %d: Tool result received (%.1fs)",
                 "mcp_tool_result",
+                turn,
+                iteration,
+                duration,
                 tool_name=name,
-                server_name=getattr(self.mcp_manager, "server_name", None),
+                server_name=server,
                 result_type=type(result.content).__name__,
                 result_length=len(str(result.content)),
                 is_error=result.is_error,
                 duration_ms=round(duration * 1000, 1),
                 iteration=iteration,
             )
-        return server_gone
+        return bool(gone)
 
     def _display_name(self, wire_name: str) -> str:
         return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
@@ -495,6 +562,6 @@ class ZorkAgent:
     def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result.to_dict(), default=str)})
 
-    def _log(self, level: str, message: str, event_type: str, **fields: Any) -> None:
+    def _log(self, level: str, message: str, event_type: str, *args: Any, **fields: Any) -> None:
         extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
-        getattr(self.logger, level)(message, extra=extra)
+        getattr(self.logger, level)(message, *args, extra=extra)

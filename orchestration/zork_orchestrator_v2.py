@@ -21,7 +21,7 @@ from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
-from managers.mcp_manager import MCPError, MCPManager
+from managers.mcp import MCPError, MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
@@ -196,6 +196,8 @@ class ZorkOrchestratorV2:
         turn = self.game_state.turn_count + 1
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
         decision = self._choose_action(context, turn)
+        if self.mcp_manager is not None:
+            self.mcp_manager.end_turn()  # the critic's re-asks are over: this turn's sessions may go
         response = self._execute(decision["action"], turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
@@ -287,6 +289,8 @@ class ZorkOrchestratorV2:
 
     def _finish_episode(self) -> None:
         state = self.game_state
+        if self.mcp_manager is not None:
+            self.mcp_manager.close()  # every session closed and every server ended with the episode
         if state.end_reason is None:
             state.end_reason = "error"
         for manager in self.managers:
@@ -318,6 +322,8 @@ class ZorkOrchestratorV2:
             self.langfuse_client.flush()
 
     def close(self) -> None:
+        if getattr(self, "mcp_manager", None) is not None:
+            self.mcp_manager.close()
         self.game.close()
         close_episode_logger(self.logger)
 
@@ -356,6 +362,7 @@ class ZorkOrchestratorV2:
         data["mcp"] = {
             "enabled": self.mcp_manager is not None,
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
+            "disabled_servers": self.mcp_manager.disabled_servers() if self.mcp_manager else [],
         }
         atomic_write_json(self.episode_dir / "current_state.json", data)
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from game_interface import JerichoInterface
+from tests.mcp_test_servers.helpers import HTTPServer, http_server
 from tests.scripted_llm import ScriptedLLMServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +26,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def thoughtbox_http() -> Iterator[HTTPServer]:
+    """The shipped thoughtbox server in HTTP mode, shared by the tests that need a remote server."""
+    with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
+        yield server
 
 
 @pytest.fixture

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
-from managers.mcp_errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
-from managers.mcp_manager import MCPManager
-from managers.mcp_tools import ToolCallResult, ToolNameMap
+from managers.mcp import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from managers.mcp import MCPManager
+from managers.mcp.tools import ToolCallResult, ToolNameMap
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 from tests.langfuse_support import in_memory_langfuse
@@ -333,6 +333,7 @@ class FakeMCPManager:
         self.max_in_flight = 0
         self.loops: set[asyncio.AbstractEventLoop] = set()
         self._disabled = False
+        self.died = False
         self.traced = traced
         if traced is not None:  # property 31: the real call_tool, with only its transport replaced
             traced._call_tool = self._transport  # type: ignore[method-assign]
@@ -344,16 +345,22 @@ class FakeMCPManager:
     def reset_episode(self) -> None:
         self._disabled = False
 
-    async def connect_session(self) -> None:
-        self.loops.add(asyncio.get_running_loop())
-        self.events.append(("connect",))
+    server_names = (SERVER,)
 
-    async def disconnect_session(self) -> None:
+    async def open_turn(self, turn: int) -> list[dict[str, Any]]:
         self.loops.add(asyncio.get_running_loop())
-        self.events.append(("disconnect",))
+        self.events.append(("open", turn))
+        # Like the real manager: a server that died this turn no longer offers its tools.
+        return [] if self.died else copy.deepcopy(self.scenario.tools)
 
-    async def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.scenario.tools)
+    def end_turn(self) -> None:
+        self.events.append(("end_turn",))
+
+    def server_of(self, name: str) -> str:
+        return SERVER
+
+    def timeout_for(self, name: str) -> float:
+        return self.scenario.timeout
 
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
@@ -385,6 +392,7 @@ class FakeMCPManager:
             if call.behaviour == "timeout":
                 raise TimeoutError(f"scripted timeout of {call.call_id}")
             if call.behaviour == "die":
+                self.died = True
                 raise MCPServerDiedError(f"scripted: server '{SERVER}' is no longer available")
             assert call.result is not None
             return call.result
@@ -478,7 +486,7 @@ def test_property_01_tool_schemas_available_to_the_llm(scenario: Scenario) -> No
     """Property 1 (Req 1.1): with MCP enabled, the tool schemas reach the LLM when action generation begins."""
     run = run_scenario(scenario)
     first = run.llm.calls[0]
-    assert run.events[0] == ("connect",) and run.events[1] == ("llm", 1)
+    assert run.events[0] == ("open", 3) and run.events[1] == ("llm", 1)
     assert first["tools"] == scenario.tools
     assert first["tool_choice"] == "auto"
     for kwargs in run.llm.calls[: run.expected.loop_calls]:
@@ -510,12 +518,16 @@ def test_property_03_tool_results_in_history_before_the_next_llm_call(scenario: 
 
 
 @given(scenarios(llm_errors=True))
-def test_property_06_session_connected_at_turn_start_and_disconnected_at_turn_end(scenario: Scenario) -> None:
-    """Property 6 (Req 3.1, 3.5): connect before anything else, disconnect after everything, even on errors."""
+def test_property_06_turn_opened_first_and_left_open_for_the_critic(scenario: Scenario) -> None:
+    """Property 6 (Req 3.1, 3.5): the turn's tools are opened before anything else; the agent leaves
+    the turn open (the critic may send the proposal back), the orchestrator ends it, even on errors."""
     run = run_scenario(scenario)
     kinds = [e[0] for e in run.events]
-    assert kinds[0] == "connect" and kinds[-1] == "disconnect"
-    assert kinds.count("connect") == 1 and kinds.count("disconnect") == 1
+    assert kinds[0] == "open"
+    # Opened once more only after a server died, to offer what is left.
+    died = any(c.behaviour == "die" for c in run.expected.executed)
+    assert kinds.count("open") == 1 + int(died)
+    assert "end_turn" not in kinds
     assert (run.error is not None) == run.expected.llm_error
     if run.error is None:
         assert run.result is not None
