@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TextIO, TypedDict
 
@@ -155,22 +155,33 @@ def thought_logging_enabled(environ: dict[str, str] | os._Environ[str] | None = 
     return env.get("DISABLE_THOUGHT_LOGGING", "").strip().lower() != "true"
 
 
+# Histories kept for HTTP sessions; the oldest is forgotten beyond this many.
+MAX_SESSIONS = 256
+
+
 class SessionBoxes:
-    """One ThoughtBox per MCP session (a stdio process has exactly one), or one given box for all."""
+    """One ThoughtBox per MCP session id (stdio has none: one box for the process), or one given box."""
 
     def __init__(self, log_stream: TextIO | None, shared: ThoughtBox | None = None) -> None:
         self.log_stream = log_stream
         self.shared = shared
-        # Keyed by the SDK's session object: a closed session's history goes with it.
-        self._boxes: weakref.WeakKeyDictionary[Any, ThoughtBox] = weakref.WeakKeyDictionary()
+        self._boxes: OrderedDict[str | None, ThoughtBox] = OrderedDict()
 
-    def for_session(self, session: Any) -> ThoughtBox:
+    def for_session(self, session_id: str | None) -> ThoughtBox:
         if self.shared is not None:
             return self.shared
-        box = self._boxes.get(session)
+        box = self._boxes.get(session_id)
         if box is None:
-            box = self._boxes[session] = ThoughtBox(log_stream=self.log_stream)
+            box = self._boxes[session_id] = ThoughtBox(log_stream=self.log_stream)
+            while len(self._boxes) > MAX_SESSIONS:
+                self._boxes.popitem(last=False)
         return box
+
+
+def session_id_of(request: Any) -> str | None:
+    """The streamable-HTTP session id of the request (None over stdio, where a process is a session)."""
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None
 
 
 def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazily
@@ -200,7 +211,7 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
         needsMoreThoughts: Annotated[bool | None, Field(description="More thoughts needed beyond the estimate")] = None,
     ) -> ThinkResult:
         try:
-            return boxes.for_session(ctx.request_context.session).think(
+            return boxes.for_session(session_id_of(ctx.request_context.request)).think(
                 Thought(
                     thought=thought,
                     thought_number=thoughtNumber,

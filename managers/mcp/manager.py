@@ -50,6 +50,7 @@ class MCPManager:
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
             redact=self.redact,
+            logger=logger,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(
@@ -187,7 +188,7 @@ class MCPManager:
 
     def display_name(self, name: str) -> str:
         """The dotted ``server.tool`` form of a wire or dotted name, for logs and traces."""
-        return self.toolbox.turn_tools.names.display_name(name)
+        return self.toolbox.known_names.display_name(name)
 
     def server_of(self, name: str) -> str | None:
         route = self.toolbox.route(name)

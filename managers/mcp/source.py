@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import signal
@@ -72,6 +73,7 @@ class SourceSettings:
     config_dir: Path
     config_file: str
     redact: Redactor
+    logger: logging.Logger
 
 
 class _StartupTimeoutError(Exception):
@@ -130,6 +132,7 @@ class ToolSource(ABC):
             await asyncio.shield(ready)
         except BaseException as exc:
             # Failed, or the caller was cancelled: unwind the runner so nothing is left running.
+            self._abort_start()
             if self._startup_scope is not None:
                 self._startup_scope.cancel()
             self._stop.set()
@@ -260,6 +263,9 @@ class ToolSource(ABC):
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         """The SDK transport context, yielding ``(read_stream, write_stream)``."""
 
+    def _abort_start(self) -> None:  # noqa: B027 - optional hook; only stdio has a process to stop
+        """A start that failed or was given up: stop whatever it started without ceremony."""
+
     async def _after_close(self) -> None:  # noqa: B027 - optional hook; only stdio has clean-up to do
         """Clean-up once the transport has exited (the stdio source ends its process group)."""
 
@@ -328,12 +334,25 @@ class StdioSource(ToolSource):
             self.pid = find_child_with_marker(MARKER_ENV_VAR, self._marker)
             yield streams
 
+    def _abort_start(self) -> None:
+        # A server that never finished its handshake has nothing to lose: it does not get the
+        # SDK's grace period for a clean exit (seconds, for a server still importing).
+        if self.pid is not None:
+            _signal_group(self.pid, signal.SIGTERM)
+
     async def _after_close(self) -> None:
         if self.pid is not None:
             await end_process_group(self.pid)
         if self._stderr_tail is None:
             self._stderr_tail = self.settings.redact(read_tail(self._errlog))
             self._errlog.close()
+            if self._stderr_tail and self.connect_ms is not None:
+                self.settings.logger.debug(
+                    "MCP server '%s' stderr:\n%s",
+                    self.name,
+                    self._stderr_tail,
+                    extra={"event_type": "mcp_server_stderr", "server_name": self.name},
+                )
 
     def stderr_tail(self) -> str:
         return self._stderr_tail if self._stderr_tail is not None else ""

@@ -130,6 +130,8 @@ class Toolbox:
         self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
         self._closing: set[asyncio.Task[None]] = set()
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
+        # The last names offered, kept after the sessions close: logs still show dotted names.
+        self.known_names = ToolNameMap([])
 
     @property
     def all_disabled(self) -> bool:
@@ -242,6 +244,7 @@ class Toolbox:
             source.connect_ms or 0.0,
             server_name=slot.server.name,
             tool_count=len(source.tools),
+            tools=[f"{slot.server.name}.{tool.name}" for tool in source.tools],
             duration_ms=source.connect_ms,
         )
         return source
@@ -259,6 +262,8 @@ class Toolbox:
         names = ToolNameMap((server, tool.name) for server, tool in offered)
         schemas = [translate_tool(server, tool, names) for server, tool in offered]
         self.turn_tools = TurnTools(schemas, names, tuple(servers))
+        if names.routes:
+            self.known_names = names
         return self.turn_tools
 
     def end_turn(self) -> None:

@@ -85,7 +85,12 @@ def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str
 
 
 def make_config(config_file: Path | str, base_dir: Path, **mcp: Any) -> GameConfiguration:
-    """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative)."""
+    """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative).
+
+    The startup timeout is generous unless a test sets it: a loaded 2-core CI machine can take
+    over 10 s to start a Python server, and only the tests about timeouts want them short.
+    """
+    mcp.setdefault("server_startup_timeout_seconds", 120)
     return GameConfiguration.from_mapping(
         {"mcp": {"enabled": True, "config_file": str(config_file), **mcp}}, base_dir=base_dir, environ={}
     )
