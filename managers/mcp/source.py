@@ -337,10 +337,13 @@ class StdioSource(ToolSource):
     def _abort_start(self) -> None:
         # A server that never finished its handshake has nothing to lose: it does not get the
         # SDK's grace period for a clean exit (seconds, for a server still importing).
+        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
         if self.pid is not None:
             _signal_group(self.pid, signal.SIGTERM)
 
     async def _after_close(self) -> None:
+        # Looked up again if the start was interrupted before the transport reported the process.
+        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
         if self.pid is not None:
             await end_process_group(self.pid)
         if self._stderr_tail is None:

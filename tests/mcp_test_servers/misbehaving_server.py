@@ -8,7 +8,7 @@ Start modes (``--start``):
 
 Every start appends one line to ``--attempts-file`` when given, so tests can count spawns.
 ``--spawn-helper PIDFILE`` starts a helper child in the server's process group (its pid
-written to PIDFILE) that would outlive a server exiting cleanly unless the client ends
+appended to PIDFILE) that would outlive a server exiting cleanly unless the client ends
 the group.
 
 Tools (when serving): ``echo``, ``pid``, ``env``, ``cwd``, ``hang`` (sleeps), ``exit_now``
@@ -83,7 +83,8 @@ def start_checks(args: argparse.Namespace) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        args.spawn_helper.write_text(str(helper.pid), encoding="utf-8")
+        with args.spawn_helper.open("a", encoding="utf-8") as pids:
+            pids.write(f"{helper.pid}\n")
 
 
 def build_server():  # -> MCPServer
