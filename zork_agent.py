@@ -469,6 +469,11 @@ class ZorkAgent:
                 )
                 continue
             remaining = stats.remaining()
+            if remaining <= 0:  # the model's own call used up the budget
+                self._budget_exhausted(stats, self.config.mcp.turn_timeout_seconds)
+                abort_reason = "Skipped: the turn's time budget is spent"
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
+                continue
             server_timeout = manager.timeout_for(tool_call.function.name)
             timeout = min(server_timeout, remaining)
             self._log(
