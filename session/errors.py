@@ -234,9 +234,11 @@ Where the consequences are carried out:
 
 An error whose consequence is handled within a turn but that escapes its handler (a
 ``GameInterfaceError`` raised while reading the game state, say) ends the episode: see
-``episode_consequence``. The optional roles' LLM calls (critic, extractor, memories,
-objectives, knowledge) catch ``LLMError`` themselves and skip their update: their model
-failing costs that update, not the game.
+``episode_consequence``. Two handlers narrow a consequence where they know more:
+- the optional roles' LLM calls (critic, extractor, memories, objectives, knowledge) catch
+  ``LLMError`` and skip their update: their model failing costs that update, not the game;
+- a learning file that becomes unreadable after the start is left as it is by its manager,
+  which keeps what it last read and skips saving until the file is fixed.
 """
 
 
