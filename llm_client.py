@@ -29,7 +29,15 @@ from typing import Any
 import requests
 
 from session.episode_log import known_secrets, redact
-from session.game_configuration import GameConfiguration, RetrySection
+from session.errors import (
+    CircuitOpenError,
+    LLMInvalidRequestError,
+    LLMRequestError,
+    LLMRetryExhaustedError,
+    ToolsNotSupportedError,
+)
+from session.errors import LLMError as LLMError  # the client's errors stay importable from here
+from session.game_configuration import GameConfiguration, RetrySection, Sampling
 from shared_utils import traced_observation
 
 # -- wire shapes -------------------------------------------------------------------------
@@ -72,47 +80,6 @@ class UsageStats:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-
-# -- errors ------------------------------------------------------------------------------
-
-
-class LLMError(Exception):
-    """Base of every client error. Messages never contain the API key."""
-
-
-class LLMInvalidRequestError(LLMError, ValueError):
-    """The caller built a request the client refuses to send (bad messages or tool schemas)."""
-
-
-class ToolsNotSupportedError(LLMInvalidRequestError):
-    """Tools were passed for a model the compatibility check says cannot call tools."""
-
-
-class LLMRequestError(LLMError):
-    """The provider rejected the request with a non-retryable 4xx; retrying would not help."""
-
-    def __init__(self, message: str, status_code: int, provider_message: str) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.provider_message = provider_message
-
-
-class LLMRetryExhaustedError(LLMError):
-    """Every attempt failed with a retryable fault (429, 5xx, timeout, empty or malformed reply)."""
-
-    def __init__(self, message: str, attempts: int, last_cause: str) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.last_cause = last_cause
-
-
-class CircuitOpenError(LLMError):
-    """Too many consecutive calls failed; calls are refused until the reset period passes."""
-
-    def __init__(self, message: str, retry_in_seconds: float) -> None:
-        super().__init__(message)
-        self.retry_in_seconds = retry_in_seconds
 
 
 # -- model families ----------------------------------------------------------------------
@@ -284,11 +251,7 @@ def build_payload(
     model: str,
     messages: Sequence[Mapping[str, Any]],
     *,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    max_tokens: int | None = None,
+    sampling: Sampling | None = None,
     stop: str | list[str] | None = None,
     response_format: dict[str, Any] | None = None,
     tools: list[dict[str, Any]] | None = None,
@@ -303,11 +266,7 @@ def build_payload(
     """
     payload: dict[str, Any] = {"model": model, "messages": prepare_messages(messages, model)}
     optional = {
-        "temperature": temperature,
-        "top_p": top_p,
-        "top_k": top_k,
-        "min_p": min_p,
-        "max_tokens": max_tokens,
+        **(sampling or Sampling()).request_args(),
         "stop": stop,
         "response_format": response_format,
         **dict(extra or {}),
@@ -538,11 +497,7 @@ class LLMClient:
         payload = build_payload(
             model,
             messages,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            min_p=min_p,
-            max_tokens=max_tokens,
+            sampling=Sampling(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, max_tokens=max_tokens),
             stop=stop,
             response_format=response_format,
             tools=tools,
@@ -792,8 +747,8 @@ class LLMClient:
                 usage_details=details or None,
                 metadata={"finish_reason": response.finish_reason},
             )
-        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
-            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)))
+        except Exception as exc:  # tracing must never cost the call; logged
+            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)), exc_info=True)
 
 
 class _Completions:

@@ -12,6 +12,7 @@ turn; the orchestrator ends the turn.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -25,13 +26,21 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
-from session.game_configuration import ConfigError, FilesSection, GameConfiguration
-from shared_utils import create_json_schema, extract_json_object, traced_observation
+from session.errors import (
+    ConfigError,
+    MCPConfigError,
+    MCPServerDiedError,
+    MCPToolCallError,
+)
+from session.game_configuration import FilesSection, GameConfiguration
+from session.game_state import AgentDecision, ToolCallRecord
+from shared_utils import create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp import MCPManager
 
 FALLBACK_ACTION = "look"
+TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
@@ -50,15 +59,24 @@ class AgentRuntimeError(RuntimeError):
 
 @dataclass
 class ToolLoopStats:
+    """What one turn's tool loop did so far (the decision keeps the calls, the trace the rest)."""
+
     iterations: int = 0
-    tool_calls: int = 0
-    tools_used: list[str] = field(default_factory=list)
+    calls: list[ToolCallRecord] = field(default_factory=list)
     forced_final: bool = False
     budget_exhausted: bool = False
     deadline: float = math.inf  # time.monotonic() when the turn budget is spent
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.calls)
+
+    @property
+    def tools_used(self) -> list[str]:
+        return sorted({call.tool for call in self.calls})
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -103,7 +121,7 @@ class ZorkAgent:
         self.mcp_enabled = config.mcp.enabled and mcp_manager is not None
         self.langfuse_client = langfuse_client
         self.model = model or config.llm.agent_model
-        self.sampling = config.agent_sampling
+        self.sampling = config.sampling_for("agent")
         self._base_prompt = self._load_prompt(config)
         self.knowledge_text = knowledge_text
         self.current_turn = 0
@@ -146,11 +164,7 @@ class ZorkAgent:
         args: dict[str, Any] = dict(
             model=self.model,
             messages=messages,
-            temperature=self.sampling.temperature,
-            top_p=self.sampling.top_p,
-            top_k=self.sampling.top_k,
-            min_p=self.sampling.min_p,
-            max_tokens=self.sampling.max_tokens,
+            **self.sampling.request_args(),
             name="Agent",
             response_format=create_json_schema(AgentResponse),
         )
@@ -160,8 +174,8 @@ class ZorkAgent:
     # -- public API --------------------------------------------------------------------
     def get_action_with_reasoning(
         self, game_state_text: str, relevant_memories: str | None = None, turn: int | None = None
-    ) -> dict[str, Any]:
-        """One game command for this state: ``{"action", "reasoning", "new_objective", "raw_response"}``."""
+    ) -> AgentDecision:
+        """One game command for this state, with the reasoning and the tool calls behind it."""
         if turn is not None:
             self.current_turn = turn
         if not self.mcp_enabled:
@@ -180,7 +194,7 @@ class ZorkAgent:
         return asyncio.run(self._generate_action_async(game_state_text, relevant_memories))
 
     # -- parsing -----------------------------------------------------------------------
-    def _parse_response(self, content: str | None) -> dict[str, Any]:
+    def _parse_response(self, content: str | None, tool_calls: tuple[ToolCallRecord, ...] = ()) -> AgentDecision:
         data = extract_json_object(content or "")
         try:
             if data is None:
@@ -193,8 +207,10 @@ class ZorkAgent:
                 raise ValueError(f"the reply's action is {len(action)} characters long (limit {MAX_ACTION_CHARS})")
         except (ValidationError, ValueError) as exc:
             self.logger.error(
-                f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); "
-                f"falling back to '{FALLBACK_ACTION}'",
+                "Turn %s: could not parse the agent's reply (%s); falling back to '%s'",
+                self.current_turn,
+                exc,
+                FALLBACK_ACTION,
                 extra={
                     "event_type": "agent_parse_error",
                     "error": str(exc),
@@ -203,19 +219,22 @@ class ZorkAgent:
                     "turn": self.current_turn,
                 },
             )
-            return {
-                "action": FALLBACK_ACTION,
-                "reasoning": f"Parse error: {exc}. Raw: {(content or '')[:100]}",
-                "new_objective": None,
-                "raw_response": content,
-            }
-        objective = (parsed.new_objective or "").strip() or None
-        return {"action": action, "reasoning": parsed.thinking, "new_objective": objective, "raw_response": content}
+            return AgentDecision(
+                action=FALLBACK_ACTION,
+                reasoning=f"Parse error: {exc}. Raw: {(content or '')[:100]}",
+                raw_response=content,
+                tool_calls=tool_calls,
+            )
+        return AgentDecision(
+            action=action,
+            reasoning=parsed.thinking,
+            new_objective=(parsed.new_objective or "").strip() or None,
+            raw_response=content,
+            tool_calls=tool_calls,
+        )
 
     # -- MCP tool-calling path -----------------------------------------------------------
-    async def _generate_action_async(
-        self, game_state_text: str, relevant_memories: str | None = None
-    ) -> dict[str, Any]:
+    async def _generate_action_async(self, game_state_text: str, relevant_memories: str | None = None) -> AgentDecision:
         """Open the turn's tools and run the tool loop; the sessions stay open for this turn's re-asks."""
         assert self.mcp_manager is not None
         messages = self._build_messages(game_state_text, relevant_memories)
@@ -224,52 +243,49 @@ class ZorkAgent:
             tools = await self._open_tools()
             if tools is None:
                 response = self.client.chat.completions.create(**self._client_args(messages))
-                result = self._parse_response(response.content)
+                decision = self._parse_response(response.content)
             else:
-                result = await self._tool_loop(messages, tools, stats)
+                decision = await self._tool_loop(messages, tools, stats)
             if span is not None:
                 span.update(
-                    output={"action": result["action"]},
+                    output={"action": decision.action},
                     metadata={
                         "iterations_used": stats.iterations,
                         "tools_called": stats.tool_calls,
-                        "tools_used": sorted(set(stats.tools_used)),
+                        "tools_used": stats.tools_used,
                         "forced_final": stats.forced_final,
                         "turn_budget_exhausted": stats.budget_exhausted,
-                        "final_action": result["action"],
+                        "final_action": decision.action,
                     },
                 )
-        return result
+        return decision
 
     async def _open_tools(self) -> list[dict[str, Any]] | None:
         """This turn's tools from every server; None means the turn plays without tools (logged why).
 
-        Raises MCPServerStartupError when a server failed to start on the episode's first connect,
-        and MCPError when the model cannot call tools: the run cannot go on as configured.
+        Raises ``MCPServerStartupError`` when a server failed to start on the episode's first
+        connect, and ``MCPConfigError`` when the model cannot call tools: the run cannot go on
+        as configured (``session.errors`` has the policy).
         """
-        from managers.mcp import MCPError
-
         assert self.mcp_manager is not None
         turn = self.current_turn
-        if self.mcp_manager.is_disabled:
-            self._log("warning", "Turn %d: MCP disabled, continuing without tools", "mcp_disabled_fallback", turn)
+        tools = [] if self.mcp_manager.is_disabled else await self.mcp_manager.open_turn(turn)
+        if self.mcp_manager.is_disabled:  # every server disabled after repeated failures
+            self._log("warning", "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools", turn)
             return None
-        tools = await self.mcp_manager.open_turn(turn)
-        if self.mcp_manager.is_disabled:
-            self._log("warning", "Turn %d: MCP disabled, continuing without tools", "mcp_disabled_fallback", turn)
-            return None
-        if not tools:  # working servers that offer no tools (or every one failed this turn)
+        if not tools:  # working servers that offer no tools: nothing is disabled
+            servers = self.mcp_manager.server_names
             self._log(
                 "warning",
-                "Turn %d: no MCP tools offered (servers: %s), continuing without tools",
                 "mcp_no_tools",
+                "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
                 turn,
-                ", ".join(self.mcp_manager.server_names),
-                server_names=self.mcp_manager.server_names,
+                ", ".join(servers),
+                server_names=servers,
             )
             return None
         if not self.client._supports_tool_calling(self.model):
-            raise MCPError(
+            raise MCPConfigError(
                 f"Model '{self.model}' does not support tool calling.\n"
                 "Please either:\n"
                 "  1. Set mcp.enabled = false in pyproject.toml, or\n"
@@ -294,16 +310,16 @@ class ZorkAgent:
 
     async def _tool_loop(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
-    ) -> dict[str, Any]:
-        """The seeds' loop: ask, run the requested tools in order, repeat until content, the cap or the budget."""
+    ) -> AgentDecision:
+        """Ask, run the requested tools in order, repeat until the model answers, the cap or the budget."""
         max_iterations = self.config.mcp.max_tool_iterations
         budget = self.config.mcp.turn_timeout_seconds
         stats.deadline = time.monotonic() + budget
         turn = self.current_turn
         self._log(
             "info",
-            "Turn %d: MCP session started (max %d iterations)",
             "mcp_session_start",
+            "Turn %s: MCP session started (max %s iterations)",
             turn,
             max_iterations,
             max_iterations=max_iterations,
@@ -313,13 +329,13 @@ class ZorkAgent:
         tools_left = True
         while stats.iterations < max_iterations and tools_left:
             if stats.remaining() <= 0:
-                self._budget_exhausted(stats, budget)
+                self._budget_exhausted(stats)
                 break
             stats.iterations += 1
             self._log(
                 "debug",
-                "Turn %d: tool-calling iteration %d/%d",
                 "mcp_iteration_start",
+                "Turn %s: tool-calling iteration %s/%s",
                 turn,
                 stats.iterations,
                 max_iterations,
@@ -335,8 +351,8 @@ class ZorkAgent:
                 # spec's answer is a warning and the forced final call (requirement 5.10).
                 self._log(
                     "warning",
-                    "Turn %d: LLM returned no content and no tool_calls (%s)",
                     "mcp_unexpected_state",
+                    "Turn %s: LLM returned no content and no tool_calls (%s)",
                     turn,
                     exc.last_cause,
                     error=exc.last_cause,
@@ -352,7 +368,7 @@ class ZorkAgent:
                 if stats.budget_exhausted:
                     break
                 if servers_lost:
-                    # A server went away: its tools are no longer offered; the others' still are.
+                    # A server went away: its tools are no longer offered; the other servers' still are.
                     assert self.mcp_manager is not None
                     tools = await self.mcp_manager.open_turn(turn)
                     tools_left = bool(tools)
@@ -363,8 +379,8 @@ class ZorkAgent:
                 break
             self._log(
                 "warning",
-                "Turn %d: LLM returned no content and no tool_calls, finish_reason=%s",
                 "mcp_unexpected_state",
+                "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
                 turn,
                 response.finish_reason,
                 finish_reason=response.finish_reason,
@@ -375,8 +391,8 @@ class ZorkAgent:
         if response is None or not response.content or response.tool_calls or stats.budget_exhausted:
             self._log(
                 "warning",
-                "Turn %d: forcing final action after %d iterations without an answer",
                 "mcp_no_content",
+                "Turn %s: forcing final action after %s iterations without an answer",
                 turn,
                 stats.iterations,
                 iterations=stats.iterations,
@@ -384,34 +400,36 @@ class ZorkAgent:
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
             response = self.client.chat.completions.create(**self._client_args(messages, tools=None, tool_choice=None))
-        result = self._parse_response(response.content)
+        decision = self._parse_response(response.content, tuple(stats.calls))
         self._log(
             "info",
-            "Turn %d: MCP session complete (%d iterations, %d tool calls)",
             "mcp_session_complete",
+            "Turn %s: MCP session complete (%s iterations, %s tool calls)",
             turn,
             stats.iterations,
             stats.tool_calls,
             iterations=stats.iterations,
             tool_calls_count=stats.tool_calls,
-            tools_used=sorted(set(stats.tools_used)),
+            tools_used=stats.tools_used,
             forced_final=stats.forced_final,
             turn_budget_exhausted=stats.budget_exhausted,
-            final_action=result["action"],
+            final_action=decision.action,
         )
-        # The spec's episode log closes each MCP session with the action it produced.
-        action = result["action"]
-        self._log("info", "Turn %d: Agent action: %s", "mcp_agent_action", turn, action, action=action)
-        return result
+        # The episode log closes each MCP session with the action it produced.
+        self._log(
+            "info", "mcp_agent_action", "Turn %s: Agent action: %s", turn, decision.action, action=decision.action
+        )
+        return decision
 
-    def _budget_exhausted(self, stats: ToolLoopStats, budget: float) -> None:
+    def _budget_exhausted(self, stats: ToolLoopStats) -> None:
         if stats.budget_exhausted:
             return
         stats.budget_exhausted = True
+        budget = self.config.mcp.turn_timeout_seconds
         self._log(
             "warning",
-            "Turn %d: turn budget of %gs spent after %d iterations; asking for the final action now",
             "mcp_turn_budget_exhausted",
+            "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
             self.current_turn,
             budget,
             stats.iterations,
@@ -429,7 +447,7 @@ class ZorkAgent:
         providers reject a history where an assistant tool call has no matching result. A
         server that died only skips the rest of its own tools' calls; the other servers' run.
         """
-        from managers.mcp import MCPServerDiedError, ToolCallResult
+        from managers.mcp.tools import ToolCallResult
 
         assert self.mcp_manager is not None
         manager = self.mcp_manager
@@ -440,11 +458,14 @@ class ZorkAgent:
             name = self._display_name(tool_call.function.name)
             server = manager.server_of(tool_call.function.name)
             skip = abort_reason or (gone.get(server) if server else None)
+            if skip is None and stats.remaining() <= 0:  # the model's own call used up the budget
+                self._budget_exhausted(stats)
+                skip = abort_reason = "Skipped: the turn's time budget is spent"
             if skip is not None:
                 self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, skip))
                 continue
-            stats.tool_calls += 1
-            stats.tools_used.append(name)
+
+            answer = functools.partial(self._answer, messages, stats, tool_call.id, server, name)
             try:
                 arguments = json.loads(tool_call.function.arguments or "{}")
                 if not isinstance(arguments, dict):
@@ -452,8 +473,8 @@ class ZorkAgent:
             except (json.JSONDecodeError, ValueError) as exc:
                 self._log(
                     "warning",
-                    "Turn %d Iteration %d: invalid arguments for %s: %s",
                     "mcp_tool_error",
+                    "Turn %s Iteration %s: invalid arguments for %s: %s",
                     turn,
                     iteration,
                     name,
@@ -462,24 +483,18 @@ class ZorkAgent:
                     error=f"invalid arguments: {exc}",
                     iteration=iteration,
                 )
-                self._append_tool_result(
-                    messages,
-                    tool_call.id,
+                answer(
                     ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
+                    tool_call.function.arguments or "",
                 )
                 continue
-            remaining = stats.remaining()
-            if remaining <= 0:  # the model's own call used up the budget
-                self._budget_exhausted(stats, self.config.mcp.turn_timeout_seconds)
-                abort_reason = "Skipped: the turn's time budget is spent"
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
-                continue
+            # The server's own timeout (or the configured one), cut to what is left of the turn budget.
             server_timeout = manager.timeout_for(tool_call.function.name)
-            timeout = min(server_timeout, remaining)
+            timeout = min(server_timeout, stats.remaining())
             self._log(
                 "info",
-                "Turn %d Iteration %d: Agent calling tool %s",
                 "mcp_tool_call",
+                "Turn %s Iteration %s: Agent calling tool %s",
                 turn,
                 iteration,
                 name,
@@ -488,46 +503,48 @@ class ZorkAgent:
                 arguments=arguments,
                 iteration=iteration,
             )
-            self.logger.debug("Turn %d Iteration %d: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
+            self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
             started = time.perf_counter()
             try:
                 result = await manager.call_tool(name, arguments, timeout_seconds=timeout)
             except TimeoutError:
                 self._log(
                     "warning",
-                    "Turn %d Iteration %d: Tool call timeout: %s",
                     "mcp_tool_timeout",
+                    "Turn %s Iteration %s: Tool call timeout: %s",
                     turn,
                     iteration,
                     name,
                     tool_name=name,
+                    server_name=server,
                     iteration=iteration,
                     timeout_seconds=timeout,
                 )
-                self._append_tool_result(
-                    messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
-                )
-                if timeout < server_timeout:
-                    self._budget_exhausted(stats, self.config.mcp.turn_timeout_seconds)
+                answer(ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s"), arguments)
+                if timeout < server_timeout:  # it was the turn budget that ran out
+                    self._budget_exhausted(stats)
                     abort_reason = "Skipped: the turn's time budget is spent"
                 else:
                     abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
                 if position + 1 < len(tool_calls):
                     self._log(
                         "info",
-                        "Turn %d: Skipping remaining tools in batch after timeout",
                         "mcp_batch_aborted",
+                        "Turn %s: Skipping remaining tools in batch after timeout",
                         turn,
                         tool_name=name,
                         skipped=len(tool_calls) - position - 1,
                         iteration=iteration,
                     )
                 continue
-            except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
+            except (MCPToolCallError, OSError) as exc:
+                # The tool-call boundary: a call that failed (the MCP family, or a pipe or socket
+                # failing under the SDK) becomes an error result the model reads, and the turn
+                # goes on. Anything else is a bug in ZorkGPT and propagates.
                 self._log(
                     "warning",
-                    "Turn %d Iteration %d: Tool call failed: %s - %s",
                     "mcp_tool_error",
+                    "Turn %s Iteration %s: Tool call failed: %s - %s",
                     turn,
                     iteration,
                     name,
@@ -536,17 +553,18 @@ class ZorkAgent:
                     server_name=server,
                     error=str(exc),
                     iteration=iteration,
+                    exc_info=not isinstance(exc, MCPToolCallError),  # a transport failure: keep its traceback
                 )
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, f"Tool call failed: {exc}"))
+                answer(ToolCallResult(None, True, f"Tool call failed: {exc}"), arguments)
                 if isinstance(exc, MCPServerDiedError) and server is not None:
                     gone[server] = f"Skipped: the MCP server '{server}' stopped during {name}"
                 continue
             duration = time.perf_counter() - started
-            self._append_tool_result(messages, tool_call.id, result)
+            answer(result, arguments)
             self._log(
                 "info",
-                "Turn %d Iteration %d: Tool result received (%.1fs)",
                 "mcp_tool_result",
+                "Turn %s Iteration %s: Tool result received (%.1fs)",
                 turn,
                 iteration,
                 duration,
@@ -563,10 +581,34 @@ class ZorkAgent:
     def _display_name(self, wire_name: str) -> str:
         return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
 
+    def _answer(
+        self,
+        messages: list[dict[str, Any]],
+        stats: ToolLoopStats,
+        call_id: str,
+        server: str | None,
+        name: str,
+        result: Any,
+        arguments: dict[str, Any] | str,
+    ) -> None:
+        """A call's ``role: "tool"`` message for the model, and its record in the decision."""
+        self._append_tool_result(messages, call_id, result)
+        stats.calls.append(ToolCallRecord(server, name, arguments, _summary(result), result.is_error))
+
     @staticmethod
     def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result.to_dict(), default=str)})
 
-    def _log(self, level: str, message: str, event_type: str, *args: Any, **fields: Any) -> None:
+    def _log(
+        self, level: str, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
+    ) -> None:
+        """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
         extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
-        getattr(self.logger, level)(message, *args, extra=extra)
+        getattr(self.logger, level)(message, *args, exc_info=exc_info, extra=extra)
+
+
+def _summary(result: Any) -> str:
+    """The start of a tool call's result for the turn's record: the error, or the content as JSON."""
+    if result.is_error:
+        return shorten(result.error_message or "Tool call failed", TOOL_SUMMARY_CHARS)
+    return shorten(json.dumps(result.to_dict()["content"], default=str, ensure_ascii=False), TOOL_SUMMARY_CHARS)

@@ -18,9 +18,21 @@ from typing import Any
 from game_interface import JerichoInterface
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
+from managers.critic import Critic, CriticVerdict
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult
-from zork_critic import CriticVerdict, ZorkCritic
+from session.game_state import AgentDecision, GameState, TurnResult
+
+
+@dataclass(frozen=True)
+class CriticReview:
+    """How the critic judged the action that is played: its last verdict, and how often it sent
+    the agent back (``overridden``: it still rejected the action when the rounds ran out)."""
+
+    score: float
+    justification: str
+    source: str
+    rounds: int
+    overridden: bool
 
 
 @dataclass
@@ -45,7 +57,7 @@ class CriticManager(BaseManager):
     ) -> None:
         super().__init__(config, logger, game_state)
         self.game = game
-        self.critic = ZorkCritic(config, logger, client, game)
+        self.critic = Critic(config, logger, client, game)
         self._pending: _PendingOverride | None = None
         self.evaluations = 0
         self.rejections: Counter[str] = Counter()
@@ -56,18 +68,20 @@ class CriticManager(BaseManager):
         super().reset_episode(game_state)
         self._pending = None
 
-    def choose_action(self, propose: Callable[[str | None], dict[str, Any]], context: str) -> dict[str, Any]:
-        """The agent's decision after the critic had its say.
+    def choose_action(
+        self, propose: Callable[[str | None], AgentDecision], context: str
+    ) -> tuple[AgentDecision, CriticReview]:
+        """The agent's decision after the critic had its say, and the critic's review of it.
 
         ``propose(feedback)`` asks the agent: feedback is None first, then the reason the
-        previous proposal was rejected. Returns the agent's dict plus a ``critic`` entry.
+        previous proposal was rejected.
         """
         turn = self.game_state.turn_count + 1
         max_rounds = self.config.gameplay.max_rejection_rounds
         proposal = propose(None)
         rounds = 0
         while True:
-            action = str(proposal.get("action") or "")
+            action = proposal.action
             verdict = self.critic.evaluate(action, context, self.game_state)
             self.evaluations += 1
             if not verdict.rejected:
@@ -78,8 +92,14 @@ class CriticManager(BaseManager):
                 break
             rounds += 1
             self.logger.info(
-                f"Turn {turn}: critic rejected '{action}' ({verdict.source}, score {verdict.score:+.2f}): "
-                f"{verdict.justification} — re-asking the agent (round {rounds}/{max_rounds})",
+                "Turn %d: critic rejected '%s' (%s, score %+.2f): %s — re-asking the agent (round %d/%d)",
+                turn,
+                action,
+                verdict.source,
+                verdict.score,
+                verdict.justification,
+                rounds,
+                max_rounds,
                 extra={
                     "event_type": "critic_rejection",
                     "turn": turn,
@@ -91,23 +111,24 @@ class CriticManager(BaseManager):
                 },
             )
             proposal = propose(f'"{action}" — {verdict.justification}')
-        return {
-            **proposal,
-            "critic": {
-                "score": verdict.score,
-                "justification": verdict.justification,
-                "source": verdict.source,
-                "rounds": rounds,
-                "overridden": verdict.rejected,
-            },
-        }
+        return proposal, CriticReview(
+            score=verdict.score,
+            justification=verdict.justification,
+            source=verdict.source,
+            rounds=rounds,
+            overridden=verdict.rejected,
+        )
 
     def _override(self, turn: int, action: str, verdict: CriticVerdict, rounds: int) -> None:
         self.overrides += 1
         if verdict.source == "llm":
             self._pending = _PendingOverride(turn, action, self.game.env.get_world_state_hash())
         self.logger.info(
-            f"Turn {turn}: playing '{action}' despite the critic ({verdict.source}) after {rounds} rejection rounds",
+            "Turn %d: playing '%s' despite the critic (%s) after %d rejection rounds",
+            turn,
+            action,
+            verdict.source,
+            rounds,
             extra={
                 "event_type": "critic_override",
                 "turn": turn,
@@ -130,9 +151,11 @@ class CriticManager(BaseManager):
         )
         self.critic.trust.record(rejected_then_overridden=True, succeeded=succeeded)
         self.logger.info(
-            f"Turn {result.turn}: overridden critic rejection of '{result.action}' was "
-            f"{'wrong (the action succeeded)' if succeeded else 'right (the action failed)'}; "
-            f"critic weight now {self.critic.trust.weight:.2f}",
+            "Turn %d: overridden critic rejection of '%s' was %s; critic weight now %.2f",
+            result.turn,
+            result.action,
+            "wrong (the action succeeded)" if succeeded else "right (the action failed)",
+            self.critic.trust.weight,
             extra={
                 "event_type": "critic_trust_update",
                 "turn": result.turn,
