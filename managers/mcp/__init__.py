@@ -13,6 +13,7 @@ from managers.mcp.errors import (
     MCPConfigError,
     MCPError,
     MCPServerDiedError,
+    MCPServerDisabledError,
     MCPServerStartupError,
     MCPToolCallError,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "MCPError",
     "MCPManager",
     "MCPServerDiedError",
+    "MCPServerDisabledError",
     "MCPServerStartupError",
     "MCPToolCallError",
     "SSESource",

@@ -26,7 +26,7 @@ from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.toolbox import Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
 from session.episode_log import known_secrets, redact
-from session.game_configuration import GameConfiguration
+from session.game_configuration import GameConfiguration, process_environ
 from shared_utils import traced_observation
 
 
@@ -43,7 +43,8 @@ class MCPManager:
         self.logger = logger
         self.langfuse_client = langfuse_client
         self.config_path = config.resolve_path(config.mcp.config_file)
-        self.mcp_config = MCPConfig.from_file(self.config_path)
+        # ${VAR} in the file comes from the environment and .env, as the API key does.
+        self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
         self._secrets = [secret for server in self.mcp_config.servers for secret in server.secrets()]
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,

@@ -16,7 +16,9 @@ group only when the server does not exit on its own after its stdin closes, so a
 that starts a helper and then exits cleanly would leave the helper behind. A stdio source
 therefore ends the whole group at close, always (SIGTERM, then SIGKILL after a grace
 period). The server's pid is found among this process's children by a marker variable in
-its environment (Linux ``/proc``; elsewhere only the SDK's own clean-up applies).
+its environment, which everything it starts inherits: any process still carrying the marker
+after that (one that left the group) is ended too. (This needs Linux ``/proc``; elsewhere
+only the SDK's own clean-up applies.)
 """
 
 from __future__ import annotations
@@ -346,6 +348,10 @@ class StdioSource(ToolSource):
         self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
         if self.pid is not None:
             await end_process_group(self.pid)
+        # Anything the server started that left its group (or a group we never learned) still
+        # carries the server's marker in its environment.
+        for pid in processes_with_marker(MARKER_ENV_VAR, self._marker):
+            await end_process_group(pid, group=False)
         if self._stderr_tail is None:
             self._stderr_tail = self.settings.redact(read_tail(self._errlog))
             self._errlog.close()
@@ -457,46 +463,82 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
 
 
 def find_child_with_marker(variable: str, marker: str) -> int | None:
-    """The pid of this process's child whose environment has ``variable=marker`` (Linux), else None."""
+    """The pid of this process's child whose environment has ``variable=marker`` (Linux), else None.
+
+    The children files are read first (cheap); as they can miss a child forked a moment ago,
+    every process is searched when they do not have it.
+    """
     needle = f"{variable}={marker}".encode()
     tasks = Path("/proc/self/task")
     if not tasks.is_dir():
         return None
+    candidates: list[str] = []
     for task in tasks.iterdir():
         try:
-            children = (task / "children").read_text().split()
+            candidates.extend((task / "children").read_text().split())
         except OSError:
             continue
-        for pid in children:
-            try:
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-            except OSError:
-                continue
-            if needle in environ.split(b"\0"):
-                return int(pid)
+    for pid in candidates:
+        if _has_marker(pid, needle):
+            return int(pid)
+    own = str(os.getpid())
+    for pid in _all_pids():
+        if _has_marker(pid, needle) and _parent_of(pid) == own:
+            return int(pid)
     return None
 
 
-async def end_process_group(pgid: int) -> None:
-    """SIGTERM every process left in group ``pgid``, then SIGKILL what is still there after a grace period.
+def processes_with_marker(variable: str, marker: str) -> list[int]:
+    """Every live process whose environment has ``variable=marker``: a server and whatever it started."""
+    needle = f"{variable}={marker}".encode()
+    return [int(pid) for pid in _all_pids() if _has_marker(pid, needle)]
+
+
+def _all_pids() -> list[str]:
+    try:
+        return [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _has_marker(pid: str, needle: bytes) -> bool:
+    try:
+        return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone, or not ours to read
+        return False
+
+
+def _parent_of(pid: str) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return None
+
+
+async def end_process_group(pgid: int, group: bool = True) -> None:
+    """SIGTERM every process left in group ``pgid``, then SIGKILL what is still there after a grace period
+    (``group=False``: the one process ``pgid``).
 
     The server was started as the leader of a new group (pgid == its pid); a group id cannot be
     reused while any member lives, so this reaches only what the server left behind.
     """
-    if not _signal_group(pgid, signal.SIGTERM):
+    if not _signal_group(pgid, signal.SIGTERM, group):
         return
     deadline = time.monotonic() + _GROUP_GRACE_SECONDS
     while time.monotonic() < deadline:
         await asyncio.sleep(_GROUP_POLL_SECONDS)
-        if not _signal_group(pgid, 0):
+        if not _signal_group(pgid, 0, group):
             return
-    _signal_group(pgid, signal.SIGKILL)
+    _signal_group(pgid, signal.SIGKILL, group)
 
 
-def _signal_group(pgid: int, signum: int) -> bool:
-    """Send ``signum`` to the group; False once the group has no members left."""
+def _signal_group(pgid: int, signum: int, group: bool = True) -> bool:
+    """Send ``signum`` to the group (or the one process); False once nothing is left to signal."""
     try:
-        os.killpg(pgid, signum)
+        if group:
+            os.killpg(pgid, signum)
+        else:
+            os.kill(pgid, signum)
     except ProcessLookupError:
         return False
     except PermissionError:  # a member we may not signal: not ours to end
