@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -75,15 +76,21 @@ class ZorkOrchestratorV2:
             self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
         )
         self.stop_requested = False
-        self.game = JerichoInterface(story)
+        self._finished = False
+        self.write_failures: list[str] = []
+        """Files this episode could not write (a full or read-only disk): the run must not pass for a success."""
         try:
+            self.game = JerichoInterface(story)
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]
             self._initialize_managers()
             self._initialize_game_components()
         except BaseException:
-            self.close()  # a failed start (e.g. a bad mcp_config.json) leaves no open files behind
+            # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
+            # and no episode folder: nothing was played, and the error is on the terminal.
+            self.close()
+            shutil.rmtree(self.episode_dir, ignore_errors=True)
             raise
 
     def _configured_game_file(self) -> Path | None:
@@ -157,8 +164,8 @@ class ZorkOrchestratorV2:
         the summary is written first); ``session.errors`` says which ones stop the setup and
         which only end the episode. Anything else is a bug and propagates as it is.
         """
-        self._start_episode()
         try:
+            self._start_episode()
             while self._end_reason() is None:
                 self._process_turn()
                 if self.config.gameplay.turn_delay_seconds:
@@ -172,6 +179,18 @@ class ZorkOrchestratorV2:
                 extra={"event_type": exc.kind, "consequence": episode_consequence(exc).value},
             )
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C in embedding code, or main.py's abort after a second stop signal: the user
+            # stopped the episode mid-turn. It is recorded as stopped, the summary is written
+            # (nothing that calls a model: the user wants out), and the interrupt goes on.
+            self.game_state.end_reason = "stopped_by_user"
+            self.logger.warning(
+                "Episode aborted by the user during turn %d",
+                self.game_state.turn_count + 1,
+                extra={"event_type": "episode_aborted", "turn": self.game_state.turn_count + 1},
+            )
+            self._finish_episode(aborted=True)
+            raise
         except Exception as exc:
             # The episode boundary: a bug ends the episode with its traceback in the episode's
             # log (the summary is still written below), then propagates to the caller.
@@ -184,7 +203,8 @@ class ZorkOrchestratorV2:
             )
             raise
         finally:
-            self._finish_episode()
+            if not self._finished:
+                self._finish_episode()
         return self.game_state
 
     def _start_episode(self) -> None:
@@ -301,16 +321,34 @@ class ZorkOrchestratorV2:
                 state.end_reason = "stuck"
         return state.end_reason
 
-    def _finish_episode(self) -> None:
+    def _finish_episode(self, aborted: bool = False) -> None:
+        """Each manager's last step, the final state file and the ``episode_end`` event.
+
+        After an abort only the summary is written: the memory and knowledge managers' last
+        steps call a model, and that wait is what the user just interrupted. An abort during
+        those steps skips to the summary the same way, then goes on.
+        """
+        self._finished = True
         state = self.game_state
         if state.end_reason is None:
             state.end_reason = "error"
+        interrupt: KeyboardInterrupt | None = None
         for manager in self.managers:
+            if (aborted or interrupt) and manager is not self.synthesizer:
+                continue
             try:
                 manager.finalize_episode()
+            except KeyboardInterrupt as exc:
+                if manager is self.synthesizer:
+                    raise
+                interrupt = exc
+            except OSError as exc:
+                self._write_failed(Path(exc.filename or manager.name), exc)
             except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files
                 self.logger.error(
-                    f"{manager.name} failed to finalize: {exc}",
+                    "%s failed to finalize: %s",
+                    manager.name,
+                    exc,
                     extra={"event_type": "manager_finalize_error", "manager": manager.name},
                 )
         self._export_state()
@@ -330,11 +368,18 @@ class ZorkOrchestratorV2:
                 "llm_usage": self._usage_report(),
             },
         )
-        if self.langfuse_client is not None:
-            self.langfuse_client.flush()
+        if interrupt is not None:
+            raise interrupt
+        if self.langfuse_client is not None and not aborted:
+            self.langfuse_client.flush()  # after an abort the SDK's own exit hook flushes
+
+    def request_stop(self) -> None:
+        """End the episode after the turn being played (Ctrl-C, SIGTERM)."""
+        self.stop_requested = True
 
     def close(self) -> None:
-        self.game.close()
+        if hasattr(self, "game"):  # else the start failed before the game was opened
+            self.game.close()
         close_episode_logger(self.logger)
 
     # -- reporting ---------------------------------------------------------------------
@@ -373,7 +418,24 @@ class ZorkOrchestratorV2:
             "enabled": self.mcp_manager is not None,
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
         }
-        atomic_write_json(self.episode_dir / "current_state.json", data)
+        path = self.episode_dir / "current_state.json"
+        try:
+            atomic_write_json(path, data)
+        except OSError as exc:
+            # A full or read-only disk: the game itself is in memory and can go on (the next
+            # turn writes the file again); the run's exit code reports the loss.
+            self._write_failed(path, exc)
+
+    def _write_failed(self, path: Path, exc: OSError) -> None:
+        message = f"{path.name}: {exc.strerror or exc}"
+        if message not in self.write_failures:  # logged once per problem, not every turn
+            self.write_failures.append(message)
+            self.logger.error(
+                "Could not write %s: %s",
+                path,
+                exc.strerror or exc,
+                extra={"event_type": "file_write_error", "path": str(path), "error": str(exc)},
+            )
 
 
 def configure_root_logging(level: int = logging.WARNING) -> None:
