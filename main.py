@@ -105,7 +105,8 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         except ZorkGPTError as exc:
             # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
             # what ended this episode (the provider failing after its retries...) would end the next.
-            print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
+            if not orchestrator.discard_episode_folder:
+                print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
             return report(exc)
         except UserAbort:
             print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)

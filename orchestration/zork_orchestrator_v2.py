@@ -7,6 +7,7 @@ managers → log → export. Each step belongs to a manager; this module only se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
@@ -27,7 +28,7 @@ from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
 from session.episode_log import close_episode_logger, setup_episode_logger
-from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
+from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, get_langfuse_client
@@ -77,6 +78,8 @@ class ZorkOrchestratorV2:
         )
         self.stop_requested = False
         self._finished = False
+        self.discard_episode_folder = False
+        """A failed start: ``close()`` removes the episode folder (nothing was played)."""
         self.write_failures: list[str] = []
         """Files this episode could not write (a full or read-only disk): the run must not pass for a success."""
         try:
@@ -89,8 +92,8 @@ class ZorkOrchestratorV2:
         except BaseException:
             # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
             # and no episode folder: nothing was played, and the error is on the terminal.
+            self.discard_episode_folder = True
             self.close()
-            shutil.rmtree(self.episode_dir, ignore_errors=True)
             raise
 
     def _configured_game_file(self) -> Path | None:
@@ -138,11 +141,8 @@ class ZorkOrchestratorV2:
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:
-            try:
-                self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
-            except MCPError as exc:
-                log.error("Failed to initialize MCP Manager: %s", exc, extra={"event_type": "mcp_init_error"})
-                raise
+            # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
+            self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
     def _initialize_game_components(self) -> None:
@@ -171,13 +171,19 @@ class ZorkOrchestratorV2:
                 if self.config.gameplay.turn_delay_seconds:
                     time.sleep(self.config.gameplay.turn_delay_seconds)
         except ZorkGPTError as exc:
+            consequence = episode_consequence(exc)
             self.game_state.end_reason = end_reason_for(exc)
+            # Kept off the console: the caller reports the error that ended the run once (main.py).
             self.logger.error(
                 "Episode stopped (%s): %s",
-                episode_consequence(exc).value,
+                consequence.value,
                 exc,
-                extra={"event_type": exc.kind, "consequence": episode_consequence(exc).value},
+                extra={"event_type": exc.kind, "consequence": consequence.value, "console": False},
             )
+            if consequence is Consequence.SETUP_FAILS and self.game_state.turn_count == 0:
+                # A start that failed (a tool server that does not start) played nothing: like a
+                # failed construction, it leaves no episode folder and no summary behind.
+                self._finished = self.discard_episode_folder = True
             raise
         except KeyboardInterrupt:
             # Ctrl-C in embedding code, or main.py's abort after a second stop signal: the user
@@ -353,8 +359,13 @@ class ZorkOrchestratorV2:
                 )
         self._export_state()
         self.logger.info(
-            f"Episode {state.episode_id} ended ({state.end_reason}): score {state.score}/{state.max_score} "
-            f"in {state.turn_count} turns, {state.death_count} deaths",
+            "Episode %s ended (%s): score %d/%d in %d turns, %d deaths",
+            state.episode_id,
+            state.end_reason.splitlines()[0],  # the whole message is in end_reason and on the terminal
+            state.score,
+            state.max_score,
+            state.turn_count,
+            state.death_count,
             extra={
                 "event_type": "episode_end",
                 "episode_id": state.episode_id,
@@ -381,6 +392,10 @@ class ZorkOrchestratorV2:
         if hasattr(self, "game"):  # else the start failed before the game was opened
             self.game.close()
         close_episode_logger(self.logger)
+        if self.discard_episode_folder:
+            shutil.rmtree(self.episode_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):  # only when no other episode is in there
+                self.episode_dir.parent.rmdir()
 
     # -- reporting ---------------------------------------------------------------------
     def _log_turn(self, result: TurnResult, decision: dict[str, Any]) -> None:

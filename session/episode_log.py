@@ -28,6 +28,11 @@ _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
 
 
+CONSOLE = "console"
+"""``extra={"console": False}`` keeps a record off the console (it still reaches both files):
+for an error the caller prints itself, such as the one that ends the run."""
+
+
 def known_secrets() -> list[str]:
     """Secret values present in this process's environment (long enough to be real)."""
     return [v for k in SECRET_ENV_VARS if len(v := os.environ.get(k, "")) >= 8]
@@ -88,6 +93,7 @@ class JSONLHandler(logging.Handler):
         extras = record_extras(record)
         if "event_type" not in extras:
             return
+        extras.pop(CONSOLE, None)
         event = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "level": record.levelname,
@@ -161,6 +167,7 @@ def setup_episode_logger(
         stream.setLevel(console_level)
         stream.setFormatter(HumanFormatter())
         stream.addFilter(redactor)
+        stream.addFilter(lambda record: getattr(record, CONSOLE, True))
         logger.addHandler(stream)
     return logger
 

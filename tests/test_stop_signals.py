@@ -103,15 +103,17 @@ def assert_stopped_cleanly(tmp_path: Path, stderr: str, turns: int) -> None:
         assert text not in (folder / "episode.log").read_text(encoding="utf-8")
 
 
-def test_sigterm_finishes_the_turn_and_writes_the_summary_like_ctrl_c(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_signal_finishes_the_turn_and_writes_the_summary(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, signum: int
 ) -> None:
+    """SIGTERM (systemd, docker stop, CI) does what Ctrl-C does."""
     model = HeldTurn(walkthrough(game_file), held_turn=3)
     llm_server.respond_with(model)
     main = start(llm_server, tmp_path, game_file)
     try:
         assert model.arrived.wait(60), main.stderr
-        main.proc.send_signal(signal.SIGTERM)
+        main.proc.send_signal(signum)
         main.wait_for_stderr(STOPPING)
         model.release.set()
         code = main.wait()
@@ -119,6 +121,7 @@ def test_sigterm_finishes_the_turn_and_writes_the_summary_like_ctrl_c(
         model.release.set()
         main.kill()
     assert code == 0, main.stderr
+    assert "Episode 1/1" in main.stderr and "stopped_by_user" in main.stderr
     assert_stopped_cleanly(tmp_path, main.stderr, turns=3)
 
 
