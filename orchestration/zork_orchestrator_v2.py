@@ -27,7 +27,7 @@ from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
-from session.episode_log import close_episode_logger, setup_episode_logger
+from session.episode_log import close_episode_logger, log_write_failures, setup_episode_logger
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult, new_episode_id
@@ -80,8 +80,7 @@ class ZorkOrchestratorV2:
         self._finished = False
         self.discard_episode_folder = False
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
-        self.write_failures: list[str] = []
-        """Files this episode could not write (a full or read-only disk): the run must not pass for a success."""
+        self._write_failures: list[str] = []
         try:
             self.game = JerichoInterface(story)
             self.langfuse_client = get_langfuse_client(self.config)
@@ -384,6 +383,12 @@ class ZorkOrchestratorV2:
         if self.langfuse_client is not None and not aborted:
             self.langfuse_client.flush()  # after an abort the SDK's own exit hook flushes
 
+    @property
+    def write_failures(self) -> list[str]:
+        """Files this episode could not write (a full or read-only disk), one line each: the
+        run must not pass for a success."""
+        return self._write_failures + log_write_failures(self.logger)
+
     def request_stop(self) -> None:
         """End the episode after the turn being played (Ctrl-C, SIGTERM)."""
         self.stop_requested = True
@@ -391,6 +396,7 @@ class ZorkOrchestratorV2:
     def close(self) -> None:
         if hasattr(self, "game"):  # else the start failed before the game was opened
             self.game.close()
+        self._write_failures += log_write_failures(self.logger)  # kept: the handlers close now
         close_episode_logger(self.logger)
         if self.discard_episode_folder:
             shutil.rmtree(self.episode_dir, ignore_errors=True)
@@ -443,8 +449,8 @@ class ZorkOrchestratorV2:
 
     def _write_failed(self, path: Path, exc: OSError) -> None:
         message = f"{path.name}: {exc.strerror or exc}"
-        if message not in self.write_failures:  # logged once per problem, not every turn
-            self.write_failures.append(message)
+        if message not in self._write_failures:  # logged once per problem, not every turn
+            self._write_failures.append(message)
             self.logger.error(
                 "Could not write %s: %s",
                 path,

@@ -99,3 +99,44 @@ class MainProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+
+FULL_DISK_LAUNCHER = """
+import errno, os, runpy, sys
+
+# The disk under the game workdir fills up: after ALLOWED durable writes there, every fsync
+# of a file under it fails with ENOSPC, as it does on a full disk (plain appends, like the
+# logs', still fit in the file's last block for a while, as on a real one).
+WORKDIR, ALLOWED = os.path.realpath(sys.argv[1]), int(sys.argv[2])
+real_fsync, writes = os.fsync, [0]
+
+
+def fsync(fd):
+    path = os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
+    if path.startswith(WORKDIR + os.sep):
+        writes[0] += 1
+        if writes[0] > ALLOWED:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    return real_fsync(fd)
+
+
+os.fsync = fsync
+sys.argv = sys.argv[3:]
+sys.path.insert(0, os.path.dirname(sys.argv[0]))  # as "python main.py" would
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def run_main_on_full_disk(
+    args: list[str], env_extra: dict[str, str], cwd: Path, workdir: Path, allowed_writes: int, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """``main.py`` whose ``workdir`` fills up after ``allowed_writes`` durable writes there."""
+    return subprocess.run(
+        [sys.executable, "-c", FULL_DISK_LAUNCHER, str(workdir), str(allowed_writes), str(REPO / "main.py"), *args],
+        cwd=cwd,
+        env=clean_env(env_extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e_support import read_events
-from tests.main_support import REPO, MainProcess, run_main, scripted_env
+from tests.main_support import REPO, MainProcess, clean_env, run_main, scripted_env
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -226,3 +231,93 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
     assert llm_server.requests == []
     episodes = tmp_path / "runs" / "episodes"
     assert not episodes.exists() or list(episodes.iterdir()) == []
+
+
+def test_a_full_disk_is_logged_play_goes_on_and_the_run_exits_1(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from tests.e2e_support import WalkthroughModel, walkthrough
+    from tests.main_support import run_main_on_full_disk
+
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    runs = tmp_path / "runs"
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MEMORY_ENABLED="false",
+        ZORKGPT_OBJECTIVES_ENABLED="false",
+        ZORKGPT_KNOWLEDGE_ENABLED="false",
+        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+    )
+    proc = run_main_on_full_disk(
+        ["--max-turns", "6", "--config", str(REPO / "pyproject.toml")], env, tmp_path, runs, allowed_writes=5
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+    assert "current_state.json" in proc.stderr and "No space left on device" in proc.stderr
+    (episode,) = (runs / "episodes").iterdir()
+    events = read_events(episode)
+    # Play went on to the turn limit; the failure was logged once, not every turn.
+    assert [e["turn"] for e in events if e["event_type"] == "turn"] == [1, 2, 3, 4, 5, 6]
+    failures = [e for e in events if e["event_type"] == "file_write_error"]
+    assert [Path(e["path"]).name for e in failures].count("current_state.json") == 1
+    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "max_turns"
+    assert list(runs.rglob("*.tmp")) == []  # every failed write cleaned up after itself
+    json.loads((episode / "current_state.json").read_text())  # the last good state, whole
+
+
+def _as_another_user() -> list[str]:
+    """A command prefix that drops root (root ignores file permissions); empty when not root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be tested")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import jericho"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
+    return prefix
+
+
+@pytest.mark.parametrize("layout", ["parent-read-only", "workdir-unreadable"])
+def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, layout: str) -> None:
+    prefix = _as_another_user()
+    base = Path(tempfile.mkdtemp(prefix="zorkgpt-permissions-"))  # not under pytest's 0700 tmp: the user must reach it
+    try:
+        base.chmod(0o755)
+        if layout == "parent-read-only":
+            (base / "read-only").mkdir(mode=0o555)
+            workdir = base / "read-only" / "runs"
+        else:
+            workdir = base / "runs"
+            workdir.mkdir(mode=0o000)
+        env = clean_env(
+            {
+                "OPENROUTER_API_KEY": "k-1234567890",
+                "ZORKGPT_GAME_FILE": str(game_file),
+                "ZORKGPT_FILES_GAME_WORKDIR": str(workdir),
+                "HOME": str(base),
+                "XDG_CACHE_HOME": str(base),
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        proc = subprocess.run(
+            [*prefix, sys.executable, str(REPO / "main.py"), "--config", str(REPO / "pyproject.toml")],
+            cwd=base,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        for folder in (base / "read-only", base / "runs"):
+            if folder.exists():
+                folder.chmod(0o755)
+        shutil.rmtree(base)
+    assert proc.returncode == 2, proc.stderr
+    assert "Configuration error" in proc.stderr and "Permission denied" in proc.stderr
+    assert str(workdir) in proc.stderr and "game_workdir" in proc.stderr
+    assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stderr
