@@ -22,6 +22,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.errors", "ZorkGPTError", Consequence.EPISODE_ENDS),
     ("session.game_configuration", "ConfigError", Consequence.SETUP_FAILS),
     ("managers.mcp_errors", "MCPConfigError", Consequence.SETUP_FAILS),
+    ("session.episode_log", "WorkdirError", Consequence.SETUP_FAILS),
     ("llm_client", "LLMError", Consequence.EPISODE_ENDS),
     ("llm_client", "LLMInvalidRequestError", Consequence.EPISODE_ENDS),
     ("llm_client", "ToolsNotSupportedError", Consequence.SETUP_FAILS),
