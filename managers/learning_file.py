@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from filelock import FileLock, Timeout
 
 from managers.base_manager import ManagerFileError, read_manager_file
 from managers.map_graph import MapGraphError
-from session.episode_log import known_secrets, redact
+from session.episode_log import known_secrets
 from shared_utils import atomic_write_text
 
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -79,10 +80,14 @@ class LearningFile:
         return read_manager_file(self.path)
 
     def scrub(self, text: str) -> str:
-        """``text`` without any known secret (also in its JSON-escaped spelling)."""
-        secrets = [s for s in {*known_secrets(), *self._secrets} if s]
-        escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-        return redact(text, sorted({*secrets, *escaped}, key=len, reverse=True))
+        """``text`` without any known secret, in any letter case (the map lowercases actions) and
+        in its JSON-escaped spelling."""
+        secrets = {s for s in (*known_secrets(), *self._secrets) if s}
+        spellings = secrets | {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets}
+        if not spellings:
+            return text
+        pattern = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+        return re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
 
     # -- writing -------------------------------------------------------------------------
     def update(
