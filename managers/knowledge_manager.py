@@ -17,7 +17,6 @@ system prompt.
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError
-from managers.learning_file import LearningFile
-from managers.structured_llm import StructuredLLM
+from managers.base_manager import ManagerFileError
+from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 
@@ -179,33 +176,26 @@ already in the knowledge base. In "obsolete", quote existing bullets that the ne
 Reply with JSON only."""
 
 
-class KnowledgeManager(BaseManager):
+class KnowledgeManager(LearningManager):
     """Cross-episode knowledge: collected per turn, merged into knowledgebase.md periodically and at the end."""
 
     name = "knowledge"
+    trace_name = "KnowledgeManager"
+    events: list[KnowledgeEvent]
+    last_update_turn: int
+    last_result: TurnResult | None
+    deaths: int
+    rooms: set[int]
+    updates: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / config.files.knowledge_file
-        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="KnowledgeManager")
-        self.events: list[KnowledgeEvent] = []
-        self.last_update_turn = 0
-        self.last_result: TurnResult | None = None
-        self.deaths = 0
-        self.rooms: set[int] = set()
-        self.updates = 0
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / config.files.knowledge_file
+
+    def load(self) -> None:
         # Raises ManagerFileError: a knowledge base that cannot be read stops the run before it starts.
         self._last_good_text = self._read()
         self._read_problem: str | None = None
-        self.reset_episode(game_state)
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:

@@ -34,9 +34,13 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from managers.base_manager import ManagerFileError, read_manager_file
-from managers.map_graph import MapGraphError
+from llm_client import LLMClientWrapper
+from managers.base_manager import BaseManager, read_manager_file
+from managers.structured_llm import StructuredLLM
 from session.episode_log import known_secrets
+from session.errors import LearningFileError
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
 from shared_utils import atomic_write_text
 
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -141,7 +145,7 @@ class LearningFile:
                 LOCK_TIMEOUT_SECONDS,
                 extra={"event_type": f"{self.name}_lock_timeout", **extra},
             )
-        except (ManagerFileError, MapGraphError) as exc:
+        except LearningFileError as exc:
             # Rewriting a file we cannot read would destroy it, and a person's edits with it.
             self.logger.error(
                 "%s%s Until then this update is not saved.",
@@ -198,3 +202,36 @@ class LearningFile:
                 extra={"event_type": f"{self.name}_temp_file_removed", "path": str(leftover)},
             )
         return removed
+
+
+class LearningManager(BaseManager):
+    """A manager that asks its LLM role what to learn and keeps it in one shared ``LearningFile``.
+
+    Subclasses name their file (``default_path``), read it once at start (``load``, which
+    raises ``ManagerFileError`` so an unreadable file stops the run before it is
+    overwritten) and set their per-episode state in ``reset_episode``.
+    """
+
+    trace_name: str = "LearningManager"
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        client: LLMClientWrapper,
+        path: Path | None = None,
+    ) -> None:
+        super().__init__(config, logger, game_state)
+        self.path = path or self.default_path(config)
+        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
+        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=self.trace_name)
+        self.load()
+        self.reset_episode(game_state)
+
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        raise NotImplementedError(f"{cls.__name__} must name its file")
+
+    def load(self) -> None:
+        """Read what the file already holds; nothing by default."""

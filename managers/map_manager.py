@@ -15,14 +15,13 @@ becomes this run's map too.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
-from managers.base_manager import BaseManager, ManagerFileError
+from managers.base_manager import BaseManager
 from managers.learning_file import LearningFile
-from managers.map_graph import MapGraph, MapGraphError, normalize_direction
+from managers.map_graph import MapGraph, normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils import json_text
@@ -109,14 +108,7 @@ class MapManager(BaseManager):
                 return json_text(self.graph.to_dict())  # no map on disk (yet, or deleted): all we know
             if not unsaved:
                 return None
-            try:
-                on_disk = MapGraph.from_dict(json.loads(current))
-            except (json.JSONDecodeError, MapGraphError) as exc:
-                raise ManagerFileError(
-                    self.map_path,
-                    f"is not a valid ZorkGPT map ({exc})",
-                    "delete it (a new map is built as you play) or restore it from a backup",
-                ) from exc
+            on_disk = MapGraph.parse(current, self.map_path)  # MapGraphError: logged, the file left alone
             for operation, args in unsaved:
                 getattr(on_disk, operation)(*args)
             return json_text(on_disk.to_dict())
@@ -126,12 +118,12 @@ class MapManager(BaseManager):
         )
         if written is not None:
             # The in-memory map becomes the shared one: other runs' rooms and exits included.
-            self.graph = MapGraph.from_dict(json.loads(written))
+            self.graph = MapGraph.parse(written, self.map_path)
             del self._unsaved[: len(unsaved)]
         # Otherwise (logged) the in-memory map is still right and the next save retries these changes.
 
     def _mermaid(self, map_json: str) -> str:
-        graph = MapGraph.from_dict(json.loads(map_json))
+        graph = MapGraph.parse(map_json, self.map_path)
         return graph.render_mermaid(self.game_state.current_room_id or None) + "\n"
 
     def context_section(self) -> str | None:

@@ -20,7 +20,6 @@ each other's memories and a kill mid-write leaves the old file intact.
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,10 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager
-from managers.learning_file import LearningFile
-from managers.structured_llm import StructuredLLM
+from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 
@@ -256,30 +252,24 @@ memories, list their ids in "supersedes"; to retire a wrong memory without a rep
 "supersedes". Reply with JSON only."""
 
 
-class MemoryManager(BaseManager):
+class MemoryManager(LearningManager):
     """Per-room memories: LLM-decided, batched, persisted as Markdown across episodes."""
 
     name = "memory"
+    trace_name = "MemoryManager"
+    memories: list[Memory]
+    pending: list[PendingEvent]
+    visited: set[int]
+    last_call_turn: int
+    memories_added: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / config.files.memories_file
-        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="MemoryManager")
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / config.files.memories_file
+
+    def load(self) -> None:
         # Raises ManagerFileError: a memories file that cannot be read stops the run before it starts.
-        self.memories: list[Memory] = self._parse(self.file.read()).memories
-        self.pending: list[PendingEvent] = []
-        self.visited: set[int] = set()
-        self.last_call_turn = 0
-        self.memories_added = 0
-        self.reset_episode(game_state)
+        self.memories = self._parse(self.file.read()).memories
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:

@@ -26,7 +26,6 @@ inspected. Runs sharing the workdir each keep their own episode's entries in tha
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -36,11 +35,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError
-from managers.learning_file import LearningFile
+from managers.base_manager import ManagerFileError
+from managers.learning_file import LearningManager
 from managers.map_graph import normalize_direction
-from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils import json_text
@@ -151,36 +148,30 @@ Given the current situation, recent turns, the active objectives and evidence th
 Reply with JSON only."""
 
 
-class ObjectiveManager(BaseManager):
+class ObjectiveManager(LearningManager):
     """Episode objectives: agent-added and LLM-discovered, completed from game evidence."""
 
     name = "objectives"
+    trace_name = "ObjectiveManager"
+    objectives: list[Objective]
+    recent: deque[TurnResult]
+    ambiguous: list[str]
+    last_review_turn: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / OBJECTIVES_FILE_NAME
-        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
-        # Raises ManagerFileError: a file this run could never add its objectives to stops it before it starts.
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / OBJECTIVES_FILE_NAME
+
+    def load(self) -> None:
+        # Objectives are per episode and not reloaded, but a file this run could never add its
+        # objectives to stops it before it starts (raises ManagerFileError), like the others.
         _saved_objectives(self.path, self.file.read())
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="ObjectiveManager")
-        self.objectives: list[Objective] = []
-        self.recent: deque[TurnResult] = deque(maxlen=RECENT_TURNS)
-        self.ambiguous: list[str] = []
-        self.last_review_turn = 0
-        self.reset_episode(game_state)
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self.objectives = []
-        self.recent.clear()
+        self.recent = deque(maxlen=RECENT_TURNS)
         self.ambiguous = []
         self.last_review_turn = game_state.turn_count
 
