@@ -145,7 +145,9 @@ def traced_observation(
         span = manager.__enter__()
     except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
         logger.warning(
-            f"Langfuse observation {observation.get('name')!r} not started: {redact(str(exc))}",
+            "Langfuse observation %r not started: %s",
+            observation.get("name"),
+            redact(str(exc)),
             extra={"event_type": "langfuse_error"},
         )
         yield None
