@@ -74,7 +74,9 @@ class LearningFile:
         self.name = name
         self.companions = tuple(companions)
         self.max_bytes = max_bytes
-        self._secrets = [s for s in secrets if s]
+        # Like the log redaction, values shorter than 8 characters are not treated as secrets:
+        # replacing a short test key everywhere would mangle ordinary words.
+        self._secrets = [s for s in secrets if s and len(s) >= 8]
         self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
         self.remove_stale_temp_files()
 
