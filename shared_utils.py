@@ -143,11 +143,12 @@ def traced_observation(
     try:
         manager = langfuse_client.start_as_current_observation(**observation)
         span = manager.__enter__()
-    except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
+    except Exception as exc:  # tracing must never cost the call; logged
         logger.warning(
             "Langfuse observation %r not started: %s",
             observation.get("name"),
             redact(str(exc)),
+            exc_info=True,
             extra={"event_type": "langfuse_error"},
         )
         yield None
