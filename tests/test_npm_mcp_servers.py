@@ -2,10 +2,10 @@
 ``@modelcontextprotocol/server-sequential-thinking`` (stdio) and ``@modelcontextprotocol/server-everything``
 over stdio and over streamable HTTP (its ``streamableHttp`` argument).
 
-They need Node.js and the packages in the npm cache. The check runs npx with ``--offline``,
-so it takes seconds and never waits on the network: when npx is missing or a package is not
-cached, the test skips saying how to fetch it (``npx -y <package>`` once, online). Once the
-servers run, any failure to speak MCP with them is a real failure.
+They need Node.js and the packages in npx's cache. The check runs npx with ``--offline`` first
+(seconds, no network); a package not cached is fetched only after one ping of the registry
+answers, so an offline machine skips quickly, saying why. Once the servers run, any failure
+to speak MCP with them is a real failure.
 """
 
 from __future__ import annotations
@@ -38,34 +38,59 @@ from tests.mcp_test_servers.helpers import (
 SEQUENTIAL = "@modelcontextprotocol/server-sequential-thinking"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 CHECK_TIMEOUT_SECONDS = 60  # a cached package starts in seconds; offline, a missing one fails at once
+PING_SECONDS = 20
+FETCH_TIMEOUT_SECONDS = 180  # only once the registry has answered a ping
 
 
 def npx_offline(npx: str, package: str, *args: str) -> list[str]:
     return [npx, "--offline", "-y", package, *args]
 
 
+def start_once(npx: str, package: str, *options: str, timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """Run a stdio server package with stdin closed: it starts, says so on stderr and exits (None: timed out)."""
+    try:
+        return subprocess.run(
+            [npx, *options, "-y", package],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def registry_reachable() -> bool:
+    """One ping of the npm registry, no retries: a fetch that may take minutes is tried only then."""
+    try:
+        ping = subprocess.run(
+            [shutil.which("npm") or "npm", "ping", "--fetch-retries=0", "--fetch-timeout=10000"],
+            capture_output=True,
+            timeout=PING_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return ping.returncode == 0
+
+
 @pytest.fixture(scope="module")
 def npx() -> str:
-    """npx, with both packages in its cache; skips (saying how to fix it) when either is missing."""
+    """npx, with both packages in its cache (fetched once if the registry answers); else a quick skip."""
     path = shutil.which("npx")
     if path is None:
         pytest.skip("npx is not on PATH: install Node.js 22+ to run the npm MCP server tests")
     for package in (SEQUENTIAL, EVERYTHING):
-        try:
-            # With stdin closed a stdio server starts, says so on stderr and exits.
-            started = subprocess.run(
-                npx_offline(path, package),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=CHECK_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"{package} did not start from the npm cache within {CHECK_TIMEOUT_SECONDS}s")
-        if started.returncode != 0:
-            tail = "\n".join(started.stderr.strip().splitlines()[-3:])
-            pytest.skip(f"{package} is not in the npm cache (fetch it once with `npx -y {package}`): {tail}")
+        cached = start_once(path, package, "--offline", timeout=CHECK_TIMEOUT_SECONDS)
+        if cached is not None and cached.returncode == 0:
+            continue
+        if not registry_reachable():
+            pytest.skip(f"{package} is not in npx's cache and the npm registry is unreachable (offline?)")
+        fetched = start_once(path, package, timeout=FETCH_TIMEOUT_SECONDS)
+        if fetched is None or fetched.returncode != 0:
+            tail = "" if fetched is None else "\n".join(fetched.stderr.strip().splitlines()[-3:])
+            pytest.skip(f"npx could not fetch {package} within {FETCH_TIMEOUT_SECONDS}s: {tail}")
     return path
 
 

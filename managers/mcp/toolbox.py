@@ -66,7 +66,16 @@ async def connect_by_rules(
         source = await attempt()
     except MCPServerStartupError as first:
         if not health.ever_connected:
-            log(logging.ERROR, "mcp_session_connect_failed", "%s", str(first), server_name=name, retry=False)
+            # Off the console: the error ends the run and main.py prints it once.
+            log(
+                logging.ERROR,
+                "mcp_session_connect_failed",
+                "%s",
+                str(first),
+                server_name=name,
+                retry=False,
+                console=False,
+            )
             raise
         log(
             logging.WARNING,
