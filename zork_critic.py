@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from game_interface import JerichoInterface
+from game_interface import GameInterfaceError, JerichoInterface
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
 from llm_client import LLMClientWrapper
 from managers.map_graph import normalize_direction
@@ -175,6 +175,10 @@ class ObjectTreeCheck:
         snapshot = game.save_state()
         try:
             return bool(_SCOPE_REFUSAL.search(game.send_command(command)))
+        except GameInterfaceError:
+            # The interface refuses the line itself (a session command such as "take lamp and
+            # save"): nothing is proven here, and executing the turn reports that refusal.
+            return False
         finally:
             game.restore_state(snapshot)
 

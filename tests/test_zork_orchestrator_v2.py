@@ -182,3 +182,25 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
     with pytest.raises(StoryFileError, match=r"missing\.z5"):
         ZorkOrchestratorV2(episode_id="none", config=config, console=False)
     assert not (tmp_path / "game_files" / "episodes").exists()
+
+
+def test_session_commands_from_the_model_are_refused_turns(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model answers Zork's session commands in forms the parser would run: none reaches the
+    engine, the score and the egg stay, no file appears in the working directory."""
+    monkeypatch.chdir(tmp_path)  # Jericho would write zork1.qzl or a transcript here
+    hostile = ['say "restore"', 'n "save', 'yell "restart"', "y", 'say "script"', "take lamp and save", "wait, q"]
+    actions = ["north", "north", "up", "take egg", *hostile]
+    _, state = play_script(llm_server, tmp_path, game_file, [*actions, "look"])
+    turns = state.action_history
+    # The agent drops a closing quote ('say "restore'); the engine would still restore on that.
+    assert [t.action for t in turns[: len(actions)]] == [a.removesuffix('"') for a in actions]
+    for turn in turns[4 : len(actions)]:
+        if turn.action != "y":
+            assert turn.response.startswith("[ZorkGPT]") and "session commands" in turn.response, turn
+        assert turn.score == 5, turn
+    assert state.score == 5 and "jewel-encrusted egg" in state.inventory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
+    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    assert sum(e["event_type"] == "command_refused" for e in events) == len(hostile) - 1
