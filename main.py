@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from managers.map_graph import MapGraphError
     from managers.mcp_errors import MCPError
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
+    from shared_utils import escape_control_chars
 
     configure_root_logging()
     current: list[ZorkOrchestratorV2] = []
@@ -78,21 +79,24 @@ def main(argv: list[str] | None = None) -> int:
         try:
             orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
         except (StoryFileError, ConfigError, MCPError, ManagerFileError, MapGraphError) as exc:
-            print(f"Error: {exc}", file=sys.stderr)
+            print(escape_control_chars(f"Error: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         current[:] = [orchestrator]
         try:
             state = orchestrator.play_episode()
         except MCPError as exc:
             # Turn-1 MCP startup failure or an incompatible model: the episode cannot go on as configured.
-            print(f"MCP error: {exc}", file=sys.stderr)
+            print(escape_control_chars(f"MCP error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
         finally:
             orchestrator.close()
         print(
-            f"Episode {episode + 1}/{args.episodes} ({state.episode_id}): {state.end_reason}, "
-            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
-            f"Logs: {orchestrator.episode_dir}",
+            # The end reason may quote a provider's error text: never raw control characters on a terminal.
+            escape_control_chars(
+                f"Episode {episode + 1}/{args.episodes} ({state.episode_id}): {state.end_reason}, "
+                f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+                f"Logs: {orchestrator.episode_dir}"
+            ),
             file=sys.stderr,
         )
         if orchestrator.stop_requested:

@@ -9,7 +9,6 @@ from game_interface.jericho_interface import (
     JerichoInterface,
     Location,
     RefusedCommandError,
-    has_control_chars,
 )
 from game_interface.session_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
@@ -27,6 +26,5 @@ __all__ = [
     "Location",
     "RefusedCommandError",
     "StoryFileError",
-    "has_control_chars",
     "resolve_story_file",
 ]

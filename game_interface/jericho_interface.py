@@ -19,6 +19,7 @@ from jericho import FrotzEnv
 from game_interface.session_commands import META_COMMANDS, SessionCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
+from shared_utils import has_control_chars
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
@@ -341,7 +342,3 @@ def clean_text(text: str) -> str:
     """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-def has_control_chars(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)

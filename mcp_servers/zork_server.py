@@ -40,11 +40,10 @@ from game_interface import (
     GameSnapshot,
     JerichoInterface,
     StoryFileError,
-    has_control_chars,
     resolve_story_file,
 )
 from managers.map_graph import MapGraph, normalize_direction
-from shared_utils import shorten
+from shared_utils import has_control_chars, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 

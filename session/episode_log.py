@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from session.game_configuration import API_KEY_ENV_VARS
+from shared_utils import CONTROL_CHARS, escape_control_chars
 
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -90,7 +91,11 @@ class JSONLHandler(logging.Handler):
         }
         try:
             # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
-            self._fh.write(self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False)) + "\n")
+            line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
+            # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
+            # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
+            line = CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+            self._fh.write(line + "\n")
             self._fh.flush()
         except Exception:  # noqa: BLE001 - logging must never crash the game loop
             self.handleError(record)
@@ -103,8 +108,11 @@ class JSONLHandler(logging.Handler):
 
 
 class HumanFormatter(logging.Formatter):
+    """``[LEVEL] message`` for the console and episode.log. Messages carry text from the model,
+    the provider and MCP servers: control characters are shown as escapes, never emitted raw."""
+
     def format(self, record: logging.LogRecord) -> str:
-        return f"[{record.levelname}] {record.getMessage()}"
+        return f"[{record.levelname}] {escape_control_chars(record.getMessage())}"
 
 
 def setup_episode_logger(

@@ -205,6 +205,9 @@ def test_restore_brings_back_the_end_of_game_flags(game: JerichoInterface) -> No
     [
         ("look\nnorth", "control characters"),
         ("look\x00", "control characters"),
+        ("look\x1b[2J", "control characters"),
+        ("look\x9b31m", "control characters"),  # an 8-bit CSI
+        ("look \u202enorth", "control characters"),  # a right-to-left override
         ("x" * (MAX_COMMAND_BYTES + 1), "longer"),
     ],
 )
