@@ -87,3 +87,28 @@ def test_control_characters_are_escaped_in_the_human_log_and_console_and_json_st
     assert not any(c in raw for c in "\x1b\x07\x9b\u202e\x7f")
     (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
     assert event["action"] == hostile and event["message"] == f"Turn 1: > {hostile}"
+
+
+def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "sk-or-v1-secret-inside-an-exception"
+    monkeypatch.setenv("OPENROUTER_API_KEY", secret)
+    logger = setup_episode_logger(tmp_path, name="test.eplog.traceback", console=True)
+    try:
+        try:
+            raise TypeError(f"bug while sending {secret}")
+        except TypeError:
+            logger.exception("Episode stopped by an unexpected %s", "TypeError", extra={"event_type": "episode_error"})
+    finally:
+        close_episode_logger(logger)
+    (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+    assert event["message"] == "Episode stopped by an unexpected TypeError"
+    assert event["traceback"].startswith("Traceback (most recent call last):")
+    assert "TypeError: bug while sending [REDACTED]" in event["traceback"]
+    human = (tmp_path / "episode.log").read_text()
+    assert "[ERROR] Episode stopped by an unexpected TypeError\nTraceback" in human
+    assert "TypeError: bug while sending [REDACTED]" in human
+    console = capsys.readouterr().err
+    assert console.strip() == "[ERROR] Episode stopped by an unexpected TypeError"
+    assert secret not in human + console + (tmp_path / "episode_log.jsonl").read_text()
