@@ -113,7 +113,18 @@ class ZorkAgent:
         configured = config.files.agent_prompt_file
         path = config.resolve_path(configured)
         if path.is_file():
-            return path.read_text(encoding="utf-8").strip()
+            try:
+                return path.read_text(encoding="utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: {path} is not UTF-8 text "
+                    f"(byte {exc.start}: {exc.reason}). Save it as UTF-8."
+                ) from None
+            except OSError as exc:
+                raise ConfigError(
+                    f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: cannot read {path} ({exc.strerror}). "
+                    "Check its permissions."
+                ) from None
         if configured != FilesSection.model_fields["agent_prompt_file"].default:
             raise ConfigError(
                 f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: no such file ({path}). "

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.config_support import UNUSED_BASE_URL
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -249,3 +252,47 @@ def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
     # The engine never saw them: both hostile actions were refused, the clean one was played.
     assert [t["response"].startswith("[ZorkGPT]") for t in turns] == [True, True, False]
     assert turns[0]["moves"] == 0 and turns[2]["moves"] == 1
+
+
+@pytest.mark.parametrize(
+    ("toml", "files", "expected"),
+    [
+        ("[tool.zorkgpt.retry]\nrequest_timeout = inf\n", {}, ["[tool.zorkgpt.retry] request_timeout", "finite"]),
+        ("[tool.zorkgpt.gameplay]\nturn_delay_seconds = 1e300\n", {}, ["turn_delay_seconds", "3600"]),
+        ('[tool.zorkgpt.llm]\nbase_url = "not a url"\n', {}, ["[tool.zorkgpt.llm] base_url", "https://"]),
+        ("[tool.zorkgpt.agent_sampling]\ntemperature = -1.0\n", {}, ["temperature", "greater than or equal to 0"]),
+        ("[tool.zorkgpt.memory_sampling]\nmax_tokens = -5\n", {}, ["max_tokens", "greater than or equal to 1"]),
+        ("", {".env": b"OPENROUTER_API_KEY=sk-\xff\xfe\n"}, [".env is not UTF-8"]),
+        (
+            '[tool.zorkgpt.files]\nagent_prompt_file = "prompt.md"\n',
+            {"prompt.md": "Play Zork, caf\u00e9.".encode("latin-1")},
+            ["agent_prompt_file", "prompt.md is not UTF-8"],
+        ),
+        (
+            '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "mcp.json"\n',
+            {"mcp.json": b"[" * 100_000 + b"]" * 100_000},
+            ["mcp.json is nested too deeply"],
+        ),
+    ],
+)
+def test_unusable_config_values_exit_2_at_start_naming_the_key(
+    tmp_path: Path, game_file: Path, toml: str, files: dict[str, bytes], expected: list[str]
+) -> None:
+    config = tmp_path / "zork.toml"
+    config.write_text(toml, encoding="utf-8")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    env = {
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_LLM_BASE_URL": UNUSED_BASE_URL,
+    }
+    if ".env" not in files:
+        env["OPENROUTER_API_KEY"] = "k-1234567890"
+    if "base_url" in toml:
+        del env["ZORKGPT_LLM_BASE_URL"]  # the environment would win over the file
+    proc = run_main(["--config", str(config), "--max-turns", "1"], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for text in expected:
+        assert text in proc.stderr, (text, proc.stderr)
