@@ -42,6 +42,15 @@ def escape_control_chars(text: str, keep: str = "\n\t") -> str:
     return CONTROL_CHARS.sub(visible, text)
 
 
+def cap_text(text: str, limit: int) -> str:
+    """``text`` whole when it has at most ``limit`` characters; else its first ``limit`` characters
+    and a marker saying it was cut and how long it was. For model text we store: a reply may be
+    megabytes long, and the files it reaches are rewritten every turn."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} […cut: {len(text):,} characters, the first {limit:,} kept]"
+
+
 def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
     """``text`` on one line (whitespace folded), cut to ``limit`` characters with ``ellipsis``."""
     flat = " ".join(text.split())

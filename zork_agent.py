@@ -30,12 +30,16 @@ from session.errors import (
     MCPToolCallError,
 )
 from session.game_configuration import FilesSection, GameConfiguration
-from shared_utils import create_json_schema, extract_json_object, traced_observation
+from shared_utils import cap_text, create_json_schema, extract_json_object, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
 
 FALLBACK_ACTION = "look"
+# How much of an unparseable reply the log keeps: enough to see what went wrong.
+MAX_LOGGED_REPLY_CHARS = 2_000
+# How much of a tool call's arguments the log keeps (the server still gets them whole).
+MAX_LOGGED_TOOL_ARGUMENTS_CHARS = 2_000
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
@@ -80,6 +84,14 @@ def clean_action(raw: str | None) -> str:
         if line:
             return line.lower()
     return ""
+
+
+def _loggable_arguments(arguments: dict[str, Any], raw: str) -> dict[str, Any] | str:
+    """A tool call's arguments for the episode log: the object itself, or, when its JSON is
+    longer than the log keeps, that JSON cut with a marker."""
+    if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS:
+        return arguments
+    return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
 
 
 class ZorkAgent:
@@ -208,7 +220,7 @@ class ZorkAgent:
                 extra={
                     "event_type": "agent_parse_error",
                     "error": str(exc),
-                    "raw_response": content,
+                    "raw_response": cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
                     "episode_id": self.episode_id,
                     "turn": self.current_turn,
                 },
@@ -445,7 +457,7 @@ class ZorkAgent:
                 "mcp_tool_call",
                 tool_name=name,
                 server_name=getattr(self.mcp_manager, "server_name", None),
-                arguments=arguments,
+                arguments=_loggable_arguments(arguments, tool_call.function.arguments or ""),
                 iteration=iteration,
             )
             self.logger.debug(f"Turn {turn} Iteration {iteration}: Tool arguments: {json.dumps(arguments)[:500]}")

@@ -31,7 +31,10 @@ from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from shared_utils import cap_text
 
+# The critic model's justification goes into logs and back to the agent: a sentence or two, never megabytes.
+MAX_JUSTIFICATION_CHARS = 1_000
 OBJECT_TREE_SCORE = -1.0  # the engine is sure; no threshold setting may let such an action through
 
 # Verbs whose objects Zork's parser must find in scope ("You can't see any X here!").
@@ -294,7 +297,7 @@ class ZorkCritic:
         weighted = reply.score * self.trust.weight
         return CriticVerdict(
             score=reply.score,
-            justification=reply.justification,
+            justification=cap_text(reply.justification, MAX_JUSTIFICATION_CHARS),
             source="llm",
             rejected=weighted < self.config.gameplay.critic_rejection_threshold,
         )

@@ -204,3 +204,39 @@ def test_session_commands_from_the_model_are_refused_turns(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
     events = read_events(tmp_path / "game_files" / "episodes" / "script")
     assert sum(e["event_type"] == "command_refused" for e in events) == len(hostile) - 1
+
+
+def test_a_huge_reply_is_stored_cut_with_its_length(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A 20 MB `thinking` (and a 20 MB unparseable reply) over real HTTP: what the episode stores
+    each turn stays small, and says what was cut and how long it was."""
+    huge = "I think. " * (20_000_000 // 9)
+    llm_server.script(
+        agent_reply("open mailbox", thinking=huge),
+        completion("not json " + huge),
+        agent_reply("take leaflet"),
+    )
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    orchestrator = ZorkOrchestratorV2(episode_id="huge", config=config, console=False, max_turns_per_episode=3)
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    assert state.turn_count == 3 and "leaflet" in state.inventory  # the action was kept, the turns went on
+    episode_dir = tmp_path / "game_files" / "episodes" / "huge"
+    marker = f"[…cut: {len(huge):,} characters, the first 8,000 kept]"
+    turns = [e for e in read_events(episode_dir) if e["event_type"] == "turn"]
+    assert turns[0]["reasoning"].endswith(marker) and len(turns[0]["reasoning"]) < 8_100
+    (parse_error,) = [e for e in read_events(episode_dir) if e["event_type"] == "agent_parse_error"]
+    assert parse_error["raw_response"].endswith(f"[…cut: {len(huge) + 9:,} characters, the first 2,000 kept]")
+    exported = json.loads((episode_dir / "current_state.json").read_text())
+    assert exported["reasoning_history"][0].endswith(marker)
+    for name in (
+        "episode_log.jsonl",
+        "current_state.json",
+        "episode.log",
+        "episode_summary.json",
+        "episode_summary.md",
+    ):
+        assert (episode_dir / name).stat().st_size < 100_000, name
