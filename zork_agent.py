@@ -30,7 +30,7 @@ from session.errors import (
     MCPToolCallError,
 )
 from session.game_configuration import FilesSection, GameConfiguration
-from shared_utils import cap_text, create_json_schema, extract_json_object, traced_observation
+from shared_utils import cap_text, create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
@@ -92,6 +92,33 @@ def _loggable_arguments(arguments: dict[str, Any], raw: str) -> dict[str, Any] |
     if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS:
         return arguments
     return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
+
+
+def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
+    """The reply as an ``AgentResponse``, keeping a valid action when the rest is not usable.
+
+    ``thinking`` that is missing or not a string becomes empty, and a ``new_objective`` that
+    is neither a string nor null is dropped: neither is worth losing the turn's action for.
+    Returns what was dropped, in words, beside the reply. The action itself is as strict as
+    ever: a missing or non-string action raises ``ValidationError``.
+    """
+    fields = dict(data)
+    dropped: list[str] = []
+    thinking = fields.get("thinking")
+    if not isinstance(thinking, str):
+        dropped.append("thinking (missing)" if thinking is None else f"thinking ({_json_type(thinking)}, not text)")
+        fields["thinking"] = ""
+    objective = fields.get("new_objective")
+    if objective is not None and not isinstance(objective, str):
+        dropped.append(f"new_objective ({_json_type(objective)}, not text): {shorten(json.dumps(objective), 80)}")
+        fields["new_objective"] = None
+    return AgentResponse.model_validate(fields), dropped
+
+
+def _json_type(value: Any) -> str:
+    """A parsed JSON value's type in words ("a number", "an object")."""
+    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 class ZorkAgent:
@@ -207,7 +234,7 @@ class ZorkAgent:
         try:
             if data is None:
                 raise ValueError("no JSON object in the reply")
-            parsed = AgentResponse.model_validate(data)
+            parsed, dropped = read_agent_reply(data)
             action = clean_action(parsed.action)
             if not action:
                 raise ValueError("the reply's action is empty")
@@ -231,6 +258,20 @@ class ZorkAgent:
                 "new_objective": None,
                 "raw_response": content,
             }
+        if dropped:
+            self.logger.warning(
+                "Turn %s: kept the agent's action '%s' and dropped what was unusable in its reply: %s",
+                self.current_turn,
+                action,
+                "; ".join(dropped),
+                extra={
+                    "event_type": "agent_reply_partial",
+                    "dropped": dropped,
+                    "action": action,
+                    "episode_id": self.episode_id,
+                    "turn": self.current_turn,
+                },
+            )
         objective = (parsed.new_objective or "").strip() or None
         return {"action": action, "reasoning": parsed.thinking, "new_objective": objective, "raw_response": content}
 
