@@ -69,7 +69,7 @@ CRITIC_SYSTEM_PROMPT = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class CriticVerdict:
     """One judgement. ``source`` is "object_tree" (engine certainty), "llm" or "none" (nobody judged)."""
 
@@ -253,7 +253,7 @@ class TrustTracker:
         }
 
 
-class ZorkCritic:
+class Critic:
     """Object-tree check first, then (if enabled) the critic LLM weighted by trust."""
 
     def __init__(
