@@ -179,7 +179,12 @@ class MCPConfig:
                 f"(char {exc.pos}). Fix the JSON syntax, or {_DISABLE_HINT}."
             ) from None
         except RecursionError:
-            raise MCPConfigError(f"MCP config file {file} is nested too deeply to be a server list.") from None
+            # The JSON decoder recurses per nesting level; a config is a few levels deep.
+            raise MCPConfigError(
+                f"MCP config file {file} is nested too deeply to read (the shape is "
+                '{"mcpServers": {"name": {"command": ..., "args": [...]}}}). Fix the file, or '
+                f"{_DISABLE_HINT}."
+            ) from None
         return cls.from_mapping(data, source=file, environ=environ)
 
     @classmethod
