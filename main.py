@@ -97,7 +97,9 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     if args.parallel > 1 and args.episodes > 1:
         from orchestration.parallel import play_in_parallel
 
-        return play_in_parallel(args.episodes, args.parallel, args.config, args.max_turns, args.game_file).exit_code
+        return play_in_parallel(
+            signals, args.episodes, args.parallel, args.config, args.max_turns, args.game_file
+        ).exit_code
 
     # Imported after the cheap checks so a missing key fails instantly.
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging

@@ -10,8 +10,7 @@ The parent owns its children:
 
 * each child's stderr is relayed line by line, prefixed with its episode number;
 * the first Ctrl-C or SIGTERM stops launching episodes and asks every running one to finish
-  its turn and write its summary (the same signal again within a second counts once, as
-  ``uv run`` forwards Ctrl-C twice); a later one aborts them;
+  its turn and write its summary; a later one (see ``session.stop_signals``) aborts them;
 * each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
   outlives the run;
 * the exit code aggregates: 0 if every episode ended in play, 1 if any ended in an error,
@@ -28,17 +27,15 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TextIO
 
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from session.stop_signals import StopSignals, UserAbort
 
 MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
-REPEAT_WINDOW_SECONDS = 1.0  # a second signal this soon after the first is the same request
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _LOGS_LINE = re.compile(r"(?:Logs: |logs in )(?P<path>\S.*?)\.?$")
 
@@ -148,36 +145,23 @@ class ParallelRunner:
         self.on_exit = on_exit
         self.running: list[_Child] = []
         self.stopping = False
-        self.aborted_by: int | None = None
-        self._first_signal_at: float | None = None
         self._wake = threading.Event()
 
     # -- signals --------------------------------------------------------------------------
-    def request_stop(self, signum: int) -> None:
-        """First signal: no new episodes, running ones finish their turn. A later one: abort them."""
-        now = time.monotonic()
-        if self._first_signal_at is None:
-            self._first_signal_at = now
-            self.stopping = True
-            print("\nStopping every episode after its current turn (again to abort now)...", file=self.out)
-            for child in list(self.running):
-                child.signal(signal.SIGINT)
-        elif now - self._first_signal_at > REPEAT_WINDOW_SECONDS and self.aborted_by is None:
-            self.aborted_by = signum
-            print("\nAborting the running episodes...", file=self.out)
-            for child in list(self.running):
-                child.signal(signal.SIGINT)
+    def request_stop(self) -> None:
+        """The first Ctrl-C/SIGTERM: no new episodes; each running one finishes its turn."""
+        self.stopping = True
+        for child in list(self.running):
+            child.signal(signal.SIGINT)
         self._wake.set()
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.request_stop(signum)
-
     # -- running --------------------------------------------------------------------------
-    def run(self) -> ParallelResult:
-        handled = (signal.SIGINT, signal.SIGTERM)
-        previous = {s: signal.signal(s, self._on_signal) for s in handled}
+    def run(self, signals: StopSignals) -> ParallelResult:
+        """Play; ``signals`` (installed by the caller) stops the run as it stops one episode."""
         outcomes: list[EpisodeOutcome] = []
         launched = 0
+        signals.on_stop = self.request_stop
+        self.stopping = signals.stop_requested
         try:
             while self.running or (launched < self.episodes and not self.stopping):
                 while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
@@ -200,18 +184,22 @@ class ParallelRunner:
                             "no new episodes are started; the running ones finish.",
                             file=self.out,
                         )
+        except UserAbort:
+            # A second signal: pass it on, so each child aborts its turn but still records its
+            # episode as stopped, and wait for them before leaving.
+            for child in self.running:
+                child.signal(signal.SIGINT)
+            for child in self.running:
+                child.process.wait()
+            raise
         finally:
+            signals.on_stop = None
             # Whatever brought us here (an exception in this loop included), no child is left behind.
             for child in self.running:
                 child.signal(signal.SIGKILL)
                 child.process.wait()
-            for s, handler in previous.items():
-                signal.signal(s, handler)
         outcomes.sort(key=lambda o: o.number)
-        code = aggregate_exit_code([o.exit_code for o in outcomes])
-        if self.aborted_by is not None:
-            code = 128 + self.aborted_by
-        return ParallelResult(tuple(outcomes), code)
+        return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
 
 
 def child_argv(config: str, max_turns: int | None, game_file: str | None, extra: Sequence[str] = ()) -> list[str]:
@@ -225,11 +213,11 @@ def child_argv(config: str, max_turns: int | None, game_file: str | None, extra:
 
 
 def play_in_parallel(
-    episodes: int, parallel: int, config: str, max_turns: int | None, game_file: str | None
+    signals: StopSignals, episodes: int, parallel: int, config: str, max_turns: int | None, game_file: str | None
 ) -> ParallelResult:
     """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end."""
     runner = ParallelRunner(child_argv(config, max_turns, game_file), episodes, parallel)
-    result = runner.run()
+    result = runner.run(signals)
     finished = len(result.outcomes)
     print(
         f"Played {finished}/{episodes} episodes, {parallel} at a time: "

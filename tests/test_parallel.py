@@ -206,7 +206,7 @@ def test_sigterm_stops_every_episode_after_its_turn(
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr
-    assert "Stopping every episode" in stderr
+    assert "SIGTERM: stopping after this turn" in stderr
     assert not any(_alive(pid) for pid in children)
     episode_dirs = list((tmp_path / "runs" / "episodes").iterdir())
     assert len(episode_dirs) == 2  # no new episode started after the signal
