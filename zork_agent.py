@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
+from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse
 from session.game_configuration import ConfigError, FilesSection, GameConfiguration
 from shared_utils import create_json_schema, extract_json_object, traced_observation
 
@@ -323,22 +323,7 @@ class ZorkAgent:
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
-            try:
-                response = self.client.chat.completions.create(**args)
-            except LLMRetryExhaustedError as exc:
-                if not exc.last_cause.startswith("empty reply"):
-                    raise
-                # The client retries empty replies; when they persist inside the loop the
-                # spec's answer is a warning and the forced final call (requirement 5.10).
-                self._log(
-                    "warning",
-                    f"Turn {turn}: LLM returned no content and no tool_calls ({exc.last_cause})",
-                    "mcp_unexpected_state",
-                    error=exc.last_cause,
-                    iteration=stats.iterations,
-                )
-                response = None
-                break
+            response = self.client.chat.completions.create(**args)
             if response.tool_calls:
                 messages.append(
                     {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
@@ -407,6 +392,9 @@ class ZorkAgent:
                 arguments = json.loads(tool_call.function.arguments or "{}")
                 if not isinstance(arguments, dict):
                     raise ValueError("tool arguments must be a JSON object")
+                if tool_call.function.name == MALFORMED_TOOL_NAME:
+                    # The client could not read this call; the model hears why instead of a crash.
+                    raise ValueError(str(arguments.get("error") or "unreadable tool call"))
             except (json.JSONDecodeError, ValueError) as exc:
                 self._log(
                     "warning",
@@ -416,11 +404,9 @@ class ZorkAgent:
                     error=f"invalid arguments: {exc}",
                     iteration=iteration,
                 )
-                self._append_tool_result(
-                    messages,
-                    tool_call.id,
-                    ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
-                )
+                malformed = tool_call.function.name == MALFORMED_TOOL_NAME
+                problem = str(exc) if malformed else f"Invalid tool arguments (not a JSON object): {exc}"
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, problem))
                 continue
             self._log(
                 "info",
