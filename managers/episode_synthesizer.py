@@ -48,15 +48,40 @@ class KeyEvent:
     text: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Usage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float = 0.0  # the priced calls' cost
+    unpriced_calls: int = 0  # calls whose price nobody knows
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """USD, or None (unknown) as soon as one call has no price: a partial sum would read as the total."""
+        return None if self.unpriced_calls else round(self.cost_usd, 6)
+
+    def __add__(self, other: _Usage) -> _Usage:
+        return _Usage(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+            self.unpriced_calls + other.unpriced_calls,
+        )
+
+    def __sub__(self, other: _Usage) -> _Usage:
+        return _Usage(
+            self.calls - other.calls,
+            self.prompt_tokens - other.prompt_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.cost_usd - other.cost_usd,
+            self.unpriced_calls - other.unpriced_calls,
+        )
 
 
 def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
@@ -68,8 +93,14 @@ def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
             calls=int(values.get("calls", 0)),
             prompt_tokens=int(values.get("prompt_tokens", 0)),
             completion_tokens=int(values.get("completion_tokens", 0)),
+            cost_usd=float(values.get("cost_usd", 0.0)),
+            unpriced_calls=int(values.get("unpriced_calls", 0)),
         )
     return usage
+
+
+def format_cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 class EpisodeSynthesizer(BaseManager):
@@ -141,14 +172,26 @@ class EpisodeSynthesizer(BaseManager):
         now = self._usage_now()
         calls: dict[str, int] = {}
         tokens: dict[str, int] = {}
+        cost: dict[str, float | None] = {}
+        total = _Usage()
         for name, usage in now.items():
             previous = self._last_usage.get(name, _Usage())
             if usage.calls > previous.calls:
-                calls[name] = usage.calls - previous.calls
-                tokens[name] = usage.tokens - previous.tokens
+                turn_usage = usage - previous
+                calls[name] = turn_usage.calls
+                tokens[name] = turn_usage.tokens
+                cost[name] = turn_usage.cost
+                total = total + turn_usage
         if calls:
-            self.per_turn_usage.append({"turn": turn, "calls": calls, "tokens": tokens})
+            self.per_turn_usage.append(
+                {"turn": turn, "calls": calls, "tokens": tokens, "cost_usd": cost, "total_cost_usd": total.cost}
+            )
         self._last_usage = now
+
+    def turn_usage(self, turn: int) -> dict[str, Any] | None:
+        """This turn's LLM calls, tokens and cost per role, if it made any calls."""
+        last = self.per_turn_usage[-1] if self.per_turn_usage else None
+        return last if last is not None and last["turn"] == turn else None
 
     # -- stuck detection -------------------------------------------------------------------
     def stuck_status(self) -> StuckStatus:
@@ -223,33 +266,12 @@ class EpisodeSynthesizer(BaseManager):
         roles: dict[str, dict[str, Any]] = {}
         total = _Usage()
         for name, usage in sorted(self._usage_now().items()):
-            base = self._baseline.get(name, _Usage())
-            episode = _Usage(
-                usage.calls - base.calls,
-                usage.prompt_tokens - base.prompt_tokens,
-                usage.completion_tokens - base.completion_tokens,
-            )
+            episode = usage - self._baseline.get(name, _Usage())
             if episode.calls == 0:
                 continue
-            roles[name] = {
-                **asdict(episode),
-                "calls_per_turn": round(episode.calls / per_turn, 4),
-                "tokens_per_turn": round(episode.tokens / per_turn, 1),
-            }
-            total = _Usage(
-                total.calls + episode.calls,
-                total.prompt_tokens + episode.prompt_tokens,
-                total.completion_tokens + episode.completion_tokens,
-            )
-        return {
-            "per_role": roles,
-            "total": {
-                **asdict(total),
-                "calls_per_turn": round(total.calls / per_turn, 4),
-                "tokens_per_turn": round(total.tokens / per_turn, 1),
-            },
-            "per_turn": self.per_turn_usage,
-        }
+            roles[name] = _usage_entry(episode, per_turn)
+            total = total + episode
+        return {"per_role": roles, "total": _usage_entry(total, per_turn), "per_turn": self.per_turn_usage}
 
     def finalize_episode(self) -> None:
         """Writes the summary as JSON and Markdown beside the episode log (atomic writes)."""
@@ -260,11 +282,13 @@ class EpisodeSynthesizer(BaseManager):
         self.logger.info(
             f"Episode summary written: {summary['score']}/{summary['max_score']}, {summary['turns']} turns, "
             f"{summary['deaths']} deaths, {summary['rooms_visited']} rooms, "
-            f"{total['calls_per_turn']:.2f} LLM calls per turn",
+            f"{total['calls_per_turn']:.2f} LLM calls per turn, LLM cost {_cost_cell(total)}",
             extra={
                 "event_type": "episode_summary",
                 "path": str(self.episode_dir / SUMMARY_JSON),
                 "llm_calls_per_turn": total["calls_per_turn"],
+                "llm_cost_usd": total["cost_usd"],
+                "llm_unpriced_calls": total["unpriced_calls"],
             },
         )
 
@@ -276,6 +300,22 @@ class EpisodeSynthesizer(BaseManager):
             "turns_without_progress": status.turns_without_progress,
             "stuck_warning": status.warn,
         }
+
+
+def _usage_entry(usage: _Usage, turns: int) -> dict[str, Any]:
+    """One row of the usage report. ``cost_usd`` is null when any call's price is unknown;
+    ``priced_cost_usd`` then still says what the priced calls cost."""
+    return {
+        "calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "calls_per_turn": round(usage.calls / turns, 4),
+        "tokens_per_turn": round(usage.tokens / turns, 1),
+        "cost_usd": usage.cost,
+        "cost_per_turn_usd": None if usage.cost is None else round(usage.cost / turns, 6),
+        "unpriced_calls": usage.unpriced_calls,
+        "priced_cost_usd": round(usage.cost_usd, 6),
+    }
 
 
 def render_markdown(summary: Mapping[str, Any]) -> str:
@@ -290,6 +330,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- Deaths: {summary['deaths']}",
         f"- Rooms visited: {summary['rooms_visited']}",
         f"- Mean LLM calls per turn: {usage['total']['calls_per_turn']:.2f}",
+        f"- LLM cost: {_cost_cell(usage['total'])}",
         "",
         "## Key events",
         "",
@@ -299,14 +340,25 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "",
         "## LLM calls and tokens per role",
         "",
-        "| Role | Calls | Calls per turn | Prompt tokens | Completion tokens | Tokens per turn |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| Role | Calls | Calls per turn | Prompt tokens | Completion tokens | Tokens per turn | Cost (USD) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     rows = [*usage["per_role"].items(), ("All", usage["total"])]
     lines += [
         f"| {name} | {u['calls']} | {u['calls_per_turn']:.3f} | {u['prompt_tokens']} | {u['completion_tokens']} | "
-        f"{u['tokens_per_turn']:.1f} |"
+        f"{u['tokens_per_turn']:.1f} | {_cost_cell(u)} |"
         for name, u in rows
     ]
     lines += ["", "## Rooms visited", "", ", ".join(summary["room_names"]) or "none", ""]
     return "\n".join(lines)
+
+
+def _cost_cell(usage: Mapping[str, Any]) -> str:
+    if usage.get("cost_usd") is not None:
+        return format_cost(usage["cost_usd"])
+    unpriced = usage.get("unpriced_calls", 0)
+    if unpriced and unpriced < usage.get("calls", 0):
+        return (
+            f"unknown ({unpriced} of {usage['calls']} calls unpriced; the rest {format_cost(usage['priced_cost_usd'])})"
+        )
+    return "unknown (no price for this model: set [tool.zorkgpt.pricing])" if unpriced else format_cost(0.0)

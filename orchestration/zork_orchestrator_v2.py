@@ -342,6 +342,8 @@ class ZorkOrchestratorV2:
                 "inventory": result.inventory_after,
                 "died": result.died,
                 "critic": decision.get("critic"),
+                # Calls, tokens and USD per role for this turn (cost None = a price is unknown).
+                "llm_usage": self.synthesizer.turn_usage(result.turn),
             },
         )
 
