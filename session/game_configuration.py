@@ -19,16 +19,13 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from session.errors import ConfigError
 from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPreset, guess_preset, is_loopback_url
 
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = DEFAULT_PROVIDER_URL
 ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
-
-
-class ConfigError(Exception):
-    """A configuration value is missing, unknown or of the wrong type. Raised at start."""
 
 
 class _Section(BaseModel):

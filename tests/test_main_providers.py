@@ -67,13 +67,18 @@ PROVIDERS = {
 def test_a_walkthrough_wins_350_of_350_whatever_the_provider_does_with_response_format(
     provider: str, llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    """The Done-when of issue 12 (and its refusal paths): the whole game, through main.py, with
-    the learning managers on, against a provider that does not do json_schema. The fallback
-    is found on the first call of each model and kept: every later request uses it."""
+    """The Done-when of issue 12 (and its refusal paths): the whole game, through main.py, against
+    a provider that does not do json_schema. The fallback is found on the first call of each
+    model and kept: every later request uses it. The llama.cpp case runs the default config
+    (learning managers on, so several models negotiate); the others the agent alone, to keep
+    the suite's time down."""
     commands = walkthrough(game_file)
     emulation = ProviderEmulation(WalkthroughModel(commands), **PROVIDERS[provider])
     llm_server.respond_with(emulation)
     env = main_env(llm_server, tmp_path, game_file)
+    if provider != "refuses_json_schema":
+        env |= {f"ZORKGPT_{key}": "false" for key in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED")}
+        env["ZORKGPT_EXTRACTOR_LLM_ENABLED"] = "false"
 
     proc = run_main(
         ["--max-turns", str(len(commands) + 5), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=600
@@ -243,3 +248,20 @@ def test_an_empty_reply_is_played_as_the_agents_fallback_without_retries(
     events = read_events(only_episode(tmp_path))
     assert [e["action"] for e in events if e["event_type"] == "turn"] == ["look"] * 3
     assert not [e for e in events if e["event_type"] == "llm_retry"]
+
+
+def test_a_local_server_that_is_down_ends_the_run_with_exit_1(tmp_path: Path, game_file: Path) -> None:
+    """Issue 11 row 2 through the provider path: nothing listens on the loopback endpoint, so the
+    agent's calls fail after their retries; the episode ends in llm_error and main.py exits 1."""
+    env = {
+        "ZORKGPT_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_RETRY_MAX_RETRIES": "1",
+        "ZORKGPT_RETRY_INITIAL_DELAY": "0",
+        "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
+    }
+    proc = run_main(["--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "No LLM API key" not in proc.stderr, "a loopback endpoint needs no key"
+    assert summary_of(tmp_path)["end_reason"].startswith("llm_error")
