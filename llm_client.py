@@ -395,16 +395,20 @@ def response_format_for(
 def format_ignored(response: LLMResponse, mode: StructuredMode, schema: Mapping[str, Any]) -> str | None:
     """Why the reply shows the server ignored the requested form, or None.
 
-    Only a plain JSON object honours json_object; json_schema also needs the schema's
-    top-level keys. Empty and cut-off (``finish_reason: length``) replies prove nothing.
+    Ignoring looks like chat: text or a markdown fence before the JSON. A reply that starts
+    as a JSON object but does not parse (cut off, a stray character) is a bad answer under a
+    working format, not proof against it: stepping down would take the grammar away from
+    exactly the small local models that need it. Under json_schema the object must also have
+    the schema's top-level keys. Empty and cut-off (``finish_reason: length``) replies prove
+    nothing.
     """
     content = (response.content or "").strip()
     if mode is StructuredMode.PROMPT or response.tool_calls or not content or response.finish_reason == "length":
         return None
+    if not content.startswith("{"):
+        return f"the reply is not a bare JSON object: {shorten(content, 80)!r}"
     value = _loads(content)
-    if not isinstance(value, dict):
-        return "the reply is not a bare JSON object"
-    if mode is StructuredMode.JSON_SCHEMA:
+    if mode is StructuredMode.JSON_SCHEMA and isinstance(value, dict):
         missing = [key for key in schema.get("required", ()) if key not in value]
         if missing:
             return f"the reply lacks the schema's required keys {missing}"

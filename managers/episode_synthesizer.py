@@ -89,12 +89,14 @@ def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
     usage: dict[str, _Usage] = {}
     for name, stats in raw.items():
         values = stats if isinstance(stats, Mapping) else vars(stats)
+        calls = int(values.get("calls", 0))
         usage[name] = _Usage(
-            calls=int(values.get("calls", 0)),
+            calls=calls,
             prompt_tokens=int(values.get("prompt_tokens", 0)),
             completion_tokens=int(values.get("completion_tokens", 0)),
             cost_usd=float(values.get("cost_usd", 0.0)),
-            unpriced_calls=int(values.get("unpriced_calls", 0)),
+            # A source that reports no money at all knows no price: unknown, not free.
+            unpriced_calls=int(values.get("unpriced_calls", calls if "cost_usd" not in values else 0)),
         )
     return usage
 

@@ -1042,3 +1042,16 @@ def test_the_deadline_leaves_the_connection_pool_usable(
     llm_server.script(Reply(200, completion("x" * 300), trickle=0.2), completion("north"))
     client, _ = make_client(make_config(max_retries=1, request_timeout=1.0))
     assert client.chat_completions_create(model="m", messages=MESSAGES).content == "north"
+
+
+def test_a_broken_json_reply_under_a_working_format_is_not_taken_for_an_ignored_format(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Seen against llama.cpp: under json_object (grammar-enforced) a small model's reply can
+    still fail to parse. Stepping down to prompt-only would take the grammar away for the rest of
+    the run, so only chat around the JSON counts as ignoring the format."""
+    llm_server.script(completion('{"ok": true, "reason": "unterminated'), completion(VERDICT))
+    client, _ = make_client()
+    ask_verdict(client, times=2)
+    assert negotiation_records(caplog) == []
+    assert llm_server.bodies[1]["response_format"] == VERDICT_FORMAT
