@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,7 +43,7 @@ from session.errors import (
     ToolsNotSupportedError,
 )
 from session.errors import LLMError as LLMError  # the client's errors stay importable from here
-from session.game_configuration import GameConfiguration, ModelPrice, RetrySection
+from session.game_configuration import GameConfiguration, ModelPrice, RetrySection, Sampling
 from session.providers import GENERIC, ProviderPreset, StructuredMode
 from shared_utils import shorten, traced_observation
 
@@ -99,6 +99,17 @@ class UsageStats:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """USD, or None (unknown) as soon as one call has no price: a partial sum would read as the total."""
+        return None if self.unpriced_calls else round(self.cost_usd, 6)
+
+    def __add__(self, other: UsageStats) -> UsageStats:
+        return UsageStats(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+    def __sub__(self, other: UsageStats) -> UsageStats:
+        return UsageStats(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 # -- model families ----------------------------------------------------------------------
@@ -274,11 +285,7 @@ def build_payload(
     model: str,
     messages: Sequence[Mapping[str, Any]],
     *,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    max_tokens: int | None = None,
+    sampling: Sampling | None = None,
     stop: str | list[str] | None = None,
     response_format: dict[str, Any] | None = None,
     tools: list[dict[str, Any]] | None = None,
@@ -298,11 +305,7 @@ def build_payload(
         "messages": prepare_messages(messages, model, cache_control=preset.cache_control),
     }
     optional = {
-        "temperature": temperature,
-        "top_p": top_p,
-        "top_k": top_k,
-        "min_p": min_p,
-        "max_tokens": max_tokens,
+        **(sampling or Sampling()).request_args(),
         "stop": stop,
         "response_format": response_format,
         **dict(extra or {}),
@@ -869,11 +872,7 @@ class LLMClient:
         build = functools.partial(
             build_payload,
             model,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            min_p=min_p,
-            max_tokens=max_tokens,
+            sampling=Sampling(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, max_tokens=max_tokens),
             stop=stop,
             tools=tools,
             tool_choice=tool_choice,
@@ -1227,8 +1226,8 @@ class LLMClient:
                 usage_details=details or None,
                 metadata={"finish_reason": response.finish_reason},
             )
-        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
-            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)))
+        except Exception as exc:  # tracing must never cost the call; logged
+            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)), exc_info=True)
 
 
 class _Completions:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_client import UsageStats
 from managers.base_manager import BaseManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -48,52 +49,17 @@ class KeyEvent:
     text: str
 
 
-@dataclass(frozen=True)
-class _Usage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0  # the priced calls' cost
-    unpriced_calls: int = 0  # calls whose price nobody knows
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def cost(self) -> float | None:
-        """USD, or None (unknown) as soon as one call has no price: a partial sum would read as the total."""
-        return None if self.unpriced_calls else round(self.cost_usd, 6)
-
-    def __add__(self, other: _Usage) -> _Usage:
-        return _Usage(
-            self.calls + other.calls,
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cost_usd + other.cost_usd,
-            self.unpriced_calls + other.unpriced_calls,
-        )
-
-    def __sub__(self, other: _Usage) -> _Usage:
-        return _Usage(
-            self.calls - other.calls,
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.cost_usd - other.cost_usd,
-            self.unpriced_calls - other.unpriced_calls,
-        )
-
-
-def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
+def _read_usage(raw: Mapping[str, Any]) -> dict[str, UsageStats]:
     """Per-name usage from the client, given as mappings (``vars(stats)``) or as UsageStats objects."""
-    usage: dict[str, _Usage] = {}
+    usage: dict[str, UsageStats] = {}
     for name, stats in raw.items():
         values = stats if isinstance(stats, Mapping) else vars(stats)
         calls = int(values.get("calls", 0))
-        usage[name] = _Usage(
+        usage[name] = UsageStats(
             calls=calls,
             prompt_tokens=int(values.get("prompt_tokens", 0)),
             completion_tokens=int(values.get("completion_tokens", 0)),
+            cached_tokens=int(values.get("cached_tokens", 0)),
             cost_usd=float(values.get("cost_usd", 0.0)),
             # A source that reports no money at all knows no price: unknown, not free.
             unpriced_calls=int(values.get("unpriced_calls", calls if "cost_usd" not in values else 0)),
@@ -135,7 +101,7 @@ class EpisodeSynthesizer(BaseManager):
         super().reset_episode(game_state)
         self._start_episode()
 
-    def _usage_now(self) -> dict[str, _Usage]:
+    def _usage_now(self) -> dict[str, UsageStats]:
         return _read_usage(self.usage_source()) if self.usage_source is not None else {}
 
     # -- per turn --------------------------------------------------------------------------
@@ -175,13 +141,13 @@ class EpisodeSynthesizer(BaseManager):
         calls: dict[str, int] = {}
         tokens: dict[str, int] = {}
         cost: dict[str, float | None] = {}
-        total = _Usage()
+        total = UsageStats()
         for name, usage in now.items():
-            previous = self._last_usage.get(name, _Usage())
+            previous = self._last_usage.get(name, UsageStats())
             if usage.calls > previous.calls:
                 turn_usage = usage - previous
                 calls[name] = turn_usage.calls
-                tokens[name] = turn_usage.tokens
+                tokens[name] = turn_usage.total_tokens
                 cost[name] = turn_usage.cost
                 total = total + turn_usage
         if calls:
@@ -210,7 +176,9 @@ class EpisodeSynthesizer(BaseManager):
         if status.end and not self._limit_logged:
             self._limit_logged = True
             self.logger.warning(
-                f"Turn {turn}: no score change or new room for {idle} turns; ending the episode",
+                "Turn %s: no score change or new room for %s turns; ending the episode",
+                turn,
+                idle,
                 extra={
                     "event_type": "stuck_limit",
                     "turn": turn,
@@ -220,7 +188,9 @@ class EpisodeSynthesizer(BaseManager):
         elif not self._warned:
             self._warned = True
             self.logger.info(
-                f"Turn {turn}: no progress for {idle} turns; warning the agent",
+                "Turn %s: no progress for %s turns; warning the agent",
+                turn,
+                idle,
                 extra={
                     "event_type": "stuck_warning",
                     "turn": turn,
@@ -266,9 +236,9 @@ class EpisodeSynthesizer(BaseManager):
     def _usage_summary(self, turns: int) -> dict[str, Any]:
         per_turn = max(turns, 1)
         roles: dict[str, dict[str, Any]] = {}
-        total = _Usage()
+        total = UsageStats()
         for name, usage in sorted(self._usage_now().items()):
-            episode = usage - self._baseline.get(name, _Usage())
+            episode = usage - self._baseline.get(name, UsageStats())
             if episode.calls == 0:
                 continue
             roles[name] = _usage_entry(episode, per_turn)
@@ -282,9 +252,14 @@ class EpisodeSynthesizer(BaseManager):
         atomic_write_text(self.episode_dir / SUMMARY_MD, render_markdown(summary))
         total = summary["llm_usage"]["total"]
         self.logger.info(
-            f"Episode summary written: {summary['score']}/{summary['max_score']}, {summary['turns']} turns, "
-            f"{summary['deaths']} deaths, {summary['rooms_visited']} rooms, "
-            f"{total['calls_per_turn']:.2f} LLM calls per turn, LLM cost {_cost_cell(total)}",
+            "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn, LLM cost %s",
+            summary["score"],
+            summary["max_score"],
+            summary["turns"],
+            summary["deaths"],
+            summary["rooms_visited"],
+            total["calls_per_turn"],
+            _cost_cell(total),
             extra={
                 "event_type": "episode_summary",
                 "path": str(self.episode_dir / SUMMARY_JSON),
@@ -304,7 +279,7 @@ class EpisodeSynthesizer(BaseManager):
         }
 
 
-def _usage_entry(usage: _Usage, turns: int) -> dict[str, Any]:
+def _usage_entry(usage: UsageStats, turns: int) -> dict[str, Any]:
     """One row of the usage report. ``cost_usd`` is null when any call's price is unknown;
     ``priced_cost_usd`` then still says what the priced calls cost."""
     return {
@@ -312,7 +287,7 @@ def _usage_entry(usage: _Usage, turns: int) -> dict[str, Any]:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "calls_per_turn": round(usage.calls / turns, 4),
-        "tokens_per_turn": round(usage.tokens / turns, 1),
+        "tokens_per_turn": round(usage.total_tokens / turns, 1),
         "cost_usd": usage.cost,
         "cost_per_turn_usd": None if usage.cost is None else round(usage.cost / turns, 6),
         "unpriced_calls": usage.unpriced_calls,
