@@ -33,6 +33,9 @@ class Reply:
     # Seconds between single bytes of the body (headers go out at once): a provider that
     # trickles its reply; the client's whole-request deadline must cut it.
     trickle: float = 0.0
+    hold: threading.Event | None = None
+    """Answer only once this is set: the client is then certainly waiting on this request
+    (``ScriptedLLMServer.wait_for_requests`` tells the test it arrived)."""
 
 
 @dataclass
@@ -89,6 +92,7 @@ class ScriptedLLMServer:
         self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._arrived = threading.Condition(self._lock)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,6 +110,8 @@ class ScriptedLLMServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 reply = server._next_reply(RecordedRequest(self.path, dict(self.headers), body))
+                if reply.hold is not None:
+                    reply.hold.wait()
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body
@@ -158,7 +164,14 @@ class ScriptedLLMServer:
                 out = self._script.pop(0)
             else:
                 out = Reply(500, {"error": {"message": "scripted server: script exhausted"}})
+            self._arrived.notify_all()
         return out if isinstance(out, Reply) else Reply(200, out)
+
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> None:
+        """Block until ``count`` requests have arrived (``timeout`` only bounds a broken test)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(f"the scripted server got {len(self.requests)} requests, not {count}")
 
     # -- lifecycle --------------------------------------------------------------------
     @property
