@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,7 +32,6 @@ from llm_client import (
 )
 from session.game_configuration import GameConfiguration
 from shared_utils import get_langfuse_client
-from tests.langfuse_support import in_memory_langfuse
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion, tool_call
 
 API_KEY = "sk-or-v1-test-secret-0123456789abcdef"
@@ -664,12 +663,6 @@ def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
 
 
 # -- Langfuse ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
 
 
 def test_each_call_is_one_langfuse_generation(
