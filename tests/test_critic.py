@@ -23,6 +23,8 @@ from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
+# The critic's own sampling, so a test can see it reach the request.
+SAMPLING: dict[str, dict[str, Any]] = {"critic_sampling": {"temperature": 0.2, "top_p": 0.9}}
 SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
 
 
@@ -196,7 +198,7 @@ def state_of(game: JerichoInterface) -> GameState:
 def test_llm_critic_off_by_default(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url)
+    config = make_config(llm_server.base_url, **SAMPLING)
     assert config.gameplay.enable_critic is False
     critic = make_critic(config, game, llm_server)
     verdict = critic.evaluate("open mailbox", "context", state_of(game))
@@ -208,7 +210,7 @@ def test_llm_critic_off_by_default(
 def test_llm_scores_and_threshold(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.script(critic_reply(-0.8, "the mailbox is pointless"), critic_reply(0.6, "opening things helps"))
     state = state_of(game)
@@ -231,7 +233,7 @@ def test_llm_scores_and_threshold(
 def test_object_tree_answers_before_the_llm(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     verdict = make_critic(config, game, llm_server).evaluate("take unicorn", "ctx", state_of(game))
     assert verdict.source == "object_tree" and verdict.rejected
     assert llm_server.requests == []
@@ -240,7 +242,7 @@ def test_object_tree_answers_before_the_llm(
 def test_distrusted_critic_rejects_less(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.respond_with(lambda body, index: critic_reply(-0.3))
     assert critic.evaluate("wave hands", "ctx", state_of(game)).rejected is True
@@ -264,7 +266,7 @@ def test_malformed_llm_reply_never_blocks(
     reply: dict[str, Any],
     make_config: ConfigFactory,
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     llm_server.script(reply)
     with caplog.at_level(logging.WARNING, logger="test.critic"):
         verdict = make_critic(config, game, llm_server).evaluate("open mailbox", "ctx", state_of(game))

@@ -25,6 +25,10 @@ TO_TROLL = [
 ]  # fmt: skip
 
 
+# The extractor's own sampling, so a test can see it reach the request.
+SAMPLING: dict[str, dict[str, Any]] = {"extractor_sampling": {"temperature": 0.1, "max_tokens": 200}}
+
+
 def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:
     return completion(json.dumps({"in_combat": in_combat, "reason": reason}))
 
@@ -46,7 +50,7 @@ def play(game: JerichoInterface, commands: list[str]) -> str:
 def test_engine_facts_at_start_without_any_llm_call(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    extractor = make_extractor(make_config(llm_server.base_url), game, llm_server)
+    extractor = make_extractor(make_config(llm_server.base_url, **SAMPLING), game, llm_server)
     intro = game.start()
 
     info = extractor.extract(None, intro)
@@ -65,7 +69,7 @@ def test_engine_facts_at_start_without_any_llm_call(
 
 
 def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
-    extractor = make_extractor(make_config(), game, None)
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
     game.start()
     play(game, ["open mailbox"])
     text = game.send_command("take leaflet")
@@ -84,14 +88,14 @@ def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface, make_conf
 
 
 def test_exit_probe_off_leaves_exits_empty(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
-    extractor = make_extractor(make_config(gameplay={"exit_probe": False}), game, None)
+    extractor = make_extractor(make_config(gameplay={"exit_probe": False}, **SAMPLING), game, None)
     info = extractor.extract(None, game.start())
     assert info.exits == ()
     assert info.location.name == "West of House"
 
 
 def test_death_is_reported(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
-    extractor = make_extractor(make_config(), game, None)
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
     game.start()
     text = play(game, ["south", "east", "east", "east", "jump"])
     info = extractor.extract("jump", text)
@@ -102,7 +106,7 @@ def test_death_is_reported(tmp_path: Path, game: JerichoInterface, make_config: 
 def test_combat_asks_the_llm_once_per_changed_text(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url)
+    config = make_config(llm_server.base_url, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     llm_server.script(combat_reply(True, "the troll swings his axe"), combat_reply(False, "the troll is dead"))
     game.start()
@@ -144,7 +148,7 @@ def test_combat_asks_the_llm_once_per_changed_text(
 def test_malformed_reply_is_logged_and_skipped(
     tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
-    extractor = make_extractor(make_config(llm_server.base_url), game, llm_server)
+    extractor = make_extractor(make_config(llm_server.base_url, **SAMPLING), game, llm_server)
     llm_server.script(completion("I think yes, combat!"), Reply(500, {"error": {"message": "down"}}))
     game.start()
     text = play(game, TO_TROLL)
@@ -164,7 +168,7 @@ def test_malformed_reply_is_logged_and_skipped(
 def test_llm_disabled_means_unknown_combat_and_no_calls(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, extractor={"llm_enabled": False})
+    config = make_config(llm_server.base_url, extractor={"llm_enabled": False}, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     game.start()
     info = extractor.extract("N", play(game, TO_TROLL))
@@ -177,7 +181,7 @@ def test_walkthrough_costs_few_extractor_calls(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
     """Over the whole winning walkthrough the extractor LLM is asked only near creatures."""
-    config = make_config(llm_server.base_url, gameplay={"exit_probe": False})
+    config = make_config(llm_server.base_url, gameplay={"exit_probe": False}, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     llm_server.respond_with(lambda body, index: combat_reply("troll" in json.dumps(body["messages"])))
     extractor.extract(None, game.start())
