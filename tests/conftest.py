@@ -4,6 +4,7 @@ in-memory Langfuse, and a clean environment for every test."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from game_interface import JerichoInterface, resolve_story_file
-from game_interface.story_file import STORY_FILE_NAME
 from session.episode_log import SECRET_ENV_VARS
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
@@ -42,14 +42,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def _find_story_file() -> tuple[Path | None, str]:
     """The story file as ``main.py`` finds it, without downloading: ``ZORKGPT_GAME_FILE``,
     ``[tool.zorkgpt.files] game_file`` in pyproject.toml, then the per-user cache
-    (``~/.cache/zorkgpt``); CI's ``../shared/games/zork1.z5`` last. ``(None, why)`` if none."""
+    (``~/.cache/zorkgpt``, where ``main.py`` puts the file it fetches). ``(None, why)`` if none."""
     try:
         configured = GameConfiguration.from_toml(REPO_ROOT / "pyproject.toml").files.game_file
         return resolve_story_file(configured, allow_download=False), ""
     except (StoryFileError, ConfigError) as exc:
-        shared = REPO_ROOT.parent / "shared" / "games" / STORY_FILE_NAME
-        if shared.is_file():
-            return shared.resolve(), ""
         return None, (
             f"no Zork I story file, so the tests that play the game are skipped ({exc}). "
             "Run `uv run python main.py` once (it fetches the file), or set ZORKGPT_GAME_FILE."
@@ -90,6 +87,23 @@ def game_file() -> Path:
     if STORY_FILE is None:
         pytest.skip(NO_STORY_FILE)
     return STORY_FILE
+
+
+_SKIP_LINE = sys._getframe().f_lineno  # where -rs points for the skips below
+
+
+def pytest_report_header() -> str | None:
+    return None if STORY_FILE is not None else f"story file: none; {NO_STORY_FILE}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Every test skipped for want of the story file is reported at one place, so ``-rs``
+    shows one line with one reason, not one line per test."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[2] == f"Skipped: {NO_STORY_FILE}":
+        report.longrepr = (__file__, _SKIP_LINE, report.longrepr[2])
 
 
 @pytest.fixture
