@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +31,6 @@ from managers.mcp import (
 )
 from managers.mcp.tools import WIRE_NAME_PATTERN, dotted_name, wire_name
 from session.game_configuration import GameConfiguration
-from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
@@ -550,12 +549,6 @@ def test_first_connect_of_a_new_episode_fails_fast_again(tmp_path: Path) -> None
 
 
 # -- Langfuse ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
 
 
 def test_each_tool_call_is_one_langfuse_tool_observation(
