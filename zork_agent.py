@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
 from session.game_configuration import ConfigError, FilesSection, GameConfiguration
-from shared_utils import create_json_schema, extract_json_object, traced_observation
+from shared_utils import create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 FALLBACK_ACTION = "look"
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+
+TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 
 
 class AgentResponse(BaseModel):
@@ -482,6 +484,8 @@ class ZorkAgent:
                 server_name=getattr(self.mcp_manager, "server_name", None),
                 result_type=type(result.content).__name__,
                 result_length=len(str(result.content)),
+                # What the model saw, shortened: the episode log (and the web viewer) show it.
+                result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
                 is_error=result.is_error,
                 duration_ms=round(duration * 1000, 1),
                 iteration=iteration,

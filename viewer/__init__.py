@@ -1,0 +1,1 @@
+"""A read-only web page for watching ZorkGPT episodes, past and running (``python -m viewer``)."""
