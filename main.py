@@ -1,4 +1,4 @@
-"""Play Zork I with ZorkGPT: ``uv run python main.py [--episodes N] [--max-turns N]``."""
+"""Play Zork I with ZorkGPT: ``uv run python main.py [--episodes N] [--max-turns N] [--view [PORT]]``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from types import FrameType
 
 from session.game_configuration import API_KEY_ENV_VARS, ConfigError, GameConfiguration
+from viewer import DEFAULT_PORT as VIEWER_PORT
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -23,7 +24,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="path to zork1.z5 (else ZORKGPT_GAME_FILE, [tool.zorkgpt.files] game_file, the per-user cache)",
     )
+    parser.add_argument(
+        "--view",
+        nargs="?",
+        type=int,
+        const=VIEWER_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"watch the game live in your browser at http://127.0.0.1:PORT/ (default port {VIEWER_PORT})",
+    )
     args = parser.parse_args(argv)
+    if args.view is not None and not 0 <= args.view <= 65535:
+        parser.error("--view PORT must be between 0 and 65535")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
@@ -51,7 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     if not config.api_key:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_USAGE
+    if args.view is None:
+        return play(args, config)
 
+    from viewer.server import start_viewer
+
+    try:
+        viewer = start_viewer(config.workdir, args.view, files=config.files)
+    except OSError as exc:
+        print(f"Cannot start the viewer on port {args.view}: {exc.strerror or exc}. Try --view PORT.", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"Watch the game at {viewer.url}", file=sys.stderr)
+    try:
+        return play(args, config)
+    finally:
+        viewer.close()
+
+
+def play(args: argparse.Namespace, config: GameConfiguration) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
     from game_interface import StoryFileError
     from managers.base_manager import ManagerFileError

@@ -25,12 +25,12 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from session.game_configuration import FilesSection
+from viewer import DEFAULT_PORT
 from viewer.workdir import EpisodeNotFoundError, GameWorkdir
 
 logger = logging.getLogger("zorkgpt.viewer")
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 STATIC_FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
