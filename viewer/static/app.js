@@ -121,6 +121,8 @@ function render(data) {
   const e = data.episode;
   view.next = data.next;
   view.finished = e.finished;
+  const option = [...document.getElementById("episode-select").options].find((o) => o.value === e.id);
+  if (option) option.textContent = episodeLabel(e);
   const status = document.getElementById("status");
   status.textContent = e.finished ? `finished: ${e.end_reason}` : "live";
   status.className = `badge ${e.finished ? "done" : "live"}`;
