@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from game_interface.jericho_interface import DIRECTIONS
+from session.errors import LearningFileError
 from shared_utils import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
@@ -55,7 +56,7 @@ _MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel",
 _ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
 
 
-class MapGraphError(Exception):
+class MapGraphError(LearningFileError):
     """A persisted map file cannot be read as a map."""
 
 

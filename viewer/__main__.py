@@ -6,10 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from session.game_configuration import ConfigError, GameConfiguration
+from session.errors import EXIT_OK, EXIT_SETUP, ConfigError
+from session.game_configuration import GameConfiguration
 from viewer.server import DEFAULT_HOST, DEFAULT_PORT, make_server
-
-EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         config = GameConfiguration.from_toml(args.config)
     except ConfigError as exc:
         print(f"Configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_SETUP
     workdir = Path(args.workdir) if args.workdir is not None else config.workdir
     if not workdir.is_dir():
         print(
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             "(python -m viewer path/to/game_files), or play a game first.",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return EXIT_SETUP
     try:
         server = make_server(workdir, args.port, args.host, config.files)
     except OSError as exc:
@@ -61,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Pick another port with --port.",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return EXIT_SETUP
     host, port = server.server_address[:2]
     print(f"ZorkGPT viewer for {workdir.resolve()} at http://{host}:{port}/ (Ctrl-C to stop)", file=sys.stderr)
     try:
