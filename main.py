@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from session.errors import EXIT_OK, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
+from session.errors import EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def play(args: argparse.Namespace, config: GameConfiguration) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
+    from orchestration.run_report import report_run
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
@@ -103,6 +104,7 @@ def play(args: argparse.Namespace, config: GameConfiguration) -> int:
 
     signal.signal(signal.SIGINT, on_sigint)
     game_file = Path(args.game_file).resolve() if args.game_file else None
+    episode_dirs: list[Path] = []
     for episode in range(args.episodes):
         try:
             orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
@@ -118,6 +120,7 @@ def play(args: argparse.Namespace, config: GameConfiguration) -> int:
             return report(exc)
         finally:
             orchestrator.close()
+        episode_dirs.append(orchestrator.episode_dir)
         print(
             f"Episode {episode + 1}/{args.episodes} ({state.episode_id}): {state.end_reason}, "
             f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
@@ -126,7 +129,7 @@ def play(args: argparse.Namespace, config: GameConfiguration) -> int:
         )
         if orchestrator.stop_requested:
             break
-    return EXIT_OK
+    return report_run(config.workdir, episode_dirs)
 
 
 if __name__ == "__main__":

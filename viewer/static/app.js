@@ -275,16 +275,19 @@ function drawChart(e, maxScore) {
   const W = 640, H = 230, L = 44, R = 16, T = 12, B = 40;
   const maxTurn = Math.max(10, e.turns, ...points.map((p) => p[0]));
   const maxY = niceMax(Math.max(10, ...points.map((p) => p[1])));
+  // A death costs 10 points, so a score can go below zero.
+  const lowest = Math.min(0, ...points.map((p) => p[1]));
+  const minY = lowest < 0 ? -niceMax(-lowest) : 0;
   const x = (turn) => L + (turn / maxTurn) * (W - L - R);
-  const y = (score) => T + (1 - score / maxY) * (H - T - B);
+  const y = (score) => T + (1 - (score - minY) / (maxY - minY)) * (H - T - B);
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Score over turns" });
   for (let i = 0; i <= 4; i++) {
-    const value = (maxY / 4) * i;
+    const value = minY + ((maxY - minY) / 4) * i;
     chart.append(svg("line", { x1: L, x2: W - R, y1: y(value), y2: y(value), class: "grid" }));
     chart.append(svg("text", { x: L - 6, y: y(value) + 4, class: "tick", "text-anchor": "end" }, fmt(value)));
   }
-  for (let i = 0; i <= 5; i++) {
-    const turn = Math.round((maxTurn / 5) * i);
+  const tickStep = Math.max(1, Math.ceil(maxTurn / 5));
+  for (let turn = 0; turn <= maxTurn; turn += tickStep) {
     chart.append(svg("text", { x: x(turn), y: H - B + 16, class: "tick", "text-anchor": "middle" }, String(turn)));
   }
   chart.append(svg("text", { x: (L + W - R) / 2, y: H - 4, class: "axis-label", "text-anchor": "middle" }, "turn"));
