@@ -54,6 +54,7 @@ class GameWorkdir:
         self.files = files or FilesSection()
         self.episodes_dir = self.root / "episodes"
         self._tails: dict[str, EventTail] = {}
+        self._figures_cache: dict[str, tuple[int, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- episodes
@@ -80,11 +81,18 @@ class GameWorkdir:
         )
 
     def _figures(self, episode_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        # Recomputed only when the episode logged something new: the list is polled every few seconds.
+        with self._lock:
+            cached = self._figures_cache.get(episode_id)
+        if cached is not None and cached[0] == len(events) and cached[1]["max_score"] is not None:
+            return dict(cached[1])
         figures = EpisodeFigures.from_events(episode_id, events).to_dict()
         if figures["max_score"] is None:  # only the end event carries it; a running game's state file has it
             state = read_json(self.episode_dir(episode_id) / STATE_FILE) or {}
             figures["max_score"] = state.get("max_score")
-        return figures
+        with self._lock:
+            self._figures_cache[episode_id] = (len(events), figures)
+        return dict(figures)
 
     def list_episodes(self) -> list[dict[str, Any]]:
         """Every episode, newest first."""
