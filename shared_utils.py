@@ -98,8 +98,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
         raise
 
 
+def json_text(data: Any) -> str:
+    """How ZorkGPT writes JSON files: indented for people, UTF-8 as is, one final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    atomic_write_text(path, json_text(data))
 
 
 def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> Any:
@@ -138,9 +143,12 @@ def traced_observation(
     try:
         manager = langfuse_client.start_as_current_observation(**observation)
         span = manager.__enter__()
-    except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
+    except Exception as exc:  # tracing must never cost the call; logged
         logger.warning(
-            f"Langfuse observation {observation.get('name')!r} not started: {redact(str(exc))}",
+            "Langfuse observation %r not started: %s",
+            observation.get("name"),
+            redact(str(exc)),
+            exc_info=True,
             extra={"event_type": "langfuse_error"},
         )
         yield None

@@ -51,18 +51,18 @@ class CombatAssessment(BaseModel):
     reason: str = Field(description="One short sentence citing the text")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExtractedInfo:
     """Facts about the game after one command. Engine facts are exact; the two optional flags are
     None when nobody could answer (e.g. a creature is present but the extractor LLM is off)."""
 
     location: Location
-    inventory: list[str]
-    visible_objects: list[str]
+    inventory: tuple[str, ...]
+    visible_objects: tuple[str, ...]
     score: int
     max_score: int
     moves: int
-    exits: list[str]
+    exits: tuple[str, ...]
     game_over: bool
     victory: bool
     died: bool
@@ -132,12 +132,12 @@ class ExtractorManager(BaseManager):
         visible = game.get_visible_objects()
         return ExtractedInfo(
             location=location,
-            inventory=game.get_inventory(),
-            visible_objects=[obj.name for obj in visible],
+            inventory=tuple(game.get_inventory()),
+            visible_objects=tuple(obj.name for obj in visible),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
-            exits=game.get_valid_exits() if self.config.gameplay.exit_probe else [],
+            exits=tuple(game.get_valid_exits()) if self.config.gameplay.exit_probe else (),
             game_over=game.is_game_over(),
             victory=game.is_victory(),
             died=game.last_response_was_death,
@@ -172,7 +172,10 @@ class ExtractorManager(BaseManager):
             return None
         self._combat = _CombatMemory(text=response, in_combat=reply.in_combat, creatures=creatures)
         self.logger.info(
-            f"Turn {turn}: extractor judged combat={reply.in_combat} ({reply.reason})",
+            "Turn %s: extractor judged combat=%s (%s)",
+            turn,
+            reply.in_combat,
+            reply.reason,
             extra={
                 "event_type": "extractor_combat",
                 "turn": turn,

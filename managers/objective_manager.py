@@ -19,12 +19,13 @@ forward, so the cost is exactly one call per interval however many objectives th
 proposes.
 
 Objectives belong to one episode (the game restarts), so they are not reloaded; they are
-written to ``objectives.json`` after every change so a killed run can be inspected.
+written to ``objectives.json`` after every change so a killed or running episode can be
+inspected. Runs sharing the workdir each keep their own episode's entries in that file.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import re
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -34,14 +35,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager
+from managers.base_manager import ManagerFileError
+from managers.learning_file import LearningManager
 from managers.map_graph import normalize_direction
-from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_json
+from shared_utils import json_text
 
+OBJECTIVES_FILE_NAME = "objectives.json"
+MAX_EPISODES_KEPT = 50
 RECENT_TURNS = 15
 MAX_OBJECTIVE_CHARS = 200
 MAX_AMBIGUOUS = 10
@@ -146,33 +148,30 @@ Given the current situation, recent turns, the active objectives and evidence th
 Reply with JSON only."""
 
 
-class ObjectiveManager(BaseManager):
+class ObjectiveManager(LearningManager):
     """Episode objectives: agent-added and LLM-discovered, completed from game evidence."""
 
     name = "objectives"
+    trace_name = "ObjectiveManager"
+    objectives: list[Objective]
+    recent: deque[TurnResult]
+    ambiguous: list[str]
+    last_review_turn: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / "objectives.json"
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="ObjectiveManager")
-        self.objectives: list[Objective] = []
-        self.recent: deque[TurnResult] = deque(maxlen=RECENT_TURNS)
-        self.ambiguous: list[str] = []
-        self.last_review_turn = 0
-        self.reset_episode(game_state)
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / OBJECTIVES_FILE_NAME
+
+    def load(self) -> None:
+        # Objectives are per episode and not reloaded, but a file this run could never add its
+        # objectives to stops it before it starts (raises ManagerFileError), like the others.
+        _saved_objectives(self.path, self.file.read())
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self.objectives = []
-        self.recent.clear()
+        self.recent = deque(maxlen=RECENT_TURNS)
         self.ambiguous = []
         self.last_review_turn = game_state.turn_count
 
@@ -224,7 +223,8 @@ class ObjectiveManager(BaseManager):
     def _add(
         self, text: str, turn: int, source: str, priority: Priority, done_when: CompletionKind | None, target: str
     ) -> Objective | None:
-        clean = " ".join(text.split())[:MAX_OBJECTIVE_CHARS]
+        # Scrubbed here as well as in the file: the agent reads its objectives back every turn.
+        clean = self.file.scrub(" ".join(text.split()))[:MAX_OBJECTIVE_CHARS]
         if not clean or any(o.text.casefold() == clean.casefold() for o in self.active()):
             return None
         if done_when is None or (done_when != "other" and not target.strip()):
@@ -240,7 +240,11 @@ class ObjectiveManager(BaseManager):
         )
         self.objectives.append(objective)
         self.logger.info(
-            f"Turn {turn}: new objective ({source}, {priority}): {clean}",
+            "Turn %d: new objective (%s, %s): %s",
+            turn,
+            source,
+            priority,
+            clean,
             extra={"event_type": "objective_added", "turn": turn, "objective_id": objective.id, "source": source},
         )
         return objective
@@ -294,7 +298,12 @@ class ObjectiveManager(BaseManager):
     def _close(self, objective: Objective, status: ObjectiveStatus, turn: int, evidence: str) -> None:
         objective.status, objective.closed_turn, objective.evidence = status, turn, evidence
         self.logger.info(
-            f"Turn {turn}: objective #{objective.id} {status.value}: {objective.text} ({evidence})",
+            "Turn %d: objective #%d %s: %s (%s)",
+            turn,
+            objective.id,
+            status.value,
+            objective.text,
+            evidence,
             extra={
                 "event_type": f"objective_{status.value}",
                 "turn": turn,
@@ -352,14 +361,46 @@ class ObjectiveManager(BaseManager):
 
     # -- file ----------------------------------------------------------------------------
     def _save(self) -> None:
-        data = {
-            "episode_id": self.game_state.episode_id,
-            "objectives": [{**asdict(o), "status": o.status.value} for o in self.objectives],
-        }
-        try:
-            atomic_write_json(self.path, data)
-        except OSError as exc:
-            self.logger.error(
-                f"Could not write objectives to {self.path}: {exc}",
-                extra={"event_type": "objectives_write_error", "path": str(self.path), "error": str(exc)},
-            )
+        """Writes this episode's objectives into ``objectives.json`` beside other episodes'.
+
+        The file holds one list, each objective tagged with its episode: runs sharing the
+        workdir each replace only their own episode's entries, so none loses another's, and
+        the latest ``MAX_EPISODES_KEPT`` episodes are kept.
+        """
+        episode_id = self.game_state.episode_id
+        ours = [{"episode_id": episode_id, **asdict(o), "status": o.status.value} for o in self.objectives]
+
+        def merge(current: str) -> str:
+            others = [o for o in _saved_objectives(self.path, current) if o["episode_id"] != episode_id]
+            merged = others + ours
+            episodes = list(dict.fromkeys(o["episode_id"] for o in merged))
+            kept = set(episodes[-MAX_EPISODES_KEPT:]) | {episode_id}
+            return json_text({"objectives": [o for o in merged if o["episode_id"] in kept]})
+
+        self.file.update(merge, turn=self.game_state.turn_count)
+
+
+def _saved_objectives(path: Path, text: str) -> list[dict[str, Any]]:
+    """The objectives in ``objectives.json``, each with its ``episode_id``.
+
+    A file from before objectives were tagged (one episode's list with the id at the top)
+    is read as that episode's; anything else that is not the expected shape is refused
+    with the fix rather than overwritten.
+    """
+    if not text.strip():
+        return []
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("objectives"), list):
+            raise ValueError('expected {"objectives": [...]}')
+        legacy_episode = str(data.get("episode_id", "unknown"))
+        saved = []
+        for entry in data["objectives"]:
+            if not isinstance(entry, dict):
+                raise ValueError("an objective is not a JSON object")
+            saved.append({"episode_id": legacy_episode, **entry})
+        return saved
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise ManagerFileError(
+            path, f"is not a valid objectives file ({exc})", "fix it, or delete it and ZorkGPT starts a new one"
+        ) from exc

@@ -7,16 +7,19 @@ managers → log → export. Each step belongs to a manager; this module only se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import shutil
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
-from managers.critic_manager import CriticManager
+from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager
 from managers.knowledge_manager import KnowledgeManager
@@ -25,10 +28,10 @@ from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
-from session.episode_log import close_episode_logger, setup_episode_logger
-from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
+from session.episode_log import close_episode_logger, log_write_failures, setup_episode_logger
+from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult, new_episode_id
+from session.game_state import AgentDecision, GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, get_langfuse_client
 from zork_agent import ZorkAgent
 
@@ -75,15 +78,22 @@ class ZorkOrchestratorV2:
             self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
         )
         self.stop_requested = False
-        self.game = JerichoInterface(story)
+        self._finished = False
+        self.discard_episode_folder = False
+        """A failed start: ``close()`` removes the episode folder (nothing was played)."""
+        self._write_failures: list[str] = []
         try:
+            self.game = JerichoInterface(story)
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]
             self._initialize_managers()
             self._initialize_game_components()
         except BaseException:
-            self.close()  # a failed start (e.g. a bad mcp_config.json) leaves no open files behind
+            # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
+            # and no episode folder: nothing was played, and the error is on the terminal.
+            self.discard_episode_folder = True
+            self.close()
             raise
 
     def _configured_game_file(self) -> Path | None:
@@ -131,11 +141,8 @@ class ZorkOrchestratorV2:
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:
-            try:
-                self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
-            except MCPError as exc:
-                log.error("Failed to initialize MCP Manager: %s", exc, extra={"event_type": "mcp_init_error"})
-                raise
+            # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
+            self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
     def _initialize_game_components(self) -> None:
@@ -157,20 +164,38 @@ class ZorkOrchestratorV2:
         the summary is written first); ``session.errors`` says which ones stop the setup and
         which only end the episode. Anything else is a bug and propagates as it is.
         """
-        self._start_episode()
         try:
+            self._start_episode()
             while self._end_reason() is None:
                 self._process_turn()
                 if self.config.gameplay.turn_delay_seconds:
                     time.sleep(self.config.gameplay.turn_delay_seconds)
         except ZorkGPTError as exc:
+            consequence = episode_consequence(exc)
             self.game_state.end_reason = end_reason_for(exc)
+            # Kept off the console: the caller reports the error that ended the run once (main.py).
             self.logger.error(
                 "Episode stopped (%s): %s",
-                episode_consequence(exc).value,
+                consequence.value,
                 exc,
-                extra={"event_type": exc.kind, "consequence": episode_consequence(exc).value},
+                extra={"event_type": exc.kind, "consequence": consequence.value, "console": False},
             )
+            if consequence is Consequence.SETUP_FAILS and self.game_state.turn_count == 0:
+                # A start that failed (a tool server that does not start) played nothing: like a
+                # failed construction, it leaves no episode folder and no summary behind.
+                self._finished = self.discard_episode_folder = True
+            raise
+        except KeyboardInterrupt:
+            # Ctrl-C in embedding code, or main.py's abort after a second stop signal: the user
+            # stopped the episode mid-turn. It is recorded as stopped, the summary is written
+            # (nothing that calls a model: the user wants out), and the interrupt goes on.
+            self.game_state.end_reason = "stopped_by_user"
+            self.logger.warning(
+                "Episode aborted by the user during turn %d",
+                self.game_state.turn_count + 1,
+                extra={"event_type": "episode_aborted", "turn": self.game_state.turn_count + 1},
+            )
+            self._finish_episode(aborted=True)
             raise
         except Exception as exc:
             # The episode boundary: a bug ends the episode with its traceback in the episode's
@@ -184,7 +209,8 @@ class ZorkOrchestratorV2:
             )
             raise
         finally:
-            self._finish_episode()
+            if not self._finished:
+                self._finish_episode()
         return self.game_state
 
     def _start_episode(self) -> None:
@@ -196,7 +222,9 @@ class ZorkOrchestratorV2:
         self._apply_facts(self.extractor.extract(None, intro), intro)
         self.game_state.visited_room_ids.add(self.game_state.current_room_id)
         self.logger.info(
-            f"Episode {self.game_state.episode_id} started in {self.game_state.current_room_name}",
+            "Episode %s started in %s",
+            self.game_state.episode_id,
+            self.game_state.current_room_name,
             extra={
                 "event_type": "episode_start",
                 "episode_id": self.game_state.episode_id,
@@ -211,32 +239,33 @@ class ZorkOrchestratorV2:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
-        decision = self._choose_action(context, turn)
-        response = self._execute(decision["action"], turn)
+        decision, review = self._choose_action(context, turn)
+        response = self._execute(decision.action, turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
-        self._log_turn(result, decision)
+        # The state file first: whoever follows the log and sees this turn finds it in the state file too.
         self._export_state()
+        self._log_turn(result, review)
         return not self.game_state.game_over
 
-    def _choose_action(self, context: str, turn: int) -> dict[str, Any]:
+    def _choose_action(self, context: str, turn: int) -> tuple[AgentDecision, CriticReview]:
         """The agent proposes (with MCP tools when enabled); the critic may send it back."""
         memories = self.memory.context_section() if self.memory else None
 
-        def propose(feedback: str | None) -> dict[str, Any]:
+        def propose(feedback: str | None) -> AgentDecision:
             text = context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}"
             return self.agent.get_action_with_reasoning(text, relevant_memories=memories, turn=turn)
 
         return self.critic.choose_action(propose, context)
 
-    def _observe(self, turn: int, decision: dict[str, Any], response: str) -> TurnResult:
+    def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
         state = self.game_state
-        info = self.extractor.extract(decision["action"], response)
+        info = self.extractor.extract(decision.action, response)
         result = TurnResult(
             turn=turn,
-            action=decision["action"],
-            reasoning=decision.get("reasoning") or "",
+            action=decision.action,
+            reasoning=decision.reasoning,
             response=response,
             room_id_before=state.current_room_id,
             room_name_before=state.current_room_name,
@@ -245,7 +274,7 @@ class ZorkOrchestratorV2:
             score_before=state.score,
             score_after=info.score,
             inventory_before=list(state.inventory),
-            inventory_after=info.inventory,
+            inventory_after=list(info.inventory),
             moves=info.moves,
             game_over=info.game_over,
             died=info.died,
@@ -257,9 +286,9 @@ class ZorkOrchestratorV2:
             state.record_failed_action(result.room_id_before, result.action)
         return result
 
-    def _update_managers(self, result: TurnResult, decision: dict[str, Any]) -> None:
-        if decision.get("new_objective") and self.objectives:
-            self.objectives.add_objective(decision["new_objective"], result.turn)
+    def _update_managers(self, result: TurnResult, decision: AgentDecision) -> None:
+        if decision.new_objective and self.objectives:
+            self.objectives.add_objective(decision.new_objective, result.turn)
         for manager in self.managers:
             manager.process_turn(result)
         if self.knowledge:
@@ -272,7 +301,10 @@ class ZorkOrchestratorV2:
             return self.game.send_command(action)
         except GameInterfaceError as exc:
             self.logger.warning(
-                f"Turn {turn}: command '{action}' not sent to the game: {exc}",
+                "Turn %s: command '%s' not sent to the game: %s",
+                turn,
+                action,
+                exc,
                 extra={"event_type": "command_refused", "turn": turn, "action": action, "error": str(exc)},
             )
             return f"{REFUSED_PREFIX} {exc}"
@@ -280,7 +312,9 @@ class ZorkOrchestratorV2:
     def _apply_facts(self, info: ExtractedInfo, response: str) -> None:
         state = self.game_state
         state.current_room_id, state.current_room_name = info.location.id, info.location.name
-        state.inventory, state.visible_objects, state.exits = info.inventory, info.visible_objects, info.exits
+        state.inventory = list(info.inventory)
+        state.visible_objects = list(info.visible_objects)
+        state.exits = list(info.exits)
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat
@@ -301,22 +335,46 @@ class ZorkOrchestratorV2:
                 state.end_reason = "stuck"
         return state.end_reason
 
-    def _finish_episode(self) -> None:
+    def _finish_episode(self, aborted: bool = False) -> None:
+        """Each manager's last step, the final state file and the ``episode_end`` event.
+
+        After an abort only the summary is written: the memory and knowledge managers' last
+        steps call a model, and that wait is what the user just interrupted. An abort during
+        those steps skips to the summary the same way, then goes on.
+        """
+        self._finished = True
         state = self.game_state
         if state.end_reason is None:
             state.end_reason = "error"
+        interrupt: KeyboardInterrupt | None = None
         for manager in self.managers:
+            if (aborted or interrupt) and manager is not self.synthesizer:
+                continue
             try:
                 manager.finalize_episode()
-            except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files
+            except KeyboardInterrupt as exc:
+                if manager is self.synthesizer:
+                    raise
+                interrupt = exc
+            except OSError as exc:
+                self._write_failed(Path(exc.filename or manager.name), exc)
+            except Exception as exc:  # one manager's failure must not lose the others' files
                 self.logger.error(
-                    f"{manager.name} failed to finalize: {exc}",
+                    "%s failed to finalize: %s",
+                    manager.name,
+                    exc,
+                    exc_info=True,
                     extra={"event_type": "manager_finalize_error", "manager": manager.name},
                 )
         self._export_state()
         self.logger.info(
-            f"Episode {state.episode_id} ended ({state.end_reason}): score {state.score}/{state.max_score} "
-            f"in {state.turn_count} turns, {state.death_count} deaths",
+            "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
+            state.episode_id,
+            state.end_reason.splitlines()[0],  # the whole message is in end_reason and on the terminal
+            state.score,
+            state.max_score,
+            state.turn_count,
+            state.death_count,
             extra={
                 "event_type": "episode_end",
                 "episode_id": state.episode_id,
@@ -330,18 +388,41 @@ class ZorkOrchestratorV2:
                 "llm_usage": self._usage_report(),
             },
         )
-        if self.langfuse_client is not None:
-            self.langfuse_client.flush()
+        if interrupt is not None:
+            raise interrupt
+        if self.langfuse_client is not None and not aborted:
+            self.langfuse_client.flush()  # after an abort the SDK's own exit hook flushes
+
+    @property
+    def write_failures(self) -> list[str]:
+        """Files this episode could not write (a full or read-only disk), one line each: the
+        run must not pass for a success."""
+        return self._write_failures + log_write_failures(self.logger)
+
+    def request_stop(self) -> None:
+        """End the episode after the turn being played (Ctrl-C, SIGTERM)."""
+        self.stop_requested = True
 
     def close(self) -> None:
-        self.game.close()
+        if hasattr(self, "game"):  # else the start failed before the game was opened
+            self.game.close()
+        self._write_failures += log_write_failures(self.logger)  # kept: the handlers close now
         close_episode_logger(self.logger)
+        if self.discard_episode_folder:
+            shutil.rmtree(self.episode_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):  # only when no other episode is in there
+                self.episode_dir.parent.rmdir()
 
     # -- reporting ---------------------------------------------------------------------
-    def _log_turn(self, result: TurnResult, decision: dict[str, Any]) -> None:
+    def _log_turn(self, result: TurnResult, review: CriticReview) -> None:
         self.logger.info(
-            f"Turn {result.turn} | Score {result.score_after}/{self.game_state.max_score} | "
-            f"{result.room_name_after} ({result.room_id_after}) | > {result.action}",
+            "Turn %s | Score %s/%s | %s (%s) | > %s",
+            result.turn,
+            result.score_after,
+            self.game_state.max_score,
+            result.room_name_after,
+            result.room_id_after,
+            result.action,
             extra={
                 "event_type": "turn",
                 "episode_id": self.game_state.episode_id,
@@ -356,7 +437,7 @@ class ZorkOrchestratorV2:
                 "moves": result.moves,
                 "inventory": result.inventory_after,
                 "died": result.died,
-                "critic": decision.get("critic"),
+                "critic": asdict(review),
             },
         )
 
@@ -373,7 +454,24 @@ class ZorkOrchestratorV2:
             "enabled": self.mcp_manager is not None,
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
         }
-        atomic_write_json(self.episode_dir / "current_state.json", data)
+        path = self.episode_dir / "current_state.json"
+        try:
+            atomic_write_json(path, data)
+        except OSError as exc:
+            # A full or read-only disk: the game itself is in memory and can go on (the next
+            # turn writes the file again); the run's exit code reports the loss.
+            self._write_failed(path, exc)
+
+    def _write_failed(self, path: Path, exc: OSError) -> None:
+        message = f"{path.name}: {exc.strerror or exc}"
+        if message not in self._write_failures:  # logged once per problem, not every turn
+            self._write_failures.append(message)
+            self.logger.error(
+                "Could not write %s: %s",
+                path,
+                exc.strerror or exc,
+                extra={"event_type": "file_write_error", "path": str(path), "error": str(exc)},
+            )
 
 
 def configure_root_logging(level: int = logging.WARNING) -> None:

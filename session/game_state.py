@@ -16,6 +16,28 @@ def new_episode_id() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
 
 
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call the agent made while deciding, as the turn's record keeps it."""
+
+    server: str | None
+    tool: str  # the dotted ``server.tool`` name
+    arguments: dict[str, Any] | str = field(hash=False)  # the model's text when it was not a JSON object
+    result_summary: str  # the start of the result, or why the call failed
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class AgentDecision:
+    """What the agent decided this turn: one game command and why."""
+
+    action: str
+    reasoning: str
+    new_objective: str | None = None
+    raw_response: str | None = None  # the model's final reply, as sent
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made
+
+
 @dataclass
 class ActionRecord:
     turn: int

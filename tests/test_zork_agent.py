@@ -50,9 +50,9 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
     llm_server.script(agent_reply("Open Mailbox", thinking="mailbox first", new_objective="read the leaflet"))
     agent = make_agent(llm_server, tmp_path)
     result = agent.get_action_with_reasoning("West of House", relevant_memories="Memory: mailbox here")
-    assert result["action"] == "open mailbox"
-    assert result["reasoning"] == "mailbox first"
-    assert result["new_objective"] == "read the leaflet"
+    assert result.action == "open mailbox"
+    assert result.reasoning == "mailbox first"
+    assert result.new_objective == "read the leaflet"
     body = llm_server.bodies[0]
     assert body["model"] == "scripted/agent"
     assert body["response_format"]["type"] == "json_schema"
@@ -78,7 +78,7 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
 )
 def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: str) -> None:
     llm_server.script(completion(content))
-    assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state")["action"] == "take lamp"
+    assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state").action == "take lamp"
 
 
 @pytest.mark.parametrize(
@@ -90,8 +90,8 @@ def test_unparseable_reply_falls_back_to_look_and_logs_raw(
     llm_server.script(completion(content))
     with caplog.at_level(logging.ERROR, logger="test.agent"):
         result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
-    assert result["action"] == "look"
-    assert result["raw_response"] == content
+    assert result.action == "look"
+    assert result.raw_response == content
     records = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
     assert records and records[0].raw_response == content
 
