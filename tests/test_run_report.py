@@ -28,9 +28,8 @@ from orchestration.run_report import (
     summarize_episodes,
 )
 from tests.e2e_support import AGENT_MODEL, play_walkthrough, walkthrough
+from tests.main_support import REPO, clean_env, scripted_env
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
-from tests.test_main import REPO
-from tests.test_viewer_server import clean_env
 
 TURNS = 6
 TO_CANYON_AND_JUMP = ["south", "east", "east", "east", "jump", "look"]  # dies on turn 5
@@ -66,18 +65,11 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     llm_server.respond_with(ThreeEpisodes(walkthrough(game_file)))
-    env = clean_env(
-        OPENROUTER_API_KEY="k-1234567890",
-        ZORKGPT_LLM_BASE_URL=llm_server.base_url,
-        ZORKGPT_LLM_AGENT_MODEL=AGENT_MODEL,
-        ZORKGPT_GAME_FILE=str(game_file),
-        ZORKGPT_FILES_GAME_WORKDIR=str(tmp_path / "runs"),
-        ZORKGPT_RETRY_MAX_RETRIES="0",
-        ZORKGPT_MEMORY_ENABLED="false",
-        ZORKGPT_OBJECTIVES_ENABLED="false",
-        ZORKGPT_KNOWLEDGE_ENABLED="false",
-        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
-    )
+    learning_off = {
+        f"ZORKGPT_{name}": "false"
+        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+    }
+    env = clean_env(scripted_env(llm_server, tmp_path, game_file, **learning_off))
     proc = subprocess.run(
         [sys.executable, str(REPO / "main.py"), "--episodes", "3", "--max-turns", str(TURNS)],
         cwd=tmp_path,
@@ -145,7 +137,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orchestration.run_report", *args],
         cwd=cwd,
-        env=clean_env(PYTHONPATH=str(REPO)),
+        env=clean_env({"PYTHONPATH": str(REPO)}),
         capture_output=True,
         text=True,
         timeout=120,

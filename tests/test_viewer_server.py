@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import signal
 import socket
@@ -24,8 +23,8 @@ import pytest
 from orchestration.episode_records import read_events
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
+from tests.main_support import REPO, MainProcess, clean_env, scripted_env
 from tests.scripted_llm import ScriptedLLMServer
-from tests.test_main import REPO, SECRET_VARS
 from viewer.server import RunningViewer, start_viewer
 
 TURNS = 10
@@ -152,6 +151,27 @@ def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path, played: 
         running.close()
 
 
+def test_objectives_are_the_episodes_own(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    """objectives.json holds several episodes' objectives (runs share a workdir): each page shows its own."""
+    workdir = tmp_path / "game_files"
+    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    for episode_id in ("one", "two"):
+        (workdir / "episodes" / episode_id).mkdir(parents=True)
+        (workdir / "episodes" / episode_id / "episode_log.jsonl").write_text(source.read_text())
+    mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
+    theirs = {"episode_id": "one", "id": 1, "text": "Find the lamp", "status": "completed", "priority": "low"}
+    (workdir / "objectives.json").write_text(json.dumps({"objectives": [theirs, mine]}))
+    (workdir / "memories.md").write_text("# Memories\n\n- [#1] ACTIVE | a memory\n")
+    running = start_viewer(workdir, port=0)
+    try:
+        learning = get_json(running, "/api/episodes/two")["learning"]
+        assert learning["objectives"] == [mine]
+        assert learning["memories"] == "# Memories\n\n- [#1] ACTIVE | a memory\n" and learning["knowledge"] is None
+        assert get_json(running, "/api/episodes/one")["learning"]["objectives"] == [theirs]
+    finally:
+        running.close()
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -203,17 +223,12 @@ def test_page_and_assets_are_served_from_the_package(viewer: RunningViewer) -> N
 
 
 # ---------------------------------------------------------------------- the two entry points
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
-    return env | {"PYTHONUNBUFFERED": "1"} | extra
-
-
 def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
     workdir = played[0] / "game_files"
     proc = subprocess.Popen(
         [sys.executable, "-m", "viewer", str(workdir), "--port", "0"],
         cwd=REPO,
-        env=clean_env(),
+        env=clean_env({}),
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -237,7 +252,7 @@ def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
     missing = subprocess.run(
         [sys.executable, "-m", "viewer", str(tmp_path / "nope")],
         cwd=REPO,
-        env=clean_env(),
+        env=clean_env({}),
         capture_output=True,
         text=True,
         timeout=60,
@@ -250,7 +265,7 @@ def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
         taken = subprocess.run(
             [sys.executable, "-m", "viewer", str(played[0] / "game_files"), "--port", str(port)],
             cwd=REPO,
-            env=clean_env(),
+            env=clean_env({}),
             capture_output=True,
             text=True,
             timeout=60,
@@ -287,39 +302,24 @@ def test_main_view_serves_the_game_while_it_plays(
 ) -> None:
     probe = ViewerProbe(walkthrough(game_file))
     llm_server.respond_with(probe)
-    env = clean_env(
-        OPENROUTER_API_KEY="k-1234567890",
-        ZORKGPT_LLM_BASE_URL=llm_server.base_url,
-        ZORKGPT_LLM_AGENT_MODEL=AGENT_MODEL,
-        ZORKGPT_GAME_FILE=str(game_file),
-        ZORKGPT_FILES_GAME_WORKDIR=str(tmp_path / "runs"),
-        ZORKGPT_RETRY_MAX_RETRIES="0",
-        ZORKGPT_MEMORY_ENABLED="false",
-        ZORKGPT_OBJECTIVES_ENABLED="false",
-        ZORKGPT_KNOWLEDGE_ENABLED="false",
-        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+    learning_off = {
+        f"ZORKGPT_{name}": "false"
+        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+    }
+    main = MainProcess(
+        ["--max-turns", "4", "--view", "0"], scripted_env(llm_server, tmp_path, game_file, **learning_off), cwd=tmp_path
     )
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "main.py"), "--max-turns", "4", "--view", "0"],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    err_lines = []
-    for line in proc.stderr:
-        err_lines.append(line)
-        if match := re.search(r"Watch the game at (http://127\.0\.0\.1:\d+/)", line):
-            probe.url = match[1]
-            probe.url_known.set()
-            break
-    _, rest = proc.communicate(timeout=120)
-    stderr = "".join(err_lines) + rest
-    assert proc.returncode == 0, stderr
-    assert probe.url is not None, stderr
+    try:
+        main.wait_for_stderr("Watch the game at ")
+        match = re.search(r"Watch the game at (http://127\.0\.0\.1:\d+/)", main.stderr)
+        assert match, main.stderr
+        probe.url = match[1]
+        probe.url_known.set()
+        assert main.wait(timeout=120) == 0, main.stderr
+    finally:
+        main.kill()
     # Mid-game (the agent was choosing turn 3), the viewer showed turns 1 and 2 as played.
-    assert probe.seen is not None
+    assert probe.seen is not None, main.stderr
     assert probe.seen["episode"]["turns"] == 2 and probe.seen["episode"]["finished"] is False
     played_turns = [e["action"] for e in probe.seen["events"] if e["event_type"] == "turn"]
     assert played_turns == [c.lower() for c in walkthrough(game_file)[:2]]

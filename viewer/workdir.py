@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from managers.map_graph import MapGraph, MapGraphError
+from managers.objective_manager import OBJECTIVES_FILE_NAME
 from orchestration.episode_records import (
     EVENTS_FILE,
     STATE_FILE,
@@ -24,7 +25,6 @@ from session.game_configuration import FilesSection
 from viewer.map_layout import layout, step
 
 EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-OBJECTIVES_FILE = "objectives.json"  # written by managers.objective_manager
 TEXT_LIMIT = 256 * 1024  # a hand-grown memories file must not make every poll megabytes long
 # The parts of current_state.json the page shows (the rest repeats the events).
 STATE_KEYS = (
@@ -122,7 +122,7 @@ class GameWorkdir:
             "state": {key: state.get(key) for key in STATE_KEYS} if state else None,
             "summary": read_json(folder / SUMMARY_FILE),
             "map": self.map_view(current, visited),
-            "learning": self.learning(),
+            "learning": self.learning(episode_id),
             "events": events[since:],
             "next": len(events),
             "unreadable_lines": unreadable,
@@ -170,12 +170,17 @@ class GameWorkdir:
         except OSError:
             return None
 
-    def learning(self) -> dict[str, Any]:
-        """The files that carry over between episodes: memories, knowledge base, objectives."""
-        objectives = read_json(self.root / OBJECTIVES_FILE)
+    def learning(self, episode_id: str) -> dict[str, Any]:
+        """The files that carry over between episodes (memories, knowledge base), and this
+        episode's objectives from the shared objectives file."""
+        saved = read_json(self.root / OBJECTIVES_FILE_NAME) or {}
+        entries = saved.get("objectives") if isinstance(saved.get("objectives"), list) else []
+        # Each objective names its episode; a file from before that names it once at the top.
+        objectives = [
+            o for o in entries if isinstance(o, dict) and o.get("episode_id", saved.get("episode_id")) == episode_id
+        ]
         return {
             "memories": self._text(self.files.memories_file),
             "knowledge": self._text(self.files.knowledge_file),
-            "objectives": objectives.get("objectives") if objectives else None,
-            "objectives_episode": objectives.get("episode_id") if objectives else None,
+            "objectives": objectives,
         }

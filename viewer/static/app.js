@@ -424,7 +424,7 @@ function drawLearning(learning) {
     ? el("ul", {}, ...objectives.map((o) => el("li", { class: `objective ${o.status}` },
       el("span", { class: "badge", text: o.status }), ` ${o.text} `,
       el("span", { class: "muted", text: `(${o.priority}, since turn ${o.created_turn})` }))))
-    : el("p", { class: "muted", text: "No objectives yet." }));
+    : el("p", { class: "muted", text: "No objectives for this episode yet." }));
 }
 
 // ------------------------------------------------------------------ start
