@@ -9,6 +9,7 @@ from pathlib import Path
 from session.errors import EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.stop_signals import StopSignals, UserAbort
+from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 EPILOG = """\
@@ -71,7 +72,8 @@ def missing_key_message(config: GameConfiguration) -> str:
 
 def report(error: ZorkGPTError) -> int:
     """Tell the user what stopped the run; the exit code the error policy gives it."""
-    print(f"{error.title}: {error}", file=sys.stderr)
+    # The message may quote a provider's or a server's text: never raw control characters on a terminal.
+    print(escape_control_chars(f"{error.title}: {error}"), file=sys.stderr)
     return exit_code_for(error)
 
 
@@ -147,9 +149,12 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             orchestrator.close()
         episode_dirs.append(orchestrator.episode_dir)
         print(
-            f"{label} ({state.episode_id}): {state.end_reason}, "
-            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
-            f"Logs: {orchestrator.episode_dir}",
+            # The end reason may quote a provider's error text: never raw control characters on a terminal.
+            escape_control_chars(
+                f"{label} ({state.episode_id}): {state.end_reason}, "
+                f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+                f"Logs: {orchestrator.episode_dir}"
+            ),
             file=sys.stderr,
         )
         if orchestrator.write_failures:

@@ -3,16 +3,14 @@
 from game_interface.jericho_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
-    META_COMMANDS,
     GameInterfaceError,
     GameObject,
     GameSnapshot,
     JerichoInterface,
     Location,
     RefusedCommandError,
-    find_meta_command,
-    has_control_chars,
 )
+from game_interface.session_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
 
 __all__ = [
@@ -28,7 +26,5 @@ __all__ = [
     "Location",
     "RefusedCommandError",
     "StoryFileError",
-    "find_meta_command",
-    "has_control_chars",
     "resolve_story_file",
 ]

@@ -152,7 +152,6 @@ class ObjectiveManager(LearningManager):
     """Episode objectives: agent-added and LLM-discovered, completed from game evidence."""
 
     name = "objectives"
-    trace_name = "ObjectiveManager"
     objectives: list[Objective]
     recent: deque[TurnResult]
     ambiguous: list[str]

@@ -97,6 +97,12 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _int(value: Any, default: int = 0) -> int:
+    """An event's whole number; a hand-edited log's garbage counts as ``default``, never a crash."""
+    number = _number(value)
+    return int(number) if number is not None else default
+
+
 @dataclass(frozen=True)
 class RoleUsage:
     calls: int = 0
@@ -167,7 +173,7 @@ class EpisodeFigures:
                 fields_["max_turns"] = event.get("max_turns")
                 scores = [(0, 0)]
             elif kind == "turn":
-                turn, score = int(event.get("turn", 0)), int(event.get("score", 0))
+                turn, score = _int(event.get("turn")), _int(event.get("score"))
                 scores.append((turn, score))
                 deaths += bool(event.get("died"))
                 fields_.update(
@@ -180,7 +186,7 @@ class EpisodeFigures:
             elif kind == "llm_call":
                 usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
                 role = roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
-                p, c = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+                p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
                 calls, prompt, completion = calls + 1, prompt + p, completion + c
                 role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
                 if (spent := _number(usage.get("cost"))) is not None:
@@ -193,12 +199,12 @@ class EpisodeFigures:
             elif kind == "episode_end":
                 fields_.update(
                     end_reason=event.get("end_reason") or "unknown",
-                    score=int(event.get("score", fields_.get("score", 0))),
+                    score=_int(event.get("score"), fields_.get("score", 0)),
                     max_score=event.get("max_score"),
-                    turns=int(event.get("turns", fields_.get("turns", 0))),
+                    turns=_int(event.get("turns"), fields_.get("turns", 0)),
                     victory=bool(event.get("victory")),
                 )
-                deaths = int(event.get("deaths", deaths))
+                deaths = _int(event.get("deaths"), deaths)
         return cls(
             **fields_,
             deaths=deaths,

@@ -26,15 +26,16 @@ import csv
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 from orchestration.episode_records import EVENTS_FILE, EpisodeFigures, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
-from shared_utils import atomic_write_text
+from shared_utils import atomic_write_text, escape_control_chars
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"
@@ -106,24 +107,23 @@ class EpisodeRow:
 
     @classmethod
     def from_csv(cls, row: dict[str, str]) -> EpisodeRow:
-        kinds: dict[str, Callable[[str], Any]] = {
-            "mcp_enabled": lambda v: v == "true",
-            "victory": lambda v: v == "true",
-            "cost": lambda v: float(v) if v else None,
-        }
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = row[f.name]
-            if f.name in kinds:
-                values[f.name] = kinds[f.name](raw)
-            elif f.type == "int":
-                values[f.name] = int(raw)
+        for name in CSV_FIELDS:
+            raw = row[name]
+            if name in _BOOL_FIELDS:
+                values[name] = raw == "true"
+            elif name == "cost":
+                values[name] = float(raw) if raw else None
+            elif name in _TEXT_FIELDS:
+                values[name] = raw
             else:
-                values[f.name] = raw
+                values[name] = int(raw)
         return cls(**values)
 
 
 CSV_FIELDS = [f.name for f in fields(EpisodeRow)]
+_BOOL_FIELDS = {"mcp_enabled", "victory"}
+_TEXT_FIELDS = {"episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
 
 
 @dataclass(frozen=True)
@@ -257,8 +257,6 @@ def write_run(folder: Path, episode_dirs: Sequence[Path]) -> RunSummary:
 
 
 def _csv(header: list[str], rows: list[dict[str, str]]) -> str:
-    from io import StringIO
-
     buffer = StringIO()
     writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
     writer.writeheader()
@@ -469,7 +467,7 @@ def report_run(workdir: Path, episode_dirs: Sequence[Path]) -> int:
     except OSError as exc:
         print(f"The episodes were played, but the run report could not be written to {folder}: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    print(run_table(summary))
+    print(escape_control_chars(run_table(summary)))  # end reasons may quote a provider's error text
     print(
         f"Run report: {folder / REPORT_MD} (compare runs: python -m orchestration.run_report compare RUN...)",
         file=sys.stderr,
@@ -499,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 print(f"Not episode folders (no episode_log.jsonl): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
-            print(run_table(write_run(args.out, args.episodes)))
+            print(escape_control_chars(run_table(write_run(args.out, args.episodes))))
             print(f"Written: {args.out}", file=sys.stderr)
     except RunReportError as exc:
         print(f"Error: {exc}", file=sys.stderr)

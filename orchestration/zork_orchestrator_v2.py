@@ -32,7 +32,7 @@ from session.episode_log import close_episode_logger, log_write_failures, setup_
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult, new_episode_id
-from shared_utils import atomic_write_json, get_langfuse_client
+from shared_utils import atomic_write_json, cap_text, get_langfuse_client
 from zork_agent import ZorkAgent
 
 # Replies that mean the parser or the world refused the command.
@@ -46,6 +46,11 @@ _FAILURE = re.compile(
 
 # Marks a response that ZorkGPT wrote because the game interface refused the command.
 REFUSED_PREFIX = "[ZorkGPT]"
+# What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
+# a model can send megabytes, and current_state.json is rewritten every turn. Longer text is cut
+# with a marker that gives its length.
+MAX_STORED_REASONING_CHARS = 8_000
+MAX_STORED_RESPONSE_CHARS = 8_000
 ROLES = ("agent", "critic", "extractor", "memory")
 
 
@@ -261,11 +266,12 @@ class ZorkOrchestratorV2:
     def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
         state = self.game_state
+        response = cap_text(response, MAX_STORED_RESPONSE_CHARS)
         info = self.extractor.extract(decision.action, response)
         result = TurnResult(
             turn=turn,
             action=decision.action,
-            reasoning=decision.reasoning,
+            reasoning=cap_text(decision.reasoning, MAX_STORED_REASONING_CHARS),
             response=response,
             room_id_before=state.current_room_id,
             room_name_before=state.current_room_name,

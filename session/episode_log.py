@@ -21,6 +21,7 @@ from typing import Any
 
 from session.errors import ConfigError
 from session.game_configuration import API_KEY_ENV_VARS
+from shared_utils import CONTROL_CHARS, escape_control_chars
 
 _TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.
@@ -130,7 +131,11 @@ class JSONLHandler(_WriteFailures, logging.Handler):
             event["traceback"] = record.exc_text
         try:
             # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
-            self._fh.write(self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False)) + "\n")
+            line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
+            # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
+            # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
+            line = CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+            self._fh.write(line + "\n")
             self._fh.flush()
         except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
             self.handleError(record)
@@ -144,7 +149,9 @@ class JSONLHandler(_WriteFailures, logging.Handler):
 
 class HumanFormatter(logging.Formatter):
     """``[LEVEL] message``; with ``tracebacks`` (the log file, not the console) the traceback
-    of a record logged with ``exc_info`` follows on the next lines."""
+    of a record logged with ``exc_info`` follows on the next lines. Messages carry text from
+    the model, the provider and MCP servers: control characters are shown as escapes, never
+    emitted raw."""
 
     def __init__(self, tracebacks: bool = False) -> None:
         super().__init__()
@@ -156,7 +163,7 @@ class HumanFormatter(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if self.tracebacks and record.exc_text:
             line = f"{line}\n{record.exc_text}"
-        return line
+        return escape_control_chars(line)
 
 
 def setup_episode_logger(

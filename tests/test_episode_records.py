@@ -89,3 +89,17 @@ def test_read_json_is_none_for_missing_broken_or_non_object_files(tmp_path: Path
     assert read_json(tmp_path / "list.json") is None
     (tmp_path / "ok.json").write_text('{"score": 5}')
     assert read_json(tmp_path / "ok.json") == {"score": 5}
+
+
+def test_a_hand_edited_log_with_garbage_values_is_read_not_crashed_on() -> None:
+    events = [
+        {"event_type": "episode_start", "agent_model": "m"},
+        {"event_type": "turn", "turn": "seven", "score": None, "died": False},
+        {"event_type": "llm_call", "usage": {"prompt_tokens": "many", "completion_tokens": 5}},
+        {"event_type": "llm_call", "usage": "not a mapping"},
+        {"event_type": "turn", "turn": 2, "score": 5},
+    ]
+    figures = EpisodeFigures.from_events("edited", events)
+    assert figures.score_by_turn == ((0, 0), (0, 0), (2, 5))
+    assert (figures.llm_calls, figures.prompt_tokens, figures.completion_tokens) == (2, 0, 5)
+    assert figures.turns == 2 and figures.score == 5 and not figures.finished

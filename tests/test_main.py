@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.config_support import UNUSED_BASE_URL
 from tests.e2e_support import read_events
 from tests.main_support import REPO, MainProcess, clean_env, run_main, scripted_env
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
@@ -146,6 +147,95 @@ def test_unreadable_learning_file_exits_2_naming_the_file(tmp_path: Path, game_f
     proc = run_main(["--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 2
     assert "map_state.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# Terminal controls a hostile or broken model might send: ESC sequences (clear screen, set the
+# window title), BEL, an 8-bit CSI (U+009B), DEL and a right-to-left override.
+HOSTILE_TEXT = "\u202eevil\x9b31m\x7f\x1b[2J\x1b]0;owned\x07"
+
+
+def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from shared_utils import CONTROL_CHARS
+
+    llm_server.script(
+        agent_reply(f"open {HOSTILE_TEXT} mailbox", thinking=f"reasoning {HOSTILE_TEXT}"),
+        agent_reply(f"north{HOSTILE_TEXT}", thinking="plain"),
+        agent_reply("open mailbox", thinking=HOSTILE_TEXT),
+    )
+    env = {
+        "OPENROUTER_API_KEY": "k-1234567890",
+        "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
+        "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_RETRY_MAX_RETRIES": "0",
+        "ZORKGPT_MEMORY_ENABLED": "false",
+        "ZORKGPT_OBJECTIVES_ENABLED": "false",
+        "ZORKGPT_KNOWLEDGE_ENABLED": "false",
+        "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
+    }
+    proc = run_main(["--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    human_log = (episode / "episode.log").read_text(encoding="utf-8")
+    jsonl = (episode / "episode_log.jsonl").read_text(encoding="utf-8")
+    for name, text in [("stderr", proc.stderr), ("stdout", proc.stdout), ("episode.log", human_log)]:
+        assert CONTROL_CHARS.findall(text.replace("\n", "")) == [], name
+    assert "\\x1b[2j" in proc.stderr and "\\x1b[2j" in human_log  # shown, escaped (the agent lower-cases actions)
+    assert "\\u202eevil" in human_log
+    assert CONTROL_CHARS.findall(jsonl.replace("\n", "")) == []
+    # The JSON log still holds the exact text: the escapes are JSON's own.
+    turns = [json.loads(line) for line in jsonl.splitlines() if '"event_type": "turn"' in line]
+    assert turns[0]["action"].startswith("open \u202eevil\x9b31m\x7f\x1b[2j") and HOSTILE_TEXT in turns[0]["reasoning"]
+    # The engine never saw them: both hostile actions were refused, the clean one was played.
+    assert [t["response"].startswith("[ZorkGPT]") for t in turns] == [True, True, False]
+    assert turns[0]["moves"] == 0 and turns[2]["moves"] == 1
+
+
+@pytest.mark.parametrize(
+    ("toml", "files", "expected"),
+    [
+        ("[tool.zorkgpt.retry]\nrequest_timeout = inf\n", {}, ["[tool.zorkgpt.retry] request_timeout", "finite"]),
+        ("[tool.zorkgpt.gameplay]\nturn_delay_seconds = 1e300\n", {}, ["turn_delay_seconds", "3600"]),
+        ('[tool.zorkgpt.llm]\nbase_url = "not a url"\n', {}, ["[tool.zorkgpt.llm] base_url", "https://"]),
+        ("[tool.zorkgpt.agent_sampling]\ntemperature = -1.0\n", {}, ["temperature", "greater than or equal to 0"]),
+        ("[tool.zorkgpt.memory_sampling]\nmax_tokens = -5\n", {}, ["max_tokens", "greater than or equal to 1"]),
+        ("", {".env": b"OPENROUTER_API_KEY=sk-\xff\xfe\n"}, [".env is not UTF-8"]),
+        (
+            '[tool.zorkgpt.files]\nagent_prompt_file = "prompt.md"\n',
+            {"prompt.md": "Play Zork, caf\u00e9.".encode("latin-1")},
+            ["agent_prompt_file", "prompt.md is not UTF-8"],
+        ),
+        (
+            '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "mcp.json"\n',
+            {"mcp.json": b"[" * 100_000 + b"]" * 100_000},
+            ["mcp.json is nested too deeply"],
+        ),
+    ],
+)
+def test_unusable_config_values_exit_2_at_start_naming_the_key(
+    tmp_path: Path, game_file: Path, toml: str, files: dict[str, bytes], expected: list[str]
+) -> None:
+    config = tmp_path / "zork.toml"
+    config.write_text(toml, encoding="utf-8")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    env = {
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_LLM_BASE_URL": UNUSED_BASE_URL,
+    }
+    if ".env" not in files:
+        env["OPENROUTER_API_KEY"] = "k-1234567890"
+    if "base_url" in toml:
+        del env["ZORKGPT_LLM_BASE_URL"]  # the environment would win over the file
+    proc = run_main(["--config", str(config), "--max-turns", "1"], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for text in expected:
+        assert text in proc.stderr, (text, proc.stderr)
 
 
 def _closed_port_url() -> str:
