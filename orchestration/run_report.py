@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "compare":
-            print(compare_runs(args.runs, args.out))
+            print(escape_control_chars(compare_runs(args.runs, args.out)))
             print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
         else:
             missing = [str(p) for p in args.episodes if not (p / EVENTS_FILE).is_file()]
