@@ -108,7 +108,7 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
     assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
-    assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: not reported" in proc.stdout
+    assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
     assert "| score | -1.7 | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
     assert all(name in report for name, *_ in finals)
