@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import scripted_config
-from tests.scripted_llm import Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
+from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
 
 AGENT_MODEL = "scripted/agent"
 
@@ -119,3 +120,28 @@ def play_walkthrough(
         return orchestrator.play_episode()
     finally:
         orchestrator.close()
+
+
+class TurnKeyedWalkthroughModel(WalkthroughModel):
+    """A walkthrough model that any number of concurrent episodes can share: the agent's command
+    comes from the turn number in its context ("Turn N | Score ..."), not from a call counter,
+    and each reply can wait ``delay`` seconds (a slow provider)."""
+
+    TURN = re.compile(r"Turn (\d+) \| Score")
+
+    def __init__(self, commands: list[str], delay: float = 0.0) -> None:
+        super().__init__(commands)
+        self.delay = delay
+
+    def __call__(self, body: dict[str, Any], index: int) -> Reply:
+        if body.get("model") != AGENT_MODEL:
+            return Reply(200, super().__call__(body, index), delay=self.delay)
+        turn = 0
+        for message in body.get("messages", []):
+            content = message.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
+            for found in self.TURN.finditer(text or ""):
+                turn = int(found.group(1))
+        command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else "look"
+        self.agent_calls += 1
+        return Reply(200, agent_reply(command, thinking=f"walkthrough step {turn}"), delay=self.delay)
