@@ -1,16 +1,28 @@
-"""Shared fixtures: the scripted LLM server, the real story file, a clean config."""
+"""Shared fixtures: the scripted provider, the real story file and game, test configs, an
+in-memory Langfuse, and a clean environment for every test."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from game_interface import JerichoInterface
+from game_interface import JerichoInterface, resolve_story_file
+from session.episode_log import SECRET_ENV_VARS
+from session.errors import ConfigError, StoryFileError
+from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
+from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import ScriptedLLMServer
+
+ConfigFactory = Callable[..., GameConfiguration]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,8 +39,41 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def _find_story_file() -> tuple[Path | None, str]:
+    """The story file as ``main.py`` finds it, without downloading: ``ZORKGPT_GAME_FILE``,
+    ``[tool.zorkgpt.files] game_file`` in pyproject.toml, then the per-user cache
+    (``~/.cache/zorkgpt``, where ``main.py`` puts the file it fetches). ``(None, why)`` if none."""
+    try:
+        configured = GameConfiguration.from_toml(REPO_ROOT / "pyproject.toml").files.game_file
+        return resolve_story_file(configured, allow_download=False), ""
+    except (StoryFileError, ConfigError) as exc:
+        return None, (
+            f"no Zork I story file, so the tests that play the game are skipped ({exc}). "
+            "Run `uv run python main.py` once (it fetches the file), or set ZORKGPT_GAME_FILE."
+        )
+
+
+# Found before any test runs: the environment guard below clears ZORKGPT_GAME_FILE.
+STORY_FILE, NO_STORY_FILE = _find_story_file()
+
+# Variables that change what the product does; a test sees them only if it sets them itself.
+_GUARDED_PREFIXES = ("ZORKGPT_", "LANGFUSE_")
+_GUARDED = frozenset(API_KEY_ENV_VARS) | frozenset(SECRET_ENV_VARS)
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts without the developer's API keys, Langfuse keys and ZorkGPT settings:
+    a key or a ``ZORKGPT_*`` override in someone's shell must not change what a test sees.
+    Tests that need one set it (``monkeypatch.setenv``, or a subprocess's own environment)."""
+    for name in list(os.environ):
+        if name in _GUARDED or name.startswith(_GUARDED_PREFIXES):
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def llm_server() -> Iterator[ScriptedLLMServer]:
+    """The scripted OpenAI-compatible provider on 127.0.0.1, stopped after the test."""
     server = ScriptedLLMServer().start()
     try:
         yield server
@@ -38,12 +83,27 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 @pytest.fixture(scope="session")
 def game_file() -> Path:
-    """The real Zork I story file, from ZORKGPT_GAME_FILE or ../shared/games."""
-    candidates = [os.environ.get("ZORKGPT_GAME_FILE"), str(REPO_ROOT.parent / "shared" / "games" / "zork1.z5")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            return Path(candidate).resolve()
-    pytest.fail("zork1.z5 not found: set ZORKGPT_GAME_FILE to the story file (CI uses ../shared/games/zork1.z5).")
+    """The real Zork I story file (see ``_find_story_file``); the test is skipped without one."""
+    if STORY_FILE is None:
+        pytest.skip(NO_STORY_FILE)
+    return STORY_FILE
+
+
+_SKIP_LINE = sys._getframe().f_lineno  # where -rs points for the skips below
+
+
+def pytest_report_header() -> str | None:
+    return None if STORY_FILE is not None else f"story file: none; {NO_STORY_FILE}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Every test skipped for want of the story file is reported at one place, so ``-rs``
+    shows one line with one reason, not one line per test."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[2] == f"Skipped: {NO_STORY_FILE}":
+        report.longrepr = (__file__, _SKIP_LINE, report.longrepr[2])
 
 
 @pytest.fixture
@@ -53,3 +113,41 @@ def game(game_file: Path) -> Iterator[JerichoInterface]:
     interface.start()
     yield interface
     interface.close()
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> ConfigFactory:
+    """Builds test configurations: ``make_config(base_url, environ=None, **sections)`` gives the
+    defaults except the endpoint, ``scripted/<role>`` models, instant retries and every file
+    under the test's ``tmp_path`` (``tests/config_support.py``)."""
+
+    def build(
+        base_url: str = UNUSED_BASE_URL, environ: dict[str, str] | None = None, **sections: dict[str, Any]
+    ) -> GameConfiguration:
+        return scripted_config(tmp_path, base_url, environ=environ, **sections)
+
+    return build
+
+
+@pytest.fixture
+def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
+    """A real Langfuse client whose spans land in memory: ``(client, exporter)``.
+
+    Langfuse keeps one resource manager per public key, so a unique key and a private tracer
+    provider keep one test's spans apart from other clients'. Nothing reaches the host: the
+    exporter replaces the OTLP one.
+    """
+    from langfuse import Langfuse
+
+    exporter = InMemorySpanExporter()
+    client = Langfuse(
+        public_key=f"pk-test-{uuid.uuid4().hex}",
+        secret_key="sk-test",
+        host="http://127.0.0.1:9",
+        span_exporter=exporter,
+        tracer_provider=TracerProvider(),
+    )
+    try:
+        yield client, exporter
+    finally:
+        client.shutdown()

@@ -19,15 +19,13 @@ from llm_client import LLMClientWrapper
 from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
-from tests.config_support import UNUSED_BASE_URL, scripted_config
+from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
+# The critic's own sampling, so a test can see it reach the request.
+SAMPLING: dict[str, dict[str, Any]] = {"critic_sampling": {"temperature": 0.2, "top_p": 0.9}}
 SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
-
-
-def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
-    return scripted_config(tmp_path, base_url, **{"critic_sampling": {"temperature": 0.2, "top_p": 0.9}, **sections})
 
 
 def critic_reply(score: float, justification: str = "scripted") -> dict[str, Any]:
@@ -197,8 +195,10 @@ def state_of(game: JerichoInterface) -> GameState:
     return GameState(current_room_id=location.id, current_room_name=location.name, exits=game.get_valid_exits())
 
 
-def test_llm_critic_off_by_default(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url)
+def test_llm_critic_off_by_default(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, **SAMPLING)
     assert config.gameplay.enable_critic is False
     critic = make_critic(config, game, llm_server)
     verdict = critic.evaluate("open mailbox", "context", state_of(game))
@@ -207,8 +207,10 @@ def test_llm_critic_off_by_default(tmp_path: Path, game: JerichoInterface, llm_s
     assert llm_server.requests == []
 
 
-def test_llm_scores_and_threshold(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+def test_llm_scores_and_threshold(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.script(critic_reply(-0.8, "the mailbox is pointless"), critic_reply(0.6, "opening things helps"))
     state = state_of(game)
@@ -228,23 +230,29 @@ def test_llm_scores_and_threshold(tmp_path: Path, game: JerichoInterface, llm_se
     assert "kick mailbox" in prompt and "push house" in prompt and "You are west of a house." in prompt
 
 
-def test_a_huge_justification_is_cut_with_its_length(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+def test_a_huge_justification_is_cut_with_its_length(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     llm_server.script(critic_reply(-0.9, "no " * 1_000_000))
     verdict = make_critic(config, game, llm_server).evaluate("kick mailbox", "ctx", state_of(game))
     assert verdict.rejected and len(verdict.justification) < 1_100
     assert verdict.justification.endswith("[…cut: 3,000,000 characters, the first 1,000 kept]")
 
 
-def test_object_tree_answers_before_the_llm(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+def test_object_tree_answers_before_the_llm(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     verdict = make_critic(config, game, llm_server).evaluate("take unicorn", "ctx", state_of(game))
     assert verdict.source == "object_tree" and verdict.rejected
     assert llm_server.requests == []
 
 
-def test_distrusted_critic_rejects_less(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+def test_distrusted_critic_rejects_less(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.respond_with(lambda body, index: critic_reply(-0.3))
     assert critic.evaluate("wave hands", "ctx", state_of(game)).rejected is True
@@ -261,9 +269,14 @@ def test_distrusted_critic_rejects_less(tmp_path: Path, game: JerichoInterface, 
     ids=["prose", "out-of-range", "wrong-type"],
 )
 def test_malformed_llm_reply_never_blocks(
-    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, reply: dict[str, Any]
+    tmp_path: Path,
+    game: JerichoInterface,
+    llm_server,
+    caplog: pytest.LogCaptureFixture,
+    reply: dict[str, Any],
+    make_config: ConfigFactory,
 ) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
     llm_server.script(reply)
     with caplog.at_level(logging.WARNING, logger="test.critic"):
         verdict = make_critic(config, game, llm_server).evaluate("open mailbox", "ctx", state_of(game))

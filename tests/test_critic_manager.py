@@ -15,12 +15,8 @@ from llm_client import LLMClientWrapper
 from managers.critic_manager import CriticManager
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
-from tests.config_support import UNUSED_BASE_URL, scripted_config
+from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
-
-
-def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
-    return scripted_config(tmp_path, base_url, **sections)
 
 
 class Agent:
@@ -62,8 +58,10 @@ def play(manager: CriticManager, game: JerichoInterface, decision: AgentDecision
     return result
 
 
-def test_accepted_first_time_costs_one_proposal(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    manager = make_manager(make_config(tmp_path, llm_server.base_url), game, llm_server)
+def test_accepted_first_time_costs_one_proposal(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    manager = make_manager(make_config(llm_server.base_url), game, llm_server)
     agent = Agent("open mailbox")
     decision, review = manager.choose_action(agent, "context")
     assert decision.action == "open mailbox" and decision.reasoning == "try open mailbox"
@@ -73,9 +71,9 @@ def test_accepted_first_time_costs_one_proposal(tmp_path: Path, game: JerichoInt
 
 
 def test_rejection_re_asks_with_the_reason(
-    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
-    manager = make_manager(make_config(tmp_path), game)
+    manager = make_manager(make_config(), game)
     agent = Agent("take lamp", "east", "north")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
         decision, review = manager.choose_action(agent, "context")
@@ -95,9 +93,13 @@ def test_rejection_re_asks_with_the_reason(
 
 @pytest.mark.parametrize("max_rounds", [0, 1, 3])
 def test_after_max_rounds_the_last_action_is_played(
-    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, max_rounds: int
+    tmp_path: Path,
+    game: JerichoInterface,
+    caplog: pytest.LogCaptureFixture,
+    max_rounds: int,
+    make_config: ConfigFactory,
 ) -> None:
-    manager = make_manager(make_config(tmp_path, gameplay={"max_rejection_rounds": max_rounds}), game)
+    manager = make_manager(make_config(gameplay={"max_rejection_rounds": max_rounds}), game)
     agent = Agent("take unicorn", "take dragon", "take wizard", "take kobold", "take gnome")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
         decision, review = manager.choose_action(agent, "context")
@@ -116,9 +118,9 @@ def always(score: float) -> Any:
 
 
 def test_overridden_llm_rejection_that_succeeds_lowers_trust(
-    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 1})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 1})
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(-0.9))
 
@@ -140,8 +142,10 @@ def test_overridden_llm_rejection_that_succeeds_lowers_trust(
     assert manager.get_status()["llm"]["calls"] == 4
 
 
-def test_trust_is_only_settled_for_the_overridden_turn(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+def test_trust_is_only_settled_for_the_overridden_turn(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(0.7))
     for action in ["open mailbox", "take leaflet", "north"]:
@@ -150,9 +154,11 @@ def test_trust_is_only_settled_for_the_overridden_turn(tmp_path: Path, game: Jer
     assert manager.get_status()["trust"] == {"weight": 1.0, "right_rejections": 0, "wrong_rejections": 0}
 
 
-def test_distrusted_critic_stops_blocking(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+def test_distrusted_critic_stops_blocking(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
     """A critic whose rejections keep being overridden successfully ends up letting mild doubts through."""
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 0})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 0})
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(-0.3))
     moves = ["north", "south", "north", "south", "north", "south", "north", "south", "north", "south"]

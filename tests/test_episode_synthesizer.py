@@ -6,23 +6,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from game_interface import JerichoInterface
 from llm_client import LLMClientWrapper
 from managers.episode_synthesizer import SUMMARY_JSON, SUMMARY_MD, EpisodeSynthesizer
-from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from tests.config_support import UNUSED_BASE_URL, scripted_config
+from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
 TO_CANYON = ["south", "east", "east", "east"]  # jumping at Canyon View kills
-
-
-def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
-    return scripted_config(tmp_path, base_url, **sections)
 
 
 class Episode:
@@ -61,10 +55,10 @@ class Episode:
         return result
 
 
-def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface) -> None:
+def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
     usage: dict[str, dict[str, int]] = {"Agent": {"calls": 7, "prompt_tokens": 70, "completion_tokens": 7}}
     synthesizer = EpisodeSynthesizer(
-        make_config(tmp_path),
+        make_config(),
         logging.getLogger("test.synth"),
         GameState(episode_id="wt"),
         tmp_path / "ep",
@@ -123,8 +117,10 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface) -> None:
     assert [p.name for p in (tmp_path / "ep").iterdir() if p.name.startswith(".")] == []  # no temp files left
 
 
-def test_usage_from_the_real_client(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path)
+def test_usage_from_the_real_client(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config()
     client = LLMClientWrapper(config, base_url=llm_server.base_url, api_key="test-key")
     llm_server.respond_with(
         lambda body, index: completion("{}", usage={"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23})
@@ -161,9 +157,9 @@ def test_usage_from_the_real_client(tmp_path: Path, game: JerichoInterface, llm_
     }
 
 
-def test_deaths_are_key_events(tmp_path: Path, game: JerichoInterface) -> None:
+def test_deaths_are_key_events(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
     state = GameState(episode_id="death")
-    synthesizer = EpisodeSynthesizer(make_config(tmp_path), logging.getLogger("test.synth"), state, tmp_path / "ep")
+    synthesizer = EpisodeSynthesizer(make_config(), logging.getLogger("test.synth"), state, tmp_path / "ep")
     episode = Episode(game, synthesizer)
     for command in [*TO_CANYON, "jump"]:
         episode.turn(command)
@@ -178,8 +174,10 @@ def test_deaths_are_key_events(tmp_path: Path, game: JerichoInterface) -> None:
     assert "[death]" in (tmp_path / "ep" / SUMMARY_MD).read_text()
 
 
-def test_stuck_warns_then_ends(tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture) -> None:
-    config = make_config(tmp_path, gameplay={"stuck_warning_turns": 3, "stuck_limit_turns": 5})
+def test_stuck_warns_then_ends(
+    tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
+) -> None:
+    config = make_config(gameplay={"stuck_warning_turns": 3, "stuck_limit_turns": 5})
     synthesizer = EpisodeSynthesizer(config, logging.getLogger("test.synth"), GameState(), tmp_path / "ep")
     episode = Episode(game, synthesizer)
     seen = []
@@ -204,10 +202,8 @@ def test_stuck_warns_then_ends(tmp_path: Path, game: JerichoInterface, caplog: p
     assert synthesizer.context_section() is None
 
 
-def test_reset_starts_a_clean_episode(tmp_path: Path, game: JerichoInterface) -> None:
-    synthesizer = EpisodeSynthesizer(
-        make_config(tmp_path), logging.getLogger("test.synth"), GameState(), tmp_path / "a"
-    )
+def test_reset_starts_a_clean_episode(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
+    synthesizer = EpisodeSynthesizer(make_config(), logging.getLogger("test.synth"), GameState(), tmp_path / "a")
     episode = Episode(game, synthesizer)
     for command in ["north", "north", "up", "get egg"]:
         episode.turn(command)

@@ -14,7 +14,7 @@ from llm_client import LLMClientWrapper
 from managers.extractor_manager import ExtractorManager, changed_chars, is_room_description
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
-from tests.config_support import UNUSED_BASE_URL, scripted_config
+from tests.conftest import ConfigFactory
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 
 # From the start to the troll room (the troll is alive and hostile there).
@@ -25,10 +25,8 @@ TO_TROLL = [
 ]  # fmt: skip
 
 
-def make_config(tmp_path: Path, base_url: str = UNUSED_BASE_URL, **sections: dict[str, Any]) -> GameConfiguration:
-    return scripted_config(
-        tmp_path, base_url, **{"extractor_sampling": {"temperature": 0.1, "max_tokens": 200}, **sections}
-    )
+# The extractor's own sampling, so a test can see it reach the request.
+SAMPLING: dict[str, dict[str, Any]] = {"extractor_sampling": {"temperature": 0.1, "max_tokens": 200}}
 
 
 def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:
@@ -49,8 +47,10 @@ def play(game: JerichoInterface, commands: list[str]) -> str:
     return text
 
 
-def test_engine_facts_at_start_without_any_llm_call(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    extractor = make_extractor(make_config(tmp_path, llm_server.base_url), game, llm_server)
+def test_engine_facts_at_start_without_any_llm_call(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(llm_server.base_url, **SAMPLING), game, llm_server)
     intro = game.start()
 
     info = extractor.extract(None, intro)
@@ -68,8 +68,8 @@ def test_engine_facts_at_start_without_any_llm_call(tmp_path: Path, game: Jerich
     assert llm_server.requests == []
 
 
-def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
-    extractor = make_extractor(make_config(tmp_path), game, None)
+def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
     game.start()
     play(game, ["open mailbox"])
     text = game.send_command("take leaflet")
@@ -87,15 +87,15 @@ def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
     assert info.is_room_description is True
 
 
-def test_exit_probe_off_leaves_exits_empty(tmp_path: Path, game: JerichoInterface) -> None:
-    extractor = make_extractor(make_config(tmp_path, gameplay={"exit_probe": False}), game, None)
+def test_exit_probe_off_leaves_exits_empty(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
+    extractor = make_extractor(make_config(gameplay={"exit_probe": False}, **SAMPLING), game, None)
     info = extractor.extract(None, game.start())
     assert info.exits == ()
     assert info.location.name == "West of House"
 
 
-def test_death_is_reported(tmp_path: Path, game: JerichoInterface) -> None:
-    extractor = make_extractor(make_config(tmp_path), game, None)
+def test_death_is_reported(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
     game.start()
     text = play(game, ["south", "east", "east", "east", "jump"])
     info = extractor.extract("jump", text)
@@ -103,8 +103,10 @@ def test_death_is_reported(tmp_path: Path, game: JerichoInterface) -> None:
     assert info.game_over is False  # Zork resurrects the player after a first death
 
 
-def test_combat_asks_the_llm_once_per_changed_text(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url)
+def test_combat_asks_the_llm_once_per_changed_text(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     llm_server.script(combat_reply(True, "the troll swings his axe"), combat_reply(False, "the troll is dead"))
     game.start()
@@ -144,9 +146,9 @@ def test_combat_asks_the_llm_once_per_changed_text(tmp_path: Path, game: Jericho
 
 
 def test_malformed_reply_is_logged_and_skipped(
-    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
-    extractor = make_extractor(make_config(tmp_path, llm_server.base_url), game, llm_server)
+    extractor = make_extractor(make_config(llm_server.base_url, **SAMPLING), game, llm_server)
     llm_server.script(completion("I think yes, combat!"), Reply(500, {"error": {"message": "down"}}))
     game.start()
     text = play(game, TO_TROLL)
@@ -163,8 +165,10 @@ def test_malformed_reply_is_logged_and_skipped(
     assert len(llm_server.requests) == 2
 
 
-def test_llm_disabled_means_unknown_combat_and_no_calls(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
-    config = make_config(tmp_path, llm_server.base_url, extractor={"llm_enabled": False})
+def test_llm_disabled_means_unknown_combat_and_no_calls(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, extractor={"llm_enabled": False}, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     game.start()
     info = extractor.extract("N", play(game, TO_TROLL))
@@ -173,9 +177,11 @@ def test_llm_disabled_means_unknown_combat_and_no_calls(tmp_path: Path, game: Je
     assert extractor.get_status()["llm_enabled"] is False
 
 
-def test_walkthrough_costs_few_extractor_calls(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+def test_walkthrough_costs_few_extractor_calls(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
     """Over the whole winning walkthrough the extractor LLM is asked only near creatures."""
-    config = make_config(tmp_path, llm_server.base_url, gameplay={"exit_probe": False})
+    config = make_config(llm_server.base_url, gameplay={"exit_probe": False}, **SAMPLING)
     extractor = make_extractor(config, game, llm_server)
     llm_server.respond_with(lambda body, index: combat_reply("troll" in json.dumps(body["messages"])))
     extractor.extract(None, game.start())

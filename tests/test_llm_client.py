@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,7 +33,6 @@ from llm_client import (
 )
 from session.game_configuration import GameConfiguration
 from shared_utils import get_langfuse_client
-from tests.langfuse_support import in_memory_langfuse
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     TOOL_DIALECTS,
@@ -677,12 +676,6 @@ def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
 
 
 # -- Langfuse ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
 
 
 def test_each_call_is_one_langfuse_generation(

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +29,6 @@ from managers.mcp_manager import (
 )
 from managers.mcp_tools import WIRE_NAME_PATTERN, dotted_name, wire_name
 from session.game_configuration import GameConfiguration
-from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
@@ -536,12 +535,6 @@ def test_first_connect_of_a_new_episode_fails_fast_again(tmp_path: Path) -> None
 
 
 # -- Langfuse ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
 
 
 def test_each_tool_call_is_one_langfuse_tool_observation(

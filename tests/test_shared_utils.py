@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 from shared_utils import (
@@ -19,7 +20,6 @@ from shared_utils import (
     has_control_chars,
     traced_observation,
 )
-from tests.langfuse_support import in_memory_langfuse
 
 
 class Inner(BaseModel):
@@ -85,23 +85,23 @@ def test_traced_observation_without_client_runs_untraced() -> None:
         assert span is None
 
 
-def test_traced_observation_records_and_marks_errors() -> None:
-    with in_memory_langfuse() as (client, exporter):
-        with traced_observation(client, logging.getLogger("test.trace"), as_type="span", name="ok-span") as span:
-            span.update(output={"fine": True})
-        with (
-            pytest.raises(ValueError, match="boom"),
-            traced_observation(
-                client,
-                logging.getLogger("test.trace"),
-                lambda t: t.replace("secret", "[R]"),
-                as_type="span",
-                name="bad",
-            ),
-        ):
-            raise ValueError("boom with secret")
-        client.flush()
-        spans = {s.name: s for s in exporter.get_finished_spans()}
+def test_traced_observation_records_and_marks_errors(langfuse_exporter: tuple[Any, InMemorySpanExporter]) -> None:
+    client, exporter = langfuse_exporter
+    with traced_observation(client, logging.getLogger("test.trace"), as_type="span", name="ok-span") as span:
+        span.update(output={"fine": True})
+    with (
+        pytest.raises(ValueError, match="boom"),
+        traced_observation(
+            client,
+            logging.getLogger("test.trace"),
+            lambda t: t.replace("secret", "[R]"),
+            as_type="span",
+            name="bad",
+        ),
+    ):
+        raise ValueError("boom with secret")
+    client.flush()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
     assert {"ok-span", "bad"} <= set(spans)
     bad_attributes = json.dumps(dict(spans["bad"].attributes or {}))
     assert "ERROR" in bad_attributes and "[R]" in bad_attributes and "secret" not in bad_attributes

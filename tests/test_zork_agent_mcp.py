@@ -20,7 +20,7 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from managers.mcp_manager import MCPError, MCPManager, MCPServerStartupError
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema
-from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import (
     FORBIDDEN_TEXT,
     REPO_ROOT,
@@ -559,12 +558,6 @@ def test_force_tool_support_lets_a_flagged_model_call_tools(
 
 
 # -- Langfuse ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
 
 
 def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_it(

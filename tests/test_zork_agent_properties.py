@@ -29,7 +29,6 @@ import dataclasses
 import json
 import logging
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,6 @@ from managers.mcp_tools import ToolCallResult, ToolNameMap
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils import create_json_schema, extract_json_object
-from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
@@ -832,13 +830,7 @@ def test_property_48_mcp_disabled_path_unchanged(scenario: Scenario, disabled_by
 # -- Langfuse (properties 31, 32) -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def langfuse_exporter() -> Iterator[tuple[Any, InMemorySpanExporter]]:
-    with in_memory_langfuse() as pair:
-        yield pair
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def traced_manager(
     tmp_path_factory: pytest.TempPathFactory, langfuse_exporter: tuple[Any, InMemorySpanExporter]
 ) -> MCPManager:
