@@ -9,9 +9,11 @@ from typing import Any
 
 import jericho
 
+from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_configuration import GameConfiguration
+from session.game_state import GameState
 from tests.config_support import scripted_config
-from tests.scripted_llm import Reply, agent_reply, completion, requested_schema
+from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
 
 AGENT_MODEL = "scripted/agent"
 
@@ -98,6 +100,26 @@ class WalkthroughModel:
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:
     lines = (episode_dir / "episode_log.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
+
+
+def play_walkthrough(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    game_file: Path,
+    episode_id: str,
+    turns: int,
+    model: Responder | None = None,
+    **sections: dict[str, Any],
+) -> GameState:
+    """Play the first ``turns`` walkthrough commands as one finished episode under
+    ``tmp_path / "game_files"``; returns the final GameState."""
+    llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
+    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    try:
+        return orchestrator.play_episode()
+    finally:
+        orchestrator.close()
 
 
 class TurnKeyedWalkthroughModel(WalkthroughModel):
