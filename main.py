@@ -40,7 +40,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="path to zork1.z5 (else ZORKGPT_GAME_FILE, [tool.zorkgpt.files] game_file, the per-user cache)",
     )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="K",
+        help="play the episodes K at a time, each in its own process (default 1: one after another)",
+    )
     args = parser.parse_args(argv)
+    if args.parallel < 1:
+        parser.error("--parallel must be at least 1")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
@@ -86,6 +95,13 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     if not config.api_key:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
+
+    if args.parallel > 1 and args.episodes > 1:
+        from orchestration.parallel import play_in_parallel
+
+        return play_in_parallel(
+            signals, args.episodes, args.parallel, args.config, args.max_turns, args.game_file
+        ).exit_code
 
     # Imported after the cheap checks so a missing key fails instantly.
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging

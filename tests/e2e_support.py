@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import jericho
 
 from session.game_configuration import GameConfiguration
 from tests.config_support import scripted_config
-from tests.scripted_llm import agent_reply, completion
+from tests.scripted_llm import Reply, agent_reply, completion
 
 AGENT_MODEL = "scripted/agent"
 
@@ -98,3 +99,28 @@ class WalkthroughModel:
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:
     lines = (episode_dir / "episode_log.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
+
+
+class TurnKeyedWalkthroughModel(WalkthroughModel):
+    """A walkthrough model that any number of concurrent episodes can share: the agent's command
+    comes from the turn number in its context ("Turn N | Score ..."), not from a call counter,
+    and each reply can wait ``delay`` seconds (a slow provider)."""
+
+    TURN = re.compile(r"Turn (\d+) \| Score")
+
+    def __init__(self, commands: list[str], delay: float = 0.0) -> None:
+        super().__init__(commands)
+        self.delay = delay
+
+    def __call__(self, body: dict[str, Any], index: int) -> Reply:
+        if body.get("model") != AGENT_MODEL:
+            return Reply(200, super().__call__(body, index), delay=self.delay)
+        turn = 0
+        for message in body.get("messages", []):
+            content = message.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
+            for found in self.TURN.finditer(text or ""):
+                turn = int(found.group(1))
+        command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else "look"
+        self.agent_calls += 1
+        return Reply(200, agent_reply(command, thinking=f"walkthrough step {turn}"), delay=self.delay)

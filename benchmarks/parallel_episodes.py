@@ -1,0 +1,89 @@
+"""Parallel episodes: wall time and turns per minute for ``main.py --episodes K --parallel K``.
+
+Plays K = 1, 4 and 16 episodes of the Zork I walkthrough at once through ``main.py`` (each
+episode its own process) against the test suite's scripted OpenAI-compatible server, which
+answers every request after a fixed delay (default 1 s, a typical hosted model). The agent's
+command comes from the turn number in its context, so any number of episodes share the server.
+Playing is LLM-bound: turns per minute should grow about K-fold until the CPU (Jericho, Python
+start-up) becomes the limit.
+
+    uv run python benchmarks/parallel_episodes.py [--game-file PATH] [--turns 20] [--delay 1.0] [--ks 1 4 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from game_interface import resolve_story_file
+from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
+from tests.scripted_llm import ScriptedLLMServer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path) -> tuple[float, int, int]:
+    """Wall seconds, turns played and the exit code of one ``main.py --episodes k --parallel k``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
+    env.update(
+        {
+            "OPENROUTER_API_KEY": "benchmark-key-123456",
+            "ZORKGPT_LLM_BASE_URL": server.base_url,
+            "ZORKGPT_LLM_AGENT_MODEL": AGENT_MODEL,
+            "ZORKGPT_GAME_FILE": str(game_file),
+            "ZORKGPT_FILES_GAME_WORKDIR": str(workdir),
+            "ZORKGPT_RETRY_REQUEST_TIMEOUT": "60",
+        }
+    )
+    argv = [sys.executable, str(REPO / "main.py"), "--config", str(REPO / "pyproject.toml")]
+    argv += ["--episodes", str(k), "--parallel", str(k), "--max-turns", str(turns)]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=workdir.parent, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-3000:])
+    played = sum(
+        log.read_text(encoding="utf-8").count('"event_type": "turn"')
+        for log in (workdir / "episodes").glob("*/episode_log.jsonl")
+    )
+    return wall, played, proc.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--game-file", default=None)
+    parser.add_argument("--turns", type=int, default=20, help="turns per episode (default 20)")
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds the model takes per call (default 1)")
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 4, 16], help="episodes at once (default 1 4 16)")
+    args = parser.parse_args()
+    game_file = resolve_story_file(args.game_file)
+    model = TurnKeyedWalkthroughModel(walkthrough(game_file), delay=args.delay)
+    server = ScriptedLLMServer().start()
+    server.respond_with(model)
+    print(f"{args.turns} turns per episode, model delay {args.delay:g} s per call, {os.cpu_count()} CPU(s)")
+    print(f"{'K':>3} {'wall s':>8} {'turns':>6} {'LLM calls':>9} {'turns/min':>10} {'speed-up':>9}")
+    base_rate = None
+    try:
+        for k in args.ks:
+            calls_before = len(server.requests)
+            with tempfile.TemporaryDirectory(prefix=f"zorkgpt-parallel-{k}-") as tmp:
+                wall, played, code = play(k, args.turns, server, game_file, Path(tmp) / "game_files")
+            rate = played / wall * 60
+            base_rate = base_rate or rate
+            calls = len(server.requests) - calls_before
+            note = "" if code == 0 else f"  (exit {code})"
+            print(f"{k:>3} {wall:>8.1f} {played:>6} {calls:>9} {rate:>10.1f} {rate / base_rate:>8.1f}x{note}")
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

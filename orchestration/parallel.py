@@ -1,0 +1,227 @@
+"""Play a run's episodes K at a time, each in its own ``main.py`` process.
+
+Each episode is a normal single-episode run of ``main.py`` (its own Jericho, LLM client,
+MCP servers and episode folder), so nothing in the game loop needs to be thread- or
+process-aware: the shared learning files (map, memories, knowledge, objectives) are
+written with a lock and merged with what is on disk, so concurrent episodes add to each
+other rather than overwrite. Playing is LLM-bound, so even a 2-core machine can run many.
+
+The parent owns its children:
+
+* each child's stderr is relayed line by line, prefixed with its episode number;
+* the first Ctrl-C or SIGTERM stops launching episodes and asks every running one to finish
+  its turn and write its summary; a later one (see ``session.stop_signals``) aborts them;
+* each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
+  outlives the run;
+* the exit code aggregates: 0 if every episode ended in play, 1 if any ended in an error,
+  2 if they could not start (a setup problem every episode would hit).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from session.stop_signals import StopSignals, UserAbort
+
+MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LOGS_LINE = re.compile(r"(?:Logs: |logs in )(?P<path>\S.*?)\.?$")
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    # Looked up once in the parent: after fork, only the call itself runs (no dlopen, no locks).
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None  # not Linux: the parent's signal handlers and finally-block still stop children
+
+
+_PRCTL = _load_prctl()
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """How one child episode ended: its number (1-based), exit code and episode folder if it said."""
+
+    number: int
+    exit_code: int
+    episode_dir: Path | None
+
+
+@dataclass(frozen=True)
+class ParallelResult:
+    outcomes: tuple[EpisodeOutcome, ...]
+    exit_code: int
+
+    @property
+    def episode_dirs(self) -> list[Path]:
+        return [o.episode_dir for o in self.outcomes if o.episode_dir is not None]
+
+
+def aggregate_exit_code(codes: Sequence[int]) -> int:
+    """0 only if every episode ended in play; 1 if any failed (or died); else 2 if any could not start."""
+    if any(code not in (EXIT_OK, EXIT_SETUP) for code in codes):
+        return EXIT_RUN_FAILED
+    if EXIT_SETUP in codes:
+        return EXIT_SETUP
+    return EXIT_OK
+
+
+def _die_with_parent(parent: int) -> None:
+    """Runs in the child between fork and exec: SIGTERM when the parent dies (Linux)."""
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class _Child:
+    def __init__(self, number: int, total: int, argv: Sequence[str], out: TextIO) -> None:
+        self.number = number
+        self.episode_dir: Path | None = None
+        self.process = subprocess.Popen(
+            [sys.executable, str(MAIN_PY), *argv],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            # Own process group: a Ctrl-C at the terminal reaches the parent only, which
+            # forwards it once to every child (instead of each child seeing it too).
+            start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._prefix = f"[{number}/{total}] "
+        self._out = out
+        self.relay = threading.Thread(target=self._relay, name=f"episode-{number}-stderr", daemon=True)
+        self.relay.start()
+
+    def _relay(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            match = _LOGS_LINE.search(line.rstrip("\n"))
+            if match:
+                self.episode_dir = Path(match.group("path"))
+            self._out.write(self._prefix + line)
+            self._out.flush()
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)  # a no-op once it has exited (Popen checks)
+
+    def outcome(self) -> EpisodeOutcome:
+        self.relay.join()
+        return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir)
+
+
+class ParallelRunner:
+    """Runs ``episodes`` child processes of ``main.py`` with ``child_argv``, at most ``parallel`` at once."""
+
+    def __init__(
+        self,
+        child_argv: Sequence[str],
+        episodes: int,
+        parallel: int,
+        out: TextIO | None = None,
+        on_exit: Callable[[EpisodeOutcome], None] | None = None,
+    ) -> None:
+        self.child_argv = list(child_argv)
+        self.episodes = episodes
+        self.parallel = max(1, parallel)
+        self.out = out or sys.stderr
+        self.on_exit = on_exit
+        self.running: list[_Child] = []
+        self.stopping = False
+        self._wake = threading.Event()
+
+    # -- signals --------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """The first Ctrl-C/SIGTERM: no new episodes; each running one finishes its turn."""
+        self.stopping = True
+        for child in list(self.running):
+            child.signal(signal.SIGINT)
+        self._wake.set()
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, signals: StopSignals) -> ParallelResult:
+        """Play; ``signals`` (installed by the caller) stops the run as it stops one episode."""
+        outcomes: list[EpisodeOutcome] = []
+        launched = 0
+        signals.on_stop = self.request_stop
+        self.stopping = signals.stop_requested
+        try:
+            while self.running or (launched < self.episodes and not self.stopping):
+                while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
+                    launched += 1
+                    self.running.append(_Child(launched, self.episodes, self.child_argv, self.out))
+                self._wake.wait(0.1)
+                self._wake.clear()
+                for child in [c for c in self.running if c.process.poll() is not None]:
+                    self.running.remove(child)
+                    outcome = child.outcome()
+                    outcomes.append(outcome)
+                    if self.on_exit:
+                        self.on_exit(outcome)
+                    if outcome.exit_code != EXIT_OK and not self.stopping:
+                        # As when playing one after another: what ended this episode (a setup
+                        # problem, a provider that keeps failing) would end the next ones too.
+                        self.stopping = True
+                        print(
+                            f"Episode {outcome.number} ended with exit code {outcome.exit_code}: "
+                            "no new episodes are started; the running ones finish.",
+                            file=self.out,
+                        )
+        except UserAbort:
+            # A second signal: pass it on, so each child aborts its turn but still records its
+            # episode as stopped, and wait for them before leaving.
+            for child in self.running:
+                child.signal(signal.SIGINT)
+            for child in self.running:
+                child.process.wait()
+            raise
+        finally:
+            signals.on_stop = None
+            # Whatever brought us here (an exception in this loop included), no child is left behind.
+            for child in self.running:
+                child.signal(signal.SIGKILL)
+                child.process.wait()
+        outcomes.sort(key=lambda o: o.number)
+        return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
+
+
+def child_argv(config: str, max_turns: int | None, game_file: str | None, extra: Sequence[str] = ()) -> list[str]:
+    """The command line of one child: a single episode with the run's settings."""
+    argv = ["--episodes", "1", "--config", str(Path(config).resolve())]
+    if max_turns is not None:
+        argv += ["--max-turns", str(max_turns)]
+    if game_file is not None:
+        argv += ["--game-file", str(Path(game_file).resolve())]
+    return argv + list(extra)
+
+
+def play_in_parallel(
+    signals: StopSignals, episodes: int, parallel: int, config: str, max_turns: int | None, game_file: str | None
+) -> ParallelResult:
+    """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end."""
+    runner = ParallelRunner(child_argv(config, max_turns, game_file), episodes, parallel)
+    result = runner.run(signals)
+    finished = len(result.outcomes)
+    print(
+        f"Played {finished}/{episodes} episodes, {parallel} at a time: "
+        + ", ".join(f"{o.number}: exit {o.exit_code}" for o in result.outcomes),
+        file=sys.stderr,
+    )
+    return result

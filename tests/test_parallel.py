@@ -1,0 +1,248 @@
+"""``main.py --parallel K``: real child processes of main.py, real HTTP, real Jericho, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from managers.map_graph import MapGraph
+from managers.memory_manager import parse_memories
+from orchestration.parallel import aggregate_exit_code
+from tests.e2e_support import AGENT_MODEL, read_events
+from tests.manager_support import schema_name, user_text
+from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion
+
+REPO = Path(__file__).resolve().parent.parent
+# Three routes from West of House into different rooms, so a map that lost one episode's
+# rooms cannot pass: North House/Forest Path/Up a Tree; South House/Behind House/Kitchen;
+# Forest/Clearing.
+ROUTES = (
+    ["north", "north", "up"],
+    ["south", "east", "open window", "west"],
+    ["west", "north", "east"],
+)
+ROUTE_MARK = re.compile(r"route (\d+) step")
+BATCH_TURN = re.compile(r"^Turn \d+ in (.+?) \(room \d+\)", re.MULTILINE)
+
+
+class RouteModel:
+    """Gives each episode its own route; concurrent episodes can share it.
+
+    An episode's first request (no previous reasoning in its context) takes the next route;
+    the agent's reasoning names the route, and the context shows that reasoning on the next
+    turn, so later requests find their route again. Memory batches remember every room they
+    name; objective reviews add one objective. ``gate`` (if set) holds agent replies until released.
+    """
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self._next_route = count()
+        self.delay = delay
+
+    def __call__(self, body: dict[str, Any], index: int) -> Reply:
+        text = user_text(body)
+        if body.get("model") == AGENT_MODEL:
+            step = int(re.search(r"Turn (\d+) \|", text).group(1))  # type: ignore[union-attr]
+            found = ROUTE_MARK.search(text)
+            route = int(found.group(1)) if found else next(self._next_route) % len(ROUTES)
+            commands = ROUTES[route]
+            command = commands[step - 1] if step <= len(commands) else "look"
+            return Reply(200, agent_reply(command, thinking=f"route {route} step {step}"), delay=self.delay)
+        name = schema_name(body) if body.get("response_format") else ""
+        if name == "MemoryBatchReply":
+            rooms = BATCH_TURN.findall(text)
+            decisions = [
+                {
+                    "turn": int(n),
+                    "remember": True,
+                    "category": "navigation",
+                    "text": f"Visited {room}.",
+                    "status": "active",
+                    "supersedes": [],
+                }
+                for n, room in zip(re.findall(r"^Turn (\d+) in ", text, re.MULTILINE), rooms, strict=True)
+            ]
+            return Reply(200, completion(json.dumps({"decisions": decisions})))
+        if name == "ObjectiveReview":
+            found = {"text": "Explore every room", "priority": "high", "done_when": "other", "target": ""}
+            return Reply(
+                200, completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
+            )
+        from tests.e2e_support import minimal_instance
+
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {"type": "object"})
+        return Reply(200, completion(json.dumps(minimal_instance(schema))))
+
+
+def main_env(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZORKGPT_")}
+    env.update(
+        {
+            "OPENROUTER_API_KEY": "test-key-123456",
+            "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
+            "ZORKGPT_LLM_AGENT_MODEL": AGENT_MODEL,
+            "ZORKGPT_GAME_FILE": str(game_file),
+            "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+            "ZORKGPT_RETRY_MAX_RETRIES": "0",
+            "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
+            "ZORKGPT_KNOWLEDGE_ENABLED": "false",
+            "ZORKGPT_OBJECTIVES_DISCOVERY_INTERVAL_TURNS": "2",
+            "PYTHONUNBUFFERED": "1",
+            **extra,
+        }
+    )
+    return env
+
+
+def start_main(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "main.py"), "--config", str(REPO / "pyproject.toml"), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_exit_code_aggregates_every_episode() -> None:
+    assert aggregate_exit_code([0, 0, 0]) == 0
+    assert aggregate_exit_code([0, 1, 0]) == 1
+    assert aggregate_exit_code([2, 2]) == 2
+    assert aggregate_exit_code([2, 1]) == 1
+    assert aggregate_exit_code([0, -9]) == 1  # killed: not an episode that ended in play
+
+
+def test_three_parallel_episodes_share_one_workdir(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(RouteModel())
+    env = main_env(llm_server, tmp_path, game_file)
+    proc = start_main(["--episodes", "3", "--parallel", "3", "--max-turns", "5"], env, tmp_path)
+    try:
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    for number in (1, 2, 3):
+        assert f"[{number}/3] " in stderr  # each child's lines are relayed under its number
+
+    runs = tmp_path / "runs"
+    episode_dirs = sorted((runs / "episodes").iterdir())
+    assert len(episode_dirs) == 3
+    rooms_by_episode: dict[str, set[str]] = {}
+    episode_ids = set()
+    for episode_dir in episode_dirs:
+        events = read_events(episode_dir)
+        assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "max_turns"
+        summary = json.loads((episode_dir / "episode_summary.json").read_text())
+        assert summary["turns"] == 5
+        turns = [e for e in events if e["event_type"] == "turn"]
+        episode_ids.add(turns[0]["episode_id"])
+        rooms_by_episode[episode_dir.name] = {e["room_name"] for e in turns}
+    # Every route was played once: the episodes really went different ways.
+    assert {"Up a Tree" in r or "Kitchen" in r or "Clearing" in r for r in rooms_by_episode.values()} == {True}
+    assert len({frozenset(r) for r in rooms_by_episode.values()}) == 3
+
+    graph = MapGraph.load(runs / "map_state.json")
+    mapped = {room.name for room in graph.rooms.values()}
+    for rooms in rooms_by_episode.values():
+        assert rooms <= mapped
+
+    memories = parse_memories((runs / "memories.md").read_text(encoding="utf-8"))
+    assert memories.skipped_lines == []
+    remembered = " ".join(m.text for m in memories.memories)
+    for rooms in rooms_by_episode.values():
+        # Each episode remembered a room only its own route reaches.
+        assert any(room in remembered for room in rooms - {"West House", "West of House"})
+
+    objectives = json.loads((runs / "objectives.json").read_text(encoding="utf-8"))["objectives"]
+    assert episode_ids <= {o["episode_id"] for o in objectives}
+    assert list(runs.glob(".*.tmp")) == []
+
+
+def _child_pids(parent: int) -> list[int]:
+    children = Path(f"/proc/{parent}/task/{parent}/children")
+    return [int(p) for p in children.read_text().split()] if children.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _wait_for_turns(runs: Path, episodes: int, turns: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        logs = list((runs / "episodes").glob("*/episode_log.jsonl"))
+        if len(logs) >= episodes and all(log.read_text().count('"event_type": "turn"') >= turns for log in logs):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{episodes} episodes did not reach turn {turns} within {timeout}s")
+
+
+def test_sigterm_stops_every_episode_after_its_turn(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(RouteModel())
+    env = main_env(llm_server, tmp_path, game_file)
+    proc = start_main(["--episodes", "5", "--parallel", "2", "--max-turns", "100000"], env, tmp_path)
+    try:
+        _wait_for_turns(tmp_path / "runs", 2, 3)
+        children = _child_pids(proc.pid)
+        assert len(children) == 2
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "SIGTERM: stopping after this turn" in stderr
+    assert not any(_alive(pid) for pid in children)
+    episode_dirs = list((tmp_path / "runs" / "episodes").iterdir())
+    assert len(episode_dirs) == 2  # no new episode started after the signal
+    for episode_dir in episode_dirs:
+        end = read_events(episode_dir)[-1]
+        assert end["event_type"] == "episode_end" and end["end_reason"] == "stopped_by_user"
+
+
+def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    llm_server.respond_with(RouteModel())
+    env = main_env(llm_server, tmp_path, game_file)
+    proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "100000"], env, tmp_path)
+    try:
+        _wait_for_turns(tmp_path / "runs", 2, 2)
+        children = _child_pids(proc.pid)
+        assert len(children) == 2
+        proc.kill()  # SIGKILL: the parent's own cleanup never runs
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 60
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in children), "an episode outlived its parent"
+
+
+def test_a_setup_problem_exits_2_once_for_all(tmp_path: Path, game_file: Path) -> None:
+    server = ScriptedLLMServer().start()
+    try:
+        env = main_env(server, tmp_path, tmp_path / "missing.z5")
+        env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+        env["HOME"] = str(tmp_path)
+        proc = start_main(["--episodes", "4", "--parallel", "2", "--max-turns", "3"], env, tmp_path)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        server.stop()
+    assert proc.returncode == 2, stderr
+    assert "missing.z5" in stderr
+    assert "[3/4]" not in stderr  # no new episodes after the first setup failure
