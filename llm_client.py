@@ -64,7 +64,7 @@ class LLMResponse:
 
     content: str | None
     model: str
-    usage: dict[str, int] | None = None
+    usage: dict[str, int | float] | None = None
     tool_calls: list[ToolCall] | None = None
     finish_reason: str | None = None
 
@@ -323,12 +323,17 @@ def _parse_tool_calls(raw: Any) -> list[ToolCall]:
     return calls
 
 
-def _usage_of(body: Mapping[str, Any]) -> dict[str, int] | None:
+def _usage_of(body: Mapping[str, Any]) -> dict[str, int | float] | None:
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    # Nested details (prompt_tokens_details...) are dropped: the field is dict[str, int].
-    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    # Token counts, plus the price when the provider reports one (OpenRouter's ``cost``, in
+    # USD): the viewer and run reports add it up. Nested details (prompt_tokens_details...) are dropped.
+    return {
+        k: v
+        for k, v in usage.items()
+        if (isinstance(v, int) and not isinstance(v, bool)) or (k == "cost" and isinstance(v, float))
+    }
 
 
 def parse_completion(body: Any, requested_model: str) -> LLMResponse:

@@ -1,4 +1,4 @@
-"""Play Zork I with ZorkGPT: ``uv run python main.py [--episodes N] [--max-turns N]``."""
+"""Play Zork I with ZorkGPT: ``uv run python main.py [--episodes N] [--max-turns N] [--view [PORT]]``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
+from session.errors import EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.stop_signals import StopSignals, UserAbort
 from shared_utils import escape_control_chars
+from viewer import DEFAULT_PORT as VIEWER_PORT
 
 EPILOG = """\
 exit codes:
@@ -47,9 +48,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="K",
         help="play the episodes K at a time, each in its own process (default 1: one after another)",
     )
+    parser.add_argument(
+        "--view",
+        nargs="?",
+        type=int,
+        const=VIEWER_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"watch the game live in your browser at http://127.0.0.1:PORT/ (default port {VIEWER_PORT})",
+    )
     args = parser.parse_args(argv)
     if args.parallel < 1:
         parser.error("--parallel must be at least 1")
+    if args.view is not None and not 0 <= args.view <= 65535:
+        parser.error("--view PORT must be between 0 and 65535")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
@@ -95,7 +107,24 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     if not config.api_key:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
+    if args.view is None:
+        return play(args, config, signals)
 
+    from viewer.server import start_viewer
+
+    try:
+        viewer = start_viewer(config.workdir, args.view, files=config.files)
+    except OSError as exc:
+        print(f"Cannot start the viewer on port {args.view}: {exc.strerror or exc}. Try --view PORT.", file=sys.stderr)
+        return EXIT_SETUP
+    print(f"Watch the game at {viewer.url}", file=sys.stderr)
+    try:
+        return play(args, config, signals)
+    finally:
+        viewer.close()
+
+
+def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     if args.parallel > 1 and args.episodes > 1:
         from orchestration.parallel import play_in_parallel
 
@@ -104,10 +133,12 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         ).exit_code
 
     # Imported after the cheap checks so a missing key fails instantly.
+    from orchestration.run_report import report_run
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
     game_file = Path(args.game_file).resolve() if args.game_file else None
+    episode_dirs: list[Path] = []
     for episode in range(args.episodes):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
@@ -132,6 +163,7 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         finally:
             signals.on_stop = None
             orchestrator.close()
+        episode_dirs.append(orchestrator.episode_dir)
         print(
             # The end reason may quote a provider's error text: never raw control characters on a terminal.
             escape_control_chars(
@@ -151,7 +183,7 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
                 file=sys.stderr,
             )
             return EXIT_RUN_FAILED
-    return EXIT_OK
+    return report_run(config.workdir, episode_dirs)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is i
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
+TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
+
 
 class AgentResponse(BaseModel):
     """The agent's reply: its reasoning, one game command, and optionally a new objective."""
@@ -605,6 +607,8 @@ class ZorkAgent:
                 server_name=server,
                 result_type=type(result.content).__name__,
                 result_length=len(str(result.content)),
+                # What the model saw, shortened: the episode log (and the web viewer) show it.
+                result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
                 is_error=result.is_error,
                 duration_ms=round(duration * 1000, 1),
                 iteration=iteration,

@@ -9,9 +9,11 @@ from typing import Any
 
 import jericho
 
+from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_configuration import GameConfiguration
+from session.game_state import GameState
 from tests.config_support import scripted_config
-from tests.scripted_llm import Reply, agent_reply, completion
+from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion
 
 AGENT_MODEL = "scripted/agent"
 
@@ -124,3 +126,23 @@ class TurnKeyedWalkthroughModel(WalkthroughModel):
         command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else "look"
         self.agent_calls += 1
         return Reply(200, agent_reply(command, thinking=f"walkthrough step {turn}"), delay=self.delay)
+
+
+def play_walkthrough(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    game_file: Path,
+    episode_id: str,
+    turns: int,
+    model: Responder | None = None,
+    **sections: dict[str, Any],
+) -> GameState:
+    """Play the first ``turns`` walkthrough commands as one finished episode under
+    ``tmp_path / "game_files"``; returns the final GameState."""
+    llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
+    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    try:
+        return orchestrator.play_episode()
+    finally:
+        orchestrator.close()

@@ -1,0 +1,250 @@
+"""Reading what episodes wrote, finished or still being written.
+
+An episode folder (``game_files/episodes/<id>/``) holds ``episode_log.jsonl`` (one event
+per line, appended and flushed per event), ``current_state.json`` and, once the episode
+ends, ``episode_summary.json``. A reader may look at any moment: the JSONL may end in a
+half-written line, the JSON files may not exist yet, and a hand-edited file may be broken.
+Nothing here raises for that; a half line waits for the next read, a broken line is
+counted and skipped.
+
+``EventTail`` reads a growing JSONL file incrementally (the web viewer polls it every
+couple of seconds); ``EpisodeFigures`` condenses an episode's events into the numbers the
+viewer and the run reports show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from managers.episode_synthesizer import SUMMARY_JSON
+
+EVENTS_FILE = "episode_log.jsonl"  # written by session.episode_log.setup_episode_logger
+STATE_FILE = "current_state.json"  # written by the orchestrator after every turn
+SUMMARY_FILE = SUMMARY_JSON
+
+
+class EventTail:
+    """The events of one JSONL file, read incrementally.
+
+    ``refresh()`` parses only the bytes appended since the last call, up to the last
+    complete line. If the file is replaced or truncated it starts over.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+        self.unreadable_lines = 0
+        self._offset = 0
+        self._inode: int | None = None
+
+    def _reset(self) -> None:
+        self.events, self.unreadable_lines, self._offset, self._inode = [], 0, 0, None
+
+    def refresh(self) -> EventTail:
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self._reset()
+            return self
+        if stat.st_ino != self._inode or stat.st_size < self._offset:
+            self._reset()
+            self._inode = stat.st_ino
+        if stat.st_size == self._offset:
+            return self
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read(stat.st_size - self._offset)
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return self  # only a partial line so far
+        for line in chunk[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                self.unreadable_lines += 1
+                continue
+            if isinstance(event, dict):
+                self.events.append(event)
+            else:
+                self.unreadable_lines += 1
+        self._offset += end + 1
+        return self
+
+
+def read_events(episode_dir: Path) -> list[dict[str, Any]]:
+    """Every complete event an episode has logged so far (``[]`` when there is no log yet)."""
+    return EventTail(episode_dir / EVENTS_FILE).refresh().events
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file, or ``None`` when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """An event's whole number; a hand-edited log's garbage counts as ``default``, never a crash."""
+    number = _number(value)
+    return int(number) if number is not None else default
+
+
+@dataclass(frozen=True)
+class RoleUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class EpisodeFigures:
+    """An episode's numbers, from its events alone (so they work while it is running)."""
+
+    episode_id: str
+    started_at: str | None = None
+    model: str | None = None
+    mcp_enabled: bool | None = None
+    max_turns: int | None = None
+    turns: int = 0
+    score: int = 0
+    max_score: int | None = None
+    deaths: int = 0
+    victory: bool = False
+    end_reason: str | None = None  # None: no end recorded (still running, or killed)
+    room_id: int | None = None
+    room_name: str | None = None
+    last_action: str | None = None
+    score_by_turn: tuple[tuple[int, int], ...] = ()
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None  # only when the provider reported one (``usage.cost``)
+    usage_by_role: Mapping[str, RoleUsage] = field(default_factory=dict)
+    mcp_calls_by_server: Mapping[str, int] = field(default_factory=dict)
+    mcp_errors: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def mcp_calls(self) -> int:
+        return sum(self.mcp_calls_by_server.values())
+
+    def per_turn(self, value: float) -> float | None:
+        return value / self.turns if self.turns else None
+
+    @classmethod
+    def from_events(cls, episode_id: str, events: Iterable[Mapping[str, Any]]) -> EpisodeFigures:
+        fields_: dict[str, Any] = {"episode_id": episode_id}
+        scores: list[tuple[int, int]] = []
+        roles: dict[str, list[int]] = {}
+        servers: Counter[str] = Counter()
+        cost: float | None = None
+        calls = prompt = completion = deaths = mcp_errors = 0
+        for event in events:
+            kind = event.get("event_type")
+            if kind == "episode_start":
+                fields_["started_at"] = event.get("timestamp")
+                fields_["model"] = event.get("agent_model")
+                fields_["mcp_enabled"] = event.get("mcp_enabled")
+                fields_["max_turns"] = event.get("max_turns")
+                scores = [(0, 0)]
+            elif kind == "turn":
+                turn, score = _int(event.get("turn")), _int(event.get("score"))
+                scores.append((turn, score))
+                deaths += bool(event.get("died"))
+                fields_.update(
+                    turns=turn,
+                    score=score,
+                    room_id=event.get("room_id"),
+                    room_name=event.get("room_name"),
+                    last_action=event.get("action"),
+                )
+            elif kind == "llm_call":
+                usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
+                role = roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
+                p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+                calls, prompt, completion = calls + 1, prompt + p, completion + c
+                role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
+                if (spent := _number(usage.get("cost"))) is not None:
+                    cost = (cost or 0.0) + spent
+            elif kind == "mcp_tool_call":
+                server = event.get("server_name") or str(event.get("tool_name", "?")).split(".", 1)[0]
+                servers[str(server)] += 1
+            elif kind in ("mcp_tool_error", "mcp_tool_timeout"):
+                mcp_errors += 1
+            elif kind == "episode_end":
+                fields_.update(
+                    end_reason=event.get("end_reason") or "unknown",
+                    score=_int(event.get("score"), fields_.get("score", 0)),
+                    max_score=event.get("max_score"),
+                    turns=_int(event.get("turns"), fields_.get("turns", 0)),
+                    victory=bool(event.get("victory")),
+                )
+                deaths = _int(event.get("deaths"), deaths)
+        return cls(
+            **fields_,
+            deaths=deaths,
+            score_by_turn=tuple(scores),
+            llm_calls=calls,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost=cost,
+            usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
+            mcp_calls_by_server=dict(sorted(servers.items())),
+            mcp_errors=mcp_errors,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape the viewer's API serves."""
+        return {
+            "id": self.episode_id,
+            "started_at": self.started_at,
+            "model": self.model,
+            "mcp_enabled": self.mcp_enabled,
+            "max_turns": self.max_turns,
+            "turns": self.turns,
+            "score": self.score,
+            "max_score": self.max_score,
+            "deaths": self.deaths,
+            "victory": self.victory,
+            "end_reason": self.end_reason,
+            "finished": self.finished,
+            "room_id": self.room_id,
+            "room_name": self.room_name,
+            "last_action": self.last_action,
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "usage_by_role": {
+                name: {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+                for name, u in self.usage_by_role.items()
+            },
+            "mcp_calls": self.mcp_calls,
+            "mcp_calls_by_server": dict(self.mcp_calls_by_server),
+            "mcp_errors": self.mcp_errors,
+        }

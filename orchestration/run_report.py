@@ -1,0 +1,512 @@
+"""Run reports: what a run of several episodes scored, and how runs compare.
+
+``main.py --episodes N`` ends by writing a run folder (``game_files/runs/<run id>/``):
+
+- ``results.csv``: one row per episode (score, turns, deaths, end reason, LLM calls and
+  tokens, cost when the provider reported it, MCP calls per server);
+- ``scores.csv``: the score after every turn of every episode;
+- ``report.md``: the table across episodes (mean, median, max...) and each episode's row;
+- ``score_over_turns.png``: one line per episode.
+
+Comparing runs (two models, MCP on and off...) reads only those folders::
+
+    uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
+
+prints one table (a row per run) and writes ``comparison.md`` and ``comparison.png`` (the
+runs' mean score over turns, with each episode faint behind it). A run folder can also be
+built from episode folders after the fact::
+
+    uv run python -m orchestration.run_report report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from orchestration.episode_records import EVENTS_FILE, EpisodeFigures, read_events
+from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from shared_utils import atomic_write_text, escape_control_chars
+
+RESULTS_CSV = "results.csv"
+SCORES_CSV = "scores.csv"
+REPORT_MD = "report.md"
+SCORE_PNG = "score_over_turns.png"
+COMPARISON_MD = "comparison.md"
+COMPARISON_PNG = "comparison.png"
+UNFINISHED = "unfinished"  # no end recorded: the run was killed mid-episode
+
+
+class RunReportError(Exception):
+    """A run folder that cannot be read; the message names it and what is missing."""
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One episode's line in ``results.csv``."""
+
+    episode_id: str
+    started_at: str
+    model: str
+    mcp_enabled: bool
+    end_reason: str
+    victory: bool
+    score: int
+    max_score: int
+    turns: int
+    deaths: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    mcp_calls: int
+    mcp_calls_by_server: str  # "server=calls;server=calls"
+    mcp_errors: int
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def from_figures(cls, figures: EpisodeFigures) -> EpisodeRow:
+        return cls(
+            episode_id=figures.episode_id,
+            started_at=figures.started_at or "",
+            model=figures.model or "",
+            mcp_enabled=bool(figures.mcp_enabled),
+            end_reason=figures.end_reason or UNFINISHED,
+            victory=figures.victory,
+            score=figures.score,
+            max_score=figures.max_score or 350,
+            turns=figures.turns,
+            deaths=figures.deaths,
+            llm_calls=figures.llm_calls,
+            prompt_tokens=figures.prompt_tokens,
+            completion_tokens=figures.completion_tokens,
+            cost=figures.cost,
+            mcp_calls=figures.mcp_calls,
+            mcp_calls_by_server=";".join(f"{name}={n}" for name, n in figures.mcp_calls_by_server.items()),
+            mcp_errors=figures.mcp_errors,
+        )
+
+    def to_csv(self) -> dict[str, str]:
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+    @classmethod
+    def from_csv(cls, row: dict[str, str]) -> EpisodeRow:
+        values: dict[str, Any] = {}
+        for name in CSV_FIELDS:
+            raw = row[name]
+            if name in _BOOL_FIELDS:
+                values[name] = raw == "true"
+            elif name == "cost":
+                values[name] = float(raw) if raw else None
+            elif name in _TEXT_FIELDS:
+                values[name] = raw
+            else:
+                values[name] = int(raw)
+        return cls(**values)
+
+
+CSV_FIELDS = [f.name for f in fields(EpisodeRow)]
+_BOOL_FIELDS = {"mcp_enabled", "victory"}
+_TEXT_FIELDS = {"episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
+
+
+@dataclass(frozen=True)
+class Spread:
+    mean: float
+    median: float
+    minimum: float
+    maximum: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        if not values:
+            return cls(0.0, 0.0, 0.0, 0.0)
+        return cls(statistics.fmean(values), statistics.median(values), min(values), max(values))
+
+
+def _per_turn(total: float, turns: int) -> float:
+    return total / turns if turns else 0.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The figures across one run's episodes."""
+
+    name: str
+    rows: tuple[EpisodeRow, ...]
+    scores: dict[str, tuple[tuple[int, int], ...]]  # episode id -> (turn, score) from turn 0
+
+    @property
+    def models(self) -> str:
+        return ", ".join(sorted({r.model for r in self.rows if r.model})) or "?"
+
+    @property
+    def mcp(self) -> str:
+        settings = {r.mcp_enabled for r in self.rows}
+        return "on" if settings == {True} else "off" if settings == {False} else "mixed"
+
+    @property
+    def score(self) -> Spread:
+        return Spread.of([r.score for r in self.rows])
+
+    @property
+    def turns(self) -> Spread:
+        return Spread.of([r.turns for r in self.rows])
+
+    @property
+    def deaths(self) -> Spread:
+        return Spread.of([r.deaths for r in self.rows])
+
+    @property
+    def total_turns(self) -> int:
+        return sum(r.turns for r in self.rows)
+
+    @property
+    def llm_calls_per_turn(self) -> float:
+        return _per_turn(sum(r.llm_calls for r in self.rows), self.total_turns)
+
+    @property
+    def tokens_per_turn(self) -> float:
+        return _per_turn(sum(r.tokens for r in self.rows), self.total_turns)
+
+    @property
+    def mcp_calls_per_turn(self) -> float:
+        return _per_turn(sum(r.mcp_calls for r in self.rows), self.total_turns)
+
+    @property
+    def cost(self) -> float | None:
+        """Total cost, when every episode's provider reported it (a partial sum would mislead)."""
+        costs = [r.cost for r in self.rows]
+        return sum(c for c in costs if c is not None) if costs and None not in costs else None
+
+    @property
+    def end_reasons(self) -> str:
+        counts = Counter(r.end_reason for r in self.rows)
+        return ", ".join(f"{reason} ×{n}" for reason, n in counts.most_common())
+
+    @property
+    def mcp_by_server(self) -> str:
+        counts: Counter[str] = Counter()
+        for row in self.rows:
+            for part in filter(None, row.mcp_calls_by_server.split(";")):
+                name, _, n = part.rpartition("=")
+                counts[name] += int(n)
+        return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none"
+
+
+# ---------------------------------------------------------------------- building and reading
+def summarize_episodes(name: str, episode_dirs: Iterable[Path]) -> RunSummary:
+    rows, scores = [], {}
+    for folder in episode_dirs:
+        figures = EpisodeFigures.from_events(folder.name, read_events(folder))
+        rows.append(EpisodeRow.from_figures(figures))
+        scores[figures.episode_id] = figures.score_by_turn
+    return RunSummary(name, tuple(rows), scores)
+
+
+def read_run(folder: Path) -> RunSummary:
+    """A run folder written by ``write_run``."""
+    results, per_turn = folder / RESULTS_CSV, folder / SCORES_CSV
+    if not results.is_file() or not per_turn.is_file():
+        raise RunReportError(
+            f"{folder} is not a run folder: it needs {RESULTS_CSV} and {SCORES_CSV} "
+            "(main.py --episodes N writes them under game_files/runs/)."
+        )
+    try:
+        with results.open(newline="", encoding="utf-8") as fh:
+            rows = tuple(EpisodeRow.from_csv(row) for row in csv.DictReader(fh))
+        scores: dict[str, list[tuple[int, int]]] = {row.episode_id: [] for row in rows}
+        with per_turn.open(newline="", encoding="utf-8") as fh:
+            for line in csv.DictReader(fh):
+                scores.setdefault(line["episode_id"], []).append((int(line["turn"]), int(line["score"])))
+    except (KeyError, ValueError) as exc:
+        raise RunReportError(f"{folder}: a malformed row in its CSV files ({type(exc).__name__}: {exc})") from exc
+    return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()})
+
+
+def write_run(folder: Path, episode_dirs: Sequence[Path]) -> RunSummary:
+    """Write the run folder for these episodes; returns its summary."""
+    summary = summarize_episodes(folder.name, episode_dirs)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / RESULTS_CSV, _csv(CSV_FIELDS, [row.to_csv() for row in summary.rows]))
+    score_rows = [
+        {"episode_id": episode_id, "turn": str(turn), "score": str(score)}
+        for episode_id, points in summary.scores.items()
+        for turn, score in points
+    ]
+    atomic_write_text(folder / SCORES_CSV, _csv(["episode_id", "turn", "score"], score_rows))
+    atomic_write_text(folder / REPORT_MD, run_markdown(summary))
+    plot_runs([summary], folder / SCORE_PNG, title=f"Score over turns: run {summary.name}", per_episode=True)
+    return summary
+
+
+def _csv(header: list[str], rows: list[dict[str, str]]) -> str:
+    buffer = StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------- tables
+def _num(value: float, digits: int = 1) -> str:
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
+
+
+def _cost(value: float | None) -> str:
+    return "not reported" if value is None else f"${value:.4f}"
+
+
+def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(":---" if a == "l" else "---:" for a in align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def run_table(summary: RunSummary) -> str:
+    """The table across a run's episodes (what main.py prints at the end)."""
+    n = len(summary.rows)
+    rows = [
+        ("score", summary.score),
+        ("turns", summary.turns),
+        ("deaths", summary.deaths),
+    ]
+    spread_rows = [(label, _num(s.mean), _num(s.median), _num(s.minimum), _num(s.maximum)) for label, s in rows]
+    table = _markdown_table(("", "mean", "median", "min", "max"), spread_rows, "lrrrr")
+    total_cost = summary.cost
+    facts = [
+        f"Episodes: {n} · model {summary.models} · MCP {summary.mcp}",
+        f"End reasons: {summary.end_reasons}",
+        f"LLM calls per turn: {summary.llm_calls_per_turn:.2f} · tokens per turn: {summary.tokens_per_turn:.0f}",
+        f"Cost: {_cost(total_cost)}"
+        + (f" ({_cost(total_cost / n)} per episode)" if total_cost is not None and n else ""),
+        f"MCP calls: {sum(r.mcp_calls for r in summary.rows)} ({summary.mcp_calls_per_turn:.2f} per turn; "
+        f"by server: {summary.mcp_by_server})",
+    ]
+    return table + "\n\n" + "\n".join(facts)
+
+
+def episodes_table(summary: RunSummary) -> str:
+    header = (
+        "episode",
+        "score",
+        "turns",
+        "deaths",
+        "end",
+        "LLM calls/turn",
+        "tokens/turn",
+        "cost",
+        "MCP calls",
+    )
+    rows = [
+        (
+            r.episode_id,
+            f"{r.score}/{r.max_score}",
+            str(r.turns),
+            str(r.deaths),
+            r.end_reason,
+            f"{_per_turn(r.llm_calls, r.turns):.2f}",
+            f"{_per_turn(r.tokens, r.turns):.0f}",
+            _cost(r.cost),
+            str(r.mcp_calls),
+        )
+        for r in summary.rows
+    ]
+    return _markdown_table(header, rows, "lrrrlrrrr")
+
+
+def run_markdown(summary: RunSummary) -> str:
+    return (
+        f"# ZorkGPT run {summary.name}\n\n{run_table(summary)}\n\n## Episodes\n\n{episodes_table(summary)}\n\n"
+        f"![Score over turns]({SCORE_PNG})\n"
+    )
+
+
+def comparison_table(runs: Sequence[RunSummary]) -> str:
+    header = (
+        "run",
+        "model",
+        "MCP",
+        "episodes",
+        "score mean",
+        "median",
+        "max",
+        "turns mean",
+        "deaths mean",
+        "victories",
+        "LLM calls/turn",
+        "tokens/turn",
+        "cost",
+        "MCP calls/turn",
+    )
+    rows = [
+        (
+            run.name,
+            run.models,
+            run.mcp,
+            str(len(run.rows)),
+            _num(run.score.mean),
+            _num(run.score.median),
+            _num(run.score.maximum),
+            _num(run.turns.mean),
+            _num(run.deaths.mean, 2),
+            str(sum(r.victory for r in run.rows)),
+            f"{run.llm_calls_per_turn:.2f}",
+            f"{run.tokens_per_turn:.0f}",
+            _cost(run.cost),
+            f"{run.mcp_calls_per_turn:.2f}",
+        )
+        for run in runs
+    ]
+    return _markdown_table(header, rows, "lllrrrrrrrrrrr")
+
+
+# ---------------------------------------------------------------------- plots
+def mean_curve(scores: dict[str, tuple[tuple[int, int], ...]]) -> list[tuple[int, float]]:
+    """The mean score after each turn; an episode that ended keeps its final score."""
+    curves = [dict(points) for points in scores.values() if points]
+    if not curves:
+        return []
+    last = max(max(curve) for curve in curves)
+    out, held = [], [0] * len(curves)
+    for turn in range(last + 1):
+        for i, curve in enumerate(curves):
+            held[i] = curve.get(turn, held[i])
+        out.append((turn, statistics.fmean(held)))
+    return out
+
+
+def plot_runs(runs: Sequence[RunSummary], path: Path, title: str, per_episode: bool) -> None:
+    """A PNG of score over turns: one line per episode (``per_episode``), or per run its mean
+    curve with its episodes faint behind it."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display, no GUI toolkit
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.8), dpi=110)
+    try:
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for index, run in enumerate(runs):
+            colour = colours[index % len(colours)]
+            for episode_id, points in run.scores.items():
+                if not points:
+                    continue
+                turns, scores = zip(*points, strict=True)
+                if per_episode:
+                    ax.step(turns, scores, where="post", linewidth=1.6, label=episode_id)
+                else:
+                    ax.step(turns, scores, where="post", color=colour, alpha=0.22, linewidth=1)
+            if not per_episode and (curve := mean_curve(run.scores)):
+                turns, means = zip(*curve, strict=True)
+                label = f"{run.name} ({run.models}, MCP {run.mcp}, {len(run.rows)} episodes)"
+                ax.plot(turns, means, color=colour, linewidth=2.4, label=label)
+        ax.set_title(title)
+        ax.set_xlabel("turn")
+        ax.set_ylabel("score" if per_episode else "score (mean line; episodes faint)")
+        lowest = min((score for run in runs for points in run.scores.values() for _, score in points), default=0)
+        ax.set_ylim(bottom=min(0, lowest - 5))  # a death costs 10 points: scores can go below zero
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3)
+        handles, _ = ax.get_legend_handles_labels()
+        if 0 < len(handles) <= 12:
+            ax.legend(fontsize=8, loc="upper left")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+def compare_runs(folders: Sequence[Path], out: Path) -> str:
+    """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns the table."""
+    runs = [read_run(folder) for folder in folders]
+    names = [run.name for run in runs]
+    if len(set(names)) != len(names):
+        raise RunReportError(f"Two run folders have the same name ({', '.join(names)}): rename one to tell them apart.")
+    table = comparison_table(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = "\n".join(f"- {run.name}: {folder.resolve()}" for run, folder in zip(runs, folders, strict=True))
+    atomic_write_text(
+        out / COMPARISON_MD,
+        f"# ZorkGPT runs compared\n\n{table}\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
+    )
+    plot_runs(runs, out / COMPARISON_PNG, title="Score over turns, by run", per_episode=False)
+    return table
+
+
+# ---------------------------------------------------------------------- main.py's end of run
+def new_run_folder(workdir: Path) -> Path:
+    """``workdir/runs/<UTC timestamp>``: sortable, and readable in a comparison's table."""
+    return workdir / "runs" / datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
+
+
+def report_run(workdir: Path, episode_dirs: Sequence[Path]) -> int:
+    """Write the run folder for the episodes just played and print the table (stdout); the exit code."""
+    if not episode_dirs:
+        return EXIT_OK
+    folder = new_run_folder(workdir)
+    try:
+        summary = write_run(folder, episode_dirs)
+    except OSError as exc:
+        print(f"The episodes were played, but the run report could not be written to {folder}: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    print(escape_control_chars(run_table(summary)))  # end reasons may quote a provider's error text
+    print(
+        f"Run report: {folder / REPORT_MD} (compare runs: python -m orchestration.run_report compare RUN...)",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- command line
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    compare = commands.add_parser("compare", help="compare run folders side by side: one table, one plot")
+    compare.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER", help="folders under game_files/runs/")
+    compare.add_argument("--out", type=Path, default=Path("comparison"), help="where to write (default ./comparison)")
+    report = commands.add_parser("report", help="build a run folder from episode folders")
+    report.add_argument("episodes", nargs="+", type=Path, metavar="EPISODE_FOLDER")
+    report.add_argument("--out", type=Path, required=True, help="the run folder to write")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "compare":
+            print(escape_control_chars(compare_runs(args.runs, args.out)))
+            print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
+        else:
+            missing = [str(p) for p in args.episodes if not (p / EVENTS_FILE).is_file()]
+            if missing:
+                print(f"Not episode folders (no episode_log.jsonl): {', '.join(missing)}", file=sys.stderr)
+                return EXIT_SETUP
+            print(escape_control_chars(run_table(write_run(args.out, args.episodes))))
+            print(f"Written: {args.out}", file=sys.stderr)
+    except RunReportError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_SETUP
+    except OSError as exc:
+        print(f"Could not write the report: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Reading episode folders while they are written: the incremental JSONL reader and the figures
+condensed from a real scripted game's events."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestration.episode_records import EpisodeFigures, EventTail, read_events, read_json
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
+from tests.scripted_llm import ScriptedLLMServer
+
+PRICE = 0.00125  # what the scripted provider says each call cost
+
+
+class PricedWalkthrough(WalkthroughModel):
+    """The walkthrough, with an OpenRouter-style ``usage.cost`` on every reply."""
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        reply = super().__call__(body, index)
+        reply["usage"] = {**reply["usage"], "cost": PRICE}
+        return reply
+
+
+def test_figures_of_a_real_game_match_the_game_and_the_provider(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    turns = 5
+    state = play_walkthrough(
+        llm_server, tmp_path, game_file, "priced", turns, model=PricedWalkthrough(walkthrough(game_file)[:turns])
+    )
+    episode_dir = tmp_path / "game_files" / "episodes" / "priced"
+    figures = EpisodeFigures.from_events("priced", read_events(episode_dir))
+    assert figures.finished and figures.end_reason == "max_turns"
+    assert (figures.score, figures.max_score, figures.turns) == (state.score, 350, turns)
+    assert figures.model == AGENT_MODEL and figures.mcp_enabled is False
+    assert figures.room_id == state.current_room_id and figures.last_action == walkthrough(game_file)[turns - 1].lower()
+    assert figures.score_by_turn[0] == (0, 0) and figures.score_by_turn[-1] == (turns, state.score)
+    assert [t for t, _ in figures.score_by_turn] == list(range(turns + 1))
+    calls = len(llm_server.requests)
+    assert figures.llm_calls == calls and figures.prompt_tokens == 10 * calls and figures.completion_tokens == 5 * calls
+    assert figures.cost == pytest.approx(PRICE * calls)
+    assert figures.usage_by_role["Agent"].calls == turns
+    assert figures.mcp_calls == 0 and figures.mcp_calls_by_server == {}
+    assert figures.per_turn(figures.llm_calls) == pytest.approx(calls / turns)
+    # The summary the synthesizer wrote agrees with the events.
+    summary = read_json(episode_dir / "episode_summary.json")
+    assert summary is not None and summary["llm_usage"]["total"]["calls"] == calls
+
+
+def test_no_cost_reported_means_unknown_not_zero(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    play_walkthrough(llm_server, tmp_path, game_file, "free", 2)
+    figures = EpisodeFigures.from_events("free", read_events(tmp_path / "game_files" / "episodes" / "free"))
+    assert figures.llm_calls > 0 and figures.cost is None
+
+
+def test_event_tail_reads_only_complete_lines_and_starts_over_on_a_new_file(tmp_path: Path) -> None:
+    path = tmp_path / "episode_log.jsonl"
+    tail = EventTail(path)
+    assert tail.refresh().events == []  # no file yet
+    first, second = {"event_type": "episode_start", "n": 1}, {"event_type": "turn", "turn": 1, "text": "ünïcode"}
+    second_line = json.dumps(second, ensure_ascii=False).encode()
+    path.write_bytes(json.dumps(first).encode() + b"\n" + second_line[:7])
+    assert tail.refresh().events == [first]
+    with path.open("ab") as fh:
+        fh.write(second_line[7:] + b"\n[1, 2]\n\xff\xfe\n")
+    assert tail.refresh().events == [first, second]
+    assert tail.unreadable_lines == 2  # a JSON list and invalid UTF-8
+    # The file replaced (a new run with the same id): read from the start.
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_text(json.dumps({"event_type": "episode_start", "n": 2}) + "\n")
+    replacement.replace(path)
+    assert tail.refresh().events == [{"event_type": "episode_start", "n": 2}]
+    assert tail.unreadable_lines == 0
+    path.unlink()
+    assert tail.refresh().events == []
+
+
+def test_read_json_is_none_for_missing_broken_or_non_object_files(tmp_path: Path) -> None:
+    assert read_json(tmp_path / "missing.json") is None
+    (tmp_path / "broken.json").write_text('{"score": ')
+    assert read_json(tmp_path / "broken.json") is None
+    (tmp_path / "list.json").write_text("[1]")
+    assert read_json(tmp_path / "list.json") is None
+    (tmp_path / "ok.json").write_text('{"score": 5}')
+    assert read_json(tmp_path / "ok.json") == {"score": 5}
+
+
+def test_a_hand_edited_log_with_garbage_values_is_read_not_crashed_on() -> None:
+    events = [
+        {"event_type": "episode_start", "agent_model": "m"},
+        {"event_type": "turn", "turn": "seven", "score": None, "died": False},
+        {"event_type": "llm_call", "usage": {"prompt_tokens": "many", "completion_tokens": 5}},
+        {"event_type": "llm_call", "usage": "not a mapping"},
+        {"event_type": "turn", "turn": 2, "score": 5},
+    ]
+    figures = EpisodeFigures.from_events("edited", events)
+    assert figures.score_by_turn == ((0, 0), (0, 0), (2, 5))
+    assert (figures.llm_calls, figures.prompt_tokens, figures.completion_tokens) == (2, 0, 5)
+    assert figures.turns == 2 and figures.score == 5 and not figures.finished

@@ -1,0 +1,216 @@
+"""Run reports on real scripted games: ``main.py --episodes N`` writes the run folder and prints
+the table; ``python -m orchestration.run_report`` builds run folders and compares them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from orchestration.episode_records import read_events
+from orchestration.run_report import (
+    COMPARISON_MD,
+    COMPARISON_PNG,
+    REPORT_MD,
+    RESULTS_CSV,
+    SCORE_PNG,
+    SCORES_CSV,
+    RunSummary,
+    mean_curve,
+    read_run,
+    summarize_episodes,
+)
+from tests.e2e_support import AGENT_MODEL, play_walkthrough, walkthrough
+from tests.main_support import REPO, clean_env, scripted_env
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+
+TURNS = 6
+TO_CANYON_AND_JUMP = ["south", "east", "east", "east", "jump", "look"]  # dies on turn 5
+# matplotlib's first three default line colours: one per episode (or per run) in the plots.
+LINE_COLOURS = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C), (0xD6, 0x27, 0x28)]
+
+
+class ThreeEpisodes:
+    """Episode 1 follows the walkthrough (5 points), episode 2 jumps into the canyon (one
+    death), episode 3 only looks. A new episode shows as the context's "Turn 1 |" again."""
+
+    def __init__(self, commands: list[str]) -> None:
+        self.scripts = [commands[:TURNS], TO_CANYON_AND_JUMP, ["look"] * TURNS]
+        self.episode = -1
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") != AGENT_MODEL:
+            return completion(json.dumps({}))
+        text = body["messages"][-1]["content"]
+        text = text if isinstance(text, str) else text[0]["text"]
+        turn = int(re.search(r"Turn (\d+) \|", text)[1])  # type: ignore[index]
+        if turn == 1:
+            self.episode += 1
+        return agent_reply(self.scripts[self.episode][turn - 1])
+
+
+def png_colours(path: Path) -> set[tuple[int, int, int]]:
+    image = Image.open(path).convert("RGB")
+    return {colour for _, colour in image.getcolors(maxcolors=1 << 20) or []}
+
+
+def test_main_episodes_writes_the_run_folder_and_prints_the_table(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(ThreeEpisodes(walkthrough(game_file)))
+    learning_off = {
+        f"ZORKGPT_{name}": "false"
+        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+    }
+    env = clean_env(scripted_env(llm_server, tmp_path, game_file, **learning_off))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "main.py"), "--episodes", "3", "--max-turns", str(TURNS)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    episode_dirs = sorted((tmp_path / "runs" / "episodes").iterdir())
+    assert len(episode_dirs) == 3
+    # What each episode's own log says, to hold the report against.
+    finals = []
+    for folder in episode_dirs:
+        events = read_events(folder)
+        end = events[-1]
+        assert end["event_type"] == "episode_end"
+        finals.append((folder.name, end["score"], end["turns"], end["deaths"], end["end_reason"]))
+    assert [f[1] for f in finals] == [5, -10, 0] and [f[3] for f in finals] == [0, 1, 0]  # dying costs 10
+
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["episode_id"], int(r["score"]), int(r["turns"]), int(r["deaths"]), r["end_reason"]) for r in rows] == [
+        (name, score, turns, deaths, reason) for name, score, turns, deaths, reason in finals
+    ]
+    assert all(int(r["llm_calls"]) == TURNS and r["model"] == AGENT_MODEL and r["cost"] == "" for r in rows)
+    with (run_dir / SCORES_CSV).open(newline="") as fh:
+        scores = list(csv.DictReader(fh))
+    assert len(scores) == 3 * (TURNS + 1)
+    first = [int(s["score"]) for s in scores if s["episode_id"] == finals[0][0]]
+    assert first == [0, 0, 0, 0, 5, 5, 5]  # "get egg" on turn 4
+
+    # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5.
+    assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
+    assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
+    assert "End reasons: max_turns ×3" in proc.stdout
+    assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: not reported" in proc.stdout
+    report = (run_dir / REPORT_MD).read_text()
+    assert "| score | -1.7 | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert all(name in report for name, *_ in finals)
+    assert str(run_dir / REPORT_MD) in proc.stderr
+    # The plot: one line per episode, each in its own colour.
+    colours = png_colours(run_dir / SCORE_PNG)
+    assert all(c in colours for c in LINE_COLOURS[:3]) and LINE_COLOURS[3] not in colours
+
+
+def play_run(
+    llm_server: ScriptedLLMServer, root: Path, game_file: Path, commands: list[str], episodes: int
+) -> list[Path]:
+    """``episodes`` episodes of ``commands`` in one workdir under ``root``."""
+    folders = []
+    for n in range(episodes):
+        responder = lambda body, i: (  # noqa: E731
+            agent_reply(commands[min(i, len(commands) - 1)]) if body["model"] == AGENT_MODEL else completion("{}")
+        )
+        llm_server.requests.clear()
+        play_walkthrough(llm_server, root, game_file, f"ep{n}", len(commands), model=responder)
+        folders.append(root / "game_files" / "episodes" / f"ep{n}")
+    return folders
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.run_report", *args],
+        cwd=cwd,
+        env=clean_env({"PYTHONPATH": str(REPO)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    egg = play_run(llm_server, tmp_path / "a", game_file, walkthrough(game_file)[:TURNS], episodes=2)
+    idle = play_run(llm_server, tmp_path / "b", game_file, ["look"] * 3, episodes=1)
+    built = run_cli("report", *map(str, egg), "--out", str(tmp_path / "egg-hunter"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "| score | 5 | 5 | 5 | 5 |" in built.stdout
+    assert run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path).returncode == 0
+
+    compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| run | model | MCP | episodes | score mean |")
+    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 5 | 5 | 5 | {TURNS} |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 3 |")
+    markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
+    assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
+    colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
+    assert LINE_COLOURS[0] in colours and LINE_COLOURS[1] in colours and LINE_COLOURS[2] not in colours
+
+    # A folder that is not a run, and two runs that cannot be told apart, are refused by name.
+    not_run = run_cli("compare", "egg-hunter", str(tmp_path / "a"), cwd=tmp_path)
+    assert not_run.returncode == 2 and "is not a run folder" in not_run.stderr and "results.csv" in not_run.stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "idler").rename(tmp_path / "other" / "egg-hunter")
+    same = run_cli("compare", "egg-hunter", "other/egg-hunter", cwd=tmp_path)
+    assert same.returncode == 2 and "same name" in same.stderr
+    assert "Traceback" not in not_run.stderr + same.stderr
+
+
+def test_run_folder_reads_back_as_it_was_written(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
+    from orchestration.run_report import write_run
+
+    written = write_run(tmp_path / "run", folders)
+    assert read_run(tmp_path / "run") == written
+
+
+def test_mean_curve_holds_an_ended_episodes_final_score() -> None:
+    scores = {"long": ((0, 0), (1, 0), (2, 10), (3, 10)), "short": ((0, 0), (1, 4))}
+    assert mean_curve(scores) == [(0, 0.0), (1, 2.0), (2, 7.0), (3, 7.0)]
+    assert mean_curve({}) == []
+
+
+def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -> None:
+    from orchestration.run_report import EpisodeRow
+
+    base = summarize_episodes("empty", [])
+    assert base.cost is None and base.llm_calls_per_turn == 0.0
+    row = EpisodeRow.from_csv(
+        {
+            **{name: "0" for name in ("score", "max_score", "turns", "deaths", "llm_calls", "mcp_calls", "mcp_errors")},
+            "prompt_tokens": "10",
+            "completion_tokens": "5",
+            "episode_id": "a",
+            "started_at": "",
+            "model": "m",
+            "mcp_enabled": "false",
+            "end_reason": "max_turns",
+            "victory": "false",
+            "cost": "0.5",
+            "mcp_calls_by_server": "",
+        }
+    )
+    priced = RunSummary("r", (row, row), {})
+    assert priced.cost == pytest.approx(1.0)
+    unpriced = RunSummary("r", (row, EpisodeRow(**{**row.__dict__, "cost": None})), {})
+    assert unpriced.cost is None

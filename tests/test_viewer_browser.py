@@ -1,0 +1,246 @@
+"""The viewer in a real browser: headless Chromium (Debian's ``chromium``, driven by Playwright)
+opens the page on a finished scripted game and on one the test plays turn by turn, and checks
+that the score, the current room on the map and the latest command appear and then update.
+
+What the page must show comes from Jericho itself (``walkthrough_turns``), not from the files
+the viewer reads. Screenshots go to the test's tmp folder (the path is printed); set
+``ZORKGPT_SCREENSHOT_DIR`` to keep them somewhere else (the README's come from there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.game_state import GameState
+from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, walkthrough
+from tests.mcp_test_servers.helpers import REPO_ROOT
+from tests.scripted_llm import ScriptedLLMServer
+from tests.test_mcp_e2e import ThinkingWalkthroughModel
+from tests.walkthrough_turns import walkthrough_turns
+from viewer.server import RunningViewer, start_viewer
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (uv sync installs it)")
+CHROMIUM = os.environ.get("ZORKGPT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)"
+)
+# Never let the browser reach out: no updates, no sync, no QUIC probes.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+expect = playwright_api.expect
+expect.set_options(timeout=30_000)  # a loaded CI machine; a failure still fails, just later
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[playwright_api.Browser]:
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: playwright_api.Browser) -> Iterator[playwright_api.Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert errors == [], f"the page logged errors: {errors}"
+
+
+@pytest.fixture
+def viewer(tmp_path: Path) -> Iterator[RunningViewer]:
+    running = start_viewer(tmp_path / "game_files", port=0)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def screenshot(page: playwright_api.Page, tmp_path: Path, name: str) -> Path:
+    folder = Path(os.environ.get("ZORKGPT_SCREENSHOT_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+def in_thread(work: Callable[[], T]) -> T:
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(work())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def expect_turn(page: playwright_api.Page, game_file: Path, turn: int, max_turns: int) -> None:
+    """The page shows Jericho's truth after ``turn`` walkthrough turns."""
+    truth = walkthrough_turns(game_file)[turn - 1]
+    expect(page.locator("#latest-command")).to_have_text(f"> {truth.action.lower()}")
+    expect(page.locator("#score")).to_have_text(f"{truth.score_after} / 350")
+    expect(page.locator("#turn")).to_have_text(f"{turn} / {max_turns}")
+    # Names come from the game's text ("North of House"), Jericho's object names differ ("North House").
+    expect(page.locator("#room")).to_have_text(re.compile(rf"^\S.* #{truth.room_id_after}$"))
+    expect(page.locator("#map g.room.current")).to_have_attribute("data-room-id", str(truth.room_id_after))
+    expect(page.locator("#map g.room.current")).to_have_count(1)
+    expect(page.locator("#transcript article.turn").first).to_have_attribute("data-turn", str(turn))
+
+
+def test_finished_episode_shows_score_map_transcript_and_tool_calls(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, viewer: RunningViewer, page: playwright_api.Page
+) -> None:
+    turns = 6
+    model = ThinkingWalkthroughModel(walkthrough(game_file)[:turns], every=3)
+    # A generous start-up limit: the server starts once per turn on a shared, loaded machine.
+    mcp = {"enabled": True, "config_file": str(REPO_ROOT / "mcp_config.json"), "server_startup_timeout_seconds": 60}
+    # Played in its own thread: Playwright's sync API keeps an event loop running in this one,
+    # and the MCP agent runs each turn under its own asyncio.run.
+    state = in_thread(
+        lambda: play_walkthrough(llm_server, tmp_path, game_file, "finished", turns, model=model, mcp=mcp)
+    )
+    assert model.thinking_turns == [3, 6]
+
+    page.goto(f"{viewer.url}#finished")
+    expect_turn(page, game_file, turns, turns)
+    expect(page.locator("#status")).to_have_text("finished: max_turns")
+    expect(page.locator("#transcript article.turn")).to_have_count(turns)
+    # The chart: one step line whose last point is the final score.
+    expect(page.locator("#chart path.score-line")).to_have_count(1)
+    expect(page.locator("#chart text.score-label")).to_have_text(str(state.score))
+    # The map: every room of map_state.json, drawn with its engine id.
+    rooms = json.loads((tmp_path / "game_files" / "map_state.json").read_text())["rooms"]
+    expect(page.locator("#map g.room")).to_have_count(len(rooms))
+    for room_id in rooms:
+        expect(page.locator(f'#map g.room[data-room-id="{room_id}"] text.room-id')).to_contain_text(f"#{room_id}")
+    # Figures: the scripted server counted the LLM calls; thoughtbox was called twice.
+    expect(page.locator("#llm-calls")).to_have_text(str(len(llm_server.requests)))
+    expect(page.locator("#mcp-calls")).to_have_text("2")
+    expect(page.locator("#figures")).to_contain_text("thoughtbox: 2 calls")
+
+    # The latest turn shows its tool calls; an earlier one opens them on a click.
+    turn_six = page.locator('#transcript article.turn[data-turn="6"]')
+    expect(turn_six.locator("summary", has_text="thoughtbox.think")).to_be_visible()
+    turn_three = page.locator('#transcript article.turn[data-turn="3"]')
+    expect(turn_three.locator(".command")).to_have_text(f"> {walkthrough(game_file)[2].lower()}")
+    expect(turn_three.locator("summary", has_text="thoughtbox.think")).to_be_hidden()
+    turn_three.get_by_text("Tool calls (1)").click()
+    turn_three.locator("summary", has_text="thoughtbox.think").click()
+    arguments, result = turn_three.locator(".tools pre").nth(0), turn_three.locator(".tools pre").nth(1)
+    expect(arguments).to_contain_text('"thought": "Turn 3: follow the plan."')
+    expect(result).to_contain_text("thoughtNumber")
+    turn_three.get_by_text("Reasoning").click()
+    expect(turn_three.locator("pre.reasoning")).to_have_text("walkthrough step 3")
+    screenshot(page, tmp_path, "viewer-finished.png")
+
+
+class SteppedEpisode:
+    """A real episode played in a thread, one turn each time the test says so."""
+
+    def __init__(self, orchestrator: ZorkOrchestratorV2) -> None:
+        self.orchestrator = orchestrator
+        self.state: GameState | None = None
+        self.error: BaseException | None = None
+        self._gate = threading.Semaphore(0)
+        play_turn = orchestrator._process_turn
+
+        def gated_turn() -> bool:
+            if not self._gate.acquire(timeout=300):
+                raise TimeoutError("the test never released the next turn")
+            return play_turn()
+
+        orchestrator._process_turn = gated_turn  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self._play, name="stepped-episode")
+        self._thread.start()
+
+    def _play(self) -> None:
+        try:
+            self.state = self.orchestrator.play_episode()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread, which re-raises it
+            self.error = exc
+        finally:
+            self.orchestrator.close()
+
+    def advance(self, turns: int = 1) -> None:
+        self._gate.release(turns)
+
+    def finish(self) -> GameState:
+        self.orchestrator.stop_requested = True  # ends after the turn in flight, if any
+        self._gate.release(1)
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.state is not None
+        return self.state
+
+
+def test_running_episode_updates_without_reloading(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, viewer: RunningViewer, page: playwright_api.Page
+) -> None:
+    # An earlier episode mapped the forest: those rooms are known but not visited by the new one.
+    play_walkthrough(llm_server, tmp_path, game_file, "earlier", 4)
+    commands = walkthrough(game_file)
+    max_turns = 6
+    llm_server.respond_with(WalkthroughModel(commands))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    game = SteppedEpisode(
+        ZorkOrchestratorV2(episode_id="running", config=config, console=False, max_turns_per_episode=max_turns)
+    )
+    try:
+        page.goto(viewer.url)  # no episode named: the page follows the newest one
+        expect(page.locator("#status")).to_have_text("live")
+        expect(page.locator("#turn")).to_have_text(f"0 / {max_turns}")
+        expect(page.locator("#map g.room.current")).to_have_attribute("data-room-id", "180")  # West of House
+        expect(page.locator('#map g.room.unvisited[data-room-id="88"]')).to_have_count(1)  # Up a Tree
+
+        game.advance()
+        expect_turn(page, game_file, 1, max_turns)
+        game.advance(3)  # up the tree and "get egg": +5
+        expect_turn(page, game_file, 4, max_turns)
+        expect(page.locator('#map g.room.visited[data-room-id="75"]')).to_have_count(1)  # Forest Path, passed
+        expect(page.locator("#chart text.score-label")).to_have_text("5")
+        screenshot(page, tmp_path, "viewer-running.png")
+
+        game.advance(2)
+        expect_turn(page, game_file, max_turns, max_turns)
+        expect(page.locator("#status")).to_have_text("finished: max_turns")
+        expect(page.locator("#transcript .banner").first).to_contain_text("Episode ended: max_turns")
+    finally:
+        state = game.finish()
+    assert state.turn_count == max_turns

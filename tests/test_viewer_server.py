@@ -1,0 +1,329 @@
+"""The viewer's HTTP server over real scripted games: the JSON API, incremental events, a log
+caught mid-line, refusal of anything outside the game workdir, and both ways to start it
+(``python -m viewer`` and ``main.py --view``) as real subprocesses."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.request import urlopen
+
+import pytest
+
+from orchestration.episode_records import read_events
+from session.game_state import GameState
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
+from tests.main_support import REPO, MainProcess, clean_env, scripted_env
+from tests.scripted_llm import ScriptedLLMServer
+from viewer.server import RunningViewer, start_viewer
+
+TURNS = 10
+SECRET_MARKER = "outside-the-workdir-7f3a"
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory, game_file: Path) -> tuple[Path, GameState, int]:
+    """One finished 10-turn walkthrough episode; returns (tmp root, final state, LLM requests)."""
+    root = tmp_path_factory.mktemp("viewer")
+    server = ScriptedLLMServer().start()
+    try:
+        state = play_walkthrough(server, root, game_file, "walk", TURNS)
+        requests = len(server.requests)
+    finally:
+        server.stop()
+    # Things a traversal would love to reach: a file beside the workdir, and an "episode"
+    # that is a symlink to a folder outside it.
+    (root / "secret.txt").write_text(SECRET_MARKER)
+    outside = root / "outside-episode"
+    outside.mkdir()
+    (outside / "episode_log.jsonl").write_text(json.dumps({"event_type": "turn", "action": SECRET_MARKER}) + "\n")
+    (root / "game_files" / "episodes" / "link").symlink_to(outside, target_is_directory=True)
+    return root, state, requests
+
+
+@pytest.fixture
+def viewer(played: tuple[Path, GameState, int]) -> Iterator[RunningViewer]:
+    running = start_viewer(played[0] / "game_files", port=0)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def request(
+    viewer: RunningViewer, path: str, method: str = "GET", host: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """A raw request: the path goes out exactly as given (no client-side normalising)."""
+    address, port = viewer.server.server_address[:2]
+    connection = http.client.HTTPConnection(str(address), int(port), timeout=30)
+    try:
+        connection.putrequest(method, path, skip_host=True)
+        connection.putheader("Host", host or f"127.0.0.1:{port}")
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def get_json(viewer: RunningViewer, path: str) -> Any:
+    status, headers, body = request(viewer, path)
+    assert status == 200, body
+    assert headers["Content-Type"].startswith("application/json")
+    return json.loads(body)
+
+
+def test_episode_list_gives_the_games_figures(
+    viewer: RunningViewer, played: tuple[Path, GameState, int], game_file: Path
+) -> None:
+    _, state, requests = played
+    listing = get_json(viewer, "/api/episodes")
+    assert [e["id"] for e in listing["episodes"]] == ["walk"]  # the symlinked folder is not an episode
+    episode = listing["episodes"][0]
+    assert episode["model"] == AGENT_MODEL
+    assert datetime.fromisoformat(episode["started_at"]).tzinfo is not None
+    assert (episode["score"], episode["max_score"], episode["turns"]) == (state.score, 350, TURNS)
+    assert episode["end_reason"] == "max_turns" and episode["finished"] is True
+    assert episode["llm_calls"] == requests
+    assert episode["room_id"] == state.current_room_id
+    assert episode["last_action"] == walkthrough(game_file)[TURNS - 1].lower()
+
+
+def test_episode_detail_serves_events_incrementally(viewer: RunningViewer, played: tuple[Path, GameState, int]) -> None:
+    root, state, _ = played
+    episode_dir = root / "game_files" / "episodes" / "walk"
+    events = read_events(episode_dir)
+    full = get_json(viewer, "/api/episodes/walk")
+    assert full["events"] == json.loads(json.dumps(events)) and full["next"] == len(events)
+    assert [e["turn"] for e in full["events"] if e["event_type"] == "turn"] == list(range(1, TURNS + 1))
+    tail = get_json(viewer, f"/api/episodes/walk?since={len(events) - 2}")
+    assert tail["events"] == full["events"][-2:] and tail["next"] == len(events)
+    assert get_json(viewer, f"/api/episodes/walk?since={len(events) + 50}")["events"] == []
+    assert full["summary"] == json.loads((episode_dir / "episode_summary.json").read_text())
+    assert full["state"]["current_room_id"] == state.current_room_id
+    # The map: every room of map_state.json, the current one marked, grid cells unique.
+    map_state = json.loads((root / "game_files" / "map_state.json").read_text())
+    rooms = {room["id"]: room for room in full["map"]["rooms"]}
+    assert set(rooms) == {int(k) for k in map_state["rooms"]}
+    assert [r["id"] for r in rooms.values() if r["current"]] == [state.current_room_id]
+    assert all(r["visited"] for r in rooms.values())  # one episode: it saw every room it mapped
+    assert len({(r["x"], r["y"]) for r in rooms.values()}) == len(rooms)
+    edges = {(e["from"], e["to"]) for e in full["map"]["edges"]}
+    for from_id, routes in map_state["edges"].items():
+        for to_id in routes.values():
+            assert (int(from_id), to_id) in edges or (to_id, int(from_id)) in edges
+    assert set(full["learning"]) >= {"memories", "knowledge", "objectives"}
+
+
+def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    lines = source.read_text().splitlines(keepends=True)
+    episode_dir = tmp_path / "game_files" / "episodes" / "growing"
+    episode_dir.mkdir(parents=True)
+    log = episode_dir / "episode_log.jsonl"
+    log.write_text("".join(lines[:3]))
+    running = start_viewer(tmp_path / "game_files", port=0)
+    try:
+        assert get_json(running, "/api/episodes/growing")["next"] == 3
+        cut = len(lines[3]) // 2
+        with log.open("a") as fh:
+            fh.write(lines[3][:cut])
+        half = get_json(running, "/api/episodes/growing?since=3")
+        assert half["events"] == [] and half["next"] == 3
+        with log.open("a") as fh:
+            fh.write(lines[3][cut:] + "{not json\n" + lines[4])
+        rest = get_json(running, "/api/episodes/growing?since=3")
+        assert rest["events"] == [json.loads(lines[3]), json.loads(lines[4])]
+        assert rest["unreadable_lines"] == 1
+        # No current_state.json, no summary, no map yet: still an answer, not an error.
+        assert rest["state"] is None and rest["summary"] is None and rest["map"]["rooms"] == []
+    finally:
+        running.close()
+
+
+def test_objectives_are_the_episodes_own(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    """objectives.json holds several episodes' objectives (runs share a workdir): each page shows its own."""
+    workdir = tmp_path / "game_files"
+    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    for episode_id in ("one", "two"):
+        (workdir / "episodes" / episode_id).mkdir(parents=True)
+        (workdir / "episodes" / episode_id / "episode_log.jsonl").write_text(source.read_text())
+    mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
+    theirs = {"episode_id": "one", "id": 1, "text": "Find the lamp", "status": "completed", "priority": "low"}
+    (workdir / "objectives.json").write_text(json.dumps({"objectives": [theirs, mine]}))
+    (workdir / "memories.md").write_text("# Memories\n\n- [#1] ACTIVE | a memory\n")
+    running = start_viewer(workdir, port=0)
+    try:
+        learning = get_json(running, "/api/episodes/two")["learning"]
+        assert learning["objectives"] == [mine]
+        assert learning["memories"] == "# Memories\n\n- [#1] ACTIVE | a memory\n" and learning["knowledge"] is None
+        assert get_json(running, "/api/episodes/one")["learning"]["objectives"] == [theirs]
+    finally:
+        running.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/episodes/..",
+        "/api/episodes/%2e%2e",
+        "/api/episodes/..%2F..%2Fsecret.txt",
+        "/api/episodes/walk/../../../secret.txt",
+        "/api/episodes/%2Fetc%2Fpasswd",
+        "/api/episodes/link",
+        "/api/episodes/.hidden",
+        "/static/../server.py",
+        "/static/..%2F__init__.py",
+        "/static/%2e%2e/workdir.py",
+        "/../secret.txt",
+        "/..%2Fsecret.txt",
+        "/secret.txt",
+        "//etc/passwd",
+        "/game_files/map_state.json",
+        "/episodes/walk/episode_log.jsonl",
+    ],
+)
+def test_nothing_outside_the_api_and_the_page_is_served(viewer: RunningViewer, path: str) -> None:
+    status, _, body = request(viewer, path)
+    assert status == 404, (path, body)
+    assert SECRET_MARKER.encode() not in body and b"import " not in body
+
+
+def test_only_reads_from_localhost_names(viewer: RunningViewer) -> None:
+    assert request(viewer, "/api/episodes", host="evil.example:80")[0] == 403
+    assert request(viewer, "/api/episodes", host="localhost")[0] == 200
+    assert request(viewer, "/api/episodes", method="POST")[0] == 501
+    assert request(viewer, "/api/episodes/walk", method="DELETE")[0] == 501
+    status, _, body = request(viewer, "/api/episodes/walk?since=-1")
+    assert status == 400 and b"since" in body
+
+
+def test_page_and_assets_are_served_from_the_package(viewer: RunningViewer) -> None:
+    status, headers, page = request(viewer, "/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    # Everything the page loads comes from this server: no CDN.
+    for asset in re.findall(rb'(?:src|href)="([^"]+)"', page):
+        if asset.startswith(b"data:"):
+            continue
+        assert asset.startswith(b"/static/"), asset
+        assert request(viewer, asset.decode())[0] == 200
+    head_status, head_headers, head_body = request(viewer, "/static/app.js", method="HEAD")
+    assert head_status == 200 and head_body == b"" and int(head_headers["Content-Length"]) > 1000
+
+
+# ---------------------------------------------------------------------- the two entry points
+def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
+    workdir = played[0] / "game_files"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "viewer", str(workdir), "--port", "0"],
+        cwd=REPO,
+        env=clean_env({}),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
+        assert match, line
+        listing = json.loads(urlopen_text(f"http://{match[1]}:{match[2]}/api/episodes"))
+        assert [e["id"] for e in listing["episodes"]] == ["walk"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
+    tmp_path: Path, played: tuple[Path, GameState, int]
+) -> None:
+    missing = subprocess.run(
+        [sys.executable, "-m", "viewer", str(tmp_path / "nope")],
+        cwd=REPO,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and "No game workdir" in missing.stderr and "nope" in missing.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        taken = subprocess.run(
+            [sys.executable, "-m", "viewer", str(played[0] / "game_files"), "--port", str(port)],
+            cwd=REPO,
+            env=clean_env({}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert taken.returncode == 2 and f"127.0.0.1:{port}" in taken.stderr and "--port" in taken.stderr
+    assert "Traceback" not in taken.stderr
+
+
+class ViewerProbe(WalkthroughModel):
+    """Plays the walkthrough; on the agent's third request it asks main.py's viewer what it sees."""
+
+    def __init__(self, commands: list[str]) -> None:
+        super().__init__(commands)
+        self.url: str | None = None
+        self.url_known = threading.Event()
+        self.seen: dict[str, Any] | None = None
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") == AGENT_MODEL and self.agent_calls == 2:
+            assert self.url_known.wait(timeout=60), "main.py never printed the viewer's address"
+            listing = json.loads(urlopen_text(f"{self.url}api/episodes"))
+            episode_id = listing["episodes"][0]["id"]
+            self.seen = json.loads(urlopen_text(f"{self.url}api/episodes/{episode_id}"))
+        return super().__call__(body, index)
+
+
+def urlopen_text(url: str) -> str:
+    with urlopen(url, timeout=30) as response:
+        return response.read().decode()
+
+
+def test_main_view_serves_the_game_while_it_plays(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    probe = ViewerProbe(walkthrough(game_file))
+    llm_server.respond_with(probe)
+    learning_off = {
+        f"ZORKGPT_{name}": "false"
+        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+    }
+    main = MainProcess(
+        ["--max-turns", "4", "--view", "0"], scripted_env(llm_server, tmp_path, game_file, **learning_off), cwd=tmp_path
+    )
+    try:
+        main.wait_for_stderr("Watch the game at ")
+        match = re.search(r"Watch the game at (http://127\.0\.0\.1:\d+/)", main.stderr)
+        assert match, main.stderr
+        probe.url = match[1]
+        probe.url_known.set()
+        assert main.wait(timeout=120) == 0, main.stderr
+    finally:
+        main.kill()
+    # Mid-game (the agent was choosing turn 3), the viewer showed turns 1 and 2 as played.
+    assert probe.seen is not None, main.stderr
+    assert probe.seen["episode"]["turns"] == 2 and probe.seen["episode"]["finished"] is False
+    played_turns = [e["action"] for e in probe.seen["events"] if e["event_type"] == "turn"]
+    assert played_turns == [c.lower() for c in walkthrough(game_file)[:2]]
+    # main.py stopped the viewer when it finished.
+    port = int(probe.url.rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()

@@ -1,0 +1,168 @@
+"""The viewer's HTTP server: the page, its two scripts, and a read-only JSON API.
+
+- ``GET /`` the page; ``GET /static/<name>`` its script and stylesheet (a fixed list,
+  served from this package);
+- ``GET /api/episodes`` every episode in the workdir, newest first;
+- ``GET /api/episodes/<id>?since=N`` one episode, with its events from index ``N`` on.
+
+Only GET and HEAD are answered. The server binds to 127.0.0.1 unless told otherwise and,
+on a loopback address, answers only requests addressed to a loopback host name (a web page
+elsewhere cannot reach it through DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from session.game_configuration import FilesSection
+from viewer import DEFAULT_PORT
+from viewer.workdir import EpisodeNotFoundError, GameWorkdir
+
+logger = logging.getLogger("zorkgpt.viewer")
+
+DEFAULT_HOST = "127.0.0.1"
+STATIC_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _static(name: str) -> bytes:
+    return resources.files("viewer").joinpath("static", name).read_bytes()
+
+
+class ViewerHandler(BaseHTTPRequestHandler):
+    server: ViewerHTTPServer
+    server_version = "ZorkGPTViewer"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s %s", self.address_string(), format % args)
+
+    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, data: Any, status: HTTPStatus = HTTPStatus.OK) -> None:
+        body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+        self._send(status, body, "application/json; charset=utf-8")
+
+    def _error(self, status: HTTPStatus, message: str) -> None:
+        self._json({"error": message}, status)
+
+    def _host_allowed(self) -> bool:
+        if not self.server.loopback_only:
+            return True
+        host = (self.headers.get("Host") or "").strip().lower()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return name in LOOPBACK_NAMES
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        if not self._host_allowed():
+            self._error(HTTPStatus.FORBIDDEN, "This viewer only answers requests to localhost.")
+            return
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        workdir = self.server.workdir
+        if path in ("/", "/index.html"):
+            self._send(HTTPStatus.OK, _static("index.html"), STATIC_FILES["index.html"])
+        elif path.startswith("/static/") and path.removeprefix("/static/") in STATIC_FILES:
+            name = path.removeprefix("/static/")
+            self._send(HTTPStatus.OK, _static(name), STATIC_FILES[name])
+        elif path == "/api/episodes":
+            self._json({"workdir": str(workdir.root), "episodes": workdir.list_episodes()})
+        elif path.startswith("/api/episodes/"):
+            self._episode(path.removeprefix("/api/episodes/"), parse_qs(url.query))
+        else:
+            self._error(HTTPStatus.NOT_FOUND, f"Nothing at {url.path}.")
+
+    def _episode(self, episode_id: str, query: dict[str, list[str]]) -> None:
+        raw_since = query.get("since", ["0"])[-1]
+        if not raw_since.isdigit():
+            self._error(HTTPStatus.BAD_REQUEST, f"since must be a whole number of events, not {raw_since!r}.")
+            return
+        try:
+            self._json(self.server.workdir.episode(episode_id, since=int(raw_since)))
+        except EpisodeNotFoundError:
+            self._error(HTTPStatus.NOT_FOUND, f"No episode {episode_id!r} in {self.server.workdir.root}.")
+
+
+class ViewerHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # a browser's kept-alive connection must not hold up shutdown
+
+    def __init__(self, address: tuple[str, int], workdir: GameWorkdir) -> None:
+        self.workdir = workdir
+        self.loopback_only = _is_loopback(address[0])
+        super().__init__(address, ViewerHandler)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class RunningViewer:
+    """A viewer serving from a background thread; ``close()`` stops it and frees the port."""
+
+    server: ViewerHTTPServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        shown = f"[{host}]" if ":" in str(host) else host
+        return f"http://{shown}:{port}/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def make_server(
+    workdir: Path, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, files: FilesSection | None = None
+) -> ViewerHTTPServer:
+    """A bound server (raises ``OSError`` when the port is taken); port 0 picks a free one."""
+    return ViewerHTTPServer((host, port), GameWorkdir(workdir, files))
+
+
+def start_viewer(
+    workdir: Path, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, files: FilesSection | None = None
+) -> RunningViewer:
+    """Serve ``workdir`` from a background thread (used by ``main.py --view`` while it plays)."""
+    server = make_server(workdir, port, host, files)
+    thread = threading.Thread(target=server.serve_forever, name="zorkgpt-viewer", daemon=True)
+    thread.start()
+    return RunningViewer(server, thread)

@@ -1,0 +1,444 @@
+// ZorkGPT viewer: polls the JSON API and draws the episode. Plain DOM and hand-written SVG;
+// every piece of game text goes in through textContent, never as HTML.
+"use strict";
+
+const POLL_LIVE_MS = 1500;
+const POLL_IDLE_MS = 5000;
+const SVG_NS = "http://www.w3.org/2000/svg";
+// Events shown inside a turn besides the turn itself and its tool calls.
+const NOTE_EVENTS = new Set([
+  "memory_added", "objective_added", "objective_completed", "objective_dropped",
+  "knowledge_updated", "command_refused", "mcp_batch_aborted", "mcp_tool_timeout", "mcp_tool_error",
+]);
+
+const view = {
+  id: null,        // the episode shown
+  next: 0,         // events received so far (the API's ?since=)
+  turns: new Map(),  // turn number -> {turn, tools: [], notes: []}
+  finished: false,
+  timer: null,
+  pinned: decodeURIComponent(location.hash.slice(1)) || null,  // chosen by the user; else follow the newest
+  listedAt: 0,
+  userOpen: new Map(),  // "turn:section" -> open, for sections the user opened or closed
+};
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function fmt(n) {
+  return n == null ? "–" : Number(n).toLocaleString("en-US");
+}
+
+function showError(message) {
+  const box = document.getElementById("error");
+  box.hidden = !message;
+  box.textContent = message || "";
+}
+
+// ------------------------------------------------------------------ episode list
+function episodeLabel(e) {
+  const when = e.started_at ? e.started_at.replace("T", " ").slice(0, 16) : e.id;
+  const end = e.end_reason ? e.end_reason : "running";
+  return `${when} · ${e.model || "?"} · ${e.score}/${e.max_score ?? "?"} · ${e.turns} turns · ${end}`;
+}
+
+async function refreshList() {
+  const data = await getJSON("/api/episodes");
+  document.getElementById("workdir").textContent = data.workdir;
+  const select = document.getElementById("episode-select");
+  view.listedAt = Date.now();
+  select.replaceChildren(...data.episodes.map((e) => el("option", { value: e.id, text: episodeLabel(e) })));
+  if (!data.episodes.length) {
+    document.getElementById("status").textContent = "no episodes yet";
+    return;
+  }
+  const wanted = view.pinned && data.episodes.some((e) => e.id === view.pinned) ? view.pinned : null;
+  const chosen = wanted || data.episodes[0].id;
+  select.value = chosen;
+  if (chosen !== view.id) choose(chosen);
+}
+
+function choose(id) {
+  view.id = id;
+  view.next = 0;
+  view.turns = new Map();
+  view.finished = false;
+  view.userOpen = new Map();
+  view.mapCentredOn = null;
+  document.getElementById("transcript").replaceChildren();
+}
+
+function pin(id) {
+  view.pinned = id;
+  history.replaceState(null, "", `#${encodeURIComponent(id)}`);
+  choose(id);
+  clearTimeout(view.timer);
+  poll();
+}
+
+// ------------------------------------------------------------------ polling
+async function poll() {
+  try {
+    if (!view.id || view.finished || Date.now() - view.listedAt > POLL_IDLE_MS) await refreshList();
+    if (view.id) {
+      const id = view.id;
+      const data = await getJSON(`/api/episodes/${encodeURIComponent(id)}?since=${view.next}`);
+      if (id === view.id) {
+        if (data.next < view.next) choose(id); // the log was replaced: start over next time
+        else render(data);
+      }
+    }
+    showError("");
+  } catch (err) {
+    showError(`Cannot reach the viewer's API: ${err.message}`);
+  }
+  view.timer = setTimeout(poll, view.finished ? POLL_IDLE_MS : POLL_LIVE_MS);
+}
+
+function render(data) {
+  const e = data.episode;
+  view.next = data.next;
+  view.finished = e.finished;
+  const option = [...document.getElementById("episode-select").options].find((o) => o.value === e.id);
+  if (option) option.textContent = episodeLabel(e);
+  const status = document.getElementById("status");
+  status.textContent = e.finished ? `finished: ${e.end_reason}` : "live";
+  status.className = `badge ${e.finished ? "done" : "live"}`;
+  const maxScore = e.max_score ?? data.state?.max_score;
+  document.getElementById("score").textContent = `${e.score}${maxScore ? ` / ${maxScore}` : ""}`;
+  document.getElementById("turn").textContent = `${e.turns}${e.max_turns ? ` / ${e.max_turns}` : ""}`;
+  const roomName = e.room_name ?? data.state?.current_room_name;
+  const roomId = e.room_id ?? data.state?.current_room_id;
+  document.getElementById("room").textContent = roomName ? `${roomName} #${roomId}` : "–";
+  document.getElementById("deaths").textContent = fmt(e.deaths);
+  document.getElementById("llm-calls").textContent = fmt(e.llm_calls);
+  document.getElementById("tokens").textContent = fmt(e.prompt_tokens + e.completion_tokens);
+  document.getElementById("cost").textContent = e.cost == null ? "not reported" : `$${e.cost.toFixed(4)}`;
+  document.getElementById("mcp-calls").textContent = fmt(e.mcp_calls);
+  document.getElementById("latest-command").textContent = e.last_action ? `> ${e.last_action}` : "–";
+  document.getElementById("end-reason").textContent = e.finished
+    ? `(episode ended: ${e.end_reason}${e.victory ? ", victory" : ""})` : "";
+  addEvents(data.events);
+  drawChart(data.episode, maxScore);
+  drawMap(data.map);
+  drawFigures(e);
+  drawLearning(data.learning);
+}
+
+// ------------------------------------------------------------------ transcript
+function pretty(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text; // shortened in the log, so no longer valid JSON: show it as written
+  }
+}
+
+function turnEntry(n) {
+  if (!view.turns.has(n)) view.turns.set(n, { turn: null, tools: [], notes: [], node: null });
+  return view.turns.get(n);
+}
+
+function addEvents(events) {
+  const touched = new Set();
+  const latestBefore = view.turns.size ? Math.max(...view.turns.keys()) : null;
+  for (const ev of events) {
+    const n = ev.turn;
+    if (typeof n !== "number") {
+      if (ev.event_type === "episode_start" || ev.event_type === "episode_end") addBanner(ev);
+      continue;
+    }
+    const entry = turnEntry(n);
+    if (ev.event_type === "turn") entry.turn = ev;
+    else if (ev.event_type === "mcp_tool_call") entry.tools.push({ call: ev, result: null });
+    else if (ev.event_type === "mcp_tool_result") {
+      const open = entry.tools.find((t) => !t.result && t.call.tool_name === ev.tool_name);
+      if (open) open.result = ev;
+    } else if (NOTE_EVENTS.has(ev.event_type) || ev.level === "WARNING" || ev.level === "ERROR") {
+      entry.notes.push(ev);
+      if (ev.event_type === "mcp_tool_timeout" || ev.event_type === "mcp_tool_error") {
+        const open = entry.tools.find((t) => !t.result && t.call.tool_name === ev.tool_name);
+        if (open) open.result = ev;
+      }
+    } else continue;
+    touched.add(n);
+  }
+  // The turn that was latest loses its open-by-default sections when a newer one arrives.
+  if (latestBefore != null && view.turns.size && Math.max(...view.turns.keys()) !== latestBefore) touched.add(latestBefore);
+  for (const n of [...touched].sort((a, b) => a - b)) renderTurn(n);
+}
+
+function addBanner(ev) {
+  const box = document.getElementById("transcript");
+  const text = ev.event_type === "episode_start"
+    ? `Episode started · model ${ev.agent_model} · MCP ${ev.mcp_enabled ? "on" : "off"} · up to ${ev.max_turns} turns`
+    : `Episode ended: ${ev.end_reason} · score ${ev.score}/${ev.max_score} · ${ev.turns} turns · ${ev.deaths} deaths`;
+  const banner = el("div", { class: "banner", text });
+  if (ev.event_type === "episode_start") box.append(banner);
+  else box.prepend(banner);
+}
+
+function details(summary, body, open = false, key = "") {
+  const node = el("details", { "data-key": key }, el("summary", { text: summary }), body);
+  node.open = open;
+  return node;
+}
+
+function renderTurn(n) {
+  const entry = view.turns.get(n);
+  const box = document.getElementById("transcript");
+  const previous = entry.node;
+  const isLatest = n === Math.max(...view.turns.keys());
+  const keepOpen = (key, fallback) => view.userOpen.get(`${n}:${key}`) ?? fallback;
+
+  const t = entry.turn;
+  const node = el("article", { class: `turn${t && t.died ? " died" : ""}`, "data-turn": String(n) });
+  const delta = t && t.score_delta ? ` (${t.score_delta > 0 ? "+" : ""}${t.score_delta})` : "";
+  node.append(el("header", {},
+    el("span", { class: "turn-no", text: `Turn ${n}` }),
+    el("span", { class: "turn-room", text: t ? `${t.room_name} #${t.room_id}` : "playing…" }),
+    el("span", { class: "turn-score", text: t ? `score ${t.score}${delta}` : "" })));
+  if (t) {
+    node.append(el("div", { class: "command", text: `> ${t.action}` }));
+    node.append(el("pre", { class: "reply", text: t.response || "" }));
+  }
+  if (t && t.reasoning) {
+    node.append(details("Reasoning", el("pre", { class: "reasoning", text: t.reasoning }), keepOpen("reasoning", isLatest), "reasoning"));
+  }
+  if (entry.tools.length) {
+    const list = el("div", { class: "tools" });
+    entry.tools.forEach((tool, i) => {
+      const r = tool.result;
+      let outcome = "waiting for result…";
+      if (r && r.event_type === "mcp_tool_result") {
+        outcome = r.result != null ? pretty(String(r.result))
+          : `${r.is_error ? "error" : "ok"}, ${r.result_length} characters (${r.duration_ms} ms)`;
+      } else if (r) outcome = r.message;
+      const body = el("div", {},
+        el("div", { class: "muted", text: `server ${tool.call.server_name || "?"} · iteration ${tool.call.iteration}` }),
+        el("h4", { text: "Arguments" }),
+        el("pre", { text: JSON.stringify(tool.call.arguments, null, 2) }),
+        el("h4", { text: "Result" }),
+        el("pre", { class: r && (r.is_error || r.event_type !== "mcp_tool_result") ? "error" : "", text: outcome }));
+      list.append(details(`${tool.call.tool_name}${r && r.duration_ms != null ? ` (${r.duration_ms} ms)` : ""}`, body, keepOpen(`tool-${i}`, false), `tool-${i}`));
+    });
+    node.append(details(`Tool calls (${entry.tools.length})`, list, keepOpen("tools", isLatest), "tools"));
+  }
+  for (const note of entry.notes) node.append(el("div", { class: `note ${note.level?.toLowerCase() || ""}`, text: note.message }));
+
+  if (previous) previous.replaceWith(node);
+  else {
+    // Newest first: insert before the first turn with a smaller number.
+    const later = [...box.querySelectorAll("article.turn")].find((a) => Number(a.dataset.turn) < n);
+    if (later) box.insertBefore(node, later);
+    else {
+      const start = box.querySelector(".banner:last-child");
+      if (start && start.textContent.startsWith("Episode started")) box.insertBefore(node, start);
+      else box.append(node);
+    }
+  }
+  entry.node = node;
+}
+
+// ------------------------------------------------------------------ score chart
+function niceMax(value) {
+  if (value <= 10) return 10;
+  const step = 10 ** Math.floor(Math.log10(value));
+  return Math.ceil(value / step) * step;
+}
+
+function drawChart(e, maxScore) {
+  const box = document.getElementById("chart");
+  const points = scorePoints();
+  const W = 640, H = 230, L = 44, R = 16, T = 12, B = 40;
+  const maxTurn = Math.max(10, e.turns, ...points.map((p) => p[0]));
+  const maxY = niceMax(Math.max(10, ...points.map((p) => p[1])));
+  // A death costs 10 points, so a score can go below zero.
+  const lowest = Math.min(0, ...points.map((p) => p[1]));
+  const minY = lowest < 0 ? -niceMax(-lowest) : 0;
+  const x = (turn) => L + (turn / maxTurn) * (W - L - R);
+  const y = (score) => T + (1 - (score - minY) / (maxY - minY)) * (H - T - B);
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Score over turns" });
+  for (let i = 0; i <= 4; i++) {
+    const value = minY + ((maxY - minY) / 4) * i;
+    chart.append(svg("line", { x1: L, x2: W - R, y1: y(value), y2: y(value), class: "grid" }));
+    chart.append(svg("text", { x: L - 6, y: y(value) + 4, class: "tick", "text-anchor": "end" }, fmt(value)));
+  }
+  const tickStep = Math.max(1, Math.ceil(maxTurn / 5));
+  for (let turn = 0; turn <= maxTurn; turn += tickStep) {
+    chart.append(svg("text", { x: x(turn), y: H - B + 16, class: "tick", "text-anchor": "middle" }, String(turn)));
+  }
+  chart.append(svg("text", { x: (L + W - R) / 2, y: H - 4, class: "axis-label", "text-anchor": "middle" }, "turn"));
+  if (points.length) {
+    let d = `M${x(points[0][0])},${y(points[0][1])}`;
+    for (let i = 1; i < points.length; i++) d += ` H${x(points[i][0])} V${y(points[i][1])}`;
+    chart.append(svg("path", { d, class: "score-line" }));
+    for (const [turn, score, died] of points) {
+      if (died) chart.append(svg("circle", { cx: x(turn), cy: y(score), r: 4, class: "death" }, null));
+    }
+    const [lastTurn, lastScore] = points[points.length - 1];
+    chart.append(svg("circle", { cx: x(lastTurn), cy: y(lastScore), r: 3.5, class: "score-dot" }));
+    chart.append(svg("text", { x: Math.min(x(lastTurn) + 6, W - R - 30), y: y(lastScore) - 6, class: "score-label" }, String(lastScore)));
+  }
+  if (maxScore) chart.append(svg("title", {}, `score out of ${maxScore}; red dots are deaths`));
+  box.replaceChildren(chart);
+}
+
+function scorePoints() {
+  const points = [[0, 0, false]];
+  for (const n of [...view.turns.keys()].sort((a, b) => a - b)) {
+    const t = view.turns.get(n).turn;
+    if (t) points.push([t.turn, t.score, Boolean(t.died)]);
+  }
+  return points;
+}
+
+// ------------------------------------------------------------------ map
+function drawMap(map) {
+  const box = document.getElementById("map");
+  if (map.error) {
+    box.replaceChildren(el("p", { class: "error", text: map.error }));
+    return;
+  }
+  if (!map.rooms.length) {
+    box.replaceChildren(el("p", { class: "muted", text: "No rooms mapped yet." }));
+    return;
+  }
+  const CW = 150, CH = 74, BW = 128, BH = 42, PAD = 30;
+  const cols = Math.max(...map.rooms.map((r) => r.x)) + 1;
+  const rows = Math.max(...map.rooms.map((r) => r.y)) + 1;
+  const W = cols * CW + 2 * PAD, H = rows * CH + 2 * PAD;
+  const cx = (r) => PAD + r.x * CW + CW / 2;
+  const cy = (r) => PAD + r.y * CH + CH / 2;
+  const byId = new Map(map.rooms.map((r) => [r.id, r]));
+  // Fit the panel's width, but never shrink below 60 %: a big map scrolls instead.
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Map" });
+  root.style.maxWidth = `${W}px`;
+  root.style.minWidth = `${Math.round(W * 0.6)}px`;
+  for (const edge of map.edges) {
+    const a = byId.get(edge.from), b = byId.get(edge.to);
+    const line = svg("line", { x1: cx(a), y1: cy(a), x2: cx(b), y2: cy(b), class: edge.two_way ? "edge" : "edge one-way" });
+    line.append(svg("title", {}, edge.labels.join("\n")));
+    root.append(line);
+  }
+  for (const room of map.rooms) {
+    for (const exit of room.unexplored) {
+      const len = Math.hypot(exit.dx, exit.dy) || 1;
+      const x1 = cx(room) + (exit.dx / len) * (BW / 2 + 2), y1 = cy(room) + (exit.dy / len) * (BH / 2 + 2);
+      const stub = svg("line", { x1, y1, x2: x1 + (exit.dx / len) * 16, y2: y1 + (exit.dy / len) * 16, class: "stub" });
+      stub.append(svg("title", {}, `${room.name}: ${exit.direction} not taken yet`));
+      root.append(stub);
+    }
+  }
+  let current = null;
+  for (const room of map.rooms) {
+    const state = room.current ? "current" : room.visited ? "visited" : "unvisited";
+    const g = svg("g", { class: `room ${state}`, "data-room-id": room.id, transform: `translate(${cx(room) - BW / 2},${cy(room) - BH / 2})` });
+    g.append(svg("rect", { width: BW, height: BH, rx: 6 }));
+    const name = room.name.length > 19 ? `${room.name.slice(0, 18)}…` : room.name;
+    g.append(svg("text", { x: BW / 2, y: 18, class: "room-name", "text-anchor": "middle" }, name));
+    g.append(svg("text", { x: BW / 2, y: 33, class: "room-id", "text-anchor": "middle" }, `#${room.id} · ${room.visits} visit${room.visits === 1 ? "" : "s"}`));
+    g.append(svg("title", {}, `${room.name} (#${room.id})${room.unexplored.length ? `\nnot taken: ${room.unexplored.map((u) => u.direction).join(", ")}` : ""}`));
+    root.append(g);
+    if (room.current) current = room;
+  }
+  box.replaceChildren(root);
+  if (current && current.id !== view.mapCentredOn) {
+    view.mapCentredOn = current.id;
+    const scale = root.getBoundingClientRect().width / W || 1;
+    box.scrollTo({ left: cx(current) * scale - box.clientWidth / 2, top: cy(current) * scale - box.clientHeight / 2 });
+  }
+}
+
+// ------------------------------------------------------------------ figures and learning
+function drawFigures(e) {
+  const perTurn = (v) => (e.turns ? (v / e.turns).toFixed(2) : "–");
+  const rows = Object.entries(e.usage_by_role).map(([name, u]) =>
+    el("tr", {}, el("td", { text: name }), el("td", { text: fmt(u.calls) }), el("td", { text: perTurn(u.calls) }),
+      el("td", { text: fmt(u.prompt_tokens) }), el("td", { text: fmt(u.completion_tokens) })));
+  rows.push(el("tr", { class: "total" }, el("td", { text: "All" }), el("td", { text: fmt(e.llm_calls) }),
+    el("td", { text: perTurn(e.llm_calls) }), el("td", { text: fmt(e.prompt_tokens) }), el("td", { text: fmt(e.completion_tokens) })));
+  const head = el("tr", {}, ...["LLM role", "Calls", "Per turn", "Prompt tokens", "Completion tokens"].map((h) => el("th", { text: h })));
+  const servers = Object.entries(e.mcp_calls_by_server);
+  const mcp = servers.length
+    ? el("ul", {}, ...servers.map(([name, n]) => el("li", { text: `${name}: ${fmt(n)} call${n === 1 ? "" : "s"}` })))
+    : el("p", { class: "muted", text: e.mcp_enabled ? "MCP on, no tool calls yet." : "MCP off for this episode." });
+  const extra = [];
+  if (e.mcp_errors) extra.push(el("p", { class: "error", text: `${e.mcp_errors} tool call(s) failed or timed out.` }));
+  document.getElementById("figures").replaceChildren(
+    el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)),
+    el("h3", { text: "MCP calls per server" }), mcp, ...extra,
+    el("p", { class: "muted", text: `Cost: ${e.cost == null ? "not reported by the provider" : `$${e.cost.toFixed(4)}`}` }));
+}
+
+function markdown(text) {
+  // Just enough Markdown for the memory and knowledge files: headings, bullets, paragraphs.
+  const out = [];
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const heading = line.match(/^(#{1,3})\s+(.*)/);
+    if (heading) out.push(el(`h${heading[1].length + 2}`, { text: heading[2] }));
+    else if (/^\s*[-*]\s+/.test(line)) out.push(el("li", { text: line.replace(/^\s*[-*]\s+/, "") }));
+    else out.push(el("p", { text: line }));
+  }
+  return out;
+}
+
+function drawLearning(learning) {
+  const fill = (id, text, empty) => {
+    const node = document.getElementById(id);
+    if (node.dataset.text === (text ?? "")) return; // unchanged: keep the reader's scroll position
+    node.dataset.text = text ?? "";
+    node.replaceChildren(...(text ? markdown(text) : [el("p", { class: "muted", text: empty })]));
+  };
+  fill("memories", learning.memories, "No memories file yet.");
+  fill("knowledge", learning.knowledge, "No knowledge base yet.");
+  const box = document.getElementById("objectives");
+  const objectives = learning.objectives || [];
+  const key = JSON.stringify(objectives);
+  if (box.dataset.text === key) return;
+  box.dataset.text = key;
+  box.replaceChildren(objectives.length
+    ? el("ul", {}, ...objectives.map((o) => el("li", { class: `objective ${o.status}` },
+      el("span", { class: "badge", text: o.status }), ` ${o.text} `,
+      el("span", { class: "muted", text: `(${o.priority}, since turn ${o.created_turn})` }))))
+    : el("p", { class: "muted", text: "No objectives for this episode yet." }));
+}
+
+// ------------------------------------------------------------------ start
+document.getElementById("episode-select").addEventListener("change", (event) => pin(event.target.value));
+window.addEventListener("hashchange", () => {
+  const id = decodeURIComponent(location.hash.slice(1));
+  if (id && id !== view.id) pin(id);
+});
+// Remember what the user opened or closed, so re-drawing a turn keeps it that way.
+document.getElementById("transcript").addEventListener("click", (event) => {
+  const summary = event.target.closest("summary");
+  const article = summary && summary.closest("article.turn");
+  if (!article) return;
+  const section = summary.parentElement;
+  view.userOpen.set(`${article.dataset.turn}:${section.dataset.key}`, !section.open);
+});
+poll();

@@ -1,0 +1,186 @@
+"""What the viewer shows, read from a game workdir (``game_files/``) that a run may be writing.
+
+Everything is read on request and never written. Episode ids from a URL are checked
+against the folders that exist under ``episodes/``; nothing outside the workdir is read.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from managers.map_graph import MapGraph, MapGraphError
+from managers.objective_manager import OBJECTIVES_FILE_NAME
+from orchestration.episode_records import (
+    EVENTS_FILE,
+    STATE_FILE,
+    SUMMARY_FILE,
+    EpisodeFigures,
+    EventTail,
+    read_json,
+)
+from session.game_configuration import FilesSection
+from viewer.map_layout import layout, step
+
+EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+TEXT_LIMIT = 256 * 1024  # a hand-grown memories file must not make every poll megabytes long
+# The parts of current_state.json the page shows (the rest repeats the events).
+STATE_KEYS = (
+    "turn_count",
+    "current_room_id",
+    "current_room_name",
+    "score",
+    "max_score",
+    "moves",
+    "inventory",
+    "exits",
+    "death_count",
+    "end_reason",
+    "victory",
+)
+
+
+class EpisodeNotFoundError(LookupError):
+    """No episode folder by that name under the workdir's ``episodes/``."""
+
+
+class GameWorkdir:
+    """Read-only access to one game workdir, safe to share between request threads."""
+
+    def __init__(self, root: Path, files: FilesSection | None = None) -> None:
+        self.root = root.resolve()
+        self.files = files or FilesSection()
+        self.episodes_dir = self.root / "episodes"
+        self._tails: dict[str, EventTail] = {}
+        self._figures_cache: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------- episodes
+    def episode_dir(self, episode_id: str) -> Path:
+        if not EPISODE_ID.fullmatch(episode_id):
+            raise EpisodeNotFoundError(episode_id)
+        path = (self.episodes_dir / episode_id).resolve()
+        # resolve() follows symlinks: a link pointing out of the workdir is refused here.
+        if path.parent != self.episodes_dir.resolve() or not path.is_dir():
+            raise EpisodeNotFoundError(episode_id)
+        return path
+
+    def _events(self, episode_id: str) -> tuple[list[dict[str, Any]], int]:
+        path = self.episode_dir(episode_id) / EVENTS_FILE
+        with self._lock:
+            tail = self._tails.setdefault(episode_id, EventTail(path)).refresh()
+            return list(tail.events), tail.unreadable_lines
+
+    def episode_ids(self) -> list[str]:
+        if not self.episodes_dir.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.episodes_dir.iterdir() if EPISODE_ID.fullmatch(p.name) and (p / EVENTS_FILE).is_file()
+        )
+
+    def _figures(self, episode_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        # Recomputed only when the episode logged something new: the list is polled every few seconds.
+        with self._lock:
+            cached = self._figures_cache.get(episode_id)
+        if cached is not None and cached[0] == len(events) and cached[1]["max_score"] is not None:
+            return dict(cached[1])
+        figures = EpisodeFigures.from_events(episode_id, events).to_dict()
+        if figures["max_score"] is None:  # only the end event carries it; a running game's state file has it
+            state = read_json(self.episode_dir(episode_id) / STATE_FILE) or {}
+            figures["max_score"] = state.get("max_score")
+        with self._lock:
+            self._figures_cache[episode_id] = (len(events), figures)
+        return dict(figures)
+
+    def list_episodes(self) -> list[dict[str, Any]]:
+        """Every episode, newest first."""
+        rows = []
+        for episode_id in self.episode_ids():
+            try:
+                events, _ = self._events(episode_id)
+            except EpisodeNotFoundError:
+                continue  # deleted between listing and reading
+            rows.append(self._figures(episode_id, events))
+        rows.sort(key=lambda row: (row["started_at"] or "", row["id"]), reverse=True)
+        return rows
+
+    def episode(self, episode_id: str, since: int = 0) -> dict[str, Any]:
+        """One episode: its figures, state, summary, the map, and its events from index ``since``."""
+        events, unreadable = self._events(episode_id)
+        folder = self.episode_dir(episode_id)
+        figures = self._figures(episode_id, events)
+        state = read_json(folder / STATE_FILE)
+        visited = {e.get("room_id") for e in events if e.get("event_type") == "turn"}
+        if state:
+            visited |= set(state.get("visited_room_ids") or [])
+        current = figures["room_id"] if figures["room_id"] is not None else (state or {}).get("current_room_id")
+        since = max(0, min(since, len(events)))
+        return {
+            "episode": figures,
+            "state": {key: state.get(key) for key in STATE_KEYS} if state else None,
+            "summary": read_json(folder / SUMMARY_FILE),
+            "map": self.map_view(current, visited),
+            "learning": self.learning(episode_id),
+            "events": events[since:],
+            "next": len(events),
+            "unreadable_lines": unreadable,
+        }
+
+    # ----------------------------------------------------------------- shared files
+    def map_view(self, current: int | None, visited: set[Any]) -> dict[str, Any]:
+        """Rooms placed on a grid, moves between them, and exits nobody has taken yet."""
+        try:
+            graph = MapGraph.load(self.root / self.files.map_file)
+        except MapGraphError as exc:
+            return {"rooms": [], "edges": [], "error": str(exc)}
+        rooms = [
+            {
+                "id": room.id,
+                "name": room.name,
+                "x": room.x,
+                "y": room.y,
+                "visits": graph.rooms[room.id].visits,
+                "visited": room.id in visited,
+                "current": room.id == current,
+                "unexplored": [
+                    {"direction": d, "dx": step(d)[0], "dy": step(d)[1]} for d in graph.unexplored_exits(room.id)
+                ],
+            }
+            for room in layout(graph)
+        ]
+        # A passage walked both ways is one line with both labels.
+        edges: dict[tuple[int, int], dict[str, Any]] = {}
+        for from_id, routes in sorted(graph.edges.items()):
+            for label, to_id in sorted(routes.items()):
+                if from_id == to_id or from_id not in graph.rooms or to_id not in graph.rooms:
+                    continue
+                key = (min(from_id, to_id), max(from_id, to_id))
+                edge = edges.setdefault(key, {"from": from_id, "to": to_id, "labels": [], "two_way": False})
+                edge["labels"].append(f"{graph.rooms[from_id].name} → {label}")
+                edge["two_way"] |= from_id != edge["from"]
+        return {"rooms": rooms, "edges": list(edges.values()), "current": current}
+
+    def _text(self, name: str) -> str | None:
+        path = self.root / name
+        try:
+            with path.open("r", encoding="utf-8", errors="replace") as fh:
+                return fh.read(TEXT_LIMIT)
+        except OSError:
+            return None
+
+    def learning(self, episode_id: str) -> dict[str, Any]:
+        """The files that carry over between episodes (memories, knowledge base), and this
+        episode's objectives from the shared objectives file."""
+        saved = read_json(self.root / OBJECTIVES_FILE_NAME) or {}
+        entries = saved.get("objectives") if isinstance(saved.get("objectives"), list) else []
+        # Each objective names its episode; a file from before that names it once at the top.
+        objectives = [
+            o for o in entries if isinstance(o, dict) and o.get("episode_id", saved.get("episode_id")) == episode_id
+        ]
+        return {
+            "memories": self._text(self.files.memories_file),
+            "knowledge": self._text(self.files.knowledge_file),
+            "objectives": objectives,
+        }
