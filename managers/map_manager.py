@@ -5,11 +5,18 @@ The map carries across episodes (Zork's geography never changes), so it is loade
 changed it — a killed run loses at most the turn in flight. Each save also writes the
 map as a Mermaid flowchart, ``map.mmd`` beside the JSON, for people to look at (any
 Mermaid viewer, or a Markdown preview that renders Mermaid); it is never read back.
+
+The agent sees a compact view each turn (``context_section``): the current room's ways out
+and where they lead, the nearest unexplored exits and the route to its objectives' rooms.
+Repeating the whole map every turn grew to three quarters of the prompt by the end of a
+game; the whole map stays in ``map_state.json`` and ``map.mmd`` (and the Zork MCP server's
+``get_map`` tool).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +27,8 @@ from session.game_state import GameState, TurnResult
 from shared_utils import atomic_write_text
 
 MERMAID_FILE_NAME = "map.mmd"
+# Rooms the agent wants to reach, by the name to show and the room ids that count.
+RouteTargets = Callable[[], list[tuple[str, set[int]]]]
 
 
 class MapManager(BaseManager):
@@ -37,6 +46,7 @@ class MapManager(BaseManager):
         self.mermaid_path = self.map_path.with_name(MERMAID_FILE_NAME)
         self.graph = MapGraph.load(self.map_path)
         self._start_visit_pending = True
+        self.route_targets: RouteTargets | None = None
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
@@ -100,7 +110,11 @@ class MapManager(BaseManager):
     def context_section(self) -> str | None:
         if self._sync_current_room():
             self._save()
-        return self.graph.render_text(self.game_state.current_room_id or None)
+        room_id = self.game_state.current_room_id
+        if not room_id:
+            return None
+        targets = self.route_targets() if self.route_targets else None
+        return self.graph.render_compact(room_id, targets)
 
     def finalize_episode(self) -> None:
         self._save()
