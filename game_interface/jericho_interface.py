@@ -21,13 +21,20 @@ from game_interface.story_file import verify_story_file
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
+TOUCHBIT = 3
 INVISIBLE = 7
 SURFACEBIT = 10
 OPENBIT = 11
 TRANSBIT = 12
 CONTBIT = 19
+ONBIT = 20
+DOORBIT = 23
 ACTORBIT = 30
+LIGHTBIT = 31
 _SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
+# What makes an object something to act on even when it is not takeable: doors and windows,
+# containers, creatures. Local globals (objects shared by several rooms) are listed when they are one.
+INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
 
 # Canonical direction names, in the order they are probed and listed.
 DIRECTIONS: tuple[str, ...] = (
@@ -97,6 +104,18 @@ class GameObject:
     name: str
     attributes: tuple[int, ...]
     parent_id: int
+
+    @property
+    def label(self) -> str:
+        """The name with the state a player acts on: doors and containers open or closed,
+        light sources on or off ("kitchen window (closed)", "brass lantern (on)")."""
+        attrs = self.attributes
+        states: list[str] = []
+        if DOORBIT in attrs or (CONTBIT in attrs and SURFACEBIT not in attrs):
+            states.append("open" if OPENBIT in attrs else "closed")
+        if LIGHTBIT in attrs:
+            states.append("on" if ONBIT in attrs else "off")
+        return f"{self.name} ({', '.join(states)})" if states else self.name
 
 
 @dataclass(frozen=True)
@@ -217,9 +236,19 @@ class JerichoInterface:
 
     def get_visible_objects(self) -> list[GameObject]:
         """Objects in the player's room (not the player or what it carries), with the contents
-        of open or transparent containers and surfaces. Objects flagged invisible (e.g. the trap
-        door before the rug is moved) are left out. Darkness is not modelled."""
-        return self._visible_below(self.get_location().id, self._tree())
+        of open or transparent containers and surfaces, then the room's interactive local globals
+        (doors, windows, containers, creatures it shares with other rooms, such as the kitchen
+        window seen from Behind House). Objects flagged invisible (e.g. the trap door before the
+        rug is moved) are left out. Darkness is not modelled."""
+        room = self.get_location().id
+        tree = self._tree()
+        found = self._visible_below(room, tree)
+        static = self._story.objects.get(room)
+        for number in static.local_globals if static else ():
+            attrs = tree[number][3] if number in tree else ()
+            if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
+                found.append(self._game_object(number, tree))
+        return found
 
     def find_objects(self, name: str) -> list[GameObject]:
         """Objects anywhere in the tree that the parser could call ``name``.

@@ -21,6 +21,9 @@ _A2 = " \n0123456789.,!?_#'\"/\\-:()"  # index 0 is the ZSCII-escape slot, never
 # Property numbers in Zork I (ZIL's P?SYNONYM and P?ADJECTIVE for this release).
 _PROP_SYNONYM = 18
 _PROP_ADJECTIVE = 16
+# P?GLOBAL: a room's "local globals", objects that belong to several rooms (the kitchen window
+# is seen from Behind House and from the Kitchen) and so live outside every room in the tree.
+_PROP_GLOBAL = 5
 _ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech byte
 _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
 # v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
@@ -37,6 +40,7 @@ class StaticObject:
     name: str
     synonyms: frozenset[str]
     adjectives: frozenset[str]
+    local_globals: tuple[int, ...] = ()
 
     @cached_property
     def words(self) -> frozenset[str]:
@@ -142,6 +146,7 @@ class StoryData:
                     if a in self._dictionary
                 ),
                 adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
+                local_globals=tuple(n for n in properties.get(_PROP_GLOBAL, b"") if n),
             )
         return objects
 

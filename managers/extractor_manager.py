@@ -133,7 +133,7 @@ class ExtractorManager(BaseManager):
         return ExtractedInfo(
             location=location,
             inventory=game.get_inventory(),
-            visible_objects=[obj.name for obj in visible],
+            visible_objects=[obj.label for obj in visible],
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
