@@ -29,6 +29,14 @@ from typing import Any
 import requests
 
 from session.episode_log import known_secrets, redact
+from session.errors import (
+    CircuitOpenError,
+    LLMInvalidRequestError,
+    LLMRequestError,
+    LLMRetryExhaustedError,
+    ToolsNotSupportedError,
+)
+from session.errors import LLMError as LLMError  # the client's errors stay importable from here
 from session.game_configuration import GameConfiguration, RetrySection
 from shared_utils import traced_observation
 
@@ -72,47 +80,6 @@ class UsageStats:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-
-# -- errors ------------------------------------------------------------------------------
-
-
-class LLMError(Exception):
-    """Base of every client error. Messages never contain the API key."""
-
-
-class LLMInvalidRequestError(LLMError, ValueError):
-    """The caller built a request the client refuses to send (bad messages or tool schemas)."""
-
-
-class ToolsNotSupportedError(LLMInvalidRequestError):
-    """Tools were passed for a model the compatibility check says cannot call tools."""
-
-
-class LLMRequestError(LLMError):
-    """The provider rejected the request with a non-retryable 4xx; retrying would not help."""
-
-    def __init__(self, message: str, status_code: int, provider_message: str) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.provider_message = provider_message
-
-
-class LLMRetryExhaustedError(LLMError):
-    """Every attempt failed with a retryable fault (429, 5xx, timeout, empty or malformed reply)."""
-
-    def __init__(self, message: str, attempts: int, last_cause: str) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.last_cause = last_cause
-
-
-class CircuitOpenError(LLMError):
-    """Too many consecutive calls failed; calls are refused until the reset period passes."""
-
-    def __init__(self, message: str, retry_in_seconds: float) -> None:
-        super().__init__(message)
-        self.retry_in_seconds = retry_in_seconds
 
 
 # -- model families ----------------------------------------------------------------------

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from session.game_configuration import API_KEY_ENV_VARS, ConfigError, GameConfiguration
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+from session.errors import EXIT_OK, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
+from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,22 +40,23 @@ def missing_key_message(config: GameConfiguration) -> str:
     )
 
 
+def report(error: ZorkGPTError) -> int:
+    """Tell the user what stopped the run; the exit code the error policy gives it."""
+    print(f"{error.title}: {error}", file=sys.stderr)
+    return exit_code_for(error)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = GameConfiguration.from_toml(args.config)
     except ConfigError as exc:
-        print(f"Configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report(exc)
     if not config.api_key:
         print(missing_key_message(config), file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_SETUP
 
     # Imported after the cheap checks so a missing key fails instantly.
-    from game_interface import StoryFileError
-    from managers.base_manager import ManagerFileError
-    from managers.map_graph import MapGraphError
-    from managers.mcp_errors import MCPError
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
@@ -77,16 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     for episode in range(args.episodes):
         try:
             orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
-        except (StoryFileError, ConfigError, MCPError, ManagerFileError, MapGraphError) as exc:
-            print(f"Error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        except ZorkGPTError as exc:
+            return report(exc)
         current[:] = [orchestrator]
         try:
             state = orchestrator.play_episode()
-        except MCPError as exc:
-            # Turn-1 MCP startup failure or an incompatible model: the episode cannot go on as configured.
-            print(f"MCP error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+        except ZorkGPTError as exc:
+            # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
+            # what ended this episode (the provider failing after its retries...) would end the next.
+            print(f"Episode {episode + 1}/{args.episodes}: logs in {orchestrator.episode_dir}", file=sys.stderr)
+            return report(exc)
         finally:
             orchestrator.close()
         print(

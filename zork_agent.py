@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
-from session.game_configuration import ConfigError, FilesSection, GameConfiguration
+from session.errors import (
+    ConfigError,
+    MCPConfigError,
+    MCPServerDiedError,
+    MCPServerDisabledError,
+    MCPToolCallError,
+)
+from session.game_configuration import FilesSection, GameConfiguration
 from shared_utils import create_json_schema, extract_json_object, traced_observation
 
 if TYPE_CHECKING:
@@ -238,25 +245,24 @@ class ZorkAgent:
     async def _open_tools(self) -> list[dict[str, Any]] | None:
         """Connect and list this turn's tools; None means the turn plays without tools (logged why).
 
-        Raises MCPError when the run cannot go on as configured: the server failed to start on
-        the episode's first connect, or the model cannot call tools.
+        Raises ``MCPServerStartupError`` when the server failed to start on the episode's first
+        connect, and ``MCPConfigError`` when the model cannot call tools: the run cannot go on
+        as configured (``session.errors`` has the policy).
         """
-        from managers.mcp_manager import MCPError
-
         assert self.mcp_manager is not None
         turn = self.current_turn
-        if not self.mcp_manager.is_disabled:
+        disabled = self.mcp_manager.is_disabled
+        if not disabled:
             try:
                 await self.mcp_manager.connect_session()
-            except MCPError:
-                if not self.mcp_manager.is_disabled:
-                    raise  # turn-1 startup failure: fail fast
-        if self.mcp_manager.is_disabled:
+            except MCPServerDisabledError:
+                disabled = True
+        if disabled:
             self._log("warning", f"Turn {turn}: MCP disabled, continuing without tools", "mcp_disabled_fallback")
             return None
         try:
             tools = await self.mcp_manager.get_tool_schemas()
-        except MCPError as exc:
+        except MCPToolCallError as exc:
             # The server started, then died before listing its tools: a runtime fault, so this
             # turn is played without tools (the next turn reconnects).
             self._log(
@@ -276,7 +282,7 @@ class ZorkAgent:
             )
             return None
         if not self.client._supports_tool_calling(self.model):
-            raise MCPError(
+            raise MCPConfigError(
                 f"Model '{self.model}' does not support tool calling.\n"
                 "Please either:\n"
                 "  1. Set mcp.enabled = false in pyproject.toml, or\n"
@@ -389,7 +395,7 @@ class ZorkAgent:
         Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
         providers reject a history where an assistant tool call has no matching result.
         """
-        from managers.mcp_manager import MCPServerDiedError, ToolCallResult
+        from managers.mcp_manager import ToolCallResult
 
         assert self.mcp_manager is not None
         turn, iteration = self.current_turn, stats.iterations
@@ -458,7 +464,10 @@ class ZorkAgent:
                         iteration=iteration,
                     )
                 continue
-            except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error result for the LLM
+            except (MCPToolCallError, OSError) as exc:
+                # The tool-call boundary: a call that failed (the MCP family, or a pipe or socket
+                # failing under the SDK) becomes an error result the model reads, and the turn
+                # goes on. Anything else is a bug in ZorkGPT and propagates.
                 self._log(
                     "warning",
                     f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",

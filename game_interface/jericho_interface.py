@@ -18,6 +18,7 @@ from jericho import FrotzEnv
 
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
+from session.errors import GameInterfaceError
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
@@ -70,10 +71,6 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
 GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again."
-
-
-class GameInterfaceError(Exception):
-    """Misuse of the interface: a closed game or a command the engine cannot take."""
 
 
 class RefusedCommandError(GameInterfaceError):

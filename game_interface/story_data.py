@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from session.errors import StoryFileError
+
 _A0 = "abcdefghijklmnopqrstuvwxyz"
 _A1 = _A0.upper()
 _A2 = " \n0123456789.,!?_#'\"/\\-:()"  # index 0 is the ZSCII-escape slot, never printed
@@ -30,7 +32,7 @@ _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the ad
 DICTIONARY_WORD_LENGTH = 6
 
 
-class StoryDataError(Exception):
+class StoryDataError(StoryFileError):
     """The story file is not a version 3 Z-machine story this decoder understands."""
 
 

@@ -18,6 +18,8 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from session.errors import StoryFileError
+
 CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
 STORY_FILE_NAME = "zork1.z5"
 # Jericho's own game suite: the source of the bytes Jericho's bindings were made for.
@@ -27,10 +29,6 @@ DOWNLOAD_TIMEOUT_SECONDS = 30.0
 MAX_DOWNLOAD_BYTES = 1_000_000
 
 logger = logging.getLogger(__name__)
-
-
-class StoryFileError(Exception):
-    """The story file is missing, unreadable, or not the canonical Zork I release."""
 
 
 def file_md5(path: Path) -> str:

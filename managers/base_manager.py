@@ -7,6 +7,7 @@ from abc import ABC
 from pathlib import Path
 from typing import Any
 
+from session.errors import LearningFileError
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 
@@ -22,7 +23,7 @@ def read_manager_file(path: Path) -> str:
         raise ManagerFileError.from_read_error(path, exc) from exc
 
 
-class ManagerFileError(Exception):
+class ManagerFileError(LearningFileError):
     """A file a manager keeps across runs (memories.md, knowledgebase.md) cannot be read.
 
     These files are meant to be edited by hand, so a bad save (another encoding, wrong

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from game_interface.jericho_interface import DIRECTIONS
+from session.errors import LearningFileError
 from shared_utils import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
@@ -64,7 +65,7 @@ REVERSE_DIRECTION: dict[str, str] = dict(
 )
 
 
-class MapGraphError(Exception):
+class MapGraphError(LearningFileError):
     """A persisted map file cannot be read as a map."""
 
 

@@ -20,7 +20,7 @@ Failures. Configuration errors surface in ``__init__`` (fail fast). The first co
 an episode that fails raises ``MCPServerStartupError`` with no retry: the configuration is
 probably wrong. After a good connect, a failed connect is retried exactly once (each
 time it happens); if the retry fails too, MCP is disabled for the rest of the episode and
-``MCPServerStartupError`` is raised so the agent falls back to playing without tools.
+``MCPServerDisabledError`` is raised so the agent falls back to playing without tools.
 ``reset_episode()`` clears all of that.
 
 Launch decisions (see ``managers.mcp_config``): the subprocess runs in the config file's
@@ -62,6 +62,7 @@ from managers.mcp_errors import (
     MCPConfigError,
     MCPError,
     MCPServerDiedError,
+    MCPServerDisabledError,
     MCPServerStartupError,
     MCPToolCallError,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "MCPManager",
     "MCPServerConfig",
     "MCPServerDiedError",
+    "MCPServerDisabledError",
     "MCPServerStartupError",
     "MCPToolCallError",
     "ToolCallResult",
@@ -170,11 +172,12 @@ class MCPManager:
         """Spawn the server, initialize the session and list its tools for this turn.
 
         Raises:
-            MCPServerStartupError: the first connect of the episode failed, the retry of a
-                later one failed (MCP is then disabled), or MCP is already disabled.
+            MCPServerStartupError: the first connect of the episode failed.
+            MCPServerDisabledError: the retry of a later connect failed (MCP is then
+                disabled), or MCP is already disabled.
         """
         if self._disabled:
-            raise MCPServerStartupError(
+            raise MCPServerDisabledError(
                 f"MCP server '{self.server_name}' is disabled for the rest of this episode after repeated "
                 "connection failures."
             )
@@ -207,7 +210,7 @@ class MCPManager:
                     f"MCP retry failed, disabling MCP for the rest of the episode: {second}",
                     error=str(second),
                 )
-                raise MCPServerStartupError(
+                raise MCPServerDisabledError(
                     f"{second}\nThe retry failed too: MCP is disabled for the rest of this episode."
                 ) from second
             self._log_event(logging.INFO, "mcp_session_retry_ok", "MCP session connected on retry", attempt=2)

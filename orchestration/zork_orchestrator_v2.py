@@ -14,18 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file
-from llm_client import LLMClientWrapper, LLMError
+from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager
 from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
-from managers.mcp_manager import MCPError, MCPManager
+from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
 from session.episode_log import close_episode_logger, setup_episode_logger
+from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, get_langfuse_client
@@ -133,7 +134,7 @@ class ZorkOrchestratorV2:
             try:
                 self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
             except MCPError as exc:
-                log.error(f"Failed to initialize MCP Manager: {exc}", extra={"event_type": "mcp_init_error"})
+                log.error("Failed to initialize MCP Manager: %s", exc, extra={"event_type": "mcp_init_error"})
                 raise
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
@@ -150,22 +151,37 @@ class ZorkOrchestratorV2:
 
     # -- episode -----------------------------------------------------------------------
     def play_episode(self) -> GameState:
-        """Play until victory, game over, the turn limit, being stuck, or a stop request."""
+        """Play until victory, game over, the turn limit, being stuck, or a stop request.
+
+        Raises the ``ZorkGPTError`` that stopped the episode (its ``end_reason`` names it and
+        the summary is written first); ``session.errors`` says which ones stop the setup and
+        which only end the episode. Anything else is a bug and propagates as it is.
+        """
         self._start_episode()
         try:
             while self._end_reason() is None:
                 self._process_turn()
                 if self.config.gameplay.turn_delay_seconds:
                     time.sleep(self.config.gameplay.turn_delay_seconds)
-        except LLMError as exc:
-            self.game_state.end_reason = f"llm_error: {exc}"
+        except ZorkGPTError as exc:
+            self.game_state.end_reason = end_reason_for(exc)
             self.logger.error(
-                f"Episode stopped: the LLM failed after retries: {exc}", extra={"event_type": "llm_error"}
+                "Episode stopped (%s): %s",
+                episode_consequence(exc).value,
+                exc,
+                extra={"event_type": exc.kind, "consequence": episode_consequence(exc).value},
             )
-        except MCPError as exc:
-            # Turn-1 startup failure or a model that cannot call tools: the run cannot go on as configured.
-            self.game_state.end_reason = f"mcp_error: {exc}"
-            self.logger.error(f"Episode stopped: {exc}", extra={"event_type": "mcp_error"})
+            raise
+        except Exception as exc:
+            # The episode boundary: a bug ends the episode with its traceback in the episode's
+            # log (the summary is still written below), then propagates to the caller.
+            self.game_state.end_reason = f"error: {type(exc).__name__}"
+            self.logger.exception(
+                "Episode stopped by an unexpected %s: %s",
+                type(exc).__name__,
+                exc,
+                extra={"event_type": "episode_error"},
+            )
             raise
         finally:
             self._finish_episode()

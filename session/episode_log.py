@@ -20,6 +20,7 @@ from typing import Any
 
 from session.game_configuration import API_KEY_ENV_VARS
 
+_TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
@@ -58,10 +59,15 @@ class RedactingFilter(logging.Filter):
         return redact(text, known_secrets() + self.extra_secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and not record.exc_text:
+            # Formatted once here so every handler writes the same, redacted traceback.
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
         secrets = known_secrets() + self.extra_secrets
         if secrets:
             record.msg = redact(record.getMessage(), secrets)
             record.args = None
+            if record.exc_text:
+                record.exc_text = redact(record.exc_text, secrets)
             for key, value in record_extras(record).items():
                 if isinstance(value, str):
                     setattr(record, key, redact(value, secrets))
@@ -88,6 +94,8 @@ class JSONLHandler(logging.Handler):
             "message": record.getMessage(),
             **extras,
         }
+        if record.exc_text:
+            event["traceback"] = record.exc_text
         try:
             # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
             self._fh.write(self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False)) + "\n")
@@ -103,8 +111,20 @@ class JSONLHandler(logging.Handler):
 
 
 class HumanFormatter(logging.Formatter):
+    """``[LEVEL] message``; with ``tracebacks`` (the log file, not the console) the traceback
+    of a record logged with ``exc_info`` follows on the next lines."""
+
+    def __init__(self, tracebacks: bool = False) -> None:
+        super().__init__()
+        self.tracebacks = tracebacks
+
     def format(self, record: logging.LogRecord) -> str:
-        return f"[{record.levelname}] {record.getMessage()}"
+        line = f"[{record.levelname}] {record.getMessage()}"
+        if self.tracebacks and record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if self.tracebacks and record.exc_text:
+            line = f"{line}\n{record.exc_text}"
+        return line
 
 
 def setup_episode_logger(
@@ -132,7 +152,7 @@ def setup_episode_logger(
 
     human = logging.FileHandler(episode_dir / "episode.log", encoding="utf-8")
     human.setLevel(logging.DEBUG)
-    human.setFormatter(HumanFormatter())
+    human.setFormatter(HumanFormatter(tracebacks=True))
     human.addFilter(redactor)
     logger.addHandler(human)
 

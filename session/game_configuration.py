@@ -19,13 +19,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from session.errors import ConfigError
+
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
-
-
-class ConfigError(Exception):
-    """A configuration value is missing, unknown or of the wrong type. Raised at start."""
 
 
 class _Section(BaseModel):

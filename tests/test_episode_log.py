@@ -68,3 +68,28 @@ def test_a_new_episode_replaces_the_previous_handlers(tmp_path: Path) -> None:
         close_episode_logger(second)
     assert [e["message"] for e in read_jsonl(tmp_path / "one" / "episode_log.jsonl")] == ["first"]
     assert [e["message"] for e in read_jsonl(tmp_path / "two" / "episode_log.jsonl")] == ["second"]
+
+
+def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "sk-or-v1-secret-inside-an-exception"
+    monkeypatch.setenv("OPENROUTER_API_KEY", secret)
+    logger = setup_episode_logger(tmp_path, name="test.eplog.traceback", console=True)
+    try:
+        try:
+            raise TypeError(f"bug while sending {secret}")
+        except TypeError:
+            logger.exception("Episode stopped by an unexpected %s", "TypeError", extra={"event_type": "episode_error"})
+    finally:
+        close_episode_logger(logger)
+    (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+    assert event["message"] == "Episode stopped by an unexpected TypeError"
+    assert event["traceback"].startswith("Traceback (most recent call last):")
+    assert "TypeError: bug while sending [REDACTED]" in event["traceback"]
+    human = (tmp_path / "episode.log").read_text()
+    assert "[ERROR] Episode stopped by an unexpected TypeError\nTraceback" in human
+    assert "TypeError: bug while sending [REDACTED]" in human
+    console = capsys.readouterr().err
+    assert console.strip() == "[ERROR] Episode stopped by an unexpected TypeError"
+    assert secret not in human + console + (tmp_path / "episode_log.jsonl").read_text()

@@ -66,7 +66,7 @@ def test_bad_mcp_config_fails_fast_at_start(
     assert [e["event_type"] for e in events] == ["mcp_init_error"]
 
 
-def test_main_exits_1_when_the_mcp_server_cannot_start_on_turn_1(
+def test_main_exits_2_when_the_mcp_server_cannot_start_on_turn_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     (tmp_path / "mcp.json").write_text(
@@ -93,7 +93,7 @@ def test_main_exits_1_when_the_mcp_server_cannot_start_on_turn_1(
         timeout=60,
         check=False,
     )
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert "zorkgpt-no-such-mcp-server" in proc.stderr and "MCP error" in proc.stderr
     assert llm_server.requests == []  # failed before asking the model anything
     (episode,) = (tmp_path / "runs" / "episodes").iterdir()

@@ -627,3 +627,27 @@ def test_server_dying_before_the_tool_listing_plays_the_turn_without_tools(
     run.manager.get_tool_schemas = list_tools  # type: ignore[method-assign]
     assert run.turn(turn=3)["action"] == "north"
     assert llm_server.bodies[1]["tools"][0]["function"]["name"] == "thoughtbox__think"
+
+
+def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only failed calls (the MCP family, a broken pipe) become error results; a programming error
+    inside ZorkGPT's own call path is not the model's to handle and must surface with its traceback."""
+    import managers.mcp_manager
+
+    def buggy_conversion(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a bug in the result conversion")
+
+    monkeypatch.setattr(managers.mcp_manager, "convert_call_result", buggy_conversion)
+    llm_server.script(
+        completion(tool_calls=[tool_call("misbehaving__echo", {"text": "hello"}, "call_echo")]),
+        agent_reply("north"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path))
+    error = run.failing_turn(TypeError)
+
+    assert "a bug in the result conversion" in str(error)
+    assert run.tool_calls == ["misbehaving.echo"]
+    assert len(llm_server.requests) == 1, "the bug must not be sent to the model as a tool result"
+    assert run.events("mcp_tool_error") == []

@@ -1,0 +1,267 @@
+"""Every error ZorkGPT raises on purpose, and what the program does with each.
+
+The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
+
+    ZorkGPTError
+    ├── ConfigError                  a setting is missing, unknown or of the wrong type
+    │   └── MCPConfigError           mcp_config.json is unusable, or the model cannot call tools   (also an MCPError)
+    ├── LLMError                     the model provider could not give an answer
+    │   ├── LLMInvalidRequestError   the request was refused before sending                         (also a ValueError)
+    │   │   └── ToolsNotSupportedError   tools were offered to a model that cannot call them
+    │   ├── LLMRequestError          the provider rejected the request (a 4xx other than 408/429)
+    │   ├── LLMRetryExhaustedError   every attempt failed (429, 5xx, timeouts, empty replies)
+    │   └── CircuitOpenError         too many calls failed in a row; calls wait for the reset
+    ├── MCPError                     a tool server failed
+    │   ├── MCPConfigError
+    │   ├── MCPServerStartupError    the server did not start on the episode's first connect
+    │   │   └── MCPServerDisabledError   a later connect and its retry failed: no tools this episode
+    │   └── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
+    │       └── MCPServerDiedError   the server went away during the turn
+    ├── GameError                    the game could not be played
+    │   ├── StoryFileError           the story file is missing, unreadable or not Zork I
+    │   │   └── StoryDataError       (game_interface/story_data.py) not a version 3 story
+    │   └── GameInterfaceError       the engine cannot take a command, or the game is closed
+    │       └── RefusedCommandError  (game_interface/jericho_interface.py) a session command: save, quit...
+    └── LearningFileError            a file kept across runs cannot be read
+        ├── ManagerFileError         (managers/base_manager.py) memories.md, knowledgebase.md...
+        └── MapGraphError            (managers/map_graph.py) map_state.json
+
+Subclasses that only add detail to their parent (same consequence) live beside the code
+that raises them; every class the policy below names is defined here.
+
+Anything that is not a ``ZorkGPTError`` (a ``TypeError``, a ``KeyError``...) is a bug: no
+handler in ZorkGPT catches it, so it propagates with its traceback. The only catch-alls
+sit at true boundaries (one tool call's tracing, one manager's end-of-episode files) and
+say why where they are.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import ClassVar
+
+
+class Consequence(Enum):
+    """What happens to the run when an error of a given class is raised."""
+
+    TURN_CONTINUES = "turn_continues"
+    """Handled where it happens; the turn goes on with a fallback (an error result the model
+    reads, a refused command's explanation as the game's reply)."""
+
+    TOOL_SERVER_DOWN = "tool_server_down"
+    """The tool server loses its tools for the rest of the turn; the next turn reconnects,
+    retries once, and plays without that server for the rest of the episode if the retry fails."""
+
+    EPISODE_ENDS = "episode_ends"
+    """The episode stops: its summary is written, ``end_reason`` names the error, the run exits 1."""
+
+    SETUP_FAILS = "setup_fails"
+    """The program stops before playing on (a fix is needed in the configuration or the files); exit 2."""
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of ``main.py`` when an error with this consequence stops the run."""
+        return EXIT_SETUP if self is Consequence.SETUP_FAILS else EXIT_RUN_FAILED
+
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP = 0, 1, 2
+
+
+class ZorkGPTError(Exception):
+    """Base of every error ZorkGPT raises on purpose. Messages name the problem and the fix."""
+
+    kind: ClassVar[str] = "error"
+    """Short label for ``end_reason`` and log events (``llm_error: ...``)."""
+    title: ClassVar[str] = "Error"
+    """How the error is introduced to a user on the terminal."""
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+class ConfigError(ZorkGPTError):
+    """A configuration value is missing, unknown or of the wrong type. Raised at start."""
+
+    kind = "config_error"
+    title = "Configuration error"
+
+
+# -- the model provider ------------------------------------------------------------------
+
+
+class LLMError(ZorkGPTError):
+    """Base of every LLM client error. Messages never contain the API key."""
+
+    kind = "llm_error"
+    title = "LLM error"
+
+
+class LLMInvalidRequestError(LLMError, ValueError):
+    """The caller built a request the client refuses to send (bad messages or tool schemas)."""
+
+
+class ToolsNotSupportedError(LLMInvalidRequestError):
+    """Tools were passed for a model the compatibility check says cannot call tools."""
+
+
+class LLMRequestError(LLMError):
+    """The provider rejected the request with a non-retryable 4xx; retrying would not help."""
+
+    def __init__(self, message: str, status_code: int, provider_message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.provider_message = provider_message
+
+
+class LLMRetryExhaustedError(LLMError):
+    """Every attempt failed with a retryable fault (429, 5xx, timeout, empty or malformed reply)."""
+
+    def __init__(self, message: str, attempts: int, last_cause: str) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_cause = last_cause
+
+
+class CircuitOpenError(LLMError):
+    """Too many consecutive calls failed; calls are refused until the reset period passes."""
+
+    def __init__(self, message: str, retry_in_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_in_seconds = retry_in_seconds
+
+
+# -- tool servers (MCP) ------------------------------------------------------------------
+
+
+class MCPError(ZorkGPTError):
+    """Base of every error of the MCP client side."""
+
+    kind = "mcp_error"
+    title = "MCP error"
+
+
+class MCPConfigError(MCPError, ConfigError):
+    """mcp_config.json is missing, unreadable, malformed or names no server, or the agent's
+    model cannot call tools while MCP is enabled."""
+
+
+class MCPServerStartupError(MCPError):
+    """The server could not be spawned, initialized or listed within the startup timeout.
+
+    On the episode's first connect this means the configuration is probably wrong, so the
+    program stops instead of playing a whole episode without the tools the user asked for.
+    """
+
+
+class MCPServerDisabledError(MCPServerStartupError):
+    """A connect after a good one failed, and so did its retry: the server is disabled for the
+    rest of the episode and the agent plays without its tools."""
+
+
+class MCPToolCallError(MCPError):
+    """A tool call could not be made or the server answered with a protocol error.
+
+    The model gets the message as the call's error result and decides what to do next.
+    Timeouts are the builtin ``TimeoutError`` instead: the agent skips the rest of the batch.
+    """
+
+
+class MCPServerDiedError(MCPToolCallError):
+    """The server process or its session went away during the turn: every later call in the
+    turn would fail the same way, so the agent stops calling tools until the next turn."""
+
+
+# -- the game ----------------------------------------------------------------------------
+
+
+class GameError(ZorkGPTError):
+    """Base of the errors of the game engine and the story file."""
+
+    kind = "game_error"
+    title = "Game error"
+
+
+class StoryFileError(GameError):
+    """The story file is missing, unreadable, or not the canonical Zork I release."""
+
+
+class GameInterfaceError(GameError):
+    """Misuse of the interface: a closed game or a command the engine cannot take."""
+
+
+# -- files kept across runs --------------------------------------------------------------
+
+
+class LearningFileError(ZorkGPTError):
+    """A file ZorkGPT keeps across runs (memories, knowledge, map, objectives) cannot be read.
+
+    These files are meant to be edited by hand, so a bad one is the user's to fix (the
+    message says how), not a bug, and a run must not start over it and overwrite it.
+    """
+
+    kind = "file_error"
+    title = "Learning file error"
+
+
+# -- the policy ----------------------------------------------------------------------------
+
+POLICY: dict[type[ZorkGPTError], Consequence] = {
+    ZorkGPTError: Consequence.EPISODE_ENDS,
+    ConfigError: Consequence.SETUP_FAILS,
+    LLMError: Consequence.EPISODE_ENDS,
+    ToolsNotSupportedError: Consequence.SETUP_FAILS,
+    MCPServerStartupError: Consequence.SETUP_FAILS,
+    MCPServerDisabledError: Consequence.TOOL_SERVER_DOWN,
+    MCPToolCallError: Consequence.TURN_CONTINUES,
+    MCPServerDiedError: Consequence.TOOL_SERVER_DOWN,
+    StoryFileError: Consequence.SETUP_FAILS,
+    GameInterfaceError: Consequence.TURN_CONTINUES,
+    LearningFileError: Consequence.SETUP_FAILS,
+}
+"""Each class's consequence; a class not listed has its nearest listed ancestor's.
+
+Where the consequences are carried out:
+- ``TURN_CONTINUES``: the tool loop (``zork_agent.py``) turns ``MCPToolCallError`` into the
+  call's error result; the orchestrator turns ``GameInterfaceError`` from sending a command
+  into the turn's reply.
+- ``TOOL_SERVER_DOWN``: the tool loop stops calling tools after ``MCPServerDiedError``; the
+  agent plays the turn without tools after ``MCPServerDisabledError``.
+- ``EPISODE_ENDS`` and ``SETUP_FAILS``: the orchestrator's episode loop records the error as
+  the ``end_reason`` and re-raises it; ``main.py`` prints it and exits with ``exit_code``.
+
+An error whose consequence is handled within a turn but that escapes its handler (a
+``GameInterfaceError`` raised while reading the game state, say) ends the episode: see
+``episode_consequence``. The optional roles' LLM calls (critic, extractor, memories,
+objectives, knowledge) catch ``LLMError`` themselves and skip their update: their model
+failing costs that update, not the game.
+"""
+
+
+def consequence_of(error: BaseException) -> Consequence | None:
+    """The policy's consequence for ``error``; None when it is not a ZorkGPT error (a bug)."""
+    for cls in type(error).__mro__:
+        consequence = POLICY.get(cls)
+        if consequence is not None:
+            return consequence
+    return None
+
+
+def episode_consequence(error: ZorkGPTError) -> Consequence:
+    """What an error that reached the episode loop does: stop the setup or end the episode.
+
+    Errors handled inside a turn only get here when they escaped their handler, and then the
+    episode cannot go on either.
+    """
+    if consequence_of(error) is Consequence.SETUP_FAILS:
+        return Consequence.SETUP_FAILS
+    return Consequence.EPISODE_ENDS
+
+
+def exit_code_for(error: ZorkGPTError) -> int:
+    """``main.py``'s exit code when ``error`` stops the run: 2 for setup errors, else 1."""
+    return episode_consequence(error).exit_code
+
+
+def end_reason_for(error: ZorkGPTError) -> str:
+    """The episode's ``end_reason`` for an error that ended it: ``<kind>: <message>``."""
+    return f"{error.kind}: {error}"
