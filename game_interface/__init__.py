@@ -10,6 +10,7 @@ from game_interface.jericho_interface import (
     JerichoInterface,
     Location,
     RefusedCommandError,
+    WorldChange,
     find_meta_command,
     has_control_chars,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "Location",
     "RefusedCommandError",
     "StoryFileError",
+    "WorldChange",
     "find_meta_command",
     "has_control_chars",
     "resolve_story_file",

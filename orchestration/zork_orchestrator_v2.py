@@ -18,7 +18,7 @@ from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager
 from managers.episode_synthesizer import EpisodeSynthesizer
-from managers.extractor_manager import ExtractedInfo, ExtractorManager
+from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp_manager import MCPManager
@@ -28,7 +28,7 @@ from orchestration.context_builder import build_context
 from session.episode_log import close_episode_logger, setup_episode_logger
 from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult, new_episode_id
+from session.game_state import REFUSED_PREFIX, GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, get_langfuse_client
 from zork_agent import ZorkAgent
 
@@ -40,9 +40,6 @@ _FAILURE = re.compile(
     re.IGNORECASE,
 )
 
-
-# Marks a response that ZorkGPT wrote because the game interface refused the command.
-REFUSED_PREFIX = "[ZorkGPT]"
 ROLES = ("agent", "critic", "extractor", "memory")
 
 
@@ -250,6 +247,7 @@ class ZorkOrchestratorV2:
             game_over=info.game_over,
             died=info.died,
             victory=info.victory,
+            world_changes=describe_world_changes(info, state.current_room_id, state.exits),
         )
         self._apply_facts(info, response)
         state.record_turn(result)

@@ -10,6 +10,10 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+# Marks a response that ZorkGPT wrote because the game interface refused the command
+# (a session command such as "save"): the game never saw it.
+REFUSED_PREFIX = "[ZorkGPT]"
+
 
 def new_episode_id() -> str:
     """Episode ids are UTC timestamps: sortable, unique per run, readable in folder names."""
@@ -46,6 +50,9 @@ class TurnResult:
     game_over: bool = False
     died: bool = False
     victory: bool = False
+    # What the command changed near the player, from the engine's object tree and exit probe:
+    # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
+    world_changes: tuple[str, ...] = ()
 
     @property
     def moved(self) -> bool:

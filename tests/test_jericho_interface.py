@@ -98,6 +98,40 @@ def test_labels_carry_the_state_a_player_acts_on(game: JerichoInterface) -> None
     assert "brass lantern (on)" in [obj.label for obj in game.get_visible_objects()]
 
 
+def test_world_changes_come_from_the_object_tree(game: JerichoInterface) -> None:
+    def changes(command: str) -> list[str]:
+        game.send_command(command)
+        return [change.describe() for change in game.last_world_changes()]
+
+    assert changes("look") == []
+    assert changes("open mailbox") == ["small mailbox: opened"]
+    assert changes("take leaflet") == ["leaflet: taken from small mailbox"]
+    assert changes("north") == []  # the player moving is the map's news, not a world change
+    assert changes("north") == []
+    assert changes("up") == []
+    assert changes("take egg") == ["jewel-encrusted egg: taken from bird's nest"]
+    for command in ["down", "south", "east"]:
+        game.send_command(command)
+    assert changes("open window") == ["kitchen window: opened"]  # a local global of Behind House
+    for command in ["west", "west"]:
+        game.send_command(command)
+    assert changes("move rug") == ["trap door: revealed"]
+    assert changes("drop leaflet") == ["leaflet: dropped"]
+    game.restore_state(game.save_state())
+    assert game.last_world_changes() == ()  # nothing was played since
+
+
+def test_the_thief_wandering_far_away_is_no_world_change(game: JerichoInterface) -> None:
+    thief = game.find_objects("thief")[0].id
+    for _ in range(5):
+        before = game.room_of(thief)
+        game.send_command("wait")
+        if game.room_of(thief) != before:
+            break
+    assert game.room_of(thief) != before  # the thief did move this turn...
+    assert game.last_world_changes() == ()  # ...but nowhere near the player
+
+
 def test_find_objects_uses_the_parsers_synonyms_and_adjectives(game: JerichoInterface) -> None:
     lamp = [obj.name for obj in game.find_objects("lamp")]
     assert "brass lantern" in lamp
