@@ -19,9 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
+from managers.objective_manager import ObjectiveProposal
 from session.errors import (
     ConfigError,
     MCPConfigError,
@@ -45,7 +46,19 @@ class AgentResponse(BaseModel):
 
     thinking: str = Field(description="Brief reasoning for the chosen action")
     action: str = Field(description="Exactly one Zork game command")
-    new_objective: str | None = Field(default=None, description="A new multi-step goal, or null")
+    new_objective: ObjectiveProposal | None = Field(
+        default=None, description="A new multi-step goal and the steps that show it is done, or null"
+    )
+
+    @field_validator("new_objective", mode="before")
+    @classmethod
+    def _sentence_is_a_free_goal(cls, value: Any) -> Any:
+        """A bare sentence (what a model that skims the schema sends) is kept as a goal the
+        objective review judges, rather than failing the whole reply."""
+        if isinstance(value, str):
+            text = value.strip()
+            return {"text": text, "done_when": [{"kind": "free", "criterion": text}]} if text else None
+        return value
 
 
 class AgentRuntimeError(RuntimeError):
@@ -208,7 +221,7 @@ class ZorkAgent:
                 "new_objective": None,
                 "raw_response": content,
             }
-        objective = (parsed.new_objective or "").strip() or None
+        objective = parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None
         return {"action": action, "reasoning": parsed.thinking, "new_objective": objective, "raw_response": content}
 
     # -- MCP tool-calling path -----------------------------------------------------------

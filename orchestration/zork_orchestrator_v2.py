@@ -114,7 +114,11 @@ class ZorkOrchestratorV2:
         self.map = MapManager(cfg, log, state)
         memory_client = clients["memory"]
         self.memory = MemoryManager(cfg, log, state, memory_client) if cfg.memory.enabled else None
-        self.objectives = ObjectiveManager(cfg, log, state, memory_client) if cfg.objectives.enabled else None
+        self.objectives = (
+            ObjectiveManager(cfg, log, state, memory_client, self.game) if cfg.objectives.enabled else None
+        )
+        if self.objectives is not None:
+            self.map.route_targets = self.objectives.target_rooms  # routes to where the objectives lead
         self.knowledge = KnowledgeManager(cfg, log, state, memory_client) if cfg.knowledge.enabled else None
         self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
         self.managers: list[BaseManager] = [

@@ -210,7 +210,7 @@ def test_full_turn_with_two_thoughts_then_an_answer(
 
     assert result["action"] == "open mailbox"
     assert result["reasoning"] == "the thoughts say: mailbox"
-    assert result["new_objective"] == "read the leaflet"
+    assert result["new_objective"].text == "read the leaflet"
     assert len(run.spawned) == 1, "one server process for the turn"
     assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
 

@@ -42,6 +42,7 @@ from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCa
 from managers.mcp_errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from managers.mcp_manager import MCPManager
 from managers.mcp_tools import ToolCallResult, ToolNameMap
+from managers.objective_manager import ObjectiveProposal
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 from tests.langfuse_support import in_memory_langfuse
@@ -281,7 +282,9 @@ def parsed_answer(content: str | None) -> dict[str, Any]:
         return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
     return {
         "action": action,
-        "new_objective": (response.new_objective or "").strip() or None,
+        "new_objective": response.new_objective
+        if response.new_objective and response.new_objective.text.strip()
+        else None,
         "reasoning": response.thinking,
     }
 
@@ -807,7 +810,7 @@ def test_property_47_result_has_thinking_action_and_optional_objective(scenario:
     assert run.result is not None
     assert set(run.result) == RESULT_KEYS
     assert isinstance(run.result["action"], str) and isinstance(run.result["reasoning"], str)
-    assert run.result["new_objective"] is None or isinstance(run.result["new_objective"], str)
+    assert run.result["new_objective"] is None or isinstance(run.result["new_objective"], ObjectiveProposal)
 
 
 @given(scenarios(), st.booleans())
