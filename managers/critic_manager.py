@@ -18,9 +18,9 @@ from typing import Any
 from game_interface import JerichoInterface
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
+from managers.critic import Critic, CriticVerdict
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from zork_critic import CriticVerdict, ZorkCritic
 
 
 @dataclass
@@ -45,7 +45,7 @@ class CriticManager(BaseManager):
     ) -> None:
         super().__init__(config, logger, game_state)
         self.game = game
-        self.critic = ZorkCritic(config, logger, client, game)
+        self.critic = Critic(config, logger, client, game)
         self._pending: _PendingOverride | None = None
         self.evaluations = 0
         self.rejections: Counter[str] = Counter()
@@ -78,8 +78,14 @@ class CriticManager(BaseManager):
                 break
             rounds += 1
             self.logger.info(
-                f"Turn {turn}: critic rejected '{action}' ({verdict.source}, score {verdict.score:+.2f}): "
-                f"{verdict.justification} — re-asking the agent (round {rounds}/{max_rounds})",
+                "Turn %d: critic rejected '%s' (%s, score %+.2f): %s — re-asking the agent (round %d/%d)",
+                turn,
+                action,
+                verdict.source,
+                verdict.score,
+                verdict.justification,
+                rounds,
+                max_rounds,
                 extra={
                     "event_type": "critic_rejection",
                     "turn": turn,
@@ -107,7 +113,11 @@ class CriticManager(BaseManager):
         if verdict.source == "llm":
             self._pending = _PendingOverride(turn, action, self.game.env.get_world_state_hash())
         self.logger.info(
-            f"Turn {turn}: playing '{action}' despite the critic ({verdict.source}) after {rounds} rejection rounds",
+            "Turn %d: playing '%s' despite the critic (%s) after %d rejection rounds",
+            turn,
+            action,
+            verdict.source,
+            rounds,
             extra={
                 "event_type": "critic_override",
                 "turn": turn,
@@ -130,9 +140,11 @@ class CriticManager(BaseManager):
         )
         self.critic.trust.record(rejected_then_overridden=True, succeeded=succeeded)
         self.logger.info(
-            f"Turn {result.turn}: overridden critic rejection of '{result.action}' was "
-            f"{'wrong (the action succeeded)' if succeeded else 'right (the action failed)'}; "
-            f"critic weight now {self.critic.trust.weight:.2f}",
+            "Turn %d: overridden critic rejection of '%s' was %s; critic weight now %.2f",
+            result.turn,
+            result.action,
+            "wrong (the action succeeded)" if succeeded else "right (the action failed)",
+            self.critic.trust.weight,
             extra={
                 "event_type": "critic_trust_update",
                 "turn": result.turn,

@@ -66,7 +66,7 @@ CRITIC_SYSTEM_PROMPT = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class CriticVerdict:
     """One judgement. ``source`` is "object_tree" (engine certainty), "llm" or "none" (nobody judged)."""
 
@@ -246,7 +246,7 @@ class TrustTracker:
         }
 
 
-class ZorkCritic:
+class Critic:
     """Object-tree check first, then (if enabled) the critic LLM weighted by trust."""
 
     def __init__(

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from game_interface import GameSnapshot, JerichoInterface
 from llm_client import LLMClientWrapper
+from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import completion
-from zork_critic import SCOPED_VERBS, CriticResponse, ObjectTreeCheck, TrustTracker, ZorkCritic
 
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
 SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
@@ -184,9 +184,9 @@ def test_trust_never_falls_below_the_floor() -> None:
 # -- LLM stage --------------------------------------------------------------------------------
 
 
-def make_critic(config: GameConfiguration, game: JerichoInterface, server: Any) -> ZorkCritic:
+def make_critic(config: GameConfiguration, game: JerichoInterface, server: Any) -> Critic:
     client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key")
-    return ZorkCritic(config, logging.getLogger("test.critic"), client, game)
+    return Critic(config, logging.getLogger("test.critic"), client, game)
 
 
 def state_of(game: JerichoInterface) -> GameState:
