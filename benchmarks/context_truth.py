@@ -45,6 +45,7 @@ from game_interface.jericho_interface import (
     DIRECTIONS,
     DOORBIT,
     INVISIBLE,
+    ONBIT,
     OPENBIT,
     SURFACEBIT,
     TOUCHBIT,
@@ -56,7 +57,7 @@ from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import ScriptedLLMServer
+from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
 SIZE_TURNS = (1, 100, 200, 400)
@@ -81,8 +82,18 @@ class TurnTruth:
 
 
 @dataclass
+class AfterTurn:
+    """The engine's state after a turn's command: what objective steps are checked against."""
+
+    room_id: int
+    score: int
+    tree: Tree
+
+
+@dataclass
 class EngineTruth:
     turns: dict[int, TurnTruth] = field(default_factory=dict)
+    after: dict[int, AfterTurn] = field(default_factory=dict)
     # (room name, direction) -> destination names seen up to each turn: edges[turn] holds the moves before it.
     moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
     room_names: dict[int, str] = field(default_factory=dict)
@@ -189,11 +200,95 @@ class Oracle:
             )
             if changed or ram_changed:
                 truth.world_changed.add(turn)
+            truth.after[turn] = AfterTurn(room_after, int(self.env.get_score()), after)
         return truth
+
+    def holds(self, step: dict[str, Any], after: AfterTurn) -> bool:
+        """An objective step judged from the raw tree after a turn (free steps: the review's word)."""
+        tree, kind, ids = after.tree, step["kind"], step["ids"]
+
+        def inside(number: int, holder: int) -> bool:
+            at = tree.get(number, (0, ()))[0]
+            while at:
+                if at == holder:
+                    return True
+                at = tree.get(at, (0, ()))[0]
+            return False
+
+        if kind == "reach_room":
+            return after.room_id in ids
+        if kind == "hold_item":
+            return any(inside(i, self.player) for i in ids)
+        if kind == "item_in_container":
+            return any(inside(i, c) for i in ids for c in step["container_ids"])
+        if kind == "score_at_least":
+            return after.score >= step["score"]
+        if kind == "object_state":
+            flag = OPENBIT if step["state"] in ("open", "closed") else ONBIT
+            return any((flag in tree[i][1]) == (step["state"] in ("open", "on")) for i in ids if i in tree)
+        return step["judged_done_turn"] is not None
 
 
 _ALIASES = {"n": "north", "s": "south", "e": "east", "w": "west", "u": "up", "d": "down", "ne": "northeast"}
 _ALIASES |= {"nw": "northwest", "se": "southeast", "sw": "southwest", "enter": "in", "exit": "out"}
+
+
+class TruthModel(LearningModel):
+    """The learning model, with an objective review that proposes goals of every engine-checked
+    kind from where the walkthrough is heading: the room it reaches ten moves on, the next item
+    it takes, the next treasure it puts in the trophy case, ten more points, and the next thing
+    it opens or lights. So completion is exercised all game long."""
+
+    def __init__(self, commands: list[str], truth: EngineTruth, oracle: Oracle) -> None:
+        super().__init__(commands)
+        self.truth, self.oracle = truth, oracle
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
+        if not reviewing or schema_name(body) != "ObjectiveReview":
+            return super().__call__(body, index)
+        self.calls["ObjectiveReview"] += 1
+        match = re.match(r"Turn (\d+);", user_text(body))
+        now = int(match.group(1)) if match else 1
+        return completion(json.dumps({"new_objectives": self.goals(now), "completed_ids": [], "dropped_ids": []}))
+
+    def goals(self, now: int) -> list[dict[str, Any]]:
+        truth, commands = self.truth, self.commands
+        goals: list[dict[str, Any]] = []
+
+        def goal(text: str, **step: Any) -> None:
+            full = {"target": "", "container": "", "state": None, "score": None, "criterion": ""} | step
+            goals.append({"text": text, "priority": "medium", "done_when": [full]})
+
+        ahead = truth.turns.get(now + 10)
+        if ahead is not None:
+            goal(f"Reach {ahead.room}", kind="reach_room", target=ahead.room)
+        later = [t for t in range(now + 1, min(now + 30, len(commands)) + 1) if t in truth.turns]
+        taken = next(
+            (
+                truth.turns[t].inventory - truth.turns[t - 1].inventory
+                for t in later
+                if t - 1 in truth.turns and truth.turns[t].inventory - truth.turns[t - 1].inventory
+            ),
+            set(),
+        )
+        if taken:
+            item = sorted(taken)[0]
+            goal(f"Take the {item}", kind="hold_item", target=item)
+        put = next((c for c in commands[now:] if c.lower().startswith("put ") and c.lower().endswith(" in case")), None)
+        if put:
+            item = put[4:-8]
+            goal(f"Put the {item} in the trophy case", kind="item_in_container", target=item, container="trophy case")
+        score = truth.after[now].score if now in truth.after else 0
+        if score + 10 <= 350:
+            goal(f"Score {score + 10} points", kind="score_at_least", score=score + 10)
+        for verb, state in (("open ", "open"), ("light ", "on"), ("turn on ", "on")):
+            act = next((c for c in commands[now:] if c.lower().startswith(verb)), None)
+            if act:
+                thing = act[len(verb) :].split(" with ")[0]
+                goal(f"Make the {thing} {state}", kind="object_state", target=thing, state=state)
+                break
+        return goals[:3] if now % 2 else goals[-3:]
 
 
 def _canonical(command: str) -> str | None:
@@ -277,9 +372,23 @@ def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
     return offered
 
 
-def play(game_file: Path, commands: list[str], show_turn: int | None) -> dict[str, Any]:
+def check_objectives(saved: dict[str, Any], truth: EngineTruth, oracle: Oracle, verdicts: Verdicts) -> None:
+    """No objective may be marked done before all its steps hold in the engine."""
+    for objective in saved["objectives"]:
+        if objective["status"] != "completed":
+            continue
+        verdicts.checked["objectives"] += 1
+        turn = objective["closed_turn"]
+        after = truth.after.get(turn)
+        failing = [s["kind"] for s in objective["steps"] if after is None or not oracle.holds(s, after)]
+        if failing or not objective["steps"]:
+            verdicts.disagree(
+                "objectives", f"#{objective['id']} {objective['text']!r} done on turn {turn}; not holding: {failing}"
+            )
+
+
+def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
     server = ScriptedLLMServer().start()
-    model = LearningModel(commands)
     server.respond_with(model)
     full_maps: dict[int, tuple[str, str]] = {}
     try:
@@ -345,9 +454,11 @@ def main() -> None:
     args = parser.parse_args()
     game_file = resolve_story_file(args.game_file, allow_download=False)
     commands = walkthrough(game_file)
-    run = play(game_file, commands, args.show_turn)
-    truth = Oracle(game_file).replay(commands)
+    oracle = Oracle(game_file)
+    truth = oracle.replay(commands)
+    run = play(game_file, commands, args.show_turn, TruthModel(commands, truth, oracle))
     verdicts = Verdicts()
+    check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
@@ -370,6 +481,7 @@ def main() -> None:
         "end_reason": state.end_reason,
         "disagreements": {check: verdicts.counts.get(check, 0) for check in CHECKS},
         "checked": {check: verdicts.checked.get(check, 0) for check in CHECKS},
+        "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
         "prompt_tokens_estimate_chars_div_4": sizes,
     }

@@ -11,6 +11,7 @@ table, v3 property headers, the default alphabets and abbreviations.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -47,8 +48,11 @@ class StaticObject:
     @cached_property
     def words(self) -> frozenset[str]:
         """Every word the parser accepts for this object: synonyms, adjectives and name words,
-        cut to the dictionary's significant letters. Computed once per object."""
-        return self.synonyms | self.adjectives | {w[:DICTIONARY_WORD_LENGTH] for w in self.name.lower().split()}
+        cut to the dictionary's significant letters. Name words are split as ``find_objects``
+        splits a query, so an object's own name always finds it ("jewel-encrusted egg").
+        Computed once per object."""
+        name_words = {w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", self.name.lower())}
+        return self.synonyms | self.adjectives | name_words
 
 
 class StoryData:

@@ -331,3 +331,9 @@ def test_non_canonical_story_file_is_refused(tmp_path: Path, game_file: Path) ->
 
 def test_clean_text_trims_lines_and_blank_runs() -> None:
     assert clean_text("  West of House  \r\nA field.   \n\n\n\nMailbox.\n\n") == "West of House\nA field.\n\nMailbox."
+
+
+def test_every_object_is_found_by_its_own_name(game: JerichoInterface) -> None:
+    """The agent names targets as the visible-objects line shows them ("jewel-encrusted egg", "bird's nest")."""
+    for name in ("jewel-encrusted egg", "bird's nest", "brass lantern", "trophy case", "kitchen window"):
+        assert name in [obj.name for obj in game.find_objects(name)]
