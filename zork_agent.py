@@ -31,7 +31,7 @@ from session.errors import (
     MCPToolCallError,
 )
 from session.game_configuration import FilesSection, GameConfiguration
-from shared_utils import create_json_schema, extract_json_object, traced_observation
+from shared_utils import create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
@@ -93,6 +93,34 @@ def clean_action(raw: str | None) -> str:
         if line:
             return line.lower()
     return ""
+
+
+TOOL_DESCRIPTION_CHARS = 200  # a tool's first sentence is its purpose; schemas carry the rest
+
+
+def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | None = None) -> str:
+    """What the system prompt says when MCP tools are offered: that they may be called before
+    answering, that the final answer is still the JSON object, and what each server is for, in
+    the servers' own words (their ``instructions`` and their tools' descriptions).
+
+    ``tools`` are the OpenAI function tools sent with the request; a wire name
+    ``server__tool`` names its server.
+    """
+    by_server: dict[str, list[str]] = {}
+    for tool in tools:
+        function = tool.get("function", {})
+        server, _, name = str(function.get("name", "")).rpartition("__")
+        purpose = shorten(re.split(r"(?<=[.!?])\s", str(function.get("description") or ""))[0], TOOL_DESCRIPTION_CHARS)
+        by_server.setdefault(server or "tools", []).append(f"{name or server}" + (f" ({purpose})" if purpose else ""))
+    lines = [
+        "# Tools",
+        "With this request you are offered tools. You may call them before answering, as often as they help; they "
+        "do not act in the game. When you are done, answer as above: the single JSON object with your game command.",
+    ]
+    for server, names in by_server.items():
+        about = shorten((instructions or {}).get(server, ""), TOOL_DESCRIPTION_CHARS)
+        lines.append(f"- {server}: {about + ' ' if about else ''}Tools: {'; '.join(names)}.")
+    return "\n".join(lines)
 
 
 class ZorkAgent:
@@ -239,6 +267,9 @@ class ZorkAgent:
                     response = self.client.chat.completions.create(**self._client_args(messages))
                     result = self._parse_response(response.content)
                 else:
+                    # Only now is it known which tools are offered: the prompt says so, in the servers' words.
+                    about = tools_prompt(tools, self.mcp_manager.server_instructions())
+                    messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
                     result = await self._tool_loop(messages, tools, stats)
             finally:
                 await self.mcp_manager.disconnect_session()  # idempotent; a no-op when never connected

@@ -64,6 +64,7 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
         "new_objective",
     }
     assert "tools" not in body
+    assert "# Tools" not in body["messages"][0]["content"]  # no tools: the prompt says nothing of them
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user"]
     user = body["messages"][1]["content"]
