@@ -284,6 +284,13 @@ def test_corrupt_map_file_fails_at_start_with_the_fix(tmp_path: Path, logger: tu
     assert MapGraph.load(tmp_path / "elsewhere.json").rooms == {}
 
 
+def _started(game: JerichoInterface, tmp_path: Path, log: logging.Logger) -> tuple[MapManager, Driver]:
+    manager = MapManager(_config(tmp_path), log, GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    return manager, driver
+
+
 def _ways_line(context: str | None) -> str:
     assert context is not None
     return next(line for line in context.splitlines() if line.startswith("Ways from here: "))
@@ -292,9 +299,7 @@ def _ways_line(context: str | None) -> str:
 def test_the_way_back_is_inferred_as_probable_not_unexplored(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
-    driver = Driver(game, manager)
-    driver.start()
+    manager, driver = _started(game, tmp_path, logger[0])
     driver.play(["north", "north"])  # West of House -> North of House -> Forest Path
     assert driver.state.current_room_name == "Forest Path"
     path, north_of_house = driver.state.current_room_id, manager.graph.neighbours(81)["north"]
@@ -321,9 +326,7 @@ def test_a_wrong_guess_is_corrected_on_traversal() -> None:
 def test_a_passage_that_closed_is_shown_blocked_now(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
-    driver = Driver(game, manager)
-    driver.start()
+    manager, driver = _started(game, tmp_path, logger[0])
     driver.play(["north", "east", "open window", "west", "east"])  # in through the window and out again
     assert driver.state.current_room_name == "Behind House"
     assert "west -> Kitchen;" in _ways_line(manager.context_section()) + ";"
@@ -337,9 +340,7 @@ def test_a_passage_that_closed_is_shown_blocked_now(
 def test_the_agent_sees_a_compact_map_not_every_room(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
-    driver = Driver(game, manager)
-    driver.start()
+    manager, driver = _started(game, tmp_path, logger[0])
     driver.play(OPENING)  # ends in the Living Room, far from the tree
     assert "Up a Tree" in manager.graph.render_text(driver.state.current_room_id)  # the whole map knows it
     context = manager.context_section()

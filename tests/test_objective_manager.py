@@ -4,11 +4,8 @@ unknown targets, subjects that leave the game, merging, the batched LLM review a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from game_interface import JerichoInterface
 from managers.objective_manager import (
@@ -88,14 +85,6 @@ class Player:
                     self.game.moves,
                 )
             )
-
-
-@pytest.fixture
-def game(game_file: Path) -> Iterator[JerichoInterface]:
-    interface = JerichoInterface(game_file)
-    interface.start()
-    yield interface
-    interface.close()
 
 
 def make_manager(
