@@ -37,7 +37,7 @@ from session.errors import (
     ToolsNotSupportedError,
 )
 from session.errors import LLMError as LLMError  # the client's errors stay importable from here
-from session.game_configuration import GameConfiguration, RetrySection
+from session.game_configuration import GameConfiguration, RetrySection, Sampling
 from shared_utils import traced_observation
 
 # -- wire shapes -------------------------------------------------------------------------
@@ -251,11 +251,7 @@ def build_payload(
     model: str,
     messages: Sequence[Mapping[str, Any]],
     *,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    max_tokens: int | None = None,
+    sampling: Sampling | None = None,
     stop: str | list[str] | None = None,
     response_format: dict[str, Any] | None = None,
     tools: list[dict[str, Any]] | None = None,
@@ -270,11 +266,7 @@ def build_payload(
     """
     payload: dict[str, Any] = {"model": model, "messages": prepare_messages(messages, model)}
     optional = {
-        "temperature": temperature,
-        "top_p": top_p,
-        "top_k": top_k,
-        "min_p": min_p,
-        "max_tokens": max_tokens,
+        **(sampling or Sampling()).request_args(),
         "stop": stop,
         "response_format": response_format,
         **dict(extra or {}),
@@ -505,11 +497,7 @@ class LLMClient:
         payload = build_payload(
             model,
             messages,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            min_p=min_p,
-            max_tokens=max_tokens,
+            sampling=Sampling(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, max_tokens=max_tokens),
             stop=stop,
             response_format=response_format,
             tools=tools,
@@ -759,8 +747,8 @@ class LLMClient:
                 usage_details=details or None,
                 metadata={"finish_reason": response.finish_reason},
             )
-        except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
-            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)))
+        except Exception as exc:  # tracing must never cost the call; logged
+            self.logger.warning("Langfuse generation update failed: %s", self._redact(str(exc)), exc_info=True)
 
 
 class _Completions:

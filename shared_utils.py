@@ -144,9 +144,12 @@ def traced_observation(
     try:
         manager = langfuse_client.start_as_current_observation(**observation)
         span = manager.__enter__()
-    except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged
+    except Exception as exc:  # tracing must never cost the call; logged
         logger.warning(
-            f"Langfuse observation {observation.get('name')!r} not started: {redact(str(exc))}",
+            "Langfuse observation %r not started: %s",
+            observation.get("name"),
+            redact(str(exc)),
+            exc_info=True,
             extra={"event_type": "langfuse_error"},
         )
         yield None

@@ -10,6 +10,7 @@ must be entered and exited by the same task).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -22,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
-from managers.objective_manager import ObjectiveProposal
 from session.errors import (
     ConfigError,
     MCPConfigError,
@@ -31,12 +31,15 @@ from session.errors import (
     MCPToolCallError,
 )
 from session.game_configuration import FilesSection, GameConfiguration
+from session.game_state import AgentDecision, ToolCallRecord
+from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
 
 FALLBACK_ACTION = "look"
+TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
@@ -67,10 +70,19 @@ class AgentRuntimeError(RuntimeError):
 
 @dataclass
 class ToolLoopStats:
+    """What one turn's tool loop did so far (the decision keeps the calls, the trace the rest)."""
+
     iterations: int = 0
-    tool_calls: int = 0
-    tools_used: list[str] = field(default_factory=list)
+    calls: list[ToolCallRecord] = field(default_factory=list)
     forced_final: bool = False
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.calls)
+
+    @property
+    def tools_used(self) -> list[str]:
+        return sorted({call.tool for call in self.calls})
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -143,7 +155,7 @@ class ZorkAgent:
         self.mcp_enabled = config.mcp.enabled and mcp_manager is not None
         self.langfuse_client = langfuse_client
         self.model = model or config.llm.agent_model
-        self.sampling = config.agent_sampling
+        self.sampling = config.sampling_for("agent")
         self._base_prompt = self._load_prompt(config)
         self.knowledge_text = knowledge_text
         self.current_turn = 0
@@ -186,11 +198,7 @@ class ZorkAgent:
         args: dict[str, Any] = dict(
             model=self.model,
             messages=messages,
-            temperature=self.sampling.temperature,
-            top_p=self.sampling.top_p,
-            top_k=self.sampling.top_k,
-            min_p=self.sampling.min_p,
-            max_tokens=self.sampling.max_tokens,
+            **self.sampling.request_args(),
             name="Agent",
             response_format=create_json_schema(AgentResponse),
         )
@@ -200,8 +208,8 @@ class ZorkAgent:
     # -- public API --------------------------------------------------------------------
     def get_action_with_reasoning(
         self, game_state_text: str, relevant_memories: str | None = None, turn: int | None = None
-    ) -> dict[str, Any]:
-        """One game command for this state: ``{"action", "reasoning", "new_objective", "raw_response"}``."""
+    ) -> AgentDecision:
+        """One game command for this state, with the reasoning and the tool calls behind it."""
         if turn is not None:
             self.current_turn = turn
         if not self.mcp_enabled:
@@ -220,7 +228,7 @@ class ZorkAgent:
         return asyncio.run(self._generate_action_async(game_state_text, relevant_memories))
 
     # -- parsing -----------------------------------------------------------------------
-    def _parse_response(self, content: str | None) -> dict[str, Any]:
+    def _parse_response(self, content: str | None, tool_calls: tuple[ToolCallRecord, ...] = ()) -> AgentDecision:
         data = extract_json_object(content or "")
         try:
             if data is None:
@@ -233,8 +241,10 @@ class ZorkAgent:
                 raise ValueError(f"the reply's action is {len(action)} characters long (limit {MAX_ACTION_CHARS})")
         except (ValidationError, ValueError) as exc:
             self.logger.error(
-                f"Turn {self.current_turn}: could not parse the agent's reply ({exc}); "
-                f"falling back to '{FALLBACK_ACTION}'",
+                "Turn %s: could not parse the agent's reply (%s); falling back to '%s'",
+                self.current_turn,
+                exc,
+                FALLBACK_ACTION,
                 extra={
                     "event_type": "agent_parse_error",
                     "error": str(exc),
@@ -243,19 +253,22 @@ class ZorkAgent:
                     "turn": self.current_turn,
                 },
             )
-            return {
-                "action": FALLBACK_ACTION,
-                "reasoning": f"Parse error: {exc}. Raw: {(content or '')[:100]}",
-                "new_objective": None,
-                "raw_response": content,
-            }
-        objective = parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None
-        return {"action": action, "reasoning": parsed.thinking, "new_objective": objective, "raw_response": content}
+            return AgentDecision(
+                action=FALLBACK_ACTION,
+                reasoning=f"Parse error: {exc}. Raw: {(content or '')[:100]}",
+                raw_response=content,
+                tool_calls=tool_calls,
+            )
+        return AgentDecision(
+            action=action,
+            reasoning=parsed.thinking,
+            new_objective=parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None,
+            raw_response=content,
+            tool_calls=tool_calls,
+        )
 
     # -- MCP tool-calling path -----------------------------------------------------------
-    async def _generate_action_async(
-        self, game_state_text: str, relevant_memories: str | None = None
-    ) -> dict[str, Any]:
+    async def _generate_action_async(self, game_state_text: str, relevant_memories: str | None = None) -> AgentDecision:
         """Connect the MCP session, run the tool loop, always disconnect (same task)."""
         assert self.mcp_manager is not None
         messages = self._build_messages(game_state_text, relevant_memories)
@@ -265,26 +278,26 @@ class ZorkAgent:
                 tools = await self._open_tools()
                 if tools is None:
                     response = self.client.chat.completions.create(**self._client_args(messages))
-                    result = self._parse_response(response.content)
+                    decision = self._parse_response(response.content)
                 else:
                     # Only now is it known which tools are offered: the prompt says so, in the servers' words.
                     about = tools_prompt(tools, self.mcp_manager.server_instructions())
                     messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
-                    result = await self._tool_loop(messages, tools, stats)
+                    decision = await self._tool_loop(messages, tools, stats)
             finally:
                 await self.mcp_manager.disconnect_session()  # idempotent; a no-op when never connected
             if span is not None:
                 span.update(
-                    output={"action": result["action"]},
+                    output={"action": decision.action},
                     metadata={
                         "iterations_used": stats.iterations,
                         "tools_called": stats.tool_calls,
-                        "tools_used": sorted(set(stats.tools_used)),
+                        "tools_used": stats.tools_used,
                         "forced_final": stats.forced_final,
-                        "final_action": result["action"],
+                        "final_action": decision.action,
                     },
                 )
-        return result
+        return decision
 
     async def _open_tools(self) -> list[dict[str, Any]] | None:
         """Connect and list this turn's tools; None means the turn plays without tools (logged why).
@@ -302,7 +315,7 @@ class ZorkAgent:
             except MCPServerDisabledError:
                 disabled = True
         if disabled:
-            self._log("warning", f"Turn {turn}: MCP disabled, continuing without tools", "mcp_disabled_fallback")
+            self._log("warning", "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools", turn)
             return None
         try:
             tools = await self.mcp_manager.get_tool_schemas()
@@ -311,8 +324,10 @@ class ZorkAgent:
             # turn is played without tools (the next turn reconnects).
             self._log(
                 "warning",
-                f"Turn {turn}: listing MCP tools failed ({exc}); this turn runs without tools",
                 "mcp_tool_listing_failed",
+                "Turn %s: listing MCP tools failed (%s); this turn runs without tools",
+                turn,
+                exc,
                 error=str(exc),
             )
             return None
@@ -320,8 +335,10 @@ class ZorkAgent:
             server = self.mcp_manager.server_name
             self._log(
                 "warning",
-                f"Turn {turn}: MCP server '{server}' offers no tools, continuing without tools",
                 "mcp_no_tools",
+                "Turn %s: MCP server '%s' offers no tools, continuing without tools",
+                turn,
+                server,
                 server_name=server,
             )
             return None
@@ -351,14 +368,16 @@ class ZorkAgent:
 
     async def _tool_loop(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
-    ) -> dict[str, Any]:
-        """The seeds' loop: ask, run the requested tools in order, repeat until content or the cap."""
+    ) -> AgentDecision:
+        """Ask, run the requested tools in order, repeat until the model answers or the cap is reached."""
         max_iterations = self.config.mcp.max_tool_iterations
         turn = self.current_turn
         self._log(
             "info",
-            f"Turn {turn}: MCP session started (max {max_iterations} iterations)",
             "mcp_session_start",
+            "Turn %s: MCP session started (max %s iterations)",
+            turn,
+            max_iterations,
             max_iterations=max_iterations,
         )
         args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
@@ -368,8 +387,11 @@ class ZorkAgent:
             stats.iterations += 1
             self._log(
                 "debug",
-                f"Turn {turn}: tool-calling iteration {stats.iterations}/{max_iterations}",
                 "mcp_iteration_start",
+                "Turn %s: tool-calling iteration %s/%s",
+                turn,
+                stats.iterations,
+                max_iterations,
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
@@ -382,8 +404,10 @@ class ZorkAgent:
                 # spec's answer is a warning and the forced final call (requirement 5.10).
                 self._log(
                     "warning",
-                    f"Turn {turn}: LLM returned no content and no tool_calls ({exc.last_cause})",
                     "mcp_unexpected_state",
+                    "Turn %s: LLM returned no content and no tool_calls (%s)",
+                    turn,
+                    exc.last_cause,
                     error=exc.last_cause,
                     iteration=stats.iterations,
                 )
@@ -399,8 +423,10 @@ class ZorkAgent:
                 break
             self._log(
                 "warning",
-                f"Turn {turn}: LLM returned no content and no tool_calls, finish_reason={response.finish_reason}",
                 "mcp_unexpected_state",
+                "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
+                turn,
+                response.finish_reason,
                 finish_reason=response.finish_reason,
                 iteration=stats.iterations,
             )
@@ -409,27 +435,34 @@ class ZorkAgent:
         if response is None or not response.content or response.tool_calls:
             self._log(
                 "warning",
-                f"Turn {turn}: forcing final action after {stats.iterations} iterations without an answer",
                 "mcp_no_content",
+                "Turn %s: forcing final action after %s iterations without an answer",
+                turn,
+                stats.iterations,
                 iterations=stats.iterations,
             )
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
             response = self.client.chat.completions.create(**self._client_args(messages, tools=None, tool_choice=None))
-        result = self._parse_response(response.content)
+        decision = self._parse_response(response.content, tuple(stats.calls))
         self._log(
             "info",
-            f"Turn {turn}: MCP session complete ({stats.iterations} iterations, {stats.tool_calls} tool calls)",
             "mcp_session_complete",
+            "Turn %s: MCP session complete (%s iterations, %s tool calls)",
+            turn,
+            stats.iterations,
+            stats.tool_calls,
             iterations=stats.iterations,
             tool_calls_count=stats.tool_calls,
-            tools_used=sorted(set(stats.tools_used)),
+            tools_used=stats.tools_used,
             forced_final=stats.forced_final,
-            final_action=result["action"],
+            final_action=decision.action,
         )
-        # The spec's episode log closes each MCP session with the action it produced.
-        self._log("info", f"Turn {turn}: Agent action: {result['action']}", "mcp_agent_action", action=result["action"])
-        return result
+        # The episode log closes each MCP session with the action it produced.
+        self._log(
+            "info", "mcp_agent_action", "Turn %s: Agent action: %s", turn, decision.action, action=decision.action
+        )
+        return decision
 
     async def _run_tool_batch(
         self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats
@@ -444,6 +477,7 @@ class ZorkAgent:
         assert self.mcp_manager is not None
         turn, iteration = self.current_turn, stats.iterations
         timeout = self.config.mcp.tool_call_timeout_seconds
+        server = getattr(self.mcp_manager, "server_name", None)
         abort_reason: str | None = None
         server_gone = False
         for position, tool_call in enumerate(tool_calls):
@@ -451,8 +485,8 @@ class ZorkAgent:
             if abort_reason is not None:
                 self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
                 continue
-            stats.tool_calls += 1
-            stats.tools_used.append(name)
+
+            answer = functools.partial(self._answer, messages, stats, tool_call.id, server, name)
             try:
                 arguments = json.loads(tool_call.function.arguments or "{}")
                 if not isinstance(arguments, dict):
@@ -460,49 +494,57 @@ class ZorkAgent:
             except (json.JSONDecodeError, ValueError) as exc:
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: invalid arguments for {name}: {exc}",
                     "mcp_tool_error",
+                    "Turn %s Iteration %s: invalid arguments for %s: %s",
+                    turn,
+                    iteration,
+                    name,
+                    exc,
                     tool_name=name,
                     error=f"invalid arguments: {exc}",
                     iteration=iteration,
                 )
-                self._append_tool_result(
-                    messages,
-                    tool_call.id,
+                answer(
                     ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
+                    tool_call.function.arguments or "",
                 )
                 continue
             self._log(
                 "info",
-                f"Turn {turn} Iteration {iteration}: Agent calling tool {name}",
                 "mcp_tool_call",
+                "Turn %s Iteration %s: Agent calling tool %s",
+                turn,
+                iteration,
+                name,
                 tool_name=name,
-                server_name=getattr(self.mcp_manager, "server_name", None),
+                server_name=server,
                 arguments=arguments,
                 iteration=iteration,
             )
-            self.logger.debug(f"Turn {turn} Iteration {iteration}: Tool arguments: {json.dumps(arguments)[:500]}")
+            self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
             started = time.perf_counter()
             try:
                 result = await self.mcp_manager.call_tool(name, arguments, timeout_seconds=timeout)
             except TimeoutError:
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: Tool call timeout: {name}",
                     "mcp_tool_timeout",
+                    "Turn %s Iteration %s: Tool call timeout: %s",
+                    turn,
+                    iteration,
+                    name,
                     tool_name=name,
                     iteration=iteration,
                     timeout_seconds=timeout,
                 )
-                self._append_tool_result(
-                    messages, tool_call.id, ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
-                )
+                answer(ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s"), arguments)
                 abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
                 if position + 1 < len(tool_calls):
                     self._log(
                         "info",
-                        f"Turn {turn}: Skipping remaining tools in batch after timeout",
                         "mcp_batch_aborted",
+                        "Turn %s: Skipping remaining tools in batch after timeout",
+                        turn,
                         tool_name=name,
                         skipped=len(tool_calls) - position - 1,
                         iteration=iteration,
@@ -514,25 +556,33 @@ class ZorkAgent:
                 # goes on. Anything else is a bug in ZorkGPT and propagates.
                 self._log(
                     "warning",
-                    f"Turn {turn} Iteration {iteration}: Tool call failed: {name} - {exc}",
                     "mcp_tool_error",
+                    "Turn %s Iteration %s: Tool call failed: %s - %s",
+                    turn,
+                    iteration,
+                    name,
+                    exc,
                     tool_name=name,
                     error=str(exc),
                     iteration=iteration,
+                    exc_info=not isinstance(exc, MCPToolCallError),  # a transport failure: keep its traceback
                 )
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, f"Tool call failed: {exc}"))
+                answer(ToolCallResult(None, True, f"Tool call failed: {exc}"), arguments)
                 if isinstance(exc, MCPServerDiedError):
                     server_gone = True
                     abort_reason = f"Skipped: the MCP server stopped during {name}"
                 continue
             duration = time.perf_counter() - started
-            self._append_tool_result(messages, tool_call.id, result)
+            answer(result, arguments)
             self._log(
                 "info",
-                f"Turn {turn} Iteration {iteration}: Tool result received ({duration:.1f}s)",
                 "mcp_tool_result",
+                "Turn %s Iteration %s: Tool result received (%.1fs)",
+                turn,
+                iteration,
+                duration,
                 tool_name=name,
-                server_name=getattr(self.mcp_manager, "server_name", None),
+                server_name=server,
                 result_type=type(result.content).__name__,
                 result_length=len(str(result.content)),
                 is_error=result.is_error,
@@ -544,10 +594,34 @@ class ZorkAgent:
     def _display_name(self, wire_name: str) -> str:
         return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
 
+    def _answer(
+        self,
+        messages: list[dict[str, Any]],
+        stats: ToolLoopStats,
+        call_id: str,
+        server: str | None,
+        name: str,
+        result: Any,
+        arguments: dict[str, Any] | str,
+    ) -> None:
+        """A call's ``role: "tool"`` message for the model, and its record in the decision."""
+        self._append_tool_result(messages, call_id, result)
+        stats.calls.append(ToolCallRecord(server, name, arguments, _summary(result), result.is_error))
+
     @staticmethod
     def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result.to_dict(), default=str)})
 
-    def _log(self, level: str, message: str, event_type: str, **fields: Any) -> None:
+    def _log(
+        self, level: str, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
+    ) -> None:
+        """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
         extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
-        getattr(self.logger, level)(message, extra=extra)
+        getattr(self.logger, level)(message, *args, exc_info=exc_info, extra=extra)
+
+
+def _summary(result: Any) -> str:
+    """The start of a tool call's result for the turn's record: the error, or the content as JSON."""
+    if result.is_error:
+        return shorten(result.error_message or "Tool call failed", TOOL_SUMMARY_CHARS)
+    return shorten(json.dumps(result.to_dict()["content"], default=str, ensure_ascii=False), TOOL_SUMMARY_CHARS)

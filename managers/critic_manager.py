@@ -20,7 +20,19 @@ from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic import Critic, CriticVerdict
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult
+from session.game_state import AgentDecision, GameState, TurnResult
+
+
+@dataclass(frozen=True)
+class CriticReview:
+    """How the critic judged the action that is played: its last verdict, and how often it sent
+    the agent back (``overridden``: it still rejected the action when the rounds ran out)."""
+
+    score: float
+    justification: str
+    source: str
+    rounds: int
+    overridden: bool
 
 
 @dataclass
@@ -56,18 +68,20 @@ class CriticManager(BaseManager):
         super().reset_episode(game_state)
         self._pending = None
 
-    def choose_action(self, propose: Callable[[str | None], dict[str, Any]], context: str) -> dict[str, Any]:
-        """The agent's decision after the critic had its say.
+    def choose_action(
+        self, propose: Callable[[str | None], AgentDecision], context: str
+    ) -> tuple[AgentDecision, CriticReview]:
+        """The agent's decision after the critic had its say, and the critic's review of it.
 
         ``propose(feedback)`` asks the agent: feedback is None first, then the reason the
-        previous proposal was rejected. Returns the agent's dict plus a ``critic`` entry.
+        previous proposal was rejected.
         """
         turn = self.game_state.turn_count + 1
         max_rounds = self.config.gameplay.max_rejection_rounds
         proposal = propose(None)
         rounds = 0
         while True:
-            action = str(proposal.get("action") or "")
+            action = proposal.action
             verdict = self.critic.evaluate(action, context, self.game_state)
             self.evaluations += 1
             if not verdict.rejected:
@@ -97,16 +111,13 @@ class CriticManager(BaseManager):
                 },
             )
             proposal = propose(f'"{action}" — {verdict.justification}')
-        return {
-            **proposal,
-            "critic": {
-                "score": verdict.score,
-                "justification": verdict.justification,
-                "source": verdict.source,
-                "rounds": rounds,
-                "overridden": verdict.rejected,
-            },
-        }
+        return proposal, CriticReview(
+            score=verdict.score,
+            justification=verdict.justification,
+            source=verdict.source,
+            rounds=rounds,
+            overridden=verdict.rejected,
+        )
 
     def _override(self, turn: int, action: str, verdict: CriticVerdict, rounds: int) -> None:
         self.overrides += 1

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_client import UsageStats
 from managers.base_manager import BaseManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -48,23 +49,12 @@ class KeyEvent:
     text: str
 
 
-@dataclass
-class _Usage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-def _read_usage(raw: Mapping[str, Any]) -> dict[str, _Usage]:
+def _read_usage(raw: Mapping[str, Any]) -> dict[str, UsageStats]:
     """Per-name usage from the client, given as mappings (``vars(stats)``) or as UsageStats objects."""
-    usage: dict[str, _Usage] = {}
+    usage: dict[str, UsageStats] = {}
     for name, stats in raw.items():
         values = stats if isinstance(stats, Mapping) else vars(stats)
-        usage[name] = _Usage(
+        usage[name] = UsageStats(
             calls=int(values.get("calls", 0)),
             prompt_tokens=int(values.get("prompt_tokens", 0)),
             completion_tokens=int(values.get("completion_tokens", 0)),
@@ -102,7 +92,7 @@ class EpisodeSynthesizer(BaseManager):
         super().reset_episode(game_state)
         self._start_episode()
 
-    def _usage_now(self) -> dict[str, _Usage]:
+    def _usage_now(self) -> dict[str, UsageStats]:
         return _read_usage(self.usage_source()) if self.usage_source is not None else {}
 
     # -- per turn --------------------------------------------------------------------------
@@ -142,10 +132,10 @@ class EpisodeSynthesizer(BaseManager):
         calls: dict[str, int] = {}
         tokens: dict[str, int] = {}
         for name, usage in now.items():
-            previous = self._last_usage.get(name, _Usage())
+            previous = self._last_usage.get(name, UsageStats())
             if usage.calls > previous.calls:
                 calls[name] = usage.calls - previous.calls
-                tokens[name] = usage.tokens - previous.tokens
+                tokens[name] = usage.total_tokens - previous.total_tokens
         if calls:
             self.per_turn_usage.append({"turn": turn, "calls": calls, "tokens": tokens})
         self._last_usage = now
@@ -165,7 +155,9 @@ class EpisodeSynthesizer(BaseManager):
         if status.end and not self._limit_logged:
             self._limit_logged = True
             self.logger.warning(
-                f"Turn {turn}: no score change or new room for {idle} turns; ending the episode",
+                "Turn %s: no score change or new room for %s turns; ending the episode",
+                turn,
+                idle,
                 extra={
                     "event_type": "stuck_limit",
                     "turn": turn,
@@ -175,7 +167,9 @@ class EpisodeSynthesizer(BaseManager):
         elif not self._warned:
             self._warned = True
             self.logger.info(
-                f"Turn {turn}: no progress for {idle} turns; warning the agent",
+                "Turn %s: no progress for %s turns; warning the agent",
+                turn,
+                idle,
                 extra={
                     "event_type": "stuck_warning",
                     "turn": turn,
@@ -221,10 +215,10 @@ class EpisodeSynthesizer(BaseManager):
     def _usage_summary(self, turns: int) -> dict[str, Any]:
         per_turn = max(turns, 1)
         roles: dict[str, dict[str, Any]] = {}
-        total = _Usage()
+        total = UsageStats()
         for name, usage in sorted(self._usage_now().items()):
-            base = self._baseline.get(name, _Usage())
-            episode = _Usage(
+            base = self._baseline.get(name, UsageStats())
+            episode = UsageStats(
                 usage.calls - base.calls,
                 usage.prompt_tokens - base.prompt_tokens,
                 usage.completion_tokens - base.completion_tokens,
@@ -234,9 +228,9 @@ class EpisodeSynthesizer(BaseManager):
             roles[name] = {
                 **asdict(episode),
                 "calls_per_turn": round(episode.calls / per_turn, 4),
-                "tokens_per_turn": round(episode.tokens / per_turn, 1),
+                "tokens_per_turn": round(episode.total_tokens / per_turn, 1),
             }
-            total = _Usage(
+            total = UsageStats(
                 total.calls + episode.calls,
                 total.prompt_tokens + episode.prompt_tokens,
                 total.completion_tokens + episode.completion_tokens,
@@ -246,7 +240,7 @@ class EpisodeSynthesizer(BaseManager):
             "total": {
                 **asdict(total),
                 "calls_per_turn": round(total.calls / per_turn, 4),
-                "tokens_per_turn": round(total.tokens / per_turn, 1),
+                "tokens_per_turn": round(total.total_tokens / per_turn, 1),
             },
             "per_turn": self.per_turn_usage,
         }
@@ -258,9 +252,13 @@ class EpisodeSynthesizer(BaseManager):
         atomic_write_text(self.episode_dir / SUMMARY_MD, render_markdown(summary))
         total = summary["llm_usage"]["total"]
         self.logger.info(
-            f"Episode summary written: {summary['score']}/{summary['max_score']}, {summary['turns']} turns, "
-            f"{summary['deaths']} deaths, {summary['rooms_visited']} rooms, "
-            f"{total['calls_per_turn']:.2f} LLM calls per turn",
+            "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn",
+            summary["score"],
+            summary["max_score"],
+            summary["turns"],
+            summary["deaths"],
+            summary["rooms_visited"],
+            total["calls_per_turn"],
             extra={
                 "event_type": "episode_summary",
                 "path": str(self.episode_dir / SUMMARY_JSON),

@@ -21,6 +21,7 @@ the cyclops instead of one call per turn.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,18 +52,18 @@ class CombatAssessment(BaseModel):
     reason: str = Field(description="One short sentence citing the text")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExtractedInfo:
     """Facts about the game after one command. Engine facts are exact; the two optional flags are
     None when nobody could answer (e.g. a creature is present but the extractor LLM is off)."""
 
     location: Location
-    inventory: list[str]
-    visible_objects: list[str]
+    inventory: tuple[str, ...]
+    visible_objects: tuple[str, ...]
     score: int
     max_score: int
     moves: int
-    exits: list[str]
+    exits: tuple[str, ...]
     game_over: bool
     victory: bool
     died: bool
@@ -71,7 +72,7 @@ class ExtractedInfo:
     world_changes: tuple[WorldChange, ...] = ()
 
 
-def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: list[str]) -> tuple[str, ...]:
+def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
     """The engine's object-tree changes in words, plus exits that opened or closed in the room
     the player stayed in (those need the exit probe; without it both exit lists are empty)."""
     changes = [change.describe() for change in info.world_changes]
@@ -143,12 +144,12 @@ class ExtractorManager(BaseManager):
         visible = game.get_visible_objects()
         return ExtractedInfo(
             location=location,
-            inventory=game.get_inventory(),
-            visible_objects=[obj.label for obj in visible],
+            inventory=tuple(game.get_inventory()),
+            visible_objects=tuple(obj.label for obj in visible),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
-            exits=game.get_valid_exits() if self.config.gameplay.exit_probe else [],
+            exits=tuple(game.get_valid_exits()) if self.config.gameplay.exit_probe else (),
             game_over=game.is_game_over(),
             victory=game.is_victory(),
             died=game.last_response_was_death,
@@ -184,7 +185,10 @@ class ExtractorManager(BaseManager):
             return None
         self._combat = _CombatMemory(text=response, in_combat=reply.in_combat, creatures=creatures)
         self.logger.info(
-            f"Turn {turn}: extractor judged combat={reply.in_combat} ({reply.reason})",
+            "Turn %s: extractor judged combat=%s (%s)",
+            turn,
+            reply.in_combat,
+            reply.reason,
             extra={
                 "event_type": "extractor_combat",
                 "turn": turn,

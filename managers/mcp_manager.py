@@ -132,8 +132,10 @@ class MCPManager:
         self.server_name, self.server_config = self.mcp_config.get_server_config()
         ignored = list(self.mcp_config.mcpServers)[1:]
         self.logger.info(
-            f"MCP server '{self.server_name}' configured from {self.config_path}"
-            + (f" (V1 uses the first server only; ignoring {', '.join(ignored)})" if ignored else ""),
+            "MCP server '%s' configured from %s%s",
+            self.server_name,
+            self.config_path,
+            f" (only the first server is used; ignoring {', '.join(ignored)})" if ignored else "",
             extra={
                 "event_type": "mcp_config_loaded",
                 "server_name": self.server_name,
@@ -191,12 +193,13 @@ class MCPManager:
             await self._connect_once()
         except MCPServerStartupError as first:
             if not self._ever_connected:
-                self._log_event(logging.ERROR, "mcp_session_connect_failed", str(first), attempt=1, retry=False)
+                self._log_event(logging.ERROR, "mcp_session_connect_failed", "%s", first, attempt=1, retry=False)
                 raise
             self._log_event(
                 logging.WARNING,
                 "mcp_session_connect_failed",
-                f"MCP session connect failed, retrying once: {first}",
+                "MCP session connect failed, retrying once: %s",
+                first,
                 attempt=1,
                 retry=True,
             )
@@ -208,7 +211,8 @@ class MCPManager:
                 self._log_event(
                     logging.WARNING,
                     "mcp_disabled",
-                    f"MCP retry failed, disabling MCP for the rest of the episode: {second}",
+                    "MCP retry failed, disabling MCP for the rest of the episode: %s",
+                    second,
                     error=str(second),
                 )
                 raise MCPServerDisabledError(
@@ -256,7 +260,9 @@ class MCPManager:
         self._ever_connected = True
         self._names = live.names
         self.logger.info(
-            f"MCP session connected to '{self.server_name}' with {len(live.tools)} tools",
+            "MCP session connected to '%s' with %s tools",
+            self.server_name,
+            len(live.tools),
             extra={
                 "event_type": "mcp_session_connect",
                 "server_name": self.server_name,
@@ -297,7 +303,9 @@ class MCPManager:
             else:
                 live.died = f"the session ended unexpectedly: {_root_cause(exc)!r}"
                 self.logger.warning(
-                    f"MCP session for '{self.server_name}' ended with an error: {_root_cause(exc)!r}",
+                    "MCP session for '%s' ended with an error: %r",
+                    self.server_name,
+                    _root_cause(exc),
                     extra={"event_type": "mcp_session_error", "server_name": self.server_name},
                 )
         finally:
@@ -326,12 +334,16 @@ class MCPManager:
             if not live.task.cancelled() and live.task.exception() is not None:
                 exc = live.task.exception()
                 self.logger.warning(
-                    f"MCP session for '{self.server_name}' failed while disconnecting: {_root_cause(exc)!r}",
+                    "MCP session for '%s' failed while disconnecting: %r",
+                    self.server_name,
+                    _root_cause(exc),
                     extra={"event_type": "mcp_disconnect_error", "server_name": self.server_name},
                 )
-        except Exception as exc:  # noqa: BLE001 - disconnect must never raise; the failure is logged
+        except Exception as exc:  # disconnect must never raise; the failure is logged
             self.logger.warning(
-                f"MCP disconnect failed: {exc!r}",
+                "MCP disconnect failed: %r",
+                exc,
+                exc_info=True,
                 extra={"event_type": "mcp_disconnect_error", "server_name": self.server_name},
             )
         finally:
@@ -339,7 +351,9 @@ class MCPManager:
             live.errlog.close()
             if tail:
                 self.logger.debug(
-                    f"MCP server '{self.server_name}' stderr:\n{tail}",
+                    "MCP server '%s' stderr:\n%s",
+                    self.server_name,
+                    tail,
                     extra={"event_type": "mcp_server_stderr", "server_name": self.server_name},
                 )
             self.logger.debug(
@@ -496,10 +510,11 @@ class MCPManager:
         """Our secrets out of text: the environment's, and a key that came from .env or code."""
         return redact(text, known_secrets() + ([self.config.api_key] if self.config.api_key else []))
 
-    def _log_event(self, level: int, event_type: str, message: str, **extra: Any) -> None:
+    def _log_event(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(
             level,
             message,
+            *args,
             extra={"event_type": event_type, "server_name": self.server_name, **extra},
         )
 

@@ -52,6 +52,7 @@ from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
 from shared_utils import atomic_write_json, shorten
 
 RECENT_TURNS = 15
@@ -70,8 +71,6 @@ _STOPWORDS = frozenset(
     )
 )
 
-StepKind = Literal["reach_room", "hold_item", "item_in_container", "score_at_least", "object_state", "free"]
-ObjectState = Literal["open", "closed", "on", "off"]
 Priority = Literal["high", "medium", "low"]
 
 
@@ -79,31 +78,6 @@ class ObjectiveStatus(StrEnum):
     ACTIVE = "active"
     COMPLETED = "completed"
     DROPPED = "dropped"
-
-
-# -- what the models send ------------------------------------------------------------------
-class CompletionStep(BaseModel):
-    """One thing that must hold for an objective to be done."""
-
-    kind: StepKind = Field(
-        description="reach_room | hold_item | item_in_container | score_at_least | object_state | free"
-    )
-    target: str = Field(
-        default="",
-        description="The room (reach_room), item (hold_item, item_in_container) or object (object_state) by the "
-        "game's name for it; for free, the object it is about or ''",
-    )
-    container: str = Field(default="", description="item_in_container: the container, e.g. 'trophy case'; else ''")
-    state: ObjectState | None = Field(default=None, description="object_state: open, closed, on or off; else null")
-    score: int | None = Field(default=None, description="score_at_least: the score to reach; else null")
-    criterion: str = Field(default="", description="free: how to tell it is done, in words; else ''")
-
-
-class ObjectiveProposal(BaseModel):
-    """A goal and how the game will show it is done (every step must hold at once)."""
-
-    text: str = Field(description="The goal, one imperative sentence")
-    done_when: list[CompletionStep] = Field(description="One or more steps; the goal is done when all hold")
 
 
 class DiscoveredObjective(ObjectiveProposal):

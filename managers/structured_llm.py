@@ -79,16 +79,15 @@ class StructuredLLM:
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 response_format=response_format,
                 name=self.trace_name,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                top_k=sampling.top_k,
-                min_p=sampling.min_p,
-                max_tokens=sampling.max_tokens,
+                **sampling.request_args(),
             )
         except LLMError as exc:
             self.stats.failures += 1
             self.logger.warning(
-                f"Turn {turn}: {self.manager} LLM call failed ({exc}); skipping this update",
+                "Turn %s: %s LLM call failed (%s); skipping this update",
+                turn,
+                self.manager,
+                exc,
                 extra={"event_type": f"{self.manager}_llm_error", "turn": turn, "error": str(exc)},
             )
             return None
@@ -102,7 +101,10 @@ class StructuredLLM:
         except (ValidationError, ValueError) as exc:
             self.stats.failures += 1
             self.logger.warning(
-                f"Turn {turn}: {self.manager} got a malformed {response_model.__name__} reply; skipping this update",
+                "Turn %s: %s got a malformed %s reply; skipping this update",
+                turn,
+                self.manager,
+                response_model.__name__,
                 extra={
                     "event_type": f"{self.manager}_malformed_reply",
                     "turn": turn,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
-from managers.critic_manager import CriticManager
+from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
 from managers.knowledge_manager import KnowledgeManager
@@ -28,7 +29,7 @@ from orchestration.context_builder import build_context
 from session.episode_log import close_episode_logger, setup_episode_logger
 from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
-from session.game_state import REFUSED_PREFIX, GameState, TurnResult, new_episode_id
+from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, get_langfuse_client
 from zork_agent import ZorkAgent
 
@@ -197,7 +198,9 @@ class ZorkOrchestratorV2:
         self._apply_facts(self.extractor.extract(None, intro), intro)
         self.game_state.visited_room_ids.add(self.game_state.current_room_id)
         self.logger.info(
-            f"Episode {self.game_state.episode_id} started in {self.game_state.current_room_name}",
+            "Episode %s started in %s",
+            self.game_state.episode_id,
+            self.game_state.current_room_name,
             extra={
                 "event_type": "episode_start",
                 "episode_id": self.game_state.episode_id,
@@ -212,32 +215,32 @@ class ZorkOrchestratorV2:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
-        decision = self._choose_action(context, turn)
-        response = self._execute(decision["action"], turn)
+        decision, review = self._choose_action(context, turn)
+        response = self._execute(decision.action, turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
-        self._log_turn(result, decision)
+        self._log_turn(result, review)
         self._export_state()
         return not self.game_state.game_over
 
-    def _choose_action(self, context: str, turn: int) -> dict[str, Any]:
+    def _choose_action(self, context: str, turn: int) -> tuple[AgentDecision, CriticReview]:
         """The agent proposes (with MCP tools when enabled); the critic may send it back."""
         memories = self.memory.context_section() if self.memory else None
 
-        def propose(feedback: str | None) -> dict[str, Any]:
+        def propose(feedback: str | None) -> AgentDecision:
             text = context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}"
             return self.agent.get_action_with_reasoning(text, relevant_memories=memories, turn=turn)
 
         return self.critic.choose_action(propose, context)
 
-    def _observe(self, turn: int, decision: dict[str, Any], response: str) -> TurnResult:
+    def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
         state = self.game_state
-        info = self.extractor.extract(decision["action"], response)
+        info = self.extractor.extract(decision.action, response)
         result = TurnResult(
             turn=turn,
-            action=decision["action"],
-            reasoning=decision.get("reasoning") or "",
+            action=decision.action,
+            reasoning=decision.reasoning,
             response=response,
             room_id_before=state.current_room_id,
             room_name_before=state.current_room_name,
@@ -246,7 +249,7 @@ class ZorkOrchestratorV2:
             score_before=state.score,
             score_after=info.score,
             inventory_before=list(state.inventory),
-            inventory_after=info.inventory,
+            inventory_after=list(info.inventory),
             moves=info.moves,
             game_over=info.game_over,
             died=info.died,
@@ -259,9 +262,9 @@ class ZorkOrchestratorV2:
             state.record_failed_action(result.room_id_before, result.action)
         return result
 
-    def _update_managers(self, result: TurnResult, decision: dict[str, Any]) -> None:
-        if decision.get("new_objective") and self.objectives:
-            self.objectives.add_objective(decision["new_objective"], result.turn)
+    def _update_managers(self, result: TurnResult, decision: AgentDecision) -> None:
+        if decision.new_objective and self.objectives:
+            self.objectives.add_objective(decision.new_objective, result.turn)
         for manager in self.managers:
             manager.process_turn(result)
         if self.knowledge:
@@ -274,7 +277,10 @@ class ZorkOrchestratorV2:
             return self.game.send_command(action)
         except GameInterfaceError as exc:
             self.logger.warning(
-                f"Turn {turn}: command '{action}' not sent to the game: {exc}",
+                "Turn %s: command '%s' not sent to the game: %s",
+                turn,
+                action,
+                exc,
                 extra={"event_type": "command_refused", "turn": turn, "action": action, "error": str(exc)},
             )
             return f"{REFUSED_PREFIX} {exc}"
@@ -282,7 +288,9 @@ class ZorkOrchestratorV2:
     def _apply_facts(self, info: ExtractedInfo, response: str) -> None:
         state = self.game_state
         state.current_room_id, state.current_room_name = info.location.id, info.location.name
-        state.inventory, state.visible_objects, state.exits = info.inventory, info.visible_objects, info.exits
+        state.inventory = list(info.inventory)
+        state.visible_objects = list(info.visible_objects)
+        state.exits = list(info.exits)
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat
@@ -310,15 +318,23 @@ class ZorkOrchestratorV2:
         for manager in self.managers:
             try:
                 manager.finalize_episode()
-            except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files
+            except Exception as exc:  # one manager's failure must not lose the others' files
                 self.logger.error(
-                    f"{manager.name} failed to finalize: {exc}",
+                    "%s failed to finalize: %s",
+                    manager.name,
+                    exc,
+                    exc_info=True,
                     extra={"event_type": "manager_finalize_error", "manager": manager.name},
                 )
         self._export_state()
         self.logger.info(
-            f"Episode {state.episode_id} ended ({state.end_reason}): score {state.score}/{state.max_score} "
-            f"in {state.turn_count} turns, {state.death_count} deaths",
+            "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
+            state.episode_id,
+            state.end_reason,
+            state.score,
+            state.max_score,
+            state.turn_count,
+            state.death_count,
             extra={
                 "event_type": "episode_end",
                 "episode_id": state.episode_id,
@@ -340,10 +356,15 @@ class ZorkOrchestratorV2:
         close_episode_logger(self.logger)
 
     # -- reporting ---------------------------------------------------------------------
-    def _log_turn(self, result: TurnResult, decision: dict[str, Any]) -> None:
+    def _log_turn(self, result: TurnResult, review: CriticReview) -> None:
         self.logger.info(
-            f"Turn {result.turn} | Score {result.score_after}/{self.game_state.max_score} | "
-            f"{result.room_name_after} ({result.room_id_after}) | > {result.action}",
+            "Turn %s | Score %s/%s | %s (%s) | > %s",
+            result.turn,
+            result.score_after,
+            self.game_state.max_score,
+            result.room_name_after,
+            result.room_id_after,
+            result.action,
             extra={
                 "event_type": "turn",
                 "episode_id": self.game_state.episode_id,
@@ -358,7 +379,7 @@ class ZorkOrchestratorV2:
                 "moves": result.moves,
                 "inventory": result.inventory_after,
                 "died": result.died,
-                "critic": decision.get("critic"),
+                "critic": asdict(review),
             },
         )
 

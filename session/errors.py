@@ -29,10 +29,13 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
 Subclasses that only add detail to their parent (same consequence) live beside the code
 that raises them; every class the policy below names is defined here.
 
-Anything that is not a ``ZorkGPTError`` (a ``TypeError``, a ``KeyError``...) is a bug: no
-handler in ZorkGPT catches it, so it propagates with its traceback. The only catch-alls
-sit at true boundaries (one tool call's tracing, one manager's end-of-episode files) and
-say why where they are.
+Anything that is not a ``ZorkGPTError`` (a ``TypeError``, a ``KeyError``...) is a bug and
+propagates with its traceback; the episode loop logs it into the episode's files on the way
+out. The few catch-alls sit at true boundaries, log the traceback and say why where they
+are: Langfuse tracing (it must never cost a call), an MCP session's own task and its
+disconnect (a tool server's failure must not outlive its session), one manager's
+end-of-episode files (one failing must not lose the others'), and the JSON log handler
+(logging must never stop the game).
 """
 
 from __future__ import annotations
@@ -231,9 +234,11 @@ Where the consequences are carried out:
 
 An error whose consequence is handled within a turn but that escapes its handler (a
 ``GameInterfaceError`` raised while reading the game state, say) ends the episode: see
-``episode_consequence``. The optional roles' LLM calls (critic, extractor, memories,
-objectives, knowledge) catch ``LLMError`` themselves and skip their update: their model
-failing costs that update, not the game.
+``episode_consequence``. Two handlers narrow a consequence where they know more:
+- the optional roles' LLM calls (critic, extractor, memories, objectives, knowledge) catch
+  ``LLMError`` and skip their update: their model failing costs that update, not the game;
+- a learning file that becomes unreadable after the start is left as it is by its manager,
+  which keeps what it last read and skips saving until the file is fixed.
 """
 
 

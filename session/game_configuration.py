@@ -58,27 +58,35 @@ class RetrySection(_Section):
     circuit_breaker_reset_seconds: float = Field(default=60.0, ge=0)
 
 
-class SamplingSection(_Section):
+class Sampling(_Section):
+    """One role's sampling settings, carried unchanged from ``[tool.zorkgpt.<role>_sampling]`` to
+    the request body. A setting left as None is not sent: the provider's default applies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
     min_p: float | None = None
     max_tokens: int | None = None
 
+    def request_args(self) -> dict[str, float | int | None]:
+        """The settings as ``chat.completions.create`` keywords."""
+        return self.model_dump()
 
-class AgentSampling(SamplingSection):
+
+class AgentSampling(Sampling):
     SECTION: ClassVar[str] = "agent_sampling"
 
 
-class CriticSampling(SamplingSection):
+class CriticSampling(Sampling):
     SECTION: ClassVar[str] = "critic_sampling"
 
 
-class ExtractorSampling(SamplingSection):
+class ExtractorSampling(Sampling):
     SECTION: ClassVar[str] = "extractor_sampling"
 
 
-class MemorySampling(SamplingSection):
+class MemorySampling(Sampling):
     SECTION: ClassVar[str] = "memory_sampling"
 
 
@@ -244,7 +252,7 @@ class GameConfiguration(BaseModel):
     def model_for(self, role: str) -> str:
         return getattr(self.llm, f"{role}_model")
 
-    def sampling_for(self, role: str) -> SamplingSection:
+    def sampling_for(self, role: str) -> Sampling:
         return getattr(self, f"{role}_sampling")
 
     @classmethod

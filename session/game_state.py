@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from session.objective_spec import ObjectiveProposal
+
 # Marks a response that ZorkGPT wrote because the game interface refused the command
 # (a session command such as "save"): the game never saw it.
 REFUSED_PREFIX = "[ZorkGPT]"
@@ -18,6 +20,28 @@ REFUSED_PREFIX = "[ZorkGPT]"
 def new_episode_id() -> str:
     """Episode ids are UTC timestamps: sortable, unique per run, readable in folder names."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call the agent made while deciding, as the turn's record keeps it."""
+
+    server: str | None
+    tool: str  # the dotted ``server.tool`` name
+    arguments: dict[str, Any] | str = field(hash=False)  # the model's text when it was not a JSON object
+    result_summary: str  # the start of the result, or why the call failed
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class AgentDecision:
+    """What the agent decided this turn: one game command and why."""
+
+    action: str
+    reasoning: str
+    new_objective: ObjectiveProposal | None = None  # a goal and the steps that show it is done
+    raw_response: str | None = None  # the model's final reply, as sent
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made
 
 
 @dataclass

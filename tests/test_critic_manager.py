@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from game_interface import JerichoInterface
 from llm_client import LLMClientWrapper
 from managers.critic_manager import CriticManager
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult
+from session.game_state import AgentDecision, GameState, TurnResult
 from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.scripted_llm import completion
 
@@ -29,10 +30,10 @@ class Agent:
         self.actions = list(actions)
         self.feedback: list[str | None] = []
 
-    def __call__(self, feedback: str | None) -> dict[str, Any]:
+    def __call__(self, feedback: str | None) -> AgentDecision:
         self.feedback.append(feedback)
         action = self.actions[min(len(self.feedback), len(self.actions)) - 1]
-        return {"action": action, "reasoning": f"try {action}", "new_objective": None, "raw_response": "{}"}
+        return AgentDecision(action=action, reasoning=f"try {action}", new_objective=None, raw_response="{}")
 
 
 def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any = None) -> CriticManager:
@@ -42,14 +43,14 @@ def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any 
     return CriticManager(config, logging.getLogger("test.critic_manager"), state, game, client)
 
 
-def play(manager: CriticManager, game: JerichoInterface, decision: dict[str, Any]) -> TurnResult:
+def play(manager: CriticManager, game: JerichoInterface, decision: AgentDecision) -> TurnResult:
     """Executes the decision like the orchestrator does and hands the result to the manager."""
     state = manager.game_state
     before_room, before_inventory, before_score = game.get_location(), game.get_inventory(), game.score
-    response = game.send_command(decision["action"])
+    response = game.send_command(decision.action)
     after_room = game.get_location()
     result = TurnResult(
-        turn=state.turn_count + 1, action=decision["action"], reasoning=decision["reasoning"], response=response,
+        turn=state.turn_count + 1, action=decision.action, reasoning=decision.reasoning, response=response,
         room_id_before=before_room.id, room_name_before=before_room.name, room_id_after=after_room.id,
         room_name_after=after_room.name, score_before=before_score, score_after=game.score,
         inventory_before=before_inventory, inventory_after=game.get_inventory(), moves=game.moves,
@@ -64,9 +65,9 @@ def play(manager: CriticManager, game: JerichoInterface, decision: dict[str, Any
 def test_accepted_first_time_costs_one_proposal(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
     manager = make_manager(make_config(tmp_path, llm_server.base_url), game, llm_server)
     agent = Agent("open mailbox")
-    decision = manager.choose_action(agent, "context")
-    assert decision["action"] == "open mailbox" and decision["reasoning"] == "try open mailbox"
-    assert decision["critic"] == {"score": 0.0, "justification": "", "source": "none", "rounds": 0, "overridden": False}
+    decision, review = manager.choose_action(agent, "context")
+    assert decision.action == "open mailbox" and decision.reasoning == "try open mailbox"
+    assert asdict(review) == {"score": 0.0, "justification": "", "source": "none", "rounds": 0, "overridden": False}
     assert agent.feedback == [None]
     assert llm_server.requests == []  # default config: no LLM critic
 
@@ -77,10 +78,10 @@ def test_rejection_re_asks_with_the_reason(
     manager = make_manager(make_config(tmp_path), game)
     agent = Agent("take lamp", "east", "north")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
-        decision = manager.choose_action(agent, "context")
+        decision, review = manager.choose_action(agent, "context")
 
-    assert decision["action"] == "north"
-    assert decision["critic"]["rounds"] == 2 and decision["critic"]["overridden"] is False
+    assert decision.action == "north"
+    assert review.rounds == 2 and review.overridden is False
     assert agent.feedback[0] is None
     assert '"take lamp"' in agent.feedback[1] and "lamp" in agent.feedback[1]
     assert '"east"' in agent.feedback[2] and "no exit east" in agent.feedback[2]
@@ -99,14 +100,14 @@ def test_after_max_rounds_the_last_action_is_played(
     manager = make_manager(make_config(tmp_path, gameplay={"max_rejection_rounds": max_rounds}), game)
     agent = Agent("take unicorn", "take dragon", "take wizard", "take kobold", "take gnome")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
-        decision = manager.choose_action(agent, "context")
+        decision, review = manager.choose_action(agent, "context")
 
     assert len(agent.feedback) == max_rounds + 1  # the first proposal plus one per rejection round
-    assert decision["action"] == agent.actions[max_rounds]
-    assert decision["critic"]["rounds"] == max_rounds
-    assert decision["critic"]["overridden"] is True and decision["critic"]["source"] == "object_tree"
+    assert decision.action == agent.actions[max_rounds]
+    assert review.rounds == max_rounds
+    assert review.overridden is True and review.source == "object_tree"
     overrides = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_override"]
-    assert len(overrides) == 1 and overrides[0].action == decision["action"]
+    assert len(overrides) == 1 and overrides[0].action == decision.action
     assert manager.get_status()["overrides"] == 1
 
 
@@ -121,8 +122,8 @@ def test_overridden_llm_rejection_that_succeeds_lowers_trust(
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(-0.9))
 
-    decision = manager.choose_action(Agent("open mailbox"), "context")
-    assert decision["critic"]["overridden"] is True and decision["critic"]["source"] == "llm"
+    decision, review = manager.choose_action(Agent("open mailbox"), "context")
+    assert review.overridden is True and review.source == "llm"
     assert len(llm_server.requests) == 2  # one evaluation per proposal
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
         play(manager, game, decision)  # the mailbox opens: the critic was wrong
@@ -132,7 +133,7 @@ def test_overridden_llm_rejection_that_succeeds_lowers_trust(
     updates = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_trust_update"]
     assert len(updates) == 1 and updates[0].succeeded is True
 
-    decision = manager.choose_action(Agent("wave hands"), "context")  # nothing happens in Zork
+    decision, _ = manager.choose_action(Agent("wave hands"), "context")  # nothing happens in Zork
     play(manager, game, decision)
     assert manager.critic.trust.weight > weight_after_wrong  # this time the critic was right
     assert manager.get_status()["trust"]["right_rejections"] == 1
@@ -144,7 +145,7 @@ def test_trust_is_only_settled_for_the_overridden_turn(tmp_path: Path, game: Jer
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(0.7))
     for action in ["open mailbox", "take leaflet", "north"]:
-        play(manager, game, manager.choose_action(Agent(action), "context"))
+        play(manager, game, manager.choose_action(Agent(action), "context")[0])
     assert manager.critic.trust.weight == 1.0
     assert manager.get_status()["trust"] == {"weight": 1.0, "right_rejections": 0, "wrong_rejections": 0}
 
@@ -157,8 +158,8 @@ def test_distrusted_critic_stops_blocking(tmp_path: Path, game: JerichoInterface
     moves = ["north", "south", "north", "south", "north", "south", "north", "south", "north", "south"]
     overridden = []
     for action in moves * 2:
-        decision = manager.choose_action(Agent(action), "context")
-        overridden.append(decision["critic"]["overridden"])
+        decision, review = manager.choose_action(Agent(action), "context")
+        overridden.append(review.overridden)
         play(manager, game, decision)
     assert overridden[0] is True
     assert overridden[-1] is False

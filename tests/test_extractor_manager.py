@@ -57,7 +57,7 @@ def test_engine_facts_at_start_without_any_llm_call(tmp_path: Path, game: Jerich
 
     assert info.location.name == "West of House"
     assert info.location.id == game.get_location().id
-    assert info.inventory == []
+    assert info.inventory == ()
     assert "small mailbox (closed)" in info.visible_objects
     assert info.score == 0 and info.max_score == 350 and info.moves == 0
     assert {"north", "south", "west"} <= set(info.exits)
@@ -73,9 +73,9 @@ def test_the_window_behind_the_house_is_a_visible_object(tmp_path: Path, game: J
     game.start()
     text = play(game, ["north", "east"])
     assert "small window which is slightly ajar" in text
-    assert extractor.extract("east", text).visible_objects == ["kitchen window (closed)"]
+    assert extractor.extract("east", text).visible_objects == ("kitchen window (closed)",)
     text = game.send_command("open window")
-    assert extractor.extract("open window", text).visible_objects == ["kitchen window (open)"]
+    assert extractor.extract("open window", text).visible_objects == ("kitchen window (open)",)
 
 
 def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
@@ -86,7 +86,7 @@ def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
 
     info = extractor.extract("take leaflet", text)
 
-    assert info.inventory == ["leaflet"]
+    assert info.inventory == ("leaflet",)
     assert "leaflet" not in info.visible_objects
     assert info.moves == game.moves > 0
     assert info.is_room_description is False  # "Taken." describes no room
@@ -100,7 +100,7 @@ def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface) -> None:
 def test_exit_probe_off_leaves_exits_empty(tmp_path: Path, game: JerichoInterface) -> None:
     extractor = make_extractor(make_config(tmp_path, gameplay={"exit_probe": False}), game, None)
     info = extractor.extract(None, game.start())
-    assert info.exits == []
+    assert info.exits == ()
     assert info.location.name == "West of House"
 
 

@@ -28,7 +28,7 @@ from llm_client import (
     prepare_messages,
     supports_tool_calling,
 )
-from session.game_configuration import GameConfiguration
+from session.game_configuration import GameConfiguration, Sampling
 from tests.scripted_llm import ScriptedLLMServer, completion
 
 OPENAI_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -281,9 +281,7 @@ def test_property_14_response_format_absent_when_none(
     payload = build_payload(
         model,
         [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
+        sampling=Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
         response_format=schema if with_format else None,
         tools=tools,
     )

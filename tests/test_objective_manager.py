@@ -8,14 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from game_interface import JerichoInterface
-from managers.objective_manager import (
-    MAX_OBJECTIVE_CHARS,
-    CompletionStep,
-    ObjectiveManager,
-    ObjectiveProposal,
-    ObjectiveStatus,
-)
+from managers.objective_manager import MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
+from session.objective_spec import CompletionStep, ObjectiveProposal
 from tests.manager_support import (
     MEMORY_MODEL,
     LogCapture,

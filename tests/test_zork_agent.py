@@ -50,11 +50,11 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
     llm_server.script(agent_reply("Open Mailbox", thinking="mailbox first", new_objective="read the leaflet"))
     agent = make_agent(llm_server, tmp_path)
     result = agent.get_action_with_reasoning("West of House", relevant_memories="Memory: mailbox here")
-    assert result["action"] == "open mailbox"
-    assert result["reasoning"] == "mailbox first"
+    assert result.action == "open mailbox"
+    assert result.reasoning == "mailbox first"
     # A bare sentence is kept as a goal the objective review judges (one free step).
-    assert result["new_objective"].text == "read the leaflet"
-    assert [(s.kind, s.criterion) for s in result["new_objective"].done_when] == [("free", "read the leaflet")]
+    assert result.new_objective is not None and result.new_objective.text == "read the leaflet"
+    assert [(s.kind, s.criterion) for s in result.new_objective.done_when] == [("free", "read the leaflet")]
     body = llm_server.bodies[0]
     assert body["model"] == "scripted/agent"
     assert body["response_format"]["type"] == "json_schema"
@@ -79,7 +79,8 @@ def test_a_structured_objective_comes_through_with_its_steps(llm_server: Scripte
     }
     llm_server.script(completion(json.dumps({"thinking": "t", "action": "west", "new_objective": objective})))
     result = make_agent(llm_server, tmp_path).get_action_with_reasoning("Kitchen")
-    step = result["new_objective"].done_when[0]
+    assert result.new_objective is not None
+    step = result.new_objective.done_when[0]
     assert (step.kind, step.target, step.container) == ("item_in_container", "egg", "trophy case")
     schema = llm_server.bodies[0]["response_format"]["json_schema"]["schema"]
     assert "CompletionStep" in json.dumps(schema)  # the model is told the step shape
@@ -94,7 +95,7 @@ def test_a_structured_objective_comes_through_with_its_steps(llm_server: Scripte
 )
 def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: str) -> None:
     llm_server.script(completion(content))
-    assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state")["action"] == "take lamp"
+    assert make_agent(llm_server, tmp_path).get_action_with_reasoning("state").action == "take lamp"
 
 
 @pytest.mark.parametrize(
@@ -106,8 +107,8 @@ def test_unparseable_reply_falls_back_to_look_and_logs_raw(
     llm_server.script(completion(content))
     with caplog.at_level(logging.ERROR, logger="test.agent"):
         result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
-    assert result["action"] == "look"
-    assert result["raw_response"] == content
+    assert result.action == "look"
+    assert result.raw_response == content
     records = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
     assert records and records[0].raw_response == content
 

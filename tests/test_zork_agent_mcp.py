@@ -16,6 +16,7 @@ captured stdout/stderr.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import uuid
@@ -209,11 +210,19 @@ def test_full_turn_with_two_thoughts_then_an_answer(
     run = turns()
     result = run.turn(turn=7)
 
-    assert result["action"] == "open mailbox"
-    assert result["reasoning"] == "the thoughts say: mailbox"
-    assert result["new_objective"].text == "read the leaflet"
+    assert result.action == "open mailbox"
+    assert result.reasoning == "the thoughts say: mailbox"
+    assert result.new_objective is not None and result.new_objective.text == "read the leaflet"
     assert len(run.spawned) == 1, "one server process for the turn"
     assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
+    # The decision keeps the calls it was made with, in order, and cannot be changed afterwards.
+    assert [(c.server, c.tool, c.is_error) for c in result.tool_calls] == [
+        ("thoughtbox", "thoughtbox.think", False)
+    ] * 2
+    assert [c.arguments for c in result.tool_calls] == [think(1, 2, True), think(2, 2, False, "Open it.")]
+    assert all('"thoughtNumber"' in c.result_summary for c in result.tool_calls)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.action = "north"  # type: ignore[misc]
 
     bodies = llm_server.bodies
     assert len(bodies) == 3
@@ -341,7 +350,7 @@ def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
     run = turns(max_tool_iterations=2)
     result = run.turn(turn=3)
 
-    assert result["action"] == "north"
+    assert result.action == "north"
     bodies = llm_server.bodies
     assert len(bodies) == 3, "two loop calls, then exactly one forced final call"
     for body in bodies[:2]:
@@ -374,7 +383,7 @@ def test_an_empty_reply_in_the_loop_is_a_warning_then_the_forced_final_call(
         agent_reply("west"),
     )
     run = turns()
-    assert run.turn(turn=4)["action"] == "west"
+    assert run.turn(turn=4).action == "west"
     bodies = llm_server.bodies
     assert len(bodies) == 3
     assert "tools" in bodies[1] and "tools" not in bodies[2]
@@ -403,8 +412,10 @@ def test_timeout_aborts_the_rest_of_the_batch_and_the_model_is_asked_again(
     run = turns(config_file=misbehaving_config(tmp_path), tool_call_timeout_seconds=0.5)
     result = run.turn(turn=2)
 
-    assert result["action"] == "wait"
+    assert result.action == "wait"
     assert run.tool_calls == ["misbehaving.hang"], "calls after the timeout must not be executed"
+    (hang,) = result.tool_calls  # the skipped calls were never made
+    assert hang.tool == "misbehaving.hang" and hang.is_error and hang.result_summary == "Tool call timed out after 0.5s"
     bodies = llm_server.bodies
     assert len(bodies) == 2
     retry = bodies[1]
@@ -435,7 +446,7 @@ def test_server_exiting_mid_call_becomes_an_error_then_a_forced_final_action(
     run = turns(config_file=misbehaving_config(tmp_path))
     result = run.turn(turn=4)
 
-    assert result["action"] == "south"
+    assert result.action == "south"
     assert run.tool_calls == ["misbehaving.exit_now"]
     bodies = llm_server.bodies
     assert len(bodies) == 2
@@ -477,13 +488,13 @@ def test_later_turn_failure_after_the_retry_disables_mcp_and_the_turn_still_play
     llm_server.script(agent_reply("north"), agent_reply("east"), agent_reply("west"))
     run = turns(config_file=config_file)
 
-    assert run.turn(turn=1)["action"] == "north"
+    assert run.turn(turn=1).action == "north"
     assert "tools" in llm_server.bodies[0]
     counter.write_text("2")  # the next start and its retry both crash
-    assert run.turn(turn=2)["action"] == "east"
+    assert run.turn(turn=2).action == "east"
     assert len(attempts.read_text().split()) == 3, "turn 1, then one connect and exactly one retry"
     assert run.manager.is_disabled is True
-    assert run.turn(turn=3)["action"] == "west"
+    assert run.turn(turn=3).action == "west"
     assert len(attempts.read_text().split()) == 3, "no connect attempts once MCP is disabled"
 
     for body in llm_server.bodies[1:]:  # the MCP-disabled path: the plain schema call
@@ -511,7 +522,7 @@ def test_error_results_and_embedded_resources_reach_the_model_as_json(
         agent_reply("examine door"),
     )
     run = turns(config_file=misbehaving_config(tmp_path))
-    assert run.turn(turn=5)["action"] == "examine door"
+    assert run.turn(turn=5).action == "examine door"
 
     # An is_error result and invalid arguments do not stop the batch (property 23).
     assert run.tool_calls == ["misbehaving.fail", "misbehaving.resource", "misbehaving.structured"]
@@ -545,7 +556,7 @@ def test_server_without_tools_plays_the_turn_without_tools_and_says_why(
     config_file = write_mcp_config(tmp_path / "mcp", {"empty": raw_entry(env={"RAW_SERVER_TOOLS": "[]"})})
     llm_server.script(agent_reply("look"))
     run = turns(config_file=config_file)
-    assert run.turn(turn=2)["action"] == "look"
+    assert run.turn(turn=2).action == "look"
 
     assert len(run.spawned) == 1
     (body,) = llm_server.bodies
@@ -579,7 +590,7 @@ def test_force_tool_support_lets_a_flagged_model_call_tools(
         agent_reply("take lamp"),
     )
     run = turns(agent_model="deepseek/deepseek-r1", force_tool_support=True)
-    assert run.turn()["action"] == "take lamp"
+    assert run.turn().action == "take lamp"
     assert run.tool_calls == ["thoughtbox.think"]
     assert llm_server.bodies[0]["tools"][0]["function"]["name"] == "thoughtbox__think"
     assert tool_messages(llm_server.bodies[1])["call_1"]["content"]["thoughtNumber"] == 1
@@ -610,7 +621,7 @@ def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_i
         agent_reply("open mailbox"),
     )
     run = turns(langfuse=langfuse)
-    assert run.turn(turn=9)["action"] == "open mailbox"
+    assert run.turn(turn=9).action == "open mailbox"
     langfuse.flush()
 
     spans = exporter.get_finished_spans()
@@ -657,13 +668,13 @@ def test_server_dying_before_the_tool_listing_plays_the_turn_without_tools(
         raise MCPServerDiedError("MCP server 'thoughtbox' stopped before its tools were listed")
 
     run.manager.get_tool_schemas = server_gone  # type: ignore[method-assign]
-    assert run.turn(turn=2)["action"] == "look"
+    assert run.turn(turn=2).action == "look"
     (record,) = run.events("mcp_tool_listing_failed")
     assert "without tools" in record.getMessage()
     assert "tools" not in llm_server.bodies[0]
     assert run.manager.is_disabled is False
     run.manager.get_tool_schemas = list_tools  # type: ignore[method-assign]
-    assert run.turn(turn=3)["action"] == "north"
+    assert run.turn(turn=3).action == "north"
     assert llm_server.bodies[1]["tools"][0]["function"]["name"] == "thoughtbox__think"
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import logging
 import math
@@ -42,8 +43,9 @@ from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCa
 from managers.mcp_errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from managers.mcp_manager import MCPManager
 from managers.mcp_tools import ToolCallResult, ToolNameMap
-from managers.objective_manager import ObjectiveProposal
 from session.game_configuration import GameConfiguration
+from session.game_state import AgentDecision, ToolCallRecord
+from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object
 from tests.langfuse_support import in_memory_langfuse
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
@@ -52,7 +54,7 @@ from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, Agen
 SERVER = "fake"
 STATE = "West of House\nThere is a small mailbox here."
 AGENT_SCHEMA = create_json_schema(AgentResponse)
-RESULT_KEYS = {"action", "reasoning", "new_objective", "raw_response"}
+RESULT_KEYS = {"action", "reasoning", "new_objective", "raw_response", "tool_calls"}
 BEHAVIOURS = ("ok", "fail", "timeout", "die")
 INVALID_ARGUMENTS = ("{not json", "[1, 2]", "null", '"a string"', "42", '{"unclosed": ')
 
@@ -402,7 +404,7 @@ class FakeMCPManager:
 class Run:
     scenario: Scenario
     expected: Expected
-    result: dict[str, Any] | None
+    result: AgentDecision | None
     error: BaseException | None
     llm: FakeLLM
     manager: FakeMCPManager
@@ -460,7 +462,7 @@ def run_scenario(
         mcp_manager=manager if with_manager else None,  # type: ignore[arg-type]
         langfuse_client=langfuse,
     )
-    result: dict[str, Any] | None = None
+    result: AgentDecision | None = None
     error: BaseException | None = None
     try:
         result = agent.get_action_with_reasoning(STATE, turn=3)
@@ -493,7 +495,7 @@ def test_property_02_final_output_is_always_a_game_command(scenario: Scenario) -
     """Property 2 (Req 1.4): whatever happens in the loop, the result is one clean game command."""
     run = run_scenario(scenario)
     assert run.result is not None
-    action = run.result["action"]
+    action = run.result.action
     assert isinstance(action, str) and action.strip()
     assert "\n" not in action and action == action.lower() == clean_action(action)
     assert action == parsed_answer(run.expected.answer)["action"]
@@ -591,7 +593,7 @@ def test_property_20_loop_exits_on_content(scenario: Scenario) -> None:
     run = run_scenario(scenario)
     if not run.expected.forced:
         assert len(run.llm.calls) == run.expected.loop_calls
-        assert run.result is not None and run.result["raw_response"] == run.expected.answer
+        assert run.result is not None and run.result.raw_response == run.expected.answer
     replies = [*scenario.steps, Step("content", content=scenario.final)][: run.expected.loop_calls]
     empty = [s for s in replies if s.kind == "empty" or (s.kind == "content" and not s.content)]
     assert len(run.log("mcp_unexpected_state")) == len(empty[:1])  # Req 5.10: warned, and the loop is left
@@ -724,7 +726,7 @@ def test_property_30_session_summary_is_logged(scenario: Scenario) -> None:
     assert summary.tool_calls_count == len(attempted)
     assert summary.tools_used == sorted({c.dotted for c in attempted})
     assert summary.forced_final is run.expected.forced
-    assert run.result is not None and summary.final_action == run.result["action"]
+    assert run.result is not None and summary.final_action == run.result.action
 
 
 @given(scenarios())
@@ -793,14 +795,14 @@ def test_property_46_final_answer_parsed_with_agent_response(scenario: Scenario)
     run = run_scenario(scenario)
     assert run.result is not None
     want = parsed_answer(run.expected.answer)
-    assert run.result["action"] == want["action"]
-    assert run.result["new_objective"] == want["new_objective"]
-    assert run.result["raw_response"] == run.expected.answer
+    assert run.result.action == want["action"]
+    assert run.result.new_objective == want["new_objective"]
+    assert run.result.raw_response == run.expected.answer
     parse_errors = run.log("agent_parse_error")
     if want["reasoning"] is None:
         assert len(parse_errors) == 1 and parse_errors[0].raw_response == run.expected.answer
     else:
-        assert run.result["reasoning"] == want["reasoning"] and not parse_errors
+        assert run.result.reasoning == want["reasoning"] and not parse_errors
 
 
 @given(scenarios())
@@ -808,9 +810,11 @@ def test_property_47_result_has_thinking_action_and_optional_objective(scenario:
     """Property 47 (Req 15.2, 15.4): the result always has the keys the orchestrator reads, typed."""
     run = run_scenario(scenario)
     assert run.result is not None
-    assert set(run.result) == RESULT_KEYS
-    assert isinstance(run.result["action"], str) and isinstance(run.result["reasoning"], str)
-    assert run.result["new_objective"] is None or isinstance(run.result["new_objective"], ObjectiveProposal)
+    assert isinstance(run.result, AgentDecision)
+    assert {f.name for f in dataclasses.fields(run.result)} == RESULT_KEYS
+    assert all(isinstance(call, ToolCallRecord) for call in run.result.tool_calls)
+    assert isinstance(run.result.action, str) and isinstance(run.result.reasoning, str)
+    assert run.result.new_objective is None or isinstance(run.result.new_objective, ObjectiveProposal)
 
 
 @given(scenarios(), st.booleans())
@@ -825,7 +829,7 @@ def test_property_48_mcp_disabled_path_unchanged(scenario: Scenario, disabled_by
     assert run.events == [("llm", 1)]
     assert run.result is not None
     want = parsed_answer(scenario.final)
-    assert run.result["action"] == want["action"] and run.result["raw_response"] == scenario.final
+    assert run.result.action == want["action"] and run.result.raw_response == scenario.final
 
 
 # -- Langfuse (properties 31, 32) -----------------------------------------------------------------------
@@ -904,7 +908,7 @@ def test_property_32_one_langfuse_session_span_per_turn(
     assert meta["iterations_used"] == run.expected.loop_calls
     assert meta["tools_called"] == len(run.expected.attempted)
     assert meta["max_iterations"] == scenario.max_iterations and meta["turn"] == 3
-    assert run.result is not None and meta["final_action"] == run.result["action"]
+    assert run.result is not None and meta["final_action"] == run.result.action
     assert meta["forced_final"] is run.expected.forced
 
 

@@ -182,3 +182,33 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
     with pytest.raises(StoryFileError, match=r"missing\.z5"):
         ZorkOrchestratorV2(episode_id="none", config=config, console=False)
     assert not (tmp_path / "game_files" / "episodes").exists()
+
+
+def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_propagates(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A programming error is no ZorkGPT error: the episode loop writes the summary, logs the
+    traceback in the episode's files, and lets the error out instead of playing on."""
+    llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    orchestrator = ZorkOrchestratorV2(episode_id="bug", config=config, console=False, max_turns_per_episode=5)
+
+    def buggy_process_turn(result: object) -> None:
+        raise TypeError("a bug in the map manager")
+
+    monkeypatch.setattr(orchestrator.map, "process_turn", buggy_process_turn)
+    try:
+        with pytest.raises(TypeError, match="a bug in the map manager"):
+            orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+    episode_dir = tmp_path / "game_files" / "episodes" / "bug"
+    events = read_events(episode_dir)
+    (crash,) = [e for e in events if e["event_type"] == "episode_error"]
+    assert crash["level"] == "ERROR" and "TypeError: a bug in the map manager" in crash["traceback"]
+    assert "buggy_process_turn" in crash["traceback"]
+    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "error: TypeError"
+    assert json.loads((episode_dir / "episode_summary.json").read_text())["end_reason"] == "error: TypeError"
+    assert len(llm_server.requests) == 1  # no second turn after the bug
+    assert "Traceback (most recent call last)" in (episode_dir / "episode.log").read_text()
