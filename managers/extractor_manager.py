@@ -21,8 +21,8 @@ the cyclops instead of one call per turn.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
