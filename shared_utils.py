@@ -104,8 +104,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
         raise
 
 
+def json_text(data: Any) -> str:
+    """How ZorkGPT writes JSON files: indented for people, UTF-8 as is, one final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    atomic_write_text(path, json_text(data))
 
 
 def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> Any:

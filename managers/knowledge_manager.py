@@ -11,32 +11,28 @@ unless the model names them as obsolete, duplicates are skipped, and sections or
 person added are kept as they are. The "Cross-episode insights" section also gets one
 factual line per finished episode (no LLM needed for that).
 
-Every write is a locked read-modify-write (``filelock``) ending in an atomic rename, so a
-kill mid-episode leaves the previous complete file, and a second run never loses the
-first run's bullets. The agent reads the result through ``knowledge_text()`` into its
+Every write is a locked read-merge-write through ``LearningFile`` ending in an atomic
+rename, so a kill mid-episode leaves the previous complete file, and a second run never
+loses the first run's bullets. The agent reads the result through ``knowledge_text()`` into its
 system prompt.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
-from managers.structured_llm import StructuredLLM
+from managers.base_manager import ManagerFileError
+from managers.learning_file import LearningManager
 from managers.turn_events import attempt_reply, lesson_room
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_text, shorten
+from shared_utils import shorten
 
-LOCK_TIMEOUT_SECONDS = 10.0
 MAX_EVENTS_PER_UPDATE = 60
 MAX_BULLET_CHARS = 300
 MAX_EPISODE_LINES = 20
@@ -187,33 +183,26 @@ bullets that are already in the knowledge base. In "obsolete", quote existing bu
 Reply with JSON only."""
 
 
-class KnowledgeManager(BaseManager):
+class KnowledgeManager(LearningManager):
     """Cross-episode knowledge: collected per turn, merged into knowledgebase.md periodically and at the end."""
 
     name = "knowledge"
+    trace_name = "KnowledgeManager"
+    events: list[KnowledgeEvent]
+    last_update_turn: int
+    last_result: TurnResult | None
+    deaths: int
+    rooms: set[int]
+    updates: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / config.files.knowledge_file
-        self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="KnowledgeManager")
-        self.events: list[KnowledgeEvent] = []
-        self.last_update_turn = 0
-        self.last_result: TurnResult | None = None
-        self.deaths = 0
-        self.rooms: set[int] = set()
-        self.updates = 0
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / config.files.knowledge_file
+
+    def load(self) -> None:
         # Raises ManagerFileError: a knowledge base that cannot be read stops the run before it starts.
         self._last_good_text = self._read()
         self._read_problem: str | None = None
-        self.reset_episode(game_state)
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
@@ -258,7 +247,8 @@ class KnowledgeManager(BaseManager):
             if str(exc) != self._read_problem:
                 self._read_problem = str(exc)
                 self.logger.error(
-                    f"{exc} Until then the agent keeps the knowledge base as last read.",
+                    "%s Until then the agent keeps the knowledge base as last read.",
+                    exc,
                     extra={"event_type": "knowledge_read_error", "path": str(self.path), "error": str(exc)},
                 )
             return self._last_good_text
@@ -267,7 +257,7 @@ class KnowledgeManager(BaseManager):
         return text
 
     def _read(self) -> str:
-        return read_manager_file(self.path)
+        return self.file.read()
 
     def get_status(self) -> dict[str, Any]:
         return {"pending_events": len(self.events), "updates": self.updates, "llm": self.llm.stats.as_dict()}
@@ -330,46 +320,28 @@ class KnowledgeManager(BaseManager):
         )
 
     def _write(self, turn: int, update: KnowledgeUpdate | None, episode_line: str | None) -> None:
-        try:
-            with self._lock:
-                # Re-read under the lock: another run may have merged its own findings meanwhile.
-                current = self._read()
-                doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
-                added = removed = 0
-                if update is not None:
-                    removed = doc.remove_bullets(update.obsolete)
-                    for key, heading in SECTIONS.items():
-                        added += doc.add_bullets(heading, getattr(update, key))
-                if episode_line:
-                    added += self._add_episode_line(doc, episode_line)
-                atomic_write_text(self.path, doc.render())
-        except Timeout:
-            self.logger.warning(
-                f"Turn {turn}: knowledge base {self.path} is locked by another process; skipping this update",
-                extra={"event_type": "knowledge_lock_timeout", "turn": turn, "path": str(self.path)},
-            )
-            return
-        except ManagerFileError as exc:
-            # Rewriting a file we cannot read would destroy it (and a person's edits with it).
-            self.logger.error(
-                f"Turn {turn}: {exc} Until then this update is not saved.",
-                extra={
-                    "event_type": "knowledge_file_unreadable",
-                    "turn": turn,
-                    "path": str(self.path),
-                    "error": str(exc),
-                },
-            )
-            return
-        except OSError as exc:
-            self.logger.error(
-                f"Turn {turn}: could not write the knowledge base {self.path}: {exc}",
-                extra={"event_type": "knowledge_write_error", "turn": turn, "path": str(self.path), "error": str(exc)},
-            )
+        added = removed = 0
+
+        def merge(current: str) -> str:
+            nonlocal added, removed
+            # Merged into the file as it is now: another run may have added its own findings meanwhile.
+            doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
+            if update is not None:
+                removed = doc.remove_bullets(update.obsolete)
+                for key, heading in SECTIONS.items():
+                    added += doc.add_bullets(heading, getattr(update, key))
+            if episode_line:
+                added += self._add_episode_line(doc, episode_line)
+            return doc.render()
+
+        if self.file.update(merge, turn=turn) is None:
             return
         self.updates += 1
         self.logger.info(
-            f"Turn {turn}: knowledge base updated (+{added} bullets, -{removed} obsolete)",
+            "Turn %d: knowledge base updated (+%d bullets, -%d obsolete)",
+            turn,
+            added,
+            removed,
             extra={"event_type": "knowledge_updated", "turn": turn, "added": added, "removed": removed},
         )
 

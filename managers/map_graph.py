@@ -413,12 +413,24 @@ class MapGraph:
         if not target.exists():
             return cls()
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-            return cls.from_dict(data)
-        except (json.JSONDecodeError, UnicodeDecodeError, MapGraphError) as exc:
-            raise MapGraphError(
-                f"The map file {target} is not a valid ZorkGPT map ({exc}). "
-                "Delete it (a new map is built as you play) or restore it from a backup."
-            ) from exc
+            text = target.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise _invalid_map(target, exc) from exc
         except OSError as exc:
             raise MapGraphError(f"Cannot read the map file {target}: {exc}. Check its permissions.") from exc
+        return cls.parse(text, target)
+
+    @classmethod
+    def parse(cls, text: str, path: str | Path) -> MapGraph:
+        """The map in ``text``, read from ``path``; ``MapGraphError`` naming the file and the fix."""
+        try:
+            return cls.from_dict(json.loads(text))
+        except (json.JSONDecodeError, MapGraphError) as exc:
+            raise _invalid_map(Path(path), exc) from exc
+
+
+def _invalid_map(path: Path, problem: Exception) -> MapGraphError:
+    return MapGraphError(
+        f"The map file {path} is not a valid ZorkGPT map ({problem}). "
+        "Delete it (a new map is built as you play) or restore it from a backup."
+    )

@@ -6,11 +6,16 @@ changed it — a killed run loses at most the turn in flight. Each save also wri
 map as a Mermaid flowchart, ``map.mmd`` beside the JSON, for people to look at (any
 Mermaid viewer, or a Markdown preview that renders Mermaid); it is never read back.
 
+Runs sharing the workdir share the map. So a save does not write this run's graph over
+the file: every change since the last save is kept as the graph operation that made it
+(a visit, a move, a failed move, the engine's exits) and replayed, under the file's lock,
+onto the map as it is on disk. The result, every run's rooms and exits, is written and
+becomes this run's map too.
+
 The agent sees a compact view each turn (``context_section``): the current room's ways out
 and where they lead, the nearest unexplored exits and the route to its objectives' rooms.
 Repeating the whole map every turn grew to three quarters of the prompt by the end of a
-game; the whole map stays in ``map_state.json`` and ``map.mmd`` (and the Zork MCP server's
-``get_map`` tool).
+game; the whole map stays in ``map_state.json`` and ``map.mmd``.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from managers.base_manager import BaseManager
+from managers.learning_file import LearningFile
 from managers.map_graph import MapGraph, normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_text
+from shared_utils import json_text
 
 MERMAID_FILE_NAME = "map.mmd"
 # Rooms the agent wants to reach, by the name to show and the room ids that count.
@@ -44,7 +50,12 @@ class MapManager(BaseManager):
         super().__init__(config, logger, game_state)
         self.map_path = map_path or config.workdir / config.files.map_file
         self.mermaid_path = self.map_path.with_name(MERMAID_FILE_NAME)
+        self.file = LearningFile(
+            self.map_path, logger, self.name, secrets=[config.api_key], companions=[self.mermaid_path]
+        )
         self.graph = MapGraph.load(self.map_path)
+        # Changes not yet on disk, as (MapGraph method, arguments): replayed onto the file's map at the next save.
+        self._unsaved: list[tuple[str, tuple[Any, ...]]] = []
         self._start_visit_pending = True
         self.route_targets: RouteTargets | None = None
 
@@ -53,40 +64,45 @@ class MapManager(BaseManager):
         # The orchestrator fills in the starting room after reset; it is counted on first sight.
         self._start_visit_pending = True
 
+    def _change(self, operation: str, *args: Any) -> bool:
+        """Apply one MapGraph update and remember it for the next save; True if it changed the map."""
+        changed = getattr(self.graph, operation)(*args)
+        if changed is not False:  # visit() returns None: it always counts
+            self._unsaved.append((operation, args))
+        return changed is not False
+
     def _sync_current_room(self) -> bool:
         """Fold the orchestrator's engine facts for the current room into the map."""
         state = self.game_state
         if not state.current_room_id:
             return False
-        changed = self.graph.add_room(state.current_room_id, state.current_room_name)
+        changed = self._change("add_room", state.current_room_id, state.current_room_name)
         if self._start_visit_pending:
-            self.graph.visit(state.current_room_id, state.current_room_name)
+            self._change("visit", state.current_room_id, state.current_room_name)
             self._start_visit_pending = False
             changed = True
         # With probing off the exits list is empty for lack of data, not for lack of exits;
         # at game over it is empty too. Neither may wipe what the engine confirmed earlier.
         if self.config.gameplay.exit_probe and not state.game_over:
-            changed |= self.graph.set_verified_exits(state.current_room_id, state.exits)
+            changed |= self._change("set_verified_exits", state.current_room_id, list(state.exits))
         return changed
 
     def process_turn(self, result: TurnResult) -> None:
-        graph = self.graph
         changed = False
         if self._start_visit_pending:
-            graph.visit(result.room_id_before, result.room_name_before)
+            self._change("visit", result.room_id_before, result.room_name_before)
             self._start_visit_pending = False
             changed = True
-        changed |= graph.add_room(result.room_id_before, result.room_name_before)
-        changed |= graph.add_room(result.room_id_after, result.room_name_after)
+        changed |= self._change("add_room", result.room_id_before, result.room_name_before)
+        changed |= self._change("add_room", result.room_id_after, result.room_name_after)
         direction = normalize_direction(result.action)
         if result.moved:
-            graph.visit(result.room_id_after, result.room_name_after)
-            changed = True
+            changed |= self._change("visit", result.room_id_after, result.room_name_after)
             # Dying moves the player too (to the forest), but that is no passage.
             if not result.died:
-                changed |= graph.record_move(result.room_id_before, result.action, result.room_id_after)
+                changed |= self._change("record_move", result.room_id_before, result.action, result.room_id_after)
         elif direction is not None and not result.died and not result.game_over:
-            changed |= graph.record_failed_move(result.room_id_before, result.action)
+            changed |= self._change("record_failed_move", result.room_id_before, result.action)
         # Only trust the state's exits if they describe the room this turn ended in.
         if self.game_state.current_room_id == result.room_id_after:
             changed |= self._sync_current_room()
@@ -94,18 +110,30 @@ class MapManager(BaseManager):
             self._save()
 
     def _save(self) -> None:
-        try:
-            self.graph.save(self.map_path)
-            atomic_write_text(self.mermaid_path, self._mermaid())
-        except OSError as exc:
-            # The in-memory map is still right; the next changed turn retries the write.
-            self.logger.error(
-                f"Could not save the map to {self.map_path} and {self.mermaid_path.name}: {exc}",
-                extra={"event_type": "map_save_error", "map_file": str(self.map_path)},
-            )
+        unsaved = list(self._unsaved)
 
-    def _mermaid(self) -> str:
-        return self.graph.render_mermaid(self.game_state.current_room_id or None) + "\n"
+        def merge(current: str) -> str | None:
+            if not current.strip():
+                return json_text(self.graph.to_dict())  # no map on disk (yet, or deleted): all we know
+            if not unsaved:
+                return None
+            on_disk = MapGraph.parse(current, self.map_path)  # MapGraphError: logged, the file left alone
+            for operation, args in unsaved:
+                getattr(on_disk, operation)(*args)
+            return json_text(on_disk.to_dict())
+
+        written = self.file.update(
+            merge, turn=self.game_state.turn_count, companions=lambda text: {self.mermaid_path: self._mermaid(text)}
+        )
+        if written is not None:
+            # The in-memory map becomes the shared one: other runs' rooms and exits included.
+            self.graph = MapGraph.parse(written, self.map_path)
+            del self._unsaved[: len(unsaved)]
+        # Otherwise (logged) the in-memory map is still right and the next save retries these changes.
+
+    def _mermaid(self, map_json: str) -> str:
+        graph = MapGraph.parse(map_json, self.map_path)
+        return graph.render_mermaid(self.game_state.current_room_id or None) + "\n"
 
     def context_section(self) -> str | None:
         if self._sync_current_room():

@@ -17,32 +17,28 @@ the action was taken. Each memory has a status: ``active`` (trusted), ``tentativ
 once, unconfirmed) or ``superseded`` (replaced or proven wrong; kept in the file as history,
 never shown to the agent).
 
-The file is Markdown a person can read and edit. Every update is a locked
-read-modify-write (``filelock``) ending in an atomic rename, so two runs sharing the file
-never lose each other's memories and a kill mid-write leaves the old file intact.
+The file is Markdown a person can read and edit: notes written anywhere in it (outside the
+memory lines' own format) are kept as they are when ZorkGPT adds memories. Every update is
+a locked read-merge-write through ``LearningFile``, so two runs sharing the file never lose
+each other's memories and a kill mid-write leaves the old file intact.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
-from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
-from managers.structured_llm import StructuredLLM
+from managers.learning_file import LearningManager
 from managers.turn_events import attempt_reply, lesson_room
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_text, shorten
+from shared_utils import shorten
 
-LOCK_TIMEOUT_SECONDS = 10.0
 MAX_MEMORY_CHARS = 300
 RESPONSE_EXCERPT_CHARS = 600
 FILE_TITLE = "# ZorkGPT location memories"
@@ -104,11 +100,71 @@ class PendingEvent:
 
 
 @dataclass
+class _Section:
+    """One ``## `` section of the file. Room sections hold memories (``body`` items that are
+    memory ids) among lines a person wrote; any other section is kept exactly as written."""
+
+    heading: str
+    room: tuple[int, str] | None
+    body: list[str | int] = field(default_factory=list)
+
+
+@dataclass
 class MemoryFile:
-    """The parsed memories file: memories in file order plus the next free id."""
+    """The parsed memories file: the memories in file order, the lines that look like
+    memories but do not parse, and the layout around them (title, preamble, sections, a
+    person's notes) so that rewriting the file keeps everything it did not change."""
 
     memories: list[Memory] = field(default_factory=list)
     skipped_lines: list[str] = field(default_factory=list)
+    preamble: list[str] = field(default_factory=list)
+    sections: list[_Section] = field(default_factory=list)
+
+    def render(self) -> str:
+        """The Markdown file: memories where they were, new ones after their room's last
+        memory (or in a new room section at the end), every other line as it was.
+
+        A room's heading shows its latest name; memory lines that did not parse go, once,
+        under their own heading at the end instead of being dropped: they are usually a
+        person's edit, and rewriting must not destroy it.
+        """
+        names = {m.room_id: m.room_name for m in self.memories}
+        by_id = {m.id: m for m in self.memories}
+        placed = {item for section in self.sections for item in section.body if isinstance(item, int)}
+        new_by_room: dict[int, list[Memory]] = {}
+        for memory in self.memories:
+            if memory.id not in placed:
+                new_by_room.setdefault(memory.room_id, []).append(memory)
+        last_section = {s.room[0]: i for i, s in enumerate(self.sections) if s.room is not None}
+
+        lines = _trimmed(self.preamble) or [FILE_TITLE, "", FILE_PREAMBLE]
+        for index, section in enumerate(self.sections):
+            if section.room is None:
+                if section.heading != UNREADABLE_HEADING:
+                    lines += ["", section.heading, "", *_trimmed([str(item) for item in section.body])]
+                continue
+            room_id, name = section.room
+            body: list[str] = []
+            after_last_memory: int | None = None
+            for item in section.body:
+                if isinstance(item, int):
+                    body.append(_render_memory(by_id[item]))
+                    after_last_memory = len(body)
+                else:
+                    body.append(item)
+            if last_section[room_id] == index and room_id in new_by_room:
+                if after_last_memory is None:
+                    body = _trimmed(body)
+                at = len(body) if after_last_memory is None else after_last_memory
+                body[at:at] = [_render_memory(m) for m in sorted(new_by_room.pop(room_id), key=lambda m: m.id)]
+            heading = f"## Room {room_id}: {_one_line(names.get(room_id, name))}"
+            lines += ["", heading, "", *_trimmed(body)]
+        for room_id, memories in new_by_room.items():
+            lines += ["", f"## Room {room_id}: {_one_line(names[room_id])}", ""]
+            lines += [_render_memory(m) for m in sorted(memories, key=lambda m: m.id)]
+        if self.skipped_lines:
+            lines += ["", UNREADABLE_HEADING, "", *self.skipped_lines]
+        return "\n".join(lines) + "\n"
 
 
 _ROOM_HEADING = re.compile(r"^## Room (-?\d+): (.*)$")
@@ -121,60 +177,74 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render_memories(memories: list[Memory], unreadable: list[str] | None = None) -> str:
-    """The Markdown file: rooms in first-seen order, each room's memories in id order.
+def _trimmed(lines: list[str]) -> list[str]:
+    """Without leading and trailing blank lines: the renderer puts one blank line around headings."""
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
 
-    Lines that could not be parsed are written back under their own heading instead of
-    being dropped: they are usually a person's edit, and rewriting must not destroy it.
-    """
-    by_room: dict[int, list[Memory]] = {}
-    for memory in memories:
-        by_room.setdefault(memory.room_id, []).append(memory)
-    lines = [FILE_TITLE, "", FILE_PREAMBLE]
-    for room_id, room_memories in by_room.items():
-        lines += ["", f"## Room {room_id}: {_one_line(room_memories[-1].room_name)}", ""]
-        for m in sorted(room_memories, key=lambda m: m.id):
-            status = m.status.value.upper() + (f" by #{m.superseded_by}" if m.superseded_by is not None else "")
-            episode = _one_line(m.episode_id).replace(" ", "_") or "unknown"
-            lines.append(f"- [#{m.id}] {status} | {m.category} | episode {episode} turn {m.turn}: {_one_line(m.text)}")
-    if unreadable:
-        lines += ["", UNREADABLE_HEADING, "", *unreadable]
-    return "\n".join(lines) + "\n"
+
+def _render_memory(m: Memory) -> str:
+    status = m.status.value.upper() + (f" by #{m.superseded_by}" if m.superseded_by is not None else "")
+    episode = _one_line(m.episode_id).replace(" ", "_") or "unknown"
+    return f"- [#{m.id}] {status} | {m.category} | episode {episode} turn {m.turn}: {_one_line(m.text)}"
+
+
+def render_memories(memories: list[Memory], unreadable: list[str] | None = None) -> str:
+    """A new memories file holding ``memories``: rooms in first-seen order, each room's memories in id order."""
+    return MemoryFile(list(memories), list(unreadable or [])).render()
 
 
 def parse_memories(text: str) -> MemoryFile:
-    """Memories from the Markdown file. Memory-like lines that do not parse are reported, not guessed at."""
+    """Memories from the Markdown file. Memory-like lines that do not parse are reported, not guessed at.
+
+    In a room section, a line starting with ``- `` is a memory; any other line there, and
+    every line of any other section, is a person's and is kept as it is.
+    """
     parsed = MemoryFile()
-    room: tuple[int, str] | None = None
+    section: _Section | None = None
     for raw in text.splitlines():
         line = raw.rstrip()
-        heading = _ROOM_HEADING.match(line)
-        if heading:
-            room = (int(heading.group(1)), heading.group(2).strip())
-            continue
         if line.startswith("## "):
-            room = None  # any other section holds no memories
+            heading = _ROOM_HEADING.match(line)
+            room = (int(heading.group(1)), heading.group(2).strip()) if heading else None
+            section = _Section(line, room)
+            parsed.sections.append(section)
             continue
-        if not line.startswith("- "):
-            continue  # title, preamble and blank lines carry no data
+        if section is None:
+            parsed.preamble.append(line)
+            continue
+        if section.heading == UNREADABLE_HEADING:
+            if line.strip():
+                parsed.skipped_lines.append(line)
+            continue
+        if section.room is None or not line.startswith("- "):
+            section.body.append(line)
+            continue
         match = _MEMORY_LINE.match(line)
-        if match is None or room is None:
+        if match is None:
             parsed.skipped_lines.append(line)
             continue
         mid, status, by, category, episode, turn, body = match.groups()
-        parsed.memories.append(
-            Memory(
-                id=int(mid),
-                room_id=room[0],
-                room_name=room[1],
-                category=category,
-                text=body.strip(),
-                status=MemoryStatus(status.lower()),
-                episode_id=episode,
-                turn=int(turn),
-                superseded_by=int(by) if by else None,
-            )
+        memory = Memory(
+            id=int(mid),
+            room_id=section.room[0],
+            room_name=section.room[1],
+            category=category,
+            text=body.strip(),
+            status=MemoryStatus(status.lower()),
+            episode_id=episode,
+            turn=int(turn),
+            superseded_by=int(by) if by else None,
         )
+        if any(m.id == memory.id for m in parsed.memories):
+            parsed.skipped_lines.append(line)  # a copied line: one id, one memory
+            continue
+        parsed.memories.append(memory)
+        section.body.append(memory.id)
     return parsed
 
 
@@ -191,30 +261,24 @@ memories, list their ids in "supersedes"; to retire a wrong memory without a rep
 "supersedes". Reply with JSON only."""
 
 
-class MemoryManager(BaseManager):
+class MemoryManager(LearningManager):
     """Per-room memories: LLM-decided, batched, persisted as Markdown across episodes."""
 
     name = "memory"
+    trace_name = "MemoryManager"
+    memories: list[Memory]
+    pending: list[PendingEvent]
+    visited: set[int]
+    last_call_turn: int
+    memories_added: int
 
-    def __init__(
-        self,
-        config: GameConfiguration,
-        logger: logging.Logger,
-        game_state: GameState,
-        client: LLMClientWrapper,
-        path: Path | None = None,
-    ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / config.files.memories_file
-        self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="MemoryManager")
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / config.files.memories_file
+
+    def load(self) -> None:
         # Raises ManagerFileError: a memories file that cannot be read stops the run before it starts.
-        self.memories: list[Memory] = self._load()
-        self.pending: list[PendingEvent] = []
-        self.visited: set[int] = set()
-        self.last_call_turn = 0
-        self.memories_added = 0
-        self.reset_episode(game_state)
+        self.memories = self._parse(self.file.read()).memories
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
@@ -343,30 +407,15 @@ class MemoryManager(BaseManager):
         return "\n".join(lines)
 
     def _apply(self, decisions: list[MemoryDecision], turns: dict[int, TurnResult], turn: int) -> None:
-        try:
-            with self._lock:
-                # Re-read under the lock: another run may have written since we loaded.
-                current = self._read_file()
-                changed = self._merge(current.memories, decisions, turns)
-                if changed:
-                    atomic_write_text(self.path, render_memories(current.memories, current.skipped_lines))
-                self.memories = current.memories
-        except Timeout:
-            self.logger.warning(
-                f"Turn {turn}: memories file {self.path} is locked by another process; skipping this update",
-                extra={"event_type": "memory_lock_timeout", "turn": turn, "path": str(self.path)},
-            )
-        except ManagerFileError as exc:
-            # Rewriting a file we cannot read would destroy it; the memories in hand stay in use.
-            self.logger.error(
-                f"Turn {turn}: {exc} Until then new memories are not saved.",
-                extra={"event_type": "memory_file_unreadable", "turn": turn, "path": str(self.path), "error": str(exc)},
-            )
-        except OSError as exc:
-            self.logger.error(
-                f"Turn {turn}: could not write memories to {self.path}: {exc}",
-                extra={"event_type": "memory_write_error", "turn": turn, "path": str(self.path), "error": str(exc)},
-            )
+        def merge(current: str) -> str | None:
+            # The file as it is now: another run or a person may have written since we loaded.
+            parsed = self._parse(current)
+            return parsed.render() if self._merge(parsed.memories, decisions, turns) else None
+
+        written = self.file.update(merge, turn=turn)
+        if written is not None:
+            # What is on disk (other runs' memories included, secrets removed) is what the agent sees next.
+            self.memories = parse_memories(written).memories
 
     def _merge(self, memories: list[Memory], decisions: list[MemoryDecision], turns: dict[int, TurnResult]) -> bool:
         by_id = {m.id: m for m in memories}
@@ -376,7 +425,8 @@ class MemoryManager(BaseManager):
             result = turns.get(d.turn)
             if result is None:
                 self.logger.warning(
-                    f"Memory reply refers to turn {d.turn}, which was not in the batch; ignored",
+                    "Memory reply refers to turn %d, which was not in the batch; ignored",
+                    d.turn,
                     extra={"event_type": "memory_unknown_turn", "turn": d.turn},
                 )
                 continue
@@ -402,7 +452,10 @@ class MemoryManager(BaseManager):
                 self.memories_added += 1
                 changed = True
                 self.logger.info(
-                    f"Turn {result.turn}: remembered for {memory.room_name}: {text}",
+                    "Turn %d: remembered for %s: %s",
+                    result.turn,
+                    memory.room_name,
+                    text,
                     extra={"event_type": "memory_added", "turn": result.turn, "memory_id": new_id},
                 )
             for old_id in d.supersedes:
@@ -412,7 +465,9 @@ class MemoryManager(BaseManager):
                 old.status, old.superseded_by = MemoryStatus.SUPERSEDED, new_id
                 changed = True
                 self.logger.info(
-                    f"Memory #{old_id} superseded" + (f" by #{new_id}" if new_id else ""),
+                    "Memory #%d superseded%s",
+                    old_id,
+                    f" by #{new_id}" if new_id else "",
                     extra={"event_type": "memory_superseded", "memory_id": old_id, "superseded_by": new_id},
                 )
         return changed
@@ -423,23 +478,14 @@ class MemoryManager(BaseManager):
         return any(m.room_id == room_id and m.shown and m.text.casefold() == key for m in memories)
 
     # -- file ----------------------------------------------------------------------------
-    def _read_file(self) -> MemoryFile:
-        parsed = parse_memories(read_manager_file(self.path))
+    def _parse(self, text: str) -> MemoryFile:
+        parsed = parse_memories(text)
         for line in parsed.skipped_lines:
             self.logger.warning(
-                f"Unreadable line in {self.path}, kept but not used (expected '- [#id] STATUS | category | "
-                f"episode E turn N: text' under a '## Room <id>: <name>' heading): {line[:120]}",
+                "Unreadable line in %s, kept but not used (expected '- [#id] STATUS | category | "
+                "episode E turn N: text' under a '## Room <id>: <name>' heading): %s",
+                self.path,
+                line[:120],
                 extra={"event_type": "memory_file_line_skipped", "path": str(self.path), "line": line[:200]},
             )
         return parsed
-
-    def _load(self) -> list[Memory]:
-        try:
-            with self._lock:
-                return self._read_file().memories
-        except Timeout:
-            self.logger.warning(
-                f"Memories file {self.path} is locked; reading it without the lock",
-                extra={"event_type": "memory_lock_timeout", "path": str(self.path)},
-            )
-            return self._read_file().memories

@@ -30,11 +30,13 @@ oldest are dropped. The review is never brought forward: the cost is one call pe
 (two when an answer is rejected).
 
 Objectives belong to one episode (the game restarts), so they are not reloaded; they are
-written to ``objectives.json`` after every change so a killed run can be inspected.
+written to ``objectives.json`` after every change so a killed or running episode can be
+inspected. Runs sharing the workdir each keep their own episode's entries in that file.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import deque
@@ -48,13 +50,15 @@ from pydantic import BaseModel, Field
 from game_interface import JerichoInterface
 from game_interface.jericho_interface import ONBIT, OPENBIT
 from llm_client import LLMClientWrapper
-from managers.base_manager import BaseManager
-from managers.structured_llm import StructuredLLM
+from managers.base_manager import ManagerFileError
+from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
-from shared_utils import atomic_write_json, shorten
+from shared_utils import json_text, shorten
 
+OBJECTIVES_FILE_NAME = "objectives.json"
+MAX_EPISODES_KEPT = 50
 RECENT_TURNS = 15
 MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shortened at a word boundary
 MAX_AMBIGUOUS = 10
@@ -172,10 +176,16 @@ Given the current situation, recent turns and the active objectives (with which 
 Reply with JSON only."""
 
 
-class ObjectiveManager(BaseManager):
+class ObjectiveManager(LearningManager):
     """Episode objectives: agent-added and LLM-discovered, completed by the engine's state."""
 
     name = "objectives"
+    trace_name = "ObjectiveManager"
+    objectives: list[Objective]
+    recent: deque[TurnResult]
+    ambiguous: list[str]
+    refusals: list[str]  # why the agent's last proposals were not added; shown once
+    last_review_turn: int
 
     def __init__(
         self,
@@ -186,22 +196,23 @@ class ObjectiveManager(BaseManager):
         game: JerichoInterface,
         path: Path | None = None,
     ) -> None:
-        super().__init__(config, logger, game_state)
-        self.path = path or config.workdir / "objectives.json"
-        self.game = game
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name="ObjectiveManager")
-        self.objectives: list[Objective] = []
-        self.recent: deque[TurnResult] = deque(maxlen=RECENT_TURNS)
-        self.ambiguous: list[str] = []
-        self.refusals: list[str] = []  # why the agent's last proposals were not added; shown once
-        self.last_review_turn = 0
-        self.reset_episode(game_state)
+        self.game = game  # the engine the steps are checked against; set before the base resets the episode
+        super().__init__(config, logger, game_state, client, path)
+
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        return config.workdir / OBJECTIVES_FILE_NAME
+
+    def load(self) -> None:
+        # Objectives are per episode and not reloaded, but a file this run could never add its
+        # objectives to stops it before it starts (raises ManagerFileError), like the others.
+        _saved_objectives(self.path, self.file.read())
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self.objectives = []
-        self.recent.clear()
+        self.recent = deque(maxlen=RECENT_TURNS)
         self.ambiguous = []
         self.refusals = []
         self.last_review_turn = game_state.turn_count
@@ -359,7 +370,8 @@ class ObjectiveManager(BaseManager):
         steps = [step for step in (self._resolve(s)[0] for s in proposal.done_when) if step is not None]
         objective = Objective(
             id=max((o.id for o in self.objectives), default=0) + 1,
-            text=shorten(proposal.text, MAX_OBJECTIVE_CHARS),
+            # Scrubbed here as well as in the file: the agent reads its objectives back every turn.
+            text=shorten(self.file.scrub(proposal.text), MAX_OBJECTIVE_CHARS),
             created_turn=turn,
             source=source,
             priority=priority,
@@ -529,14 +541,46 @@ class ObjectiveManager(BaseManager):
 
     # -- file ----------------------------------------------------------------------------
     def _save(self) -> None:
-        data = {
-            "episode_id": self.game_state.episode_id,
-            "objectives": [{**asdict(o), "status": o.status.value} for o in self.objectives],
-        }
-        try:
-            atomic_write_json(self.path, data)
-        except OSError as exc:
-            self.logger.error(
-                f"Could not write objectives to {self.path}: {exc}",
-                extra={"event_type": "objectives_write_error", "path": str(self.path), "error": str(exc)},
-            )
+        """Writes this episode's objectives into ``objectives.json`` beside other episodes'.
+
+        The file holds one list, each objective tagged with its episode: runs sharing the
+        workdir each replace only their own episode's entries, so none loses another's, and
+        the latest ``MAX_EPISODES_KEPT`` episodes are kept.
+        """
+        episode_id = self.game_state.episode_id
+        ours = [{"episode_id": episode_id, **asdict(o), "status": o.status.value} for o in self.objectives]
+
+        def merge(current: str) -> str:
+            others = [o for o in _saved_objectives(self.path, current) if o["episode_id"] != episode_id]
+            merged = others + ours
+            episodes = list(dict.fromkeys(o["episode_id"] for o in merged))
+            kept = set(episodes[-MAX_EPISODES_KEPT:]) | {episode_id}
+            return json_text({"objectives": [o for o in merged if o["episode_id"] in kept]})
+
+        self.file.update(merge, turn=self.game_state.turn_count)
+
+
+def _saved_objectives(path: Path, text: str) -> list[dict[str, Any]]:
+    """The objectives in ``objectives.json``, each with its ``episode_id``.
+
+    A file from before objectives were tagged (one episode's list with the id at the top)
+    is read as that episode's; anything else that is not the expected shape is refused
+    with the fix rather than overwritten.
+    """
+    if not text.strip():
+        return []
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("objectives"), list):
+            raise ValueError('expected {"objectives": [...]}')
+        legacy_episode = str(data.get("episode_id", "unknown"))
+        saved = []
+        for entry in data["objectives"]:
+            if not isinstance(entry, dict):
+                raise ValueError("an objective is not a JSON object")
+            saved.append({"episode_id": legacy_episode, **entry})
+        return saved
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise ManagerFileError(
+            path, f"is not a valid objectives file ({exc})", "fix it, or delete it and ZorkGPT starts a new one"
+        ) from exc

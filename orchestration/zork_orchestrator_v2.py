@@ -219,8 +219,9 @@ class ZorkOrchestratorV2:
         response = self._execute(decision.action, turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
-        self._log_turn(result, review)
+        # The state file first: whoever follows the log and sees this turn finds it in the state file too.
         self._export_state()
+        self._log_turn(result, review)
         return not self.game_state.game_over
 
     def _choose_action(self, context: str, turn: int) -> tuple[AgentDecision, CriticReview]:

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ def test_rejects_what_cannot_work(game: JerichoInterface) -> None:
     unicorn = check.check("take unicorn", exits)
     assert unicorn is not None and unicorn.rejected and unicorn.source == "object_tree"
     assert unicorn.score == -1.0 and '"unicorn"' in unicorn.justification
+    with pytest.raises(FrozenInstanceError):
+        unicorn.rejected = False  # type: ignore[misc]  # a verdict is a result: nobody downstream may rewrite it
 
     east = check.check("east", exits)  # the front door is boarded
     assert east is not None and east.rejected and "no exit east" in east.justification

@@ -184,7 +184,9 @@ def test_every_save_writes_the_map_as_mermaid_beside_the_json(
     driver.play(OPENING)
 
     mermaid = map_file.with_name("map.mmd")
-    assert sorted(p.name for p in map_file.parent.iterdir()) == sorted([map_file.name, "map.mmd"])  # no temp files
+    # No temp files; the lock file that shares the map between runs stays, as filelock leaves it on purpose.
+    expected = [map_file.name, "map.mmd", f"{map_file.name}.lock"]
+    assert sorted(p.name for p in map_file.parent.iterdir()) == sorted(expected)
     lines = mermaid.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "graph LR"
     saved = json.loads(map_file.read_text())

@@ -1,0 +1,239 @@
+"""The files ZorkGPT learns into and shares between runs: one discipline for all of them.
+
+``memories.md``, ``knowledgebase.md``, ``map_state.json`` (with ``map.mmd``) and
+``objectives.json`` live in the game workdir, which several runs may share (parallel
+episodes, two terminals) and a person may edit. Every write is one locked
+read-merge-write:
+
+1. take the file's lock (``<file>.lock`` beside it), so two writers never interleave;
+2. read the file as it is *now*: another run, or a person, may have changed it since;
+3. merge this run's change into what was read (each manager knows how: memories and
+   bullets are added to what is there, map moves are replayed onto the map on disk,
+   objectives are kept per episode), so neither side's work is lost;
+4. remove secrets (the configured API key, the provider keys in the environment) from
+   the result: a model that echoes the key must not plant it in a file that is later fed
+   back into prompts;
+5. refuse a result larger than the size cap (logged; the file keeps its last good state);
+6. write atomically: a temp file in the same folder, fsync, rename. A kill mid-write leaves
+   the old file whole.
+
+A kill between steps 6's write and rename can still leave a temp file
+(``.memories.md.<random>.tmp``); the next run removes those at start, under the lock so a
+live writer's temp file is never touched.
+
+Reads need no lock: thanks to the rename a reader sees the old or the new file, never half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from llm_client import LLMClientWrapper
+from managers.base_manager import BaseManager, read_manager_file
+from managers.structured_llm import StructuredLLM
+from session.episode_log import known_secrets
+from session.errors import LearningFileError
+from session.game_configuration import GameConfiguration
+from session.game_state import GameState
+from shared_utils import atomic_write_text
+
+LOCK_TIMEOUT_SECONDS = 10.0
+# Far above what a long campaign writes (the walkthrough leaves a few kilobytes per file)
+# and far below what could fill a disk or a prompt by accident: one model reply cannot
+# make a file grow without bound.
+MAX_LEARNING_FILE_BYTES = 1_000_000
+REDACTED = "[REDACTED]"
+
+
+class LearningFile:
+    """One shared file (and the files written with it, such as ``map.mmd``): locked, merged, redacted, capped.
+
+    ``name`` prefixes the log events (``memory_lock_timeout``, ``map_save_error``...).
+    Failures to write are logged and the update is dropped: play goes on with what the
+    manager holds in memory, and the file keeps its last complete state.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        logger: logging.Logger,
+        name: str,
+        *,
+        secrets: Sequence[str | None] = (),
+        companions: Sequence[Path] = (),
+        max_bytes: int = MAX_LEARNING_FILE_BYTES,
+    ) -> None:
+        self.path = path
+        self.logger = logger
+        self.name = name
+        self.companions = tuple(companions)
+        self.max_bytes = max_bytes
+        # Like the log redaction, values shorter than 8 characters are not treated as secrets:
+        # replacing a short test key everywhere would mangle ordinary words.
+        self._secrets = [s for s in secrets if s and len(s) >= 8]
+        self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+        self.remove_stale_temp_files()
+
+    # -- reading -------------------------------------------------------------------------
+    def read(self) -> str:
+        """The file's text, "" when it does not exist yet; ``ManagerFileError`` naming the fix when unreadable."""
+        return read_manager_file(self.path)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any known secret, in any letter case (the map lowercases actions) and
+        in its JSON-escaped spelling."""
+        secrets = {s for s in (*known_secrets(), *self._secrets) if s}
+        spellings = secrets | {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets}
+        if not spellings:
+            return text
+        pattern = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+        return re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
+
+    # -- writing -------------------------------------------------------------------------
+    def update(
+        self,
+        merge: Callable[[str], str | None],
+        *,
+        turn: int | None = None,
+        companions: Callable[[str], Mapping[Path, str]] | None = None,
+    ) -> str | None:
+        """Run ``merge(current_text)`` under the lock and write what it returns.
+
+        ``merge`` gets the file as it is now ("" if absent) and returns the new text, or None
+        when nothing changes. ``companions(new_text)`` gives files written alongside under the
+        same lock (``map.mmd`` beside the map). Returns the text on disk afterwards (the
+        redacted new text, or the current one when nothing changed), or None when the update
+        failed (logged).
+        """
+        where = f"Turn {turn}: " if turn is not None else ""
+        extra = {"turn": turn, "path": str(self.path)}
+        try:
+            with self._lock:
+                current = self.read()
+                merged = merge(current)
+                if merged is None or merged == current:
+                    return current
+                text = self.scrub(merged)
+                files = {self.path: text}
+                if companions is not None:
+                    files |= {path: self.scrub(content) for path, content in companions(text).items()}
+                oversized = {p: n for p, t in files.items() if (n := len(t.encode("utf-8"))) > self.max_bytes}
+                if oversized:
+                    path, size = next(iter(oversized.items()))
+                    self.logger.error(
+                        "%s%s would grow to %d bytes, over the %d-byte cap for learning files; this update is not "
+                        "saved. Trim the file by hand (old entries can go) or delete it.",
+                        where,
+                        path,
+                        size,
+                        self.max_bytes,
+                        extra={"event_type": f"{self.name}_file_too_large", **extra, "bytes": size},
+                    )
+                    return None
+                for path, content in files.items():
+                    atomic_write_text(path, content)
+                return text
+        except Timeout:
+            self.logger.warning(
+                "%s%s is locked by another process for over %.0f s; skipping this update",
+                where,
+                self.path,
+                LOCK_TIMEOUT_SECONDS,
+                extra={"event_type": f"{self.name}_lock_timeout", **extra},
+            )
+        except LearningFileError as exc:
+            # Rewriting a file we cannot read would destroy it, and a person's edits with it.
+            self.logger.error(
+                "%s%s Until then this update is not saved.",
+                where,
+                exc,
+                extra={"event_type": f"{self.name}_file_unreadable", **extra, "error": str(exc)},
+            )
+        except OSError as exc:
+            # A full disk, a read-only folder: the manager's state in memory is still right.
+            self.logger.error(
+                "%sCould not save %s: %s",
+                where,
+                self.path,
+                exc,
+                extra={"event_type": f"{self.name}_save_error", **extra, "error": str(exc)},
+            )
+        return None
+
+    # -- crash leftovers -----------------------------------------------------------------
+    def remove_stale_temp_files(self) -> list[Path]:
+        """Delete temp files a killed writer left beside the file (``.<name>.*.tmp``).
+
+        Taken under the lock: a writer holds it from temp file to rename, so whatever
+        matches then is an orphan, not another run's write in flight.
+        """
+        folder = self.path.parent
+        if not folder.is_dir():
+            return []
+        removed: list[Path] = []
+        try:
+            with self._lock:
+                for target in (self.path, *self.companions):
+                    for leftover in folder.glob(f".{target.name}.*.tmp"):
+                        leftover.unlink(missing_ok=True)
+                        removed.append(leftover)
+        except Timeout:
+            # Another run holds the lock for long: it will be there to clean up after itself.
+            self.logger.warning(
+                "%s is locked by another process; leftover temp files beside it are left for later",
+                self.path,
+                extra={"event_type": f"{self.name}_lock_timeout", "path": str(self.path)},
+            )
+        except OSError as exc:
+            self.logger.warning(
+                "Could not remove leftover temp files beside %s: %s",
+                self.path,
+                exc,
+                extra={"event_type": f"{self.name}_cleanup_error", "path": str(self.path), "error": str(exc)},
+            )
+        for leftover in removed:
+            self.logger.info(
+                "Removed %s, left by a run that stopped mid-write",
+                leftover,
+                extra={"event_type": f"{self.name}_temp_file_removed", "path": str(leftover)},
+            )
+        return removed
+
+
+class LearningManager(BaseManager):
+    """A manager that asks its LLM role what to learn and keeps it in one shared ``LearningFile``.
+
+    Subclasses name their file (``default_path``), read it once at start (``load``, which
+    raises ``ManagerFileError`` so an unreadable file stops the run before it is
+    overwritten) and set their per-episode state in ``reset_episode``.
+    """
+
+    trace_name: str = "LearningManager"
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        client: LLMClientWrapper,
+        path: Path | None = None,
+    ) -> None:
+        super().__init__(config, logger, game_state)
+        self.path = path or self.default_path(config)
+        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
+        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=self.trace_name)
+        self.load()
+        self.reset_episode(game_state)
+
+    @classmethod
+    def default_path(cls, config: GameConfiguration) -> Path:
+        raise NotImplementedError(f"{cls.__name__} must name its file")
+
+    def load(self) -> None:
+        """Read what the file already holds; nothing by default."""
