@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
-from session.errors import EXIT_OK, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
+from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
+from session.stop_signals import StopSignals, UserAbort
+from shared_utils import escape_control_chars
+
+EPILOG = """\
+exit codes:
+  0    every episode ended in play: won, lost, the turn limit, stuck, or stopped by a signal
+  1    an episode ended in an error (the model provider kept failing, files could not be written)
+  2    configuration or setup problem (no API key, a bad setting, a missing story file or
+       prompt, an unusable mcp_config.json or game_workdir); nothing was played
+  130  aborted by a second Ctrl-C (143: a second SIGTERM)
+
+signals:
+  Ctrl-C or SIGTERM (systemd, docker stop) finishes the current turn, writes the episode
+  summary and exits 0. The same signal again within a second counts once (uv run forwards
+  Ctrl-C twice); later, it aborts at once, still recording the episode as stopped.
+"""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="ZorkGPT: an LLM agent that plays Zork I through Jericho.")
+    parser = argparse.ArgumentParser(
+        description="ZorkGPT: an LLM agent that plays Zork I through Jericho.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
     parser.add_argument("--max-turns", type=int, default=None, help="turn limit per episode (default from config)")
     parser.add_argument("--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections")
@@ -42,12 +60,25 @@ def missing_key_message(config: GameConfiguration) -> str:
 
 def report(error: ZorkGPTError) -> int:
     """Tell the user what stopped the run; the exit code the error policy gives it."""
-    print(f"{error.title}: {error}", file=sys.stderr)
+    # The message may quote a provider's or a server's text: never raw control characters on a terminal.
+    print(escape_control_chars(f"{error.title}: {error}"), file=sys.stderr)
     return exit_code_for(error)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signals = StopSignals()
+    signals.install()
+    try:
+        return run(args, signals)
+    except UserAbort as abort:
+        signals.ignore()
+        print(f"Aborted by a second {abort}.", file=sys.stderr)
+        return abort.exit_code
+
+
+def run(args: argparse.Namespace, signals: StopSignals) -> int:
+    """Play the episodes; the exit code (see ``--help``)."""
     try:
         config = GameConfiguration.from_toml(args.config)
     except ConfigError as exc:
@@ -60,43 +91,50 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
-    current: list[ZorkOrchestratorV2] = []
-    interrupts = 0
-
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
-        # First Ctrl-C: finish this turn, write the summary, exit. Second: stop now.
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts > 1 or not current:
-            raise KeyboardInterrupt
-        current[0].stop_requested = True
-        print("\nStopping after this turn (Ctrl-C again to abort now)...", file=sys.stderr)
-
-    signal.signal(signal.SIGINT, on_sigint)
     game_file = Path(args.game_file).resolve() if args.game_file else None
     for episode in range(args.episodes):
+        if signals.stop_requested:
+            break  # stopped between episodes (or before the first): nothing more to play
         try:
             orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
         except ZorkGPTError as exc:
             return report(exc)
-        current[:] = [orchestrator]
+        orchestrator.stop_requested = signals.stop_requested
+        signals.on_stop = orchestrator.request_stop
+        label = f"Episode {episode + 1}/{args.episodes}"
         try:
             state = orchestrator.play_episode()
         except ZorkGPTError as exc:
             # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
             # what ended this episode (the provider failing after its retries...) would end the next.
-            print(f"Episode {episode + 1}/{args.episodes}: logs in {orchestrator.episode_dir}", file=sys.stderr)
+            if not orchestrator.discard_episode_folder:
+                print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
             return report(exc)
+        except UserAbort:
+            print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
+            raise
         finally:
+            signals.on_stop = None
             orchestrator.close()
         print(
-            f"Episode {episode + 1}/{args.episodes} ({state.episode_id}): {state.end_reason}, "
-            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
-            f"Logs: {orchestrator.episode_dir}",
+            # The end reason may quote a provider's error text: never raw control characters on a terminal.
+            escape_control_chars(
+                f"{label} ({state.episode_id}): {state.end_reason}, "
+                f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+                f"Logs: {orchestrator.episode_dir}"
+            ),
             file=sys.stderr,
         )
-        if orchestrator.stop_requested:
-            break
+        if orchestrator.write_failures:
+            # A full or read-only disk: the episode played on, but what it learned is not all
+            # on disk, and the next episode would lose the same.
+            print(
+                f"{label}: {len(orchestrator.write_failures)} file(s) could not be written "
+                f"({orchestrator.write_failures[0]}). Free space in (or fix the permissions of) "
+                f"{config.workdir}, then run again.",
+                file=sys.stderr,
+            )
+            return EXIT_RUN_FAILED
     return EXIT_OK
 
 

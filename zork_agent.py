@@ -33,12 +33,16 @@ from session.errors import (
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
-from shared_utils import create_json_schema, extract_json_object, shorten, traced_observation
+from shared_utils import cap_text, create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager
 
 FALLBACK_ACTION = "look"
+# How much of an unparseable reply the log keeps: enough to see what went wrong.
+MAX_LOGGED_REPLY_CHARS = 2_000
+# How much of a tool call's arguments the log keeps (the server still gets them whole).
+MAX_LOGGED_TOOL_ARGUMENTS_CHARS = 2_000
 TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -135,6 +139,46 @@ def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | Non
     return "\n".join(lines)
 
 
+def _loggable_arguments(arguments: dict[str, Any], raw: str) -> dict[str, Any] | str:
+    """A tool call's arguments for the episode log: the object itself, or, when its JSON is
+    longer than the log keeps, that JSON cut with a marker."""
+    if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS:
+        return arguments
+    return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
+
+
+def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
+    """The reply as an ``AgentResponse``, keeping a valid action when the rest is not usable.
+
+    ``thinking`` that is missing or not a string becomes empty, and a ``new_objective`` that
+    is neither a sentence, a goal with its steps, nor null is dropped: neither is worth losing
+    the turn's action for.
+    Returns what was dropped, in words, beside the reply. The action itself is as strict as
+    ever: a missing or non-string action raises ``ValidationError``.
+    """
+    fields = dict(data)
+    dropped: list[str] = []
+    thinking = fields.get("thinking")
+    if not isinstance(thinking, str):
+        dropped.append("thinking (missing)" if thinking is None else f"thinking ({_json_type(thinking)}, not text)")
+        fields["thinking"] = ""
+    objective = fields.get("new_objective")
+    if objective is not None and not isinstance(objective, str):
+        try:
+            ObjectiveProposal.model_validate(objective)
+        except ValidationError:
+            shown = shorten(json.dumps(objective), 80)
+            dropped.append(f"new_objective ({_json_type(objective)}, not a goal with done_when steps): {shown}")
+            fields["new_objective"] = None
+    return AgentResponse.model_validate(fields), dropped
+
+
+def _json_type(value: Any) -> str:
+    """A parsed JSON value's type in words ("a number", "an object")."""
+    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
 class ZorkAgent:
     def __init__(
         self,
@@ -166,7 +210,18 @@ class ZorkAgent:
         configured = config.files.agent_prompt_file
         path = config.resolve_path(configured)
         if path.is_file():
-            return path.read_text(encoding="utf-8").strip()
+            try:
+                return path.read_text(encoding="utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: {path} is not UTF-8 text "
+                    f"(byte {exc.start}: {exc.reason}). Save it as UTF-8."
+                ) from None
+            except OSError as exc:
+                raise ConfigError(
+                    f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: cannot read {path} ({exc.strerror}). "
+                    "Check its permissions."
+                ) from None
         if configured != FilesSection.model_fields["agent_prompt_file"].default:
             raise ConfigError(
                 f"[tool.zorkgpt.files] agent_prompt_file = {configured!r}: no such file ({path}). "
@@ -233,7 +288,7 @@ class ZorkAgent:
         try:
             if data is None:
                 raise ValueError("no JSON object in the reply")
-            parsed = AgentResponse.model_validate(data)
+            parsed, dropped = read_agent_reply(data)
             action = clean_action(parsed.action)
             if not action:
                 raise ValueError("the reply's action is empty")
@@ -248,7 +303,7 @@ class ZorkAgent:
                 extra={
                     "event_type": "agent_parse_error",
                     "error": str(exc),
-                    "raw_response": content,
+                    "raw_response": cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
                     "episode_id": self.episode_id,
                     "turn": self.current_turn,
                 },
@@ -258,6 +313,20 @@ class ZorkAgent:
                 reasoning=f"Parse error: {exc}. Raw: {(content or '')[:100]}",
                 raw_response=content,
                 tool_calls=tool_calls,
+            )
+        if dropped:
+            self.logger.warning(
+                "Turn %s: kept the agent's action '%s' and dropped what was unusable in its reply: %s",
+                self.current_turn,
+                action,
+                "; ".join(dropped),
+                extra={
+                    "event_type": "agent_reply_partial",
+                    "dropped": dropped,
+                    "action": action,
+                    "episode_id": self.episode_id,
+                    "turn": self.current_turn,
+                },
             )
         return AgentDecision(
             action=action,
@@ -518,7 +587,7 @@ class ZorkAgent:
                 name,
                 tool_name=name,
                 server_name=server,
-                arguments=arguments,
+                arguments=_loggable_arguments(arguments, tool_call.function.arguments or ""),
                 iteration=iteration,
             )
             self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])

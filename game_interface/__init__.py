@@ -3,7 +3,6 @@
 from game_interface.jericho_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
-    META_COMMANDS,
     GameInterfaceError,
     GameObject,
     GameSnapshot,
@@ -11,9 +10,8 @@ from game_interface.jericho_interface import (
     Location,
     RefusedCommandError,
     WorldChange,
-    find_meta_command,
-    has_control_chars,
 )
+from game_interface.session_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
 
 __all__ = [
@@ -30,7 +28,5 @@ __all__ = [
     "RefusedCommandError",
     "StoryFileError",
     "WorldChange",
-    "find_meta_command",
-    "has_control_chars",
     "resolve_story_file",
 ]

@@ -16,9 +16,11 @@ from typing import Any
 
 from jericho import FrotzEnv
 
+from game_interface.session_commands import META_COMMANDS, SessionCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
 from session.errors import GameInterfaceError
+from shared_utils import has_control_chars
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
@@ -54,16 +56,6 @@ DIRECTIONS: tuple[str, ...] = (
 )
 # Jericho's input buffer; longer commands would be truncated silently.
 MAX_COMMAND_BYTES = 198
-
-# Zork's own session verbs (their dictionary entries are save, restor, restar, quit, q, script,
-# unscri). Under Jericho they act on the host, not the story: "save" writes zork1.qzl into the
-# working directory, "script" starts a transcript file named "script", "restore" loads whatever
-# stale save lies there and "restart"/"quit" end the game behind the caller's back. ZorkGPT
-# saves, restores and restarts through the engine state instead, so these never reach the game.
-META_COMMANDS: frozenset[str] = frozenset({"save", "restore", "restart", "quit", "q", "script", "unscript"})
-# Zork runs every command of a line: clauses split on punctuation, "then" and "and"
-# ("north. save" and "n and save" both save), so each clause's first word is checked.
-_CLAUSE_BREAK = re.compile(r"[.,;!?]|\b(?:then|and)\b")
 
 _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 # Zork prints the final score only when the game really ends (the third death, or a
@@ -157,6 +149,7 @@ class JerichoInterface:
         self.story_file = verify_story_file(story_file)
         self.seed = seed
         self._story = StoryData(self.story_file.read_bytes())
+        self._session_commands = SessionCommands(self._story)
         self._env: FrotzEnv | None = FrotzEnv(str(self.story_file), seed=seed)
         self._player_id = self._env.player_obj_num
         self._rooms_root = self._env.get_object(self._env.get_object(self._player_id).parent).parent
@@ -196,7 +189,7 @@ class JerichoInterface:
             raise GameInterfaceError(f"Command {command!r} contains control characters; send one plain line.")
         if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
             raise GameInterfaceError(f"Command is longer than {MAX_COMMAND_BYTES} bytes; shorten it.")
-        meta = find_meta_command(command)
+        meta = self.find_session_command(command)
         if meta is not None:
             raise RefusedCommandError(command, meta)
         if self._game_over:
@@ -218,6 +211,14 @@ class JerichoInterface:
         elif (self.last_response_was_death and _FINAL_SCORE.search(text)) or env._emulator_halted():
             self._game_over = True
         return text
+
+    def find_session_command(self, command: str) -> str | None:
+        """The Zork session command (one of ``META_COMMANDS``) that ``command`` could run, if any.
+
+        Found as the story's parser reads the line (see ``game_interface.session_commands``):
+        ``say "restore"``, ``n "save`` and "look. restoration" all name one.
+        """
+        return self._session_commands.find(command)
 
     # ----------------------------------------------------------------- status
 
@@ -518,23 +519,3 @@ def clean_text(text: str) -> str:
     """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-def find_meta_command(command: str) -> str | None:
-    """The Zork session command that ``command`` would run, if any.
-
-    Compared the way Zork's parser reads words, on their first 6 letters ("restoration"
-    is "restore" to the parser), in every clause of a chained line.
-    """
-    for clause in _CLAUSE_BREAK.split(command.lower()):
-        words = clause.split()
-        if words:
-            first = words[0][:DICTIONARY_WORD_LENGTH]
-            for meta in META_COMMANDS:
-                if first == meta[:DICTIONARY_WORD_LENGTH]:
-                    return meta
-    return None
-
-
-def has_control_chars(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)

@@ -31,6 +31,9 @@ _ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech by
 _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
 # v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
 DICTIONARY_WORD_LENGTH = 6
+_PAD = 5  # the Z-character that pads short dictionary words (a shift with nothing after it)
+_VERB_FLAG = 0x40  # PS?VERB
+_FIRST_VALUE_IS_VERB = 1  # P1?VERB: the first value byte holds the verb number
 
 
 class StoryDataError(StoryFileError):
@@ -63,7 +66,11 @@ class StoryData:
             raise StoryDataError("Expected a version 3 Z-machine story file (Zork I).")
         self._d = story
         self._abbreviations = self._word(0x18)
+        base = self._word(0x08)
+        # Characters the interpreter splits input at, each becoming a word of its own (Zork I: , . ")
+        self.separators = frozenset(chr(c) for c in story[base + 1 : base + 1 + story[base]])
         self._dictionary = self._read_dictionary()
+        self._by_key = {self._d[addr : addr + 4]: entry for addr, entry in self._dictionary.items()}
         self._adjective_words = self._read_adjectives()
         self.objects: dict[int, StaticObject] = self._read_objects()
 
@@ -120,6 +127,63 @@ class StoryData:
             addr = first + k * entry_length
             entries[addr] = (self.decode(addr), self._d[addr + 4 : addr + entry_length])
         return entries
+
+    def tokenize(self, line: str) -> list[str]:
+        """``line`` split into words as the interpreter does before the game's parser sees it:
+        lower-cased, broken at spaces, and at each separator, which is a word itself."""
+        tokens: list[str] = []
+        word: list[str] = []
+        for char in line.lower():
+            if char == " " or char in self.separators:
+                if word:
+                    tokens.append("".join(word))
+                    word = []
+                if char != " ":
+                    tokens.append(char)
+            else:
+                word.append(char)
+        if word:
+            tokens.append("".join(word))
+        return tokens
+
+    @staticmethod
+    def encode(word: str) -> bytes:
+        """The 4-byte v3 dictionary key the interpreter looks ``word`` up by: its first 6 Z-characters.
+
+        Letters cost one Z-character, digits and punctuation two (a shift, then the A2 index),
+        anything else four (an escape and a 10-bit character code). So the parser sees
+        "restoration" as "restor" and "$verify" as "$ve". Characters outside ASCII are
+        encoded as some escape: their exact code does not matter here, since no word they
+        could spell is compared with a word of plain ASCII.
+        """
+        zchars: list[int] = []
+        for char in word.lower():
+            if char in _A0:
+                zchars.append(_A0.index(char) + 6)
+            elif char in _A2[1:]:
+                zchars += [5, _A2.index(char) + 6]
+            else:
+                code = min(ord(char), 0x3FF)
+                zchars += [5, 6, code >> 5, code & 31]
+        zchars = (zchars + [_PAD] * DICTIONARY_WORD_LENGTH)[:DICTIONARY_WORD_LENGTH]
+        first = (zchars[0] << 10) | (zchars[1] << 5) | zchars[2]
+        second = 0x8000 | (zchars[3] << 10) | (zchars[4] << 5) | zchars[5]
+        return bytes([first >> 8, first & 0xFF, second >> 8, second & 0xFF])
+
+    def lookup(self, word: str) -> tuple[str, bytes] | None:
+        """The dictionary entry (its text, its data bytes) the parser finds for ``word``, if any."""
+        return self._by_key.get(self.encode(word))
+
+    def dictionary_entries(self) -> list[tuple[bytes, str, bytes]]:
+        """Every dictionary word as (its 4-byte key, its text, its data bytes)."""
+        return [(key, text, data) for key, (text, data) in self._by_key.items()]
+
+    @staticmethod
+    def verb_number(data: bytes) -> int | None:
+        """The verb a dictionary entry's data bytes name, or None if the word is no verb."""
+        if len(data) < 3 or not data[0] & _VERB_FLAG:
+            return None
+        return data[1] if data[0] & 3 == _FIRST_VALUE_IS_VERB else data[2]
 
     def _read_adjectives(self) -> dict[int, str]:
         """Adjective number -> word. v3 objects list adjectives by number, not by address."""

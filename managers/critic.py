@@ -24,14 +24,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from game_interface import JerichoInterface
+from game_interface import GameInterfaceError, JerichoInterface
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
 from llm_client import LLMClientWrapper
 from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from shared_utils import cap_text
 
+# The critic model's justification goes into logs and back to the agent: a sentence or two, never megabytes.
+MAX_JUSTIFICATION_CHARS = 1_000
 OBJECT_TREE_SCORE = -1.0  # the engine is sure; no threshold setting may let such an action through
 
 # Verbs whose objects Zork's parser must find in scope ("You can't see any X here!").
@@ -175,6 +178,10 @@ class ObjectTreeCheck:
         snapshot = game.save_state()
         try:
             return bool(_SCOPE_REFUSAL.search(game.send_command(command)))
+        except GameInterfaceError:
+            # The interface refuses the line itself (a session command such as "take lamp and
+            # save"): nothing is proven here, and executing the turn reports that refusal.
+            return False
         finally:
             game.restore_state(snapshot)
 
@@ -290,7 +297,7 @@ class Critic:
         weighted = reply.score * self.trust.weight
         return CriticVerdict(
             score=reply.score,
-            justification=reply.justification,
+            justification=cap_text(reply.justification, MAX_JUSTIFICATION_CHARS),
             source="llm",
             rejected=weighted < self.config.gameplay.critic_rejection_threshold,
         )

@@ -187,7 +187,6 @@ class KnowledgeManager(LearningManager):
     """Cross-episode knowledge: collected per turn, merged into knowledgebase.md periodically and at the end."""
 
     name = "knowledge"
-    trace_name = "KnowledgeManager"
     events: list[KnowledgeEvent]
     last_update_turn: int
     last_result: TurnResult | None

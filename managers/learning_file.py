@@ -214,8 +214,6 @@ class LearningManager(BaseManager):
     overwritten) and set their per-episode state in ``reset_episode``.
     """
 
-    trace_name: str = "LearningManager"
-
     def __init__(
         self,
         config: GameConfiguration,
@@ -227,7 +225,8 @@ class LearningManager(BaseManager):
         super().__init__(config, logger, game_state)
         self.path = path or self.default_path(config)
         self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
-        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=self.trace_name)
+        # Langfuse traces are named after the class: MemoryManager, KnowledgeManager, ObjectiveManager.
+        self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=type(self).__name__)
         self.load()
         self.reset_episode(game_state)
 

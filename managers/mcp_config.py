@@ -95,6 +95,13 @@ class MCPConfig(BaseModel):
                 f"MCP config file {file} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
                 f"(char {exc.pos}). Fix the JSON syntax, or {_DISABLE_HINT}."
             ) from None
+        except RecursionError:
+            # The JSON decoder recurses per nesting level; a config is a few levels deep.
+            raise MCPConfigError(
+                f"MCP config file {file} is nested too deeply to read (the shape is "
+                '{"mcpServers": {"name": {"command": ..., "args": [...]}}}). Fix the file, or '
+                f"{_DISABLE_HINT}."
+            ) from None
         return cls.from_mapping(data, source=file)
 
     @classmethod

@@ -193,7 +193,10 @@ class MCPManager:
             await self._connect_once()
         except MCPServerStartupError as first:
             if not self._ever_connected:
-                self._log_event(logging.ERROR, "mcp_session_connect_failed", "%s", first, attempt=1, retry=False)
+                # Off the console: the error ends the run and main.py prints it once.
+                self._log_event(
+                    logging.ERROR, "mcp_session_connect_failed", "%s", first, attempt=1, retry=False, console=False
+                )
                 raise
             self._log_event(
                 logging.WARNING,

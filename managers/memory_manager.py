@@ -265,7 +265,6 @@ class MemoryManager(LearningManager):
     """Per-room memories: LLM-decided, batched, persisted as Markdown across episodes."""
 
     name = "memory"
-    trace_name = "MemoryManager"
     memories: list[Memory]
     pending: list[PendingEvent]
     visited: set[int]

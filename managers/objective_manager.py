@@ -180,7 +180,6 @@ class ObjectiveManager(LearningManager):
     """Episode objectives: agent-added and LLM-discovered, completed by the engine's state."""
 
     name = "objectives"
-    trace_name = "ObjectiveManager"
     objectives: list[Objective]
     recent: deque[TurnResult]
     ambiguous: list[str]

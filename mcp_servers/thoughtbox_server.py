@@ -33,6 +33,8 @@ from typing import Annotated, Any, TextIO, TypedDict
 
 from pydantic import Field
 
+from shared_utils import escape_control_chars
+
 THINK_DESCRIPTION = """Record one step of structured, reflective reasoning before choosing a game action.
 
 Use it to break a puzzle into steps, keep track of what you know, revise an earlier
@@ -143,7 +145,8 @@ def format_thought(t: Thought) -> str:
         kind = f"Branch '{t.branch_id}' (from thought {t.branch_from_thought})"
     else:
         kind = "Thought"
-    return f"[thoughtbox] {kind} {t.thought_number}/{t.total_thoughts}: {t.thought}"
+    # The thought is the model's text: shown with visible escapes, never as raw terminal controls.
+    return escape_control_chars(f"[thoughtbox] {kind} {t.thought_number}/{t.total_thoughts}: {t.thought}")
 
 
 def thought_logging_enabled(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:

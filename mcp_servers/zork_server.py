@@ -40,12 +40,10 @@ from game_interface import (
     GameSnapshot,
     JerichoInterface,
     StoryFileError,
-    find_meta_command,
-    has_control_chars,
     resolve_story_file,
 )
 from managers.map_graph import MapGraph, normalize_direction
-from shared_utils import shorten
+from shared_utils import has_control_chars, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
@@ -59,18 +57,18 @@ RECENT_RESULT_CHARS = 60
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
 # What to do instead of each of Zork's session commands: one entry per game_interface
-# META_COMMANDS, which find_meta_command detects and the engine interface refuses. Under
+# META_COMMANDS, which the engine interface finds (as Zork's parser would) and refuses. Under
 # Jericho "save" writes zork1.qzl into the server's working directory and "restore" loads it
 # back behind the map and history; "script" writes a transcript file; "restart" and "quit"
-# end the game the map is tracking.
+# end the game the map is tracking; "$verify" checks the story file, which the server did at start.
 _META_HINTS: dict[str, str] = {
     "save": "use save_checkpoint(name) instead, which keeps the game, map and history in memory",
     "restore": "use restore_checkpoint(name) instead, which brings back the game, map and history together",
     "restart": "use the reset tool to start a new game",
     "quit": "use the reset tool to start a new game, or simply stop calling tools",
-    "q": "use the reset tool to start a new game, or simply stop calling tools",
     "script": "transcripts are not available; memory() recaps recent actions",
     "unscript": "transcripts are not available; memory() recaps recent actions",
+    "$verify": "the story file was verified when the game started; send a game action",
 }
 
 
@@ -218,6 +216,9 @@ class ZorkSession:
         command = validate_action(action)
         with self._lock:
             game = self.game
+            meta = game.find_session_command(command)  # before the game-over answer: it says why, not "reset"
+            if meta is not None:
+                raise ZorkInputError(session_command_message(command, meta))
             if game.is_game_over():
                 outcome = "you won" if game.is_victory() else "you died for good"
                 raise ZorkInputError(
@@ -360,17 +361,16 @@ def validate_action(action: str) -> str:
             "plain ASCII letters, digits and punctuation. Retype the command in plain ASCII, "
             "e.g. 'open mailbox', without accents, smart quotes or invisible characters."
         )
-    meta = find_meta_command(command)
-    if meta is not None:
-        raise ZorkInputError(
-            f"'{command}' is not played through this server ('{meta}' is a session command): {_META_HINTS[meta]}."
-        )
     if len(command) > MAX_ACTION_CHARS:
         raise ZorkInputError(
             f"The action is {len(command)} characters long; the limit is {MAX_ACTION_CHARS}. "
             "Zork reads short commands: send one at a time, such as 'open the mailbox'."
         )
     return command
+
+
+def session_command_message(command: str, meta: str) -> str:
+    return f"'{command}' is not played through this server ('{meta}' is a session command): {_META_HINTS[meta]}."
 
 
 def validate_checkpoint_name(name: str) -> str:

@@ -7,8 +7,10 @@ managers → log → export. Each step belongs to a manager; this module only se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -26,11 +28,11 @@ from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
-from session.episode_log import close_episode_logger, setup_episode_logger
-from session.errors import MCPError, ZorkGPTError, end_reason_for, episode_consequence
+from session.episode_log import close_episode_logger, log_write_failures, setup_episode_logger
+from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
-from shared_utils import atomic_write_json, get_langfuse_client
+from shared_utils import atomic_write_json, cap_text, get_langfuse_client
 from zork_agent import ZorkAgent
 
 # Replies that mean the parser or the world refused the command.
@@ -41,6 +43,12 @@ _FAILURE = re.compile(
     re.IGNORECASE,
 )
 
+
+# What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
+# a model can send megabytes, and current_state.json is rewritten every turn. Longer text is cut
+# with a marker that gives its length.
+MAX_STORED_REASONING_CHARS = 8_000
+MAX_STORED_RESPONSE_CHARS = 8_000
 ROLES = ("agent", "critic", "extractor", "memory")
 
 
@@ -73,15 +81,22 @@ class ZorkOrchestratorV2:
             self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
         )
         self.stop_requested = False
-        self.game = JerichoInterface(story)
+        self._finished = False
+        self.discard_episode_folder = False
+        """A failed start: ``close()`` removes the episode folder (nothing was played)."""
+        self._write_failures: list[str] = []
         try:
+            self.game = JerichoInterface(story)
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]
             self._initialize_managers()
             self._initialize_game_components()
         except BaseException:
-            self.close()  # a failed start (e.g. a bad mcp_config.json) leaves no open files behind
+            # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
+            # and no episode folder: nothing was played, and the error is on the terminal.
+            self.discard_episode_folder = True
+            self.close()
             raise
 
     def _configured_game_file(self) -> Path | None:
@@ -133,11 +148,8 @@ class ZorkOrchestratorV2:
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:
-            try:
-                self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
-            except MCPError as exc:
-                log.error("Failed to initialize MCP Manager: %s", exc, extra={"event_type": "mcp_init_error"})
-                raise
+            # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
+            self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
     def _initialize_game_components(self) -> None:
@@ -159,20 +171,38 @@ class ZorkOrchestratorV2:
         the summary is written first); ``session.errors`` says which ones stop the setup and
         which only end the episode. Anything else is a bug and propagates as it is.
         """
-        self._start_episode()
         try:
+            self._start_episode()
             while self._end_reason() is None:
                 self._process_turn()
                 if self.config.gameplay.turn_delay_seconds:
                     time.sleep(self.config.gameplay.turn_delay_seconds)
         except ZorkGPTError as exc:
+            consequence = episode_consequence(exc)
             self.game_state.end_reason = end_reason_for(exc)
+            # Kept off the console: the caller reports the error that ended the run once (main.py).
             self.logger.error(
                 "Episode stopped (%s): %s",
-                episode_consequence(exc).value,
+                consequence.value,
                 exc,
-                extra={"event_type": exc.kind, "consequence": episode_consequence(exc).value},
+                extra={"event_type": exc.kind, "consequence": consequence.value, "console": False},
             )
+            if consequence is Consequence.SETUP_FAILS and self.game_state.turn_count == 0:
+                # A start that failed (a tool server that does not start) played nothing: like a
+                # failed construction, it leaves no episode folder and no summary behind.
+                self._finished = self.discard_episode_folder = True
+            raise
+        except KeyboardInterrupt:
+            # Ctrl-C in embedding code, or main.py's abort after a second stop signal: the user
+            # stopped the episode mid-turn. It is recorded as stopped, the summary is written
+            # (nothing that calls a model: the user wants out), and the interrupt goes on.
+            self.game_state.end_reason = "stopped_by_user"
+            self.logger.warning(
+                "Episode aborted by the user during turn %d",
+                self.game_state.turn_count + 1,
+                extra={"event_type": "episode_aborted", "turn": self.game_state.turn_count + 1},
+            )
+            self._finish_episode(aborted=True)
             raise
         except Exception as exc:
             # The episode boundary: a bug ends the episode with its traceback in the episode's
@@ -186,7 +216,8 @@ class ZorkOrchestratorV2:
             )
             raise
         finally:
-            self._finish_episode()
+            if not self._finished:
+                self._finish_episode()
         return self.game_state
 
     def _start_episode(self) -> None:
@@ -237,11 +268,12 @@ class ZorkOrchestratorV2:
     def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
         state = self.game_state
+        response = cap_text(response, MAX_STORED_RESPONSE_CHARS)
         info = self.extractor.extract(decision.action, response)
         result = TurnResult(
             turn=turn,
             action=decision.action,
-            reasoning=decision.reasoning,
+            reasoning=cap_text(decision.reasoning, MAX_STORED_REASONING_CHARS),
             response=response,
             room_id_before=state.current_room_id,
             room_name_before=state.current_room_name,
@@ -312,13 +344,29 @@ class ZorkOrchestratorV2:
                 state.end_reason = "stuck"
         return state.end_reason
 
-    def _finish_episode(self) -> None:
+    def _finish_episode(self, aborted: bool = False) -> None:
+        """Each manager's last step, the final state file and the ``episode_end`` event.
+
+        After an abort only the summary is written: the memory and knowledge managers' last
+        steps call a model, and that wait is what the user just interrupted. An abort during
+        those steps skips to the summary the same way, then goes on.
+        """
+        self._finished = True
         state = self.game_state
         if state.end_reason is None:
             state.end_reason = "error"
+        interrupt: KeyboardInterrupt | None = None
         for manager in self.managers:
+            if (aborted or interrupt) and manager is not self.synthesizer:
+                continue
             try:
                 manager.finalize_episode()
+            except KeyboardInterrupt as exc:
+                if manager is self.synthesizer:
+                    raise
+                interrupt = exc
+            except OSError as exc:
+                self._write_failed(Path(exc.filename or manager.name), exc)
             except Exception as exc:  # one manager's failure must not lose the others' files
                 self.logger.error(
                     "%s failed to finalize: %s",
@@ -331,7 +379,7 @@ class ZorkOrchestratorV2:
         self.logger.info(
             "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
             state.episode_id,
-            state.end_reason,
+            state.end_reason.splitlines()[0],  # the whole message is in end_reason and on the terminal
             state.score,
             state.max_score,
             state.turn_count,
@@ -349,12 +397,30 @@ class ZorkOrchestratorV2:
                 "llm_usage": self._usage_report(),
             },
         )
-        if self.langfuse_client is not None:
-            self.langfuse_client.flush()
+        if interrupt is not None:
+            raise interrupt
+        if self.langfuse_client is not None and not aborted:
+            self.langfuse_client.flush()  # after an abort the SDK's own exit hook flushes
+
+    @property
+    def write_failures(self) -> list[str]:
+        """Files this episode could not write (a full or read-only disk), one line each: the
+        run must not pass for a success."""
+        return self._write_failures + log_write_failures(self.logger)
+
+    def request_stop(self) -> None:
+        """End the episode after the turn being played (Ctrl-C, SIGTERM)."""
+        self.stop_requested = True
 
     def close(self) -> None:
-        self.game.close()
+        if hasattr(self, "game"):  # else the start failed before the game was opened
+            self.game.close()
+        self._write_failures += log_write_failures(self.logger)  # kept: the handlers close now
         close_episode_logger(self.logger)
+        if self.discard_episode_folder:
+            shutil.rmtree(self.episode_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):  # only when no other episode is in there
+                self.episode_dir.parent.rmdir()
 
     # -- reporting ---------------------------------------------------------------------
     def _log_turn(self, result: TurnResult, review: CriticReview) -> None:
@@ -397,7 +463,24 @@ class ZorkOrchestratorV2:
             "enabled": self.mcp_manager is not None,
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
         }
-        atomic_write_json(self.episode_dir / "current_state.json", data)
+        path = self.episode_dir / "current_state.json"
+        try:
+            atomic_write_json(path, data)
+        except OSError as exc:
+            # A full or read-only disk: the game itself is in memory and can go on (the next
+            # turn writes the file again); the run's exit code reports the loss.
+            self._write_failed(path, exc)
+
+    def _write_failed(self, path: Path, exc: OSError) -> None:
+        message = f"{path.name}: {exc.strerror or exc}"
+        if message not in self._write_failures:  # logged once per problem, not every turn
+            self._write_failures.append(message)
+            self.logger.error(
+                "Could not write %s: %s",
+                path,
+                exc.strerror or exc,
+                extra={"event_type": "file_write_error", "path": str(path), "error": str(exc)},
+            )
 
 
 def configure_root_logging(level: int = logging.WARNING) -> None:

@@ -10,6 +10,7 @@ Known secrets are redacted from both before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -18,7 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from session.errors import ConfigError
 from session.game_configuration import API_KEY_ENV_VARS
+from shared_utils import CONTROL_CHARS, escape_control_chars
 
 _TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.
@@ -26,6 +29,11 @@ _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
 # MCP server subprocess must not inherit (managers.mcp_config).
 SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
+
+
+CONSOLE = "console"
+"""``extra={"console": False}`` keeps a record off the console (it still reaches both files):
+for an error the caller prints itself, such as the one that ends the run."""
 
 
 def known_secrets() -> list[str]:
@@ -74,20 +82,45 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-class JSONLHandler(logging.Handler):
+class WorkdirError(ConfigError):
+    """The episode's folder cannot be created or written (permissions, a read-only disk)."""
+
+
+class _WriteFailures:
+    """For the two log-file handlers: a failed write (a full disk) is reported once on stderr
+    and remembered (the run's exit code reports it), instead of a ``--- Logging error ---``
+    traceback for every record. Later records are still tried: space may come back."""
+
+    path: Path
+    write_failure: str | None = None
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)  # type: ignore[misc]
+            return
+        if self.write_failure is None:
+            self.write_failure = f"{self.path.name}: {error.strerror or error}"
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"[ERROR] Could not write {self.path}: {error.strerror or error}\n")
+
+
+class JSONLHandler(_WriteFailures, logging.Handler):
     """Writes records that carry an ``event_type`` as JSON lines, flushed per event."""
 
     def __init__(self, path: Path, redactor: RedactingFilter | None = None) -> None:
+        # The file first: a handler that failed to open must not be registered with logging
+        # (its close() would run at exit on a half-built object).
+        self._fh = path.open("a", encoding="utf-8")
         super().__init__(level=logging.DEBUG)
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.redactor = redactor or RedactingFilter()
-        self._fh = path.open("a", encoding="utf-8")
 
     def emit(self, record: logging.LogRecord) -> None:
         extras = record_extras(record)
         if "event_type" not in extras:
             return
+        extras.pop(CONSOLE, None)
         event = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "level": record.levelname,
@@ -98,9 +131,13 @@ class JSONLHandler(logging.Handler):
             event["traceback"] = record.exc_text
         try:
             # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
-            self._fh.write(self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False)) + "\n")
+            line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
+            # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
+            # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
+            line = CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+            self._fh.write(line + "\n")
             self._fh.flush()
-        except Exception:  # noqa: BLE001 - logging must never crash the game loop
+        except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
             self.handleError(record)
 
     def close(self) -> None:
@@ -112,7 +149,9 @@ class JSONLHandler(logging.Handler):
 
 class HumanFormatter(logging.Formatter):
     """``[LEVEL] message``; with ``tracebacks`` (the log file, not the console) the traceback
-    of a record logged with ``exc_info`` follows on the next lines."""
+    of a record logged with ``exc_info`` follows on the next lines. Messages carry text from
+    the model, the provider and MCP servers: control characters are shown as escapes, never
+    emitted raw."""
 
     def __init__(self, tracebacks: bool = False) -> None:
         super().__init__()
@@ -124,7 +163,7 @@ class HumanFormatter(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if self.tracebacks and record.exc_text:
             line = f"{line}\n{record.exc_text}"
-        return line
+        return escape_control_chars(line)
 
 
 def setup_episode_logger(
@@ -145,12 +184,19 @@ def setup_episode_logger(
     # Filters go on the handlers, not the logger: a logger's own filters are skipped for
     # records propagated from child loggers (zorkgpt.llm, zorkgpt.mcp, ...).
     redactor = RedactingFilter(secrets)
-
-    jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
+    try:
+        episode_dir.mkdir(parents=True, exist_ok=True)
+        jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
+    except OSError as exc:
+        raise _workdir_error(episode_dir, exc) from exc
     jsonl.addFilter(redactor)
     logger.addHandler(jsonl)
 
-    human = logging.FileHandler(episode_dir / "episode.log", encoding="utf-8")
+    try:
+        human = _LogFileHandler(episode_dir / "episode.log", encoding="utf-8")
+    except OSError as exc:
+        close_episode_logger(logger)
+        raise _workdir_error(episode_dir, exc) from exc
     human.setLevel(logging.DEBUG)
     human.setFormatter(HumanFormatter(tracebacks=True))
     human.addFilter(redactor)
@@ -161,8 +207,34 @@ def setup_episode_logger(
         stream.setLevel(console_level)
         stream.setFormatter(HumanFormatter())
         stream.addFilter(redactor)
+        stream.addFilter(lambda record: getattr(record, CONSOLE, True))
         logger.addHandler(stream)
     return logger
+
+
+class _LogFileHandler(_WriteFailures, logging.FileHandler):
+    """``episode.log``: a plain file handler that reports a failed write once."""
+
+    def __init__(self, path: Path, encoding: str) -> None:
+        super().__init__(path, encoding=encoding)
+        self.path = path
+
+
+def _workdir_error(episode_dir: Path, exc: OSError) -> WorkdirError:
+    return WorkdirError(
+        f"Cannot create or write the episode folder {episode_dir}: {exc.strerror or exc}. "
+        "Set [tool.zorkgpt.files] game_workdir (or ZORKGPT_FILES_GAME_WORKDIR) to a folder you can write, "
+        "or fix the permissions of this one."
+    )
+
+
+def log_write_failures(logger: logging.Logger) -> list[str]:
+    """The episode's log files that could not be written (one line each), for the exit code."""
+    return [
+        handler.write_failure
+        for handler in logger.handlers
+        if isinstance(handler, _WriteFailures) and handler.write_failure
+    ]
 
 
 def close_episode_logger(logger: logging.Logger) -> None:

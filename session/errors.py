@@ -4,7 +4,8 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
 
     ZorkGPTError
     ├── ConfigError                  a setting is missing, unknown or of the wrong type
-    │   └── MCPConfigError           mcp_config.json is unusable, or the model cannot call tools   (also an MCPError)
+    │   ├── MCPConfigError           mcp_config.json is unusable, or the model cannot call tools   (also an MCPError)
+    │   └── WorkdirError             (session/episode_log.py) game_workdir cannot be written
     ├── LLMError                     the model provider could not give an answer
     │   ├── LLMInvalidRequestError   the request was refused before sending                         (also a ValueError)
     │   │   └── ToolsNotSupportedError   tools were offered to a model that cannot call them

@@ -16,8 +16,9 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from session.errors import ConfigError
 
@@ -26,9 +27,21 @@ API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY",
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 
 
+def check_http_url(value: str) -> str:
+    """``value`` if it is an http(s) URL with a host; a ValueError saying what to write otherwise."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            "must be an http:// or https:// URL with a host, such as https://openrouter.ai/api/v1 "
+            "or http://localhost:8000/v1"
+        )
+    return value.strip()
+
+
 class _Section(BaseModel):
     # extra="forbid" is what turns a typo into an error instead of a silent default.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: TOML spells inf and nan, and neither is a usable timeout or delay.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     SECTION: ClassVar[str] = ""
 
 
@@ -45,29 +58,36 @@ class LLMSection(_Section):
     extractor_base_url: str | None = None
     memory_base_url: str | None = None
 
+    @field_validator("base_url", "agent_base_url", "critic_base_url", "extractor_base_url", "memory_base_url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value)
+
 
 class RetrySection(_Section):
     SECTION: ClassVar[str] = "retry"
     max_retries: int = Field(default=5, ge=0, le=20)
-    initial_delay: float = Field(default=1.0, ge=0)
-    max_delay: float = Field(default=60.0, ge=0)
-    backoff_base: float = Field(default=2.0, ge=1.0)
+    initial_delay: float = Field(default=1.0, ge=0, le=600)
+    max_delay: float = Field(default=60.0, ge=0, le=3600)
+    backoff_base: float = Field(default=2.0, ge=1.0, le=10)
     jitter: float = Field(default=0.25, ge=0, le=1.0, description="fraction of the delay added at random")
-    request_timeout: float = Field(default=120.0, gt=0)
-    circuit_breaker_threshold: int = Field(default=5, ge=1)
-    circuit_breaker_reset_seconds: float = Field(default=60.0, ge=0)
+    request_timeout: float = Field(default=120.0, gt=0, le=3600)
+    circuit_breaker_threshold: int = Field(default=5, ge=1, le=1000)
+    circuit_breaker_reset_seconds: float = Field(default=60.0, ge=0, le=3600)
 
 
 class Sampling(_Section):
     """One role's sampling settings, carried unchanged from ``[tool.zorkgpt.<role>_sampling]`` to
-    the request body. A setting left as None is not sent: the provider's default applies."""
+    the request body. A setting left as None is not sent: the provider's default applies. The
+    ranges are what OpenAI-compatible providers accept; a value outside them would fail on the
+    first call instead of at start."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0, le=1000)
+    min_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
 
     def request_args(self) -> dict[str, float | int | None]:
         """The settings as ``chat.completions.create`` keywords."""
@@ -92,13 +112,13 @@ class MemorySampling(Sampling):
 
 class GameplaySection(_Section):
     SECTION: ClassVar[str] = "gameplay"
-    max_turns_per_episode: int = Field(default=500, ge=1)
-    turn_delay_seconds: float = Field(default=0.0, ge=0)
+    max_turns_per_episode: int = Field(default=500, ge=1, le=1_000_000)
+    turn_delay_seconds: float = Field(default=0.0, ge=0, le=3600)
     enable_critic: bool = False
     critic_rejection_threshold: float = Field(default=-0.05, ge=-1.0, le=1.0)
     max_rejection_rounds: int = Field(default=3, ge=0, le=10)
-    stuck_warning_turns: int = Field(default=20, ge=1)
-    stuck_limit_turns: int = Field(default=40, ge=1)
+    stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)
+    stuck_limit_turns: int = Field(default=40, ge=1, le=100_000)
     exit_probe: bool = True
 
 
@@ -118,6 +138,11 @@ class LangfuseSection(_Section):
     enabled: bool = True
     host: str | None = None
 
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value)
+
 
 class MCPSection(_Section):
     SECTION: ClassVar[str] = "mcp"
@@ -133,31 +158,31 @@ class MCPSection(_Section):
 class MemorySection(_Section):
     SECTION: ClassVar[str] = "memory"
     enabled: bool = True
-    long_response_chars: int = Field(default=400, ge=1)
-    max_memories_in_context: int = Field(default=8, ge=0)
+    long_response_chars: int = Field(default=400, ge=1, le=100_000)
+    max_memories_in_context: int = Field(default=8, ge=0, le=1000)
     # Meaningful turns are batched into one LLM call at most every N turns (deaths flush at
     # once): this is what keeps memory near 0.13 calls per turn instead of one per move.
-    min_turns_between_calls: int = Field(default=8, ge=1)
-    max_batch_events: int = Field(default=12, ge=1)
+    min_turns_between_calls: int = Field(default=8, ge=1, le=10_000)
+    max_batch_events: int = Field(default=12, ge=1, le=1000)
 
 
 class ObjectivesSection(_Section):
     SECTION: ClassVar[str] = "objectives"
     enabled: bool = True
-    discovery_interval_turns: int = Field(default=15, ge=1)
-    max_active: int = Field(default=8, ge=1)
+    discovery_interval_turns: int = Field(default=15, ge=1, le=10_000)
+    max_active: int = Field(default=8, ge=1, le=100)
 
 
 class KnowledgeSection(_Section):
     SECTION: ClassVar[str] = "knowledge"
     enabled: bool = True
-    update_interval_turns: int = Field(default=100, ge=1)
+    update_interval_turns: int = Field(default=100, ge=1, le=100_000)
 
 
 class ExtractorSection(_Section):
     SECTION: ClassVar[str] = "extractor"
     llm_enabled: bool = True
-    min_text_change_chars: int = Field(default=40, ge=0)
+    min_text_change_chars: int = Field(default=40, ge=0, le=100_000)
 
 
 SECTIONS: dict[str, type[_Section]] = {
@@ -276,6 +301,12 @@ class GameConfiguration(BaseModel):
                     raw = tomllib.load(fh).get("tool", {}).get("zorkgpt", {})
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax and run again.") from exc
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8 and run again."
+                ) from None
+            except OSError as exc:
+                raise ConfigError(f"Cannot read {path}: {exc.strerror}. Check the file's permissions.") from None
         elif requested != Path(DEFAULT_CONFIG_FILE):
             raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
         return cls.from_mapping(raw, base_dir=path.parent, environ=env, source=str(path))
@@ -367,8 +398,9 @@ def _build_section(
                 f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}). Known keys: {known}."
             ) from None
         expected = _describe_field(section_cls, key)
+        message = str(err.get("msg", "")).removeprefix("Value error, ")  # our validators' own words
         raise ConfigError(
-            f"Invalid value for {where}: {err.get('msg')} (got {err.get('input')!r}; expected {expected})."
+            f"Invalid value for {where}: {message} (got {err.get('input')!r}; expected {expected})."
         ) from None
     return section
 
@@ -408,7 +440,19 @@ def process_environ(dotenv_path: str | os.PathLike[str] = ".env") -> dict[str, s
     env = dict(os.environ)
     from dotenv import dotenv_values
 
-    for key, value in dotenv_values(dotenv_path).items():
+    try:
+        values = dotenv_values(dotenv_path)
+    except UnicodeDecodeError as exc:
+        where = Path(dotenv_path).resolve()
+        raise ConfigError(
+            f"{where} is not UTF-8 text (byte {exc.start}: {exc.reason}). Save it as UTF-8, or remove it "
+            "and set the variables in the environment."
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read {Path(dotenv_path).resolve()}: {exc.strerror}. Check its permissions."
+        ) from None
+    for key, value in values.items():
         if value is not None:
             env.setdefault(key, value)
     return env

@@ -24,6 +24,9 @@ class Reply:
     body: Any = None  # dict -> JSON, str/bytes -> sent as is
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    hold: threading.Event | None = None
+    """Answer only once this is set: the client is then certainly waiting on this request
+    (``ScriptedLLMServer.wait_for_requests`` tells the test it arrived)."""
 
 
 @dataclass
@@ -79,6 +82,7 @@ class ScriptedLLMServer:
         self._script: list[dict[str, Any] | Reply] = []
         self._responder: Responder | None = None
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,6 +100,8 @@ class ScriptedLLMServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 reply = server._next_reply(RecordedRequest(self.path, dict(self.headers), body))
+                if reply.hold is not None:
+                    reply.hold.wait()
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body
@@ -140,7 +146,14 @@ class ScriptedLLMServer:
                 out = self._script.pop(0)
             else:
                 out = Reply(500, {"error": {"message": "scripted server: script exhausted"}})
+            self._arrived.notify_all()
         return out if isinstance(out, Reply) else Reply(200, out)
+
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> None:
+        """Block until ``count`` requests have arrived (``timeout`` only bounds a broken test)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(f"the scripted server got {len(self.requests)} requests, not {count}")
 
     # -- lifecycle --------------------------------------------------------------------
     @property

@@ -228,6 +228,14 @@ def test_llm_scores_and_threshold(tmp_path: Path, game: JerichoInterface, llm_se
     assert "kick mailbox" in prompt and "push house" in prompt and "You are west of a house." in prompt
 
 
+def test_a_huge_justification_is_cut_with_its_length(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
+    config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
+    llm_server.script(critic_reply(-0.9, "no " * 1_000_000))
+    verdict = make_critic(config, game, llm_server).evaluate("kick mailbox", "ctx", state_of(game))
+    assert verdict.rejected and len(verdict.justification) < 1_100
+    assert verdict.justification.endswith("[…cut: 3,000,000 characters, the first 1,000 kept]")
+
+
 def test_object_tree_answers_before_the_llm(tmp_path: Path, game: JerichoInterface, llm_server) -> None:
     config = make_config(tmp_path, llm_server.base_url, gameplay={"enable_critic": True})
     verdict = make_critic(config, game, llm_server).evaluate("take unicorn", "ctx", state_of(game))

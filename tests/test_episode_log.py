@@ -70,6 +70,25 @@ def test_a_new_episode_replaces_the_previous_handlers(tmp_path: Path) -> None:
     assert [e["message"] for e in read_jsonl(tmp_path / "two" / "episode_log.jsonl")] == ["second"]
 
 
+def test_control_characters_are_escaped_in_the_human_log_and_console_and_json_stays_exact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = "\x1b]0;title\x07 \x9b2J \u202eevil\x7f"
+    logger = setup_episode_logger(tmp_path, name="test.eplog.controls", console=True)
+    try:
+        logger.warning("Turn 1: > %s", hostile, extra={"event_type": "turn", "action": hostile})
+    finally:
+        close_episode_logger(logger)
+    human = (tmp_path / "episode.log").read_text(encoding="utf-8")
+    console = capsys.readouterr().err
+    expected = "[WARNING] Turn 1: > \\x1b]0;title\\x07 \\x9b2J \\u202eevil\\x7f\n"
+    assert human == expected and console == expected
+    raw = (tmp_path / "episode_log.jsonl").read_text(encoding="utf-8")
+    assert not any(c in raw for c in "\x1b\x07\x9b\u202e\x7f")
+    (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+    assert event["action"] == hostile and event["message"] == f"Turn 1: > {hostile}"
+
+
 def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

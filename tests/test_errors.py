@@ -13,8 +13,8 @@ import pytest
 import session.errors as errors
 from session.errors import Consequence, ZorkGPTError, consequence_of, end_reason_for, episode_consequence, exit_code_for
 from tests.e2e_support import read_events
+from tests.main_support import REPO, run_main
 from tests.scripted_llm import Reply, ScriptedLLMServer
-from tests.test_main import REPO, run_main
 
 # Every class, where it is imported from, and its consequence. A new error class must be added
 # here with the consequence it should have (see test_every_error_class_is_in_this_table).
@@ -22,6 +22,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.errors", "ZorkGPTError", Consequence.EPISODE_ENDS),
     ("session.game_configuration", "ConfigError", Consequence.SETUP_FAILS),
     ("managers.mcp_errors", "MCPConfigError", Consequence.SETUP_FAILS),
+    ("session.episode_log", "WorkdirError", Consequence.SETUP_FAILS),
     ("llm_client", "LLMError", Consequence.EPISODE_ENDS),
     ("llm_client", "LLMInvalidRequestError", Consequence.EPISODE_ENDS),
     ("llm_client", "ToolsNotSupportedError", Consequence.SETUP_FAILS),

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic.fields import FieldInfo
 
 from session.game_configuration import (
     API_KEY_ENV_VARS,
     SECTIONS,
     ConfigError,
     GameConfiguration,
+    process_environ,
     resolve_api_key,
 )
 
@@ -249,3 +252,92 @@ def test_readme_lists_every_config_key() -> None:
                 assert "<role>_base_url" in row
                 continue
             assert f"`{key}`" in row, f"README row for [tool.zorkgpt.{name}] does not mention {key}"
+            bounds = allowed_range(section_cls.model_fields[key])
+            if bounds is not None:
+                entry = row.split(f"`{key}`", 1)[1].split("`", 1)[0]
+                assert bounds in entry, f"README gives [tool.zorkgpt.{name}] {key} no range {bounds} (has {entry!r})"
+
+
+def allowed_range(field: FieldInfo) -> str | None:
+    """A numeric key's range as the README writes it: [0, 20] inclusive, (0, 3,600] excluding 0."""
+    low = high = None
+    low_open = high_open = False
+    for meta in field.metadata:
+        if getattr(meta, "ge", None) is not None:
+            low = meta.ge
+        if getattr(meta, "gt", None) is not None:
+            low, low_open = meta.gt, True
+        if getattr(meta, "le", None) is not None:
+            high = meta.le
+        if getattr(meta, "lt", None) is not None:
+            high, high_open = meta.lt, True
+    if low is None and high is None:
+        return None
+
+    def number(value: float) -> str:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+    return f"{'(' if low_open else '['}{number(low)}, {number(high)}{')' if high_open else ']'}"
+
+
+def test_every_numeric_key_has_finite_bounds() -> None:
+    """No number in the config may be unbounded: inf, 1e300 or a negative count would fail later, not at start."""
+    for name, section_cls in SECTIONS.items():
+        for key, field in section_cls.model_fields.items():
+            if field.annotation in (bool, bool | None) or not (
+                {int, float} & set(get_args(field.annotation) or [field.annotation])
+            ):
+                continue
+            bounds = allowed_range(field)
+            assert bounds is not None and "None" not in bounds, f"[tool.zorkgpt.{name}] {key} has no finite range"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "problem"),
+    [
+        ("retry", "request_timeout", float("inf"), "finite number"),
+        ("retry", "request_timeout", float("nan"), "finite number"),
+        ("retry", "request_timeout", 0, "greater than 0"),
+        ("gameplay", "turn_delay_seconds", 1e300, "less than or equal to 3600"),
+        ("agent_sampling", "temperature", -0.5, "greater than or equal to 0"),
+        ("critic_sampling", "max_tokens", -1, "greater than or equal to 1"),
+        ("memory_sampling", "top_p", 1.5, "less than or equal to 1"),
+        ("llm", "base_url", "not a url", "http:// or https:// URL"),
+        ("llm", "agent_base_url", "localhost:8000/v1", "http:// or https:// URL"),
+        ("llm", "memory_base_url", "https://", "http:// or https:// URL"),
+        ("langfuse", "host", "cloud.langfuse.com", "http:// or https:// URL"),
+    ],
+)
+def test_out_of_range_values_are_config_errors_naming_the_key(
+    section: str, key: str, value: object, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem) as refused:
+        GameConfiguration.from_mapping({section: {key: value}}, environ={})
+    assert f"[tool.zorkgpt.{section}] {key}" in str(refused.value)
+
+
+def test_out_of_range_env_values_are_config_errors_naming_the_variable() -> None:
+    with pytest.raises(ConfigError, match=r"ZORKGPT_RETRY_REQUEST_TIMEOUT.*finite number"):
+        GameConfiguration.from_mapping({}, environ={"ZORKGPT_RETRY_REQUEST_TIMEOUT": "inf"})
+    with pytest.raises(ConfigError, match=r"ZORKGPT_LLM_BASE_URL.*http:// or https://"):
+        GameConfiguration.from_mapping({}, environ={"ZORKGPT_LLM_BASE_URL": "not a url"})
+
+
+def test_local_endpoints_are_urls_too() -> None:
+    config = GameConfiguration.from_mapping(
+        {"llm": {"base_url": "http://localhost:8000/v1", "agent_base_url": "http://127.0.0.1:9/v1"}}, environ={}
+    )
+    assert config.base_url_for("agent") == "http://127.0.0.1:9/v1"
+
+
+def test_non_utf8_config_and_dotenv_files_are_config_errors_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_bytes(b'[tool.zorkgpt.llm]\nagent_model = "caf\xe9"\n')  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError, match=r"pyproject\.toml is not UTF-8"):
+        GameConfiguration.from_toml(config, environ={})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(b"OPENROUTER_API_KEY=sk-\xff\xfe\n")
+    with pytest.raises(ConfigError, match=r"\.env is not UTF-8"):
+        process_environ()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from jericho import FrotzEnv
 
 from game_interface import (
     DIRECTIONS,
@@ -15,7 +16,6 @@ from game_interface import (
     JerichoInterface,
     RefusedCommandError,
     StoryFileError,
-    find_meta_command,
 )
 from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
 
@@ -267,6 +267,9 @@ def test_restore_brings_back_the_end_of_game_flags(game: JerichoInterface) -> No
     [
         ("look\nnorth", "control characters"),
         ("look\x00", "control characters"),
+        ("look\x1b[2J", "control characters"),
+        ("look\x9b31m", "control characters"),  # an 8-bit CSI
+        ("look \u202enorth", "control characters"),  # a right-to-left override
         ("x" * (MAX_COMMAND_BYTES + 1), "longer"),
     ],
 )
@@ -277,25 +280,47 @@ def test_bad_commands_are_refused(game: JerichoInterface, command: str, problem:
     assert game.moves == moves
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        *sorted(META_COMMANDS),
-        "SAVE",
-        "save game",
-        "Restore.",
-        "north. save",
-        "n and script",
-        "look then quit",
-        "restoration",  # the parser reads 6 letters: this is "restore"
-    ],
-)
+# The egg is up the tree: +5 points and an item, so a rewind (restore, restart) would show.
+TO_EGG = ["north", "north", "up", "take egg"]
+# Lines that would run a session verb in the real engine: Zork starts a new command at a quote
+# mark, a period, a comma, "then" and "and", and reads words by their first 6 Z-characters.
+HOSTILE_SESSION_LINES = [
+    *sorted(META_COMMANDS),
+    "q",
+    "SAVE",
+    "save game",
+    "Restore.",
+    'say "restore"',
+    'n "save',
+    'yell "restart"',
+    'say "script"',
+    '"unscript"',
+    "north. save",
+    "north, save",
+    "n and script",
+    "look then quit",
+    "n then q",
+    "restoration",  # the parser reads 6 Z-characters: this is "restore"
+    "scripture",
+    "$verify",
+    "$ve",  # "$verify" fills its 6 Z-characters after "$ve"
+    "restor-e",
+    "restore\u00e9",  # the accent lies past the 6th Z-character, so the parser never sees it
+    "tell the troll to save",
+    "troll, save",
+    "look at the script",  # refused in any position: the word names nothing else in Zork I
+]
+
+
+@pytest.mark.parametrize("command", HOSTILE_SESSION_LINES)
 def test_session_commands_never_reach_the_engine(
     game: JerichoInterface, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Jericho writes zork1.qzl (save) and "script" (script) into the working directory.
+    # Jericho writes zork1.qzl (save) and a transcript (script) into the working directory.
     monkeypatch.chdir(tmp_path)
-    game.send_command("north")
+    for step in TO_EGG:
+        game.send_command(step)
+    assert (game.score, game.get_inventory()) == (5, ["jewel-encrusted egg"])
     location, moves, text = game.get_location(), game.moves, game.last_response
     state = game.env.get_state()
     with pytest.raises(RefusedCommandError, match="ZorkGPT manages game state itself") as refused:
@@ -304,13 +329,44 @@ def test_session_commands_never_reach_the_engine(
     assert isinstance(refused.value, GameInterfaceError)  # callers catching the base class see it too
     assert (game.get_location(), game.moves, game.last_response) == (location, moves, text)
     assert np.array_equal(game.env.get_state()[0], state[0])  # not one byte of game memory changed
+    # The confirmation Zork asks after "restart" never comes: a "y" now is an ordinary word.
+    answer = game.send_command("y")
+    assert "Restarting" not in answer
+    assert (game.score, game.get_inventory(), game.get_location()) == (5, ["jewel-encrusted egg"], location)
     assert list(tmp_path.iterdir()) == []
-    assert "North of House" in game.send_command("look")
 
 
-@pytest.mark.parametrize("command", ["take lamp and sword", "quite", "sav", "read leaflet", "x script"])
-def test_commands_that_only_look_like_session_commands_are_played(command: str) -> None:
-    assert find_meta_command(command) is None
+def test_the_raw_engine_does_run_those_lines(game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusals above guard real faults: Jericho itself, unguarded, saves and rewinds on them."""
+    monkeypatch.chdir(tmp_path)
+    env = FrotzEnv(str(game_file))
+    try:
+        env.reset()
+        for step in TO_EGG:
+            env.step(step)
+        env.step('inventory "save')
+        assert (tmp_path / "zork1.qzl").is_file()
+        assert env.get_score() == 5
+        env.step('yell "restart"')
+        env.step("y")
+        assert env.get_score() == 0  # the game silently started over
+        env.step('say "restore"')
+        assert env.get_score() == 5  # and the stale save came back
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["take lamp and sword", "quite", "quitting", "sav", "savex", "save-game", "read leaflet", "x", "y"],
+)
+def test_commands_that_only_look_like_session_commands_are_played(game: JerichoInterface, command: str) -> None:
+    # "savex" and "save-game" differ from "save" within 6 Z-characters; the parser does not know them.
+    assert game.find_session_command(command) is None
+
+
+def test_no_walkthrough_command_is_taken_for_a_session_command(game: JerichoInterface) -> None:
+    assert [c for c in game.get_walkthrough() if game.find_session_command(c)] == []
 
 
 def test_closed_interface_says_so(game_file: Path) -> None:

@@ -11,6 +11,7 @@ import copy
 import json
 import logging
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -300,11 +301,17 @@ def test_backoff_never_exceeds_max_delay(llm_server: ScriptedLLMServer, make_cli
 def test_timeout_retried(
     llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    client, delays = make_client(make_config(request_timeout=0.2))
-    llm_server.script(Reply(200, completion("late"), delay=0.6), completion("on time"))
+    # The first reply never comes while the client waits (held until the test ends), so the
+    # timeout fires whatever the machine's load; the second has seconds to spare.
+    never = threading.Event()
+    client, delays = make_client(make_config(request_timeout=2.0))
+    llm_server.script(Reply(200, completion("late"), hold=never), completion("on time"))
 
-    with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
-        response = client.chat_completions_create(model="m", messages=MESSAGES)
+    try:
+        with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
+            response = client.chat_completions_create(model="m", messages=MESSAGES)
+    finally:
+        never.set()
 
     assert response.content == "on time"
     assert len(delays) == 1

@@ -257,13 +257,14 @@ def test_property_13_model_compatibility_detection(
 
 models = st.sampled_from(["openai/gpt-4o", "anthropic/claude-sonnet-4.5", "google/gemini-2.5-pro", "mistral/large"])
 optional_float = st.one_of(st.none(), st.floats(min_value=0, max_value=2, allow_nan=False))
+optional_probability = st.one_of(st.none(), st.floats(min_value=0, max_value=1, allow_nan=False))  # top_p is in [0, 1]
 
 
 @given(
     model=models,
     tools=st.one_of(st.none(), st.lists(tool_schemas(), min_size=1, max_size=3)),
     temperature=optional_float,
-    top_p=optional_float,
+    top_p=optional_probability,
     max_tokens=st.one_of(st.none(), st.integers(min_value=1, max_value=4096)),
     with_format=st.booleans(),
 )

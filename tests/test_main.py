@@ -4,34 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
+import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SECRET_VARS = (
-    "ZORKGPT_CLIENT_API_KEY",
-    "CLIENT_API_KEY",
-    "OPENROUTER_API_KEY",
-    "LANGFUSE_PUBLIC_KEY",
-    "LANGFUSE_SECRET_KEY",
-)
-
-
-def run_main(args: list[str], env_extra: dict[str, str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
-    env.update(env_extra)
-    return subprocess.run(
-        [sys.executable, str(REPO / "main.py"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+from tests.config_support import UNUSED_BASE_URL
+from tests.e2e_support import read_events
+from tests.main_support import REPO, MainProcess, clean_env, run_main, scripted_env
+from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
 def test_no_api_key_exits_2_with_instructions(tmp_path: Path) -> None:
@@ -86,70 +73,9 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
 
 def _start_main(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, max_turns: int, **env_extra: str
-) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and not k.startswith("ZORKGPT_")}
-    env.update(
-        {
-            "OPENROUTER_API_KEY": "k-1234567890",
-            "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
-            "ZORKGPT_GAME_FILE": str(game_file),
-            "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
-            "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
-            "ZORKGPT_RETRY_MAX_RETRIES": "0",
-            "PYTHONUNBUFFERED": "1",
-            **env_extra,
-        }
-    )
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(REPO / "main.py"),
-            "--max-turns",
-            str(max_turns),
-            "--config",
-            str(REPO / "pyproject.toml"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _wait_for_turns(tmp_path: Path, turns: int, timeout: float = 30) -> Path:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for log in (tmp_path / "runs" / "episodes").glob("*/episode_log.jsonl"):
-            if log.read_text().count('"event_type": "turn"') >= turns:
-                return log.parent
-        time.sleep(0.05)
-    raise AssertionError(f"main.py did not reach turn {turns} within {timeout}s")
-
-
-def test_ctrl_c_finishes_the_turn_and_writes_the_summary(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
-) -> None:
-    import signal
-
-    from tests.e2e_support import WalkthroughModel, walkthrough
-
-    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
-    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000)
-    try:
-        episode_dir = _wait_for_turns(tmp_path, 3)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, stderr
-    assert "Stopping after this turn" in stderr
-    events = [json.loads(line) for line in (episode_dir / "episode_log.jsonl").read_text().splitlines()]
-    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "stopped_by_user"
-    summary = json.loads((episode_dir / "episode_summary.json").read_text())
-    assert summary["turns"] == events[-1]["turns"] >= 3
+) -> MainProcess:
+    env = scripted_env(llm_server, tmp_path, game_file, **env_extra)
+    return MainProcess(["--max-turns", str(max_turns), "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
 
 
 def test_killed_episode_leaves_every_file_parseable(
@@ -160,16 +86,33 @@ def test_killed_episode_leaves_every_file_parseable(
     from tests.e2e_support import walkthrough
     from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 
+    class ReachesTurn(LearningModel):
+        """Sets ``reached`` when the agent's request for turn ``turn`` arrives."""
+
+        def __init__(self, commands: list[str], turn: int) -> None:
+            super().__init__(commands)
+            self.turn = turn
+            self.reached = threading.Event()
+
+        def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+            reply = super().__call__(body, index)
+            if self.agent_calls >= self.turn:
+                self.reached.set()
+            return reply
+
     # Real answers from the learning managers' models, and a knowledge update every 10 turns, so
     # memories.md, knowledgebase.md and objectives.json have all been written (and are rewritten
     # through the run) before the kill.
-    llm_server.respond_with(LearningModel(walkthrough(game_file)))
-    proc = _start_main(llm_server, tmp_path, game_file, max_turns=100_000, ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS="10")
+    model = ReachesTurn(walkthrough(game_file), turn=61)
+    llm_server.respond_with(model)
+    main = _start_main(llm_server, tmp_path, game_file, max_turns=100_000, ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS="10")
     try:
-        episode_dir = _wait_for_turns(tmp_path, 60)
+        # Turn 61's request came in, so turn 60 is on disk; the kill lands while main.py
+        # handles that reply (writing files, likely).
+        assert model.reached.wait(timeout=900), main.stderr
     finally:
-        proc.kill()  # SIGKILL: no cleanup code runs
-        proc.communicate(timeout=30)
+        main.kill()  # SIGKILL: no cleanup code runs
+    (episode_dir,) = (tmp_path / "runs" / "episodes").iterdir()
     runs = tmp_path / "runs"
     json_files = list(runs.rglob("*.json"))
     assert episode_dir / "current_state.json" in json_files
@@ -204,3 +147,267 @@ def test_unreadable_learning_file_exits_2_naming_the_file(tmp_path: Path, game_f
     proc = run_main(["--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 2
     assert "map_state.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# Terminal controls a hostile or broken model might send: ESC sequences (clear screen, set the
+# window title), BEL, an 8-bit CSI (U+009B), DEL and a right-to-left override.
+HOSTILE_TEXT = "\u202eevil\x9b31m\x7f\x1b[2J\x1b]0;owned\x07"
+
+
+def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from shared_utils import CONTROL_CHARS
+
+    llm_server.script(
+        agent_reply(f"open {HOSTILE_TEXT} mailbox", thinking=f"reasoning {HOSTILE_TEXT}"),
+        agent_reply(f"north{HOSTILE_TEXT}", thinking="plain"),
+        agent_reply("open mailbox", thinking=HOSTILE_TEXT),
+    )
+    env = {
+        "OPENROUTER_API_KEY": "k-1234567890",
+        "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
+        "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_RETRY_MAX_RETRIES": "0",
+        "ZORKGPT_MEMORY_ENABLED": "false",
+        "ZORKGPT_OBJECTIVES_ENABLED": "false",
+        "ZORKGPT_KNOWLEDGE_ENABLED": "false",
+        "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
+    }
+    proc = run_main(["--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    human_log = (episode / "episode.log").read_text(encoding="utf-8")
+    jsonl = (episode / "episode_log.jsonl").read_text(encoding="utf-8")
+    for name, text in [("stderr", proc.stderr), ("stdout", proc.stdout), ("episode.log", human_log)]:
+        assert CONTROL_CHARS.findall(text.replace("\n", "")) == [], name
+    assert "\\x1b[2j" in proc.stderr and "\\x1b[2j" in human_log  # shown, escaped (the agent lower-cases actions)
+    assert "\\u202eevil" in human_log
+    assert CONTROL_CHARS.findall(jsonl.replace("\n", "")) == []
+    # The JSON log still holds the exact text: the escapes are JSON's own.
+    turns = [json.loads(line) for line in jsonl.splitlines() if '"event_type": "turn"' in line]
+    assert turns[0]["action"].startswith("open \u202eevil\x9b31m\x7f\x1b[2j") and HOSTILE_TEXT in turns[0]["reasoning"]
+    # The engine never saw them: both hostile actions were refused, the clean one was played.
+    assert [t["response"].startswith("[ZorkGPT]") for t in turns] == [True, True, False]
+    assert turns[0]["moves"] == 0 and turns[2]["moves"] == 1
+
+
+@pytest.mark.parametrize(
+    ("toml", "files", "expected"),
+    [
+        ("[tool.zorkgpt.retry]\nrequest_timeout = inf\n", {}, ["[tool.zorkgpt.retry] request_timeout", "finite"]),
+        ("[tool.zorkgpt.gameplay]\nturn_delay_seconds = 1e300\n", {}, ["turn_delay_seconds", "3600"]),
+        ('[tool.zorkgpt.llm]\nbase_url = "not a url"\n', {}, ["[tool.zorkgpt.llm] base_url", "https://"]),
+        ("[tool.zorkgpt.agent_sampling]\ntemperature = -1.0\n", {}, ["temperature", "greater than or equal to 0"]),
+        ("[tool.zorkgpt.memory_sampling]\nmax_tokens = -5\n", {}, ["max_tokens", "greater than or equal to 1"]),
+        ("", {".env": b"OPENROUTER_API_KEY=sk-\xff\xfe\n"}, [".env is not UTF-8"]),
+        (
+            '[tool.zorkgpt.files]\nagent_prompt_file = "prompt.md"\n',
+            {"prompt.md": "Play Zork, caf\u00e9.".encode("latin-1")},
+            ["agent_prompt_file", "prompt.md is not UTF-8"],
+        ),
+        (
+            '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "mcp.json"\n',
+            {"mcp.json": b"[" * 100_000 + b"]" * 100_000},
+            ["mcp.json is nested too deeply"],
+        ),
+    ],
+)
+def test_unusable_config_values_exit_2_at_start_naming_the_key(
+    tmp_path: Path, game_file: Path, toml: str, files: dict[str, bytes], expected: list[str]
+) -> None:
+    config = tmp_path / "zork.toml"
+    config.write_text(toml, encoding="utf-8")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    env = {
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_LLM_BASE_URL": UNUSED_BASE_URL,
+    }
+    if ".env" not in files:
+        env["OPENROUTER_API_KEY"] = "k-1234567890"
+    if "base_url" in toml:
+        del env["ZORKGPT_LLM_BASE_URL"]  # the environment would win over the file
+    proc = run_main(["--config", str(config), "--max-turns", "1"], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for text in expected:
+        assert text in proc.stderr, (text, proc.stderr)
+
+
+def _closed_port_url() -> str:
+    """A local URL where nothing listens: connection refused, as for a provider that is down."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "unreachable",
+        Reply(status=429, body={"error": {"message": "rate limited"}}, headers={"Retry-After": "0"}),
+        Reply(status=500, body={"error": {"message": "internal error"}}),
+        Reply(status=401, body={"error": {"message": "No auth credentials found"}}),
+    ],
+    ids=["unreachable", "429-storm", "500-storm", "401"],
+)
+def test_a_failing_provider_ends_the_run_with_exit_1(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, fault: str | Reply
+) -> None:
+    """Every episode would end the same way: the first ends with its summary, no second starts."""
+    llm_server.respond_with(lambda body, index: fault)
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_RETRY_MAX_RETRIES="2",
+        ZORKGPT_RETRY_INITIAL_DELAY="0",
+        ZORKGPT_RETRY_MAX_DELAY="0",
+        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+    )
+    if fault == "unreachable":
+        env["ZORKGPT_LLM_BASE_URL"] = _closed_port_url()
+    proc = run_main(["--episodes", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "LLM error" in proc.stderr and "Traceback" not in proc.stderr
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    end = read_events(episode)[-1]
+    assert end["event_type"] == "episode_end" and end["end_reason"].startswith("llm_error: ")
+    assert json.loads((episode / "episode_summary.json").read_text())["end_reason"] == end["end_reason"]
+
+
+def _crashing_mcp_server(tmp_path: Path) -> dict[str, str]:
+    from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
+
+    path = write_mcp_config(tmp_path / "mcp", {"broken": misbehaving_entry("--start", "crash")})
+    return {"ZORKGPT_MCP_ENABLED": "true", "ZORKGPT_MCP_CONFIG_FILE": str(path)}
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        (lambda tmp: {"ZORKGPT_MCP_ENABLED": "true", "ZORKGPT_MCP_CONFIG_FILE": str(tmp / "none.json")}, "none.json"),
+        (
+            lambda tmp: {
+                "ZORKGPT_MCP_ENABLED": "true",
+                "ZORKGPT_MCP_CONFIG_FILE": str((tmp / "bad.json").resolve()),
+                "_write": "bad.json",
+            },
+            "bad.json",
+        ),
+        (lambda tmp: {"ZORKGPT_FILES_AGENT_PROMPT_FILE": str(tmp / "no-prompt.md")}, "no-prompt.md"),
+        (_crashing_mcp_server, "start mode is crash"),
+    ],
+    ids=["missing-mcp-config", "mcp-config-not-json", "missing-prompt-file", "mcp-server-does-not-start"],
+)
+def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, setting: Any, named: str
+) -> None:
+    extra = setting(tmp_path)
+    if written := extra.pop("_write", None):
+        (tmp_path / written).write_text("{not json", encoding="utf-8")
+    env = scripted_env(llm_server, tmp_path, game_file, **extra)
+    proc = run_main(["--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr
+    # The problem is printed once, by main.py: not again by each layer it passed through.
+    (report,) = [line for line in proc.stderr.splitlines() if line.startswith(("MCP error: ", "Configuration error: "))]
+    assert proc.stderr.count(report.split(": ", 1)[1]) == 1, proc.stderr
+    assert llm_server.requests == []
+    episodes = tmp_path / "runs" / "episodes"
+    assert not episodes.exists() or list(episodes.iterdir()) == []
+
+
+def test_a_full_disk_is_logged_play_goes_on_and_the_run_exits_1(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from tests.e2e_support import WalkthroughModel, walkthrough
+    from tests.main_support import run_main_on_full_disk
+
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    runs = tmp_path / "runs"
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MEMORY_ENABLED="false",
+        ZORKGPT_OBJECTIVES_ENABLED="false",
+        ZORKGPT_KNOWLEDGE_ENABLED="false",
+        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+    )
+    proc = run_main_on_full_disk(
+        ["--max-turns", "6", "--config", str(REPO / "pyproject.toml")], env, tmp_path, runs, allowed_writes=5
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+    assert "current_state.json" in proc.stderr and "No space left on device" in proc.stderr
+    (episode,) = (runs / "episodes").iterdir()
+    events = read_events(episode)
+    # Play went on to the turn limit; the failure was logged once, not every turn.
+    assert [e["turn"] for e in events if e["event_type"] == "turn"] == [1, 2, 3, 4, 5, 6]
+    failures = [e for e in events if e["event_type"] == "file_write_error"]
+    assert [Path(e["path"]).name for e in failures].count("current_state.json") == 1
+    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "max_turns"
+    assert list(runs.rglob("*.tmp")) == []  # every failed write cleaned up after itself
+    json.loads((episode / "current_state.json").read_text())  # the last good state, whole
+
+
+def _as_another_user() -> list[str]:
+    """A command prefix that drops root (root ignores file permissions); empty when not root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be tested")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import jericho"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
+    return prefix
+
+
+@pytest.mark.parametrize("layout", ["parent-read-only", "workdir-unreadable"])
+def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, layout: str) -> None:
+    prefix = _as_another_user()
+    base = Path(tempfile.mkdtemp(prefix="zorkgpt-permissions-"))  # not under pytest's 0700 tmp: the user must reach it
+    try:
+        base.chmod(0o755)
+        if layout == "parent-read-only":
+            (base / "read-only").mkdir(mode=0o555)
+            workdir = base / "read-only" / "runs"
+        else:
+            workdir = base / "runs"
+            workdir.mkdir(mode=0o000)
+        env = clean_env(
+            {
+                "OPENROUTER_API_KEY": "k-1234567890",
+                "ZORKGPT_GAME_FILE": str(game_file),
+                "ZORKGPT_FILES_GAME_WORKDIR": str(workdir),
+                "HOME": str(base),
+                "XDG_CACHE_HOME": str(base),
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        proc = subprocess.run(
+            [*prefix, sys.executable, str(REPO / "main.py"), "--config", str(REPO / "pyproject.toml")],
+            cwd=base,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        for folder in (base / "read-only", base / "runs"):
+            if folder.exists():
+                folder.chmod(0o755)
+        shutil.rmtree(base)
+    assert proc.returncode == 2, proc.stderr
+    assert "Configuration error" in proc.stderr and "Permission denied" in proc.stderr
+    assert str(workdir) in proc.stderr and "game_workdir" in proc.stderr
+    assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stderr

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import sys
-import time
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -594,7 +594,11 @@ def test_hygiene_check_catches_what_it_is_meant_to_catch() -> None:
         process = asyncio.run(leak())
         assert process.pid in child_pids()
         assert not wait_gone({process.pid}, 5.0)
-        time.sleep(0.2)  # let the child watcher thread let go of the transport
+        # asyncio's child watcher thread reaps the process and lets go of its transport;
+        # once it has, the __del__ below certainly runs against the closed loop.
+        for thread in threading.enumerate():
+            if thread.name.startswith("asyncio-waitpid-"):
+                thread.join()
         del process  # its __del__ now runs against the closed loop, inside the check
     problems = "\n".join(report.problems())
     assert "Event loop is closed" in problems

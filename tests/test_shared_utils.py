@@ -14,7 +14,9 @@ from shared_utils import (
     atomic_write_json,
     atomic_write_text,
     create_json_schema,
+    escape_control_chars,
     extract_json_object,
+    has_control_chars,
     traced_observation,
 )
 from tests.langfuse_support import in_memory_langfuse
@@ -116,3 +118,21 @@ def test_a_broken_langfuse_never_costs_the_call(caplog: pytest.LogCaptureFixture
         ran.append(span)
     assert ran == [None]
     assert any(getattr(r, "event_type", None) == "langfuse_error" for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "char", ["\x00", "\x07", "\x1b", "\r", "\n", "\x7f", "\x85", "\x9b", "\u202e", "\u2066", "\u2028"]
+)
+def test_control_characters_are_found_and_escaped_visibly(char: str) -> None:
+    text = f"open{char}mailbox"
+    assert has_control_chars(text)
+    escaped = escape_control_chars(text, keep="")
+    assert not has_control_chars(escaped)
+    assert escaped.startswith("open\\") and escaped.endswith("mailbox")
+
+
+def test_plain_text_is_left_alone() -> None:
+    text = "Behind House: a path leads into the forest — ça va? «Oui».\n\tDone."
+    assert escape_control_chars(text) == text
+    assert not has_control_chars("take the jewel-encrusted egg")
+    assert escape_control_chars("\x1b[31mred\u202e") == "\\x1b[31mred\\u202e"

@@ -106,6 +106,11 @@ def test_thoughts_are_logged_to_the_stream_in_order() -> None:
     assert format_thought(thought(7, total=9)) == "[thoughtbox] Thought 7/9: step 7"
 
 
+def test_logged_thoughts_show_control_characters_as_escapes() -> None:
+    hostile = Thought(thought="a\x1b[2Jb\x07\u202ec", thought_number=1, total_thoughts=1, next_thought_needed=False)
+    assert format_thought(hostile) == "[thoughtbox] Thought 1/1: a\\x1b[2Jb\\x07\\u202ec"
+
+
 @pytest.mark.parametrize(
     ("value", "enabled"),
     [(None, True), ("", True), ("false", True), ("1", True), ("true", False), ("TRUE", False), (" True ", False)],

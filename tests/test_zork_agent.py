@@ -99,7 +99,61 @@ def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: s
 
 
 @pytest.mark.parametrize(
-    "content", ["I think I will go north", '{"thinking": "t"}', '{"thinking": "t", "action": "  "}']
+    ("payload", "objective", "dropped"),
+    [
+        ({"action": "Open mailbox"}, None, ["thinking (missing)"]),
+        ({"thinking": None, "action": "open mailbox", "new_objective": None}, None, ["thinking (missing)"]),
+        ({"thinking": 7, "action": "open mailbox"}, None, ["thinking (a number, not text)"]),
+        ({"thinking": "t", "action": "open mailbox", "new_objective": 42}, None, ["new_objective (a number"]),
+        ({"thinking": "t", "action": "open mailbox", "new_objective": ["a", "b"]}, None, ["new_objective (a list"]),
+        (
+            {"action": "open mailbox", "new_objective": {"goal": "x"}},
+            None,
+            ["thinking (missing)", 'new_objective (an object, not a goal with done_when steps): {"goal": "x"}'],
+        ),
+        ({"action": "open mailbox", "new_objective": "read the leaflet"}, "read the leaflet", ["thinking (missing)"]),
+    ],
+)
+def test_a_partial_reply_keeps_its_action_and_logs_what_was_dropped(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    payload: dict,
+    objective: str | None,
+    dropped: list[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm_server.script(completion(json.dumps(payload)))
+    with caplog.at_level(logging.WARNING, logger="test.agent"):
+        result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
+    assert result.action == "open mailbox"
+    assert (result.new_objective.text if result.new_objective else None) == objective
+    assert result.reasoning == (payload["thinking"] if isinstance(payload.get("thinking"), str) else "")
+    assert not [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
+    (record,) = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_reply_partial"]
+    assert len(record.dropped) == len(dropped)
+    for logged, expected in zip(record.dropped, dropped, strict=True):
+        assert logged.startswith(expected)
+    assert "open mailbox" in record.getMessage()
+
+
+def test_a_complete_reply_logs_nothing_dropped(
+    llm_server: ScriptedLLMServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(agent_reply("open mailbox", thinking="t", new_objective=None))
+    with caplog.at_level(logging.WARNING, logger="test.agent"):
+        make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
+    assert not [r for r in caplog.records if getattr(r, "event_type", None) == "agent_reply_partial"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I think I will go north",
+        '{"thinking": "t"}',
+        '{"thinking": "t", "action": "  "}',
+        '{"thinking": "t", "action": 42}',  # the action itself stays strict
+        '{"thinking": "t", "action": ["north"]}',
+    ],
 )
 def test_unparseable_reply_falls_back_to_look_and_logs_raw(
     llm_server: ScriptedLLMServer, tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture

@@ -700,3 +700,22 @@ def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error
     assert run.tool_calls == ["misbehaving.echo"]
     assert len(llm_server.requests) == 1, "the bug must not be sent to the model as a tool result"
     assert run.events("mcp_tool_error") == []
+
+
+def test_a_huge_tool_argument_reaches_the_server_whole_but_is_logged_cut(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    huge_thought = "ponder " * 300_000  # 2.1 MB of one thought
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False, huge_thought), "call_1")]),
+        agent_reply("open mailbox"),
+    )
+    run = turns()
+    assert run.turn().action == "open mailbox"
+    (call,) = run.events("mcp_tool_call")
+    logged = call.arguments
+    assert isinstance(logged, str) and len(logged) < 2_100
+    assert logged.endswith("characters, the first 2,000 kept]") and "[…cut: 2,1" in logged
+    # The server took the whole thought: the model got a normal result, not an error.
+    (result,) = tool_messages(llm_server.bodies[1]).values()
+    assert not result.get("is_error"), result

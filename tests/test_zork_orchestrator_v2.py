@@ -184,6 +184,64 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
     assert not (tmp_path / "game_files" / "episodes").exists()
 
 
+def test_session_commands_from_the_model_are_refused_turns(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model answers Zork's session commands in forms the parser would run: none reaches the
+    engine, the score and the egg stay, no file appears in the working directory."""
+    monkeypatch.chdir(tmp_path)  # Jericho would write zork1.qzl or a transcript here
+    hostile = ['say "restore"', 'n "save', 'yell "restart"', "y", 'say "script"', "take lamp and save", "wait, q"]
+    actions = ["north", "north", "up", "take egg", *hostile]
+    _, state = play_script(llm_server, tmp_path, game_file, [*actions, "look"])
+    turns = state.action_history
+    # The agent drops a closing quote ('say "restore'); the engine would still restore on that.
+    assert [t.action for t in turns[: len(actions)]] == [a.removesuffix('"') for a in actions]
+    for turn in turns[4 : len(actions)]:
+        if turn.action != "y":
+            assert turn.response.startswith("[ZorkGPT]") and "session commands" in turn.response, turn
+        assert turn.score == 5, turn
+    assert state.score == 5 and "jewel-encrusted egg" in state.inventory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
+    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    assert sum(e["event_type"] == "command_refused" for e in events) == len(hostile) - 1
+
+
+def test_a_huge_reply_is_stored_cut_with_its_length(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A 20 MB `thinking` (and a 20 MB unparseable reply) over real HTTP: what the episode stores
+    each turn stays small, and says what was cut and how long it was."""
+    huge = "I think. " * (20_000_000 // 9)
+    llm_server.script(
+        agent_reply("open mailbox", thinking=huge),
+        completion("not json " + huge),
+        agent_reply("take leaflet"),
+    )
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    orchestrator = ZorkOrchestratorV2(episode_id="huge", config=config, console=False, max_turns_per_episode=3)
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    assert state.turn_count == 3 and "leaflet" in state.inventory  # the action was kept, the turns went on
+    episode_dir = tmp_path / "game_files" / "episodes" / "huge"
+    marker = f"[…cut: {len(huge):,} characters, the first 8,000 kept]"
+    turns = [e for e in read_events(episode_dir) if e["event_type"] == "turn"]
+    assert turns[0]["reasoning"].endswith(marker) and len(turns[0]["reasoning"]) < 8_100
+    (parse_error,) = [e for e in read_events(episode_dir) if e["event_type"] == "agent_parse_error"]
+    assert parse_error["raw_response"].endswith(f"[…cut: {len(huge) + 9:,} characters, the first 2,000 kept]")
+    exported = json.loads((episode_dir / "current_state.json").read_text())
+    assert exported["reasoning_history"][0].endswith(marker)
+    for name in (
+        "episode_log.jsonl",
+        "current_state.json",
+        "episode.log",
+        "episode_summary.json",
+        "episode_summary.md",
+    ):
+        assert (episode_dir / name).stat().st_size < 100_000, name
+
+
 def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_propagates(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

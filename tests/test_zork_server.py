@@ -276,11 +276,54 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
     assert list(server_cwd.iterdir()) == []
 
 
-def test_every_session_command_has_a_hint() -> None:
+def test_every_session_command_has_a_hint(game_file: Path) -> None:
     assert set(_META_HINTS) == META_COMMANDS
-    for command in META_COMMANDS:
-        with pytest.raises(ZorkInputError, match="session command"):
-            validate_action(command)
+    session = ZorkSession(game_file, environ={})
+    try:
+        for command in META_COMMANDS:
+            with pytest.raises(ZorkInputError, match="session command") as refused:
+                session.play_action(command)
+            assert _META_HINTS[command] in str(refused.value)
+    finally:
+        session.close()
+
+
+@pytest.mark.asyncio
+async def test_session_commands_in_any_form_are_tool_errors_that_change_nothing(
+    game_file: Path, tmp_path: Path
+) -> None:
+    """Quotes, chaining and 6-letter truncation: each line would save, restore, restart or write a
+    transcript in the raw engine; over MCP each is an is_error result and the game is untouched."""
+    hostile = [
+        'say "restore"',
+        'n "save',
+        'yell "restart"',
+        "y",  # the answer to the restart question, which never came
+        'say "script"',
+        "look. unscript",
+        "wait, q",
+        "inventory then restoration",
+        "$verify",
+    ]
+    server_cwd = tmp_path / "cwd"
+    server_cwd.mkdir()
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file), cwd=server_cwd) as session:
+        for command in ["north", "north", "up", "take egg"]:
+            await _call(session, "play_action", action=command)
+        before = (await _call(session, "memory")).structured_content
+        assert before["score"] == 5
+        for command in hostile:
+            if command == "y":
+                answer = await _call(session, "play_action", action="y")
+                assert "Restarting" not in _text(answer)
+            else:
+                message = await _error(session, "play_action", {"action": command})
+                assert "session command" in message, (command, message)
+            now = (await _call(session, "memory")).structured_content
+            assert (now["score"], now["location"]) == (5, before["location"]), command
+            items = (await _call(session, "inventory")).structured_content["items"]
+            assert items == ["jewel-encrusted egg"], command
+    assert list(server_cwd.iterdir()) == []
 
 
 @pytest.mark.asyncio

@@ -1,0 +1,91 @@
+"""Stopping a run from outside: Ctrl-C (SIGINT) and SIGTERM (systemd, ``docker stop``, CI).
+
+The first signal asks the episode to stop after the turn it is playing: the turn finishes,
+the summary is written, and ``main.py`` exits 0. The same signal again within
+``REPEAT_WINDOW_SECONDS`` is the same request: ``uv run`` forwards a terminal's Ctrl-C to
+its child a second time a moment later, and a hurried double press means the same thing.
+A signal after that window aborts at once: ``UserAbort`` is raised wherever the program
+is (a model call, a tool server starting), the episode is still recorded as stopped, and
+``main.py`` exits 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from types import FrameType
+
+REPEAT_WINDOW_SECONDS = 1.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class UserAbort(KeyboardInterrupt):
+    """A second stop signal: leave now. A ``KeyboardInterrupt``, so code that already cleans
+    up after Ctrl-C (``finally`` blocks, asyncio's shutdown of a turn's tasks) does so here."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention for a process ended by a signal: 128 + its number."""
+        return 128 + self.signum
+
+
+class StopSignals:
+    """Handles SIGINT and SIGTERM for one run of ``main.py`` (see the module docstring).
+
+    ``on_stop`` runs once, at the first signal: it tells the episode being played to stop
+    after its turn. ``stop_requested`` stays true, so an episode that has not started yet
+    learns it too.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.signum: int | None = None
+        self.on_stop: Callable[[], None] | None = None
+        self._acted_at = 0.0
+        self._previous: dict[int, object] = {}
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.signum is not None
+
+    def install(self) -> None:
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        now = self.clock()
+        if self.signum is not None and now - self._acted_at < REPEAT_WINDOW_SECONDS:
+            return  # the same request, repeated (uv's forward, a double press)
+        self._acted_at = now
+        if self.signum is None:
+            self.signum = signum
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            _say(f"\n{name}: stopping after this turn (send it again to abort now)...\n")
+            if self.on_stop is not None:
+                self.on_stop()
+            return
+        raise UserAbort(signum)
+
+    def ignore(self) -> None:
+        """After an abort has been handled: later signals must not interrupt the exit."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
+def _say(text: str) -> None:
+    """Write to stderr without Python's buffered stream: the handler may run while the main
+    code is inside a write to ``sys.stderr``, and a reentrant write there raises."""
+    with contextlib.suppress(OSError):  # stderr closed (a detached run): stop without the message
+        os.write(2, text.encode("utf-8", "replace"))

@@ -1,0 +1,185 @@
+"""Stop signals, for real: SIGINT and SIGTERM sent to a real ``main.py`` playing real Zork I
+against the scripted provider, with the shipped thoughtbox MCP server where it matters.
+
+No test sleeps to synchronize. The scripted server holds the agent's request of a chosen
+turn until the test has sent its signals (so the process is certainly inside that turn),
+and the test waits for the handler's own message on stderr before it goes on. The only
+sleeps are the scenario itself: uv forwarding a Ctrl-C 0.2 s after the terminal's, and a
+second, deliberate signal coming after the one-second window that counts repeats once.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from session.stop_signals import REPEAT_WINDOW_SECONDS
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from tests.main_support import REPO, MainProcess, scripted_env
+from tests.scripted_llm import Reply, ScriptedLLMServer
+
+STOPPING = "stopping after this turn"
+
+
+class HeldTurn(WalkthroughModel):
+    """The walkthrough player, whose agent request on turn ``held_turn`` is answered only
+    once ``release`` is set; ``arrived`` is set when that request comes in."""
+
+    def __init__(self, commands: list[str], held_turn: int) -> None:
+        super().__init__(commands)
+        self.held_turn = held_turn
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any] | Reply:
+        reply = super().__call__(body, index)
+        if body.get("model") == AGENT_MODEL and self.agent_calls == self.held_turn:
+            self.arrived.set()
+            return Reply(200, reply, hold=self.release)
+        return reply
+
+
+def mcp_env(tmp_path: Path, marker: str) -> dict[str, str]:
+    """MCP on with the shipped thoughtbox server; ``marker`` in its environment lets the test
+    find the server process (and only this test's) afterwards."""
+    shipped = json.loads((REPO / "mcp_config.json").read_text(encoding="utf-8"))
+    server = shipped["mcpServers"]["thoughtbox"]
+    server["cwd"] = str(REPO)
+    server.setdefault("env", {})["ZORKGPT_TEST_MARKER"] = marker
+    path = tmp_path / "mcp_config.json"
+    path.write_text(json.dumps(shipped), encoding="utf-8")
+    return {"ZORKGPT_MCP_ENABLED": "true", "ZORKGPT_MCP_CONFIG_FILE": str(path)}
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"ZORKGPT_TEST_MARKER={marker}".encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:
+    base = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MEMORY_ENABLED="false",
+        ZORKGPT_OBJECTIVES_ENABLED="false",
+        ZORKGPT_KNOWLEDGE_ENABLED="false",
+        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+    )
+    return MainProcess(["--max-turns", "1000", "--config", str(REPO / "pyproject.toml")], base | env, cwd=tmp_path)
+
+
+def episode_dir(tmp_path: Path) -> Path:
+    (folder,) = (tmp_path / "runs" / "episodes").iterdir()
+    return folder
+
+
+def assert_stopped_cleanly(tmp_path: Path, stderr: str, turns: int) -> None:
+    """The episode is recorded as stopped by the user after ``turns`` turns, its summary is
+    written, and nothing was left half-done: no traceback, no temp file."""
+    folder = episode_dir(tmp_path)
+    end = read_events(folder)[-1]
+    assert end["event_type"] == "episode_end" and end["end_reason"] == "stopped_by_user", end
+    assert end["turns"] == turns
+    summary = json.loads((folder / "episode_summary.json").read_text(encoding="utf-8"))
+    assert summary["end_reason"] == "stopped_by_user" and summary["turns"] == turns
+    assert json.loads((folder / "current_state.json").read_text(encoding="utf-8"))["turn_count"] == turns
+    assert list((tmp_path / "runs").rglob("*.tmp")) == []
+    for text in ("Traceback", "KeyboardInterrupt", "cancelled during startup", "never retrieved", "Exception ignored"):
+        assert text not in stderr, stderr
+        assert text not in (folder / "episode.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_signal_finishes_the_turn_and_writes_the_summary(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, signum: int
+) -> None:
+    """SIGTERM (systemd, docker stop, CI) does what Ctrl-C does."""
+    model = HeldTurn(walkthrough(game_file), held_turn=3)
+    llm_server.respond_with(model)
+    main = start(llm_server, tmp_path, game_file)
+    try:
+        assert model.arrived.wait(60), main.stderr
+        main.proc.send_signal(signum)
+        main.wait_for_stderr(STOPPING)
+        model.release.set()
+        code = main.wait()
+    finally:
+        model.release.set()
+        main.kill()
+    assert code == 0, main.stderr
+    assert "Episode 1/1" in main.stderr and "stopped_by_user" in main.stderr
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=3)
+
+
+def test_ctrl_c_forwarded_twice_by_uv_with_mcp_on_counts_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """``uv run`` forwards a terminal's Ctrl-C to main.py and then again ~200 ms later."""
+    marker = uuid.uuid4().hex
+    model = HeldTurn(walkthrough(game_file), held_turn=2)
+    llm_server.respond_with(model)
+    main = start(llm_server, tmp_path, game_file, **mcp_env(tmp_path, marker))
+    try:
+        assert model.arrived.wait(60), main.stderr
+        assert body_offers_tools(llm_server), "turn 2's request should come from inside the MCP tool loop"
+        main.proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the scenario: uv's second forward
+        main.proc.send_signal(signal.SIGINT)
+        model.release.set()
+        code = main.wait()
+    finally:
+        model.release.set()
+        main.kill()
+    assert code == 0, main.stderr
+    assert main.stderr.count(STOPPING) == 1
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=2)
+    assert processes_with(marker) == []
+
+
+def body_offers_tools(llm_server: ScriptedLLMServer) -> bool:
+    agent = [b for b in llm_server.bodies if b.get("model") == AGENT_MODEL]
+    return bool(agent and agent[-1].get("tools"))
+
+
+@pytest.mark.parametrize(
+    ("signum", "with_mcp", "exit_code"),
+    [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)],
+    ids=["ctrl-c-with-mcp", "sigterm"],
+)
+def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, signum: int, with_mcp: bool, exit_code: int
+) -> None:
+    marker = uuid.uuid4().hex
+    model = HeldTurn(walkthrough(game_file), held_turn=2)
+    llm_server.respond_with(model)
+    main = start(llm_server, tmp_path, game_file, **(mcp_env(tmp_path, marker) if with_mcp else {}))
+    try:
+        assert model.arrived.wait(60), main.stderr
+        main.proc.send_signal(signum)
+        main.wait_for_stderr(STOPPING)
+        # The handler has run; a signal sent after the window is a new one, whatever the load.
+        time.sleep(REPEAT_WINDOW_SECONDS + 0.2)
+        main.proc.send_signal(signum)  # the model is still "thinking": abort now
+        code = main.wait()
+    finally:
+        model.release.set()
+        main.kill()
+    assert code == exit_code, main.stderr
+    assert "Aborted" in main.stderr
+    # Turn 2 never finished: the episode stopped after turn 1.
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=1)
+    assert processes_with(marker) == []

@@ -1,0 +1,49 @@
+"""StoryData against the real Zork I story file: the dictionary as the interpreter reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from game_interface.story_data import StoryData
+
+
+@pytest.fixture(scope="module")
+def story(game_file: Path) -> StoryData:
+    return StoryData(game_file.read_bytes())
+
+
+def test_every_dictionary_word_encodes_to_its_own_key(story: StoryData) -> None:
+    # Two entries of the shipped file lack the end-of-word bit, so no typed word can reach them
+    # (the interpreter always sets it); every other word must find itself.
+    unreachable = {"fcd#", "pdp1"}
+    entries = story.dictionary_entries()
+    assert len(entries) == 697
+    for key, text, _ in entries:
+        if text.strip() not in unreachable:
+            assert story.encode(text) == key, text
+
+
+def test_words_are_read_by_their_first_six_z_characters(story: StoryData) -> None:
+    assert story.lookup("restoration") == story.lookup("restore") == story.lookup("RESTOR")
+    assert story.lookup("$verify") == story.lookup("$ve")  # "$" alone costs four Z-characters
+    assert story.lookup("quitting") is None  # "quitti" is no word; "quit" is
+    assert story.lookup("save!") is None and story.lookup("save\u00e9") is None
+
+
+def test_lines_split_at_spaces_and_the_story_separators(story: StoryData) -> None:
+    assert story.separators == frozenset({",", ".", '"'})
+    assert story.tokenize('Say "restore"') == ["say", '"', "restore", '"']
+    assert story.tokenize("n.save,  q") == ["n", ".", "save", ",", "q"]
+    assert story.tokenize("take lamp!") == ["take", "lamp!"]  # "!" is no separator in Zork I
+
+
+def test_verb_numbers_group_synonyms(story: StoryData) -> None:
+    def verb(word: str) -> int | None:
+        entry = story.lookup(word)
+        return story.verb_number(entry[1]) if entry else None
+
+    assert verb("q") == verb("quit") is not None
+    assert verb("take") == verb("grab") != verb("quit")
+    assert verb("lamp") is None
