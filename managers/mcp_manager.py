@@ -111,6 +111,7 @@ class _LiveSession:
     session: ClientSession | None = None
     tools: list[types.Tool] = field(default_factory=list)
     names: ToolNameMap | None = None
+    instructions: str | None = None  # what the server says it is for (MCP initialize)
     died: str | None = None  # why the session is unusable, once it is
 
 
@@ -286,7 +287,8 @@ class MCPManager:
                     stdio_client(params, errlog=live.errlog) as (read, write),  # type: ignore[arg-type]
                     ClientSession(read, write) as session,
                 ):
-                    await session.initialize()
+                    initialized = await session.initialize()
+                    live.instructions = initialized.instructions
                     tools = await _list_all_tools(session)
                     startup.deadline = math.inf  # started: from now on only the stop signal ends it
                     live.startup_scope = None
@@ -369,6 +371,11 @@ class MCPManager:
         live = self._require_session()
         assert live.names is not None
         return [translate_tool(tool, live.names) for tool in live.tools]
+
+    def server_instructions(self) -> dict[str, str]:
+        """Each connected server's own account of its purpose (its MCP ``instructions``), by server name."""
+        live = self._live
+        return {self.server_name: live.instructions} if live is not None and live.instructions else {}
 
     def display_name(self, name: str) -> str:
         """The dotted ``server.tool`` form of a wire or dotted name, for logs and traces."""
