@@ -75,7 +75,9 @@ def missing_key_message(config: GameConfiguration) -> str:
         + ", ".join(API_KEY_ENV_VARS)
         + " (for example: export OPENROUTER_API_KEY=sk-or-...), or put it in a .env file.\n"
         f"The agent talks to {config.llm.base_url}; any OpenAI-compatible endpoint works: set "
-        "[tool.zorkgpt.llm] base_url in pyproject.toml (e.g. a local server) and give its key the same way."
+        "[tool.zorkgpt.llm] base_url in pyproject.toml and give its key the same way. A server on this machine "
+        '(provider = "ollama", "llamacpp", "lmstudio" or "vllm", or a localhost base_url) needs no key; '
+        "for one elsewhere on your network that needs none, set [tool.zorkgpt.llm] require_api_key = false."
     )
 
 
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         config = GameConfiguration.from_toml(args.config)
     except ConfigError as exc:
         return report(exc)
-    if not config.api_key:
+    if not config.api_key and config.api_key_required:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
     if args.view is None:

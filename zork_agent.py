@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from llm_client import LLMClientWrapper, LLMResponse, LLMRetryExhaustedError
+from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse
 from session.errors import (
     ConfigError,
     MCPConfigError,
@@ -466,24 +466,7 @@ class ZorkAgent:
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
-            try:
-                response = self.client.chat.completions.create(**args)
-            except LLMRetryExhaustedError as exc:
-                if not exc.last_cause.startswith("empty reply"):
-                    raise
-                # The client retries empty replies; when they persist inside the loop the
-                # spec's answer is a warning and the forced final call (requirement 5.10).
-                self._log(
-                    "warning",
-                    "mcp_unexpected_state",
-                    "Turn %s: LLM returned no content and no tool_calls (%s)",
-                    turn,
-                    exc.last_cause,
-                    error=exc.last_cause,
-                    iteration=stats.iterations,
-                )
-                response = None
-                break
+            response = self.client.chat.completions.create(**args)
             if response.tool_calls:
                 messages.append(
                     {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
@@ -562,6 +545,9 @@ class ZorkAgent:
                 arguments = json.loads(tool_call.function.arguments or "{}")
                 if not isinstance(arguments, dict):
                     raise ValueError("tool arguments must be a JSON object")
+                if tool_call.function.name == MALFORMED_TOOL_NAME:
+                    # The client could not read this call; the model hears why instead of a crash.
+                    raise ValueError(str(arguments.get("error") or "unreadable tool call"))
             except (json.JSONDecodeError, ValueError) as exc:
                 self._log(
                     "warning",
@@ -575,10 +561,9 @@ class ZorkAgent:
                     error=f"invalid arguments: {exc}",
                     iteration=iteration,
                 )
-                answer(
-                    ToolCallResult(None, True, f"Invalid tool arguments (not a JSON object): {exc}"),
-                    tool_call.function.arguments or "",
-                )
+                malformed = tool_call.function.name == MALFORMED_TOOL_NAME
+                problem = str(exc) if malformed else f"Invalid tool arguments (not a JSON object): {exc}"
+                answer(ToolCallResult(None, True, problem), tool_call.function.arguments or "")
                 continue
             self._log(
                 "info",

@@ -54,12 +54,21 @@ def _read_usage(raw: Mapping[str, Any]) -> dict[str, UsageStats]:
     usage: dict[str, UsageStats] = {}
     for name, stats in raw.items():
         values = stats if isinstance(stats, Mapping) else vars(stats)
+        calls = int(values.get("calls", 0))
         usage[name] = UsageStats(
-            calls=int(values.get("calls", 0)),
+            calls=calls,
             prompt_tokens=int(values.get("prompt_tokens", 0)),
             completion_tokens=int(values.get("completion_tokens", 0)),
+            cached_tokens=int(values.get("cached_tokens", 0)),
+            cost_usd=float(values.get("cost_usd", 0.0)),
+            # A source that reports no money at all knows no price: unknown, not free.
+            unpriced_calls=int(values.get("unpriced_calls", calls if "cost_usd" not in values else 0)),
         )
     return usage
+
+
+def format_cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 class EpisodeSynthesizer(BaseManager):
@@ -131,14 +140,26 @@ class EpisodeSynthesizer(BaseManager):
         now = self._usage_now()
         calls: dict[str, int] = {}
         tokens: dict[str, int] = {}
+        cost: dict[str, float | None] = {}
+        total = UsageStats()
         for name, usage in now.items():
             previous = self._last_usage.get(name, UsageStats())
             if usage.calls > previous.calls:
-                calls[name] = usage.calls - previous.calls
-                tokens[name] = usage.total_tokens - previous.total_tokens
+                turn_usage = usage - previous
+                calls[name] = turn_usage.calls
+                tokens[name] = turn_usage.total_tokens
+                cost[name] = turn_usage.cost
+                total = total + turn_usage
         if calls:
-            self.per_turn_usage.append({"turn": turn, "calls": calls, "tokens": tokens})
+            self.per_turn_usage.append(
+                {"turn": turn, "calls": calls, "tokens": tokens, "cost_usd": cost, "total_cost_usd": total.cost}
+            )
         self._last_usage = now
+
+    def turn_usage(self, turn: int) -> dict[str, Any] | None:
+        """This turn's LLM calls, tokens and cost per role, if it made any calls."""
+        last = self.per_turn_usage[-1] if self.per_turn_usage else None
+        return last if last is not None and last["turn"] == turn else None
 
     # -- stuck detection -------------------------------------------------------------------
     def stuck_status(self) -> StuckStatus:
@@ -217,33 +238,12 @@ class EpisodeSynthesizer(BaseManager):
         roles: dict[str, dict[str, Any]] = {}
         total = UsageStats()
         for name, usage in sorted(self._usage_now().items()):
-            base = self._baseline.get(name, UsageStats())
-            episode = UsageStats(
-                usage.calls - base.calls,
-                usage.prompt_tokens - base.prompt_tokens,
-                usage.completion_tokens - base.completion_tokens,
-            )
+            episode = usage - self._baseline.get(name, UsageStats())
             if episode.calls == 0:
                 continue
-            roles[name] = {
-                **asdict(episode),
-                "calls_per_turn": round(episode.calls / per_turn, 4),
-                "tokens_per_turn": round(episode.total_tokens / per_turn, 1),
-            }
-            total = UsageStats(
-                total.calls + episode.calls,
-                total.prompt_tokens + episode.prompt_tokens,
-                total.completion_tokens + episode.completion_tokens,
-            )
-        return {
-            "per_role": roles,
-            "total": {
-                **asdict(total),
-                "calls_per_turn": round(total.calls / per_turn, 4),
-                "tokens_per_turn": round(total.total_tokens / per_turn, 1),
-            },
-            "per_turn": self.per_turn_usage,
-        }
+            roles[name] = _usage_entry(episode, per_turn)
+            total = total + episode
+        return {"per_role": roles, "total": _usage_entry(total, per_turn), "per_turn": self.per_turn_usage}
 
     def finalize_episode(self) -> None:
         """Writes the summary as JSON and Markdown beside the episode log (atomic writes)."""
@@ -252,17 +252,20 @@ class EpisodeSynthesizer(BaseManager):
         atomic_write_text(self.episode_dir / SUMMARY_MD, render_markdown(summary))
         total = summary["llm_usage"]["total"]
         self.logger.info(
-            "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn",
+            "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn, LLM cost %s",
             summary["score"],
             summary["max_score"],
             summary["turns"],
             summary["deaths"],
             summary["rooms_visited"],
             total["calls_per_turn"],
+            _cost_cell(total),
             extra={
                 "event_type": "episode_summary",
                 "path": str(self.episode_dir / SUMMARY_JSON),
                 "llm_calls_per_turn": total["calls_per_turn"],
+                "llm_cost_usd": total["cost_usd"],
+                "llm_unpriced_calls": total["unpriced_calls"],
             },
         )
 
@@ -274,6 +277,22 @@ class EpisodeSynthesizer(BaseManager):
             "turns_without_progress": status.turns_without_progress,
             "stuck_warning": status.warn,
         }
+
+
+def _usage_entry(usage: UsageStats, turns: int) -> dict[str, Any]:
+    """One row of the usage report. ``cost_usd`` is null when any call's price is unknown;
+    ``priced_cost_usd`` then still says what the priced calls cost."""
+    return {
+        "calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "calls_per_turn": round(usage.calls / turns, 4),
+        "tokens_per_turn": round(usage.total_tokens / turns, 1),
+        "cost_usd": usage.cost,
+        "cost_per_turn_usd": None if usage.cost is None else round(usage.cost / turns, 6),
+        "unpriced_calls": usage.unpriced_calls,
+        "priced_cost_usd": round(usage.cost_usd, 6),
+    }
 
 
 def render_markdown(summary: Mapping[str, Any]) -> str:
@@ -288,6 +307,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- Deaths: {summary['deaths']}",
         f"- Rooms visited: {summary['rooms_visited']}",
         f"- Mean LLM calls per turn: {usage['total']['calls_per_turn']:.2f}",
+        f"- LLM cost: {_cost_cell(usage['total'])}",
         "",
         "## Key events",
         "",
@@ -297,14 +317,25 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "",
         "## LLM calls and tokens per role",
         "",
-        "| Role | Calls | Calls per turn | Prompt tokens | Completion tokens | Tokens per turn |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| Role | Calls | Calls per turn | Prompt tokens | Completion tokens | Tokens per turn | Cost (USD) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     rows = [*usage["per_role"].items(), ("All", usage["total"])]
     lines += [
         f"| {name} | {u['calls']} | {u['calls_per_turn']:.3f} | {u['prompt_tokens']} | {u['completion_tokens']} | "
-        f"{u['tokens_per_turn']:.1f} |"
+        f"{u['tokens_per_turn']:.1f} | {_cost_cell(u)} |"
         for name, u in rows
     ]
     lines += ["", "## Rooms visited", "", ", ".join(summary["room_names"]) or "none", ""]
     return "\n".join(lines)
+
+
+def _cost_cell(usage: Mapping[str, Any]) -> str:
+    if usage.get("cost_usd") is not None:
+        return format_cost(usage["cost_usd"])
+    unpriced = usage.get("unpriced_calls", 0)
+    if unpriced and unpriced < usage.get("calls", 0):
+        return (
+            f"unknown ({unpriced} of {usage['calls']} calls unpriced; the rest {format_cost(usage['priced_cost_usd'])})"
+        )
+    return "unknown (no price for this model: set [tool.zorkgpt.pricing])" if unpriced else format_cost(0.0)

@@ -10,14 +10,13 @@ drift apart on it, and the per-manager call and token counts come for free.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llm_client import LLMClientWrapper, LLMError, is_reasoning_model
+from llm_client import LLMClientWrapper, LLMError
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 
@@ -67,11 +66,9 @@ class StructuredLLM:
         """The validated reply, or None after logging why (the caller skips its update)."""
         sampling = self.config.sampling_for(self.role)
         model = self.config.model_for(self.role)
+        # The client negotiates the form (json_schema, json_object or prompt-only JSON with the
+        # schema in the prompt) per endpoint and model; the reply is validated here either way.
         response_format = create_json_schema(response_model)
-        if is_reasoning_model(model):
-            # Reasoning models get no response_format from the client, so the shape must be in the prompt.
-            schema = json.dumps(response_format["json_schema"]["schema"], separators=(",", ":"))
-            system = f"{system}\nThe JSON object must match this JSON schema: {schema}"
         self.stats.calls += 1
         try:
             response = self.client.chat.completions.create(

@@ -105,23 +105,24 @@ class ZorkOrchestratorV2:
 
     # -- wiring ------------------------------------------------------------------------
     def _role_clients(self, given: LLMClientWrapper | None) -> dict[str, LLMClientWrapper]:
-        """One client per role, shared by roles with the same endpoint (``<role>_base_url``).
+        """One client per role, each talking to its endpoint (``<role>_base_url``).
 
+        Separate clients mean separate circuit breakers: failing memory or objective calls open
+        the memory role's breaker only, and only the agent's failures can end the episode.
+        What each endpoint accepts for structured output is shared across them for the run.
         A client passed in serves every role (tests and embedding code use this).
         """
-        by_url: dict[str, LLMClientWrapper] = {}
-        clients: dict[str, LLMClientWrapper] = {}
-        for role in ROLES:
-            if given is not None:
-                clients[role] = given
-                continue
-            url = self.config.base_url_for(role)
-            if url not in by_url:
-                by_url[url] = LLMClientWrapper(
-                    self.config, base_url=url, langfuse_client=self.langfuse_client, logger=self.logger
-                )
-            clients[role] = by_url[url]
-        return clients
+        if given is not None:
+            return dict.fromkeys(ROLES, given)
+        return {
+            role: LLMClientWrapper(
+                self.config,
+                base_url=self.config.base_url_for(role),
+                langfuse_client=self.langfuse_client,
+                logger=self.logger,
+            )
+            for role in ROLES
+        }
 
     def _initialize_managers(self) -> None:
         cfg, log, state, clients = self.config, self.logger, self.game_state, self.clients
@@ -447,6 +448,8 @@ class ZorkOrchestratorV2:
                 "inventory": result.inventory_after,
                 "died": result.died,
                 "critic": asdict(review),
+                # Calls, tokens and USD per role for this turn (cost None = a price is unknown).
+                "llm_usage": self.synthesizer.turn_usage(result.turn),
             },
         )
 

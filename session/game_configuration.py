@@ -15,16 +15,18 @@ import difflib
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from session.errors import ConfigError
+from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPreset, guess_preset, is_loopback_url
 
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
-DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_BASE_URL = DEFAULT_PROVIDER_URL
+ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
 
 
 def check_http_url(value: str) -> str:
@@ -47,7 +49,12 @@ class _Section(BaseModel):
 
 class LLMSection(_Section):
     SECTION: ClassVar[str] = "llm"
+    # A preset: the server's usual base_url and the quirks the client works around.
+    provider: ProviderName | None = None
+    # Unset: the provider's address (OpenRouter without a provider). Set: wins over the preset.
     base_url: str = DEFAULT_BASE_URL
+    # Unset: a key is needed unless every endpoint is on this machine (loopback).
+    require_api_key: bool | None = None
     agent_model: str = "anthropic/claude-sonnet-4.5"
     critic_model: str = "anthropic/claude-haiku-4.5"
     extractor_model: str = "anthropic/claude-haiku-4.5"
@@ -62,6 +69,11 @@ class LLMSection(_Section):
     @classmethod
     def _endpoint(cls, value: str | None) -> str | None:
         return None if value is None else check_http_url(value)
+
+    def apply_provider(self) -> None:
+        """The provider's base_url, unless base_url was given (TOML or environment)."""
+        if self.provider is not None and "base_url" not in self.model_fields_set:
+            self.base_url = PRESETS[self.provider].base_url
 
 
 class RetrySection(_Section):
@@ -179,6 +191,51 @@ class KnowledgeSection(_Section):
     update_interval_turns: int = Field(default=100, ge=1, le=100_000)
 
 
+class ModelPrice(BaseModel):
+    """USD per million tokens for one model; ``cached_input`` for prompt tokens served from cache."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class PricingSection(_Section):
+    """``[tool.zorkgpt.pricing."<model>"]`` tables: input/output (and cached_input) USD per million tokens.
+
+    Keys are model names, so the section takes any key and checks each value's shape.
+    Used when the provider does not report what a call cost (OpenRouter does).
+    """
+
+    SECTION: ClassVar[str] = "pricing"
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    @model_validator(mode="after")
+    def _check_prices(self) -> PricingSection:
+        extra = self.__pydantic_extra__ or {}
+        for model, price in list(extra.items()):
+            if isinstance(price, ModelPrice):
+                continue
+            try:
+                extra[model] = ModelPrice.model_validate(price, strict=True)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err.get("loc", ())) or "the table"
+                raise ValueError(
+                    f'price for "{model}": {where}: {err.get("msg")} (got {err.get("input")!r}). Write '
+                    f'[tool.zorkgpt.pricing."{model}"] with input = <USD per million prompt tokens>, '
+                    "output = <USD per million completion tokens> and optionally cached_input"
+                ) from None
+        return self
+
+    @property
+    def models(self) -> dict[str, ModelPrice]:
+        return dict(self.__pydantic_extra__ or {})
+
+    def price_for(self, model: str) -> ModelPrice | None:
+        return (self.__pydantic_extra__ or {}).get(model)
+
+
 class ExtractorSection(_Section):
     SECTION: ClassVar[str] = "extractor"
     llm_enabled: bool = True
@@ -202,6 +259,7 @@ SECTIONS: dict[str, type[_Section]] = {
         ObjectivesSection,
         KnowledgeSection,
         ExtractorSection,
+        PricingSection,
     )
 }
 
@@ -227,6 +285,7 @@ class GameConfiguration(BaseModel):
     objectives: ObjectivesSection = Field(default_factory=ObjectivesSection)
     knowledge: KnowledgeSection = Field(default_factory=KnowledgeSection)
     extractor: ExtractorSection = Field(default_factory=ExtractorSection)
+    pricing: PricingSection = Field(default_factory=PricingSection)
     # Folder relative paths resolve against: the config file's folder, so the product
     # behaves the same from any working directory.
     base_dir: Path = Field(default_factory=Path.cwd)
@@ -273,6 +332,23 @@ class GameConfiguration(BaseModel):
     def base_url_for(self, role: str) -> str:
         """The endpoint for one role (agent, critic, extractor, memory)."""
         return getattr(self.llm, f"{role}_base_url", None) or self.llm.base_url
+
+    def endpoints(self) -> list[str]:
+        """Every endpoint a run talks to, without repeats."""
+        return list(dict.fromkeys(self.base_url_for(role) for role in ("agent", "critic", "extractor", "memory")))
+
+    def preset_for_url(self, base_url: str) -> ProviderPreset:
+        """The quirks for one endpoint: the configured provider's for its base_url, else guessed by host."""
+        if self.llm.provider is not None and base_url.rstrip("/") == self.llm.base_url.rstrip("/"):
+            return PRESETS[self.llm.provider]
+        return guess_preset(base_url) if base_url else GENERIC
+
+    @property
+    def api_key_required(self) -> bool:
+        """A key is needed unless ``require_api_key = false`` or every endpoint is on loopback."""
+        if self.llm.require_api_key is not None:
+            return self.llm.require_api_key
+        return not all(is_loopback_url(url) for url in self.endpoints())
 
     def model_for(self, role: str) -> str:
         return getattr(self.llm, f"{role}_model")
@@ -385,8 +461,14 @@ def _build_section(
             if name == "files" and isinstance(value, str):
                 value = str(Path(value).expanduser().resolve())
             setattr(section, key, value)
+        if isinstance(section, LLMSection):
+            section.apply_provider()
     except ValidationError as exc:
         err = exc.errors()[0]
+        if name == PricingSection.SECTION:
+            # Model names are the keys here, so the generic "key: expected type" form does not fit.
+            message = str(err.get("msg", "")).removeprefix("Value error, ")
+            raise ConfigError(f"Invalid [tool.zorkgpt.pricing] in {source}: {message}.") from None
         key = ".".join(str(p) for p in err.get("loc", ())) or "?"
         from_env = key in env_values
         where = (
@@ -420,7 +502,9 @@ def _describe_field(section_cls: type[_Section], key: str) -> str:
     field = section_cls.model_fields.get(key)
     if field is None:
         return "a known key"
-    text = getattr(field.annotation, "__name__", None) or str(field.annotation)
+    choices = _literal_choices(field.annotation)
+    text = " | ".join(map(repr, choices)) if choices else getattr(field.annotation, "__name__", None)
+    text = text or str(field.annotation)
     symbols = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
     bounds = [
         f"{symbol} {getattr(m, attr)}"
@@ -429,6 +513,13 @@ def _describe_field(section_cls: type[_Section], key: str) -> str:
         if getattr(m, attr, None) is not None
     ]
     return text + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def _literal_choices(annotation: Any) -> tuple[Any, ...]:
+    """The allowed values of a ``Literal[...]`` (or ``Literal[...] | None``) annotation, else ()."""
+    if get_origin(annotation) is Literal:
+        return get_args(annotation)
+    return tuple(c for arg in get_args(annotation) for c in _literal_choices(arg))
 
 
 def process_environ(dotenv_path: str | os.PathLike[str] = ".env") -> dict[str, str]:

@@ -13,7 +13,7 @@ from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import scripted_config
-from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion
+from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
 
 AGENT_MODEL = "scripted/agent"
 
@@ -90,8 +90,7 @@ class WalkthroughModel:
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         if body.get("model") != AGENT_MODEL:
             self.other_calls += 1
-            fmt = body.get("response_format") or {}
-            schema = fmt.get("json_schema", {}).get("schema", {"type": "object"})
+            schema = requested_schema(body) or {"type": "object"}
             return completion(json.dumps(minimal_instance(schema)))
         command = self.commands[self.agent_calls] if self.agent_calls < len(self.commands) else "look"
         self.agent_calls += 1

@@ -105,6 +105,9 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config
         "turn": 10,
         "calls": {"Agent": 1, "Memory": 1},
         "tokens": {"Agent": 110, "Memory": 300},
+        # This usage source reports no prices: unknown, never 0.
+        "cost_usd": {"Agent": None, "Memory": None},
+        "total_cost_usd": None,
     }
 
     markdown = (tmp_path / "ep" / SUMMARY_MD).read_text()
@@ -139,7 +142,9 @@ def test_usage_from_the_real_client(
 
     llm = json.loads((tmp_path / "ep" / SUMMARY_JSON).read_text())["llm_usage"]
     assert llm["per_role"]["Agent"] == {
-        "calls": 4, "prompt_tokens": 80, "completion_tokens": 12, "calls_per_turn": 1.0, "tokens_per_turn": 23.0
+        "calls": 4, "prompt_tokens": 80, "completion_tokens": 12, "calls_per_turn": 1.0, "tokens_per_turn": 23.0,
+        # No price for model "m" in [tool.zorkgpt.pricing] and none reported by the server.
+        "cost_usd": None, "cost_per_turn_usd": None, "unpriced_calls": 4, "priced_cost_usd": 0.0,
     }  # fmt: skip
     assert llm["per_role"]["Extractor"]["calls"] == 1
     assert llm["total"]["calls_per_turn"] == 1.25
@@ -147,6 +152,8 @@ def test_usage_from_the_real_client(
         "turn": 3,
         "calls": {"Agent": 1, "Extractor": 1},
         "tokens": {"Agent": 23, "Extractor": 23},
+        "cost_usd": {"Agent": None, "Extractor": None},
+        "total_cost_usd": None,
     }
 
 

@@ -20,6 +20,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import (
+    MALFORMED_TOOL_NAME,
     CircuitOpenError,
     LLMClient,
     LLMClientWrapper,
@@ -32,7 +33,16 @@ from llm_client import (
 )
 from session.game_configuration import GameConfiguration
 from shared_utils import get_langfuse_client
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion, tool_call
+from tests.scripted_llm import (
+    FORMAT_UNSUPPORTED_REFUSAL,
+    TOOL_DIALECTS,
+    ProviderEmulation,
+    Reply,
+    ScriptedLLMServer,
+    completion,
+    requested_schema,
+    tool_call,
+)
 
 API_KEY = "sk-or-v1-test-secret-0123456789abcdef"
 MESSAGES = [{"role": "system", "content": "You play Zork."}, {"role": "user", "content": "West of House"}]
@@ -91,7 +101,7 @@ def retry_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 def test_payload_headers_and_url(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
     client, _ = make_client()
-    llm_server.script(completion("north"))
+    llm_server.script(completion('{"action": "north"}'))
     schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
 
     response = client.chat_completions_create(
@@ -110,7 +120,7 @@ def test_payload_headers_and_url(llm_server: ScriptedLLMServer, make_client: Cal
         provider={"order": ["openai"]},
     )
 
-    assert response.content == "north"
+    assert response.content == '{"action": "north"}'
     request = llm_server.requests[0]
     assert request.path == "/v1/chat/completions"
     assert request.headers["Authorization"] == f"Bearer {API_KEY}"
@@ -176,9 +186,13 @@ def test_tool_calls_parsed_and_content_dropped(llm_server: ScriptedLLMServer, ma
     first, second = response.tool_calls
     assert (first.id, first.type, first.function.name) == ("call_a", "function", "thoughtbox__think")
     assert json.loads(first.function.arguments) == {"thought": "open the mailbox", "thoughtNumber": 1}
-    # A provider that omits the id or sends arguments as an object still yields a usable call.
-    assert second.id == "call_1"
+    # A provider that omits the id or sends arguments as an object still yields a usable call;
+    # the generated id is the same for the same reply (history and tool answer match).
+    assert second.id.startswith("call_") and second.id != first.id
     assert json.loads(second.function.arguments) == {"thought": "dict form"}
+    llm_server.script(body)
+    again = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+    assert again.tool_calls is not None and again.tool_calls[1].id == second.id
 
 
 def test_plain_reply_has_no_tool_calls_and_carries_usage(
@@ -340,16 +354,12 @@ def test_connection_error_retried_then_exhausted() -> None:
         Reply(200, "this is not json {"),
         Reply(200, ""),
         Reply(200, {"choices": []}),
-        Reply(200, completion("")),
-        Reply(200, completion("   \n")),
         Reply(200, {"error": {"message": "upstream overloaded", "code": 502}}),
         Reply(200, {"choices": [{"index": 0, "finish_reason": "stop"}]}),
     ],
-    ids=["not-json", "empty-body", "no-choices", "empty-content", "blank-content", "error-in-200", "no-message"],
+    ids=["not-json", "empty-body", "no-choices", "error-in-200", "no-message"],
 )
-def test_malformed_or_empty_reply_retried(
-    bad: Reply, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
-) -> None:
+def test_malformed_reply_retried(bad: Reply, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
     client, delays = make_client()
     llm_server.script(bad, completion("go north"))
 
@@ -538,7 +548,10 @@ def test_reasoning_model_gets_user_only_messages_and_no_sampling(
 
     body = llm_server.bodies[0]
     assert [m["role"] for m in body["messages"]] == ["user"]
-    assert body["messages"][0]["content"] == "You play Zork.\n\nWest of House"
+    # No response_format for reasoning models: the schema is described in the (folded) prompt.
+    text = body["messages"][0]["content"]
+    assert text.startswith("You play Zork.\n\nReply with one JSON object") and text.endswith("\n\nWest of House")
+    assert '{"type":"object"}' in text
     for key in ("temperature", "top_p", "top_k", "min_p", "response_format"):
         assert key not in body, key
     assert body["max_tokens"] == 500
@@ -718,3 +731,327 @@ def test_get_langfuse_client_only_with_both_keys_and_enabled(caplog: pytest.LogC
         assert isinstance(client, Langfuse)
     finally:
         client.shutdown()
+
+
+# -- structured-output negotiation (issue 12) ---------------------------------------------
+
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["ok", "reason"],
+    "additionalProperties": False,
+}
+VERDICT_FORMAT = {"type": "json_schema", "json_schema": {"name": "Verdict", "strict": True, "schema": VERDICT_SCHEMA}}
+VERDICT = json.dumps({"ok": True, "reason": "fine"})
+
+
+def negotiation_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event_type", None) == "llm_structured_output"]
+
+
+def ask_verdict(client: LLMClient, times: int = 1) -> list[LLMResponse]:
+    return [
+        client.chat_completions_create(model="local/model", messages=MESSAGES, response_format=VERDICT_FORMAT)
+        for _ in range(times)
+    ]
+
+
+def test_refused_json_schema_falls_back_to_json_object_with_the_schema_in_the_prompt(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """llama-cpp-python refuses json_schema (with a 500 naming response_format): the same call goes
+    out again as json_object with the schema in the system prompt, never retried as a fault, and
+    later calls start at json_object. One log line for the run."""
+    emulation = ProviderEmulation(lambda body, i: completion(VERDICT), refuse=frozenset({"json_schema"}))
+    llm_server.respond_with(emulation)
+    client, delays = make_client()
+
+    responses = ask_verdict(client, times=3)
+
+    assert [r.content for r in responses] == [VERDICT] * 3
+    assert emulation.counts == {"json_schema": 1, "json_object": 3}
+    assert delays == [], "a refusal is an answer, not a fault to back off from"
+    fallback = llm_server.bodies[1]
+    assert fallback["response_format"] == {"type": "json_object"}
+    system = fallback["messages"][0]["content"]
+    assert system.startswith("You play Zork.") and json.dumps(VERDICT_SCHEMA, separators=(",", ":")) in system
+    assert requested_schema(fallback) == VERDICT_SCHEMA
+    assert MESSAGES[0]["content"] == "You play Zork.", "the caller's messages are not changed"
+    records = negotiation_records(caplog)
+    assert len(records) == 1
+    assert records[0].mode == "json_object" and records[0].failed_mode == "json_schema"
+    assert "HTTP 500" in records[0].reason and "response_format" in records[0].reason
+    assert client.usage_by_name["local/model"].calls == 3, "the refused call billed nothing and is not counted"
+
+
+def test_refused_json_schema_and_json_object_fall_back_to_prompt_only_json(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    emulation = ProviderEmulation(
+        lambda body, i: completion(VERDICT),
+        refuse=frozenset({"json_schema", "json_object"}),
+        refusal=FORMAT_UNSUPPORTED_REFUSAL,
+    )
+    llm_server.respond_with(emulation)
+    client, _ = make_client()
+
+    assert [r.content for r in ask_verdict(client, times=2)] == [VERDICT] * 2
+
+    assert emulation.counts == {"json_schema": 1, "json_object": 1, "none": 2}
+    assert "response_format" not in llm_server.bodies[-1]
+    assert requested_schema(llm_server.bodies[-1]) == VERDICT_SCHEMA
+    assert [r.mode for r in negotiation_records(caplog)] == ["json_object", "prompt"]
+
+
+def test_a_reply_that_ignores_response_format_is_kept_and_later_calls_step_down(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A provider that ignores response_format: its reply is still returned (the caller's parser
+    may read it), and the next calls carry the schema in the prompt."""
+    emulation = ProviderEmulation(lambda body, i: completion(VERDICT), ignore_format=True)
+    llm_server.respond_with(emulation)
+    client, _ = make_client()
+
+    first, second, third = ask_verdict(client, times=3)
+
+    assert "```json" in (first.content or "") and VERDICT in (first.content or "")
+    assert "```json" in (second.content or ""), "json_object ignored too: the next step is prompt-only"
+    assert emulation.counts == {"json_schema": 1, "json_object": 1, "none": 1}
+    assert len(llm_server.requests) == 3, "an ignored format costs no extra call"
+    assert [r.mode for r in negotiation_records(caplog)] == ["json_object", "prompt"]
+    assert VERDICT in (third.content or "")
+
+
+def test_a_reply_missing_the_schemas_keys_under_json_schema_means_the_schema_was_ignored(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(completion('{"ok": true}'), completion(VERDICT))
+    client, _ = make_client()
+    ask_verdict(client, times=2)
+    assert llm_server.bodies[1]["response_format"] == {"type": "json_object"}
+    assert "'reason'" in negotiation_records(caplog)[0].reason
+
+
+def test_other_rejections_are_not_mistaken_for_format_refusals(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(Reply(400, {"error": {"message": "model local/model does not exist"}}), completion(VERDICT))
+    client, _ = make_client()
+    with pytest.raises(LLMRequestError, match="does not exist"):
+        ask_verdict(client)
+    assert len(llm_server.requests) == 1 and negotiation_records(caplog) == []
+    ask_verdict(client)
+    assert llm_server.bodies[1]["response_format"] == VERDICT_FORMAT
+
+
+def test_a_plain_500_is_still_retried(llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
+    llm_server.script(Reply(500, {"error": {"message": "upstream crashed"}}), completion(VERDICT))
+    client, delays = make_client()
+    assert ask_verdict(client)[0].content == VERDICT
+    assert len(delays) == 1 and llm_server.bodies[1]["response_format"] == VERDICT_FORMAT
+
+
+def test_negotiation_is_remembered_per_endpoint_and_model(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    """A second client on the same endpoint (another role) starts where the first ended; another
+    model on the same endpoint negotiates for itself."""
+    llm_server.respond_with(
+        ProviderEmulation(
+            lambda body, i: completion(VERDICT),
+            refuse=frozenset({"json_schema"}),
+        )
+    )
+    first, _ = make_client()
+    second, _ = make_client()
+    ask_verdict(first)
+    ask_verdict(second)
+    second.chat_completions_create(model="other/model", messages=MESSAGES, response_format=VERDICT_FORMAT)
+    kinds = [(b["model"], (b.get("response_format") or {}).get("type")) for b in llm_server.bodies]
+    assert kinds == [
+        ("local/model", "json_schema"),
+        ("local/model", "json_object"),
+        ("local/model", "json_object"),
+        ("other/model", "json_schema"),
+        ("other/model", "json_object"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "first_format", "after_refusal"),
+    [
+        ("llamacpp", {"type": "json_object", "schema": VERDICT_SCHEMA}, None),
+        ("lmstudio", VERDICT_FORMAT | {"json_schema": {**VERDICT_FORMAT["json_schema"], "strict": False}}, None),
+        ("openrouter", VERDICT_FORMAT, {"type": "json_object"}),
+    ],
+)
+def test_presets_start_where_the_server_is_known_to_stand(
+    llm_server: ScriptedLLMServer,
+    make_client: Callable[..., Any],
+    provider: str,
+    first_format: dict[str, Any],
+    after_refusal: dict[str, Any] | None,
+) -> None:
+    """llama.cpp starts at json_object carrying the schema (its grammar enforces it); LM Studio
+    refuses json_object, so a json_schema refusal goes straight to prompt-only JSON."""
+    config = GameConfiguration.from_mapping({"llm": {"provider": provider}}, environ={})
+    llm_server.script(Reply(400, {"error": {"message": "response_format not supported"}}), completion(VERDICT))
+    client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
+    ask_verdict(client)
+    assert llm_server.bodies[0]["response_format"] == first_format
+    assert llm_server.bodies[1].get("response_format") == after_refusal
+
+
+def test_openrouter_is_asked_for_the_cost_and_reports_it(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    config = GameConfiguration.from_mapping({"llm": {"provider": "openrouter"}}, environ={})
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100, "cost": 0.0042}
+    llm_server.script(completion("north", usage=usage))
+    client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
+    response = client.chat_completions_create(model="m", messages=MESSAGES, name="Agent")
+    assert llm_server.bodies[0]["usage"] == {"include": True}
+    assert response.cost_usd == pytest.approx(0.0042)
+    stats = client.usage_by_name["Agent"]
+    assert stats.cost_usd == pytest.approx(0.0042) and stats.unpriced_calls == 0
+
+
+def test_the_pricing_table_prices_calls_the_provider_does_not(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    """USD per million tokens; cached prompt tokens at their own price. A model without a price
+    is unknown (counted as unpriced), never free."""
+    config = GameConfiguration.from_mapping(
+        {"pricing": {"priced/model": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}}, environ={}
+    )
+    usage: dict[str, Any] = {
+        "prompt_tokens": 2000,
+        "completion_tokens": 100,
+        "total_tokens": 2100,
+        "prompt_tokens_details": {"cached_tokens": 1500},
+    }
+    llm_server.script(completion("a", usage=usage), completion("b", usage=usage))
+    client, _ = make_client(config)
+    priced = client.chat_completions_create(model="priced/model", messages=MESSAGES, name="Agent")
+    unknown = client.chat_completions_create(model="free/model", messages=MESSAGES, name="Agent")
+    assert "usage" not in llm_server.bodies[0], "only OpenRouter is asked for usage.cost"
+    assert priced.cost_usd == pytest.approx((500 * 3.0 + 1500 * 0.3 + 100 * 15.0) / 1_000_000)
+    assert unknown.cost_usd is None
+    stats = client.usage_by_name["Agent"]
+    assert stats.calls == 2 and stats.unpriced_calls == 1 and stats.cached_tokens == 3000
+    assert stats.cost_usd == pytest.approx(priced.cost_usd)
+
+
+def test_openai_preset_leaves_out_the_parameters_openai_refuses(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    config = GameConfiguration.from_mapping({"llm": {"provider": "openai"}}, environ={})
+    llm_server.script(completion("north"))
+    client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
+    client.chat_completions_create(model="gpt-4o", messages=MESSAGES, top_k=40, min_p=0.1, temperature=0.2)
+    body = llm_server.bodies[0]
+    assert "top_k" not in body and "min_p" not in body and body["temperature"] == 0.2
+    assert all("cache_control" not in m for m in body["messages"])
+
+
+# -- replies: empty answers and tool-call dialects ---------------------------------------------
+
+
+def test_an_empty_reply_is_an_answer_not_retried(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    llm_server.script(completion(""), completion("   \n"), completion("never asked"))
+    client, delays = make_client()
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == ""
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "   \n"
+    assert len(llm_server.requests) == 2 and delays == []
+
+
+@pytest.mark.parametrize("dialect", TOOL_DIALECTS)
+def test_every_tool_call_dialect_becomes_tool_calls(
+    dialect: str, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    arguments = {"thought": "open the mailbox"}
+    llm_server.respond_with(
+        ProviderEmulation(
+            lambda body, i: completion(tool_calls=[tool_call("thoughtbox__think", arguments, "call_x")]),
+            tool_dialect=dialect,
+        )
+    )
+    client, delays = make_client()
+
+    response = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+
+    assert response.content is None and response.tool_calls is not None and delays == []
+    (call,) = response.tool_calls
+    assert call.id and call.type == "function"
+    if dialect == "text_malformed":
+        # Unreadable: still a tool call, whose arguments tell the agent what to answer the model.
+        assert call.function.name == MALFORMED_TOOL_NAME
+        assert "could not be read" in json.loads(call.function.arguments)["error"]
+    else:
+        assert call.function.name == "thoughtbox__think"
+        assert json.loads(call.function.arguments) == arguments
+
+
+def test_text_tool_calls_are_only_read_when_tools_were_offered(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    text = '<tool_call>{"name": "thoughtbox__think", "arguments": {}}</tool_call>'
+    llm_server.script(completion(text), completion('{"name": "thoughtbox__think", "arguments": {"thought": "x"}}'))
+    client, _ = make_client()
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == text
+    bare = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+    assert bare.tool_calls is not None and bare.tool_calls[0].function.name == "thoughtbox__think"
+
+
+def test_a_bare_json_answer_is_not_mistaken_for_a_tool_call(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    answer = '{"thinking": "go", "action": "north", "new_objective": null}'
+    llm_server.script(completion(answer), completion('{"name": "not_a_tool", "arguments": {}}'))
+    client, _ = make_client()
+    assert client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL]).content == answer
+    other = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+    assert other.tool_calls is None, "a bare object naming no offered tool may just be the answer"
+
+
+# -- whole-request deadline (issue 11 row 3) ------------------------------------------------
+
+
+def test_request_timeout_bounds_the_whole_request_not_the_gap_between_bytes(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    """A provider that trickles its reply a byte every 0.2 s never leaves the socket idle for a
+    second, so a per-read timeout would wait out the whole ~60 s body and return it. The deadline
+    cuts each attempt and the call fails as a timeout, retried once."""
+    slow = Reply(200, completion("x" * 300), trickle=0.2)
+    llm_server.script(slow, slow)
+    client, delays = make_client(make_config(max_retries=1, request_timeout=1.0))
+
+    with pytest.raises(LLMRetryExhaustedError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert info.value.attempts == 2 and "request_timeout=1s" in info.value.last_cause
+    assert len(llm_server.requests) == 2 and len(delays) == 1
+
+
+def test_the_deadline_leaves_the_connection_pool_usable(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    llm_server.script(Reply(200, completion("x" * 300), trickle=0.2), completion("north"))
+    client, _ = make_client(make_config(max_retries=1, request_timeout=1.0))
+    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "north"
+
+
+def test_a_broken_json_reply_under_a_working_format_is_not_taken_for_an_ignored_format(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Seen against llama.cpp: under json_object (grammar-enforced) a small model's reply can
+    still fail to parse. Stepping down to prompt-only would take the grammar away for the rest of
+    the run, so only chat around the JSON counts as ignoring the format."""
+    llm_server.script(completion('{"ok": true, "reason": "unterminated'), completion(VERDICT))
+    client, _ = make_client()
+    ask_verdict(client, times=2)
+    assert negotiation_records(caplog) == []
+    assert llm_server.bodies[1]["response_format"] == VERDICT_FORMAT

@@ -42,12 +42,12 @@ def test_fenced_reply_validates_and_the_request_uses_the_role_settings(
 def test_failures_return_none_with_an_event_naming_the_manager(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     llm, log = make_llm(llm_server, tmp_path)
     llm_server.script(completion(None), completion('{"ok": "maybe"}'), Reply(400, {"error": {"message": "bad model"}}))
-    assert llm.ask("s", "u", Verdict, turn=1) is None  # an empty reply: the client gives up (no retries here)
+    assert llm.ask("s", "u", Verdict, turn=1) is None  # an empty reply is an answer that does not validate
     assert llm.ask("s", "u", Verdict, turn=2) is None
     assert llm.ask("s", "u", Verdict, turn=3) is None
     events = [getattr(r, "event_type", None) for r in log.records]
     assert [e for e in events if e and e.startswith("probe_")] == [
-        "probe_llm_error",
+        "probe_malformed_reply",
         "probe_malformed_reply",
         "probe_llm_error",
     ]

