@@ -2,9 +2,11 @@
 
 ``get_action_with_reasoning`` is the public, synchronous API. With MCP disabled it makes one
 LLM call (JSON-schema response format) exactly as before MCP existed. With MCP enabled it is
-the single ``asyncio.run`` boundary of the turn: inside it the MCP session is connected, the
-tool-calling loop runs, and the session is closed again, all in one task (anyio cancel scopes
-must be entered and exited by the same task).
+the single ``asyncio.run`` boundary of the agent call: inside it the turn's tools are opened
+(the MCP manager's own background loop owns the sessions, so the blocking model call here
+never holds up a server), the tool-calling loop runs within the turn budget
+(``turn_timeout_seconds``), and the sessions stay open for the critic's re-asks of the same
+turn; the orchestrator ends the turn.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import functools
 import json
 import logging
+import math
 import re
 import time
 from contextlib import AbstractContextManager
@@ -27,7 +30,6 @@ from session.errors import (
     ConfigError,
     MCPConfigError,
     MCPServerDiedError,
-    MCPServerDisabledError,
     MCPToolCallError,
 )
 from session.game_configuration import FilesSection, GameConfiguration
@@ -36,7 +38,7 @@ from session.objective_spec import ObjectiveProposal
 from shared_utils import cap_text, create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
-    from managers.mcp_manager import MCPManager
+    from managers.mcp import MCPManager
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.
@@ -81,6 +83,11 @@ class ToolLoopStats:
     iterations: int = 0
     calls: list[ToolCallRecord] = field(default_factory=list)
     forced_final: bool = False
+    budget_exhausted: bool = False
+    deadline: float = math.inf  # time.monotonic() when the turn budget is spent
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
 
     @property
     def tool_calls(self) -> int:
@@ -340,23 +347,20 @@ class ZorkAgent:
 
     # -- MCP tool-calling path -----------------------------------------------------------
     async def _generate_action_async(self, game_state_text: str, relevant_memories: str | None = None) -> AgentDecision:
-        """Connect the MCP session, run the tool loop, always disconnect (same task)."""
+        """Open the turn's tools and run the tool loop; the sessions stay open for this turn's re-asks."""
         assert self.mcp_manager is not None
         messages = self._build_messages(game_state_text, relevant_memories)
         stats = ToolLoopStats()
         with self._session_observation() as span:
-            try:
-                tools = await self._open_tools()
-                if tools is None:
-                    response = self.client.chat.completions.create(**self._client_args(messages))
-                    decision = self._parse_response(response.content)
-                else:
-                    # Only now is it known which tools are offered: the prompt says so, in the servers' words.
-                    about = tools_prompt(tools, self.mcp_manager.server_instructions())
-                    messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
-                    decision = await self._tool_loop(messages, tools, stats)
-            finally:
-                await self.mcp_manager.disconnect_session()  # idempotent; a no-op when never connected
+            tools = await self._open_tools()
+            if tools is None:
+                response = self.client.chat.completions.create(**self._client_args(messages))
+                decision = self._parse_response(response.content)
+            else:
+                # Only now is it known which tools are offered: the prompt says so, in the servers' words.
+                about = tools_prompt(tools, self.mcp_manager.server_instructions())
+                messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
+                decision = await self._tool_loop(messages, tools, stats)
             if span is not None:
                 span.update(
                     output={"action": decision.action},
@@ -365,52 +369,34 @@ class ZorkAgent:
                         "tools_called": stats.tool_calls,
                         "tools_used": stats.tools_used,
                         "forced_final": stats.forced_final,
+                        "turn_budget_exhausted": stats.budget_exhausted,
                         "final_action": decision.action,
                     },
                 )
         return decision
 
     async def _open_tools(self) -> list[dict[str, Any]] | None:
-        """Connect and list this turn's tools; None means the turn plays without tools (logged why).
+        """This turn's tools from every server; None means the turn plays without tools (logged why).
 
-        Raises ``MCPServerStartupError`` when the server failed to start on the episode's first
+        Raises ``MCPServerStartupError`` when a server failed to start on the episode's first
         connect, and ``MCPConfigError`` when the model cannot call tools: the run cannot go on
         as configured (``session.errors`` has the policy).
         """
         assert self.mcp_manager is not None
         turn = self.current_turn
-        disabled = self.mcp_manager.is_disabled
-        if not disabled:
-            try:
-                await self.mcp_manager.connect_session()
-            except MCPServerDisabledError:
-                disabled = True
-        if disabled:
+        tools = [] if self.mcp_manager.is_disabled else await self.mcp_manager.open_turn(turn)
+        if self.mcp_manager.is_disabled:  # every server disabled after repeated failures
             self._log("warning", "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools", turn)
             return None
-        try:
-            tools = await self.mcp_manager.get_tool_schemas()
-        except MCPToolCallError as exc:
-            # The server started, then died before listing its tools: a runtime fault, so this
-            # turn is played without tools (the next turn reconnects).
-            self._log(
-                "warning",
-                "mcp_tool_listing_failed",
-                "Turn %s: listing MCP tools failed (%s); this turn runs without tools",
-                turn,
-                exc,
-                error=str(exc),
-            )
-            return None
-        if not tools:  # a working server that lists no tools: nothing is disabled
-            server = self.mcp_manager.server_name
+        if not tools:  # working servers that offer no tools: nothing is disabled
+            servers = self.mcp_manager.server_names
             self._log(
                 "warning",
                 "mcp_no_tools",
-                "Turn %s: MCP server '%s' offers no tools, continuing without tools",
+                "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
                 turn,
-                server,
-                server_name=server,
+                ", ".join(servers),
+                server_names=servers,
             )
             return None
         if not self.client._supports_tool_calling(self.model):
@@ -440,8 +426,10 @@ class ZorkAgent:
     async def _tool_loop(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
     ) -> AgentDecision:
-        """Ask, run the requested tools in order, repeat until the model answers or the cap is reached."""
+        """Ask, run the requested tools in order, repeat until the model answers, the cap or the budget."""
         max_iterations = self.config.mcp.max_tool_iterations
+        budget = self.config.mcp.turn_timeout_seconds
+        stats.deadline = time.monotonic() + budget
         turn = self.current_turn
         self._log(
             "info",
@@ -453,8 +441,11 @@ class ZorkAgent:
         )
         args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
         response: LLMResponse | None = None
-        server_gone = False
-        while stats.iterations < max_iterations and not server_gone:
+        tools_left = True
+        while stats.iterations < max_iterations and tools_left:
+            if stats.remaining() <= 0:
+                self._budget_exhausted(stats)
+                break
             stats.iterations += 1
             self._log(
                 "debug",
@@ -471,7 +462,16 @@ class ZorkAgent:
                 messages.append(
                     {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
                 )
-                server_gone = await self._run_tool_batch(response.tool_calls, messages, stats)
+                servers_lost = await self._run_tool_batch(response.tool_calls, messages, stats)
+                if stats.budget_exhausted:
+                    break
+                if servers_lost:
+                    # A server went away: its tools are no longer offered; the other servers' still are.
+                    assert self.mcp_manager is not None
+                    tools = await self.mcp_manager.open_turn(turn)
+                    tools_left = bool(tools)
+                    args["tools"] = tools or None
+                    args["tool_choice"] = "auto" if tools else None
                 continue
             if response.content:
                 break
@@ -486,7 +486,7 @@ class ZorkAgent:
             )
             break
 
-        if response is None or not response.content or response.tool_calls:
+        if response is None or not response.content or response.tool_calls or stats.budget_exhausted:
             self._log(
                 "warning",
                 "mcp_no_content",
@@ -510,6 +510,7 @@ class ZorkAgent:
             tool_calls_count=stats.tool_calls,
             tools_used=stats.tools_used,
             forced_final=stats.forced_final,
+            turn_budget_exhausted=stats.budget_exhausted,
             final_action=decision.action,
         )
         # The episode log closes each MCP session with the action it produced.
@@ -518,26 +519,48 @@ class ZorkAgent:
         )
         return decision
 
+    def _budget_exhausted(self, stats: ToolLoopStats) -> None:
+        if stats.budget_exhausted:
+            return
+        stats.budget_exhausted = True
+        budget = self.config.mcp.turn_timeout_seconds
+        self._log(
+            "warning",
+            "mcp_turn_budget_exhausted",
+            "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
+            self.current_turn,
+            budget,
+            stats.iterations,
+            turn_timeout_seconds=budget,
+            iterations=stats.iterations,
+            tool_calls_count=stats.tool_calls,
+        )
+
     async def _run_tool_batch(
         self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats
     ) -> bool:
-        """Run one response's tool calls sequentially. Returns True when the server is gone.
+        """Run one response's tool calls in order. Returns True when a server went away during it.
 
         Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
-        providers reject a history where an assistant tool call has no matching result.
+        providers reject a history where an assistant tool call has no matching result. A
+        server that died only skips the rest of its own tools' calls; the other servers' run.
         """
-        from managers.mcp_manager import ToolCallResult
+        from managers.mcp.tools import ToolCallResult
 
         assert self.mcp_manager is not None
+        manager = self.mcp_manager
         turn, iteration = self.current_turn, stats.iterations
-        timeout = self.config.mcp.tool_call_timeout_seconds
-        server = getattr(self.mcp_manager, "server_name", None)
         abort_reason: str | None = None
-        server_gone = False
+        gone: dict[str, str] = {}  # server -> why its later calls in this batch are skipped
         for position, tool_call in enumerate(tool_calls):
             name = self._display_name(tool_call.function.name)
-            if abort_reason is not None:
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, abort_reason))
+            server = manager.server_of(tool_call.function.name)
+            skip = abort_reason or (gone.get(server) if server else None)
+            if skip is None and stats.remaining() <= 0:  # the model's own call used up the budget
+                self._budget_exhausted(stats)
+                skip = abort_reason = "Skipped: the turn's time budget is spent"
+            if skip is not None:
+                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, skip))
                 continue
 
             answer = functools.partial(self._answer, messages, stats, tool_call.id, server, name)
@@ -565,6 +588,9 @@ class ZorkAgent:
                 problem = str(exc) if malformed else f"Invalid tool arguments (not a JSON object): {exc}"
                 answer(ToolCallResult(None, True, problem), tool_call.function.arguments or "")
                 continue
+            # The server's own timeout (or the configured one), cut to what is left of the turn budget.
+            server_timeout = manager.timeout_for(tool_call.function.name)
+            timeout = min(server_timeout, stats.remaining())
             self._log(
                 "info",
                 "mcp_tool_call",
@@ -580,7 +606,7 @@ class ZorkAgent:
             self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
             started = time.perf_counter()
             try:
-                result = await self.mcp_manager.call_tool(name, arguments, timeout_seconds=timeout)
+                result = await manager.call_tool(name, arguments, timeout_seconds=timeout)
             except TimeoutError:
                 self._log(
                     "warning",
@@ -590,11 +616,16 @@ class ZorkAgent:
                     iteration,
                     name,
                     tool_name=name,
+                    server_name=server,
                     iteration=iteration,
                     timeout_seconds=timeout,
                 )
                 answer(ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s"), arguments)
-                abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
+                if timeout < server_timeout:  # it was the turn budget that ran out
+                    self._budget_exhausted(stats)
+                    abort_reason = "Skipped: the turn's time budget is spent"
+                else:
+                    abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
                 if position + 1 < len(tool_calls):
                     self._log(
                         "info",
@@ -619,14 +650,14 @@ class ZorkAgent:
                     name,
                     exc,
                     tool_name=name,
+                    server_name=server,
                     error=str(exc),
                     iteration=iteration,
                     exc_info=not isinstance(exc, MCPToolCallError),  # a transport failure: keep its traceback
                 )
                 answer(ToolCallResult(None, True, f"Tool call failed: {exc}"), arguments)
-                if isinstance(exc, MCPServerDiedError):
-                    server_gone = True
-                    abort_reason = f"Skipped: the MCP server stopped during {name}"
+                if isinstance(exc, MCPServerDiedError) and server is not None:
+                    gone[server] = f"Skipped: the MCP server '{server}' stopped during {name}"
                 continue
             duration = time.perf_counter() - started
             answer(result, arguments)
@@ -647,7 +678,7 @@ class ZorkAgent:
                 duration_ms=round(duration * 1000, 1),
                 iteration=iteration,
             )
-        return server_gone
+        return bool(gone)
 
     def _display_name(self, wire_name: str) -> str:
         return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name

@@ -1,117 +1,257 @@
-"""Per-turn MCP overhead: the shipped thoughtbox server through MCPManager vs the bare SDK.
+"""What MCP adds to a turn, per session lifetime, with one server and with three.
 
-One "turn" is what the agent pays every turn with MCP enabled: spawn the server,
-initialize, list_tools, one ``think`` call, disconnect (the subprocess ends), all inside
-one ``asyncio.run`` like ``get_action_with_reasoning``. The floor does the same steps
-with the MCP SDK alone (``stdio_client`` + ``ClientSession``, same interpreter, same
-command, same cwd and environment), so the ratio is what ZorkGPT's code adds. Turns of
-the two kinds are interleaved so machine load hits both alike. Prints median and p95 in
-milliseconds for each, the ratio of medians (target <= 1.2), and for scale how long the
-server's interpreter takes just to import the SDK (the bulk of a Python server's turn).
+Each turn is a real agent call (``ZorkAgent.get_action_with_reasoning``) against a local
+scripted model that answers at once (or after ``--model-seconds`` for the early-start case)
+without calling a tool, followed by the orchestrator's ``end_turn()``. What a turn costs
+beyond the same agent call with MCP off is the MCP overhead. Scenarios, side by side:
 
-    uv run python benchmarks/mcp_overhead.py [--turns 20] [--config mcp_config.json]
+* no MCP: the base;
+* turn lifetime, cold: every turn starts its servers and waits for them (the manager is
+  closed after each turn, so no server was started early);
+* turn lifetime, started early: the next turn's servers start while this turn's model
+  thinks (the model takes ``--model-seconds``, default 1 s, which is not counted);
+* episode lifetime: one session per server for the episode (the first turn's connect is
+  reported apart).
+
+With one server (the shipped thoughtbox over stdio) and with three (thoughtbox over stdio, the
+npm sequential-thinking server when npx has it cached, else a second thoughtbox, and the
+thoughtbox in HTTP mode as a remote server). Then one tool call per server, for scale.
+Prints medians and p95 in milliseconds and the ratios the goals are stated in.
+
+    uv run python benchmarks/mcp_overhead.py [--turns 10] [--model-seconds 1.0]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from mcp import ClientSession, StdioServerParameters, stdio_client
-
-from managers.mcp_manager import MCPManager
-from session.game_configuration import GameConfiguration
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from llm_client import LLMClientWrapper  # noqa: E402
+from managers.mcp import MCPManager  # noqa: E402
+from session.game_configuration import GameConfiguration  # noqa: E402
+from tests.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402
+from zork_agent import ZorkAgent  # noqa: E402
+
+SEQUENTIAL = "@modelcontextprotocol/server-sequential-thinking"
 THINK_ARGS: dict[str, Any] = {
     "thought": "The window is ajar; entering the house is the way in.",
     "thoughtNumber": 1,
     "totalThoughts": 1,
     "nextThoughtNeeded": False,
 }
+STATE = "West of House\nYou are standing in an open field west of a white house."
+THOUGHTBOX = {
+    "command": "python",
+    "args": ["-m", "mcp_servers.thoughtbox_server"],
+    "cwd": str(REPO_ROOT),
+    "env": {"DISABLE_THOUGHT_LOGGING": "true"},
+}
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+@dataclass(frozen=True)
+class Figures:
+    median: float
+    p95: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Figures:
+        ordered = sorted(values)
+        return cls(statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))])
+
+    def __str__(self) -> str:
+        return f"median {self.median:8.1f} ms   p95 {self.p95:8.1f} ms"
 
 
-async def manager_turn(manager: MCPManager) -> None:
-    await manager.connect_session()
+def quiet_logger() -> logging.Logger:
+    logger = logging.getLogger("benchmark.mcp")
+    logger.handlers[:] = [logging.NullHandler()]
+    logger.propagate = False
+    return logger
+
+
+@contextmanager
+def thoughtbox_over_http() -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_servers.thoughtbox_server", "--http", "0"],
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        schemas = await manager.get_tool_schemas()
-        result = await manager.call_tool(schemas[0]["function"]["name"], THINK_ARGS)
-        assert not result.is_error, result.error_message
+        assert process.stderr is not None
+        line = ""
+        for line in process.stderr:
+            if "listening on " in line:
+                break
+        if "listening on " not in line:
+            raise SystemExit("the thoughtbox server did not start in HTTP mode")
+        threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
+        yield line.rsplit("listening on ", 1)[1].strip()
     finally:
-        await manager.disconnect_session()
+        process.terminate()
+        process.wait(10)
 
 
-async def bare_turn(params: StdioServerParameters) -> None:
-    with tempfile.TemporaryFile(mode="w+") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            tools = await session.list_tools()
-            result = await session.call_tool(tools.tools[0].name, THINK_ARGS)
-            assert not result.is_error
+def npm_sequential_thinking() -> dict[str, Any] | None:
+    """The npm server's entry when npx has it cached (checked offline, in seconds), else None."""
+    npx = shutil.which("npx")
+    if npx is None:
+        return None
+    try:
+        started = subprocess.run(
+            [npx, "--offline", "-y", SEQUENTIAL], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return {"command": "npx", "args": ["--offline", "-y", SEQUENTIAL]} if started.returncode == 0 else None
 
 
-def server_import_ms(params: StdioServerParameters, runs: int = 3) -> float:
-    """Median time for the server's interpreter just to import the SDK's server package."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([params.command, "-c", "import mcp.server.mcpserver"], check=True, cwd=params.cwd)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+class Bench:
+    """One scripted model and a fresh agent per scenario."""
 
+    def __init__(self, folder: Path, model_seconds: float) -> None:
+        self.folder = folder
+        self.model_seconds = model_seconds
+        self.delay = 0.0
+        self.llm = ScriptedLLMServer().start()
+        self.llm.respond_with(self._respond)
 
-def timed(run: Any) -> float:
-    started = time.perf_counter()
-    asyncio.run(run())
-    return (time.perf_counter() - started) * 1000
+    def _respond(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if self.delay:
+            time.sleep(self.delay)  # the model thinking
+        return agent_reply("north")
+
+    def agent(self, servers: dict[str, Any] | None, lifetime: str) -> tuple[ZorkAgent, MCPManager | None]:
+        mcp: dict[str, Any] = {"enabled": servers is not None}
+        if servers is not None:
+            path = self.folder / f"mcp-{len(list(self.folder.iterdir()))}.json"
+            path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+            mcp.update(config_file=str(path), session_lifetime=lifetime, server_startup_timeout_seconds=120)
+        config = GameConfiguration.from_mapping(
+            {"llm": {"base_url": self.llm.base_url, "agent_model": "scripted/agent"}, "mcp": mcp},
+            base_dir=self.folder,
+            environ={"OPENROUTER_API_KEY": "benchmark-key-0123456789"},
+        )
+        logger = quiet_logger()
+        manager = MCPManager(config, logger) if servers is not None else None
+        client = LLMClientWrapper(config, logger=logger)
+        return ZorkAgent(config, client, logger=logger, mcp_manager=manager), manager
+
+    def turns(
+        self, servers: dict[str, Any] | None, lifetime: str, turns: int, cold: bool = False, delay: float = 0.0
+    ) -> list[float]:
+        """Milliseconds per turn (agent call + end of turn), model delay subtracted."""
+        agent, manager = self.agent(servers, lifetime)
+        self.delay = delay
+        times = []
+        try:
+            for turn in range(1, turns + 1):
+                started = time.perf_counter()
+                agent.get_action_with_reasoning(STATE, turn=turn)
+                if manager is not None:
+                    manager.end_turn()
+                    if cold:
+                        manager.close()
+                times.append((time.perf_counter() - started - delay) * 1000)
+        finally:
+            self.delay = 0.0
+            if manager is not None:
+                manager.close()
+        return times
+
+    def tool_calls(self, servers: dict[str, Any], calls: int) -> dict[str, Figures]:
+        """One call per server, ``calls`` times, over episode-lifetime sessions."""
+        _, manager = self.agent(servers, "episode")
+        assert manager is not None
+        per_server: dict[str, list[float]] = {name: [] for name in servers}
+
+        async def run() -> None:
+            schemas = await manager.open_turn(1)
+            first = {}
+            for schema in schemas:
+                server = manager.server_of(schema["function"]["name"])
+                first.setdefault(server, schema["function"]["name"])
+            for _ in range(calls):
+                for server, name in first.items():
+                    started = time.perf_counter()
+                    result = await manager.call_tool(name, THINK_ARGS)
+                    per_server[str(server)].append((time.perf_counter() - started) * 1000)
+                    assert not result.is_error, result.error_message
+
+        try:
+            asyncio.run(run())
+        finally:
+            manager.close()
+        return {name: Figures.of(values) for name, values in per_server.items() if values}
+
+    def stop(self) -> None:
+        self.llm.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, default=20, help="turns of each kind (default 20)")
-    parser.add_argument("--config", default="mcp_config.json", help="MCP config file, relative to the repo root")
+    parser.add_argument("--turns", type=int, default=10, help="turns per scenario (default 10)")
+    parser.add_argument("--model-seconds", type=float, default=1.0, help="model time in the early-start case")
     args = parser.parse_args()
 
-    config = GameConfiguration.from_mapping(
-        {"mcp": {"enabled": True, "config_file": args.config}}, base_dir=REPO_ROOT, environ={}
-    )
-    logger = logging.getLogger("benchmark.mcp")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    manager = MCPManager(config, logger)
-    params = manager.server_parameters()  # the identical launch, so only the client code differs
+    npm = npm_sequential_thinking()
+    with tempfile.TemporaryDirectory() as folder, thoughtbox_over_http() as url:
+        bench = Bench(Path(folder), args.model_seconds)
+        one = {"thoughtbox": THOUGHTBOX}
+        three = {"thoughtbox": THOUGHTBOX, "second": npm or THOUGHTBOX, "remote": {"type": "http", "url": url}}
+        try:
+            base = Figures.of(bench.turns(None, "turn", args.turns * 3))
+            rows: list[tuple[str, Figures, Figures, Figures]] = []
+            first_connect: dict[str, Figures] = {}
+            for label, servers in (("1 server", one), ("3 servers", three)):
+                cold = Figures.of(bench.turns(servers, "turn", args.turns, cold=True))
+                early = bench.turns(servers, "turn", args.turns + 1, delay=args.model_seconds)
+                episode = bench.turns(servers, "episode", args.turns + 1)
+                first_connect[label] = Figures.of(episode[:1])
+                rows.append((label, cold, Figures.of(early[1:]), Figures.of(episode[1:])))
+            calls = bench.tool_calls(three, args.turns)
+        finally:
+            bench.stop()
 
-    timed(lambda: manager_turn(manager))  # warm the OS file cache for both kinds
-    timed(lambda: bare_turn(params))
-    ours: list[float] = []
-    floor: list[float] = []
-    for _ in range(args.turns):
-        ours.append(timed(lambda: manager_turn(manager)))
-        floor.append(timed(lambda: bare_turn(params)))
-
-    ours_median, floor_median = statistics.median(ours), statistics.median(floor)
-    print(f"MCP per-turn overhead, server '{manager.server_name}': {params.command} {' '.join(params.args)}")
-    print("  (spawn + initialize + list_tools + 1 call + disconnect, one asyncio.run per turn)")
-    print(f"  turns measured:      {args.turns} of each kind, interleaved")
-    print(f"  MCPManager:          median {ours_median:7.1f} ms   p95 {percentile(ours, 0.95):7.1f} ms")
-    print(f"  bare SDK (floor):    median {floor_median:7.1f} ms   p95 {percentile(floor, 0.95):7.1f} ms")
-    print(f"  ratio (medians):     {ours_median / floor_median:.3f}   (target <= 1.2)")
-    print(f"  of which the server's `import mcp.server.mcpserver` alone: median {server_import_ms(params):.1f} ms")
+    second = f"npm {SEQUENTIAL} via npx" if npm else "a second thoughtbox (npx or the npm package not available)"
+    print("MCP cost per turn: an agent call with an instant model that answers without tools, then end_turn")
+    print(f"  servers: thoughtbox (stdio); for 3: + {second} + thoughtbox over streamable HTTP")
+    print(f"  turns per scenario: {args.turns}; early start with a model taking {args.model_seconds:g} s (not counted)")
+    print(f"  no MCP (base):                      {base}")
+    for label, cold, early, episode in rows:
+        print(f"  {label}:")
+        print(f"    turn lifetime, cold:              {cold}   (+{cold.median - base.median:.1f} ms)")
+        print(f"    turn lifetime, started early:     {early}   (+{early.median - base.median:.1f} ms)")
+        print(f"    episode lifetime:                 {episode}   (+{episode.median - base.median:.1f} ms)")
+        print(f"    episode lifetime, first turn:     {first_connect[label]}")
+    one_cold, three_cold = rows[0][1].median, rows[1][1].median
+    print("  ratios and goals:")
+    print(f"    3 servers / 1 server at startup (cold turn):   {three_cold / one_cold:.2f}   (goal <= 1.3)")
+    print(f"    started early, visible per turn (1 server):    {rows[0][2].median - base.median:.1f} ms   (goal <= 50)")
+    print(f"    episode lifetime, per turn (1 server):         {rows[0][3].median - base.median:.1f} ms   (goal <= 5)")
+    print(f"    episode lifetime, per turn (3 servers):        {rows[1][3].median - base.median:.1f} ms")
+    print("  one tool call, episode lifetime:")
+    for name, figures in calls.items():
+        print(f"    {name:<10} {figures}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ numbered thoughts, may revise an earlier one or branch from it, and says whether
 thought is needed. The server keeps the history and branches for its process, which is one
 MCP session (ZorkGPT starts a fresh server per turn), and answers with
 ``{thoughtNumber, totalThoughts, nextThoughtNeeded, branches, thoughtHistoryLength}`` as
-structured content and as JSON text.
+structured content and as JSON text. Over HTTP (``--http PORT``) every MCP session (every
+client connection) gets its own history, as every process does over stdio.
 
 Input the schema cannot express is rejected with an ``is_error`` result naming the field
 and the fix (a revision without the thought it revises, a branch without its origin, a
@@ -18,7 +19,7 @@ as the reference server does.
 Thoughts are logged to stderr (never stdout, which carries the protocol) unless
 ``DISABLE_THOUGHT_LOGGING=true``.
 
-Run: ``python -m mcp_servers.thoughtbox_server``.
+Run: ``python -m mcp_servers.thoughtbox_server [--http PORT | --sse PORT] [--host HOST]``.
 """
 
 # The think tool's argument names are the protocol's camelCase names.
@@ -26,8 +27,10 @@ Run: ``python -m mcp_servers.thoughtbox_server``.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TextIO, TypedDict
 
@@ -155,25 +158,55 @@ def thought_logging_enabled(environ: dict[str, str] | os._Environ[str] | None = 
     return env.get("DISABLE_THOUGHT_LOGGING", "").strip().lower() != "true"
 
 
+# Histories kept for HTTP sessions; the oldest is forgotten beyond this many.
+MAX_SESSIONS = 256
+
+
+class SessionBoxes:
+    """One ThoughtBox per MCP session id (stdio has none: one box for the process), or one given box."""
+
+    def __init__(self, log_stream: TextIO | None, shared: ThoughtBox | None = None) -> None:
+        self.log_stream = log_stream
+        self.shared = shared
+        self._boxes: OrderedDict[str | None, ThoughtBox] = OrderedDict()
+
+    def for_session(self, session_id: str | None) -> ThoughtBox:
+        if self.shared is not None:
+            return self.shared
+        box = self._boxes.get(session_id)
+        if box is None:
+            box = self._boxes[session_id] = ThoughtBox(log_stream=self.log_stream)
+            while len(self._boxes) > MAX_SESSIONS:
+                self._boxes.popitem(last=False)
+        return box
+
+
+def session_id_of(request: Any) -> str | None:
+    """The streamable-HTTP session id of the request (None over stdio, where a process is a session)."""
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None
+
+
 def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazily
-    """The MCP server with its ``think`` tool bound to ``box`` (a fresh one by default)."""
+    """The MCP server with its ``think`` tool: one history per session, or ``box`` for every session."""
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    box = box if box is not None else ThoughtBox(log_stream=sys.stderr if thought_logging_enabled() else None)
+    log_stream = sys.stderr if thought_logging_enabled() else None
+    boxes = SessionBoxes(log_stream, box)
     server = MCPServer(
         name="thoughtbox",
         instructions="Structured step-by-step reasoning: call think once per thought.",
         log_level="WARNING",
     )
 
-    @server.tool(name="think", description=THINK_DESCRIPTION)
     def think(
         thought: Annotated[str, Field(description="Your current thinking step")],
         thoughtNumber: Annotated[int, _numbered("Number of this thought, from 1")],
         totalThoughts: Annotated[int, _numbered("Current estimate of the thoughts needed")],
         nextThoughtNeeded: Annotated[bool, Field(description="Whether another thought step is needed")],
+        ctx: Context,
         isRevision: Annotated[bool | None, Field(description="Whether this revises an earlier thought")] = None,
         revisesThought: Annotated[int | None, _numbered("Which thought is being revised")] = None,
         branchFromThought: Annotated[int | None, _numbered("Thought this branch departs from")] = None,
@@ -181,7 +214,7 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
         needsMoreThoughts: Annotated[bool | None, Field(description="More thoughts needed beyond the estimate")] = None,
     ) -> ThinkResult:
         try:
-            return box.think(
+            return boxes.for_session(session_id_of(ctx.request_context.request)).think(
                 Thought(
                     thought=thought,
                     thought_number=thoughtNumber,
@@ -197,11 +230,21 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
         except ThoughtError as exc:
             raise ToolError(str(exc)) from exc
 
+    # The annotations are strings (postponed); Context is imported above, not at module level,
+    # so hand the SDK the class itself for the parameter it injects.
+    think.__annotations__["ctx"] = Context
+    server.add_tool(think, name="think", description=THINK_DESCRIPTION)
     return server
 
 
-def main() -> None:
-    build_server().run("stdio")
+def main(argv: list[str] | None = None) -> None:
+    from mcp_servers.http_mode import add_http_arguments, run
+
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_servers.thoughtbox_server", description=__doc__.splitlines()[0]
+    )
+    add_http_arguments(parser)
+    run(build_server(), parser.parse_args(argv))
 
 
 if __name__ == "__main__":

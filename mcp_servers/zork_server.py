@@ -12,8 +12,10 @@ multi-line or non-ASCII action, a Zork session command, an action after the game
 unknown checkpoint, a missing story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
 carries only protocol messages; logs go to stderr.
 
-Run: ``python -m mcp_servers.zork_server [--game-file PATH]``; the game may also come from
-``ZORKGPT_GAME_FILE`` or ``GAME`` (a path, or ``zork1`` for the per-user cache).
+Run: ``python -m mcp_servers.zork_server [--game-file PATH] [--http PORT | --sse PORT]``; the
+game may also come from ``ZORKGPT_GAME_FILE`` or ``GAME`` (a path, or ``zork1`` for the
+per-user cache). Over HTTP the game belongs to the server process, not to a connection, so
+clients that reconnect for every call (the MCP Inspector CLI) keep playing the same game.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from game_interface import (
     resolve_story_file,
 )
 from managers.map_graph import MapGraph, normalize_direction
+from mcp_servers import http_mode
 from shared_utils import has_control_chars, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
@@ -556,6 +559,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mcp_servers.zork_server", description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    http_mode.add_http_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -566,7 +570,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, f"error: {exc}\n")
     session = ZorkSession(story)
     try:
-        build_server(session).run("stdio")
+        http_mode.run(build_server(session), args)
     finally:
         session.close()
 

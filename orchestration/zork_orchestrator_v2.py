@@ -24,7 +24,7 @@ from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
-from managers.mcp_manager import MCPManager
+from managers.mcp import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
@@ -248,6 +248,8 @@ class ZorkOrchestratorV2:
         turn = self.game_state.turn_count + 1
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
         decision, review = self._choose_action(context, turn)
+        if self.mcp_manager is not None:
+            self.mcp_manager.end_turn()  # the critic's re-asks are over: this turn's sessions may go
         response = self._execute(decision.action, turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
@@ -354,6 +356,8 @@ class ZorkOrchestratorV2:
         """
         self._finished = True
         state = self.game_state
+        if self.mcp_manager is not None:
+            self.mcp_manager.close()  # every session closed and every server ended with the episode
         if state.end_reason is None:
             state.end_reason = "error"
         interrupt: KeyboardInterrupt | None = None
@@ -414,6 +418,8 @@ class ZorkOrchestratorV2:
         self.stop_requested = True
 
     def close(self) -> None:
+        if getattr(self, "mcp_manager", None) is not None:
+            self.mcp_manager.close()  # every MCP session and server ends with the orchestrator
         if hasattr(self, "game"):  # else the start failed before the game was opened
             self.game.close()
         self._write_failures += log_write_failures(self.logger)  # kept: the handlers close now
@@ -465,6 +471,7 @@ class ZorkOrchestratorV2:
         data["mcp"] = {
             "enabled": self.mcp_manager is not None,
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
+            "disabled_servers": self.mcp_manager.disabled_servers() if self.mcp_manager else [],
         }
         path = self.episode_dir / "current_state.json"
         try:

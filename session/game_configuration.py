@@ -165,6 +165,11 @@ class MCPSection(_Section):
     server_startup_timeout_seconds: float = Field(default=10, gt=0, le=300)
     force_tool_support: bool = False
     max_tool_result_chars: int = Field(default=8000, ge=256, le=1_000_000)
+    # "turn": a freshly started server every turn (started early, while the previous turn runs);
+    # "episode": one session per server for the whole episode. A server entry's "lifetime" wins.
+    session_lifetime: Literal["turn", "episode"] = "turn"
+    # One agent call's whole tool loop; when spent, the model is asked for its action at once.
+    turn_timeout_seconds: float = Field(default=300, gt=0, le=86_400)
 
 
 class MemorySection(_Section):

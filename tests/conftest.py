@@ -20,6 +20,7 @@ from session.episode_log import SECRET_ENV_VARS
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from tests.config_support import UNUSED_BASE_URL, scripted_config
+from tests.mcp_test_servers.helpers import HTTPServer, http_server
 from tests.scripted_llm import ScriptedLLMServer
 
 ConfigFactory = Callable[..., GameConfiguration]
@@ -69,6 +70,13 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name in _GUARDED or name.startswith(_GUARDED_PREFIXES):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def thoughtbox_http() -> Iterator[HTTPServer]:
+    """The shipped thoughtbox server in HTTP mode, shared by the tests that need a remote server."""
+    with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
+        yield server
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""mcp_config.json loading and the launch decisions (cwd, interpreter, environment). No subprocesses."""
+"""mcp_config.json in every common client's shape, ${VAR} expansion and the launch decisions. No servers run
+here except two that fail to start (for the messages)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,12 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from managers.mcp_config import (
-    SECRET_ENV_VARS,
-    MCPConfig,
-    MCPServerConfig,
-    build_server_environment,
-    build_stdio_parameters,
-)
-from managers.mcp_errors import MCPConfigError, MCPError, MCPServerStartupError
-from managers.mcp_manager import MCPManager
+from managers.mcp import MCPConfig, MCPConfigError, MCPError, MCPManager, MCPServerStartupError
+from managers.mcp.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
 from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import REPO_ROOT, capture_logger, make_config, write_mcp_config
 
@@ -28,14 +23,187 @@ def manager_for(config_file: Path | str, base_dir: Path) -> tuple[MCPManager, li
     return MCPManager(make_config(config_file, base_dir), logger), handler.records
 
 
+def load(tmp_path: Path, data: Any, environ: dict[str, str] | None = None, name: str = "mcp.json") -> MCPConfig:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return MCPConfig.from_file(path, environ=environ if environ is not None else {})
+
+
 def test_shipped_config_launches_the_bundled_thoughtbox_server() -> None:
-    config = MCPConfig.from_file(REPO_ROOT / "mcp_config.json")
-    name, server = config.get_server_config()
-    assert name == "thoughtbox"
-    assert server == MCPServerConfig(
-        command="python", args=["-m", "mcp_servers.thoughtbox_server"], env={"DISABLE_THOUGHT_LOGGING": "true"}
-    )
+    config = MCPConfig.from_file(REPO_ROOT / "mcp_config.json", environ={})
+    (server,) = config.servers
+    assert server.name == "thoughtbox" and server.transport == "stdio"
+    assert (server.command, server.args) == ("python", ("-m", "mcp_servers.thoughtbox_server"))
+    assert server.env == {"DISABLE_THOUGHT_LOGGING": "true"}
+    assert server.cwd == REPO_ROOT
     assert (REPO_ROOT / "mcp_servers" / "thoughtbox_server.py").is_file()
+
+
+# -- files as the common clients write them --------------------------------------------------------
+
+CLAUDE_DESKTOP = {
+    "globalShortcut": "Ctrl+Space",
+    "mcpServers": {
+        "thinking": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-sequential-thinking"]},
+        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+    },
+}
+CLINE = {
+    "mcpServers": {
+        "notes": {
+            "command": "uvx",
+            "args": ["notes-mcp"],
+            "env": {"NOTES_DIR": "/tmp/notes"},
+            "disabled": False,
+            "autoApprove": ["read_note"],
+            "alwaysAllow": [],
+            "timeout": 60,
+            "transportType": "stdio",
+        },
+        "old": {"command": "node", "args": ["old.js"], "disabled": True, "autoApprove": []},
+    }
+}
+CURSOR = {
+    "mcpServers": {
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"}},
+        "local": {"command": "python", "args": ["server.py"], "env": {"KEY": "${HOME_KEY:-fallback}"}},
+    }
+}
+CLAUDE_CODE = {
+    "mcpServers": {
+        "api": {"type": "http", "url": "${API_BASE:-http://127.0.0.1:9000}/mcp", "headers": {"X-Key": "${KEY}"}},
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9001/sse"},
+        "tool": {"type": "stdio", "command": "${TOOL_BIN}", "args": ["--root", "${PROJECT:-.}"], "env": {}},
+    }
+}
+VSCODE = {
+    "inputs": [{"type": "promptString", "id": "token", "password": True}],
+    "servers": {
+        "github": {"type": "http", "url": "https://api.example.com/mcp/", "headers": {"Authorization": "${env:GH}"}},
+        "memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+        "typo": {"command": "node", "envFile": "${workspaceFolder}/.env"},
+    },
+}
+
+
+def test_claude_desktop_file_with_a_top_level_setting(tmp_path: Path) -> None:
+    config = load(tmp_path, CLAUDE_DESKTOP)
+    assert [s.name for s in config.servers] == ["thinking", "files"]
+    assert all(s.transport == "stdio" and s.command == "npx" for s in config.servers)
+    assert config.ignored_keys == ('top-level key "globalShortcut"',)
+
+
+def test_cline_file_with_disabled_entries_and_its_own_keys(tmp_path: Path) -> None:
+    config = load(tmp_path, CLINE)
+    (notes,) = config.servers
+    assert notes.name == "notes" and notes.timeout == 60 and notes.env == {"NOTES_DIR": "/tmp/notes"}
+    assert config.disabled == ("old",)
+    ignored = " ".join(config.ignored_keys)
+    assert '"mcpServers.notes.transportType"' in ignored
+    assert '"mcpServers.notes.autoApprove" (ZorkGPT never asks before a tool call)' in ignored
+    assert '"mcpServers.notes.alwaysAllow"' in ignored
+
+
+def test_cursor_file_mixing_a_remote_and_a_local_server(tmp_path: Path) -> None:
+    config = load(tmp_path, CURSOR, environ={"API_TOKEN": "tok-123456"})
+    remote, local = config.servers
+    assert remote.transport == "streamable-http"  # a url without a type: streamable HTTP
+    assert remote.url == "https://mcp.example.com/mcp"
+    assert remote.headers == {"Authorization": "Bearer tok-123456"}
+    assert local.env == {"KEY": "fallback"}
+    assert local.cwd == tmp_path
+
+
+def test_claude_code_file_with_types_and_variables(tmp_path: Path) -> None:
+    config = load(tmp_path, CLAUDE_CODE, environ={"KEY": "k-secret", "TOOL_BIN": "/opt/tool", "PROJECT": "/src"})
+    api, legacy, tool = config.servers
+    assert (api.transport, api.url, api.headers) == (
+        "streamable-http",
+        "http://127.0.0.1:9000/mcp",
+        {"X-Key": "k-secret"},
+    )
+    assert (legacy.transport, legacy.url) == ("sse", "http://127.0.0.1:9001/sse")
+    assert (tool.command, tool.args) == ("/opt/tool", ("--root", "/src"))
+
+
+def test_vscode_file_with_servers_and_env_variables(tmp_path: Path) -> None:
+    config = load(tmp_path, VSCODE, environ={"GH": "ghp_abcdef"})
+    github, memory, typo = config.servers
+    assert github.headers == {"Authorization": "ghp_abcdef"} and github.transport == "streamable-http"
+    assert memory.transport == "stdio"
+    assert typo.command == "node"
+    assert config.ignored_keys == ('top-level key "inputs"', '"servers.typo.envFile"')
+
+
+def test_gemini_style_filters_and_http_url(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        {
+            "mcpServers": {
+                "a": {"httpUrl": "http://127.0.0.1:1/mcp", "includeTools": ["x", "y"], "excludeTools": ["y"]},
+                "b": {"command": "node", "excludeTools": ["rm"], "lifetime": "episode"},
+            }
+        },
+    )
+    a, b = config.servers
+    assert a.transport == "streamable-http" and a.url == "http://127.0.0.1:1/mcp"
+    assert [a.offers(t) for t in ("x", "y", "z")] == [True, False, False]
+    assert [b.offers(t) for t in ("rm", "ls")] == [False, True]
+    assert (a.lifetime, b.lifetime) == (None, "episode")
+
+
+def test_unknown_keys_are_logged_once_and_disabled_entries_listed(tmp_path: Path) -> None:
+    path = write_mcp_config(
+        tmp_path,
+        {"on": {"command": "python", "colour": "red"}, "off": {"command": "nope", "disabled": True}},
+    )
+    data = json.loads(path.read_text())
+    data["theme"] = "dark"
+    path.write_text(json.dumps(data))
+    _, records = manager_for(path, tmp_path)
+    (ignored,) = [r for r in records if getattr(r, "event_type", None) == "mcp_config_ignored_keys"]
+    assert ignored.levelno == logging.WARNING
+    assert ignored.getMessage().endswith('ignoring top-level key "theme", "mcpServers.on.colour"')
+    (loaded,) = [r for r in records if getattr(r, "event_type", None) == "mcp_config_loaded"]
+    assert loaded.servers == ["on"] and loaded.disabled_servers == ["off"]
+    assert "disabled: off" in loaded.getMessage()
+
+
+# -- ${VAR} expansion ------------------------------------------------------------------------------
+
+
+def test_unset_variable_without_default_names_it_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(MCPConfigError) as caught:
+        load(tmp_path, {"mcpServers": {"api": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${TOK}"}}}})
+    message = str(caught.value)
+    assert "mcpServers.api: headers.Authorization uses ${TOK}, which is not set" in message
+    assert "${TOK:-default}" in message
+
+
+def test_disabled_entries_are_not_expanded(tmp_path: Path) -> None:
+    config = load(tmp_path, {"mcpServers": {"a": {"command": "x"}, "b": {"command": "${NOPE}", "disabled": True}}})
+    assert [s.name for s in config.servers] == ["a"] and config.disabled == ("b",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("${A}", "1"),
+        ("x${A}y${B}z", "x1y2z"),
+        ("${MISSING:-}", ""),
+        ("${MISSING:-a b}", "a b"),
+        ("${A:-unused}", "1"),
+        ("${env:B}", "2"),
+        ("$A and ${ A}", "$A and ${ A}"),  # not variables: left as written
+    ],
+)
+def test_expansion_forms(tmp_path: Path, text: str, expected: str) -> None:
+    config = load(tmp_path, {"mcpServers": {"s": {"command": "x", "args": [text]}}}, environ={"A": "1", "B": "2"})
+    assert config.servers[0].args == (expected,)
+
+
+# -- bad files fail fast ---------------------------------------------------------------------------
 
 
 def test_missing_file_fails_fast_with_both_remedies(tmp_path: Path) -> None:
@@ -56,7 +224,6 @@ def test_invalid_json_names_the_parse_location(tmp_path: Path) -> None:
     message = str(caught.value)
     assert str(path) in message and "not valid JSON" in message
     assert "Expecting property name enclosed in double quotes at line 3, column 26" in message
-    assert "Fix the JSON syntax" in message
 
 
 def test_no_servers_is_an_error(tmp_path: Path) -> None:
@@ -68,40 +235,57 @@ def test_no_servers_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, 'mcpServers.a: unknown key "url"'),
-        ({"mcpServers": {"a": {"args": ["x"]}}}, "mcpServers.a.command: required but missing"),
+        ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, 'mcpServers.a: has both "command" and "url"'),
+        ({"mcpServers": {"a": {"args": ["x"]}}}, 'mcpServers.a: needs a "command" (a stdio server) or a "url"'),
         ({"mcpServers": {"a": {"command": "x", "args": "-y pkg"}}}, "mcpServers.a.args: Input should be a valid list"),
         (
             {"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}},
-            "mcpServers.a.env.K: Input should be a valid string",
+            "mcpServers.a.env.K: Input should be a valid string.",
         ),
         ({"mcpServers": {"a": {"command": ""}}}, "mcpServers.a.command: String should have at least 1 character"),
-        ({"mcpServers": {"a": {"command": "x", "type": "sse"}}}, "mcpServers.a.type: Input should be 'stdio'"),
-        ({"mcpservers": {"a": {"command": "x"}}}, 'unknown top-level key "mcpservers"'),
+        ({"mcpServers": {"a": {"command": "x", "type": "ws"}}}, "mcpServers.a.type: Value error, Input should be"),
+        ({"mcpServers": {"a": {"type": "sse"}}}, 'mcpServers.a: type "sse" needs a "url"'),
+        ({"mcpServers": {"a": {"type": "stdio", "url": "http://h"}}}, 'type "stdio" needs a "command"'),
+        ({"mcpServers": {"a": {"url": "ftp://h/x"}}}, "mcpServers.a: url 'ftp://h/x' is not an http(s) URL"),
+        ({"mcpServers": {"a": {"command": "x", "disabled": "no"}}}, "mcpServers.a.disabled: Input should be a valid"),
+        ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, "mcpServers.a.timeout: Input should be greater"),
+        ({"mcpServers": {"a": {"command": "x", "includeTools": "t"}}}, "mcpServers.a.includeTools: Input should be"),
+        ({"mcpServers": {"a": {"command": "x", "lifetime": "forever"}}}, "mcpServers.a.lifetime: Input should be"),
+        ({"mcpServers": {"a": {"command": "x", "autoApprove": "all"}}}, "mcpServers.a.autoApprove: Input should be"),
+        ({"mcpServers": {"a": "npx server"}}, "mcpServers.a: must be an object with a command or a url"),
+        ({"mcpServers": ["a"]}, "mcpServers: must be an object mapping server names"),
+        ({"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}, 'server "a" appears under both'),
+        ({"mcpservers": {"a": {"command": "x"}}}, "No MCP servers configured"),
         ({"mcpServers": {" ": {"command": "x"}}}, "server name"),
         (["not", "an", "object"], "must be a JSON object"),
     ],
 )
-def test_schema_errors_name_the_field_and_the_fix(tmp_path: Path, data: object, expected: str) -> None:
+def test_wrong_types_of_known_keys_name_the_field_and_the_fix(tmp_path: Path, data: object, expected: str) -> None:
     path = tmp_path / "mcp_config.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(MCPConfigError) as caught:
-        MCPConfig.from_file(path)
+        MCPConfig.from_file(path, environ={})
     assert expected in str(caught.value)
     assert str(path) in str(caught.value)
 
 
-def test_multiple_servers_use_the_first_and_say_so(tmp_path: Path) -> None:
-    path = write_mcp_config(
-        tmp_path, {"first": {"command": "python"}, "second": {"command": "npx"}, "third": {"command": "uvx"}}
-    )
+def test_header_and_env_values_never_appear_in_errors_or_logs(tmp_path: Path) -> None:
+    secret = "Bearer sk-very-secret-token"
+    with pytest.raises(MCPConfigError) as caught:
+        load(tmp_path, {"mcpServers": {"a": {"url": "http://h/mcp", "headers": {"Authorization": 123456789}}}})
+    assert "mcpServers.a.headers.Authorization: Input should be a valid string." in str(caught.value)
+    assert "123456789" not in str(caught.value)
+
+    path = write_mcp_config(tmp_path, {"a": {"url": "http://127.0.0.1:1/mcp?key=abc", "headers": {"X": secret}}})
     manager, records = manager_for(path, tmp_path)
-    assert manager.server_name == "first"
-    assert manager.server_config.command == "python"
-    (loaded,) = [r for r in records if getattr(r, "event_type", None) == "mcp_config_loaded"]
-    assert loaded.server_name == "first"
-    assert loaded.ignored_servers == ["second", "third"]
-    assert "ignoring second, third" in loaded.getMessage()
+    (server,) = manager.mcp_config.servers
+    assert secret not in repr(server)
+    assert server.command_line() == "streamable-http http://127.0.0.1:1/mcp"  # no query string
+    assert manager.redact(f"echo {secret}") == "echo [REDACTED]"
+    assert all(secret not in r.getMessage() and "key=abc" not in r.getMessage() for r in records)
+
+
+# -- where paths and commands resolve ----------------------------------------------------------------
 
 
 def test_relative_config_file_resolves_against_the_config_base_dir(
@@ -113,33 +297,27 @@ def test_relative_config_file_resolves_against_the_config_base_dir(
     monkeypatch.chdir(elsewhere)
     manager, _ = manager_for("conf/tools.json", tmp_path)
     assert manager.config_path == tmp_path / "conf" / "tools.json"
-    params = manager.server_parameters()
+    params = build_stdio_parameters(manager.mcp_config.servers[0])
     # The subprocess runs next to the config file, so "server.py" means conf/server.py.
     assert Path(params.cwd) == (tmp_path / "conf").resolve()
     assert params.args == ["server.py"]
 
 
 def test_toml_loaded_config_resolves_mcp_config_next_to_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "my_mcp.json"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "my_mcp.json"\nsession_lifetime = "episode"\n'
+    )
     write_mcp_config(tmp_path, {"s": {"command": "python"}}, name="my_mcp.json")
     config = GameConfiguration.from_toml(tmp_path / "pyproject.toml", environ={})
+    assert config.mcp.session_lifetime == "episode" and config.mcp.turn_timeout_seconds == 300
     logger, _ = capture_logger("test.mcp.config.toml")
     assert MCPManager(config, logger).config_path == tmp_path / "my_mcp.json"
 
 
-@pytest.mark.parametrize(
-    ("cwd", "expected"),
-    [(None, "."), ("sub", "sub"), ("../up", "../up")],
-)
+@pytest.mark.parametrize(("cwd", "expected"), [(None, "."), ("sub", "sub"), ("../up", "../up")])
 def test_server_cwd_is_the_config_folder_or_relative_to_it(tmp_path: Path, cwd: str | None, expected: str) -> None:
-    server = MCPServerConfig(command="node", args=["x.js"], cwd=cwd)
-    params = build_stdio_parameters(server, tmp_path / "cfg", base_env={})
-    assert Path(params.cwd) == (tmp_path / "cfg" / expected).resolve()
-
-
-def test_absolute_cwd_is_used_as_given(tmp_path: Path) -> None:
-    server = MCPServerConfig(command="node", cwd=str(tmp_path / "abs"))
-    assert Path(build_stdio_parameters(server, Path("/elsewhere"), base_env={}).cwd) == tmp_path / "abs"
+    config = load(tmp_path / "cfg", {"mcpServers": {"s": {"command": "node", "args": ["x.js"], "cwd": cwd}}})
+    assert Path(build_stdio_parameters(config.servers[0], base_env={}).cwd) == (tmp_path / "cfg" / expected).resolve()
 
 
 @pytest.mark.parametrize(
@@ -147,8 +325,8 @@ def test_absolute_cwd_is_used_as_given(tmp_path: Path) -> None:
     [("python", sys.executable), ("python3", sys.executable), ("python3.11", "python3.11"), ("npx", "npx")],
 )
 def test_python_means_the_project_interpreter(command: str, expected: str) -> None:
-    params = build_stdio_parameters(MCPServerConfig(command=command), Path("/x"), base_env={})
-    assert params.command == expected
+    server = ServerConfig(name="s", transport="stdio", command=command)
+    assert build_stdio_parameters(server, base_env={}).command == expected
 
 
 def test_environment_merges_config_over_system_without_our_secrets() -> None:
@@ -181,23 +359,26 @@ def test_environment_merges_config_over_system_without_our_secrets() -> None:
     } == SECRET_ENV_VARS
 
 
-def test_startup_error_messages_never_contain_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_startup_errors_never_contain_secrets_and_name_a_missing_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = "sk-or-v1-very-secret-value"
     monkeypatch.setenv("OPENROUTER_API_KEY", secret)
-    path = write_mcp_config(tmp_path, {"s": {"command": "zorkgpt-missing", "args": ["--key", secret]}})
-    manager, records = manager_for(path, tmp_path)
-    with pytest.raises(MCPServerStartupError) as caught:
-        asyncio.run(manager.connect_session())
-    assert "Command: zorkgpt-missing --key [REDACTED]" in str(caught.value)
-    assert secret not in str(caught.value)
-    assert all(secret not in record.getMessage() for record in records)
-
-
-def test_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
-    path = write_mcp_config(tmp_path, {"s": {"command": "python", "args": ["-V"], "cwd": "no-such-dir"}})
-    manager, _ = manager_for(path, tmp_path)
-    with pytest.raises(MCPServerStartupError) as caught:
-        asyncio.run(manager.connect_session())
-    message = str(caught.value)
-    assert f"working directory not found: {tmp_path / 'no-such-dir'}" in message
-    assert "command not found" not in message
+    path = write_mcp_config(
+        tmp_path,
+        {
+            "s": {"command": "zorkgpt-missing", "args": ["--key", secret]},
+            "t": {"command": "python", "args": ["-V"], "cwd": "no-such-dir"},
+        },
+    )
+    for name, expected in [
+        ("s", "Command: zorkgpt-missing --key [REDACTED]"),
+        ("t", f"working directory not found: {tmp_path / 'no-such-dir'}"),
+    ]:
+        manager, records = manager_for(path, tmp_path)
+        source = manager.make_source(manager.mcp_config.server(name))
+        with pytest.raises(MCPServerStartupError) as caught:
+            asyncio.run(source.connect())
+        assert expected in str(caught.value)
+        assert secret not in str(caught.value) and "command not found: 'python'" not in str(caught.value)
+        assert all(secret not in record.getMessage() for record in records)

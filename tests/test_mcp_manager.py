@@ -1,8 +1,10 @@
-"""MCPManager against real stdio subprocesses: the shipped thoughtbox server and a misbehaving one.
+"""MCPManager with one server, against real stdio subprocesses: the shipped thoughtbox server and a
+misbehaving one.
 
-Every scenario runs inside one ``asyncio.run`` from a sync test, as the agent does, and
-then checks that the server process is gone and that no "Event loop is closed" / "cancel
-scope" problem was warned, logged or raised from a destructor.
+Every scenario runs one turn inside one ``asyncio.run`` from a sync test, as the agent does,
+closes the manager as the episode's end does, and then checks that every server process is
+gone and that no "Event loop is closed" / "cancel scope" problem was warned, logged or raised
+from a destructor. (Several servers at once: tests/test_mcp_toolbox.py.)
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from typing import Any, TypeVar
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from managers.mcp_manager import (
+from managers.mcp import (
     MCPManager,
     MCPServerDiedError,
     MCPServerStartupError,
     MCPToolCallError,
     ToolCallResult,
 )
-from managers.mcp_tools import WIRE_NAME_PATTERN, dotted_name, wire_name
+from managers.mcp.tools import WIRE_NAME_PATTERN, dotted_name, wire_name
 from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
@@ -56,28 +58,38 @@ class Scenario:
         self.manager = manager
         self.handler = handler
         self.spawned: set[int] = set()
+        self.schemas: list[dict[str, Any]] = []
+        self.turn = 0
 
-    def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True) -> T:
+    def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True, close: bool = True) -> T:
         before = child_pids()
+        self.turn += 1
 
         async def turn() -> T:
-            try:
-                if connect:
-                    await self.manager.connect_session()
-                    self.spawned |= child_pids() - before
-                return await body(self.manager)
-            finally:
-                await self.manager.disconnect_session()
+            if connect:
+                self.schemas = await self.manager.open_turn(self.turn)
+                self.spawned |= child_pids() - before
+            return await body(self.manager)
 
         with async_hygiene(self.handler) as report:
-            result = asyncio.run(turn())
+            try:
+                result = asyncio.run(turn())
+            finally:
+                if close:
+                    self.manager.close()
+                else:
+                    self.manager.end_turn()
         assert_clean(report)
-        assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
-        assert not (child_pids() - before), "a child process was left behind"
+        if close:
+            assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
+            assert not (child_pids() - before), "a child process was left behind"
         return result
 
 
 def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:
+    """One misbehaving server; episode lifetime unless asked (closed after every run, so every run
+    connects anew, without a server started early for a next turn that never comes)."""
+    mcp.setdefault("session_lifetime", "episode")
     config_path = write_mcp_config(tmp_path / "cfg", {"misbehaving": misbehaving_entry(*args, env=env)})
     logger, handler = capture_logger(f"test.mcp.{uuid.uuid4().hex}")
     return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
@@ -94,19 +106,21 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # relative paths must resolve against mcp_config.json, not the cwd
-    config = GameConfiguration.from_mapping({"mcp": {"enabled": True}}, base_dir=REPO_ROOT, environ={})
+    config = GameConfiguration.from_mapping(
+        {"mcp": {"enabled": True, "server_startup_timeout_seconds": 120}}, base_dir=REPO_ROOT, environ={}
+    )
     logger, handler = capture_logger("test.mcp.thoughtbox")
     manager = MCPManager(config, logger)
-    assert manager.server_name == "thoughtbox"
+    assert manager.server_names == ["thoughtbox"]
     scenario = Scenario(manager, handler)
 
     async def body(m: MCPManager) -> dict[str, Any]:
-        (pid,) = scenario.spawned
+        pid = min(scenario.spawned)  # the turn's server (the next turn's may be starting too)
         return {
             "exe": os.readlink(f"/proc/{pid}/exe"),
             "cwd": os.readlink(f"/proc/{pid}/cwd"),
             "cmdline": Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"),
-            "schemas": await m.get_tool_schemas(),
+            "schemas": scenario.schemas,
             "first": await m.call_tool(
                 "thoughtbox__think",
                 {"thought": "The door is locked.", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": True},
@@ -115,7 +129,6 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
                 "thoughtbox.think",
                 {"thought": "Try the key.", "thoughtNumber": 3, "totalThoughts": 2, "nextThoughtNeeded": False},
             ),
-            "connected": m.is_connected,
         }
 
     seen = scenario.run(body)
@@ -124,7 +137,6 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
     assert seen["exe"] == os.path.realpath(sys.executable)
     assert seen["cwd"] == str(REPO_ROOT)
     assert b"mcp_servers.thoughtbox_server" in seen["cmdline"]
-    assert seen["connected"] is True and manager.is_connected is False
 
     (schema,) = seen["schemas"]
     assert schema["type"] == "function"
@@ -159,7 +171,9 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
 
 
 def test_thoughtbox_session_state_is_fresh_each_turn(tmp_path: Path) -> None:
-    config = GameConfiguration.from_mapping({"mcp": {"enabled": True}}, base_dir=REPO_ROOT, environ={})
+    config = GameConfiguration.from_mapping(
+        {"mcp": {"enabled": True, "server_startup_timeout_seconds": 120}}, base_dir=REPO_ROOT, environ={}
+    )
     logger, handler = capture_logger("test.mcp.thoughtbox.turns")
     scenario = Scenario(MCPManager(config, logger), handler)
     args = {"thought": "Look around.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
@@ -167,9 +181,11 @@ def test_thoughtbox_session_state_is_fresh_each_turn(tmp_path: Path) -> None:
     async def body(m: MCPManager) -> ToolCallResult:
         return await m.call_tool("thoughtbox__think", args)
 
-    first, second = scenario.run(body), scenario.run(body)
+    # Turn lifetime: turn 2 takes over the server started early during turn 1.
+    first, second = scenario.run(body, close=False), scenario.run(body)
     assert first.content["thoughtHistoryLength"] == second.content["thoughtHistoryLength"] == 1
-    assert len(scenario.spawned) == 2  # one process per turn, both gone
+    connects = scenario.handler.by_event("mcp_session_connect")
+    assert len(connects) >= 2 and len(scenario.spawned) >= 2  # one process per turn, all gone
 
 
 # -- tool calls that fail --------------------------------------------------------------------
@@ -178,17 +194,16 @@ def test_thoughtbox_session_state_is_fresh_each_turn(tmp_path: Path) -> None:
 def test_hanging_tool_raises_builtin_timeout_and_session_survives(tmp_path: Path) -> None:
     scenario = misbehaving_scenario(tmp_path)
 
-    async def body(m: MCPManager) -> tuple[BaseException, ToolCallResult, bool]:
+    async def body(m: MCPManager) -> tuple[BaseException, ToolCallResult]:
         with pytest.raises(TimeoutError) as caught:
             await m.call_tool("misbehaving__hang", {"seconds": 60}, timeout_seconds=0.5)
         after = await m.call_tool("misbehaving.echo", {"text": "still here"})
-        return caught.value, after, m.is_connected
+        return caught.value, after
 
-    error, after, connected = scenario.run(body)
+    error, after = scenario.run(body)
     assert isinstance(error, asyncio.TimeoutError)  # the same class: the agent may catch either
     assert "misbehaving.hang" in str(error) and "0.5s" in str(error)
     assert after == ToolCallResult(content="still here")
-    assert connected
 
 
 def test_default_call_timeout_comes_from_config(tmp_path: Path) -> None:
@@ -204,18 +219,18 @@ def test_default_call_timeout_comes_from_config(tmp_path: Path) -> None:
 def test_server_exiting_mid_call_raises_server_died(tmp_path: Path) -> None:
     scenario = misbehaving_scenario(tmp_path)
 
-    async def body(m: MCPManager) -> tuple[str, bool, BaseException]:
+    async def body(m: MCPManager) -> tuple[str, list[dict[str, Any]], BaseException]:
         with pytest.raises(MCPServerDiedError) as died:
             await m.call_tool("misbehaving__exit_now", {"code": 7})
-        connected = m.is_connected
-        with pytest.raises(MCPServerDiedError) as again:
+        left = await m.open_turn(scenario.turn)  # the critic's re-ask: the dead server's tools are gone
+        with pytest.raises(MCPToolCallError) as again:
             await m.call_tool("misbehaving__echo", {"text": "anyone?"})
-        return str(died.value), connected, again.value
+        return str(died.value), left, again.value
 
-    message, connected, again = scenario.run(body)
+    message, left, again = scenario.run(body)
     assert "misbehaving" in message and "misbehaving.exit_now" in message
-    assert connected is False
-    assert isinstance(again, MCPToolCallError)  # the agent's generic tool-error path also catches it
+    assert left == []
+    assert "Unknown tool 'misbehaving__echo'" in str(again)  # the agent's generic tool-error path also catches it
 
 
 def test_is_error_result_becomes_error_tool_call_result(tmp_path: Path) -> None:
@@ -251,19 +266,18 @@ def test_unknown_tool_and_bad_arguments_raise_tool_call_error(tmp_path: Path) ->
     assert invalid.is_error and "text" in (invalid.error_message or "")
 
 
-def test_calls_without_a_session_raise_and_disconnect_is_idempotent(tmp_path: Path) -> None:
+def test_calls_before_a_turn_raise_and_close_is_idempotent(tmp_path: Path) -> None:
     scenario = misbehaving_scenario(tmp_path)
 
     async def body(m: MCPManager) -> None:
-        with pytest.raises(MCPToolCallError, match="connect_session"):
+        with pytest.raises(MCPToolCallError, match="Tools offered this turn: none"):
             await m.call_tool("misbehaving__echo", {"text": "x"})
-        with pytest.raises(MCPToolCallError, match="connect_session"):
-            await m.get_tool_schemas()
-        await m.disconnect_session()
-        await m.disconnect_session()
+        m.end_turn()
 
     scenario.run(body, connect=False)
-    assert scenario.manager.is_connected is False
+    scenario.manager.close()
+    scenario.manager.end_turn()
+    assert scenario.spawned == set()
 
 
 # -- results of every content type -----------------------------------------------------------
@@ -337,7 +351,7 @@ def test_real_tool_names_are_wire_safe_and_callable_both_ways(tmp_path: Path) ->
     scenario = misbehaving_scenario(tmp_path)
 
     async def body(m: MCPManager) -> tuple[list[dict[str, Any]], ToolCallResult, ToolCallResult, ToolCallResult]:
-        schemas = await m.get_tool_schemas()
+        schemas = scenario.schemas
         long_wire = wire_name("misbehaving", LONG_TOOL_NAME)
         return (
             schemas,
@@ -431,8 +445,8 @@ def test_first_connect_failure_raises_startup_error_without_retry(tmp_path: Path
     assert "enabled = false" in message
     assert attempts(attempts_file) == 1  # no retry on the first connect
     assert scenario.manager.is_disabled is False
-    assert scenario.handler.events().count("mcp_session_connect_failed") == 1
-    assert "mcp_session_retry" not in scenario.handler.events()
+    (failed,) = scenario.handler.by_event("mcp_session_connect_failed")
+    assert failed.retry is False
 
 
 def test_command_not_found_names_the_command_and_how_to_install(tmp_path: Path) -> None:
@@ -464,7 +478,6 @@ def test_startup_timeout_raises_and_leaves_no_process(tmp_path: Path) -> None:
 
     with pytest.raises(MCPServerStartupError, match=r"within 0\.5s"):
         scenario.run(noop)
-    assert scenario.manager.is_connected is False
 
 
 def flaky_scenario(tmp_path: Path) -> tuple[Scenario, Path, Path]:
@@ -491,10 +504,9 @@ def test_later_turn_failure_is_retried_once_and_recovers(tmp_path: Path) -> None
     assert attempts(attempts_file) == 3
     assert scenario.manager.is_disabled is False
     events = scenario.handler.events()
-    assert events.count("mcp_session_connect_failed") == 1
-    assert events.count("mcp_session_retry") == 1
+    assert [r.retry for r in scenario.handler.by_event("mcp_session_connect_failed")] == [True]
     assert events.count("mcp_session_retry_ok") == 1
-    assert "mcp_disabled" not in events
+    assert "mcp_server_disabled" not in events
 
     counter.write_text("1")  # each later failure gets its own single retry
     assert scenario.run(echo_turn).content == "ok"
@@ -506,15 +518,17 @@ def test_failed_retry_disables_mcp_until_the_next_episode(tmp_path: Path) -> Non
     scenario.run(echo_turn)
 
     counter.write_text("2")  # the connect and its retry both fail
-    with pytest.raises(MCPServerStartupError, match="disabled for the rest of this episode"):
-        scenario.run(noop)
+    scenario.run(noop)  # the turn goes on without the server's tools
+    assert scenario.schemas == []
     assert scenario.manager.is_disabled is True
+    assert scenario.manager.disabled_servers() == ["misbehaving"]
     assert attempts(attempts_file) == 3
-    disabled = scenario.handler.by_event("mcp_disabled")
+    disabled = scenario.handler.by_event("mcp_server_disabled")
     assert len(disabled) == 1 and "flaky start" in disabled[0].getMessage()
+    assert "disabled for the rest of this episode" in disabled[0].getMessage()
 
-    with pytest.raises(MCPServerStartupError, match="disabled"):
-        scenario.run(noop)
+    scenario.run(noop)
+    assert scenario.schemas == []
     assert attempts(attempts_file) == 3  # disabled: no more spawns
 
     scenario.manager.reset_episode()
@@ -611,10 +625,8 @@ def test_paginated_listing_with_a_repeated_name_and_a_bare_schema(tmp_path: Path
     logger, handler = capture_logger("test.mcp.pages")
     scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
 
-    async def body(m: MCPManager) -> list[dict[str, Any]]:
-        return await m.get_tool_schemas()
-
-    schemas = scenario.run(body)
+    scenario.run(noop)
+    schemas = scenario.schemas
     functions = [s["function"] for s in schemas]
     assert [f["name"] for f in functions] == ["raw__a", "raw__b", "raw__c_d"]  # all pages, "a" once
     assert functions[0]["description"] == "first a"

@@ -22,10 +22,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from managers.mcp_config import SECRET_ENV_VARS, build_server_environment
-from managers.mcp_errors import MCPConfigError, MCPToolCallError
-from managers.mcp_manager import MCPManager
-from managers.mcp_tools import (
+from managers.mcp import MCPConfigError, MCPManager, MCPToolCallError
+from managers.mcp.config import SECRET_ENV_VARS, build_server_environment
+from managers.mcp.tools import (
     WIRE_NAME_MAX,
     WIRE_NAME_PATTERN,
     ToolCallResult,
@@ -198,7 +197,7 @@ def test_property_07_environment_variables_are_merged(base: dict[str, str], conf
 @pytest.fixture(scope="module")
 def raw_config(tmp_path_factory: pytest.TempPathFactory) -> GameConfiguration:
     folder = tmp_path_factory.mktemp("raw-mcp")
-    return make_config(write_mcp_config(folder, {"raw": raw_entry()}), folder)
+    return make_config(write_mcp_config(folder, {"raw": raw_entry()}), folder, session_lifetime="episode")
 
 
 @given(texts=st.lists(st.text(max_size=30), max_size=3))
@@ -208,54 +207,54 @@ def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, t
     manager = MCPManager(raw_config, LOGGER)
 
     async def turn() -> list[str]:
-        await manager.connect_session()
-        try:
-            for text in texts:
-                assert (await manager.call_tool("raw__echo", {"text": text})).content == text
-            return json.loads((await manager.call_tool("raw.methods", {})).content)
-        finally:
-            await manager.disconnect_session()
+        await manager.open_turn(1)
+        for text in texts:
+            assert (await manager.call_tool("raw__echo", {"text": text})).content == text
+        return json.loads((await manager.call_tool("raw.methods", {})).content)
 
-    methods = run_in_loop(turn())
+    try:
+        methods = run_in_loop(turn())
+    finally:
+        manager.close()
     assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
     assert methods[3:] == ["tools/call"] * (len(texts) + 1)
 
 
-session_steps = st.lists(st.sampled_from(["echo", "unknown", "pid", "disconnect"]), max_size=4)
+session_steps = st.lists(st.sampled_from(["echo", "unknown", "pid", "end_turn"]), max_size=4)
 
 
-@given(steps=session_steps, double_disconnect=st.booleans())
-def test_property_09_subprocess_terminates_on_disconnect(
-    raw_config: GameConfiguration, steps: list[str], double_disconnect: bool
+@given(steps=session_steps, double_close=st.booleans())
+def test_property_09_subprocess_terminates_on_close(
+    raw_config: GameConfiguration, steps: list[str], double_close: bool
 ) -> None:
-    """Property 9: for any MCP session, whatever happened in it (calls, failed calls, an early
-    disconnect), once the session disconnects its subprocess is gone."""
+    """Property 9: for any MCP session, whatever happened in it (calls, failed calls, the turn
+    ended early), once the manager closes its subprocess is gone."""
     manager = MCPManager(raw_config, LOGGER)
     before = child_pids()
     spawned: set[int] = set()
 
     async def turn() -> None:
-        await manager.connect_session()
+        await manager.open_turn(1)
         spawned.update(child_pids() - before)
-        try:
-            for step in steps:
-                if step == "disconnect":
-                    await manager.disconnect_session()
-                    break
-                if step == "unknown":
-                    with pytest.raises(MCPToolCallError):
-                        await manager.call_tool("raw__missing", {})
-                else:
-                    await manager.call_tool(f"raw__{step}", {"text": "t"})
-        finally:
-            await manager.disconnect_session()
-            if double_disconnect:
-                await manager.disconnect_session()
+        for step in steps:
+            if step == "end_turn":
+                manager.end_turn()
+                break
+            if step == "unknown":
+                with pytest.raises(MCPToolCallError):
+                    await manager.call_tool("raw__missing", {})
+            else:
+                await manager.call_tool(f"raw__{step}", {"text": "t"})
 
-    run_in_loop(turn())
+    try:
+        run_in_loop(turn())
+    finally:
+        manager.close()
+        if double_close:
+            manager.close()
     assert len(spawned) == 1
     assert not wait_gone(spawned, 3.0)
-    assert not manager.is_connected
+    assert not (child_pids() - before)
 
 
 # -- schema translation and names --------------------------------------------------------------------
@@ -264,9 +263,9 @@ def test_property_09_subprocess_terminates_on_disconnect(
 @given(server=names, listing=tools())
 def test_property_33_schemas_translate_to_openai_format(server: str, listing: list[types.Tool]) -> None:
     """Property 33: for any MCP tool schema, the translation is a valid OpenAI function tool."""
-    name_map = ToolNameMap(server, [t.name for t in listing])
+    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
     for tool in listing:
-        translated = translate_tool(tool, name_map)
+        translated = translate_tool(server, tool, name_map)
         assert set(translated) == {"type", "function"} and translated["type"] == "function"
         function = translated["function"]
         assert set(function) == {"name", "description", "parameters"}
@@ -300,16 +299,30 @@ def test_property_34_wire_names_are_provider_valid_and_stable(server: str, tool:
 def test_property_35_names_route_back_to_the_tool(server: str, listing: list[types.Tool]) -> None:
     """Property 35: for any tool call, both the wire name and the dotted name route to the right
     server and tool, even when sanitizing makes two names collide."""
-    name_map = ToolNameMap(server, [t.name for t in listing])
+    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
     wires = [route.wire_name for route in name_map.routes]
     assert len(set(wires)) == len(listing)  # collisions were resolved
     for tool in listing:
-        wire = name_map.wire_for(tool.name)
+        wire = name_map.wire_for(server, tool.name)
         for name in (wire, dotted_name(server, tool.name)):
             route = name_map.resolve(name)
             assert route is not None
             assert (route.server_name, route.tool_name) == (server, tool.name)
         assert name_map.display_name(wire) == f"{server}.{tool.name}"
+
+
+@given(servers=st.lists(st.tuples(st.sampled_from(["a.b", "a_b", "a", "b", "x y"]), tools()), max_size=4))
+def test_property_35_wire_names_are_unique_across_servers(servers: list[tuple[str, list[types.Tool]]]) -> None:
+    """Property 35, federated: with several servers (whose names may sanitize alike), every wire name
+    is unique and routes back to its own server and tool."""
+    pairs = list(dict.fromkeys((server, tool.name) for server, listing in servers for tool in listing))
+    name_map = ToolNameMap(pairs)
+    wires = [name_map.wire_for(server, tool) for server, tool in pairs]
+    assert len(set(wires)) == len(pairs)
+    for (server, tool), wire in zip(pairs, wires, strict=True):
+        assert WIRE_NAME_PATTERN.match(wire)
+        route = name_map.resolve(wire)
+        assert route is not None and (route.server_name, route.tool_name) == (server, tool)
 
 
 @given(schema=input_schemas())
@@ -331,8 +344,8 @@ def test_property_36_input_schema_maps_to_parameters(schema: dict[str, Any]) -> 
 @given(server=names, listing=tools(unique=True))
 def test_property_37_every_tool_is_translated(server: str, listing: list[types.Tool]) -> None:
     """Property 37: for any server with several tools, all of them are translated and available."""
-    name_map = ToolNameMap(server, [t.name for t in listing])
-    translated = [translate_tool(tool, name_map) for tool in listing]
+    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    translated = [translate_tool(server, tool, name_map) for tool in listing]
     assert len(translated) == len(listing)
     routed = [name_map.resolve(t["function"]["name"]) for t in translated]
     assert [r.tool_name for r in routed if r] == [tool.name for tool in listing]
@@ -342,8 +355,8 @@ def test_property_37_every_tool_is_translated(server: str, listing: list[types.T
 def test_property_38_tool_definitions_are_openai_compatible(server: str, listing: list[types.Tool]) -> None:
     """Property 38: a schema request yields a list of OpenAI tool definitions with unique
     provider-valid names, JSON-serializable, and each parameters an object schema."""
-    name_map = ToolNameMap(server, [t.name for t in listing])
-    definitions = [translate_tool(tool, name_map) for tool in listing]
+    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    definitions = [translate_tool(server, tool, name_map) for tool in listing]
     assert isinstance(definitions, list)
     assert json.loads(json.dumps(definitions)) == definitions
     function_names = [d["function"]["name"] for d in definitions]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp_manager import MCPConfigError, MCPManager
+from managers.mcp import MCPConfigError, MCPManager
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main

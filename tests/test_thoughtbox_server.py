@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from managers.mcp_manager import MCPManager, ToolCallResult
+from managers.mcp import MCPManager, ToolCallResult
 from mcp_servers.thoughtbox_server import Thought, ThoughtBox, ThoughtError, format_thought, thought_logging_enabled
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
@@ -137,21 +137,20 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
         },
     )
     logger, handler = capture_logger(f"test.thoughtbox.{uuid.uuid4().hex}")
-    manager = MCPManager(make_config(config_path, tmp_path), logger)
+    manager = MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger)
     before = child_pids()
     spawned: set[int] = set()
 
     async def turn() -> list[Any]:
-        await manager.connect_session()
+        schemas = await manager.open_turn(1)
         spawned.update(child_pids() - before)
-        try:
-            schemas = await manager.get_tool_schemas()
-            return [schemas] + [await manager.call_tool("thoughtbox__think", call) for call in calls]
-        finally:
-            await manager.disconnect_session()
+        return [schemas] + [await manager.call_tool("thoughtbox__think", call) for call in calls]
 
     with async_hygiene(handler) as report:
-        results = asyncio.run(turn())
+        try:
+            results = asyncio.run(turn())
+        finally:
+            manager.close()
     assert_clean(report)
     assert len(spawned) == 1 and not wait_gone(spawned, 3.0)
     stderr = "\n".join(r.getMessage() for r in handler.by_event("mcp_server_stderr"))

@@ -4,13 +4,13 @@ The model is the scripted chat-completions server (``llm_server``) reached throu
 ``LLMClientWrapper``; the tools are the shipped thoughtbox server (started from the repo's
 ``mcp_config.json``) or the misbehaving test server, spawned by the real ``MCPManager``.
 Two spies, both delegating to the real methods, record what crossed the agent/manager
-seam: which server processes a connect started and which tool calls reached the manager.
+seam: which server processes opening a turn started and which tool calls reached the manager.
 
 Every turn runs through ``AgentTurns._run``, which asserts the async hygiene the issue asks
-for: asyncio.run entered exactly once and never inside a running loop (property 39/40),
-no child process left behind (and every spawned server gone), and no "Event loop is
-closed" / "cancel scope" text in warnings, unraisable exceptions, log records or the
-captured stdout/stderr.
+for: asyncio.run entered exactly once and never inside a running loop (property 39/40) and
+no "Event loop is closed" / "cancel scope" text in warnings, unraisable exceptions, log
+records or the captured stdout/stderr; then it ends the turn as the orchestrator does. At
+the end of each test the manager is closed and no server process may be left.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClientWrapper
-from managers.mcp_manager import MCPError, MCPManager, MCPServerStartupError
+from managers.mcp import MCPError, MCPManager, MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
@@ -41,8 +41,8 @@ from tests.mcp_test_servers.helpers import (
     async_hygiene,
     child_pids,
     misbehaving_entry,
-    pid_alive,
     raw_entry,
+    wait_gone,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
@@ -85,7 +85,13 @@ class AgentTurns:
             {
                 "llm": {"base_url": llm_server.base_url, "agent_model": agent_model},
                 "retry": {"max_retries": 0, "initial_delay": 0.0},
-                "mcp": {"enabled": True, "config_file": str(config_file), **mcp},
+                "mcp": {
+                    "enabled": True,
+                    "config_file": str(config_file),
+                    "server_startup_timeout_seconds": 120,
+                    "session_lifetime": "episode",
+                    **mcp,
+                },
             },
             base_dir=tmp_path,
             environ={"OPENROUTER_API_KEY": API_KEY},
@@ -102,7 +108,8 @@ class AgentTurns:
             mcp_manager=self.manager,
             langfuse_client=langfuse,
         )
-        self.spawned: set[int] = set()  # server processes started by connects, over all turns
+        self.children_before = child_pids()
+        self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
         self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
         self._install_spies()
         self.asyncio_runs = 0
@@ -117,12 +124,12 @@ class AgentTurns:
         monkeypatch.setattr(asyncio, "run", counting_run)
 
     def _install_spies(self) -> None:
-        real_connect, real_call = self.manager.connect_session, self.manager.call_tool
+        real_open, real_call = self.manager.open_turn, self.manager.call_tool
 
-        async def connect_spy() -> None:
+        async def open_spy(turn: int) -> list[dict[str, Any]]:
             before = child_pids()
             try:
-                await real_connect()
+                return await real_open(turn)
             finally:
                 self.spawned |= child_pids() - before
 
@@ -130,7 +137,7 @@ class AgentTurns:
             self.tool_calls.append(tool_name)
             return await real_call(tool_name, arguments, timeout_seconds=timeout_seconds)
 
-        self.manager.connect_session = connect_spy  # type: ignore[method-assign]
+        self.manager.open_turn = open_spy  # type: ignore[method-assign]
         self.manager.call_tool = call_spy  # type: ignore[method-assign]
 
     # -- turns ------------------------------------------------------------------------------
@@ -145,19 +152,33 @@ class AgentTurns:
 
         return self._run(call)
 
-    def _run(self, call: Callable[[], Any]) -> Any:
-        before, runs, records = child_pids(), self.asyncio_runs, len(self.caplog.records)
+    def reask(self, turn: int, state: str = STATE) -> dict[str, Any]:
+        """The critic sends the proposal back: the same turn again, before the turn ends."""
+        return self._run(lambda: self.agent.get_action_with_reasoning(state, turn=turn), end_turn=False)
+
+    def _run(self, call: Callable[[], Any], end_turn: bool = True) -> Any:
+        runs, records = self.asyncio_runs, len(self.caplog.records)
         with async_hygiene() as report:
-            outcome = call()
+            try:
+                outcome = call()
+            finally:
+                if end_turn:
+                    self.manager.end_turn()
         assert_clean(report)
         assert self.asyncio_runs == runs + 1, "the MCP path must be exactly one asyncio.run per turn"
-        assert not (child_pids() - before), "a child process outlived the turn"
-        assert not [pid for pid in self.spawned if pid_alive(pid)], "a server process outlived its turn"
         out, err = self.capfd.readouterr()
         texts = [out, err, *(r.getMessage() for r in self.caplog.records[records:])]
         for text in texts:
             assert not any(bad in text.lower() for bad in FORBIDDEN_TEXT), text
         return outcome
+
+    def finish(self) -> None:
+        """The episode ends: every session closed, no server process left."""
+        with async_hygiene() as report:
+            self.manager.close()
+        assert_clean(report)
+        assert not wait_gone(self.spawned, 5.0), "a server process outlived the episode"
+        assert not (child_pids() - self.children_before), "a child process was left behind"
 
     # -- log records ------------------------------------------------------------------------
     def events(self, event_type: str) -> list[logging.LogRecord]:
@@ -179,11 +200,16 @@ def turns(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
-) -> Callable[..., AgentTurns]:
-    def factory(**kwargs: Any) -> AgentTurns:
-        return AgentTurns(llm_server, tmp_path, monkeypatch, caplog, capfd, **kwargs)
+) -> Iterator[Callable[..., AgentTurns]]:
+    made: list[AgentTurns] = []
 
-    return factory
+    def factory(**kwargs: Any) -> AgentTurns:
+        made.append(AgentTurns(llm_server, tmp_path, monkeypatch, caplog, capfd, **kwargs))
+        return made[-1]
+
+    yield factory
+    for run in made:
+        run.finish()
 
 
 def misbehaving_config(tmp_path: Path, *args: str) -> Path:
@@ -479,22 +505,20 @@ def test_first_turn_startup_failure_raises_out_of_the_agent(
 def test_later_turn_failure_after_the_retry_disables_mcp_and_the_turn_still_plays(
     llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
 ) -> None:
-    counter, attempts = tmp_path / "failures_left", tmp_path / "attempts"
-    counter.write_text("0")
-    config_file = misbehaving_config(
-        tmp_path, "--start", "flaky", "--counter-file", str(counter), "--attempts-file", str(attempts)
-    )
+    script = tmp_path / "starts.txt"
+    script.write_text("ok\nfail\nfail\n")  # turn 1 starts; turn 2's start and its retry fail
+    config_file = write_mcp_config(tmp_path / "mcp", {"flaky": raw_entry(env={"RAW_SERVER_SCRIPT": str(script)})})
     llm_server.script(agent_reply("north"), agent_reply("east"), agent_reply("west"))
-    run = turns(config_file=config_file)
+    run = turns(config_file=config_file, session_lifetime="turn")
 
     assert run.turn(turn=1).action == "north"
     assert "tools" in llm_server.bodies[0]
-    counter.write_text("2")  # the next start and its retry both crash
     assert run.turn(turn=2).action == "east"
-    assert len(attempts.read_text().split()) == 3, "turn 1, then one connect and exactly one retry"
+    taken = tmp_path / "starts.taken"
+    assert taken.read_text().split() == ["ok", "fail", "fail"], "turn 1, then one start and exactly one retry"
     assert run.manager.is_disabled is True
     assert run.turn(turn=3).action == "west"
-    assert len(attempts.read_text().split()) == 3, "no connect attempts once MCP is disabled"
+    assert taken.read_text().split() == ["ok", "fail", "fail"], "no start attempts once MCP is disabled"
 
     for body in llm_server.bodies[1:]:  # the MCP-disabled path: the plain schema call
         assert "tools" not in body and "tool_choice" not in body
@@ -502,7 +526,7 @@ def test_later_turn_failure_after_the_retry_disables_mcp_and_the_turn_still_play
     fallbacks = run.events("mcp_disabled_fallback")
     assert [r.turn for r in fallbacks] == [2, 3]
     assert all(r.levelname == "WARNING" for r in fallbacks)
-    assert len(run.events("mcp_disabled")) == 1
+    assert len(run.events("mcp_server_disabled")) == 1
     assert run.tool_calls == []
 
 
@@ -561,7 +585,7 @@ def test_server_without_tools_plays_the_turn_without_tools_and_says_why(
     (body,) = llm_server.bodies
     assert "tools" not in body and body["response_format"]["json_schema"]["name"] == "AgentResponse"
     (record,) = run.events("mcp_no_tools")
-    assert record.server_name == "empty" and "offers no tools" in record.getMessage()
+    assert record.server_names == ["empty"] and "no MCP tools offered (servers: empty)" in record.getMessage()
     assert not run.events("mcp_disabled_fallback"), "MCP is not disabled: the server simply has no tools"
     assert run.manager.is_disabled is False
 
@@ -646,29 +670,51 @@ def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_i
         assert API_KEY not in json.dumps(attrs)
 
 
-def test_server_dying_before_the_tool_listing_plays_the_turn_without_tools(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+def test_critic_reasks_reuse_the_turns_sessions(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
 ) -> None:
-    """A server that starts and then dies before its tools are read is a runtime fault, not a
-    startup failure: the turn is played without tools and the next turn connects again."""
-    from managers.mcp_manager import MCPServerDiedError
+    """Within one turn every agent call sees the same server; the next turn sees a fresh one."""
+    pid_call = tool_call("misbehaving__pid", {}, "call_pid")
+    llm_server.script(
+        completion(tool_calls=[pid_call]),
+        agent_reply("take lamp"),
+        completion(tool_calls=[pid_call]),
+        agent_reply("take sword"),
+        completion(tool_calls=[pid_call]),
+        agent_reply("north"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path), session_lifetime="turn")
+    assert run.reask(turn=4).action == "take lamp"
+    assert run.turn(turn=4).action == "take sword"  # the critic's re-ask, then the turn ends
+    assert run.turn(turn=5).action == "north"
+    pids = [tool_messages(body)["call_pid"]["content"] for body in llm_server.bodies if "call_pid" in str(body)]
+    first, reask, next_turn = pids[0], pids[1], pids[2]
+    assert first == reask and next_turn != first
+    assert len([r for r in run.events("mcp_turn_ready")]) == 2  # one per turn, none for the re-ask
 
-    llm_server.script(agent_reply("look"), agent_reply("north"))
-    run = turns()
-    list_tools = run.manager.get_tool_schemas
 
-    async def server_gone() -> list[dict[str, Any]]:
-        raise MCPServerDiedError("MCP server 'thoughtbox' stopped before its tools were listed")
+def test_turn_budget_ends_the_tool_loop_with_the_forced_final_call(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("misbehaving__hang", {"seconds": 60}, "call_hang")]),
+        agent_reply("wait"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path), turn_timeout_seconds=3)
+    assert run.turn(turn=3).action == "wait"
 
-    run.manager.get_tool_schemas = server_gone  # type: ignore[method-assign]
-    assert run.turn(turn=2).action == "look"
-    (record,) = run.events("mcp_tool_listing_failed")
-    assert "without tools" in record.getMessage()
-    assert "tools" not in llm_server.bodies[0]
-    assert run.manager.is_disabled is False
-    run.manager.get_tool_schemas = list_tools  # type: ignore[method-assign]
-    assert run.turn(turn=3).action == "north"
-    assert llm_server.bodies[1]["tools"][0]["function"]["name"] == "thoughtbox__think"
+    hang_body, final_body = llm_server.bodies
+    assert hang_body["tools"]
+    (budget,) = run.events("mcp_turn_budget_exhausted")
+    assert budget.turn_timeout_seconds == 3 and budget.levelname == "WARNING"
+    assert "turn budget of 3s spent" in budget.getMessage()
+    # The hanging call was cut at the budget (not the 30 s call timeout), then the model answered at once.
+    error = tool_messages(final_body)["call_hang"]["error"]
+    assert "timed out after" in error or "time budget is spent" in error
+    assert final_body["messages"][-1]["content"] == FINAL_ACTION_PROMPT
+    assert "tools" not in final_body and final_body["response_format"]["json_schema"]["name"] == "AgentResponse"
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.forced_final is True and complete.turn_budget_exhausted is True
 
 
 def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error(
@@ -676,12 +722,12 @@ def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error
 ) -> None:
     """Only failed calls (the MCP family, a broken pipe) become error results; a programming error
     inside ZorkGPT's own call path is not the model's to handle and must surface with its traceback."""
-    import managers.mcp_manager
+    import managers.mcp.manager
 
     def buggy_conversion(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("a bug in the result conversion")
 
-    monkeypatch.setattr(managers.mcp_manager, "convert_call_result", buggy_conversion)
+    monkeypatch.setattr(managers.mcp.manager, "convert_call_result", buggy_conversion)
     llm_server.script(
         completion(tool_calls=[tool_call("misbehaving__echo", {"text": "hello"}, "call_echo")]),
         agent_reply("north"),

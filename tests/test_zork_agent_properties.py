@@ -15,9 +15,8 @@ timing out / killing the server / carrying invalid JSON arguments, an answer, or
 plus the answer to a forced final call. ``expect()`` states what the seeds say must happen
 for a scenario; each property then checks its own part of the run against it.
 
-Properties 26 and 27 (connect retry and degradation) belong to ``MCPManager.connect_session``:
-they run against the real MCPManager with only its spawn step (``_run_session``, the task
-that would start the subprocess) replaced. Property 31's tool observations are created by
+Properties 26 and 27 (connect retry and degradation) belong to the toolbox and are checked,
+per server, in tests/test_mcp_toolbox.py. Property 31's tool observations are created by
 the real ``MCPManager.call_tool`` with only its transport step (``_call_tool``) replaced.
 """
 
@@ -39,9 +38,8 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
-from managers.mcp_errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
-from managers.mcp_manager import MCPManager
-from managers.mcp_tools import ToolCallResult, ToolNameMap
+from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
+from managers.mcp.tools import ToolCallResult
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -336,6 +334,7 @@ class FakeMCPManager:
         self.max_in_flight = 0
         self.loops: set[asyncio.AbstractEventLoop] = set()
         self._disabled = False
+        self.died = False
         self.traced = traced
         if traced is not None:  # property 31: the real call_tool, with only its transport replaced
             traced._call_tool = self._transport  # type: ignore[method-assign]
@@ -347,16 +346,22 @@ class FakeMCPManager:
     def reset_episode(self) -> None:
         self._disabled = False
 
-    async def connect_session(self) -> None:
-        self.loops.add(asyncio.get_running_loop())
-        self.events.append(("connect",))
+    server_names = (SERVER,)
 
-    async def disconnect_session(self) -> None:
+    async def open_turn(self, turn: int) -> list[dict[str, Any]]:
         self.loops.add(asyncio.get_running_loop())
-        self.events.append(("disconnect",))
+        self.events.append(("open", turn))
+        # Like the real manager: a server that died this turn no longer offers its tools.
+        return [] if self.died else copy.deepcopy(self.scenario.tools)
 
-    async def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.scenario.tools)
+    def end_turn(self) -> None:
+        self.events.append(("end_turn",))
+
+    def server_of(self, name: str) -> str:
+        return SERVER
+
+    def timeout_for(self, name: str) -> float:
+        return self.scenario.timeout
 
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
@@ -388,6 +393,7 @@ class FakeMCPManager:
             if call.behaviour == "timeout":
                 raise TimeoutError(f"scripted timeout of {call.call_id}")
             if call.behaviour == "die":
+                self.died = True
                 raise MCPServerDiedError(f"scripted: server '{SERVER}' is no longer available")
             assert call.result is not None
             return call.result
@@ -481,7 +487,7 @@ def test_property_01_tool_schemas_available_to_the_llm(scenario: Scenario) -> No
     """Property 1 (Req 1.1): with MCP enabled, the tool schemas reach the LLM when action generation begins."""
     run = run_scenario(scenario)
     first = run.llm.calls[0]
-    assert run.events[0] == ("connect",) and run.events[1] == ("llm", 1)
+    assert run.events[0] == ("open", 3) and run.events[1] == ("llm", 1)
     assert first["tools"] == scenario.tools
     assert first["tool_choice"] == "auto"
     for kwargs in run.llm.calls[: run.expected.loop_calls]:
@@ -513,12 +519,16 @@ def test_property_03_tool_results_in_history_before_the_next_llm_call(scenario: 
 
 
 @given(scenarios(llm_errors=True))
-def test_property_06_session_connected_at_turn_start_and_disconnected_at_turn_end(scenario: Scenario) -> None:
-    """Property 6 (Req 3.1, 3.5): connect before anything else, disconnect after everything, even on errors."""
+def test_property_06_turn_opened_first_and_left_open_for_the_critic(scenario: Scenario) -> None:
+    """Property 6 (Req 3.1, 3.5): the turn's tools are opened before anything else; the agent leaves
+    the turn open (the critic may send the proposal back), the orchestrator ends it, even on errors."""
     run = run_scenario(scenario)
     kinds = [e[0] for e in run.events]
-    assert kinds[0] == "connect" and kinds[-1] == "disconnect"
-    assert kinds.count("connect") == 1 and kinds.count("disconnect") == 1
+    assert kinds[0] == "open"
+    # Opened once more only after a server died, to offer what is left.
+    died = any(c.behaviour == "die" for c in run.expected.executed)
+    assert kinds.count("open") == 1 + int(died)
+    assert "end_turn" not in kinds
     assert (run.error is not None) == run.expected.llm_error
     if run.error is None:
         assert run.result is not None
@@ -902,111 +912,3 @@ def test_property_32_one_langfuse_session_span_per_turn(
     assert meta["max_iterations"] == scenario.max_iterations and meta["turn"] == 3
     assert run.result is not None and meta["final_action"] == run.result.action
     assert meta["forced_final"] is run.expected.forced
-
-
-# -- connect retry and degradation (properties 26, 27): the real MCPManager, spawn step replaced -------
-
-
-class ScriptedSpawn:
-    """Replaces MCPManager._run_session (the task that would spawn the server): succeeds or fails
-    per attempt from a script, and otherwise behaves like a session that waits for its stop signal."""
-
-    def __init__(self, manager: MCPManager, outcomes: list[bool]) -> None:
-        self.manager = manager
-        self.outcomes = list(outcomes)
-        self.attempts = 0
-        manager._run_session = self  # type: ignore[method-assign]
-
-    async def __call__(self, live: Any, params: Any, ready: asyncio.Future[None], timeout: float) -> None:
-        self.attempts += 1
-        if not (self.outcomes.pop(0) if self.outcomes else True):
-            ready.set_exception(ConnectionResetError("scripted spawn failure"))
-            return
-        live.session = object()
-        live.names = ToolNameMap(self.manager.server_name, [])
-        ready.set_result(None)
-        await live.stop.wait()
-        live.session = None
-
-
-@pytest.fixture(scope="module")
-def retry_config(tmp_path_factory: pytest.TempPathFactory) -> GameConfiguration:
-    folder = tmp_path_factory.mktemp("retry")
-    return make_config(write_mcp_config(folder, {SERVER: raw_entry()}), folder)
-
-
-def play_turns(manager: MCPManager, spawn: ScriptedSpawn, turns: int) -> list[tuple[int, bool]]:
-    """(attempts, raised) per turn, each turn in its own asyncio.run as the agent does it."""
-
-    async def turn() -> bool:
-        try:
-            await manager.connect_session()
-        except MCPServerStartupError:
-            return True
-        finally:
-            await manager.disconnect_session()
-        return False
-
-    outcome = []
-    for _ in range(turns):
-        before = spawn.attempts
-        raised = asyncio.run(turn())
-        outcome.append((spawn.attempts - before, raised))
-    return outcome
-
-
-def reference_retries(outcomes: list[bool], turns: int) -> tuple[list[tuple[int, bool]], bool]:
-    """Seed 000 "Graceful Degradation": turn-1 failure raises with no retry; a later failure is retried
-    exactly once; a failed retry disables MCP, after which no connect is attempted."""
-    script, ever, disabled, result = list(outcomes), False, False, []
-    for _ in range(turns):
-        if disabled:
-            result.append((0, True))
-            continue
-        ok = script.pop(0) if script else True
-        if ok:
-            ever = True
-            result.append((1, False))
-        elif not ever:
-            result.append((1, True))
-        else:
-            retry_ok = script.pop(0) if script else True
-            disabled = not retry_ok
-            result.append((2, not retry_ok))
-    return result, disabled
-
-
-@given(st.lists(st.booleans(), max_size=10), st.integers(1, 6))
-def test_property_26_later_connect_failures_are_retried_exactly_once(
-    retry_config: GameConfiguration, outcomes: list[bool], turns: int
-) -> None:
-    """Property 26 (Req 6.7, 6.8): a failed connect after a good one is retried exactly once (a good
-    retry keeps MCP on); a failed first connect of the episode is not retried."""
-    manager = MCPManager(retry_config, LOGGER)
-    spawn = ScriptedSpawn(manager, outcomes)
-    want, _ = reference_retries(outcomes, turns)
-    HANDLER.records.clear()
-    assert play_turns(manager, spawn, turns) == want
-    assert len(HANDLER.by_event("mcp_session_retry")) == sum(1 for attempts, _ in want if attempts == 2)
-
-
-@given(st.lists(st.booleans(), max_size=10), st.integers(1, 6))
-def test_property_27_failed_retry_disables_mcp_for_the_episode(
-    retry_config: GameConfiguration, outcomes: list[bool], turns: int
-) -> None:
-    """Property 27 (Req 6.9, 6.10): when the retry fails MCP is disabled (the flag is set, no further
-    connects are attempted) until the next episode."""
-    manager = MCPManager(retry_config, LOGGER)
-    spawn = ScriptedSpawn(manager, outcomes)
-    _, disabled = reference_retries(outcomes, turns)
-    play_turns(manager, spawn, turns)
-    assert manager.is_disabled is disabled
-    assert manager.is_connected is False
-    if disabled:
-        before = spawn.attempts
-        assert play_turns(manager, spawn, 2) == [(0, True), (0, True)]
-        assert spawn.attempts == before
-        manager.reset_episode()
-        assert manager.is_disabled is False
-        spawn.outcomes = [True]
-        assert play_turns(manager, spawn, 1) == [(1, False)]

@@ -3,6 +3,7 @@ subprocess and the real game. A few pure checks of the session logic run in-proc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
 
 from game_interface import META_COMMANDS, JerichoInterface
@@ -26,6 +28,7 @@ from mcp_servers.zork_server import (
     story_file_from,
     validate_action,
 )
+from tests.mcp_test_servers.helpers import http_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER_MODULE = "mcp_servers.zork_server"
@@ -447,3 +450,22 @@ def test_session_restore_also_restores_map_and_history(game_file: Path) -> None:
         assert restored.location.name == "North of House"
     finally:
         session.close()
+
+
+def test_over_http_one_game_outlives_client_reconnects(game_file: Path) -> None:
+    """A client that connects anew for every call (as the MCP Inspector CLI does) keeps playing one game."""
+
+    async def call(url: str, tool: str, arguments: dict[str, Any]) -> str:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(tool, arguments)
+            assert not result.is_error, result
+            return result.content[0].text
+
+    with http_server(SERVER_MODULE, "--game-file", str(game_file), "--log-level", "WARNING") as server:
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
+        opened = asyncio.run(call(server.url, "play_action", {"action": "open mailbox"}))
+        taken = asyncio.run(call(server.url, "play_action", {"action": "take leaflet"}))
+        recap = asyncio.run(call(server.url, "memory", {}))
+    assert "leaflet" in opened.lower() and "taken" in taken.lower()
+    assert "open mailbox" in recap and "take leaflet" in recap  # three connections, one game

@@ -11,7 +11,10 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -26,7 +29,62 @@ SERVERS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = SERVERS_DIR.parent.parent
 MISBEHAVING_SERVER = SERVERS_DIR / "misbehaving_server.py"
 RAW_SERVER = SERVERS_DIR / "raw_server.py"
-FORBIDDEN_TEXT = ("event loop is closed", "cancel scope", "task was destroyed but it is pending", "never awaited")
+# anyio's misuse errors ("Attempted to exit cancel scope in a different task than it was entered
+# in", "... a cancel scope that isn't the current task's current cancel scope"), not its routine
+# "Cancelled via cancel scope ..." messages, which a clean shutdown of an HTTP stream logs.
+FORBIDDEN_TEXT = (
+    "event loop is closed",
+    "cancel scope in a different task",
+    "exit cancel scope",
+    "cancel scope that isn't",
+    "task was destroyed but it is pending",
+    "never awaited",
+)
+
+
+@dataclass(frozen=True)
+class HTTPServer:
+    url: str
+    process: subprocess.Popen[str]
+
+
+@contextmanager
+def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] | None = None) -> Iterator[HTTPServer]:
+    """One of our servers in HTTP mode on a free port; its URL once it listens. Ended by pid after."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--sse" if sse else "--http", "0", *args],
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    # A server that neither listens nor exits must not hang the test run.
+    watchdog = threading.Timer(120, process.kill)
+    watchdog.start()
+    seen: list[str] = []
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            seen.append(line)
+            if "listening on " in line:
+                break
+        watchdog.cancel()
+        if not seen or "listening on " not in seen[-1]:
+            raise AssertionError(f"{module} did not start listening:\n{''.join(seen)}")
+        url = seen[-1].rsplit("listening on ", 1)[1].strip()
+        # Keep reading stderr so the server never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
+        yield HTTPServer(url, process)
+    finally:
+        watchdog.cancel()
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str = "mcp_config.json") -> Path:
@@ -37,7 +95,12 @@ def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str
 
 
 def make_config(config_file: Path | str, base_dir: Path, **mcp: Any) -> GameConfiguration:
-    """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative)."""
+    """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative).
+
+    The startup timeout is generous unless a test sets it: a loaded 2-core CI machine can take
+    over 10 s to start a Python server, and only the tests about timeouts want them short.
+    """
+    mcp.setdefault("server_startup_timeout_seconds", 120)
     return GameConfiguration.from_mapping(
         {"mcp": {"enabled": True, "config_file": str(config_file), **mcp}}, base_dir=base_dir, environ={}
     )

@@ -7,11 +7,15 @@ Start modes (``--start``):
     flaky   crash while the integer in ``--counter-file`` is > 0 (decrementing it), else serve
 
 Every start appends one line to ``--attempts-file`` when given, so tests can count spawns.
+``--spawn-helper PIDFILE`` starts a helper child in the server's process group (its pid
+appended to PIDFILE) that would outlive a server exiting cleanly unless the client ends
+the group.
 
 Tools (when serving): ``echo``, ``pid``, ``env``, ``cwd``, ``hang`` (sleeps), ``exit_now``
 (the process exits mid-call), ``fail`` (an ``is_error`` result), ``image``, ``audio``,
-``resource``, ``resource_link``, ``structured``, ``mixed``, ``huge``, plus a dotted and an
-over-long tool name for the wire-name scheme.
+``resource``, ``resource_link``, ``structured``, ``mixed``, ``huge``, ``grow`` (adds a tool
+and sends ``notifications/tools/list_changed``), plus a dotted and an over-long tool name
+for the wire-name scheme.
 
 Run: ``python tests/mcp_test_servers/misbehaving_server.py [--start MODE] ...``.
 """
@@ -45,6 +49,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--start", choices=["ok", "crash", "hang", "flaky"], default="ok")
     parser.add_argument("--counter-file", type=Path)
     parser.add_argument("--attempts-file", type=Path)
+    parser.add_argument("--spawn-helper", type=Path, metavar="PIDFILE")
     return parser.parse_args(argv)
 
 
@@ -68,11 +73,23 @@ def start_checks(args: argparse.Namespace) -> None:
         if remaining > 0:
             args.counter_file.write_text(str(remaining - 1), encoding="utf-8")
             refuse(f"flaky start, {remaining - 1} failures left")
+    if args.spawn_helper is not None:
+        import subprocess
+
+        # Same process group, no pipes of ours: only ending the group stops it.
+        helper = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        with args.spawn_helper.open("a", encoding="utf-8") as pids:
+            pids.write(f"{helper.pid}\n")
 
 
 def build_server():  # -> MCPServer
     import anyio
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.types import (
         AudioContent,
         BlobResourceContents,
@@ -171,6 +188,15 @@ def build_server():  # -> MCPServer
     @server.tool(description="A very long text.", structured_output=False)
     def huge(chars: int = 100_000) -> str:
         return "x" * chars
+
+    @server.tool(description="Add the tool 'grown' and tell the client the tool list changed.")
+    async def grow(ctx: Context) -> str:
+        def grown() -> str:
+            return "grown"
+
+        server.add_tool(grown, name="grown", description="Added at run time.", structured_output=False)
+        await ctx.request_context.session.send_tool_list_changed()
+        return "grew"
 
     @server.tool(description="Return nothing.")
     def empty() -> CallToolResult:

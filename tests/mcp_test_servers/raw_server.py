@@ -9,6 +9,9 @@ Tools: ``echo`` returns its ``text``; ``methods`` returns the JSON-RPC methods r
 far, in order; ``pid`` returns the process id. ``RAW_SERVER_TOOLS`` (a JSON list of tool
 definitions) replaces the advertised list, for schema-translation tests, and
 ``RAW_SERVER_PAGE_SIZE`` splits ``tools/list`` into pages joined by ``nextCursor``.
+``RAW_SERVER_SCRIPT`` names a file of start outcomes, one per line (``ok`` or ``fail``): each
+start takes the first line (none left: ``ok``) and a ``fail`` exits with status 3 at once,
+so tests script which starts of a server fail.
 
 Run: ``python tests/mcp_test_servers/raw_server.py``.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 DEFAULT_TOOLS: list[dict[str, Any]] = [
@@ -64,7 +68,19 @@ def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dic
     raise LookupError(method)
 
 
+def take_start_outcome(script: Path) -> str:
+    lines = script.read_text(encoding="utf-8").splitlines()
+    script.write_text("".join(f"{line}\n" for line in lines[1:]), encoding="utf-8")
+    with script.with_suffix(".taken").open("a", encoding="utf-8") as taken:
+        taken.write(f"{lines[0] if lines else 'ok'}\n")
+    return lines[0] if lines else "ok"
+
+
 def main() -> None:
+    script = os.environ.get("RAW_SERVER_SCRIPT")
+    if script and take_start_outcome(Path(script)) == "fail":
+        sys.stderr.write("raw_server: scripted start failure\n")
+        sys.exit(3)
     tools = json.loads(os.environ["RAW_SERVER_TOOLS"]) if os.environ.get("RAW_SERVER_TOOLS") else DEFAULT_TOOLS
     seen: list[str] = []
     for line in sys.stdin:

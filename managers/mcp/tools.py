@@ -5,9 +5,10 @@ Anthropic reject function names outside ``^[a-zA-Z0-9_-]{1,64}$``. So the *wire*
 to the model is ``{server}__{tool}`` with every other character replaced by ``_``; a name
 longer than 64 characters keeps its first 55 and gets ``_`` plus 8 hex digits of the
 SHA-256 of the dotted name, which is stable across runs and processes (unlike ``hash()``).
-Sanitizing can make two tools collide (``a.b`` and ``a_b``); the later one in the listing
-then gets the hash suffix too. ``ToolNameMap`` keeps the reverse map, so routing never
-parses a name. Logs, Langfuse and the episode log show the *dotted* name.
+Sanitizing can make two tools collide, within one server or across servers (``a.b`` and
+``a_b``); the later one in config and listing order then gets the hash suffix too.
+``ToolNameMap`` keeps the reverse map over every server, so routing never parses a name.
+Logs, Langfuse and the episode log show the *dotted* name.
 
 Schemas. ``parameters`` is the tool's real ``input_schema`` (deep-copied); a schema
 without a root ``type`` becomes an object schema, and an object schema gets ``properties``
@@ -80,26 +81,38 @@ class ToolRoute:
 
 
 class ToolNameMap:
-    """Wire and dotted names of one server's tools, both resolvable back to the tool."""
+    """Wire and dotted names of every offered tool of every server, both resolvable back to the tool.
 
-    def __init__(self, server_name: str, tool_names: Iterable[str]) -> None:
-        self.server_name = server_name
+    Wire names are unique across all servers: when sanitizing makes two collide (servers
+    ``a.b`` and ``a_b``, or tools ``x.y`` and ``x_y``), the later one in config and listing
+    order gets the hash suffix.
+    """
+
+    def __init__(self, tools: Iterable[tuple[str, str]]) -> None:
         self._by_wire: dict[str, ToolRoute] = {}
         self._by_dotted: dict[str, ToolRoute] = {}
-        for tool_name in tool_names:
+        self._by_tool: dict[tuple[str, str], ToolRoute] = {}
+        for server_name, tool_name in tools:
+            if (server_name, tool_name) in self._by_tool:
+                continue
             wire = wire_name(server_name, tool_name)
             if wire in self._by_wire:
                 wire = wire_name(server_name, tool_name, force_hash=True)
             route = ToolRoute(server_name, tool_name, wire)
             self._by_wire[wire] = route
-            self._by_dotted[route.dotted] = route
+            self._by_dotted.setdefault(route.dotted, route)
+            self._by_tool[(server_name, tool_name)] = route
+
+    @classmethod
+    def for_server(cls, server_name: str, tool_names: Iterable[str]) -> ToolNameMap:
+        return cls((server_name, tool) for tool in tool_names)
 
     def resolve(self, name: str) -> ToolRoute | None:
         """The route for a wire name or a dotted ``server.tool`` name, else None."""
         return self._by_wire.get(name) or self._by_dotted.get(name)
 
-    def wire_for(self, tool_name: str) -> str:
-        return self._by_dotted[dotted_name(self.server_name, tool_name)].wire_name
+    def wire_for(self, server_name: str, tool_name: str) -> str:
+        return self._by_tool[(server_name, tool_name)].wire_name
 
     @property
     def routes(self) -> list[ToolRoute]:
@@ -120,20 +133,20 @@ def translate_parameters(input_schema: dict[str, Any] | None) -> dict[str, Any]:
     return schema
 
 
-def translate_tool(tool: types.Tool, names: ToolNameMap) -> dict[str, Any]:
-    """One MCP tool as an OpenAI function tool, under its wire name."""
-    description = tool.description or tool.title or f"Tool '{tool.name}' of MCP server '{names.server_name}'."
+def translate_tool(server_name: str, tool: types.Tool, names: ToolNameMap) -> dict[str, Any]:
+    """One MCP tool of ``server_name`` as an OpenAI function tool, under its wire name."""
+    description = tool.description or tool.title or f"Tool '{tool.name}' of MCP server '{server_name}'."
     return {
         "type": "function",
         "function": {
-            "name": names.wire_for(tool.name),
+            "name": names.wire_for(server_name, tool.name),
             "description": description,
             "parameters": translate_parameters(tool.input_schema),
         },
     }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolCallResult:
     """What one tool call produced, in the shape the ``role: "tool"`` message carries."""
 

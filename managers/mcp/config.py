@@ -1,0 +1,388 @@
+"""mcp_config.json in the shapes the common MCP clients write, validated with actionable errors.
+
+Accepted files:
+
+* Claude Desktop, Cline, Cursor, Claude Code (``.mcp.json``): top-level ``mcpServers``;
+* VS Code (``.vscode/mcp.json``): top-level ``servers``.
+
+An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote one (``url``,
+``headers``); ``type`` may say which: ``stdio``, ``http`` / ``streamable-http`` /
+``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
+own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
+``excludeTools`` (tool names, as in Gemini CLI) and ``lifetime`` (``turn`` or ``episode``).
+
+``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
+``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
+without a default is a start-up error naming it. Keys other clients use that mean nothing
+here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once as ignored; a known
+key with a value of the wrong type is an error naming the key.
+
+Launch decisions that make the shipped config work from any working directory: a stdio
+server runs in the config file's folder (or in its ``cwd``, resolved against that folder),
+and a ``command`` of exactly ``python`` or ``python3`` runs the interpreter running ZorkGPT.
+The server's environment is ours merged with the entry's ``env``, minus the variables
+holding ZorkGPT's own secrets (a tool server gets those only if its entry names them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from mcp import StdioServerParameters
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+
+from managers.mcp.errors import MCPConfigError
+from session import episode_log
+
+SECRET_ENV_VARS: frozenset[str] = frozenset(episode_log.SECRET_ENV_VARS)
+PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+Lifetime = Literal["turn", "episode"]
+
+_DISABLE_HINT = "set enabled = false under [tool.zorkgpt.mcp] in pyproject.toml (or ZORKGPT_MCP_ENABLED=false)"
+_TYPE_ALIASES: dict[str, Transport] = {
+    "stdio": "stdio",
+    "http": "streamable-http",
+    "streamable-http": "streamable-http",
+    "streamable_http": "streamable-http",
+    "streamablehttp": "streamable-http",
+    "sse": "sse",
+}
+# Keys other clients write that have no meaning here: accepted, logged once as ignored.
+_KNOWN_FOREIGN_KEYS: dict[str, str] = {
+    "autoApprove": "ZorkGPT never asks before a tool call",
+    "alwaysAllow": "ZorkGPT never asks before a tool call",
+}
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ServerEntry(BaseModel):
+    """One server entry as written in the file (before ``${VAR}`` expansion)."""
+
+    # Unknown keys are collected and logged by the loader, so they never fail here.
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    command: str | None = Field(default=None, min_length=1, description="Executable of a stdio server")
+    args: list[str] = Field(default_factory=list, description="Arguments for the command")
+    env: dict[str, str] | None = Field(default=None, repr=False, description="Variables set for the server")
+    cwd: str | None = Field(default=None, description="Working directory, relative to the config file's folder")
+    type: str | None = Field(default=None, description="stdio, http, streamable-http or sse")
+    url: str | None = Field(default=None, min_length=1, description="Endpoint of a remote server")
+    http_url: str | None = Field(default=None, alias="httpUrl", min_length=1, description="Gemini CLI's HTTP url")
+    headers: dict[str, str] | None = Field(default=None, repr=False, description="HTTP headers for a remote server")
+    disabled: StrictBool = Field(default=False, description="true: never started")
+    timeout: float | None = Field(default=None, gt=0, le=3600, description="Seconds per tool call")
+    include_tools: list[str] | None = Field(default=None, alias="includeTools", description="Only these tools")
+    exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
+    lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
+    auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
+    always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().lower() not in _TYPE_ALIASES:
+            raise ValueError("Input should be 'stdio', 'http', 'streamable-http' or 'sse'")
+        return value
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One enabled server, expanded and resolved: what the client connects to."""
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = field(default=None, repr=False)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float | None = None
+    include_tools: frozenset[str] | None = None
+    exclude_tools: frozenset[str] = frozenset()
+    lifetime: Lifetime | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return self.transport != "stdio"
+
+    def command_line(self) -> str:
+        """How the server is reached, for messages: the command line, or the URL without its query."""
+        if self.is_remote:
+            return f"{self.transport} {safe_url(self.url or '')}"
+        return " ".join([self.command or "", *self.args])
+
+    def secrets(self) -> list[str]:
+        """Values that must never be shown: header values and the entry's own env values."""
+        values = [*self.headers.values(), *(self.env or {}).values()]
+        return [value for value in values if len(value) >= 6]
+
+    def offers(self, tool_name: str) -> bool:
+        """Whether ``includeTools`` / ``excludeTools`` let this tool through."""
+        if self.include_tools is not None and tool_name not in self.include_tools:
+            return False
+        return tool_name not in self.exclude_tools
+
+
+@dataclass(frozen=True)
+class MCPConfig:
+    """The whole file: every entry, enabled ones expanded, plus what was ignored."""
+
+    servers: tuple[ServerConfig, ...]
+    disabled: tuple[str, ...]
+    ignored_keys: tuple[str, ...]
+    source: Path | None = None
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths resolve against: the config file's."""
+        return self.source.resolve().parent if self.source is not None else Path.cwd()
+
+    def server(self, name: str) -> ServerConfig:
+        for server in self.servers:
+            if server.name == name:
+                return server
+        raise KeyError(name)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> MCPConfig:
+        """Read and validate ``path``; every failure is an ``MCPConfigError`` saying how to fix it."""
+        file = Path(path)
+        if not file.is_file():
+            raise MCPConfigError(
+                f"MCP is enabled but config file not found: {file}\n"
+                f"Please either:\n"
+                f"  1. Create {file.name} (see mcp_config.json in the project root for the shape), or\n"
+                f"  2. {_DISABLE_HINT[0].upper()}{_DISABLE_HINT[1:]}."
+            )
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MCPConfigError(
+                f"Cannot read MCP config file {file}: {exc}. Check its permissions and encoding."
+            ) from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MCPConfigError(
+                f"MCP config file {file} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+                f"(char {exc.pos}). Fix the JSON syntax, or {_DISABLE_HINT}."
+            ) from None
+        except RecursionError:
+            # The JSON decoder recurses per nesting level; a config is a few levels deep.
+            raise MCPConfigError(
+                f"MCP config file {file} is nested too deeply to read (the shape is "
+                '{"mcpServers": {"name": {"command": ..., "args": [...]}}}). Fix the file, or '
+                f"{_DISABLE_HINT}."
+            ) from None
+        return cls.from_mapping(data, source=file, environ=environ)
+
+    @classmethod
+    def from_mapping(cls, data: Any, source: Path | None = None, environ: Mapping[str, str] | None = None) -> MCPConfig:
+        """Validate already-parsed JSON; ``source`` names the file in messages and anchors relative paths."""
+        where = str(source) if source is not None else "the MCP config"
+        env = os.environ if environ is None else environ
+        if not isinstance(data, dict):
+            raise MCPConfigError(
+                f'{where} must be a JSON object like {{"mcpServers": {{"name": {{"command": ...}}}}}}, '
+                f"got {type(data).__name__}."
+            )
+        ignored: list[str] = [f'top-level key "{key}"' for key in data if key not in ("mcpServers", "servers")]
+        raw_entries: dict[str, tuple[str, Any]] = {}
+        for section in ("mcpServers", "servers"):
+            if section not in data:
+                continue
+            entries = data[section]
+            if not isinstance(entries, dict):
+                raise MCPConfigError(
+                    f"Invalid MCP config in {where}:\n  - {section}: must be an object mapping server names to "
+                    f"entries, got {type(entries).__name__}."
+                )
+            for name, entry in entries.items():
+                if name in raw_entries:
+                    raise MCPConfigError(
+                        f'{where}: server "{name}" appears under both "mcpServers" and "servers"; keep one.'
+                    )
+                raw_entries[name] = (section, entry)
+        if not raw_entries:
+            raise MCPConfigError(
+                f'No MCP servers configured in {where}: add an entry under "mcpServers" '
+                f'(e.g. "thoughtbox": {{"command": "python", "args": ["-m", "mcp_servers.thoughtbox_server"]}}), '
+                f"or {_DISABLE_HINT}."
+            )
+        base_dir = source.resolve().parent if source is not None else Path.cwd()
+        problems: list[str] = []
+        servers: list[ServerConfig] = []
+        disabled: list[str] = []
+        for name, (section, raw) in raw_entries.items():
+            if not name.strip():
+                raise MCPConfigError(f'{where}: a server name under "{section}" is empty; give it a name.')
+            entry, entry_problems = _validate_entry(section, name, raw)
+            if entry is None:
+                problems.extend(entry_problems)
+                continue
+            ignored.extend(f'"{section}.{name}.{key}"' for key in raw if key not in _entry_keys())
+            ignored.extend(
+                f'"{section}.{name}.{key}" ({why})' for key, why in _KNOWN_FOREIGN_KEYS.items() if key in raw
+            )
+            if entry.disabled:
+                disabled.append(name)
+                continue
+            try:
+                servers.append(_resolve(name, entry, base_dir, env))
+            except ValueError as exc:
+                problems.append(f"  - {section}.{name}: {exc}")
+        if problems:
+            raise MCPConfigError(f"Invalid MCP config in {where}:\n" + "\n".join(problems))
+        return cls(servers=tuple(servers), disabled=tuple(disabled), ignored_keys=tuple(ignored), source=source)
+
+
+def _entry_keys() -> set[str]:
+    keys: set[str] = set()
+    for name, info in ServerEntry.model_fields.items():
+        keys.add(info.alias or name)
+    return keys
+
+
+def _validate_entry(section: str, name: str, raw: Any) -> tuple[ServerEntry | None, list[str]]:
+    prefix = f"{section}.{name}"
+    if not isinstance(raw, dict):
+        return None, [f"  - {prefix}: must be an object with a command or a url, got {type(raw).__name__}."]
+    try:
+        return ServerEntry.model_validate(raw), []
+    except ValidationError as exc:
+        return None, [_describe(err, prefix) for err in exc.errors()]
+
+
+def _describe(err: Any, prefix: str) -> str:
+    loc = [str(part) for part in err.get("loc", ())]
+    path = ".".join([prefix, *loc])
+    if err.get("type") == "missing":
+        return f"  - {path}: required but missing."
+    # Values under env and headers may be secrets: name the key, never echo the value.
+    secret = bool(loc) and loc[0] in ("env", "headers")
+    got = "" if secret else f" (got {err.get('input')!r})"
+    return f"  - {path}: {err.get('msg')}{got}."
+
+
+def expand(value: str, environ: Mapping[str, str], where: str) -> str:
+    """``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` replaced from ``environ``.
+
+    Raises ValueError naming the variable when it is unset and has no default.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ValueError(
+            f"{where} uses ${{{name}}}, which is not set. Set {name} in the environment or in .env, "
+            f"or write ${{{name}:-default}} to give it a default."
+        )
+
+    return _VARIABLE.sub(replace, value)
+
+
+def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str, str]) -> ServerConfig:
+    url = entry.url or entry.http_url
+    declared = _TYPE_ALIASES[entry.type.strip().lower()] if entry.type else None
+    if entry.http_url and not entry.url and declared is None:
+        declared = "streamable-http"
+    if entry.command and url:
+        raise ValueError('has both "command" and "url": a stdio server has a command, a remote one a url.')
+    if not entry.command and not url and declared in (None, "stdio"):
+        raise ValueError('needs a "command" (a stdio server) or a "url" (a remote server).')
+    if declared is None:
+        declared = "stdio" if entry.command else "streamable-http"
+    if declared == "stdio" and not entry.command:
+        raise ValueError(f'type "{entry.type}" needs a "command"; for a remote server use type "http" or "sse".')
+    if declared != "stdio" and not url:
+        raise ValueError(f'type "{entry.type}" needs a "url" (for example "http://127.0.0.1:8000/mcp").')
+    lifetime = entry.lifetime
+    timeout = entry.timeout
+    include = frozenset(entry.include_tools) if entry.include_tools is not None else None
+    exclude = frozenset(entry.exclude_tools or ())
+    if declared == "stdio":
+        assert entry.command is not None
+        return ServerConfig(
+            name=name,
+            transport="stdio",
+            command=expand(entry.command, environ, "command"),
+            args=tuple(expand(arg, environ, f"args[{i}]") for i, arg in enumerate(entry.args)),
+            env={k: expand(v, environ, f"env.{k}") for k, v in entry.env.items()} if entry.env is not None else None,
+            cwd=resolve_cwd(expand(entry.cwd, environ, "cwd") if entry.cwd else None, base_dir),
+            timeout=timeout,
+            include_tools=include,
+            exclude_tools=exclude,
+            lifetime=lifetime,
+        )
+    assert url is not None
+    expanded_url = expand(url, environ, "url")
+    parts = urlsplit(expanded_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"url {safe_url(expanded_url)!r} is not an http(s) URL.")
+    return ServerConfig(
+        name=name,
+        transport=declared,
+        url=expanded_url,
+        headers={k: expand(v, environ, f"headers.{k}") for k, v in (entry.headers or {}).items()},
+        timeout=timeout,
+        include_tools=include,
+        exclude_tools=exclude,
+        lifetime=lifetime,
+    )
+
+
+def safe_url(url: str) -> str:
+    """The URL without credentials or query string (where tokens tend to live), for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def resolve_cwd(cwd: str | None, config_dir: Path) -> Path:
+    """The subprocess working directory: ``cwd`` resolved against the config's folder, else that folder."""
+    if cwd is None:
+        return config_dir
+    path = Path(cwd).expanduser()
+    return path if path.is_absolute() else (config_dir / path).resolve()
+
+
+def build_server_environment(base_env: Mapping[str, str], server_env: Mapping[str, str] | None) -> dict[str, str]:
+    """``base_env`` without our secrets, overlaid with the server's own ``env`` (which may name a secret)."""
+    env = {key: value for key, value in base_env.items() if key not in SECRET_ENV_VARS}
+    env.update(server_env or {})
+    return env
+
+
+def resolve_command(command: str) -> str:
+    """``python``/``python3`` become the running interpreter; anything else is used as written."""
+    return sys.executable if command in PROJECT_INTERPRETER_ALIASES else command
+
+
+def build_stdio_parameters(server: ServerConfig, base_env: Mapping[str, str] | None = None) -> StdioServerParameters:
+    """The SDK's launch parameters for a stdio ``server``, with every decision above applied."""
+    assert server.command is not None
+    return StdioServerParameters(
+        command=resolve_command(server.command),
+        args=list(server.args),
+        env=build_server_environment(os.environ if base_env is None else base_env, server.env),
+        cwd=server.cwd,
+    )

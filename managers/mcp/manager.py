@@ -1,0 +1,258 @@
+"""MCPManager: the agent's view of every configured MCP server, turn by turn.
+
+The agent asks for the turn's tools with ``await open_turn(turn)`` and runs them with
+``await call_tool(name, arguments)``; the orchestrator says ``end_turn()`` once the turn's
+action is chosen and ``close()`` when the episode ends. Calls with the same turn number
+(the critic sending a proposal back) reuse that turn's sessions.
+
+Everything MCP happens on one background event loop (``runtime.SessionLoop``) that lives
+as long as the episode: the agent's own ``asyncio.run`` per turn only awaits results from
+it. Which servers, how they are reached and the per-server rules are the toolbox's
+(``managers.mcp.toolbox``); how each transport works is the sources' (``managers.mcp.source``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from typing import Any
+
+from managers.mcp.config import MCPConfig, ServerConfig
+from managers.mcp.errors import MCPToolCallError
+from managers.mcp.runtime import SessionLoop
+from managers.mcp.source import SourceSettings, ToolSource, make_source
+from managers.mcp.toolbox import Toolbox, TurnTools
+from managers.mcp.tools import ToolCallResult, convert_call_result
+from session.episode_log import known_secrets, redact
+from session.game_configuration import GameConfiguration, process_environ
+from shared_utils import traced_observation
+
+
+class MCPManager:
+    """Every enabled server of mcp_config.json, as one set of tools per turn (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        langfuse_client: Any | None = None,
+    ) -> None:
+        self.config = config
+        self.logger = logger
+        self.langfuse_client = langfuse_client
+        self.config_path = config.resolve_path(config.mcp.config_file)
+        # ${VAR} in the file comes from the environment and .env, as the API key does.
+        self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
+        self._secrets = [secret for server in self.mcp_config.servers for secret in server.secrets()]
+        self.settings = SourceSettings(
+            startup_timeout=config.mcp.server_startup_timeout_seconds,
+            config_dir=self.mcp_config.base_dir,
+            config_file=str(self.config_path),
+            redact=self.redact,
+            logger=logger,
+        )
+        default_lifetime = config.mcp.session_lifetime
+        self.toolbox = Toolbox(
+            [(server, server.lifetime or default_lifetime) for server in self.mcp_config.servers],
+            self.make_source,
+            logger,
+        )
+        self._log_loaded()
+        self._runtime: SessionLoop | None = None
+        self._runtime_lock = threading.Lock()
+        self._turn: int | None = None
+        self._turn_tools: TurnTools | None = None
+
+    def _log_loaded(self) -> None:
+        config = self.mcp_config
+        servers = [
+            f"{server.name} ({server.transport}, {lifetime})"
+            for server, lifetime in ((s, s.lifetime or self.config.mcp.session_lifetime) for s in config.servers)
+        ]
+        self.logger.info(
+            "MCP servers configured from %s: %s%s",
+            self.config_path,
+            ", ".join(servers) or "none enabled",
+            f"; disabled: {', '.join(config.disabled)}" if config.disabled else "",
+            extra={
+                "event_type": "mcp_config_loaded",
+                "config_file": str(self.config_path),
+                "servers": [server.name for server in config.servers],
+                "disabled_servers": list(config.disabled),
+            },
+        )
+        if config.ignored_keys:
+            self.logger.warning(
+                "%s: ignoring %s",
+                self.config_path,
+                ", ".join(config.ignored_keys),
+                extra={"event_type": "mcp_config_ignored_keys", "ignored": list(config.ignored_keys)},
+            )
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def server_names(self) -> list[str]:
+        return [server.name for server in self.mcp_config.servers]
+
+    @property
+    def is_disabled(self) -> bool:
+        """True when no server can offer tools this episode (all disabled, or none enabled)."""
+        return self.toolbox.all_disabled
+
+    def disabled_servers(self) -> list[str]:
+        """Servers disabled for the rest of the episode after repeated failures."""
+        return self.toolbox.disabled_servers()
+
+    def make_source(self, server: ServerConfig) -> ToolSource:
+        """A new, unconnected source for one server entry."""
+        return make_source(server, self.settings)
+
+    def redact(self, text: str) -> str:
+        """Our secrets and the servers' header and env values out of ``text``."""
+        secrets = known_secrets() + self._secrets + ([self.config.api_key] if self.config.api_key else [])
+        return redact(text, secrets)
+
+    def reset_episode(self) -> None:
+        """A new episode: sessions of the last one closed, every server's next connect a first one."""
+        self.close()
+        self.toolbox.reset_episode()
+
+    # -- turns -----------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> SessionLoop:
+        with self._runtime_lock:
+            if self._runtime is None or not self._runtime.is_running:
+                self._runtime = SessionLoop()
+                # Sessions end even when the program stops without reaching close().
+                atexit.register(self.close)
+            return self._runtime
+
+    async def open_turn(self, turn: int) -> list[dict[str, Any]]:
+        """The tools for ``turn`` as OpenAI function schemas, every server connected or reused.
+
+        A server that fails later in the episode only loses its own tools (see the toolbox).
+
+        Raises:
+            MCPServerStartupError: a server's first connect of the episode failed.
+        """
+        if self._turn == turn and self._turn_tools is not None:
+            # The critic sent the proposal back: same turn, same sessions (minus any that died).
+            self._turn_tools = await self.runtime.run(_refresh(self.toolbox))
+            return self._turn_tools.schemas
+        self._turn, self._turn_tools = turn, None
+        started = time.perf_counter()
+        tools = await self.runtime.run(self.toolbox.begin_turn())
+        self._turn_tools = tools
+        self.logger.debug(
+            "Turn %d: MCP tools ready from %d servers in %.1f ms",
+            turn,
+            len(tools.servers),
+            (time.perf_counter() - started) * 1000,
+            extra={
+                "event_type": "mcp_turn_ready",
+                "turn": turn,
+                "servers": list(tools.servers),
+                "tool_count": len(tools.schemas),
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+        return tools.schemas
+
+    def end_turn(self) -> None:
+        """The turn's action is chosen: turn-lifetime sessions close in the background."""
+        self._turn_tools = None
+        self._turn = None
+        runtime = self._runtime
+        if runtime is not None and runtime.is_running:
+            runtime.submit(_end_turn(self.toolbox))
+
+    def close(self) -> None:
+        """Close every session, end every server and stop the background loop. Idempotent."""
+        self._turn, self._turn_tools = None, None
+        with self._runtime_lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is None:
+            return
+        atexit.unregister(self.close)
+        if not runtime.is_running:
+            return
+        try:
+            runtime.call(self.toolbox.close())
+        finally:
+            runtime.stop()
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def server_instructions(self) -> dict[str, str]:
+        """Each connected server's own account of its purpose (its MCP ``instructions``), by server name."""
+        return self.toolbox.instructions()
+
+    def display_name(self, name: str) -> str:
+        """The dotted ``server.tool`` form of a wire or dotted name, for logs and traces."""
+        return self.toolbox.known_names.display_name(name)
+
+    def server_of(self, name: str) -> str | None:
+        route = self.toolbox.route(name)
+        return route.server_name if route else None
+
+    def timeout_for(self, name: str) -> float:
+        """Seconds allowed for one call of ``name``: the server's ``timeout``, else the configured default."""
+        route = self.toolbox.route(name)
+        if route is not None:
+            timeout = self.toolbox.server(route.server_name).timeout
+            if timeout is not None:
+                return timeout
+        return self.config.mcp.tool_call_timeout_seconds
+
+    async def call_tool(
+        self, tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None
+    ) -> ToolCallResult:
+        """Run one tool, by wire name or dotted name.
+
+        Raises:
+            TimeoutError: the call took longer than ``timeout_seconds`` (default: ``timeout_for``).
+            MCPServerDiedError: the tool's server or its session is gone.
+            MCPToolCallError: unknown tool, bad arguments, or a protocol error.
+        """
+        timeout = self.timeout_for(tool_name) if timeout_seconds is None else timeout_seconds
+        display = self.display_name(tool_name)
+        if not isinstance(arguments, dict):
+            raise MCPToolCallError(f"Arguments for {display} must be a JSON object, got {type(arguments).__name__}.")
+        with traced_observation(
+            self.langfuse_client,
+            self.logger,
+            self.redact,
+            as_type="tool",
+            name=f"mcp-tool-{display}",
+            input=arguments,
+            metadata={"tool_name": display, "server_name": self.server_of(tool_name), "timeout_seconds": timeout},
+        ) as observation:
+            result, duration_ms = await self._call_tool(tool_name, arguments, timeout)
+            if observation is not None:
+                observation.update(
+                    output=result.to_dict(),
+                    metadata={"is_error": result.is_error, "duration_ms": duration_ms},
+                    **({"level": "WARNING", "status_message": result.error_message} if result.is_error else {}),
+                )
+            return result
+
+    async def _call_tool(
+        self, tool_name: str, arguments: dict[str, Any], timeout: float
+    ) -> tuple[ToolCallResult, float]:
+        """The call itself, on the session loop: the result and how long it took (ms)."""
+        started = time.perf_counter()
+        _, raw = await self.runtime.run(self.toolbox.call(tool_name, arguments, timeout))
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        return convert_call_result(raw, self.config.mcp.max_tool_result_chars), duration_ms
+
+
+async def _refresh(toolbox: Toolbox) -> TurnTools:
+    return toolbox.refresh_tools()
+
+
+async def _end_turn(toolbox: Toolbox) -> None:
+    toolbox.end_turn()

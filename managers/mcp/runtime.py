@@ -1,0 +1,79 @@
+"""The event loop that owns every MCP session, on its own thread.
+
+Sessions must outlive one turn (``episode`` lifetime, servers started early for the next
+turn), but the agent runs each turn inside its own ``asyncio.run``, whose loop closes at
+the end of the turn. So one daemon thread runs one event loop for the whole episode; every
+source is connected, used and closed on it, and the agent's code hands it coroutines
+(``submit`` from sync code, ``run`` from another event loop). The model's blocking HTTP
+call runs on the agent's thread, so server notifications, pings and servers starting for
+the next turn never wait for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class SessionLoop:
+    """One background thread running one event loop (see the module docstring)."""
+
+    def __init__(self, name: str = "zorkgpt-mcp") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+        self._ready.wait()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    @property
+    def is_running(self) -> bool:
+        return self._thread.is_alive() and not self._loop.is_closed()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.call_soon(self._ready.set)
+        try:
+            self._loop.run_forever()
+        finally:
+            # Whatever is still pending was abandoned by stop(); cancel it and let it unwind.
+            pending = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the session loop; the future settles when it has run."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("SessionLoop.submit() called from the session loop itself; await the coroutine.")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the session loop and wait for its result (from sync code)."""
+        return self.submit(coro).result(timeout)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the session loop and await it from another event loop.
+
+        Cancelling the awaiting task cancels the coroutine on the session loop too.
+        """
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def stop(self) -> None:
+        """Stop the loop and join the thread. Close the sessions first (with ``call``)."""
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()

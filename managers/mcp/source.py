@@ -1,0 +1,573 @@
+"""A source of tools: one MCP server behind one transport (stdio, streamable HTTP or SSE).
+
+Every source has the same small interface: ``connect()``, ``tools`` (the last listing),
+``list_tools()``, ``call_tool()``, ``ping()``, ``close()``, and ``async with source:``.
+
+Why a runner task. The SDK's transports and ``ClientSession`` are anyio context managers
+whose task groups and cancel scopes must be entered and exited in one task, in LIFO order.
+So one private task per source owns the whole connection: it enters the transport and the
+session under a cancel scope whose deadline is the startup timeout (lifted once
+``initialize`` and the tool listing are done), reports readiness, waits for the stop
+signal and exits both contexts itself. Tool calls are plain requests on the session from
+any task of the same event loop.
+
+Processes. A stdio server is started by the SDK in a new process group. The SDK kills the
+group only when the server does not exit on its own after its stdin closes, so a server
+that starts a helper and then exits cleanly would leave the helper behind. A stdio source
+therefore ends the whole group at close, always (SIGTERM, then SIGKILL after a grace
+period). The server's pid is found among this process's children by a marker variable in
+its environment, which everything it starts inherits: any process still carrying the marker
+after that (one that left the group) is ended too. (This needs Linux ``/proc``; elsewhere
+only the SDK's own clean-up applies.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import signal
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Self
+
+import anyio
+import httpx2
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError as SDKMCPError
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from pydantic import ValidationError
+
+from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from managers.mcp.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+
+MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
+_STDERR_TAIL_CHARS = 2000
+_GROUP_GRACE_SECONDS = 2.0
+_GROUP_POLL_SECONDS = 0.02
+_INSTALL_HINTS = {
+    "npx": "Install Node.js 22 or newer (https://nodejs.org), which provides npx, and make sure it is on PATH.",
+    "node": "Install Node.js 22 or newer (https://nodejs.org) and make sure it is on PATH.",
+    "uvx": "Install uv (https://docs.astral.sh/uv/), which provides uvx, and make sure it is on PATH.",
+    "docker": "Install Docker and make sure the docker command is on PATH.",
+}
+
+Redactor = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """What every source of one episode shares: timeouts, where relative paths start, redaction."""
+
+    startup_timeout: float
+    config_dir: Path
+    config_file: str
+    redact: Redactor
+    logger: logging.Logger
+
+
+class _StartupTimeoutError(Exception):
+    """The server did not finish initialize + list_tools before the startup deadline."""
+
+
+class ToolSource(ABC):
+    """One MCP server: connect, list tools, call tools, close (see the module docstring)."""
+
+    def __init__(self, server: ServerConfig, settings: SourceSettings) -> None:
+        self.server = server
+        self.settings = settings
+        self.tools: list[types.Tool] = []
+        self.instructions: str | None = None  # what the server says it is for (MCP initialize)
+        self.tools_changed = False  # the server sent notifications/tools/list_changed
+        self.connect_ms: float | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._startup_scope: anyio.CancelScope | None = None
+        self._session: ClientSession | None = None
+        self._died: str | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+    @property
+    def is_alive(self) -> bool:
+        task = self._task
+        return self._session is not None and self._died is None and task is not None and not task.done()
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- connect / close -------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Start the connection and wait until the session is initialized and its tools listed.
+
+        Raises:
+            MCPServerStartupError: it failed or the startup timeout passed; everything it
+                started is gone again.
+        """
+        if self._task is not None:
+            raise RuntimeError(f"MCP source '{self.name}' is connected already; make a new one to reconnect.")
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        started = time.perf_counter()
+        self._task = loop.create_task(self._run(ready), name=f"mcp-{self.name}")
+        try:
+            # Shielded so a cancelled caller leaves the future for the runner to settle.
+            await asyncio.shield(ready)
+        except BaseException as exc:
+            # Failed, or the caller was cancelled: unwind the runner so nothing is left running.
+            self._abort_start()
+            if self._startup_scope is not None:
+                self._startup_scope.cancel()
+            self._stop.set()
+            await asyncio.wait({self._task})
+            if ready.done() and not ready.cancelled():
+                ready.exception()  # retrieved: the failure is reported below (or was a cancellation)
+            await self._after_close()
+            if not isinstance(exc, Exception):
+                raise
+            cause = root_cause(exc)
+            raise MCPServerStartupError(self._startup_message(self._describe_failure(cause))) from cause
+        self.connect_ms = round((time.perf_counter() - started) * 1000, 1)
+
+    async def close(self) -> None:
+        """End the session (and the server, for stdio). Idempotent; never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        task = self._task
+        if task is not None:
+            self._stop.set()
+            await asyncio.wait({task})
+        await self._after_close()
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        """Own the transport and the session from start to exit, all in this one task."""
+        startup = anyio.CancelScope(deadline=anyio.current_time() + self.settings.startup_timeout)
+        self._startup_scope = startup
+        try:
+            with startup:
+                async with (
+                    self._transport() as (read, write),
+                    ClientSession(read, write, message_handler=self._on_message) as session,
+                ):
+                    self.instructions = (await session.initialize()).instructions
+                    self.tools = await list_all_tools(session)
+                    startup.deadline = math.inf  # started: from now on only the stop signal ends it
+                    self._startup_scope = None
+                    self._session = session
+                    ready.set_result(None)
+                    await self._stop.wait()
+            if not ready.done():
+                ready.set_exception(_StartupTimeoutError() if startup.cancel_called else RuntimeError("session closed"))
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting connect, or kept as the reason it died
+            if not ready.done():
+                # A deadline cancel can surface as a transport error; report the real reason.
+                ready.set_exception(_StartupTimeoutError() if startup.cancel_called else exc)
+            else:
+                self._died = f"the session ended unexpectedly: {self.settings.redact(repr(root_cause(exc)))}"
+        finally:
+            self._session = None
+            if not ready.done():  # cancelled from outside before the session was ready
+                ready.set_exception(RuntimeError("the MCP session task was cancelled during startup"))
+            if self._died is None and not self._stop.is_set():
+                self._died = "the session closed by itself"
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed = True
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[types.Tool]:
+        """List the tools again (after a list_changed notification)."""
+        session = self._require_session(None)
+        try:
+            self.tools = await list_all_tools(session)
+        except (SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            self._died = f"listing tools failed: {exc!r}"
+            raise MCPServerDiedError(self._died_message(None)) from None
+        self.tools_changed = False
+        return self.tools
+
+    async def ping(self, timeout: float) -> bool:
+        """Whether the server answers a ping within ``timeout`` seconds (a dead one is marked so)."""
+        if not self.is_alive:
+            return False
+        session = self._session
+        assert session is not None
+        try:
+            with anyio.fail_after(timeout):
+                await session.send_ping()
+        except (TimeoutError, SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            self._died = f"it did not answer a ping ({type(exc).__name__})"
+            return False
+        return True
+
+    async def call_tool(self, tool_name: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+        """Run one tool by its own (unprefixed) name.
+
+        Raises:
+            TimeoutError: the call took longer than ``timeout`` seconds.
+            MCPServerDiedError: the server or its session is gone.
+            MCPToolCallError: a protocol error or a malformed result.
+        """
+        dotted = f"{self.name}.{tool_name}"
+        session = self._require_session(dotted)
+        try:
+            raw = await session.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
+        except SDKMCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise TimeoutError(f"MCP tool {dotted} timed out after {timeout:g}s") from None
+            if exc.code == CONNECTION_CLOSED:
+                self._died = f"connection closed during {dotted}"
+                raise MCPServerDiedError(self._died_message(dotted)) from None
+            message = self.settings.redact(exc.message)
+            raise MCPToolCallError(f"MCP tool {dotted} failed: {message} (code {exc.code})") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            self._died = f"transport closed during {dotted}"
+            raise MCPServerDiedError(self._died_message(dotted)) from exc
+        except ValidationError as exc:
+            raise MCPToolCallError(f"MCP tool {dotted} returned a malformed result: {exc}") from None
+        except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
+            raise MCPToolCallError(f"MCP tool {dotted} failed: {self.settings.redact(str(exc))}") from None
+        if not isinstance(raw, types.CallToolResult):
+            raise MCPToolCallError(f"MCP tool {dotted} returned an unsupported result type {type(raw).__name__}.")
+        return raw
+
+    def _require_session(self, dotted: str | None) -> ClientSession:
+        session = self._session
+        if session is None or self._died is not None:
+            raise MCPServerDiedError(self._died_message(dotted))
+        return session
+
+    # -- per transport ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
+        """The SDK transport context, yielding ``(read_stream, write_stream)``."""
+
+    def _abort_start(self) -> None:  # noqa: B027 - optional hook; only stdio has a process to stop
+        """A start that failed or was given up: stop whatever it started without ceremony."""
+
+    async def _after_close(self) -> None:  # noqa: B027 - optional hook; only stdio has clean-up to do
+        """Clean-up once the transport has exited (the stdio source ends its process group)."""
+
+    def stderr_tail(self) -> str:
+        """What the server wrote to stderr, for messages (stdio only)."""
+        return ""
+
+    def _hint(self, details: str) -> str:
+        return "Check the server's address and that it is running."
+
+    def _describe_failure(self, cause: BaseException) -> str:
+        if isinstance(cause, _StartupTimeoutError):
+            return (
+                f"it did not finish initialize + list_tools within {self.settings.startup_timeout:g}s "
+                "([tool.zorkgpt.mcp] server_startup_timeout_seconds)"
+            )
+        if isinstance(cause, SDKMCPError) and cause.code == CONNECTION_CLOSED:
+            return "the server closed the connection before the MCP handshake completed"
+        return f"{type(cause).__name__}: {cause}"
+
+    def _startup_message(self, details: str) -> str:
+        message = (
+            f"Failed to start MCP server '{self.name}': {details}\n"
+            f"{'Command' if not self.server.is_remote else 'Server'}: {self.server.command_line()}\n"
+            f"{self._hint(details)}\n"
+            f'To play without it, set "disabled": true in its entry of {self.settings.config_file}, '
+            "or enabled = false under [tool.zorkgpt.mcp] to play without tools."
+        )
+        tail = self.stderr_tail()
+        if tail:
+            message += f"\nServer stderr (last lines):\n{tail}"
+        return self.settings.redact(message)
+
+    def _died_message(self, dotted: str | None) -> str:
+        during = f" during {dotted}" if dotted else ""
+        reason = self._died or "the session is closed"
+        return f"MCP server '{self.name}' is no longer available{during} ({reason})."
+
+
+class StdioSource(ToolSource):
+    """A server we start as a subprocess and talk to over its stdin/stdout."""
+
+    def __init__(self, server: ServerConfig, settings: SourceSettings) -> None:
+        super().__init__(server, settings)
+        self.pid: int | None = None
+        self._marker = uuid.uuid4().hex
+        # A real file: the subprocess writes to its descriptor directly (closed at close).
+        self._errlog: IO[bytes] = tempfile.TemporaryFile(mode="w+b", prefix="zorkgpt-mcp-stderr-")  # noqa: SIM115
+        self._stderr_tail: str | None = None
+
+    def parameters(self) -> StdioServerParameters:
+        """How the server is launched (command, args, env, cwd), after every launch decision."""
+        params = build_stdio_parameters(self.server)
+        params.env = {**(params.env or {}), MARKER_ENV_VAR: self._marker}
+        return params
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        params = self.parameters()
+        if params.cwd is not None and not Path(params.cwd).is_dir():
+            # Checked here: the OS would report a missing cwd as a missing command.
+            raise FileNotFoundError(
+                f"working directory not found: {params.cwd} ('cwd' of '{self.name}' in {self.settings.config_file})"
+            )
+        async with stdio_client(params, errlog=self._errlog) as streams:  # type: ignore[arg-type]
+            self.pid = find_child_with_marker(MARKER_ENV_VAR, self._marker)
+            yield streams
+
+    def _abort_start(self) -> None:
+        # A server that never finished its handshake has nothing to lose: it does not get the
+        # SDK's grace period for a clean exit (seconds, for a server still importing).
+        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
+        if self.pid is not None:
+            _signal_group(self.pid, signal.SIGTERM)
+
+    async def _after_close(self) -> None:
+        # Looked up again if the start was interrupted before the transport reported the process.
+        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
+        if self.pid is not None:
+            await end_process_group(self.pid)
+        # Anything the server started that left its group (or a group we never learned) still
+        # carries the server's marker in its environment.
+        for pid in processes_with_marker(MARKER_ENV_VAR, self._marker):
+            await end_process_group(pid, group=False)
+        if self._stderr_tail is None:
+            self._stderr_tail = self.settings.redact(read_tail(self._errlog))
+            self._errlog.close()
+            if self._stderr_tail and self.connect_ms is not None:
+                self.settings.logger.debug(
+                    "MCP server '%s' stderr:\n%s",
+                    self.name,
+                    self._stderr_tail,
+                    extra={"event_type": "mcp_server_stderr", "server_name": self.name},
+                )
+
+    def stderr_tail(self) -> str:
+        return self._stderr_tail if self._stderr_tail is not None else ""
+
+    def _describe_failure(self, cause: BaseException) -> str:
+        command = self.server.command or ""
+        if isinstance(cause, FileNotFoundError) and str(cause).startswith("working directory not found"):
+            return str(cause)
+        if isinstance(cause, FileNotFoundError) and cause.filename in (None, command, self.parameters().command):
+            return f"command not found: {command!r}"
+        if isinstance(cause, SDKMCPError) and cause.code == CONNECTION_CLOSED:
+            return "the server exited or closed its stdout before the MCP handshake completed"
+        return super()._describe_failure(cause)
+
+    def _hint(self, details: str) -> str:
+        command = self.server.command or ""
+        if details.startswith("command not found"):
+            return _INSTALL_HINTS.get(
+                command,
+                f"Install '{command}' or put its folder on PATH, or use an absolute path in "
+                f"{self.settings.config_file}.",
+            )
+        if command in PROJECT_INTERPRETER_ALIASES:
+            return (
+                f"'{command}' runs this project's interpreter; check that the module or script in 'args' exists "
+                f"relative to {self.server.cwd or self.settings.config_dir} and starts on its own."
+            )
+        return (
+            f"Check that the command runs on its own from {self.server.cwd or self.settings.config_dir} "
+            "and speaks MCP over stdio."
+        )
+
+
+class _HTTPSource(ToolSource):
+    """Shared by the remote transports: headers, and messages that never show them."""
+
+    def _hint(self, details: str) -> str:
+        return (
+            f"Check that the server is running and reachable at {safe_url(self.server.url or '')}, "
+            f"and that its type ({self.server.transport}) and headers are right."
+        )
+
+    def _describe_failure(self, cause: BaseException) -> str:
+        if isinstance(cause, httpx2.ConnectError):
+            return f"could not connect to {safe_url(self.server.url or '')} ({cause})"
+        if isinstance(cause, httpx2.HTTPStatusError):
+            return f"the server answered HTTP {cause.response.status_code}"
+        return super()._describe_failure(cause)
+
+
+class StreamableHTTPSource(_HTTPSource):
+    """A remote server over streamable HTTP (``type: "http"``, or any ``url`` by default)."""
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        assert self.server.url is not None
+        async with (
+            create_mcp_http_client(headers=dict(self.server.headers)) as client,
+            streamable_http_client(self.server.url, http_client=client) as streams,
+        ):
+            yield streams
+
+
+class SSESource(_HTTPSource):
+    """A remote server over the older HTTP+SSE transport (``type: "sse"``)."""
+
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
+        assert self.server.url is not None
+        return sse_client(self.server.url, headers=dict(self.server.headers), timeout=self.settings.startup_timeout)
+
+
+def make_source(server: ServerConfig, settings: SourceSettings) -> ToolSource:
+    """The source for one server entry, by its transport."""
+    if server.transport == "stdio":
+        return StdioSource(server, settings)
+    if server.transport == "sse":
+        return SSESource(server, settings)
+    return StreamableHTTPSource(server, settings)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool, following pagination cursors; a repeated name keeps its first definition.
+
+    Providers reject two functions with one name, so a server listing a name twice must
+    not turn into a request the model API refuses.
+    """
+    result = await session.list_tools()
+    tools = list(result.tools)
+    while result.next_cursor:
+        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=result.next_cursor))
+        tools.extend(result.tools)
+    unique: dict[str, types.Tool] = {}
+    for tool in tools:
+        unique.setdefault(tool.name, tool)
+    return list(unique.values())
+
+
+def find_child_with_marker(variable: str, marker: str) -> int | None:
+    """The pid of this process's child whose environment has ``variable=marker`` (Linux), else None.
+
+    The children files are read first (cheap); as they can miss a child forked a moment ago,
+    every process is searched when they do not have it.
+    """
+    needle = f"{variable}={marker}".encode()
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return None
+    candidates: list[str] = []
+    for task in tasks.iterdir():
+        try:
+            candidates.extend((task / "children").read_text().split())
+        except OSError:
+            continue
+    for pid in candidates:
+        if _has_marker(pid, needle):
+            return int(pid)
+    own = str(os.getpid())
+    for pid in _all_pids():
+        if _has_marker(pid, needle) and _parent_of(pid) == own:
+            return int(pid)
+    return None
+
+
+def processes_with_marker(variable: str, marker: str) -> list[int]:
+    """Every live process whose environment has ``variable=marker``: a server and whatever it started."""
+    needle = f"{variable}={marker}".encode()
+    return [int(pid) for pid in _all_pids() if _has_marker(pid, needle)]
+
+
+def _all_pids() -> list[str]:
+    try:
+        return [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _has_marker(pid: str, needle: bytes) -> bool:
+    try:
+        return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone, or not ours to read
+        return False
+
+
+def _parent_of(pid: str) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return None
+
+
+async def end_process_group(pgid: int, group: bool = True) -> None:
+    """SIGTERM every process left in group ``pgid``, then SIGKILL what is still there after a grace period
+    (``group=False``: the one process ``pgid``).
+
+    The server was started as the leader of a new group (pgid == its pid); a group id cannot be
+    reused while any member lives, so this reaches only what the server left behind.
+    """
+    if not _signal_group(pgid, signal.SIGTERM, group):
+        return
+    deadline = time.monotonic() + _GROUP_GRACE_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(_GROUP_POLL_SECONDS)
+        if not _signal_group(pgid, 0, group):
+            return
+    _signal_group(pgid, signal.SIGKILL, group)
+
+
+def _signal_group(pgid: int, signum: int, group: bool = True) -> bool:
+    """Send ``signum`` to the group (or the one process); False once nothing is left to signal."""
+    try:
+        if group:
+            os.killpg(pgid, signum)
+        else:
+            os.kill(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member we may not signal: not ours to end
+        return False
+    return True
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The real error inside anyio's exception groups (cancellations last)."""
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if not isinstance(leaf, asyncio.CancelledError):
+            return leaf
+    return leaves[0] if leaves else exc
+
+
+def read_tail(file: IO[bytes]) -> str:
+    """The last lines the server wrote to stderr (read only after it has exited)."""
+    with contextlib.suppress(OSError, ValueError):
+        file.seek(0)
+        text = file.read().decode("utf-8", "replace").strip()
+        return text[-_STDERR_TAIL_CHARS:]
+    return ""

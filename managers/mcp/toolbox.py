@@ -1,0 +1,352 @@
+"""The toolbox: every configured server's tools as one set, routed by name, failures kept per server.
+
+Each enabled server has a slot: its lifetime, its health (has it ever connected this
+episode, is it disabled) and its live source. ``begin_turn`` readies every slot at once
+(``asyncio.gather``: startup costs the slowest server, not the sum) and returns the tools
+of all of them; ``call`` routes a wire or dotted name back to its server.
+
+Rules, per server (``connect_by_rules``): the first connect of an episode that fails stops
+the run with the server's command named (the configuration is probably wrong). After a
+good connect, a failed connect is retried once; when the retry fails too, that server
+alone is disabled for the rest of the episode. The other servers never notice.
+
+Lifetimes, per server:
+
+* ``episode``: connected on the first turn that needs tools and kept; at the start of each
+  turn a ping checks it, and a dead one is reconnected under the rules above; a
+  ``tools/list_changed`` notification makes the next turn list its tools again.
+* ``turn``: every turn gets a freshly started server, but the next turn's server is
+  started as soon as this turn's is ready, so it starts while the model is thinking and
+  the next turn only takes it over. Sessions of a finished turn close in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp.types as types
+
+from managers.mcp.config import Lifetime, ServerConfig
+from managers.mcp.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from managers.mcp.source import ToolSource
+from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
+
+PING_TIMEOUT_SECONDS = 5.0
+
+SourceFactory = Callable[[ServerConfig], ToolSource]
+Outcome = Literal["connected", "retried", "disabled", "skipped"]
+
+
+@dataclass
+class ServerHealth:
+    """What the rules remember about one server during one episode."""
+
+    ever_connected: bool = False
+    disabled: bool = False
+
+
+async def connect_by_rules(
+    name: str,
+    health: ServerHealth,
+    attempt: Callable[[], Awaitable[ToolSource]],
+    log: Callable[..., None],
+) -> tuple[Outcome, ToolSource | None]:
+    """Connect one server under the per-server rules (see the module docstring).
+
+    Raises:
+        MCPServerStartupError: the episode's first connect of this server failed.
+    """
+    if health.disabled:
+        return "skipped", None
+    try:
+        source = await attempt()
+    except MCPServerStartupError as first:
+        if not health.ever_connected:
+            # Off the console: the error ends the run and main.py prints it once.
+            log(
+                logging.ERROR,
+                "mcp_session_connect_failed",
+                "%s",
+                str(first),
+                server_name=name,
+                retry=False,
+                console=False,
+            )
+            raise
+        log(
+            logging.WARNING,
+            "mcp_session_connect_failed",
+            "MCP server '%s' failed to connect, retrying once: %s",
+            name,
+            str(first),
+            server_name=name,
+            retry=True,
+        )
+        try:
+            source = await attempt()
+        except MCPServerStartupError as second:
+            health.disabled = True
+            log(
+                logging.WARNING,
+                "mcp_server_disabled",
+                "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
+                name,
+                str(second),
+                server_name=name,
+                error=str(second),
+            )
+            return "disabled", None
+        health.ever_connected = True
+        log(logging.INFO, "mcp_session_retry_ok", "MCP server '%s' connected on retry", name, server_name=name)
+        return "retried", source
+    health.ever_connected = True
+    return "connected", source
+
+
+@dataclass
+class _Slot:
+    server: ServerConfig
+    lifetime: Lifetime
+    health: ServerHealth = field(default_factory=ServerHealth)
+    source: ToolSource | None = None
+    next_source: asyncio.Task[ToolSource] | None = None  # turn lifetime: started early for the next turn
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    """The tools offered this turn: OpenAI schemas and the name map that routes them."""
+
+    schemas: list[dict[str, Any]]
+    names: ToolNameMap
+    servers: tuple[str, ...]  # the servers whose tools are offered
+
+
+class Toolbox:
+    """Every enabled server of the config as one set of tools (see the module docstring)."""
+
+    def __init__(
+        self,
+        servers: list[tuple[ServerConfig, Lifetime]],
+        make_source: SourceFactory,
+        logger: logging.Logger,
+    ) -> None:
+        self.logger = logger
+        self._make_source = make_source
+        self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
+        self._closing: set[asyncio.Task[None]] = set()
+        self.turn_tools = TurnTools([], ToolNameMap([]), ())
+        # The last names offered, kept after the sessions close: logs still show dotted names.
+        self.known_names = ToolNameMap([])
+
+    @property
+    def all_disabled(self) -> bool:
+        return all(slot.health.disabled for slot in self._slots.values())
+
+    def disabled_servers(self) -> list[str]:
+        return [name for name, slot in self._slots.items() if slot.health.disabled]
+
+    def server(self, name: str) -> ServerConfig:
+        return self._slots[name].server
+
+    def reset_episode(self) -> None:
+        """Forget the rules' memory: the next connect of every server is a first connect again."""
+        for slot in self._slots.values():
+            slot.health = ServerHealth()
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def instructions(self) -> dict[str, str]:
+        """Each live server's own account of its purpose (its MCP ``instructions``), by server name."""
+        return {
+            name: slot.source.instructions
+            for name, slot in self._slots.items()
+            if slot.source is not None and slot.source.instructions
+        }
+
+    async def begin_turn(self) -> TurnTools:
+        """Ready every server for a new turn, at once; the tools of all that are up.
+
+        Raises:
+            MCPServerStartupError: a server's first connect of the episode failed (the
+                other servers are closed again first).
+        """
+        results = await asyncio.gather(*(self._ready(slot) for slot in self._slots.values()), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            await self.close()
+            startup = [f for f in failures if isinstance(f, MCPServerStartupError)]
+            raise (startup or failures)[0]
+        return self.refresh_tools()
+
+    async def _ready(self, slot: _Slot) -> None:
+        if slot.health.disabled:
+            return
+        if slot.lifetime == "episode":
+            await self._ready_episode(slot)
+        else:
+            await self._ready_turn(slot)
+
+    async def _ready_episode(self, slot: _Slot) -> None:
+        source = slot.source
+        if source is not None:
+            if await source.ping(PING_TIMEOUT_SECONDS):
+                if source.tools_changed:
+                    await self._relist(slot, source)
+                return
+            self._log(
+                logging.WARNING,
+                "mcp_server_unhealthy",
+                "MCP server '%s' is not answering; reconnecting",
+                slot.server.name,
+                server_name=slot.server.name,
+            )
+            slot.source = None
+            self._close_later(source)
+        _, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
+
+    async def _relist(self, slot: _Slot, source: ToolSource) -> None:
+        try:
+            tools = await source.list_tools()
+        except MCPServerDiedError as exc:
+            self._log(logging.WARNING, "mcp_tool_listing_failed", "%s", str(exc), server_name=slot.server.name)
+            return
+        self._log(
+            logging.INFO,
+            "mcp_tools_changed",
+            "MCP server '%s' changed its tools; it now offers %d",
+            slot.server.name,
+            len(tools),
+            server_name=slot.server.name,
+        )
+
+    async def _ready_turn(self, slot: _Slot) -> None:
+        old, slot.source = slot.source, None
+        if old is not None:
+            self._close_later(old)
+        early, slot.next_source = slot.next_source, None
+        attempts: list[Callable[[], Awaitable[ToolSource]]] = []
+        if early is not None:
+            attempts.append(lambda: _take_early(early))
+        outcome, slot.source = await connect_by_rules(
+            slot.server.name, slot.health, self._connector(slot, attempts), self._log
+        )
+        if outcome != "disabled" and slot.source is not None:
+            # The next turn's server starts now, while this turn's model call runs.
+            slot.next_source = asyncio.get_running_loop().create_task(self._connect_new(slot))
+
+    def _connector(
+        self, slot: _Slot, first: list[Callable[[], Awaitable[ToolSource]]] | None = None
+    ) -> Callable[[], Awaitable[ToolSource]]:
+        """Each call is one attempt: a server started early is used first, then a fresh start."""
+        pending = list(first or [])
+
+        def attempt() -> Awaitable[ToolSource]:
+            return pending.pop(0)() if pending else self._connect_new(slot)
+
+        return attempt
+
+    async def _connect_new(self, slot: _Slot) -> ToolSource:
+        source = self._make_source(slot.server)
+        await source.connect()
+        self._log(
+            logging.INFO,
+            "mcp_session_connect",
+            "MCP server '%s' connected with %d tools (%.0f ms)",
+            slot.server.name,
+            len(source.tools),
+            source.connect_ms or 0.0,
+            server_name=slot.server.name,
+            tool_count=len(source.tools),
+            tools=[f"{slot.server.name}.{tool.name}" for tool in source.tools],
+            duration_ms=source.connect_ms,
+        )
+        return source
+
+    def refresh_tools(self) -> TurnTools:
+        """The offered tools of every live server, in config order (filters applied)."""
+        offered: list[tuple[str, types.Tool]] = []
+        servers: list[str] = []
+        for name, slot in self._slots.items():
+            source = slot.source
+            if source is None or not source.is_alive:
+                continue
+            servers.append(name)
+            offered.extend((name, tool) for tool in source.tools if slot.server.offers(tool.name))
+        names = ToolNameMap((server, tool.name) for server, tool in offered)
+        schemas = [translate_tool(server, tool, names) for server, tool in offered]
+        self.turn_tools = TurnTools(schemas, names, tuple(servers))
+        if names.routes:
+            self.known_names = names
+        return self.turn_tools
+
+    def end_turn(self) -> None:
+        """Turn-lifetime servers are done with this turn: close them in the background."""
+        for slot in self._slots.values():
+            if slot.lifetime == "turn" and slot.source is not None:
+                self._close_later(slot.source)
+                slot.source = None
+
+    def _close_later(self, source: ToolSource) -> None:
+        task = asyncio.get_running_loop().create_task(source.close(), name=f"mcp-close-{source.name}")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        """Close every session and end every server this toolbox started; waits for all of it."""
+        closing: list[Awaitable[Any]] = []
+        for slot in self._slots.values():
+            if slot.source is not None:
+                closing.append(slot.source.close())
+                slot.source = None
+            if slot.next_source is not None:
+                closing.append(_close_early(slot.next_source))
+                slot.next_source = None
+        closing.extend(list(self._closing))
+        if closing:
+            await asyncio.gather(*closing, return_exceptions=True)
+        self.turn_tools = TurnTools([], ToolNameMap([]), ())
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def route(self, name: str) -> ToolRoute | None:
+        return self.turn_tools.names.resolve(name)
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> tuple[ToolRoute, Any]:
+        """Run the tool offered under ``name`` (wire or dotted); see ``ToolSource.call_tool`` for errors."""
+        route = self.route(name)
+        if route is None:
+            known = ", ".join(f"{r.wire_name} ({r.dotted})" for r in self.turn_tools.names.routes) or "none"
+            raise MCPToolCallError(f"Unknown tool '{name}'. Tools offered this turn: {known}.")
+        source = self._slots[route.server_name].source
+        if source is None:
+            raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.")
+        return route, await source.call_tool(route.tool_name, arguments, timeout)
+
+    def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
+        self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
+
+
+async def _take_early(task: asyncio.Task[ToolSource]) -> ToolSource:
+    """The server started early for this turn, if it is still up (else a failed attempt)."""
+    source = await task
+    if not source.is_alive:
+        await source.close()
+        raise MCPServerStartupError(
+            f"MCP server '{source.name}' was started for this turn but exited before the turn began."
+        )
+    return source
+
+
+async def _close_early(task: asyncio.Task[ToolSource]) -> None:
+    """Close a server started early for a turn that will not come (or cancel its start)."""
+    if not task.done():
+        task.cancel()
+    try:
+        source = await task
+    except (asyncio.CancelledError, MCPServerStartupError):
+        return  # its start was undone by connect() itself
+    await source.close()

@@ -1,0 +1,400 @@
+"""Several MCP servers at once, through MCPManager: real stdio subprocesses and real HTTP servers.
+
+Federation (prefixed names routed to their server, filters, per-server timeouts), failure
+isolation (a crashing or failing server costs only its own tools), the per-server retry rules
+(properties 26/27, per server), both lifetimes, tool-list changes, SSE, and process groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
+from managers.mcp.toolbox import ServerHealth, connect_by_rules
+from tests.mcp_test_servers.helpers import (
+    REPO_ROOT,
+    HTTPServer,
+    assert_clean,
+    async_hygiene,
+    capture_logger,
+    child_pids,
+    http_server,
+    make_config,
+    misbehaving_entry,
+    pid_alive,
+    raw_entry,
+    wait_gone,
+    write_mcp_config,
+)
+
+THINK = {"thought": "The house has a window.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+THOUGHTBOX = {
+    "command": "python",
+    "args": ["-m", "mcp_servers.thoughtbox_server"],
+    "cwd": str(REPO_ROOT),
+    "env": {"DISABLE_THOUGHT_LOGGING": "true"},
+}
+
+
+class Episode:
+    """A manager driven turn by turn as the agent and orchestrator drive it, with hygiene checks."""
+
+    def __init__(self, tmp_path: Path, servers: dict[str, dict[str, Any]], **mcp: Any) -> None:
+        self.config_path = write_mcp_config(tmp_path / f"cfg-{uuid.uuid4().hex[:6]}", servers)
+        self.logger, self.handler = capture_logger(f"test.mcp.toolbox.{uuid.uuid4().hex}")
+        self.manager = MCPManager(make_config(self.config_path, tmp_path, **mcp), self.logger)
+        self.before = child_pids()
+        self.spawned: set[int] = set()
+        self.turn = 0
+        self.schemas: list[dict[str, Any]] = []
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [schema["function"]["name"] for schema in self.schemas]
+
+    def play(self, body: Any = None) -> Any:
+        """One turn: open the tools, run ``body(manager)``, end the turn."""
+        self.turn += 1
+
+        async def turn() -> Any:
+            self.schemas = await self.manager.open_turn(self.turn)
+            self.spawned |= child_pids() - self.before
+            return await body(self.manager) if body is not None else None
+
+        try:
+            return asyncio.run(turn())
+        finally:
+            self.spawned |= child_pids() - self.before
+            self.manager.end_turn()
+
+    def close(self) -> None:
+        self.manager.close()
+        assert not wait_gone(self.spawned, 5.0), "a server process outlived the episode"
+        assert not (child_pids() - self.before), "a child process was left behind"
+
+    def events(self, event_type: str) -> list[Any]:
+        return self.handler.by_event(event_type)
+
+
+async def think(manager: MCPManager, name: str) -> dict[str, Any]:
+    result = await manager.call_tool(name, THINK)
+    assert not result.is_error, result.error_message
+    return result.content
+
+
+# -- federation --------------------------------------------------------------------------------------
+
+
+def test_three_servers_stdio_and_http_one_toolbox_both_lifetimes(tmp_path: Path, thoughtbox_http: HTTPServer) -> None:
+    attempts = tmp_path / "disabled-attempts.txt"
+    episode = Episode(
+        tmp_path,
+        {
+            "thoughtbox": THOUGHTBOX,  # turn lifetime (the default): a fresh server every turn
+            "tools": {
+                **misbehaving_entry(),
+                "includeTools": ["echo", "pid", "hang", "exit_now", "fail"],
+                "excludeTools": ["fail"],
+                "timeout": 0.5,
+                "lifetime": "episode",
+            },
+            "remote": {"type": "http", "url": thoughtbox_http.url, "headers": {"Authorization": "Bearer t0ps3cr3t!"}},
+            "off": {**misbehaving_entry("--attempts-file", str(attempts)), "disabled": True},
+        },
+    )
+    with async_hygiene(episode.handler) as report:
+
+        async def turn_one(m: MCPManager) -> dict[str, Any]:
+            return {
+                "local": await think(m, "thoughtbox__think"),
+                "remote": await think(m, "remote.think"),
+                "echo": (await m.call_tool("tools__echo", {"text": "hi"})).content,
+                "pid": (await m.call_tool("tools__pid", {})).content,
+            }
+
+        first = episode.play(turn_one)
+        names = episode.tool_names
+        assert names == [
+            "thoughtbox__think",
+            "tools__echo",
+            "tools__pid",
+            "tools__hang",
+            "tools__exit_now",
+            "remote__think",
+        ]
+        assert first["echo"] == "hi"
+        assert first["local"]["thoughtHistoryLength"] == first["remote"]["thoughtHistoryLength"] == 1
+        assert episode.manager.display_name("tools__pid") == "tools.pid"
+        # The entry's timeout (0.5 s) beats the configured 30 s default for its tools only.
+        assert episode.manager.timeout_for("tools__hang") == 0.5
+        assert episode.manager.timeout_for("remote__think") == 30
+
+        async def turn_two(m: MCPManager) -> dict[str, Any]:
+            with pytest.raises(TimeoutError, match=r"tools\.hang timed out after 0\.5s"):
+                await m.call_tool("tools__hang", {"seconds": 60})
+            return {
+                "local": await think(m, "thoughtbox__think"),
+                "remote": await think(m, "remote__think"),
+                "pid": (await m.call_tool("tools__pid", {})).content,
+            }
+
+        second = episode.play(turn_two)
+        # Turn lifetime: a fresh thoughtbox; remote turn lifetime: a new HTTP session, a fresh history.
+        assert second["local"]["thoughtHistoryLength"] == second["remote"]["thoughtHistoryLength"] == 1
+        # Episode lifetime: the same process kept across turns.
+        assert second["pid"] == first["pid"]
+        episode.close()
+    assert_clean(report)
+
+    assert not attempts.exists()  # the disabled entry was never started
+    connects = [r.server_name for r in episode.events("mcp_session_connect")]
+    assert connects.count("tools") == 1 and connects.count("thoughtbox") >= 2 and connects.count("remote") >= 2
+    logged = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in episode.handler.records)
+    assert "t0ps3cr3t!" not in logged
+
+
+def test_a_crashing_server_costs_only_its_own_tools(tmp_path: Path) -> None:
+    counter = tmp_path / "failures-left.txt"
+    counter.write_text("0")
+    episode = Episode(
+        tmp_path,
+        {
+            "steady": raw_entry(),
+            "crashy": misbehaving_entry("--start", "flaky", "--counter-file", str(counter)),
+        },
+        session_lifetime="episode",
+    )
+    with async_hygiene(episode.handler) as report:
+
+        async def crash(m: MCPManager) -> tuple[BaseException, str, list[dict[str, Any]]]:
+            with pytest.raises(MCPServerDiedError) as died:
+                await m.call_tool("crashy__exit_now", {})
+            left = await m.open_turn(episode.turn)  # a re-ask in the same turn: only the live servers' tools
+            return died.value, (await m.call_tool("steady__echo", {"text": "still here"})).content, left
+
+        died, echoed, left = episode.play(crash)
+        assert "crashy.exit_now" in str(died)
+        assert echoed == "still here"
+        assert [s["function"]["name"] for s in left] == ["steady__echo", "steady__methods", "steady__pid"]
+
+        # Next turn: the dead server is noticed, reconnected (it comes back), and both work.
+        episode.play()
+        assert "crashy__echo" in episode.tool_names and "steady__echo" in episode.tool_names
+        assert [r.server_name for r in episode.events("mcp_server_unhealthy")] == ["crashy"]
+
+        # It dies again and cannot come back (two failed starts): it alone is disabled.
+        async def crash_again(m: MCPManager) -> None:
+            with pytest.raises(MCPServerDiedError):
+                await m.call_tool("crashy__exit_now", {})
+
+        episode.play(crash_again)
+        counter.write_text("2")
+        episode.play()
+        assert episode.tool_names == ["steady__echo", "steady__methods", "steady__pid"]
+        assert episode.manager.disabled_servers() == ["crashy"] and not episode.manager.is_disabled
+        (disabled,) = episode.events("mcp_server_disabled")
+        assert disabled.server_name == "crashy" and "flaky start" in disabled.getMessage()
+        episode.play()
+        assert episode.tool_names == ["steady__echo", "steady__methods", "steady__pid"]
+        episode.close()
+    assert_clean(report)
+
+
+def test_first_start_failure_of_any_server_stops_the_run_naming_it(tmp_path: Path) -> None:
+    episode = Episode(tmp_path, {"fine": raw_entry(), "broken": misbehaving_entry("--start", "crash")})
+    with async_hygiene(episode.handler) as report:
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode.play()
+        episode.close()  # the healthy server started beside it is gone too
+    assert_clean(report)
+    message = str(caught.value)
+    assert "Failed to start MCP server 'broken'" in message and "--start crash" in message
+    assert '"disabled": true' in message
+
+
+# -- per-server rules (properties 26 and 27) ---------------------------------------------------------
+
+
+def reference(script: list[bool], turns: int) -> list[str]:
+    """Seed 000's rules for one server: per turn "ok", "retried", "raise", "disabled" or "skipped"."""
+    script, ever, disabled, result = list(script), False, False, []
+    for _ in range(turns):
+        if disabled:
+            result.append("skipped")
+            continue
+        if script.pop(0) if script else True:
+            ever = True
+            result.append("ok")
+        elif not ever:
+            result.append("raise")
+            break
+        elif script.pop(0) if script else True:
+            result.append("retried")
+        else:
+            disabled = True
+            result.append("disabled")
+    return result
+
+
+@given(scripts=st.lists(st.lists(st.booleans(), max_size=8), min_size=1, max_size=4), turns=st.integers(1, 6))
+def test_property_26_27_rules_apply_to_each_server_alone(scripts: list[list[bool]], turns: int) -> None:
+    """Properties 26/27 per server: a failed first connect raises with no retry; a later failure is
+    retried exactly once; a failed retry disables that server alone, which is never tried again. Each
+    server's outcomes depend on its own attempts only."""
+    healths = [ServerHealth() for _ in scripts]
+    pending = [list(script) for script in scripts]
+    attempts = [0] * len(scripts)
+    seen: list[list[str]] = [[] for _ in scripts]
+
+    def attempt_for(index: int) -> Any:
+        async def attempt() -> Any:
+            attempts[index] += 1
+            if pending[index].pop(0) if pending[index] else True:
+                return f"source-{index}"
+            raise MCPServerStartupError(f"server-{index} failed")
+
+        return attempt
+
+    async def play() -> None:
+        for _ in range(turns):
+            results = await asyncio.gather(
+                *(
+                    connect_by_rules(f"server-{i}", healths[i], attempt_for(i), lambda *a, **k: None)
+                    for i in range(len(scripts))
+                ),
+                return_exceptions=True,
+            )
+            for i, result in enumerate(results):
+                if isinstance(result, MCPServerStartupError):
+                    assert str(result) == f"server-{i} failed"
+                    seen[i].append("raise")
+                else:
+                    outcome, source = result
+                    seen[i].append({"connected": "ok"}.get(outcome, outcome))
+                    assert (source is None) == (outcome in ("disabled", "skipped"))
+            if any(isinstance(r, BaseException) for r in results):
+                return  # the run stops at a first-connect failure
+
+    asyncio.run(play())
+    stopped_at = min((len(s) for s in seen if s and s[-1] == "raise"), default=turns)
+    for i, script in enumerate(scripts):
+        want = reference(script, turns)[:stopped_at]
+        assert seen[i] == want
+        assert attempts[i] == sum({"ok": 1, "raise": 1, "retried": 2, "disabled": 2}.get(o, 0) for o in want)
+        assert healths[i].disabled == ("disabled" in want)
+
+
+@settings(max_examples=12)
+@given(scripts=st.lists(st.lists(st.booleans(), max_size=5), min_size=2, max_size=3), turns=st.integers(1, 4))
+def test_property_26_27_with_real_servers_in_turn_lifetime(
+    tmp_path_factory: pytest.TempPathFactory, scripts: list[list[bool]], turns: int
+) -> None:
+    """The same rules through the real toolbox, real processes and servers started early for the next
+    turn: per turn, exactly the servers the rules keep offer tools; every process ends at close."""
+    folder = tmp_path_factory.mktemp("rules")
+    servers = {}
+    for i, script in enumerate(scripts):
+        path = folder / f"script-{i}.txt"
+        path.write_text("".join("ok\n" if ok else "fail\n" for ok in script), encoding="utf-8")
+        servers[f"s{i}"] = raw_entry(env={"RAW_SERVER_SCRIPT": str(path)})
+    episode = Episode(folder, servers, session_lifetime="turn")
+    wants = [reference(script, turns) for script in scripts]
+    raised = False
+    for turn in range(turns):
+        expected = [f"s{i}" for i, want in enumerate(wants) if want[turn] in ("ok", "retried")]
+        if any(want[turn] == "raise" for want in wants):
+            with pytest.raises(MCPServerStartupError):
+                episode.play()
+            raised = True
+            break
+        episode.play()
+        assert sorted({name.split("__")[0] for name in episode.tool_names}) == expected
+    episode.close()
+    for i, want in enumerate(wants):
+        played = want[: turn + 1] if raised else want
+        taken_file = folder / f"script-{i}.taken"
+        taken = taken_file.read_text().splitlines() if taken_file.exists() else []
+        needed = sum({"ok": 1, "raise": 1, "retried": 2, "disabled": 2}.get(o, 0) for o in played)
+        # A server started early for a turn that never came may have taken one more outcome.
+        assert needed <= len(taken) <= needed + 1
+
+
+# -- lifetimes, tool changes, process groups, SSE ------------------------------------------------------
+
+
+def test_episode_lifetime_relists_tools_after_list_changed(tmp_path: Path) -> None:
+    episode = Episode(tmp_path, {"m": misbehaving_entry()}, session_lifetime="episode")
+
+    async def grow(m: MCPManager) -> str:
+        return (await m.call_tool("m__grow", {})).content
+
+    assert episode.play(grow) in ("grew", {"result": "grew"})
+    assert "m__grown" not in episode.tool_names
+
+    async def grown(m: MCPManager) -> Any:
+        return (await m.call_tool("m__grown", {})).content
+
+    assert episode.play(grown) == "grown"
+    assert "m__grown" in episode.tool_names
+    assert [r.server_name for r in episode.events("mcp_tools_changed")] == ["m"]
+    episode.close()
+
+
+@pytest.mark.parametrize("lifetime", ["turn", "episode"])
+def test_the_whole_process_group_ends_with_the_session(tmp_path: Path, lifetime: str) -> None:
+    """A server that starts a helper and exits cleanly when its stdin closes: the helper goes too."""
+    pid_file = tmp_path / "helpers.txt"
+    episode = Episode(
+        tmp_path, {"parent": misbehaving_entry("--spawn-helper", str(pid_file))}, session_lifetime=lifetime
+    )
+
+    def helpers() -> list[int]:
+        return [int(line) for line in pid_file.read_text().split()]
+
+    with async_hygiene(episode.handler) as report:
+        episode.play()
+        first = helpers()[0]
+        assert pid_alive(first)
+        episode.play()
+        if lifetime == "turn":  # turn 1's server closed when turn 2 began, its helper with it
+            assert not wait_gone({first}, 5.0)
+        else:  # one server, one helper, alive all episode
+            assert helpers() == [first] and pid_alive(first)
+        episode.close()
+    assert_clean(report)
+    assert not wait_gone(set(helpers()), 5.0), "a server's helper outlived the session"
+
+
+def test_sse_remote_server(tmp_path: Path) -> None:
+    with http_server("mcp_servers.thoughtbox_server", sse=True, env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
+        episode = Episode(tmp_path, {"old": {"type": "sse", "url": server.url}})
+        with async_hygiene(episode.handler) as report:
+
+            async def body(m: MCPManager) -> dict[str, Any]:
+                return await think(m, "old__think")
+
+            assert episode.play(body)["thoughtHistoryLength"] == 1
+            episode.close()
+        assert_clean(report)
+
+
+def test_unreachable_remote_server_fails_fast_with_its_address(tmp_path: Path) -> None:
+    episode = Episode(
+        tmp_path, {"gone": {"url": "http://127.0.0.1:9/mcp?token=abc", "headers": {"X-Key": "k3y-value"}}}
+    )
+    with pytest.raises(MCPServerStartupError) as caught:
+        episode.play()
+    episode.close()
+    message = str(caught.value)
+    assert "Failed to start MCP server 'gone'" in message
+    assert "http://127.0.0.1:9/mcp" in message
+    assert "token=abc" not in message and "k3y-value" not in message
+    assert json.dumps(message)
