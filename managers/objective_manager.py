@@ -221,6 +221,7 @@ class ObjectiveManager(LearningManager):
         whose targets the game does not know is refused, and the reason shown next turn."""
         if isinstance(proposal, str):
             proposal = ObjectiveProposal(text=proposal, done_when=[CompletionStep(kind="free", criterion=proposal)])
+        proposal = self._scrubbed(proposal)
         problems = self._problems_of(proposal)
         if problems:
             self._refuse(proposal, problems, turn, source)
@@ -365,7 +366,13 @@ class ObjectiveManager(LearningManager):
         )
 
     # -- adding --------------------------------------------------------------------------
+    def _scrubbed(self, proposal: ObjectiveProposal) -> ObjectiveProposal:
+        """The proposal without known secrets in any field (text, targets, criteria): the agent
+        reads its objectives back every turn, so a secret must not survive in memory either."""
+        return type(proposal).model_validate_json(self.file.scrub(proposal.model_dump_json()))
+
     def _add(self, proposal: ObjectiveProposal, turn: int, source: str, priority: Priority) -> Objective | None:
+        proposal = self._scrubbed(proposal)
         steps = [step for step in (self._resolve(s)[0] for s in proposal.done_when) if step is not None]
         objective = Objective(
             id=max((o.id for o in self.objectives), default=0) + 1,
