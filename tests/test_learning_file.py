@@ -86,7 +86,24 @@ def lesson_text(run: int, index: int) -> str:
 
 
 # Objectives that share most of their words merge into one, so each run's goals differ in every content word but one.
-OBJECT_WORDS = "apple bell coin dagger emerald flute garlic horn ivory jade key lamp mirror nest opal pearl".split()
+OBJECT_WORDS = [
+    "apple",
+    "bell",
+    "coin",
+    "dagger",
+    "emerald",
+    "flute",
+    "garlic",
+    "horn",
+    "ivory",
+    "jade",
+    "key",
+    "lamp",
+    "mirror",
+    "nest",
+    "opal",
+    "pearl",
+]
 RUN_WORDS = ["amber", "blue", "crimson", "dun"]
 
 

@@ -18,7 +18,7 @@ from managers.memory_manager import parse_memories
 from orchestration.parallel import aggregate_exit_code
 from tests.e2e_support import AGENT_MODEL, read_events
 from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion
+from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 
 REPO = Path(__file__).resolve().parent.parent
 # Three routes from West of House into different rooms, so a map that lost one episode's
@@ -81,7 +81,7 @@ class RouteModel:
             )
         from tests.e2e_support import minimal_instance
 
-        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {"type": "object"})
+        schema = requested_schema(body) or {"type": "object"}
         return Reply(200, completion(json.dumps(minimal_instance(schema))))
 
 
