@@ -72,7 +72,7 @@ class LLMResponse:
 
     content: str | None
     model: str
-    usage: dict[str, int | float] | None = None
+    usage: dict[str, int] | None = None
     tool_calls: list[ToolCall] | None = None
     finish_reason: str | None = None
     # What the provider says the call cost (OpenRouter's usage.cost), in USD.

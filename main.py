@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from session.errors import EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
+from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.stop_signals import StopSignals, UserAbort
 from shared_utils import escape_control_chars
@@ -42,13 +42,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="path to zork1.z5 (else ZORKGPT_GAME_FILE, [tool.zorkgpt.files] game_file, the per-user cache)",
     )
     parser.add_argument(
-        "--parallel",
-        type=int,
-        default=1,
-        metavar="K",
-        help="play the episodes K at a time, each in its own process (default 1: one after another)",
-    )
-    parser.add_argument(
         "--view",
         nargs="?",
         type=int,
@@ -57,11 +50,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="PORT",
         help=f"watch the game live in your browser at http://127.0.0.1:PORT/ (default port {VIEWER_PORT})",
     )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="K",
+        help="play the episodes K at a time, each in its own process (default 1: one after another)",
+    )
     args = parser.parse_args(argv)
-    if args.parallel < 1:
-        parser.error("--parallel must be at least 1")
     if args.view is not None and not 0 <= args.view <= 65535:
         parser.error("--view PORT must be between 0 and 65535")
+    if args.parallel < 1:
+        parser.error("--parallel must be at least 1")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
@@ -127,15 +127,19 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
 
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
+    # Imported after the cheap checks so a missing key fails instantly.
+    from orchestration.run_report import report_run
+
+    # A run of several episodes ends with its report (a single episode has its summary).
+    def end_of_run(episode_dirs: list[Path], code: int) -> int:
+        return (report_run(config.workdir, episode_dirs) or code) if args.episodes > 1 else code
+
     if args.parallel > 1 and args.episodes > 1:
         from orchestration.parallel import play_in_parallel
 
-        return play_in_parallel(
-            signals, args.episodes, args.parallel, args.config, args.max_turns, args.game_file
-        ).exit_code
+        result = play_in_parallel(signals, args.episodes, args.parallel, args.config, args.max_turns, args.game_file)
+        return end_of_run(result.episode_dirs, result.exit_code)
 
-    # Imported after the cheap checks so a missing key fails instantly.
-    from orchestration.run_report import report_run
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging()
@@ -185,7 +189,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 file=sys.stderr,
             )
             return EXIT_RUN_FAILED
-    return report_run(config.workdir, episode_dirs)
+    return end_of_run(episode_dirs, EXIT_OK)
 
 
 if __name__ == "__main__":

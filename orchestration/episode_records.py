@@ -136,7 +136,9 @@ class EpisodeFigures:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost: float | None = None  # only when the provider reported one (``usage.cost``)
+    cost: float | None = None  # USD; None when any call's price is unknown (a partial sum would mislead)
+    priced_cost: float = 0.0  # what the calls with a known price cost
+    unpriced_calls: int = 0
     usage_by_role: Mapping[str, RoleUsage] = field(default_factory=dict)
     mcp_calls_by_server: Mapping[str, int] = field(default_factory=dict)
     mcp_errors: int = 0
@@ -162,8 +164,8 @@ class EpisodeFigures:
         scores: list[tuple[int, int]] = []
         roles: dict[str, list[int]] = {}
         servers: Counter[str] = Counter()
-        cost: float | None = None
-        calls = prompt = completion = deaths = mcp_errors = 0
+        cost = 0.0
+        calls = prompt = completion = deaths = mcp_errors = unpriced = 0
         for event in events:
             kind = event.get("event_type")
             if kind == "episode_start":
@@ -189,8 +191,11 @@ class EpisodeFigures:
                 p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
                 calls, prompt, completion = calls + 1, prompt + p, completion + c
                 role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
-                if (spent := _number(usage.get("cost"))) is not None:
-                    cost = (cost or 0.0) + spent
+                # The client prices each call (the provider's figure, else its pricing table); None = unknown.
+                if (spent := _number(event.get("cost_usd"))) is None:
+                    unpriced += 1
+                else:
+                    cost += spent
             elif kind == "mcp_tool_call":
                 server = event.get("server_name") or str(event.get("tool_name", "?")).split(".", 1)[0]
                 servers[str(server)] += 1
@@ -212,7 +217,9 @@ class EpisodeFigures:
             llm_calls=calls,
             prompt_tokens=prompt,
             completion_tokens=completion,
-            cost=cost,
+            cost=None if unpriced else cost,
+            priced_cost=cost,
+            unpriced_calls=unpriced,
             usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
             mcp_calls_by_server=dict(sorted(servers.items())),
             mcp_errors=mcp_errors,
@@ -240,6 +247,8 @@ class EpisodeFigures:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost": self.cost,
+            "priced_cost": self.priced_cost,
+            "unpriced_calls": self.unpriced_calls,
             "usage_by_role": {
                 name: {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
                 for name, u in self.usage_by_role.items()

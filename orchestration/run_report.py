@@ -270,7 +270,7 @@ def _num(value: float, digits: int = 1) -> str:
 
 
 def _cost(value: float | None) -> str:
-    return "not reported" if value is None else f"${value:.4f}"
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> str:

@@ -102,6 +102,26 @@ def read_events(episode_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+def play_walkthrough(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    game_file: Path,
+    episode_id: str,
+    turns: int,
+    model: Responder | None = None,
+    **sections: dict[str, Any],
+) -> GameState:
+    """Play the first ``turns`` walkthrough commands as one finished episode under
+    ``tmp_path / "game_files"``; returns the final GameState."""
+    llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
+    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    try:
+        return orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+
 class TurnKeyedWalkthroughModel(WalkthroughModel):
     """A walkthrough model that any number of concurrent episodes can share: the agent's command
     comes from the turn number in its context ("Turn N | Score ..."), not from a call counter,
@@ -125,23 +145,3 @@ class TurnKeyedWalkthroughModel(WalkthroughModel):
         command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else "look"
         self.agent_calls += 1
         return Reply(200, agent_reply(command, thinking=f"walkthrough step {turn}"), delay=self.delay)
-
-
-def play_walkthrough(
-    llm_server: ScriptedLLMServer,
-    tmp_path: Path,
-    game_file: Path,
-    episode_id: str,
-    turns: int,
-    model: Responder | None = None,
-    **sections: dict[str, Any],
-) -> GameState:
-    """Play the first ``turns`` walkthrough commands as one finished episode under
-    ``tmp_path / "game_files"``; returns the final GameState."""
-    llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
-    config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
-    try:
-        return orchestrator.play_episode()
-    finally:
-        orchestrator.close()

@@ -42,7 +42,7 @@ def test_figures_of_a_real_game_match_the_game_and_the_provider(
     assert [t for t, _ in figures.score_by_turn] == list(range(turns + 1))
     calls = len(llm_server.requests)
     assert figures.llm_calls == calls and figures.prompt_tokens == 10 * calls and figures.completion_tokens == 5 * calls
-    assert figures.cost == pytest.approx(PRICE * calls)
+    assert figures.cost == pytest.approx(PRICE * calls) and figures.unpriced_calls == 0
     assert figures.usage_by_role["Agent"].calls == turns
     assert figures.mcp_calls == 0 and figures.mcp_calls_by_server == {}
     assert figures.per_turn(figures.llm_calls) == pytest.approx(calls / turns)
@@ -57,6 +57,7 @@ def test_no_cost_reported_means_unknown_not_zero(
     play_walkthrough(llm_server, tmp_path, game_file, "free", 2)
     figures = EpisodeFigures.from_events("free", read_events(tmp_path / "game_files" / "episodes" / "free"))
     assert figures.llm_calls > 0 and figures.cost is None
+    assert figures.unpriced_calls == figures.llm_calls and figures.priced_cost == 0.0
 
 
 def test_event_tail_reads_only_complete_lines_and_starts_over_on_a_new_file(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from orchestration.run_report import (
     read_run,
     summarize_episodes,
 )
-from tests.e2e_support import AGENT_MODEL, play_walkthrough, walkthrough
+from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, clean_env, scripted_env
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 
@@ -108,7 +108,7 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
     assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
-    assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: not reported" in proc.stdout
+    assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
     assert "| score | -1.7 | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
     assert all(name in report for name, *_ in finals)
@@ -116,6 +116,36 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     # The plot: one line per episode, each in its own colour.
     colours = png_colours(run_dir / SCORE_PNG)
     assert all(c in colours for c in LINE_COLOURS[:3]) and LINE_COLOURS[3] not in colours
+
+
+PARALLEL_ARGS = ("--episodes", "2", "--parallel", "2", "--max-turns", "4")
+
+
+def test_parallel_episodes_end_with_one_report_for_the_run(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(TurnKeyedWalkthroughModel(walkthrough(game_file)))
+    learning_off = {
+        f"ZORKGPT_{name}": "false"
+        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+    }
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "main.py"), *PARALLEL_ARGS, "--config", str(REPO / "pyproject.toml")],
+        cwd=tmp_path,
+        env=clean_env(scripted_env(llm_server, tmp_path, game_file, **learning_off)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()  # the children wrote none of their own
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    episodes = sorted(p.name for p in (tmp_path / "runs" / "episodes").iterdir())
+    assert sorted(r["episode_id"] for r in rows) == episodes and len(episodes) == 2
+    assert all((int(r["score"]), int(r["turns"])) == (5, 4) for r in rows)  # "get egg" on turn 4
+    assert "| score | 5 | 5 | 5 | 5 |" in proc.stdout
 
 
 def play_run(

@@ -30,7 +30,9 @@ from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (uv sync installs it)")
+# Read at import: every test then runs with the ZORKGPT_* variables cleared (tests/conftest.py).
 CHROMIUM = os.environ.get("ZORKGPT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+SCREENSHOT_DIR = Path(os.environ["ZORKGPT_SCREENSHOT_DIR"]) if os.environ.get("ZORKGPT_SCREENSHOT_DIR") else None
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)"
 )
@@ -84,7 +86,7 @@ def viewer(tmp_path: Path) -> Iterator[RunningViewer]:
 
 
 def screenshot(page: playwright_api.Page, tmp_path: Path, name: str) -> Path:
-    folder = Path(os.environ.get("ZORKGPT_SCREENSHOT_DIR") or tmp_path)
+    folder = SCREENSHOT_DIR or tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     page.screenshot(path=str(path), full_page=True)

@@ -51,6 +51,12 @@ function fmt(n) {
   return n == null ? "–" : Number(n).toLocaleString("en-US");
 }
 
+// Unknown prices stay unknown, never $0: a lower bound when only some calls had one.
+function costText(e) {
+  if (e.cost != null) return `$${e.cost.toFixed(4)}`;
+  return e.priced_cost > 0 ? `≥ $${e.priced_cost.toFixed(4)}` : "unknown";
+}
+
 function showError(message) {
   const box = document.getElementById("error");
   box.hidden = !message;
@@ -135,7 +141,7 @@ function render(data) {
   document.getElementById("deaths").textContent = fmt(e.deaths);
   document.getElementById("llm-calls").textContent = fmt(e.llm_calls);
   document.getElementById("tokens").textContent = fmt(e.prompt_tokens + e.completion_tokens);
-  document.getElementById("cost").textContent = e.cost == null ? "not reported" : `$${e.cost.toFixed(4)}`;
+  document.getElementById("cost").textContent = costText(e);
   document.getElementById("mcp-calls").textContent = fmt(e.mcp_calls);
   document.getElementById("latest-command").textContent = e.last_action ? `> ${e.last_action}` : "–";
   document.getElementById("end-reason").textContent = e.finished
@@ -390,7 +396,7 @@ function drawFigures(e) {
   document.getElementById("figures").replaceChildren(
     el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)),
     el("h3", { text: "MCP calls per server" }), mcp, ...extra,
-    el("p", { class: "muted", text: `Cost: ${e.cost == null ? "not reported by the provider" : `$${e.cost.toFixed(4)}`}` }));
+    el("p", { class: "muted", text: `Cost: ${costText(e)}${e.unpriced_calls ? ` (${e.unpriced_calls} call(s) without a known price)` : ""}` }));
 }
 
 function markdown(text) {
