@@ -67,7 +67,7 @@ class ToolCall:
 
 @dataclass
 class LLMResponse:
-    """One completion. Exactly one of ``content`` / ``tool_calls`` is set (spec property 12);
+    """One completion. Exactly one of ``content`` / ``tool_calls`` is set;
     ``content`` is ``""`` when the model answered nothing."""
 
     content: str | None
@@ -163,7 +163,7 @@ def validate_messages(messages: Sequence[Any]) -> None:
 
 
 def validate_tool_schemas(tools: Sequence[Any]) -> None:
-    """Refuse tool schemas the provider would reject, naming the tool and the fix (property 10).
+    """Refuse tool schemas the provider would reject, naming the tool and the fix.
 
     OpenAI and Anthropic both reject function names outside ``^[a-zA-Z0-9_-]{1,64}$``,
     which is why MCP tools go on the wire as ``server__tool``.
@@ -223,7 +223,7 @@ def fold_system_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def add_cache_control(messages: list[dict[str, Any]], anthropic: bool) -> list[dict[str, Any]]:
-    """Mark system and user messages for prompt caching (requirement 4.7, property 15).
+    """Mark system and user messages for prompt caching.
 
     Most providers read a message-level ``cache_control`` (or ignore it, OpenAI caches
     prefixes on its own), so every system/user message gets one unless the caller set it.
@@ -598,11 +598,17 @@ def parse_text_tool_calls(content: str, tool_names: frozenset[str]) -> list[tupl
     return None
 
 
-def _usage_of(body: Mapping[str, Any]) -> dict[str, int] | None:
+def _usage_of(body: Mapping[str, Any]) -> dict[str, int | float] | None:
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    # Token counts, plus the price when the provider reports one (OpenRouter's ``cost``, in USD):
+    # the viewer and run reports add it up. Other nested details are dropped.
+    counts: dict[str, int | float] = {
+        k: v
+        for k, v in usage.items()
+        if (isinstance(v, int) and not isinstance(v, bool)) or (k == "cost" and isinstance(v, float))
+    }
     # Cached prompt tokens are priced lower; OpenAI and OpenRouter nest them in the details.
     details = usage.get("prompt_tokens_details")
     if isinstance(details, Mapping) and isinstance(details.get("cached_tokens"), int):
@@ -622,7 +628,7 @@ def _reported_cost(body: Mapping[str, Any]) -> float | None:
 def parse_completion(body: Any, requested_model: str, tool_names: frozenset[str] | None = None) -> LLMResponse:
     """An ``LLMResponse`` from a decoded 2xx body; ``RetryableReplyError`` if the body is malformed.
 
-    Content exclusivity (property 12): with tool calls the content is dropped (models often
+    Content exclusivity: with tool calls the content is dropped (models often
     add a sentence of narration), without them ``tool_calls`` is None. An empty message is
     an answer (content ``""``), not a fault: retrying would bill the same silence again.
     ``tool_names`` are the tools the request offered; only then is text in ``content`` read

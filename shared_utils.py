@@ -52,9 +52,15 @@ def cap_text(text: str, limit: int) -> str:
 
 
 def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
-    """``text`` on one line (whitespace folded), cut to ``limit`` characters with ``ellipsis``."""
+    """``text`` on one line (whitespace folded); if longer than ``limit`` characters, cut at the
+    last word boundary that fits and end with ``ellipsis`` (mid-word only for one giant word)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - len(ellipsis)] + ellipsis
+    if len(flat) <= limit:
+        return flat
+    room = limit - len(ellipsis)
+    cut = flat[: room + 1].rfind(" ")
+    head = flat[:cut] if cut > 0 else flat[:room]
+    return head.rstrip(" ,;:-") + ellipsis
 
 
 def create_json_schema(model: type[BaseModel], strict: bool = True) -> dict[str, Any]:

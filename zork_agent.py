@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse
 from session.errors import (
@@ -34,6 +34,7 @@ from session.errors import (
 )
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
+from session.objective_spec import ObjectiveProposal
 from shared_utils import cap_text, create_json_schema, extract_json_object, shorten, traced_observation
 
 if TYPE_CHECKING:
@@ -56,7 +57,19 @@ class AgentResponse(BaseModel):
 
     thinking: str = Field(description="Brief reasoning for the chosen action")
     action: str = Field(description="Exactly one Zork game command")
-    new_objective: str | None = Field(default=None, description="A new multi-step goal, or null")
+    new_objective: ObjectiveProposal | None = Field(
+        default=None, description="A new multi-step goal and the steps that show it is done, or null"
+    )
+
+    @field_validator("new_objective", mode="before")
+    @classmethod
+    def _sentence_is_a_free_goal(cls, value: Any) -> Any:
+        """A bare sentence (what a model that skims the schema sends) is kept as a goal the
+        objective review judges, rather than failing the whole reply."""
+        if isinstance(value, str):
+            text = value.strip()
+            return {"text": text, "done_when": [{"kind": "free", "criterion": text}]} if text else None
+        return value
 
 
 class AgentRuntimeError(RuntimeError):
@@ -107,6 +120,34 @@ def clean_action(raw: str | None) -> str:
     return ""
 
 
+TOOL_DESCRIPTION_CHARS = 200  # a tool's first sentence is its purpose; schemas carry the rest
+
+
+def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | None = None) -> str:
+    """What the system prompt says when MCP tools are offered: that they may be called before
+    answering, that the final answer is still the JSON object, and what each server is for, in
+    the servers' own words (their ``instructions`` and their tools' descriptions).
+
+    ``tools`` are the OpenAI function tools sent with the request; a wire name
+    ``server__tool`` names its server.
+    """
+    by_server: dict[str, list[str]] = {}
+    for tool in tools:
+        function = tool.get("function", {})
+        server, _, name = str(function.get("name", "")).rpartition("__")
+        purpose = shorten(re.split(r"(?<=[.!?])\s", str(function.get("description") or ""))[0], TOOL_DESCRIPTION_CHARS)
+        by_server.setdefault(server or "tools", []).append(f"{name or server}" + (f" ({purpose})" if purpose else ""))
+    lines = [
+        "# Tools",
+        "With this request you are offered tools. You may call them before answering, as often as they help; they "
+        "do not act in the game. When you are done, answer as above: the single JSON object with your game command.",
+    ]
+    for server, names in by_server.items():
+        about = shorten((instructions or {}).get(server, ""), TOOL_DESCRIPTION_CHARS)
+        lines.append(f"- {server}: {about + ' ' if about else ''}Tools: {'; '.join(names)}.")
+    return "\n".join(lines)
+
+
 def _loggable_arguments(arguments: dict[str, Any], raw: str) -> dict[str, Any] | str:
     """A tool call's arguments for the episode log: the object itself, or, when its JSON is
     longer than the log keeps, that JSON cut with a marker."""
@@ -119,7 +160,8 @@ def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
     """The reply as an ``AgentResponse``, keeping a valid action when the rest is not usable.
 
     ``thinking`` that is missing or not a string becomes empty, and a ``new_objective`` that
-    is neither a string nor null is dropped: neither is worth losing the turn's action for.
+    is neither a sentence, a goal with its steps, nor null is dropped: neither is worth losing
+    the turn's action for.
     Returns what was dropped, in words, beside the reply. The action itself is as strict as
     ever: a missing or non-string action raises ``ValidationError``.
     """
@@ -131,8 +173,12 @@ def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
         fields["thinking"] = ""
     objective = fields.get("new_objective")
     if objective is not None and not isinstance(objective, str):
-        dropped.append(f"new_objective ({_json_type(objective)}, not text): {shorten(json.dumps(objective), 80)}")
-        fields["new_objective"] = None
+        try:
+            ObjectiveProposal.model_validate(objective)
+        except ValidationError:
+            shown = shorten(json.dumps(objective), 80)
+            dropped.append(f"new_objective ({_json_type(objective)}, not a goal with done_when steps): {shown}")
+            fields["new_objective"] = None
     return AgentResponse.model_validate(fields), dropped
 
 
@@ -294,7 +340,7 @@ class ZorkAgent:
         return AgentDecision(
             action=action,
             reasoning=parsed.thinking,
-            new_objective=(parsed.new_objective or "").strip() or None,
+            new_objective=parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None,
             raw_response=content,
             tool_calls=tool_calls,
         )
@@ -311,6 +357,9 @@ class ZorkAgent:
                 response = self.client.chat.completions.create(**self._client_args(messages))
                 decision = self._parse_response(response.content)
             else:
+                # Only now is it known which tools are offered: the prompt says so, in the servers' words.
+                about = tools_prompt(tools, self.mcp_manager.server_instructions())
+                messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
                 decision = await self._tool_loop(messages, tools, stats)
             if span is not None:
                 span.update(

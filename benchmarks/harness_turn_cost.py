@@ -5,7 +5,7 @@ managers (memory, objectives, knowledge, extractor LLM on; their requests answer
 over loopback HTTP by the test suite's scripted server; ``--bare`` turns them off) and
 prints, excluding time spent inside LLM calls:
 median / p95 ms per turn, total episode time, and peak Python memory (tracemalloc) plus
-the process's max RSS. Targets (issue 2): median <= 10 ms/turn, 396-turn episode <= 5 s.
+the process's max RSS. Targets: median <= 10 ms/turn, 396-turn episode <= 5 s.
 
     uv run python benchmarks/harness_turn_cost.py [--game-file PATH] [--bare]
 """

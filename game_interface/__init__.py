@@ -9,6 +9,7 @@ from game_interface.jericho_interface import (
     JerichoInterface,
     Location,
     RefusedCommandError,
+    WorldChange,
 )
 from game_interface.session_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
@@ -26,5 +27,6 @@ __all__ = [
     "Location",
     "RefusedCommandError",
     "StoryFileError",
+    "WorldChange",
     "resolve_story_file",
 ]

@@ -24,13 +24,20 @@ from shared_utils import has_control_chars
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
+TOUCHBIT = 3
 INVISIBLE = 7
 SURFACEBIT = 10
 OPENBIT = 11
 TRANSBIT = 12
 CONTBIT = 19
+ONBIT = 20
+DOORBIT = 23
 ACTORBIT = 30
+LIGHTBIT = 31
 _SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
+# What makes an object something to act on even when it is not takeable: doors and windows,
+# containers, creatures. Local globals (objects shared by several rooms) are listed when they are one.
+INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
 
 # Canonical direction names, in the order they are probed and listed.
 DIRECTIONS: tuple[str, ...] = (
@@ -87,6 +94,42 @@ class GameObject:
     attributes: tuple[int, ...]
     parent_id: int
 
+    @property
+    def label(self) -> str:
+        """The name with the state a player acts on: doors and containers open or closed,
+        light sources on or off ("kitchen window (closed)", "brass lantern (on)")."""
+        attrs = self.attributes
+        states: list[str] = []
+        if DOORBIT in attrs or (CONTBIT in attrs and SURFACEBIT not in attrs):
+            states.append("open" if OPENBIT in attrs else "closed")
+        if LIGHTBIT in attrs:
+            states.append("on" if ONBIT in attrs else "off")
+        return f"{self.name} ({', '.join(states)})" if states else self.name
+
+
+@dataclass(frozen=True)
+class WorldChange:
+    """One change the last command made to the world near the player, read from the object tree:
+    an object moved, opened or closed, turned on or off, appeared or vanished."""
+
+    object_id: int
+    name: str
+    change: str
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.change}" if self.name else self.change
+
+
+# The game changed a counter or flag of its own that no object shows (digging in the sand
+# three times before the scarab appears); Jericho tracks those for Zork I.
+HIDDEN_STATE_CHANGE = WorldChange(0, "", "the game's state changed (no object shows it)")
+# Attribute changes worth telling, by the words a player would use.
+_ATTRIBUTE_CHANGES: dict[int, tuple[str, str]] = {
+    OPENBIT: ("opened", "closed"),
+    ONBIT: ("turned on", "turned off"),
+    INVISIBLE: ("hidden", "revealed"),
+}
+
 
 @dataclass(frozen=True)
 class GameSnapshot:
@@ -119,6 +162,7 @@ class JerichoInterface:
         self.last_response = ""
         self._exits_cache: list[str] | None = None
         self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
+        self._last_changes: tuple[WorldChange, ...] = ()
 
     @property
     def env(self) -> FrotzEnv:
@@ -149,12 +193,16 @@ class JerichoInterface:
         if meta is not None:
             raise RefusedCommandError(command, meta)
         if self._game_over:
+            self._last_changes = ()
             return GAME_OVER_TEXT
         env = self.env
+        before = self._tree()
         raw, _, _, _ = env.step(command)
+        hidden_change = bool(env._get_world_diff()[3])  # read now: an exit probe would overwrite it
         text = clean_text(raw)
         self._exits_cache = None
         self._tree_cache = None
+        self._last_changes = self._world_changes(before, self._tree(), hidden_change)
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
         if env.victory():
@@ -193,6 +241,10 @@ class JerichoInterface:
     def is_victory(self) -> bool:
         return self._victory
 
+    def last_world_changes(self) -> tuple[WorldChange, ...]:
+        """What the last command changed near the player (empty for a look, a refusal, a plain move)."""
+        return self._last_changes
+
     def get_walkthrough(self) -> list[str]:
         """Jericho's winning command list (it wins with the default seed)."""
         return list(self.env.get_walkthrough())
@@ -215,9 +267,19 @@ class JerichoInterface:
 
     def get_visible_objects(self) -> list[GameObject]:
         """Objects in the player's room (not the player or what it carries), with the contents
-        of open or transparent containers and surfaces. Objects flagged invisible (e.g. the trap
-        door before the rug is moved) are left out. Darkness is not modelled."""
-        return self._visible_below(self.get_location().id, self._tree())
+        of open or transparent containers and surfaces, then the room's interactive local globals
+        (doors, windows, containers, creatures it shares with other rooms, such as the kitchen
+        window seen from Behind House). Objects flagged invisible (e.g. the trap door before the
+        rug is moved) are left out. Darkness is not modelled."""
+        room = self.get_location().id
+        tree = self._tree()
+        found = self._visible_below(room, tree)
+        static = self._story.objects.get(room)
+        for number in static.local_globals if static else ():
+            attrs = tree[number][3] if number in tree else ()
+            if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
+                found.append(self._game_object(number, tree))
+        return found
 
     def find_objects(self, name: str) -> list[GameObject]:
         """Objects anywhere in the tree that the parser could call ``name``.
@@ -236,6 +298,118 @@ class JerichoInterface:
             if number in tree and all(w in static.words for w in words):
                 found.append(self._game_object(number, tree))
         return found
+
+    def find_rooms(self, name: str) -> list[Location]:
+        """Rooms whose name is ``name`` (case and a leading "the" ignored), or failing that,
+        rooms whose name holds every word of ``name``."""
+        wanted = _name_words(name)
+        if not wanted:
+            return []
+        tree = self._tree()
+        rooms = [Location(n, self._name(n)) for n, entry in tree.items() if entry[0] == self._rooms_root]
+        exact = [room for room in rooms if _name_words(room.name) == wanted]
+        return exact or [room for room in rooms if set(wanted) <= set(_name_words(room.name))]
+
+    def is_room(self, number: int) -> bool:
+        tree = self._tree()
+        return number in tree and tree[number][0] == self._rooms_root
+
+    def object_info(self, number: int) -> GameObject | None:
+        """An object as it is now; None if the number is no object."""
+        tree = self._tree()
+        return self._game_object(number, tree) if number in tree else None
+
+    def is_inside(self, number: int, holder: int) -> bool:
+        """Is the object somewhere inside ``holder`` (carried, for the player; put in, for a container)?"""
+        tree = self._tree()
+        at = tree[number][0] if number in tree else 0
+        seen: set[int] = set()
+        while at and at not in seen:
+            if at == holder:
+                return True
+            seen.add(at)
+            at = tree[at][0] if at in tree else 0
+        return False
+
+    def is_carried(self, number: int) -> bool:
+        return self.is_inside(number, self._player_id)
+
+    def room_of(self, number: int) -> Location | None:
+        """The room an object is in (at any depth), or None when it is nowhere (out of play)."""
+        tree = self._tree()
+        at, seen = number, set()
+        while at in tree and at not in seen:
+            seen.add(at)
+            parent = tree[at][0]
+            if parent == self._rooms_root:
+                return Location(at, self._name(at))
+            at = parent
+        return None
+
+    def _world_changes(
+        self,
+        before: dict[int, tuple[int, int, int, tuple[int, ...]]],
+        after: dict[int, tuple[int, int, int, tuple[int, ...]]],
+        hidden_change: bool,
+    ) -> tuple[WorldChange, ...]:
+        """The object-tree diff, limited to what is near the player before or after the command
+        (in the room at any depth, carried, or one of the room's local globals): a thief moving
+        between two far rooms is no news. The player's own moves and the "touched" flag are not
+        changes; rooms are left out (the map follows them). Computed by us rather than taken from
+        Jericho's world diff, which leaves out objects removed from play (the dead troll)."""
+        near = self._near(before) | self._near(after)
+        changes: list[WorldChange] = []
+        for number in sorted(near):
+            if number not in before or number not in after or number == self._player_id:
+                continue
+            if before[number][0] == self._rooms_root:
+                continue
+            old_parent, new_parent = before[number][0], after[number][0]
+            name = self._name(number)
+            if old_parent != new_parent:
+                changes.append(WorldChange(number, name, self._move_text(old_parent, new_parent)))
+            old_attrs, new_attrs = set(before[number][3]), set(after[number][3])
+            flipped = (old_attrs ^ new_attrs) - {TOUCHBIT}
+            for attribute in sorted(flipped & _ATTRIBUTE_CHANGES.keys()):
+                words = _ATTRIBUTE_CHANGES[attribute]
+                changes.append(WorldChange(number, name, words[0] if attribute in new_attrs else words[1]))
+            # Flags without a player's word (the platinum bar after "echo") still mean the world
+            # changed; an object that moved already says so.
+            if flipped - _ATTRIBUTE_CHANGES.keys() and old_parent == new_parent:
+                changes.append(WorldChange(number, name, "changed state"))
+        if hidden_change and not changes:
+            changes.append(HIDDEN_STATE_CHANGE)
+        return tuple(changes)
+
+    def _near(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> set[int]:
+        at = self._player_id
+        seen: set[int] = set()
+        while at in tree and tree[at][0] not in (0, self._rooms_root) and at not in seen:
+            seen.add(at)
+            at = tree[at][0]
+        room = at
+        static = self._story.objects.get(room)
+        found: set[int] = set(static.local_globals if static else ())
+        frontier = [room]
+        while frontier:
+            parent = frontier.pop()
+            child = tree[parent][2] if parent in tree else 0
+            while child and child in tree and child not in found:
+                found.add(child)
+                frontier.append(child)
+                child = tree[child][1]
+        return found
+
+    def _move_text(self, old_parent: int, new_parent: int) -> str:
+        if new_parent == self._player_id:
+            return "taken" + (f" from {self._name(old_parent)}" if old_parent and not self.is_room(old_parent) else "")
+        if new_parent == 0:
+            return "gone from the game"
+        if old_parent == 0:
+            return f"appeared in {self._name(new_parent)}"
+        if old_parent == self._player_id:
+            return "dropped" if self.is_room(new_parent) else f"put in {self._name(new_parent)}"
+        return f"moved from {self._name(old_parent)} to {self._name(new_parent)}"
 
     def _tree(self) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
         """Object number -> (parent, sibling, child, attributes), read in one call.
@@ -292,6 +466,7 @@ class JerichoInterface:
         self.last_response = snapshot.last_response
         self._exits_cache = None
         self._tree_cache = None
+        self._last_changes = ()
 
     def get_valid_exits(self) -> list[str]:
         """Directions that lead to another room from here, found by trying each one.
@@ -333,6 +508,11 @@ def _attributes(flags: bytes) -> tuple[int, ...]:
     bits = int.from_bytes(flags, "big")
     width = 8 * len(flags)
     return tuple(i for i in range(width) if bits >> (width - 1 - i) & 1)
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    words = re.findall(r"[a-z0-9'-]+", name.lower())
+    return tuple(w for w in words if w not in _ARTICLES)
 
 
 def clean_text(text: str) -> str:

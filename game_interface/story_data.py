@@ -11,6 +11,7 @@ table, v3 property headers, the default alphabets and abbreviations.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,6 +24,9 @@ _A2 = " \n0123456789.,!?_#'\"/\\-:()"  # index 0 is the ZSCII-escape slot, never
 # Property numbers in Zork I (ZIL's P?SYNONYM and P?ADJECTIVE for this release).
 _PROP_SYNONYM = 18
 _PROP_ADJECTIVE = 16
+# P?GLOBAL: a room's "local globals", objects that belong to several rooms (the kitchen window
+# is seen from Behind House and from the Kitchen) and so live outside every room in the tree.
+_PROP_GLOBAL = 5
 _ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech byte
 _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
 # v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
@@ -42,12 +46,16 @@ class StaticObject:
     name: str
     synonyms: frozenset[str]
     adjectives: frozenset[str]
+    local_globals: tuple[int, ...] = ()
 
     @cached_property
     def words(self) -> frozenset[str]:
         """Every word the parser accepts for this object: synonyms, adjectives and name words,
-        cut to the dictionary's significant letters. Computed once per object."""
-        return self.synonyms | self.adjectives | {w[:DICTIONARY_WORD_LENGTH] for w in self.name.lower().split()}
+        cut to the dictionary's significant letters. Name words are split as ``find_objects``
+        splits a query, so an object's own name always finds it ("jewel-encrusted egg").
+        Computed once per object."""
+        name_words = {w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", self.name.lower())}
+        return self.synonyms | self.adjectives | name_words
 
 
 class StoryData:
@@ -208,6 +216,7 @@ class StoryData:
                     if a in self._dictionary
                 ),
                 adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
+                local_globals=tuple(n for n in properties.get(_PROP_GLOBAL, b"") if n),
             )
         return objects
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from game_interface import GameObject, JerichoInterface, Location
+from game_interface import GameObject, JerichoInterface, Location, WorldChange
 from game_interface.jericho_interface import ACTORBIT
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
@@ -68,6 +69,17 @@ class ExtractedInfo:
     died: bool
     in_combat: bool | None = None
     is_room_description: bool | None = None
+    world_changes: tuple[WorldChange, ...] = ()
+
+
+def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
+    """The engine's object-tree changes in words, plus exits that opened or closed in the room
+    the player stayed in (those need the exit probe; without it both exit lists are empty)."""
+    changes = [change.describe() for change in info.world_changes]
+    if info.location.id == room_id_before and not info.game_over:
+        changes += [f"new exit: {d}" for d in info.exits if d not in exits_before]
+        changes += [f"exit closed: {d}" for d in exits_before if d not in info.exits]
+    return tuple(changes)
 
 
 def is_room_description(text: str, room_name: str) -> bool:
@@ -133,7 +145,7 @@ class ExtractorManager(BaseManager):
         return ExtractedInfo(
             location=location,
             inventory=tuple(game.get_inventory()),
-            visible_objects=tuple(obj.name for obj in visible),
+            visible_objects=tuple(obj.label for obj in visible),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
@@ -143,6 +155,7 @@ class ExtractorManager(BaseManager):
             died=game.last_response_was_death,
             in_combat=self._in_combat(action, response, visible),
             is_room_description=is_room_description(response, location.name),
+            world_changes=game.last_world_changes() if action is not None else (),
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:

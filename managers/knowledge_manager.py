@@ -1,7 +1,9 @@
 """The knowledge base (``knowledgebase.md``): what every episode so far has taught the agent.
 
 Events come from ``process_turn`` in memory (deaths and what caused them, dangers seen,
-points scored and how, items taken and given up); the manager never re-reads log files.
+points scored and how, items taken and given up, and — chosen as for memories — turns that
+changed the world or were attempts the game answered without a visible change), each with the room its lesson
+applies to and the exact command; the manager never re-reads log files.
 Every ``knowledge.update_interval_turns`` turns, and once more at episode end, the events
 gathered since the last update go to one LLM call that returns new bullets per section
 plus bullets that are now wrong. Those are *merged* into the file: existing bullets stay
@@ -26,8 +28,10 @@ from pydantic import BaseModel, Field
 
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
+from managers.turn_events import attempt_reply, lesson_room
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from shared_utils import shorten
 
 MAX_EVENTS_PER_UPDATE = 60
 MAX_BULLET_CHARS = 300
@@ -37,7 +41,9 @@ FILE_TITLE = "# Zork I knowledge base"
 FILE_PREAMBLE = "What earlier episodes learned. ZorkGPT merges new findings in; edit freely, keep the '## ' headings."
 EPISODE_HISTORY_PREFIX = "Episode record "
 
-EventKind = Literal["death", "danger", "score", "item_taken", "item_lost"]
+EventKind = Literal["death", "danger", "score", "item_taken", "item_lost", "world_change", "no_visible_change"]
+# What a trimmed update keeps first: what kills, scores or solves puzzles.
+_KEEP_FIRST: frozenset[str] = frozenset({"death", "score", "danger", "world_change"})
 
 # Section key -> heading. The order is the file's order for sections ZorkGPT creates.
 SECTIONS: dict[str, str] = {
@@ -169,10 +175,11 @@ def _insert_bullet(section: Section, line: str) -> None:
 
 SYSTEM_PROMPT = """You maintain the knowledge base of an agent that plays Zork I over many episodes.
 You get the current knowledge base and the events of the latest stretch of play (deaths, dangers, points scored,
-items taken or lost). Extract lessons that will help in a future episode: what killed the agent and how to avoid it,
-where the dangers are, exact action sequences that solved puzzles or scored points, what items are for.
-Each bullet is one self-contained sentence naming rooms, items and exact commands. Do not repeat bullets that are
-already in the knowledge base. In "obsolete", quote existing bullets that the new events prove wrong.
+items taken or lost, changes the player made to the world, attempts that changed nothing visible and what the game
+said), each with its room and the exact command. Extract lessons that will help in a future episode: what killed the
+agent and how to avoid it, where the dangers are, exact action sequences that solved puzzles or scored points, what
+items are for. Each bullet is one self-contained sentence naming rooms, items and exact commands. Do not repeat
+bullets that are already in the knowledge base. In "obsolete", quote existing bullets that the new events prove wrong.
 Reply with JSON only."""
 
 
@@ -257,8 +264,9 @@ class KnowledgeManager(LearningManager):
     # -- collecting ----------------------------------------------------------------------
     @staticmethod
     def _events_of(r: TurnResult) -> list[KnowledgeEvent]:
-        detail = " ".join(r.response.split())[:DETAIL_CHARS]
-        room = r.room_name_before
+        detail = shorten(r.response, DETAIL_CHARS)
+        where = lesson_room(r)
+        room = where.room_name + (f" ({where.arrived_from})" if where.arrived_from else "")
 
         def event(kind: EventKind, text: str = detail) -> KnowledgeEvent:
             return KnowledgeEvent(r.turn, kind, room, r.action, text)
@@ -275,6 +283,11 @@ class KnowledgeManager(LearningManager):
             found.append(event("item_taken", ", ".join(gained)))
         if lost and not r.died:  # dying scatters the inventory; that is not an item use
             found.append(event("item_lost", ", ".join(lost)))
+        if r.world_changes:
+            found.append(event("world_change", f"{'; '.join(r.world_changes)} | {detail}"))
+        reply = attempt_reply(r)
+        if reply:
+            found.append(event("no_visible_change", reply))
         return found
 
     # -- updating ------------------------------------------------------------------------
@@ -283,7 +296,7 @@ class KnowledgeManager(LearningManager):
         self.last_update_turn = turn
         # Deaths and score events teach the most; keep them when trimming a long stretch.
         if len(events) > MAX_EVENTS_PER_UPDATE:
-            ranked = sorted(events, key=lambda e: (e.kind not in ("death", "score", "danger"), -e.turn))
+            ranked = sorted(events, key=lambda e: (e.kind not in _KEEP_FIRST, -e.turn))
             events = sorted(ranked[:MAX_EVENTS_PER_UPDATE], key=lambda e: e.turn)
         prompt = (
             f"Current knowledge base:\n{self.knowledge_text() or '(empty)'}\n\n"

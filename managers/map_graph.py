@@ -5,10 +5,14 @@ five rooms called "Forest" and many called "Maze", and a text key would merge th
 Two kinds of knowledge are kept apart:
 
 - *verified exits*: directions the engine confirmed lead somewhere (probed each turn);
-- *edges*: moves actually observed, ``from_id --direction--> to_id``.
+- *edges*: moves actually observed, ``from_id --direction--> to_id``;
+- *probable edges*: the way back, inferred from an observed move (going north from A to B
+  suggests south from B leads to A). Zork has one-way and twisting passages, so these are
+  kept apart and marked "probable" until a move confirms or corrects them.
 
-A verified exit without an edge is unexplored — the cheapest thing to suggest to the
-agent. Failed attempts are counted per (room, direction); after
+A verified exit without an edge or a probable edge is unexplored — the cheapest thing to
+suggest to the agent. A known edge whose direction the engine no longer offers (a trap door
+that closed) is *blocked now*: shown as such, never as open. Failed attempts are counted per (room, direction); after
 ``FAILED_EXIT_PRUNE_THRESHOLD`` failures the direction is no longer offered, until the
 engine newly confirms it (a door was opened) or a move that way succeeds.
 
@@ -18,6 +22,7 @@ The graph is plain data: no game, no I/O except ``save``/``load``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +59,10 @@ _ALIASES: dict[str, str] = {
 # Verbs that only say "move": "go north", "walk n", "climb up".
 _MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel", "proceed"})
 _ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
+_PAIRS = (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"))
+REVERSE_DIRECTION: dict[str, str] = dict(
+    [*_PAIRS, ("up", "down"), ("in", "out")] + [(b, a) for a, b in (*_PAIRS, ("up", "down"), ("in", "out"))]
+)
 
 
 class MapGraphError(LearningFileError):
@@ -84,6 +93,19 @@ class Room:
     name: str
     visits: int = 0
     verified_exits: set[str] = field(default_factory=set)
+    # False until the engine's exit probe has run here: without a probe an absent direction
+    # says nothing, so no edge may be called blocked.
+    probed: bool = False
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way out of a room as the map knows it."""
+
+    label: str
+    to_id: int
+    probable: bool = False
+    blocked: bool = False
 
 
 class MapGraph:
@@ -94,6 +116,8 @@ class MapGraph:
         # from_id -> label -> to_id. Labels are canonical directions, or the action text for
         # moves that are not plain directions ("climb tree", "pray").
         self.edges: dict[int, dict[str, int]] = {}
+        # from_id -> direction -> to_id, inferred as the reverse of an observed move.
+        self.probable: dict[int, dict[str, int]] = {}
         self.failed_exits: dict[tuple[int, str], int] = {}
 
     # ----------------------------------------------------------------- updates
@@ -114,7 +138,11 @@ class MapGraph:
         self.rooms[room_id].visits += 1
 
     def record_move(self, from_id: int, action: str, to_id: int) -> bool:
-        """An observed move; a plain direction is stored under its canonical name."""
+        """An observed move; a plain direction is stored under its canonical name.
+
+        The move confirms (or corrects) a probable edge the same way, and its reverse is
+        inferred as probable unless the destination already has a known edge that way.
+        """
         label = normalize_direction(action) or " ".join(action.strip().lower().split())
         if not label or from_id == to_id:
             return False
@@ -122,9 +150,14 @@ class MapGraph:
             if room_id not in self.rooms:
                 self.add_room(room_id, "")
         changed = self.failed_exits.pop((from_id, label), None) is not None
+        changed |= self.probable.get(from_id, {}).pop(label, None) is not None
         routes = self.edges.setdefault(from_id, {})
         if routes.get(label) != to_id:
             routes[label] = to_id
+            changed = True
+        back = REVERSE_DIRECTION.get(label)
+        if back and back not in self.edges.get(to_id, {}) and back not in self.probable.get(to_id, {}):
+            self.probable.setdefault(to_id, {})[back] = from_id
             changed = True
         return changed
 
@@ -146,11 +179,12 @@ class MapGraph:
             self.add_room(room_id, "")
         room = self.rooms[room_id]
         new = {d for d in (normalize_direction(e) for e in exits) if d}
-        if new == room.verified_exits:
+        if new == room.verified_exits and room.probed:
             return False
         for direction in new - room.verified_exits:
             self.failed_exits.pop((room_id, direction), None)
         room.verified_exits = new
+        room.probed = True
         return True
 
     # ----------------------------------------------------------------- queries
@@ -158,19 +192,81 @@ class MapGraph:
     def is_pruned(self, room_id: int, direction: str) -> bool:
         return self.failed_exits.get((room_id, direction), 0) >= FAILED_EXIT_PRUNE_THRESHOLD
 
+    def is_blocked(self, room_id: int, label: str) -> bool:
+        """A direction the engine did not offer at the room's latest probe (a closed door)."""
+        room = self.rooms.get(room_id)
+        return room is not None and room.probed and label in _ORDER and label not in room.verified_exits
+
     def unexplored_exits(self, room_id: int) -> list[str]:
-        """Verified exits not yet taken (and not pruned), in canonical order."""
+        """Verified exits not yet taken nor inferred (and not pruned), in canonical order."""
         room = self.rooms.get(room_id)
         if room is None:
             return []
-        taken = self.edges.get(room_id, {})
+        known = self.edges.get(room_id, {}).keys() | self.probable.get(room_id, {}).keys()
         return sorted(
-            (d for d in room.verified_exits if d not in taken and not self.is_pruned(room_id, d)),
+            (d for d in room.verified_exits if d not in known and not self.is_pruned(room_id, d)),
             key=_direction_sort_key,
         )
 
     def neighbours(self, room_id: int) -> dict[str, int]:
+        """Confirmed edges only."""
         return dict(self.edges.get(room_id, {}))
+
+    def ways(self, room_id: int) -> list[Way]:
+        """Every known way out of a room: confirmed edges, then probable ones not contradicted."""
+        confirmed = self.edges.get(room_id, {})
+        found = [Way(label, to, False, self.is_blocked(room_id, label)) for label, to in confirmed.items()]
+        found += [
+            Way(label, to, True, self.is_blocked(room_id, label))
+            for label, to in self.probable.get(room_id, {}).items()
+            if label not in confirmed
+        ]
+        return sorted(found, key=lambda w: _direction_sort_key(w.label))
+
+    def route(self, from_id: int, to_ids: set[int]) -> list[Way] | None:
+        """The shortest known way (fewest moves) to any of ``to_ids``, avoiding ways blocked at
+        their room's last probe; probable edges are used. None if the map knows no way."""
+        if from_id in to_ids:
+            return []
+        previous: dict[int, tuple[int, Way]] = {}
+        frontier = [from_id]
+        seen = {from_id}
+        while frontier:
+            following: list[int] = []
+            for room_id in frontier:
+                for way in self.ways(room_id):
+                    if way.blocked or way.to_id in seen:
+                        continue
+                    seen.add(way.to_id)
+                    previous[way.to_id] = (room_id, way)
+                    if way.to_id in to_ids:
+                        path: list[Way] = []
+                        at = way.to_id
+                        while at != from_id:
+                            at, step = previous[at]
+                            path.append(step)
+                        return path[::-1]
+                    following.append(way.to_id)
+            frontier = following
+        return None
+
+    def nearest_unexplored(self, from_id: int, limit: int) -> list[tuple[int, list[Way]]]:
+        """Up to ``limit`` other rooms with unexplored exits, nearest first, with the way there."""
+        found: list[tuple[int, list[Way]]] = []
+        paths: dict[int, list[Way]] = {from_id: []}
+        frontier = [from_id]
+        while frontier and len(found) < limit:
+            following: list[int] = []
+            for room_id in frontier:
+                for way in self.ways(room_id):
+                    if way.blocked or way.to_id in paths:
+                        continue
+                    paths[way.to_id] = [*paths[room_id], way]
+                    following.append(way.to_id)
+                    if self.unexplored_exits(way.to_id) and len(found) < limit:
+                        found.append((way.to_id, paths[way.to_id]))
+            frontier = following
+        return found
 
     # ----------------------------------------------------------------- rendering
 
@@ -178,9 +274,16 @@ class MapGraph:
         room = self.rooms.get(room_id)
         return f"{room.name or '?'} (#{room_id})" if room else f"? (#{room_id})"
 
+    def _name(self, room_id: int) -> str:
+        room = self.rooms.get(room_id)
+        return (room.name if room else "") or f"room #{room_id}"
+
+    def _way_text(self, way: Way, label: Callable[[int], str]) -> str:
+        marks = [m for m, on in (("probable", way.probable), ("blocked now", way.blocked)) if on]
+        return f"{way.label} -> {label(way.to_id)}" + (f" ({', '.join(marks)})" if marks else "")
+
     def _room_line(self, room_id: int) -> str:
-        routes = self.edges.get(room_id, {})
-        parts = [f"{label} -> {self._label(routes[label])}" for label in sorted(routes, key=_direction_sort_key)]
+        parts = [self._way_text(way, self._label) for way in self.ways(room_id)]
         unexplored = self.unexplored_exits(room_id)
         if unexplored:
             parts.append("unexplored: " + ", ".join(unexplored))
@@ -203,6 +306,33 @@ class MapGraph:
             lines.append(f"  ... and {len(others) - len(shown)} more rooms")
         return "\n".join(lines)
 
+    def render_compact(
+        self, current_room_id: int, targets: list[tuple[str, set[int]]] | None = None, nearby: int = 3
+    ) -> str:
+        """What the agent needs each turn, instead of the whole map: the current room's ways
+        out and where they lead, the nearest rooms with unexplored exits and how to get there,
+        and the route to each target room (an objective's) when the map knows one."""
+        if current_room_id not in self.rooms:
+            return "## Map\nNothing explored here yet."
+        lines = [f"## Map around {self._name(current_room_id)}"]
+        ways = [self._way_text(way, self._name) for way in self.ways(current_room_id)]
+        ways += [f"{d} -> unexplored" for d in self.unexplored_exits(current_room_id)]
+        lines.append("Ways from here: " + ("; ".join(ways) if ways else "none known"))
+        near = self.nearest_unexplored(current_room_id, nearby)
+        if near:
+            lines.append("Unexplored exits nearby:")
+            for room_id, path in near:
+                steps = ", ".join(w.label for w in path)
+                lines.append(f"- {self._name(room_id)} ({steps}): {', '.join(self.unexplored_exits(room_id))}")
+        for name, room_ids in targets or []:
+            if current_room_id in room_ids:
+                continue
+            path = self.route(current_room_id, room_ids)
+            if path is not None:
+                probable = " (via probable ways)" if any(w.probable for w in path) else ""
+                lines.append(f"Route to {name}: {', '.join(w.label for w in path)}{probable}")
+        return "\n".join(lines)
+
     def render_mermaid(self, current_room_id: int | None = None) -> str:
         """A Mermaid flowchart of rooms and observed moves."""
         lines = ["graph LR"]
@@ -213,6 +343,10 @@ class MapGraph:
             for label in sorted(self.edges[from_id], key=_direction_sort_key):
                 text = label.replace('"', "#quot;").replace("|", "/")
                 lines.append(f'  R{from_id} -->|"{text}"| R{self.edges[from_id][label]}')
+        for from_id in sorted(self.probable):
+            for label, to_id in sorted(self.probable[from_id].items(), key=lambda item: _direction_sort_key(item[0])):
+                if label not in self.edges.get(from_id, {}):
+                    lines.append(f'  R{from_id} -.->|"{label}?"| R{to_id}')
         if current_room_id is not None and current_room_id in self.rooms:
             lines.append("  classDef current stroke-width:4px")
             lines.append(f"  class R{current_room_id} current")
@@ -228,10 +362,12 @@ class MapGraph:
                     "name": r.name,
                     "visits": r.visits,
                     "verified_exits": sorted(r.verified_exits, key=_direction_sort_key),
+                    "probed": r.probed,
                 }
                 for r in self.rooms.values()
             },
             "edges": {str(f): dict(routes) for f, routes in self.edges.items()},
+            "probable_edges": {str(f): dict(routes) for f, routes in self.probable.items() if routes},
             "failed_exits": [
                 {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
             ],
@@ -250,9 +386,15 @@ class MapGraph:
                 exits = room.get("verified_exits", [])
                 if not isinstance(exits, list) or not all(isinstance(e, str) for e in exits):
                     raise MapGraphError(f"room {key}: verified_exits must be a list of directions")
-                graph.rooms[int(key)] = Room(int(key), str(room["name"]), int(room.get("visits", 0)), set(exits))
+                # Maps saved before "probed" existed: a room with exits on record was probed.
+                probed = bool(room.get("probed", bool(exits)))
+                graph.rooms[int(key)] = Room(
+                    int(key), str(room["name"]), int(room.get("visits", 0)), set(exits), probed
+                )
             for key, routes in dict(data.get("edges", {})).items():
                 graph.edges[int(key)] = {str(label): int(to_id) for label, to_id in dict(routes).items()}
+            for key, routes in dict(data.get("probable_edges", {})).items():
+                graph.probable[int(key)] = {str(label): int(to_id) for label, to_id in dict(routes).items()}
             for entry in list(data.get("failed_exits", [])):
                 graph.failed_exits[(int(entry["room_id"]), str(entry["direction"]))] = int(entry["count"])
         except MapGraphError:

@@ -11,11 +11,17 @@ the file: every change since the last save is kept as the graph operation that m
 (a visit, a move, a failed move, the engine's exits) and replayed, under the file's lock,
 onto the map as it is on disk. The result, every run's rooms and exits, is written and
 becomes this run's map too.
+
+The agent sees a compact view each turn (``context_section``): the current room's ways out
+and where they lead, the nearest unexplored exits and the route to its objectives' rooms.
+Repeating the whole map every turn grew to three quarters of the prompt by the end of a
+game; the whole map stays in ``map_state.json`` and ``map.mmd``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,8 @@ from session.game_state import GameState, TurnResult
 from shared_utils import json_text
 
 MERMAID_FILE_NAME = "map.mmd"
+# Rooms the agent wants to reach, by the name to show and the room ids that count.
+RouteTargets = Callable[[], list[tuple[str, set[int]]]]
 
 
 class MapManager(BaseManager):
@@ -49,6 +57,7 @@ class MapManager(BaseManager):
         # Changes not yet on disk, as (MapGraph method, arguments): replayed onto the file's map at the next save.
         self._unsaved: list[tuple[str, tuple[Any, ...]]] = []
         self._start_visit_pending = True
+        self.route_targets: RouteTargets | None = None
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
@@ -129,7 +138,11 @@ class MapManager(BaseManager):
     def context_section(self) -> str | None:
         if self._sync_current_room():
             self._save()
-        return self.graph.render_text(self.game_state.current_room_id or None)
+        room_id = self.game_state.current_room_id
+        if not room_id:
+            return None
+        targets = self.route_targets() if self.route_targets else None
+        return self.graph.render_compact(room_id, targets)
 
     def finalize_episode(self) -> None:
         self._save()

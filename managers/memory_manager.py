@@ -1,16 +1,21 @@
 """Location memories: what the agent learned in each room, kept across episodes.
 
-After a meaningful turn (score, room or inventory change, death, first visit, long
-response) an LLM decides whether and what to remember. Asking once per meaningful turn
-would cost about one call per move, so meaningful turns are queued and sent together:
-one call at most every ``memory.min_turns_between_calls`` turns, at once on a death, and
-at episode end. A batch is only sent if it holds at least one *strong* event (score,
-death, inventory, first visit, long response); plain moves between known rooms ride
-along as context for the path taken.
+After a meaningful turn an LLM decides whether and what to remember. Meaningful means the
+world changed (the engine's object tree shows an object moved, opened, lit, appeared or
+vanished, or an exit opened or closed — the puzzle steps), the game refused the command
+with a reason, or the score, inventory or room changed, the player died, or the reply was
+long. Asking once per meaningful turn would cost about one call per move, so meaningful
+turns are queued and sent together: one call at most every
+``memory.min_turns_between_calls`` turns, at once on a death, when
+``memory.max_batch_events`` strong events are waiting (none is ever dropped), and at
+episode end. A batch is only sent if it holds at least one *strong* event; plain moves
+between known rooms ride along as context for the path taken (and are dropped first).
 
-A memory is stored under the room where the action was taken (``room_id_before``), with a
-status: ``active`` (trusted), ``tentative`` (seen once, unconfirmed) or ``superseded``
-(replaced or proven wrong; kept in the file as history, never shown to the agent).
+A memory is stored under the room where its lesson applies: for a move, the room the move
+led to, noted with where it came from ("from Cellar going north"); otherwise the room where
+the action was taken. Each memory has a status: ``active`` (trusted), ``tentative`` (seen
+once, unconfirmed) or ``superseded`` (replaced or proven wrong; kept in the file as history,
+never shown to the agent).
 
 The file is Markdown a person can read and edit: notes written anywhere in it (outside the
 memory lines' own format) are kept as they are when ZorkGPT adds memories. Every update is
@@ -29,8 +34,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from managers.learning_file import LearningManager
+from managers.turn_events import attempt_reply, lesson_room
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from shared_utils import shorten
 
 MAX_MEMORY_CHARS = 300
 RESPONSE_EXCERPT_CHARS = 600
@@ -244,9 +251,11 @@ def parse_memories(text: str) -> MemoryFile:
 SYSTEM_PROMPT = """You maintain location memories for an agent playing Zork I.
 You get a batch of recent turns (action, the game's response, what changed) and the memories already stored for the
 rooms involved. Decide what a future player standing in that room should know: dangers, puzzle steps and their
-solutions, where items are and what they do, exits that are blocked or lead somewhere surprising, actions that failed
-and why. Do not restate the room description or things already remembered. Most turns deserve no memory.
-Each memory belongs to the room where the action was taken; refer to a turn by its number.
+solutions (what changed in the world and the exact command that changed it), where items are and what they do, exits
+that are blocked or lead somewhere surprising, actions the game refused and why. Do not restate the room description or
+things already remembered. Most turns deserve no memory.
+Each memory is filed under the room its turn names as "lesson for" (for a move, the room arrived in); refer to a turn
+by its number.
 Use status "tentative" when a single observation could be misleading. If a new memory replaces or disproves stored
 memories, list their ids in "supersedes"; to retire a wrong memory without a replacement, use remember=false with
 "supersedes". Reply with JSON only."""
@@ -335,15 +344,22 @@ class MemoryManager(LearningManager):
             reasons.append("first visit")
         if len(result.response) > self.config.memory.long_response_chars:
             reasons.append("long response")
+        if result.world_changes:
+            reasons.append("world changed: " + "; ".join(result.world_changes))
+        reply = attempt_reply(result)
+        if reply:
+            reasons.append(f"nothing visible changed; the game said: {reply}")
         strong = bool(reasons)
         if result.moved and not strong:
             reasons.append("moved")
         return PendingEvent(result, reasons, strong) if reasons else None
 
     def _trim_pending(self) -> None:
-        # Weak events are only context; drop them first when the batch is too long.
+        # Weak events are only context: the only ones dropped when the batch is too long.
         while len(self.pending) > self.config.memory.max_batch_events:
-            weak = next((i for i, e in enumerate(self.pending) if not e.strong), 0)
+            weak = next((i for i, e in enumerate(self.pending) if not e.strong), None)
+            if weak is None:
+                return
             self.pending.pop(weak)
 
     def _due(self, result: TurnResult) -> bool:
@@ -351,6 +367,8 @@ class MemoryManager(LearningManager):
             return False
         if result.died or result.game_over:
             return True
+        if sum(e.strong for e in self.pending) >= self.config.memory.max_batch_events:
+            return True  # a batch full of strong events goes now: waiting would mean dropping some
         return result.turn - self.last_call_turn >= self.config.memory.min_turns_between_calls
 
     # -- the LLM call and the locked update ----------------------------------------------
@@ -365,7 +383,7 @@ class MemoryManager(LearningManager):
             self._apply(decisions, {e.result.turn: e.result for e in batch}, turn)
 
     def _batch_prompt(self, batch: list[PendingEvent]) -> str:
-        rooms = {e.result.room_id_before for e in batch}
+        rooms = {lesson_room(e.result).room_id for e in batch}
         lines = ["Stored memories for these rooms:"]
         stored = [m for m in self.memories if m.room_id in rooms and m.shown]
         lines += [f"- #{m.id} [{m.room_name}] {m.status.value} {m.category}: {m.text}" for m in stored] or ["(none)"]
@@ -373,7 +391,9 @@ class MemoryManager(LearningManager):
         for e in batch:
             r = e.result
             inv_gain, inv_loss = r.items_gained, r.items_lost
+            where = lesson_room(r)
             lines.append(f"Turn {r.turn} in {r.room_name_before} (room {r.room_id_before}): > {r.action}")
+            lines.append(f"  Lesson for: {where.room_name} (room {where.room_id})")
             lines.append(f"  Response: {_one_line(r.response)[:RESPONSE_EXCERPT_CHARS]}")
             changes = [*e.reasons]
             if r.moved:
@@ -410,13 +430,16 @@ class MemoryManager(LearningManager):
                 )
                 continue
             new_id: int | None = None
-            text = _one_line(d.text)[:MAX_MEMORY_CHARS]
-            if d.remember and text and not self._duplicate(memories, result.room_id_before, text):
+            where = lesson_room(result)
+            text = shorten(_one_line(d.text), MAX_MEMORY_CHARS)
+            if where.arrived_from and text:
+                text = f"({where.arrived_from}) {text}"
+            if d.remember and text and not self._duplicate(memories, where.room_id, text):
                 new_id, next_id = next_id, next_id + 1
                 memory = Memory(
                     id=new_id,
-                    room_id=result.room_id_before,
-                    room_name=result.room_name_before,
+                    room_id=where.room_id,
+                    room_name=where.room_name,
                     category=d.category,
                     text=text,
                     status=MemoryStatus(d.status),

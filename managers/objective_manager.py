@@ -1,22 +1,33 @@
-"""Objectives: the agent's multi-step goals for this episode.
+"""Objectives: the agent's multi-step goals for this episode, done only when the engine says so.
 
 Where objectives come from: the agent's ``new_objective`` (``add_objective``) and an LLM
 review every ``objectives.discovery_interval_turns`` turns that reads recent play.
 
-How they complete: from game evidence, cheapest first. Every objective carries a
-completion test (reach a room, take an item, gain score with an action naming a target)
-that is checked against each ``TurnResult`` for free. Evidence that might complete an
-objective but matches no test exactly (points scored for something no objective names, an
-objective's words appearing in a new item or room) is *ambiguous*: it is queued and the
-LLM settles it in the next review, together with discovery and refinement. One call does
-all three jobs, which is what keeps objectives near 0.07 calls per turn.
+How they complete: every objective states, in structured fields, the steps that show it is
+done; it is done only when all of them hold at once, checked against the engine after every
+turn. A step is one of:
 
-Refinement: when more than ``objectives.max_active`` are active, the review is asked to
-merge or drop objectives down to the limit; if its reply still leaves too many, the least
-urgent and oldest are dropped so the limit always holds after a review. Between reviews
-the context shows only the ``max_active`` most urgent. The review is never brought
-forward, so the cost is exactly one call per interval however many objectives the agent
-proposes.
+- ``reach_room``: the player is in the named room;
+- ``hold_item``: the player carries the item;
+- ``item_in_container``: the item is inside the container (a treasure in the trophy case);
+- ``score_at_least``: the score has reached N;
+- ``object_state``: an object is open, closed, on or off (a window, a lamp);
+- ``free``: anything else, in words; the review call judges it from recent play.
+
+Targets are matched against the names the engine knows (its rooms; its objects, by the
+words the parser accepts, so "lamp" is the brass lantern). A target that matches nothing is
+not guessed at: the objective is refused and the reason goes back to the model (to the agent
+in its next prompt; to the review in a second ask). An objective whose subject leaves the
+game (the troll's object is removed when it dies) is dropped with that reason.
+
+The review also drops and merges; an answer that cites ids which are not active is rejected
+and asked again once, with the reason. Near-duplicates (the same steps, or nearly the same
+words) merge into the objective already active. Objective text is kept whole up to
+``MAX_OBJECTIVE_CHARS`` characters and shortened at a word boundary with "…" beyond that.
+
+When more than ``objectives.max_active`` are active after a review, the least urgent and
+oldest are dropped. The review is never brought forward: the cost is one call per interval
+(two when an answer is rejected).
 
 Objectives belong to one episode (the game restarts), so they are not reloaded; they are
 written to ``objectives.json`` after every change so a killed or running episode can be
@@ -26,40 +37,44 @@ inspected. Runs sharing the workdir each keep their own episode's entries in tha
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from game_interface import JerichoInterface
+from game_interface.jericho_interface import ONBIT, OPENBIT
+from llm_client import LLMClientWrapper
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
-from managers.map_graph import normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import json_text
+from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
+from shared_utils import json_text, shorten
 
 OBJECTIVES_FILE_NAME = "objectives.json"
 MAX_EPISODES_KEPT = 50
 RECENT_TURNS = 15
-MAX_OBJECTIVE_CHARS = 200
+MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shortened at a word boundary
 MAX_AMBIGUOUS = 10
+MAX_ROUTE_TARGETS = 3
 RESPONSE_EXCERPT_CHARS = 240
+DUPLICATE_WORD_OVERLAP = 0.6  # share of content words two objectives must share to be one
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
-# Words too common to count as evidence that an objective is about a room or an item.
+# Words too common to tell two objectives apart.
 _STOPWORDS = frozenset(
     re.findall(
         r"\w+",
         "a an the to of in on at and or for with from into onto up down get go find take reach some any all it its "
-        "this that there here room area way back out open use",
+        "this that there here room area way back out open use then",
     )
 )
 
-
-CompletionKind = Literal["reach_room", "take_item", "score_increase", "other"]
 Priority = Literal["high", "medium", "low"]
 
 
@@ -69,6 +84,58 @@ class ObjectiveStatus(StrEnum):
     DROPPED = "dropped"
 
 
+class DiscoveredObjective(ObjectiveProposal):
+    priority: Priority
+
+
+class ObjectiveReview(BaseModel):
+    new_objectives: list[DiscoveredObjective] = Field(description="Goals not already listed; empty if none")
+    completed_ids: list[int] = Field(description="Active ids whose free steps the evidence shows are done")
+    dropped_ids: list[int] = Field(description="Active ids that are impossible, obsolete, or merged into another")
+
+
+# -- what we keep ----------------------------------------------------------------------------
+@dataclass
+class Step:
+    """A completion step resolved against the engine: ``ids`` are the object numbers that count."""
+
+    kind: StepKind
+    target: str
+    ids: list[int] = field(default_factory=list)
+    container: str = ""
+    container_ids: list[int] = field(default_factory=list)
+    state: ObjectState | None = None
+    score: int | None = None
+    criterion: str = ""
+    judged_done_turn: int | None = None  # free steps: when the review judged them done
+    subject_in_play: bool = False  # the objects were in the game when the step was set
+
+    def describe(self) -> str:
+        if self.kind == "reach_room":
+            return f"you are in {self.target}"
+        if self.kind == "hold_item":
+            return f"you hold the {self.target}"
+        if self.kind == "item_in_container":
+            return f"the {self.target} is in the {self.container}"
+        if self.kind == "score_at_least":
+            return f"the score is at least {self.score}"
+        if self.kind == "object_state":
+            return f"the {self.target} is {self.state}"
+        return self.criterion
+
+    def signature(self) -> tuple[Any, ...]:
+        """What makes two steps the same test, whatever words named their targets."""
+        criterion = " ".join(sorted(_words(self.criterion))) if self.kind == "free" else ""
+        return (
+            self.kind,
+            tuple(sorted(self.ids)),
+            tuple(sorted(self.container_ids)),
+            self.state,
+            self.score,
+            criterion,
+        )
+
+
 @dataclass
 class Objective:
     id: int
@@ -76,86 +143,60 @@ class Objective:
     created_turn: int
     source: str
     priority: Priority = "medium"
-    done_when: CompletionKind = "other"
-    target: str = ""
+    steps: list[Step] = field(default_factory=list)
     status: ObjectiveStatus = ObjectiveStatus.ACTIVE
     closed_turn: int | None = None
     evidence: str | None = None
-
-
-class DiscoveredObjective(BaseModel):
-    text: str = Field(description="A concrete multi-step goal, imperative, one sentence")
-    priority: Priority
-    done_when: CompletionKind = Field(description="Which game evidence will show it is done")
-    target: str = Field(description="Room name for reach_room, item name for take_item/score_increase, else ''")
-
-
-class ObjectiveReview(BaseModel):
-    new_objectives: list[DiscoveredObjective] = Field(description="Goals not already listed; empty if none")
-    completed_ids: list[int] = Field(description="Ids the evidence shows are achieved")
-    dropped_ids: list[int] = Field(description="Ids that are impossible, obsolete, duplicated or merged away")
-
-
-_ROOM_GOAL = re.compile(
-    r"^(?:go|get|return|head|travel|walk|move|climb|reach|enter|find a way|make (?:my|your) way)"
-    r"(?: back)?(?: (?:to|into|inside|down to|up to))? (?:the )?(?P<target>.+)$"
-)
-_ITEM_GOAL = re.compile(
-    r"^(?:take|get|grab|pick up|obtain|collect|acquire|retrieve|fetch) (?:the |a |an )?(?P<target>.+)$"
-)
-_GET_TO = re.compile(r"^get (?:back )?(?:to|into)\b")
-_TRAILING_CLAUSE = re.compile(r"\s+(?:from|in|at|on|near|inside|behind|under|and|so|to|before|then)\s.*$")
-
-
-def infer_completion(text: str) -> tuple[CompletionKind, str]:
-    """A free completion test for a free-text objective ("get the lamp" -> take_item "lamp").
-
-    "get to X" is a place and "get X" an item, so rooms are tried first. Anything else is
-    "other" and completes only through the LLM review.
-    """
-    lowered = " ".join(text.lower().split()).rstrip(".!")
-    for kind, pattern in (("reach_room", _ROOM_GOAL), ("take_item", _ITEM_GOAL)):
-        match = pattern.match(lowered)
-        if match is None:
-            continue
-        if kind == "reach_room" and lowered.startswith("get ") and not _GET_TO.match(lowered):
-            continue
-        target = _TRAILING_CLAUSE.sub("", match.group("target")).strip()
-        if target and normalize_direction(target) is None:
-            return kind, target  # type: ignore[return-value]
-    return "other", ""
 
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOPWORDS and len(w) > 2}
 
 
-def _names_match(target: str, name: str) -> bool:
-    """Does a room or item name satisfy a target? All the target's content words must appear."""
-    wanted = _words(target)
-    return bool(wanted) and wanted <= _words(name)
+def _near_duplicate(a: Objective, b: Objective) -> bool:
+    if {s.signature() for s in a.steps} == {s.signature() for s in b.steps}:
+        return True
+    wa, wb = _words(a.text), _words(b.text)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= DUPLICATE_WORD_OVERLAP
 
 
 SYSTEM_PROMPT = """You manage the objectives of an agent playing Zork I (maximum score 350).
-Given the current situation, recent turns, the active objectives and evidence that may have completed some of them:
-1. completed_ids: objectives the evidence shows are achieved (only with clear evidence).
-2. dropped_ids: objectives that are impossible, obsolete or duplicates; when more objectives are active than the limit,
-   drop or merge (drop the originals, add one merged objective) until at most the limit remain.
-3. new_objectives: at most 3 concrete goals the recent play suggests (treasures to collect, obstacles to pass, places to
-   explore, items to fetch) that are not already listed. For each say how the game will show it is done: reach_room
-   (target = room name), take_item (target = item name), score_increase (target = a word the scoring action names), or
-   other.
+Given the current situation, recent turns and the active objectives (with which of their steps hold now):
+1. completed_ids: active objectives whose free steps (criteria in words) the recent play shows are done. Steps the
+   game can check (rooms, items, containers, score, open/on) are checked by the game itself; do not list those.
+2. dropped_ids: active objectives that are impossible, obsolete, or overlap another (drop the overlapping ones and
+   keep or add one that covers them); when more are active than the limit, drop until at most the limit remain.
+   Only ids from the active list are valid.
+3. new_objectives: at most 3 concrete goals the recent play suggests (treasures to collect, obstacles to pass, places
+   to explore, items to fetch) that are not already listed. For each give done_when: one or more steps, all of which
+   must hold at once when it is done. Step kinds: reach_room (target = room name), hold_item (target = item),
+   item_in_container (target = item, container = e.g. "trophy case"), score_at_least (score = N), object_state
+   (target = object, state = open/closed/on/off), or free (criterion = how to tell, in words; target = what it is
+   about, if anything). Name rooms and objects as the game does.
 Reply with JSON only."""
 
 
 class ObjectiveManager(LearningManager):
-    """Episode objectives: agent-added and LLM-discovered, completed from game evidence."""
+    """Episode objectives: agent-added and LLM-discovered, completed by the engine's state."""
 
     name = "objectives"
     objectives: list[Objective]
     recent: deque[TurnResult]
     ambiguous: list[str]
+    refusals: list[str]  # why the agent's last proposals were not added; shown once
     last_review_turn: int
+
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        client: LLMClientWrapper,
+        game: JerichoInterface,
+        path: Path | None = None,
+    ) -> None:
+        self.game = game  # the engine the steps are checked against; set before the base resets the episode
+        super().__init__(config, logger, game_state, client, path)
 
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:
@@ -172,18 +213,33 @@ class ObjectiveManager(LearningManager):
         self.objectives = []
         self.recent = deque(maxlen=RECENT_TURNS)
         self.ambiguous = []
+        self.refusals = []
         self.last_review_turn = game_state.turn_count
 
-    def add_objective(self, text: str, turn: int, source: str = "agent") -> None:
-        """Add the agent's ``new_objective`` (ignored if blank or already active)."""
-        if self._add(text, turn, source, priority="high", done_when=None, target=""):
+    def add_objective(self, proposal: ObjectiveProposal | str, turn: int, source: str = "agent") -> None:
+        """Add the agent's ``new_objective``; a plain sentence becomes one free step. A proposal
+        whose targets the game does not know is refused, and the reason shown next turn."""
+        if isinstance(proposal, str):
+            proposal = ObjectiveProposal(text=proposal, done_when=[CompletionStep(kind="free", criterion=proposal)])
+        proposal = self._scrubbed(proposal)
+        problems = self._problems_of(proposal)
+        if problems:
+            self._refuse(proposal, problems, turn, source)
+            return
+        if self._add(proposal, turn, source, priority="high") is not None:
+            self._check_steps(turn)
             self._save()
 
     def process_turn(self, result: TurnResult) -> None:
         if not self.config.objectives.enabled:
             return
         self.recent.append(result)
-        changed = self._check_evidence(result)
+        changed = self._check_steps(result.turn)
+        if result.score_delta > 0:
+            self._note_ambiguous(
+                f"turn {result.turn}: '{result.action}' in {result.room_name_before} scored {result.score_delta:+d}: "
+                f"{shorten(result.response, RESPONSE_EXCERPT_CHARS)}"
+            )
         if result.turn - self.last_review_turn >= self.config.objectives.discovery_interval_turns:
             changed = self._review(result.turn) or changed
         if changed:
@@ -192,15 +248,21 @@ class ObjectiveManager(LearningManager):
     def context_section(self) -> str | None:
         if not self.config.objectives.enabled:
             return None
+        lines: list[str] = []
         active = self.active()[: self.config.objectives.max_active]
-        if not active:
-            return None
-        lines = ["## Current objectives (most urgent and newest first)"]
-        lines += [f"- [{o.priority}] {o.text} (since turn {o.created_turn})" for o in active]
-        done = [o for o in self.objectives if o.status is ObjectiveStatus.COMPLETED][-3:]
-        if done:
-            lines.append("Recently completed: " + "; ".join(o.text for o in reversed(done)))
-        return "\n".join(lines)
+        if active:
+            lines.append("## Current objectives (most urgent and newest first)")
+            for o in active:
+                steps = "; ".join(s.describe() + (" (holds now)" if self._holds(s) else "") for s in o.steps)
+                lines.append(f"- #{o.id} [{o.priority}] {o.text} — done when: {steps} (since turn {o.created_turn})")
+            done = [o for o in self.objectives if o.status is ObjectiveStatus.COMPLETED][-3:]
+            if done:
+                lines.append("Recently completed: " + "; ".join(o.text for o in reversed(done)))
+        if self.refusals:
+            lines.append("Objectives not added (fix them and propose again):")
+            lines += [f"- {reason}" for reason in self.refusals]
+            self.refusals = []  # said once
+        return "\n".join(lines) or None
 
     def finalize_episode(self) -> None:
         self._save()
@@ -218,77 +280,164 @@ class ObjectiveManager(LearningManager):
         live = [o for o in self.objectives if o.status is ObjectiveStatus.ACTIVE]
         return sorted(live, key=lambda o: (PRIORITY_RANK[o.priority], -o.created_turn, -o.id))
 
+    def target_rooms(self) -> list[tuple[str, set[int]]]:
+        """Rooms the most urgent objectives still need the player in, for the map's routes:
+        a room to reach, or the room of a container to put something in."""
+        found: list[tuple[str, set[int]]] = []
+        for o in self.active():
+            for step in o.steps:
+                if self._holds(step):
+                    continue
+                if step.kind == "reach_room":
+                    found.append((f"{step.target} (objective #{o.id})", set(step.ids)))
+                elif step.kind == "item_in_container":
+                    rooms = {r.id for r in (self.game.room_of(c) for c in step.container_ids) if r is not None}
+                    if rooms:
+                        found.append((f"the {step.container} (objective #{o.id})", rooms))
+            if len(found) >= MAX_ROUTE_TARGETS:
+                break
+        return found[:MAX_ROUTE_TARGETS]
+
+    # -- resolving targets against the engine --------------------------------------------
+    def _objects_named(self, name: str) -> list[int]:
+        return [o.id for o in self.game.find_objects(name) if not self.game.is_room(o.id)]
+
+    def _in_play(self, ids: list[int]) -> bool:
+        return any(self.game.room_of(i) is not None for i in ids)
+
+    def _resolve(self, step: CompletionStep) -> tuple[Step | None, str | None]:
+        """The step bound to engine ids, or the reason it cannot be."""
+        target = " ".join(step.target.split())
+        resolved = Step(kind=step.kind, target=target)
+        if step.kind == "reach_room":
+            rooms = self.game.find_rooms(target)
+            names = sorted({r.name for r in rooms})
+            if not rooms:
+                return None, f"no room in the game is called {target!r}"
+            if len(names) > 1:
+                return None, f"{target!r} could be several rooms ({', '.join(names[:5])}); name one"
+            resolved.target, resolved.ids = names[0], [r.id for r in rooms]
+            return resolved, None
+        if step.kind == "score_at_least":
+            top = self.game.max_score
+            if step.score is None or not 0 < step.score <= top:
+                return None, f"score_at_least needs a score between 1 and {top}"
+            resolved.score = step.score
+            return resolved, None
+        if step.kind == "free":
+            resolved.criterion = " ".join(step.criterion.split())
+            if not resolved.criterion:
+                return None, "a free step needs a criterion saying how to tell it is done"
+        elif not target:
+            return None, f"a {step.kind} step needs a target"
+        if target:
+            resolved.ids = self._objects_named(target)
+            if not resolved.ids:
+                return None, f"no object in the game is called {target!r}"
+            resolved.subject_in_play = self._in_play(resolved.ids)
+        if step.kind == "item_in_container":
+            resolved.container = " ".join(step.container.split())
+            resolved.container_ids = self._objects_named(resolved.container) if resolved.container else []
+            if not resolved.container_ids:
+                return None, f"no container in the game is called {resolved.container!r}"
+        if step.kind == "object_state":
+            if step.state is None:
+                return None, "an object_state step needs a state: open, closed, on or off"
+            resolved.state = step.state
+        return resolved, None
+
+    def _problems_of(self, proposal: ObjectiveProposal) -> list[str]:
+        if not proposal.text.strip():
+            return ["the objective has no text"]
+        if not proposal.done_when:
+            return ["done_when is empty: give at least one step that shows it is done"]
+        return [problem for step in proposal.done_when for problem in [self._resolve(step)[1]] if problem]
+
+    def _refuse(self, proposal: ObjectiveProposal, problems: list[str], turn: int, source: str) -> None:
+        reason = f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}"
+        if source == "agent":
+            self.refusals.append(reason)
+        self.logger.info(
+            "Turn %d: objective refused (%s): %s",
+            turn,
+            source,
+            reason,
+            extra={"event_type": "objective_refused", "turn": turn, "source": source, "problems": problems},
+        )
+
     # -- adding --------------------------------------------------------------------------
-    def _add(
-        self, text: str, turn: int, source: str, priority: Priority, done_when: CompletionKind | None, target: str
-    ) -> Objective | None:
-        # Scrubbed here as well as in the file: the agent reads its objectives back every turn.
-        clean = self.file.scrub(" ".join(text.split()))[:MAX_OBJECTIVE_CHARS]
-        if not clean or any(o.text.casefold() == clean.casefold() for o in self.active()):
-            return None
-        if done_when is None or (done_when != "other" and not target.strip()):
-            done_when, target = infer_completion(clean)
+    def _scrubbed(self, proposal: ObjectiveProposal) -> ObjectiveProposal:
+        """The proposal without known secrets in any field (text, targets, criteria): the agent
+        reads its objectives back every turn, so a secret must not survive in memory either."""
+        return type(proposal).model_validate_json(self.file.scrub(proposal.model_dump_json()))
+
+    def _add(self, proposal: ObjectiveProposal, turn: int, source: str, priority: Priority) -> Objective | None:
+        proposal = self._scrubbed(proposal)
+        steps = [step for step in (self._resolve(s)[0] for s in proposal.done_when) if step is not None]
         objective = Objective(
             id=max((o.id for o in self.objectives), default=0) + 1,
-            text=clean,
+            # Scrubbed here as well as in the file: the agent reads its objectives back every turn.
+            text=shorten(self.file.scrub(proposal.text), MAX_OBJECTIVE_CHARS),
             created_turn=turn,
             source=source,
             priority=priority,
-            done_when=done_when,
-            target=target.strip(),
+            steps=steps,
         )
+        twin = next((o for o in self.active() if _near_duplicate(o, objective)), None)
+        if twin is not None:
+            if PRIORITY_RANK[priority] < PRIORITY_RANK[twin.priority]:
+                twin.priority = priority
+            self.logger.info(
+                "Turn %d: objective %r merged into #%d (%s)",
+                turn,
+                objective.text,
+                twin.id,
+                twin.text,
+                extra={"event_type": "objective_merged", "turn": turn, "objective_id": twin.id, "source": source},
+            )
+            return None
         self.objectives.append(objective)
         self.logger.info(
-            "Turn %d: new objective (%s, %s): %s",
+            "Turn %d: new objective #%d (%s, %s): %s",
             turn,
+            objective.id,
             source,
             priority,
-            clean,
+            objective.text,
             extra={"event_type": "objective_added", "turn": turn, "objective_id": objective.id, "source": source},
         )
         return objective
 
-    # -- cheap evidence checks -----------------------------------------------------------
-    def _check_evidence(self, result: TurnResult) -> bool:
-        gained = result.items_gained
-        room = result.room_name_after if result.moved else ""
-        completed_any = False
-        named_by_evidence = False
-        for objective in self.active():
-            proof = self._proof(objective, result, gained, room)
-            if proof:
-                self._close(objective, ObjectiveStatus.COMPLETED, result.turn, proof)
-                completed_any = True
-                continue
-            # The objective's words show up in what just happened, but its own test did not pass.
-            words = _words(objective.text)
-            seen = _words(" ".join([*gained, room]))
-            if words & seen:
-                named_by_evidence = True
-                self._note_ambiguous(
-                    f"turn {result.turn}: '{result.action}' -> {' / '.join(filter(None, [room, *gained]))} "
-                    f"(may relate to objective #{objective.id})"
-                )
-        if result.score_delta > 0 and not completed_any and not named_by_evidence and self.active():
-            self._note_ambiguous(
-                f"turn {result.turn}: '{result.action}' in {result.room_name_before} scored {result.score_delta:+d}: "
-                f"{' '.join(result.response.split())[:RESPONSE_EXCERPT_CHARS]}"
-            )
-        return completed_any
+    # -- the engine's verdict --------------------------------------------------------------
+    def _holds(self, step: Step) -> bool:
+        game = self.game
+        if step.kind == "reach_room":
+            return game.get_location().id in step.ids
+        if step.kind == "hold_item":
+            return any(game.is_carried(i) for i in step.ids)
+        if step.kind == "item_in_container":
+            return any(game.is_inside(i, c) for i in step.ids for c in step.container_ids)
+        if step.kind == "score_at_least":
+            return step.score is not None and game.score >= step.score
+        if step.kind == "object_state":
+            attribute = OPENBIT if step.state in ("open", "closed") else ONBIT
+            wanted = step.state in ("open", "on")
+            objects = [game.object_info(i) for i in step.ids]
+            return any(o is not None and (attribute in o.attributes) == wanted for o in objects)
+        return step.judged_done_turn is not None
 
-    @staticmethod
-    def _proof(objective: Objective, result: TurnResult, gained: list[str], room: str) -> str | None:
-        target = objective.target
-        if objective.done_when == "reach_room" and room and _names_match(target, room):
-            return f"reached {room} on turn {result.turn}"
-        if objective.done_when == "take_item":
-            item = next((i for i in gained if _names_match(target, i)), None)
-            if item:
-                return f"took {item} on turn {result.turn}"
-        named = not target or bool(_words(target) & _words(result.action))
-        if objective.done_when == "score_increase" and result.score_delta > 0 and named:
-            return f"scored {result.score_delta:+d} with '{result.action}' on turn {result.turn}"
-        return None
+    def _check_steps(self, turn: int) -> bool:
+        changed = False
+        for objective in self.active():
+            gone = next((s for s in objective.steps if s.subject_in_play and not self._in_play(s.ids)), None)
+            if gone is not None:
+                self._close(objective, ObjectiveStatus.DROPPED, turn, f"the {gone.target} is gone from the game")
+                changed = True
+            elif objective.steps and all(self._holds(s) for s in objective.steps):
+                proof = "; ".join(s.describe() for s in objective.steps)
+                self._close(objective, ObjectiveStatus.COMPLETED, turn, f"on turn {turn}: {proof}")
+                changed = True
+        return changed
 
     def _note_ambiguous(self, note: str) -> None:
         self.ambiguous.append(note)
@@ -315,22 +464,60 @@ class ObjectiveManager(LearningManager):
     def _review(self, turn: int) -> bool:
         self.last_review_turn = turn
         ambiguous, self.ambiguous = self.ambiguous, []
-        reply = self.llm.ask(SYSTEM_PROMPT, self._review_prompt(ambiguous), ObjectiveReview, turn)
+        prompt = self._review_prompt(ambiguous)
+        reply = self.llm.ask(SYSTEM_PROMPT, prompt, ObjectiveReview, turn)
         if reply is None:
             return False
+        problems = self._review_problems(reply)
+        if problems:
+            self.logger.warning(
+                "Turn %d: objective review rejected (%s); asking once more",
+                turn,
+                "; ".join(problems),
+                extra={"event_type": "objective_review_rejected", "turn": turn, "problems": problems},
+            )
+            retry = f"{prompt}\n\nYour previous answer was rejected:\n" + "\n".join(f"- {p}" for p in problems)
+            reply = self.llm.ask(SYSTEM_PROMPT, retry + "\nAnswer again.", ObjectiveReview, turn)
+            if reply is None:
+                return False
+        return self._apply_review(reply, turn)
+
+    def _review_problems(self, reply: ObjectiveReview) -> list[str]:
+        active = {o.id for o in self.active()}
+        problems: list[str] = []
+        cited = sorted({*reply.completed_ids, *reply.dropped_ids} - active)
+        if cited:
+            problems.append(
+                f"ids {', '.join(map(str, cited))} are not active objectives "
+                f"(active: {', '.join(map(str, sorted(active))) or 'none'})"
+            )
+        for found in reply.new_objectives:
+            issues = self._problems_of(found)
+            if issues:
+                problems.append(f"new objective {shorten(found.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(issues)}")
+        return problems
+
+    def _apply_review(self, reply: ObjectiveReview, turn: int) -> bool:
+        """Apply what is valid; whatever is still invalid after the second ask is logged and skipped."""
         by_id = {o.id: o for o in self.active()}
         changed = False
         for oid in reply.completed_ids:
-            if oid in by_id:
-                self._close(by_id.pop(oid), ObjectiveStatus.COMPLETED, turn, "judged complete by the review")
-                changed = True
+            objective = by_id.get(oid)
+            free = [s for s in objective.steps if s.kind == "free"] if objective else []
+            for step in free:
+                step.judged_done_turn = turn
+            changed = changed or bool(free)
         for oid in reply.dropped_ids:
             if oid in by_id:
                 self._close(by_id.pop(oid), ObjectiveStatus.DROPPED, turn, "dropped by the review")
                 changed = True
         for found in reply.new_objectives:
-            added = self._add(found.text, turn, "discovery", found.priority, found.done_when, found.target)
-            changed = changed or added is not None
+            issues = self._problems_of(found)
+            if issues:
+                self._refuse(found, issues, turn, "discovery")
+                continue
+            changed = self._add(found, turn, "discovery", found.priority) is not None or changed
+        changed = self._check_steps(turn) or changed
         for excess in self.active()[self.config.objectives.max_active :]:
             self._close(excess, ObjectiveStatus.DROPPED, turn, "over the active limit after the review")
             changed = True
@@ -346,15 +533,15 @@ class ObjectiveManager(LearningManager):
             "Recent turns:",
         ]
         for r in self.recent:
-            lines.append(
-                f"- turn {r.turn} in {r.room_name_before}: > {r.action} -> "
-                f"{' '.join(r.response.split())[:RESPONSE_EXCERPT_CHARS]}"
-            )
+            reply = shorten(r.response, RESPONSE_EXCERPT_CHARS)
+            lines.append(f"- turn {r.turn} in {r.room_name_before}: > {r.action} -> {reply}")
         lines += ["", f"Active objectives (limit {self.config.objectives.max_active}):"]
-        lines += [f"- #{o.id} [{o.priority}] {o.text} (done when {o.done_when} {o.target})" for o in self.active()] or [
-            "(none)"
-        ]
-        lines += ["", "Evidence that may have completed an objective:"]
+        for o in self.active():
+            steps = "; ".join(f"{s.kind}: {s.describe()} ({'holds' if self._holds(s) else 'not yet'})" for s in o.steps)
+            lines.append(f"- #{o.id} [{o.priority}] {o.text} — steps: {steps}")
+        if not self.active():
+            lines.append("(none)")
+        lines += ["", "Points scored recently:"]
         lines += [f"- {note}" for note in ambiguous] or ["(none)"]
         return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 
 The memory, objective and knowledge managers all ask the same kind of question: send a
 prompt, get back JSON that must validate as a pydantic model. The failure policy is the
-same for all of them (issue 4 rule): an LLM error or a malformed reply is logged with an
+same for all of them: an LLM error or a malformed reply is logged with an
 ``event_type`` and the caller skips its update for that turn, so a flaky provider costs
 one update, never the turn. Keeping that policy here means the three managers cannot
 drift apart on it, and the per-manager call and token counts come for free.

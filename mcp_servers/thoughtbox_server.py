@@ -1,7 +1,7 @@
 """A thoughtbox-compatible MCP server over stdio: one ``think`` tool for step-by-step reasoning.
 
-The seeds launch ``@kastalien-research/thoughtbox`` with npx, but that package is not on
-npm and upstream dropped stdio, so ZorkGPT ships this stand-in (issue 3, correction 3). It
+Upstream thoughtbox (``@kastalien-research/thoughtbox``) is not on npm and no longer speaks
+stdio, so ZorkGPT ships this stand-in (it also serves HTTP with ``--http PORT``). It
 follows the contract of the reference ``sequential-thinking`` server: the model records
 numbered thoughts, may revise an earlier one or branch from it, and says whether another
 thought is needed. The server keeps the history and branches for its process, which is one

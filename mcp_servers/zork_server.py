@@ -1,6 +1,6 @@
 """Zork I as a stdio MCP server: play from Claude Desktop or any MCP client.
 
-Tools: ``play_action``, ``memory``, ``get_map``, ``inventory`` (the seed's four), plus
+Tools: ``play_action``, ``memory``, ``get_map``, ``inventory`` (the usual four for a text-adventure server), plus
 ``reset``, ``valid_exits``, ``save_checkpoint`` and ``restore_checkpoint``. Facts come
 from the engine through ZorkGPT's own ``JerichoInterface`` and ``MapGraph``, so the map is
 keyed by Jericho's room ids (Zork has five rooms named "Forest"), exits are the engine's
@@ -444,7 +444,7 @@ def format_checkpoint(result: CheckpointResult, verb: str) -> str:
 def story_file_from(cli_path: str | None, environ: Mapping[str, str]) -> str | None:
     """The story file named by ``--game-file``, ``ZORKGPT_GAME_FILE`` or ``GAME``, in that order.
 
-    ``GAME`` is a path, or the seed's game name ``zork1`` meaning "the usual place" (the
+    ``GAME`` is a path, or the game name ``zork1`` meaning "the usual place" (the
     per-user cache, downloaded if absent). None means the same.
     """
     if cli_path:

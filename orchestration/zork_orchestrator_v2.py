@@ -21,7 +21,7 @@ from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
-from managers.extractor_manager import ExtractedInfo, ExtractorManager
+from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
@@ -31,7 +31,7 @@ from orchestration.context_builder import build_context
 from session.episode_log import close_episode_logger, log_write_failures, setup_episode_logger
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
-from session.game_state import AgentDecision, GameState, TurnResult, new_episode_id
+from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, cap_text, get_langfuse_client
 from zork_agent import ZorkAgent
 
@@ -44,8 +44,6 @@ _FAILURE = re.compile(
 )
 
 
-# Marks a response that ZorkGPT wrote because the game interface refused the command.
-REFUSED_PREFIX = "[ZorkGPT]"
 # What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
 # a model can send megabytes, and current_state.json is rewritten every turn. Longer text is cut
 # with a marker that gives its length.
@@ -133,7 +131,11 @@ class ZorkOrchestratorV2:
         self.map = MapManager(cfg, log, state)
         memory_client = clients["memory"]
         self.memory = MemoryManager(cfg, log, state, memory_client) if cfg.memory.enabled else None
-        self.objectives = ObjectiveManager(cfg, log, state, memory_client) if cfg.objectives.enabled else None
+        self.objectives = (
+            ObjectiveManager(cfg, log, state, memory_client, self.game) if cfg.objectives.enabled else None
+        )
+        if self.objectives is not None:
+            self.map.route_targets = self.objectives.target_rooms  # routes to where the objectives lead
         self.knowledge = KnowledgeManager(cfg, log, state, memory_client) if cfg.knowledge.enabled else None
         self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
         self.managers: list[BaseManager] = [
@@ -288,6 +290,7 @@ class ZorkOrchestratorV2:
             game_over=info.game_over,
             died=info.died,
             victory=info.victory,
+            world_changes=describe_world_changes(info, state.current_room_id, state.exits),
         )
         self._apply_facts(info, response)
         state.record_turn(result)

@@ -27,7 +27,7 @@ _TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
-# MCP server subprocess must not inherit (managers.mcp_config).
+# MCP server subprocess must not inherit (managers.mcp.config).
 SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
 
 

@@ -296,7 +296,7 @@ class GameConfiguration(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd)
     api_key: str | None = Field(default=None, repr=False, exclude=True)
 
-    # The seeds address MCP settings as flat attributes; keep those names readable.
+    # Older callers address MCP settings as flat attributes; keep those names readable.
     @property
     def mcp_enabled(self) -> bool:
         return self.mcp.enabled

@@ -10,6 +10,12 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from session.objective_spec import ObjectiveProposal
+
+# Marks a response that ZorkGPT wrote because the game interface refused the command
+# (a session command such as "save"): the game never saw it.
+REFUSED_PREFIX = "[ZorkGPT]"
+
 
 def new_episode_id() -> str:
     """Episode ids are UTC timestamps: sortable, unique per run, readable in folder names."""
@@ -33,7 +39,7 @@ class AgentDecision:
 
     action: str
     reasoning: str
-    new_objective: str | None = None
+    new_objective: ObjectiveProposal | None = None  # a goal and the steps that show it is done
     raw_response: str | None = None  # the model's final reply, as sent
     tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made
 
@@ -68,6 +74,9 @@ class TurnResult:
     game_over: bool = False
     died: bool = False
     victory: bool = False
+    # What the command changed near the player, from the engine's object tree and exit probe:
+    # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
+    world_changes: tuple[str, ...] = ()
 
     @property
     def moved(self) -> bool:

@@ -23,7 +23,7 @@ class LearningModel(WalkthroughModel):
     """The walkthrough agent, plus real answers for the learning managers' schemas.
 
     - ``MemoryBatchReply``: remember ``REMEMBERED`` for the batch's first turn (so, in the
-      walkthrough's first batch, under West of House where the first move was made);
+      walkthrough's first batch, under North of House, where the first move led);
     - ``KnowledgeUpdate``: ``LEARNED`` as a puzzle solution;
     - ``ObjectiveReview``: ``OBJECTIVE`` as a new objective.
 
@@ -54,6 +54,7 @@ class LearningModel(WalkthroughModel):
             sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
             return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [LEARNED]}))
         if name == "ObjectiveReview":
-            found = {"text": OBJECTIVE, "priority": "high", "done_when": "other", "target": ""}
+            steps = [{"kind": "item_in_container", "target": "egg", "container": "trophy case"}]
+            found = {"text": OBJECTIVE, "priority": "high", "done_when": steps}
             return completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
         return super().__call__(body, index)

@@ -58,7 +58,7 @@ def test_engine_facts_at_start_without_any_llm_call(
     assert info.location.name == "West of House"
     assert info.location.id == game.get_location().id
     assert info.inventory == ()
-    assert "small mailbox" in info.visible_objects
+    assert "small mailbox (closed)" in info.visible_objects
     assert info.score == 0 and info.max_score == 350 and info.moves == 0
     assert {"north", "south", "west"} <= set(info.exits)
     assert "east" not in info.exits  # the front door is boarded
@@ -66,6 +66,18 @@ def test_engine_facts_at_start_without_any_llm_call(
     assert info.is_room_description is True
     assert info.in_combat is False  # no creature here: the engine answers
     assert llm_server.requests == []
+
+
+def test_the_window_behind_the_house_is_a_visible_object(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
+    game.start()
+    text = play(game, ["north", "east"])
+    assert "small window which is slightly ajar" in text
+    assert extractor.extract("east", text).visible_objects == ("kitchen window (closed)",)
+    text = game.send_command("open window")
+    assert extractor.extract("open window", text).visible_objects == ("kitchen window (open)",)
 
 
 def test_facts_follow_the_game(tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory) -> None:

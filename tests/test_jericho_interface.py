@@ -70,6 +70,68 @@ def test_invisible_objects_are_hidden_until_revealed(game: JerichoInterface) -> 
     assert "trap door" in [obj.name for obj in game.get_visible_objects()]
 
 
+def test_interactive_objects_shared_between_rooms_are_visible(game: JerichoInterface) -> None:
+    """The kitchen window belongs to Behind House and the Kitchen alike, so it is no child of
+    either room in the object tree; it is what the window puzzle needs, so it must be listed."""
+    for command in ["north", "east"]:
+        game.send_command(command)
+    assert game.get_location().name == "Behind House"
+    assert "small window" in game.last_response  # what the game describes...
+    objects = {obj.name: obj for obj in game.get_visible_objects()}
+    assert "kitchen window" in objects  # ...is in the visible objects
+    assert objects["kitchen window"].label == "kitchen window (closed)"
+    assert "white house" not in objects  # scenery shared between rooms is not interactive
+    game.send_command("open window")
+    assert {obj.label for obj in game.get_visible_objects()} >= {"kitchen window (open)"}
+
+
+def test_labels_carry_the_state_a_player_acts_on(game: JerichoInterface) -> None:
+    labels = [obj.label for obj in game.get_visible_objects()]
+    assert "small mailbox (closed)" in labels
+    game.send_command("open mailbox")
+    labels = [obj.label for obj in game.get_visible_objects()]
+    assert "small mailbox (open)" in labels and "leaflet" in labels
+    for command in ["north", "east", "open window", "west", "west"]:
+        game.send_command(command)
+    assert "brass lantern (off)" in [obj.label for obj in game.get_visible_objects()]
+    game.send_command("turn on lamp")
+    assert "brass lantern (on)" in [obj.label for obj in game.get_visible_objects()]
+
+
+def test_world_changes_come_from_the_object_tree(game: JerichoInterface) -> None:
+    def changes(command: str) -> list[str]:
+        game.send_command(command)
+        return [change.describe() for change in game.last_world_changes()]
+
+    assert changes("look") == []
+    assert changes("open mailbox") == ["small mailbox: opened"]
+    assert changes("take leaflet") == ["leaflet: taken from small mailbox"]
+    assert changes("north") == []  # the player moving is the map's news, not a world change
+    assert changes("north") == []
+    assert changes("up") == []
+    assert changes("take egg") == ["jewel-encrusted egg: taken from bird's nest"]
+    for command in ["down", "south", "east"]:
+        game.send_command(command)
+    assert changes("open window") == ["kitchen window: opened"]  # a local global of Behind House
+    for command in ["west", "west"]:
+        game.send_command(command)
+    assert changes("move rug") == ["trap door: revealed"]
+    assert changes("drop leaflet") == ["leaflet: dropped"]
+    game.restore_state(game.save_state())
+    assert game.last_world_changes() == ()  # nothing was played since
+
+
+def test_the_thief_wandering_far_away_is_no_world_change(game: JerichoInterface) -> None:
+    thief = game.find_objects("thief")[0].id
+    for _ in range(5):
+        before = game.room_of(thief)
+        game.send_command("wait")
+        if game.room_of(thief) != before:
+            break
+    assert game.room_of(thief) != before  # the thief did move this turn...
+    assert game.last_world_changes() == ()  # ...but nowhere near the player
+
+
 def test_find_objects_uses_the_parsers_synonyms_and_adjectives(game: JerichoInterface) -> None:
     lamp = [obj.name for obj in game.find_objects("lamp")]
     assert "brass lantern" in lamp
@@ -325,3 +387,9 @@ def test_non_canonical_story_file_is_refused(tmp_path: Path, game_file: Path) ->
 
 def test_clean_text_trims_lines_and_blank_runs() -> None:
     assert clean_text("  West of House  \r\nA field.   \n\n\n\nMailbox.\n\n") == "West of House\nA field.\n\nMailbox."
+
+
+def test_every_object_is_found_by_its_own_name(game: JerichoInterface) -> None:
+    """The agent names targets as the visible-objects line shows them ("jewel-encrusted egg", "bird's nest")."""
+    for name in ("jewel-encrusted egg", "bird's nest", "brass lantern", "trophy case", "kitchen window"):
+        assert name in [obj.name for obj in game.find_objects(name)]

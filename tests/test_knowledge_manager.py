@@ -287,3 +287,21 @@ def test_an_episode_that_never_played_leaves_the_knowledge_base_alone(tmp_path: 
     finally:
         server.stop()
     assert not path.exists() and server.requests == []
+
+
+def test_knowledge_updates_get_the_world_changes_with_room_and_exact_command(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The sequences that solve puzzles change neither score nor inventory; the engine still sees them."""
+    manager, _, _ = make_manager(llm_server, tmp_path)  # default interval
+    llm_server.respond_with(lambda body, index: update())
+    for result in walkthrough_turns(game_file):
+        manager.process_turn(result)
+    manager.finalize_episode()
+    events = "\n".join(user_text(body) for body in llm_server.bodies)
+    assert "[world_change] in Living Room: > Move rug -> trap door: revealed" in events
+    assert "[world_change] in Living Room: > Open trapdoor -> trap door: opened; new exit: down" in events
+    assert "[world_change] in Loud Room: > Echo -> platinum bar: changed state" in events
+    assert "[world_change] in Sandy Cave: > Dig sand -> beautiful jeweled scarab: revealed" in events
+    assert "[world_change] in Forest: > Wind canary -> beautiful brass bauble: appeared in Forest" in events
+    assert "> Wave sceptre -> new exit: west; new exit: up" in events

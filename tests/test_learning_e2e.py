@@ -81,18 +81,21 @@ def test_knowledge_and_memories_reach_the_next_episode(
     workdir.mkdir(parents=True)
     (workdir / config.files.knowledge_file).write_text(f"# Zork knowledge\n\n## Dangers\n- {HAND_WRITTEN}\n")
 
-    # N, N, U, Get egg: a first visit from West of House (a memory) and 5 points (knowledge).
+    # N, N, U, Get egg: a first visit to North of House (a memory, filed there) and 5 points (knowledge).
     _, first = play(config, "ep1", 4)
     assert first.score == 5
     assert model.calls["MemoryBatchReply"] >= 1 and model.calls["KnowledgeUpdate"] >= 1
     assert REMEMBERED in (workdir / config.files.memories_file).read_text(encoding="utf-8")
 
     bodies_before = len(llm_server.bodies)
-    play(config, "ep2", 1)
+    model.agent_calls = 0  # episode 2 plays the walkthrough from its start: N, N
+    play(config, "ep2", 2)
     agent_bodies = [b for b in llm_server.bodies[bodies_before:] if b["model"] == AGENT_MODEL]
-    first_request = json.dumps(agent_bodies[0]["messages"])  # episode 2 starts at West of House again
     system = json.dumps(agent_bodies[0]["messages"][0])
     assert HAND_WRITTEN in system
     assert LEARNED in system
-    assert REMEMBERED in first_request
+    # Episode 2 starts at West of House again and goes north: the memory waits where it applies.
+    assert REMEMBERED not in json.dumps(agent_bodies[0]["messages"])
+    at_north = [b for b in agent_bodies if "Location: North of House" in json.dumps(b["messages"])]
+    assert at_north and REMEMBERED in json.dumps(at_north[0]["messages"])
     assert (workdir / config.files.map_file).is_file()

@@ -123,7 +123,7 @@ def test_opening_builds_the_map_from_engine_ids(
     driver = Driver(game, manager)
     first_context = driver.start()
     assert first_context is not None
-    assert first_context.splitlines()[1].startswith(f"* West of House (#{rooms[0][0]})")
+    assert first_context.splitlines()[0] == "## Map around West of House"
     driver.play(OPENING)
 
     graph = manager.graph
@@ -139,13 +139,15 @@ def test_opening_builds_the_map_from_engine_ids(
     assert graph.rooms[west].visits == 1
     # Exits come from the engine's probe, so the kitchen's untaken ways are listed.
     assert graph.rooms[kitchen].verified_exits == {"east", "west", "up", "out"}
-    assert graph.unexplored_exits(kitchen) == ["east", "up", "out"]  # west was taken
+    # West was taken, and east is the probable way back out of the window we came in by.
+    assert graph.unexplored_exits(kitchen) == ["up", "out"]
     # Every room the engine reported is in the map under its id, with its name.
     assert {room_id: graph.rooms[room_id].name for room_id, _ in rooms} == dict(rooms)
 
     context = manager.context_section()
     assert context is not None
-    assert context.splitlines()[1].startswith(f"* Living Room (#{living_room})")
+    assert context.splitlines()[0] == "## Map around Living Room"
+    assert context.splitlines()[1] == "Ways from here: east -> Kitchen (probable)"
     assert manager.get_status()["rooms_known"] == len(set(rooms))
 
 
@@ -282,3 +284,75 @@ def test_corrupt_map_file_fails_at_start_with_the_fix(tmp_path: Path, logger: tu
     with pytest.raises(MapGraphError, match="Delete it"):
         MapManager(config, logger[0], GameState())
     assert MapGraph.load(tmp_path / "elsewhere.json").rooms == {}
+
+
+def _started(game: JerichoInterface, tmp_path: Path, log: logging.Logger) -> tuple[MapManager, Driver]:
+    manager = MapManager(_config(tmp_path), log, GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    return manager, driver
+
+
+def _ways_line(context: str | None) -> str:
+    assert context is not None
+    return next(line for line in context.splitlines() if line.startswith("Ways from here: "))
+
+
+def test_the_way_back_is_inferred_as_probable_not_unexplored(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    driver.play(["north", "north"])  # West of House -> North of House -> Forest Path
+    assert driver.state.current_room_name == "Forest Path"
+    path, north_of_house = driver.state.current_room_id, manager.graph.neighbours(81)["north"]
+    assert north_of_house == path
+    assert "south" in driver.state.exits  # the engine offers it...
+    assert "south" not in manager.graph.unexplored_exits(path)  # ...and the map knows where it probably leads
+    assert "south -> North of House (probable)" in _ways_line(manager.context_section())
+
+    driver.play(["south"])  # traversing it confirms the guess
+    assert manager.graph.neighbours(path)["south"] == 81
+    assert "south" not in manager.graph.probable.get(path, {})
+
+
+def test_a_wrong_guess_is_corrected_on_traversal() -> None:
+    graph = MapGraph()
+    graph.record_move(1, "north", 2)
+    assert graph.probable[2] == {"south": 1}
+    graph.record_move(2, "south", 3)  # a twisting passage
+    assert graph.neighbours(2) == {"south": 3}
+    assert "south" not in graph.probable.get(2, {})
+    assert [(w.label, w.to_id, w.probable) for w in graph.ways(2)] == [("south", 3, False)]
+
+
+def test_a_passage_that_closed_is_shown_blocked_now(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    driver.play(["north", "east", "open window", "west", "east"])  # in through the window and out again
+    assert driver.state.current_room_name == "Behind House"
+    assert "west -> Kitchen;" in _ways_line(manager.context_section()) + ";"
+    driver.play(["close window"])
+    assert "west" not in driver.state.exits
+    ways = _ways_line(manager.context_section())
+    assert "west -> Kitchen (blocked now)" in ways
+    assert manager.graph.route(driver.state.current_room_id, {203}) is None  # no route through a shut window
+
+
+def test_the_agent_sees_a_compact_map_not_every_room(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    driver.play(OPENING)  # ends in the Living Room, far from the tree
+    assert "Up a Tree" in manager.graph.render_text(driver.state.current_room_id)  # the whole map knows it
+    context = manager.context_section()
+    assert context is not None
+    assert "Up a Tree" not in context  # not near, no unexplored exit: not repeated every turn
+    assert "Unexplored exits nearby:" in context
+    assert "- Kitchen (east): up, out" in context.splitlines()
+
+    # Behind House's "west" was taken into the kitchen, so the map knows no way back to the
+    # tree (the real one is "north" from Behind House): no route is made up.
+    manager.route_targets = lambda: [("Up a Tree", {88}), ("Behind House", {79})]
+    routes = [line for line in (manager.context_section() or "").splitlines() if line.startswith("Route to")]
+    assert routes == ["Route to Behind House: east, east (via probable ways)"]

@@ -32,7 +32,7 @@ from tests.manager_support import (
     user_text,
 )
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
-from tests.walkthrough_turns import walkthrough_turns
+from tests.walkthrough_turns import played_turns, walkthrough_turns
 
 HOUSE = (1, "West of House")
 NORTH = (2, "North of House")
@@ -166,7 +166,7 @@ def test_a_memories_file_broken_mid_run_is_left_alone_and_memories_stay(
 # -- gating, the request, storing --------------------------------------------------------
 
 
-def test_batched_call_remembers_under_the_room_where_the_action_was_taken(
+def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
     llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
     manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=3)
@@ -175,7 +175,7 @@ def test_batched_call_remembers_under_the_room_where_the_action_was_taken(
             {
                 "decisions": [
                     decision(2, "Opening the mailbox reveals a leaflet.", category="item", status="tentative"),
-                    decision(3, "A path leads north from here into the forest.", category="navigation"),
+                    decision(3, "A forest path leads further north.", category="navigation"),
                     decision(1, "nothing", remember=False),
                 ]
             }
@@ -194,23 +194,27 @@ def test_batched_call_remembers_under_the_room_where_the_action_was_taken(
     prompt = user_text(body)
     assert "Turn 2 in West of House (room 1): > open mailbox" in prompt
     assert "Turn 3 in West of House (room 1): > north" in prompt and "first visit" in prompt
+    assert f"Lesson for: North of House (room {NORTH[0]})" in prompt  # a move's lesson is about where it led
     assert "Turn 1 " not in prompt
 
     stored = {m.text: m for m in manager.memories}
-    assert set(stored) == {"Opening the mailbox reveals a leaflet.", "A path leads north from here into the forest."}
-    assert all(m.room_id == HOUSE[0] for m in stored.values())  # room_id_before, not after
+    moved = "(from West of House going north) A forest path leads further north."
+    assert set(stored) == {"Opening the mailbox reveals a leaflet.", moved}
+    assert stored["Opening the mailbox reveals a leaflet."].room_id == HOUSE[0]  # acted on here
+    assert stored[moved].room_id == NORTH[0]  # learned by moving: filed under the destination
     assert stored["Opening the mailbox reveals a leaflet."].status is MemoryStatus.TENTATIVE
     assert len(log.events("memory_added")) == 2
 
     state.current_room_id = NORTH[0]
-    assert manager.context_section() is None
+    assert (manager.context_section() or "").splitlines() == [
+        "## Your memories of North of House",
+        f"- [navigation] {moved}",
+    ]
     state.current_room_id = HOUSE[0]
     section = manager.context_section()
     assert section is not None
-    assert section.splitlines()[0] == "## Your memories of West of House"
-    # Active first, then tentative (marked).
-    assert section.splitlines()[1:] == [
-        "- [navigation] A path leads north from here into the forest.",
+    assert section.splitlines() == [
+        "## Your memories of West of House",
         "- [item] (tentative) Opening the mailbox reveals a leaflet.",
     ]
     text = (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
@@ -337,9 +341,12 @@ def test_memories_written_in_episode_one_appear_in_episode_two(llm_server: Scrip
     assert len(llm_server.requests) == 1
 
     second, state, _ = make_manager(llm_server, tmp_path)  # a fresh manager = a new episode
-    state.current_room_id = 4
+    state.current_room_id = 5  # learned by going down: it is the Cellar's lesson
     section = second.context_section()
-    assert section == "## Your memories of Living Room\n- [danger] The trap door bars itself shut behind you."
+    assert section == (
+        "## Your memories of Cellar\n"
+        "- [danger] (from Living Room going down) The trap door bars itself shut behind you."
+    )
 
 
 def test_two_managers_sharing_the_file_keep_each_others_memories(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
@@ -411,3 +418,70 @@ def test_walkthrough_costs_at_most_0_15_memory_calls_per_turn(
     print(f"memory: {calls} calls over {len(turns)} walkthrough turns = {calls / len(turns):.3f}/turn")
     assert 0 < calls / len(turns) <= 0.15
     assert len(manager.memories) == calls
+
+
+# -- what is offered: world changes, replies without a visible change, the lesson's room ---------
+
+PUZZLE_STEPS = ("move rug", "open window", "open trapdoor", "echo", "wave sceptre", "wind canary", "dig sand")
+
+
+def _offered(bodies: list[dict[str, Any]]) -> dict[int, str]:
+    """Turn number -> its block in the batch prompts the memory model was sent."""
+    offered: dict[int, str] = {}
+    for body in bodies:
+        for block in user_text(body).split("\nTurn ")[1:]:
+            offered[int(block.split(" ", 1)[0])] = block
+    return offered
+
+
+def test_every_puzzle_step_of_the_walkthrough_is_offered_to_the_memory_model(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Score, inventory and room changes missed these: the world changed, and the engine says so."""
+    manager, state, _ = make_manager(llm_server, tmp_path)  # default gating
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": []}))
+    turns = walkthrough_turns(game_file)
+    for result in turns:
+        manager.process_turn(result)
+        state.current_room_id, state.turn_count = result.room_id_after, result.turn
+    manager.finalize_episode()
+    offered = _offered(llm_server.bodies)
+    steps = [r for r in turns if r.action.lower() in PUZZLE_STEPS]
+    assert {r.action.lower() for r in steps} == set(PUZZLE_STEPS)
+    missing = [(r.turn, r.action) for r in steps if r.turn not in offered]
+    assert missing == []
+    assert "world changed: trap door: revealed" in offered[next(r.turn for r in steps if r.action == "Move rug")]
+    assert all(r.turn in offered for r in turns if r.world_changes)
+
+
+def test_a_reply_without_a_visible_change_is_offered_with_what_the_game_said(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": []}))
+    turns = played_turns(game_file, ("take mailbox", "blorple the mailbox", "look"))
+    assert turns[0].response == "It is securely anchored."
+    for result in turns:
+        manager.process_turn(result)
+    offered = _offered(llm_server.bodies)
+    assert "nothing visible changed; the game said: It is securely anchored." in offered[1]
+    assert 2 not in offered and 3 not in offered  # the parser's complaint and a look teach nothing
+
+
+def test_a_lesson_learned_by_moving_is_filed_under_the_destination(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The troll attacks as the player enters its room: that is the Troll Room's memory, not the Cellar's."""
+    manager, state, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    turns = walkthrough_turns(game_file)
+    into_troll_room = next(r for r in turns if r.room_name_after == "The Troll Room" and r.moved)
+    assert into_troll_room.room_name_before == "Cellar"
+    llm_server.script(json_reply({"decisions": [decision(into_troll_room.turn, "A troll with an axe attacks.")]}))
+    manager.process_turn(into_troll_room)
+    prompt = user_text(llm_server.bodies[0])
+    assert f"Lesson for: The Troll Room (room {into_troll_room.room_id_after})" in prompt
+    [memory] = manager.memories
+    assert (memory.room_id, memory.room_name) == (into_troll_room.room_id_after, "The Troll Room")
+    assert memory.text == f"(from Cellar going {into_troll_room.action}) A troll with an axe attacks."
+    state.current_room_id = into_troll_room.room_id_before
+    assert manager.context_section() is None  # nothing about the troll under the Cellar

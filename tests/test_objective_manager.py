@@ -1,4 +1,5 @@
-"""ObjectiveManager: agent objectives, cheap completion from evidence, the batched LLM review, cost."""
+"""ObjectiveManager on real Jericho: structured completion checked against the engine, refusals of
+unknown targets, subjects that leave the game, merging, the batched LLM review and its cost."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from managers.objective_manager import ObjectiveManager, ObjectiveStatus, infer_completion
-from session.game_state import GameState
+from game_interface import JerichoInterface
+from managers.objective_manager import MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
+from session.game_state import GameState, TurnResult
+from session.objective_spec import CompletionStep, ObjectiveProposal
 from tests.manager_support import (
     MEMORY_MODEL,
     LogCapture,
@@ -18,15 +19,30 @@ from tests.manager_support import (
     make_client,
     make_config,
     schema_name,
-    turn,
     user_text,
 )
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 from tests.walkthrough_turns import walkthrough_turns
 
-LIVING = (10, "Living Room")
-KITCHEN = (11, "Kitchen")
-CELLAR = (12, "Cellar")
+# From the start: the egg from the tree, in through the kitchen window, into the Living Room.
+TO_LIVING_ROOM = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W"]
+# On to the troll, and kill it (the walkthrough's first 28 moves, without dropping the egg).
+TO_TROLL = [
+    *TO_LIVING_ROOM, "Get lamp", "E", "U", "Light lamp", "Get rope", "Get knife", "D", "Douse lamp", "W", "Get sword",
+    "Move rug", "Open trapdoor", "D", "Light lamp", "N",
+]  # fmt: skip
+
+
+def step(kind: str, target: str = "", **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "target": target, "container": "", "state": None, "score": None, "criterion": ""} | fields
+
+
+def proposal(text: str, *steps: dict[str, Any]) -> ObjectiveProposal:
+    return ObjectiveProposal(text=text, done_when=[CompletionStep(**s) for s in steps])
+
+
+def found(text: str, priority: str = "medium", *steps: dict[str, Any]) -> dict[str, Any]:
+    return {"text": text, "priority": priority, "done_when": list(steps) or [step("free", criterion=text)]}
 
 
 def review(
@@ -35,189 +51,300 @@ def review(
     return json_reply({"new_objectives": new or [], "completed_ids": completed or [], "dropped_ids": dropped or []})
 
 
-def found(text: str, priority: str = "medium", done_when: str = "other", target: str = "") -> dict[str, Any]:
-    return {"text": text, "priority": priority, "done_when": done_when, "target": target}
+class Player:
+    """The orchestrator's part around the objective manager: play a command, hand over the turn."""
+
+    def __init__(self, game: JerichoInterface, manager: ObjectiveManager) -> None:
+        self.game, self.manager, self.turn = game, manager, 0
+
+    def play(self, commands: list[str]) -> None:
+        for command in commands:
+            before, inventory, score = self.game.get_location(), self.game.get_inventory(), self.game.score
+            response = self.game.send_command(command)
+            after = self.game.get_location()
+            self.turn += 1
+            self.manager.process_turn(
+                TurnResult(
+                    self.turn,
+                    command,
+                    "",
+                    response,
+                    before.id,
+                    before.name,
+                    after.id,
+                    after.name,
+                    score,
+                    self.game.score,
+                    inventory,
+                    self.game.get_inventory(),
+                    self.game.moves,
+                )
+            )
 
 
 def make_manager(
-    server: ScriptedLLMServer, tmp_path: Path, **objectives: Any
-) -> tuple[ObjectiveManager, GameState, LogCapture]:
+    server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface, **objectives: Any
+) -> tuple[ObjectiveManager, Player, LogCapture]:
     config = make_config(server, tmp_path, objectives=objectives, memory_sampling={"top_p": 0.9})
-    state = GameState(current_room_id=LIVING[0], current_room_name=LIVING[1])
     log = capture_logger()
-    return ObjectiveManager(config, log.logger, state, make_client(config, server)), state, log
+    manager = ObjectiveManager(config, log.logger, GameState(), make_client(config, server), game)
+    return manager, Player(game, manager), log
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Get the brass lantern", ("take_item", "brass lantern")),
-        ("take the sword from the living room", ("take_item", "sword")),
-        ("Get to the Kitchen", ("reach_room", "kitchen")),
-        ("Return to the Living Room and put the egg in the case", ("reach_room", "living room")),
-        ("enter the house.", ("reach_room", "house")),
-        ("go north", ("other", "")),
-        ("Find the egg", ("other", "")),
-        ("Solve the dam puzzle", ("other", "")),
-    ],
-)
-def test_infer_completion_gives_free_text_a_cheap_test(text: str, expected: tuple[str, str]) -> None:
-    assert infer_completion(text) == expected
+def statuses(manager: ObjectiveManager) -> dict[str, ObjectiveStatus]:
+    return {o.text: o.status for o in manager.objectives}
 
 
-def test_agent_objectives_complete_from_game_evidence_without_the_llm(
-    llm_server: ScriptedLLMServer, tmp_path: Path
+# -- completion by the engine's state ---------------------------------------------------------
+
+
+def test_all_steps_must_hold_take_the_egg_then_enter_the_house(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
 ) -> None:
-    manager, _, log = make_manager(llm_server, tmp_path)
-    manager.add_objective("Get the brass lantern", turn=1)
-    manager.add_objective("Go to the Kitchen", turn=2)
-    manager.add_objective("go to the kitchen", turn=3)  # duplicate of an active objective
-    manager.add_objective("   ", turn=3)
-    assert [o.text for o in manager.active()] == ["Go to the Kitchen", "Get the brass lantern"]
-
-    manager.process_turn(turn(1, "take lantern", room=LIVING, inv=([], ["brass lantern"])))
-    assert (manager.context_section() or "").splitlines()[1:] == [
-        "- [high] Go to the Kitchen (since turn 2)",
-        "Recently completed: Get the brass lantern",
-    ]
-    manager.process_turn(turn(2, "east", room=LIVING, to=KITCHEN))
-    assert llm_server.requests == []
-    assert manager.active() == []
-    completed = log.events("objective_completed")
-    assert [r.evidence for r in completed] == ["took brass lantern on turn 1", "reached Kitchen on turn 2"]
-    assert manager.context_section() is None
-
-    saved = json.loads((tmp_path / "game_files" / "objectives.json").read_text(encoding="utf-8"))
-    assert [o["status"] for o in saved["objectives"]] == ["completed", "completed"]
+    manager, player, log = make_manager(llm_server, tmp_path, game)
+    text = "Take the egg, then enter the house"
+    manager.add_objective(proposal(text, step("hold_item", "egg"), step("reach_room", "Kitchen")), turn=0)
+    player.play(TO_LIVING_ROOM[:4])  # the egg is taken...
+    assert statuses(manager) == {text: ObjectiveStatus.ACTIVE}  # ...but that is only one of two steps
+    assert "you hold the egg (holds now); you are in Kitchen" in (manager.context_section() or "")
+    player.play(TO_LIVING_ROOM[4:9])  # in through the window, egg in hand
+    assert statuses(manager) == {text: ObjectiveStatus.COMPLETED}
+    [done] = log.events("objective_completed")
+    assert done.evidence == "on turn 9: you hold the egg; you are in Kitchen"
+    assert llm_server.requests == []  # the engine decided; no LLM call
 
 
-def test_context_lists_most_urgent_then_newest_first(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
-    manager, _, _ = make_manager(llm_server, tmp_path, discovery_interval_turns=1)
-    llm_server.script(
-        review(
-            new=[
-                found("Explore the forest", "low"),
-                found("Open the trophy case", "medium"),
-                found("Light the lamp before the cellar", "high"),
-            ]
-        )
+def test_bringing_a_treasure_to_the_case_is_done_when_it_is_in_the_case(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, _ = make_manager(llm_server, tmp_path, game)
+    text = "Take the egg and bring it to the trophy case"
+    manager.add_objective(proposal(text, step("item_in_container", "egg", container="trophy case")), turn=0)
+    assert manager.target_rooms() == [("the trophy case (objective #1)", {game.find_rooms("Living Room")[0].id})]
+    player.play(TO_LIVING_ROOM)  # took the egg, entered the Living Room
+    assert statuses(manager) == {text: ObjectiveStatus.ACTIVE}
+    player.play(["open case"])
+    assert statuses(manager) == {text: ObjectiveStatus.ACTIVE}
+    player.play(["put egg in case"])
+    assert statuses(manager) == {text: ObjectiveStatus.COMPLETED}
+
+
+def test_score_and_object_state_steps(llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface) -> None:
+    manager, player, _ = make_manager(llm_server, tmp_path, game)
+    manager.add_objective(proposal("Open the window", step("object_state", "kitchen window", state="open")), 0)
+    manager.add_objective(proposal("Score 5 points", step("score_at_least", score=5)), 0)
+    manager.add_objective(proposal("Light the lamp", step("object_state", "lamp", state="on")), 0)
+    player.play(TO_LIVING_ROOM[:4])  # the egg is worth 5
+    assert statuses(manager)["Score 5 points"] is ObjectiveStatus.COMPLETED
+    assert statuses(manager)["Open the window"] is ObjectiveStatus.ACTIVE
+    player.play(TO_LIVING_ROOM[4:8])
+    assert statuses(manager)["Open the window"] is ObjectiveStatus.COMPLETED
+    player.play([*TO_LIVING_ROOM[8:], "Get lamp"])
+    assert statuses(manager)["Light the lamp"] is ObjectiveStatus.ACTIVE
+    player.play(["turn on lamp"])
+    assert statuses(manager)["Light the lamp"] is ObjectiveStatus.COMPLETED
+
+
+def test_unknown_targets_are_refused_back_to_the_agent_not_guessed(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, game)
+    manager.add_objective(
+        proposal("Take the gold coffin and the sceptre", step("hold_item", "gold coffin (and the sceptre")), 3
     )
-    manager.add_objective("Read the leaflet", turn=0)  # agent objectives are urgent
-    manager.process_turn(turn(1, "look"))
+    manager.add_objective(
+        proposal("Go down through the trap door", step("reach_room", "down through the trap door")), 3
+    )
+    manager.add_objective(proposal("Go to the house", step("reach_room", "house")), 3)
+    assert manager.objectives == []
     section = manager.context_section()
     assert section is not None
     assert section.splitlines() == [
-        "## Current objectives (most urgent and newest first)",
-        "- [high] Light the lamp before the cellar (since turn 1)",
-        "- [high] Read the leaflet (since turn 0)",
-        "- [medium] Open the trophy case (since turn 1)",
-        "- [low] Explore the forest (since turn 1)",
+        "Objectives not added (fix them and propose again):",
+        "- 'Take the gold coffin and the sceptre': no object in the game is called 'gold coffin (and the sceptre'",
+        "- 'Go down through the trap door': no room in the game is called 'down through the trap door'",
+        "- 'Go to the house': 'house' could be several rooms (Behind House, North of House, South of House, "
+        "West of House); name one",
     ]
+    assert manager.context_section() is None  # said once
+    assert len(log.events("objective_refused")) == 3
+    # The game's own words for things are accepted: "coffin" is the gold coffin, "Forest" is any forest.
+    manager.add_objective(proposal("Take the coffin", step("hold_item", "gold coffin")), 4)
+    manager.add_objective(proposal("Get into the forest", step("reach_room", "forest")), 4)
+    assert [o.text for o in manager.active()] == ["Get into the forest", "Take the coffin"]
+    assert len(manager.active()[0].steps[0].ids) > 1  # Zork has several rooms called Forest
 
 
-def test_review_runs_every_interval_with_ambiguous_evidence_and_applies_its_verdicts(
-    llm_server: ScriptedLLMServer, tmp_path: Path
+def test_an_objective_whose_subject_left_the_game_is_dropped_with_the_reason(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
 ) -> None:
-    manager, _, log = make_manager(llm_server, tmp_path, discovery_interval_turns=5)
-    manager.add_objective("Solve the cellar puzzle", turn=0)
-    manager.add_objective("Find the painting", turn=0)
-    ids = {o.text: o.id for o in manager.active()}
+    manager, player, log = make_manager(llm_server, tmp_path, game)
+    kill = proposal("Kill the troll", step("free", "troll", criterion="the troll is dead"))
+    manager.add_objective(kill, 0)
+    player.play(TO_TROLL)
+    assert statuses(manager) == {"Kill the troll": ObjectiveStatus.ACTIVE}
+    for _ in range(10):  # the fight takes a few blows
+        player.play(["kill troll with sword"])
+        if not game.find_objects("troll") or game.room_of(game.find_objects("troll")[0].id) is None:
+            break
+    assert statuses(manager) == {"Kill the troll": ObjectiveStatus.DROPPED}
+    assert [r.evidence for r in log.events("objective_dropped")] == ["the troll is gone from the game"]
+
+
+def test_near_duplicates_merge_and_text_is_never_cut_mid_word(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, _, log = make_manager(llm_server, tmp_path, game)
+    case = step("item_in_container", "gold coffin", container="trophy case")
+    manager.add_objective(proposal("Put the coffin in the trophy case", case), 1)
+    manager.add_objective(
+        proposal("Bring the gold coffin to the case in the Living Room", case | {"target": "coffin"}), 2
+    )
+    manager.add_objective("Explore the deep canyon and the river", 3)
+    manager.add_objective("Explore the river and the deep canyon", 4)
+    assert [o.text for o in manager.active()] == [
+        "Explore the deep canyon and the river",
+        "Put the coffin in the trophy case",
+    ]
+    assert len(log.events("objective_merged")) == 2
+
+    long = " ".join(["Carry the platinum bar, the crystal skull and the sapphire bracelet"] * 4) + " home"
+    manager.add_objective(long, 5)
+    text = manager.active()[0].text
+    assert len(text) <= MAX_OBJECTIVE_CHARS and text.endswith("…")
+    assert long.startswith(text[:-1]) and long[len(text) - 1] == " "  # cut where a word ends
+    whole = "Go back to the Living Room with every treasure found so far and put each one into the trophy case"
+    manager.add_objective(whole, 6)
+    assert manager.active()[0].text == whole
+
+
+# -- the review -------------------------------------------------------------------------------
+
+
+def test_review_runs_every_interval_judges_free_steps_and_cannot_overrule_the_engine(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, log = make_manager(llm_server, tmp_path, game, discovery_interval_turns=5)
+    manager.add_objective("Find out what the leaflet says", 0)
+    manager.add_objective(proposal("Reach the kitchen", step("reach_room", "Kitchen")), 0)
+    manager.add_objective(proposal("Climb the tree", step("reach_room", "Up a Tree")), 0)
+    ids = {o.text: o.id for o in manager.objectives}
     llm_server.script(
         review(
-            new=[found("Take the painting to the trophy case", "high", "score_increase", "painting")],
-            completed=[ids["Solve the cellar puzzle"]],
-            dropped=[ids["Find the painting"], 424242],
+            new=[found("Put the egg in the trophy case", "high", step("item_in_container", "egg", container="case"))],
+            completed=[ids["Find out what the leaflet says"], ids["Reach the kitchen"]],
+            dropped=[ids["Climb the tree"]],
         )
     )
-    manager.process_turn(turn(1, "down", room=LIVING, to=CELLAR))
-    manager.process_turn(turn(2, "turn bolt", room=CELLAR, score=(10, 20), response="The sluice gates open."))
-    manager.process_turn(turn(3, "take painting", room=CELLAR, inv=([], ["painting"])))
-    manager.process_turn(turn(4, "look", room=CELLAR))
+    player.play(["open mailbox", "take leaflet", "read leaflet", "N"])
     assert llm_server.requests == []
-    manager.process_turn(turn(5, "look", room=CELLAR))
+    player.play(["N"])
     assert len(llm_server.requests) == 1
-
     body = llm_server.bodies[0]
     assert body["model"] == MEMORY_MODEL and body["top_p"] == 0.9
     assert schema_name(body) == "ObjectiveReview"
     prompt = user_text(body)
-    # Points scored for something no objective names, and an item matching an objective's words: both ambiguous.
-    assert "'turn bolt' in Cellar scored +10: The sluice gates open." in prompt
-    assert "'take painting' -> painting (may relate to objective" in prompt
-    assert f"#{ids['Solve the cellar puzzle']} [high] Solve the cellar puzzle" in prompt
-
-    statuses = {o.text: o.status for o in manager.objectives}
-    assert statuses == {
-        "Solve the cellar puzzle": ObjectiveStatus.COMPLETED,
-        "Find the painting": ObjectiveStatus.DROPPED,
-        "Take the painting to the trophy case": ObjectiveStatus.ACTIVE,
+    assert (
+        f"#{ids['Reach the kitchen']} [high] Reach the kitchen — steps: reach_room: you are in Kitchen (not yet)"
+        in prompt
+    )
+    assert "> read leaflet -> " in prompt
+    assert statuses(manager) == {
+        "Find out what the leaflet says": ObjectiveStatus.COMPLETED,  # a free step: the review judges it
+        "Reach the kitchen": ObjectiveStatus.ACTIVE,  # the engine says not yet, whatever the review says
+        "Climb the tree": ObjectiveStatus.DROPPED,
+        "Put the egg in the trophy case": ObjectiveStatus.ACTIVE,
     }
-    assert len(log.events("objective_dropped")) == 1
-    assert manager.get_status()["ambiguous_evidence"] == 0
+    assert log.events("objective_review_rejected") == []
 
-    # The discovered objective's own test: score with an action naming its target.
-    manager.process_turn(turn(6, "put painting in case", room=LIVING, score=(20, 26)))
-    assert [o.status for o in manager.objectives][-1] is ObjectiveStatus.COMPLETED
+
+def test_review_citing_ids_that_are_not_active_is_rejected_and_asked_again(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, log = make_manager(llm_server, tmp_path, game, discovery_interval_turns=1)
+    manager.add_objective("Read the leaflet", 0)
+    llm_server.script(
+        review(completed=[7], dropped=[1], new=[found("Find the unicorn", "low", step("hold_item", "unicorn"))]),
+        review(dropped=[1]),
+    )
+    player.play(["look"])
+    assert len(llm_server.requests) == 2
+    retry = user_text(llm_server.bodies[1])
+    assert "Your previous answer was rejected:" in retry
+    assert "- ids 7 are not active objectives (active: 1)" in retry
+    assert "- new objective 'Find the unicorn': no object in the game is called 'unicorn'" in retry
+    assert statuses(manager) == {"Read the leaflet": ObjectiveStatus.DROPPED}  # only the second answer applied
+    assert len(log.events("objective_review_rejected")) == 1
 
 
 def test_too_many_objectives_are_refined_at_the_review_down_to_the_limit(
-    llm_server: ScriptedLLMServer, tmp_path: Path
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
 ) -> None:
-    manager, _, log = make_manager(llm_server, tmp_path, discovery_interval_turns=5, max_active=2)
+    manager, player, log = make_manager(llm_server, tmp_path, game, discovery_interval_turns=5, max_active=2)
     for n, text in enumerate(["Explore upstairs", "Explore the cellar", "Explore the forest", "Explore the maze"]):
         manager.add_objective(text, turn=n)
     ids = {o.text: o.id for o in manager.objectives}
-    # Between reviews the context shows only the limit, newest first.
-    assert (manager.context_section() or "").count("\n- ") == 2
-    assert "Explore the maze" in (manager.context_section() or "")
-    # The model merges two objectives but still leaves three active: the oldest goes.
+    assert (manager.context_section() or "").count("\n- ") == 2  # between reviews only the limit is shown
     llm_server.script(
         review(
-            new=[found("Explore the cellar and the maze", "high")],
-            dropped=[ids["Explore the cellar"], ids["Explore the maze"]],
+            new=[found("Explore cellar and maze", "high")], dropped=[ids["Explore the cellar"], ids["Explore the maze"]]
         )
     )
-    for n in range(1, 5):
-        manager.process_turn(turn(n, "wait"))
+    player.play(["wait"] * 4)
     assert llm_server.requests == []  # never brought forward: cost stays one call per interval
-    manager.process_turn(turn(5, "wait"))
+    player.play(["wait"])
     assert len(llm_server.requests) == 1
     assert "Active objectives (limit 2):" in user_text(llm_server.bodies[0])
-    assert [o.text for o in manager.active()] == ["Explore the cellar and the maze", "Explore the forest"]
+    assert [o.text for o in manager.active()] == ["Explore cellar and maze", "Explore the forest"]
     assert [r.evidence for r in log.events("objective_dropped")][-1] == "over the active limit after the review"
-    assert manager.objectives[0].status is ObjectiveStatus.DROPPED  # "Explore upstairs", the oldest
 
 
-def test_malformed_review_and_llm_errors_are_logged_and_skipped(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
-    manager, _, log = make_manager(llm_server, tmp_path, discovery_interval_turns=1)
+def test_malformed_review_and_llm_errors_are_logged_and_skipped(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, log = make_manager(llm_server, tmp_path, game, discovery_interval_turns=1)
     manager.add_objective("Open the window", turn=0)
     llm_server.script(
         completion('```json\n{"new_objectives": "lots"}\n```'),
         Reply(503, {"error": {"message": "overloaded"}}),
         review(new=[found("Climb the tree")]),
     )
-    for n in (1, 2, 3):
-        manager.process_turn(turn(n, "look"))
+    player.play(["look", "look", "look"])
     assert len(log.events("objectives_malformed_reply")) == 1
     assert len(log.events("objectives_llm_error")) == 1
     assert {o.text for o in manager.active()} == {"Open the window", "Climb the tree"}
 
 
-def test_reset_starts_a_new_episode_with_no_objectives(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
-    manager, _, _ = make_manager(llm_server, tmp_path)
+def test_objectives_are_saved_with_their_steps(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, game)
+    manager.add_objective(proposal("Take the egg", step("hold_item", "egg")), 1)
+    saved = json.loads((tmp_path / "game_files" / "objectives.json").read_text(encoding="utf-8"))
+    [objective] = saved["objectives"]
+    assert objective["status"] == "active"
+    assert objective["steps"][0]["kind"] == "hold_item" and objective["steps"][0]["ids"] == [
+        o.id for o in game.find_objects("egg")
+    ]
+
+
+def test_reset_starts_a_new_episode_with_no_objectives(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, game)
     manager.add_objective("Get the lamp", turn=3)
     manager.reset_episode(GameState())
     assert manager.active() == [] and manager.context_section() is None
 
 
 def test_walkthrough_costs_at_most_0_07_objective_calls_per_turn(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface, game_file: Path
 ) -> None:
-    manager, _, _ = make_manager(llm_server, tmp_path)  # default interval and limit
+    manager, _, _ = make_manager(llm_server, tmp_path, game)  # default interval and limit
     turns = walkthrough_turns(game_file)
 
     def discover(body: dict[str, Any], index: int) -> dict[str, Any]:
-        return review(new=[found(f"Walkthrough goal {index}", "medium"), found(f"Side goal {index}", "low")])
+        return review(new=[found(f"Walkthrough goal {index}", "medium"), found(f"Side quest {index} elsewhere", "low")])
 
     llm_server.respond_with(discover)
     for result in turns:

@@ -71,7 +71,11 @@ class RouteModel:
             ]
             return Reply(200, completion(json.dumps({"decisions": decisions})))
         if name == "ObjectiveReview":
-            found = {"text": "Explore every room", "priority": "high", "done_when": "other", "target": ""}
+            found = {
+                "text": "Explore every room",
+                "priority": "high",
+                "done_when": [{"kind": "free", "criterion": "every room is explored"}],
+            }
             return Reply(
                 200, completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
             )

@@ -52,7 +52,9 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
     result = agent.get_action_with_reasoning("West of House", relevant_memories="Memory: mailbox here")
     assert result.action == "open mailbox"
     assert result.reasoning == "mailbox first"
-    assert result.new_objective == "read the leaflet"
+    # A bare sentence is kept as a goal the objective review judges (one free step).
+    assert result.new_objective is not None and result.new_objective.text == "read the leaflet"
+    assert [(s.kind, s.criterion) for s in result.new_objective.done_when] == [("free", "read the leaflet")]
     body = llm_server.bodies[0]
     assert body["model"] == "scripted/agent"
     assert body["response_format"]["type"] == "json_schema"
@@ -62,11 +64,26 @@ def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_p
         "new_objective",
     }
     assert "tools" not in body
+    assert "# Tools" not in body["messages"][0]["content"]  # no tools: the prompt says nothing of them
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user"]
     user = body["messages"][1]["content"]
     user_text = user if isinstance(user, str) else user[0]["text"]
     assert "West of House" in user_text and "Memory: mailbox here" in user_text
+
+
+def test_a_structured_objective_comes_through_with_its_steps(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    objective = {
+        "text": "Put the egg in the trophy case",
+        "done_when": [{"kind": "item_in_container", "target": "egg", "container": "trophy case"}],
+    }
+    llm_server.script(completion(json.dumps({"thinking": "t", "action": "west", "new_objective": objective})))
+    result = make_agent(llm_server, tmp_path).get_action_with_reasoning("Kitchen")
+    assert result.new_objective is not None
+    step = result.new_objective.done_when[0]
+    assert (step.kind, step.target, step.container) == ("item_in_container", "egg", "trophy case")
+    schema = llm_server.bodies[0]["response_format"]["json_schema"]["schema"]
+    assert "CompletionStep" in json.dumps(schema)  # the model is told the step shape
 
 
 @pytest.mark.parametrize(
@@ -92,7 +109,7 @@ def test_tolerant_json(llm_server: ScriptedLLMServer, tmp_path: Path, content: s
         (
             {"action": "open mailbox", "new_objective": {"goal": "x"}},
             None,
-            ["thinking (missing)", 'new_objective (an object, not text): {"goal": "x"}'],
+            ["thinking (missing)", 'new_objective (an object, not a goal with done_when steps): {"goal": "x"}'],
         ),
         ({"action": "open mailbox", "new_objective": "read the leaflet"}, "read the leaflet", ["thinking (missing)"]),
     ],
@@ -109,7 +126,7 @@ def test_a_partial_reply_keeps_its_action_and_logs_what_was_dropped(
     with caplog.at_level(logging.WARNING, logger="test.agent"):
         result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
     assert result.action == "open mailbox"
-    assert result.new_objective == objective
+    assert (result.new_objective.text if result.new_objective else None) == objective
     assert result.reasoning == (payload["thinking"] if isinstance(payload.get("thinking"), str) else "")
     assert not [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
     (record,) = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_reply_partial"]

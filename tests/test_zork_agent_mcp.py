@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import LLMClientWrapper
 from managers.mcp import MCPError, MCPManager, MCPServerStartupError
+from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema
@@ -45,7 +46,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent
+from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent, tools_prompt
 
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
 SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
@@ -236,7 +237,7 @@ def test_full_turn_with_two_thoughts_then_an_answer(
 
     assert result.action == "open mailbox"
     assert result.reasoning == "the thoughts say: mailbox"
-    assert result.new_objective == "read the leaflet"
+    assert result.new_objective is not None and result.new_objective.text == "read the leaflet"
     assert len(run.spawned) == 1, "one server process for the turn"
     assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
     # The decision keeps the calls it was made with, in order, and cannot be changed afterwards.
@@ -323,6 +324,43 @@ def test_full_turn_with_two_thoughts_then_an_answer(
     line("[INFO] Turn 7 Iteration 2: Agent calling tool thoughtbox.think")
     line("[INFO] Turn 7: MCP session complete (3 iterations, 2 tool calls)")
     line("[INFO] Turn 7: Agent action: open mailbox")
+
+
+def test_the_system_prompt_says_tools_are_offered_and_what_they_are_for(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    """A model that follows "Answer with a single JSON object" literally would never call a tool;
+    the prompt now says it may, that the answer is still the JSON, and what the server is for."""
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        agent_reply("open mailbox"),
+    )
+    run = turns()
+    run.turn(turn=1)
+    systems = [text_of(body["messages"][0]) for body in llm_server.bodies]
+    assert len(systems) == 2 and systems[0] == systems[1]
+    tools_part = systems[0].split("# Tools\n", 1)[1]
+    assert "You may call them before answering" in tools_part
+    assert "the single JSON object with your game command" in tools_part
+    # The purposes come from the server itself: its MCP instructions and its tool's description.
+    assert "- thoughtbox: Structured step-by-step reasoning: call think once per thought." in tools_part
+    first_sentence = THINK_DESCRIPTION.splitlines()[0]
+    assert first_sentence.endswith(".")
+    assert f"Tools: think ({first_sentence})." in tools_part
+    assert systems[0].startswith(run.agent.system_prompt)  # the rest of the prompt is unchanged
+
+
+def test_tools_prompt_names_each_server_and_its_tools() -> None:
+    tools = [
+        {"type": "function", "function": {"name": "maps__route", "description": "Find a route. Long details."}},
+        {"type": "function", "function": {"name": "maps__rooms", "description": ""}},
+        {"type": "function", "function": {"name": "notes__add", "description": "Add a note!"}},
+    ]
+    text = tools_prompt(tools, {"maps": "Zork maps.", "other": "unused"})
+    assert text.splitlines()[2:] == [
+        "- maps: Zork maps. Tools: route (Find a route.); rooms.",
+        "- notes: Tools: add (Add a note!).",
+    ]
 
 
 def test_iteration_cap_forces_a_final_json_schema_call_without_tools(

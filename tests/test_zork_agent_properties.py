@@ -42,6 +42,7 @@ from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
 from managers.mcp.tools import ToolCallResult
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
+from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
@@ -279,7 +280,9 @@ def parsed_answer(content: str | None) -> dict[str, Any]:
         return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
     return {
         "action": action,
-        "new_objective": (response.new_objective or "").strip() or None,
+        "new_objective": response.new_objective
+        if response.new_objective and response.new_objective.text.strip()
+        else None,
         "reasoning": response.thinking,
     }
 
@@ -819,7 +822,7 @@ def test_property_47_result_has_thinking_action_and_optional_objective(scenario:
     assert {f.name for f in dataclasses.fields(run.result)} == RESULT_KEYS
     assert all(isinstance(call, ToolCallRecord) for call in run.result.tool_calls)
     assert isinstance(run.result.action, str) and isinstance(run.result.reasoning, str)
-    assert run.result.new_objective is None or isinstance(run.result.new_objective, str)
+    assert run.result.new_objective is None or isinstance(run.result.new_objective, ObjectiveProposal)
 
 
 @given(scenarios(), st.booleans())

@@ -187,6 +187,10 @@ class MCPManager:
 
     # -- tools -----------------------------------------------------------------------------
 
+    def server_instructions(self) -> dict[str, str]:
+        """Each connected server's own account of its purpose (its MCP ``instructions``), by server name."""
+        return self.toolbox.instructions()
+
     def display_name(self, name: str) -> str:
         """The dotted ``server.tool`` form of a wire or dotted name, for logs and traces."""
         return self.toolbox.known_names.display_name(name)

@@ -89,6 +89,7 @@ class ToolSource(ABC):
         self.server = server
         self.settings = settings
         self.tools: list[types.Tool] = []
+        self.instructions: str | None = None  # what the server says it is for (MCP initialize)
         self.tools_changed = False  # the server sent notifications/tools/list_changed
         self.connect_ms: float | None = None
         self._stop = asyncio.Event()
@@ -169,7 +170,7 @@ class ToolSource(ABC):
                     self._transport() as (read, write),
                     ClientSession(read, write, message_handler=self._on_message) as session,
                 ):
-                    await session.initialize()
+                    self.instructions = (await session.initialize()).instructions
                     self.tools = await list_all_tools(session)
                     startup.deadline = math.inf  # started: from now on only the stop signal ends it
                     self._startup_scope = None

@@ -159,6 +159,14 @@ class Toolbox:
 
     # -- turns -----------------------------------------------------------------------------
 
+    def instructions(self) -> dict[str, str]:
+        """Each live server's own account of its purpose (its MCP ``instructions``), by server name."""
+        return {
+            name: slot.source.instructions
+            for name, slot in self._slots.items()
+            if slot.source is not None and slot.source.instructions
+        }
+
     async def begin_turn(self) -> TurnTools:
         """Ready every server for a new turn, at once; the tools of all that are up.
 

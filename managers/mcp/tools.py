@@ -1,6 +1,6 @@
 """Tool names, schema translation and result conversion between MCP and the chat API.
 
-Names. The seeds prefix tools with their server (``thoughtbox.think``), but OpenAI and
+Names. A tool is known by its server and name (``thoughtbox.think``), but OpenAI and
 Anthropic reject function names outside ``^[a-zA-Z0-9_-]{1,64}$``. So the *wire* name sent
 to the model is ``{server}__{tool}`` with every other character replaced by ``_``; a name
 longer than 64 characters keeps its first 55 and gets ``_`` plus 8 hex digits of the

@@ -1,0 +1,492 @@
+"""Context truth: is what the agent is told each turn true, complete and compact?
+
+Replays the Jericho walkthrough (396 moves, 350 points) through ``ZorkOrchestratorV2`` with
+every manager on and a scripted model on 127.0.0.1 (the agent plays the walkthrough; the
+memory, objective and knowledge models give real answers), then checks every agent prompt
+against the engine, replayed independently here with raw Jericho calls:
+
+- exits: the "Valid exits" line equals the directions the engine lets the player take;
+- map: every way out shown in the map section is a move observed this game, or is marked
+  probable; ways marked "blocked now" are not open, and unmarked directions are open;
+- objects: the "Visible objects" line names every interactive object in the room (its
+  children and the doors, windows, containers and creatures it shares with other rooms);
+- inventory: the "Inventory" line equals what the player carries;
+- objectives: no objective is marked done before all its engine-checked steps hold;
+- memory: every turn that changed the world near the player (an object moved, opened, lit,
+  appeared or vanished, or the game's own state changed) was offered to the memory model.
+
+It prints the disagreements per check (the goal is 0 everywhere) and the agent's prompt
+size in tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with
+the compact map the agent gets and with the whole map that was sent before.
+
+    uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jericho
+
+from game_interface import resolve_story_file
+from game_interface.jericho_interface import (
+    ACTORBIT,
+    CONTBIT,
+    DIRECTIONS,
+    DOORBIT,
+    INVISIBLE,
+    ONBIT,
+    OPENBIT,
+    SURFACEBIT,
+    TOUCHBIT,
+    TRANSBIT,
+    _attributes,
+)
+from game_interface.story_data import StoryData
+from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
+from tests.learning_support import LearningModel
+from tests.manager_support import schema_name, user_text
+from tests.scripted_llm import ScriptedLLMServer, completion
+
+CHARS_PER_TOKEN = 4
+SIZE_TURNS = (1, 100, 200, 400)
+CHECKS = ("exits", "map", "objects", "inventory", "objectives", "memory")
+_TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
+_BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
+_WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
+
+Tree = dict[int, tuple[int, tuple[int, ...]]]
+
+
+@dataclass
+class TurnTruth:
+    """The engine's facts when the agent is asked for turn ``turn`` (before its move)."""
+
+    turn: int
+    room_id: int
+    room: str
+    exits: set[str]
+    objects: set[str]
+    inventory: set[str]
+
+
+@dataclass
+class AfterTurn:
+    """The engine's state after a turn's command: what objective steps are checked against."""
+
+    room_id: int
+    score: int
+    tree: Tree
+
+
+@dataclass
+class EngineTruth:
+    turns: dict[int, TurnTruth] = field(default_factory=dict)
+    after: dict[int, AfterTurn] = field(default_factory=dict)
+    # (room name, direction) -> destination names seen up to each turn: edges[turn] holds the moves before it.
+    moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
+    room_names: dict[int, str] = field(default_factory=dict)
+    world_changed: set[int] = field(default_factory=set)
+
+
+class Oracle:
+    """The engine's facts read with raw Jericho calls, independent of JerichoInterface."""
+
+    def __init__(self, game_file: Path) -> None:
+        self.env = jericho.FrotzEnv(str(game_file))
+        self.story = StoryData(game_file.read_bytes())
+        self.env.reset()
+        self.player = self.env.player_obj_num
+        self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
+
+    def name(self, number: int) -> str:
+        static = self.story.objects.get(number)
+        return static.name if static else self.env.get_object(number).name
+
+    def tree(self) -> Tree:
+        return {o.num: (o.parent, _attributes(bytes(o._attr))) for o in self.env.get_world_objects() if o.num > 0}
+
+    def room(self, tree: Tree) -> int:
+        at = self.player
+        while tree[at][0] not in (0, self.rooms_root):
+            at = tree[at][0]
+        return at
+
+    def children(self, tree: Tree, parent: int) -> list[int]:
+        return [n for n, (p, _) in tree.items() if p == parent]
+
+    def visible_below(self, tree: Tree, parent: int) -> list[int]:
+        found: list[int] = []
+        for child in self.children(tree, parent):
+            attrs = tree[child][1]
+            if child == self.player or INVISIBLE in attrs:
+                continue
+            found.append(child)
+            if {SURFACEBIT, OPENBIT, TRANSBIT} & set(attrs):
+                found += self.visible_below(tree, child)
+        return found
+
+    def interactive(self, tree: Tree, room: int) -> set[str]:
+        """Room children a player can see, plus the room's interactive local globals."""
+        names = {self.name(n) for n in self.visible_below(tree, room)}
+        for number in self.story.objects[room].local_globals:
+            attrs = tree.get(number, (0, ()))[1]
+            if INVISIBLE not in attrs and {DOORBIT, CONTBIT, ACTORBIT} & set(attrs):
+                names.add(self.name(number))
+        return names
+
+    def exits(self) -> set[str]:
+        here = self.room(self.tree())
+        state = self.env.get_state()
+        found: set[str] = set()
+        for direction in DIRECTIONS:
+            self.env.step(direction)
+            if not self.env.game_over() and self.room(self.tree()) != here:
+                found.add(direction)
+            self.env.set_state(state)
+        return found
+
+    def near(self, tree: Tree, room: int) -> set[int]:
+        """Everything in the room or carried, at any depth, visible or not, and the room's local globals."""
+        found: set[int] = set(self.story.objects[room].local_globals)
+        frontier = [room]
+        while frontier:
+            parent = frontier.pop()
+            for child in self.children(tree, parent):
+                found.add(child)
+                frontier.append(child)
+        return found
+
+    def replay(self, commands: list[str]) -> EngineTruth:
+        truth = EngineTruth()
+        moves: set[tuple[int, str, int]] = set()
+        for turn, command in enumerate(commands, start=1):
+            tree = self.tree()
+            room = self.room(tree)
+            truth.room_names[room] = self.name(room)
+            carried = {self.name(n) for n in self.visible_below(tree, self.player)}
+            truth.turns[turn] = TurnTruth(
+                turn, room, self.name(room), self.exits(), self.interactive(tree, room), carried
+            )
+            truth.moves_before[turn] = set(moves)
+            response = self.env.step(command)[0]
+            ram_changed = bool(self.env._get_world_diff()[3])
+            after = self.tree()
+            room_after = self.room(after)
+            truth.room_names[room_after] = self.name(room_after)
+            if room_after != room and "You have died" not in response:  # dying is no passage
+                direction = _canonical(command)
+                moves.add((room, direction or " ".join(command.lower().split()), room_after))
+            near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
+            changed = any(
+                number in tree
+                and number not in truth.room_names
+                and (
+                    tree[number][0] != after[number][0]
+                    or set(tree[number][1]) - {TOUCHBIT} != set(after[number][1]) - {TOUCHBIT}
+                )
+                for number in near
+            )
+            if changed or ram_changed:
+                truth.world_changed.add(turn)
+            truth.after[turn] = AfterTurn(room_after, int(self.env.get_score()), after)
+        return truth
+
+    def holds(self, step: dict[str, Any], after: AfterTurn) -> bool:
+        """An objective step judged from the raw tree after a turn (free steps: the review's word)."""
+        tree, kind, ids = after.tree, step["kind"], step["ids"]
+
+        def inside(number: int, holder: int) -> bool:
+            at = tree.get(number, (0, ()))[0]
+            while at:
+                if at == holder:
+                    return True
+                at = tree.get(at, (0, ()))[0]
+            return False
+
+        if kind == "reach_room":
+            return after.room_id in ids
+        if kind == "hold_item":
+            return any(inside(i, self.player) for i in ids)
+        if kind == "item_in_container":
+            return any(inside(i, c) for i in ids for c in step["container_ids"])
+        if kind == "score_at_least":
+            return after.score >= step["score"]
+        if kind == "object_state":
+            flag = OPENBIT if step["state"] in ("open", "closed") else ONBIT
+            return any((flag in tree[i][1]) == (step["state"] in ("open", "on")) for i in ids if i in tree)
+        return step["judged_done_turn"] is not None
+
+
+_ALIASES = {"n": "north", "s": "south", "e": "east", "w": "west", "u": "up", "d": "down", "ne": "northeast"}
+_ALIASES |= {"nw": "northwest", "se": "southeast", "sw": "southwest", "enter": "in", "exit": "out"}
+
+
+class TruthModel(LearningModel):
+    """The learning model, with an objective review that proposes goals of every engine-checked
+    kind from where the walkthrough is heading: the room it reaches ten moves on, the next item
+    it takes, the next treasure it puts in the trophy case, ten more points, and the next thing
+    it opens or lights. So completion is exercised all game long."""
+
+    def __init__(self, commands: list[str], truth: EngineTruth, oracle: Oracle) -> None:
+        super().__init__(commands)
+        self.truth, self.oracle = truth, oracle
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
+        if not reviewing or schema_name(body) != "ObjectiveReview":
+            return super().__call__(body, index)
+        self.calls["ObjectiveReview"] += 1
+        match = re.match(r"Turn (\d+);", user_text(body))
+        now = int(match.group(1)) if match else 1
+        return completion(json.dumps({"new_objectives": self.goals(now), "completed_ids": [], "dropped_ids": []}))
+
+    def goals(self, now: int) -> list[dict[str, Any]]:
+        truth, commands = self.truth, self.commands
+        goals: list[dict[str, Any]] = []
+
+        def goal(text: str, **step: Any) -> None:
+            full = {"target": "", "container": "", "state": None, "score": None, "criterion": ""} | step
+            goals.append({"text": text, "priority": "medium", "done_when": [full]})
+
+        ahead = truth.turns.get(now + 10)
+        if ahead is not None:
+            goal(f"Reach {ahead.room}", kind="reach_room", target=ahead.room)
+        later = [t for t in range(now + 1, min(now + 30, len(commands)) + 1) if t in truth.turns]
+        taken = next(
+            (
+                truth.turns[t].inventory - truth.turns[t - 1].inventory
+                for t in later
+                if t - 1 in truth.turns and truth.turns[t].inventory - truth.turns[t - 1].inventory
+            ),
+            set(),
+        )
+        if taken:
+            item = sorted(taken)[0]
+            goal(f"Take the {item}", kind="hold_item", target=item)
+        put = next((c for c in commands[now:] if c.lower().startswith("put ") and c.lower().endswith(" in case")), None)
+        if put:
+            item = put[4:-8]
+            goal(f"Put the {item} in the trophy case", kind="item_in_container", target=item, container="trophy case")
+        score = truth.after[now].score if now in truth.after else 0
+        if score + 10 <= 350:
+            goal(f"Score {score + 10} points", kind="score_at_least", score=score + 10)
+        for verb, state in (("open ", "open"), ("light ", "on"), ("turn on ", "on")):
+            act = next((c for c in commands[now:] if c.lower().startswith(verb)), None)
+            if act:
+                thing = act[len(verb) :].split(" with ")[0]
+                goal(f"Make the {thing} {state}", kind="object_state", target=thing, state=state)
+                break
+        return goals[:3] if now % 2 else goals[-3:]
+
+
+def _canonical(command: str) -> str | None:
+    word = command.strip().lower()
+    word = _ALIASES.get(word, word)
+    return word if word in DIRECTIONS else None
+
+
+def _line(text: str, prefix: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix) :].strip()
+    return None
+
+
+def _items(value: str | None, empty: str) -> list[str]:
+    if value is None or value == empty:
+        return []
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+@dataclass
+class Verdicts:
+    counts: Counter[str] = field(default_factory=Counter)
+    checked: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def disagree(self, check: str, detail: str) -> None:
+        self.counts[check] += 1
+        self.examples.setdefault(check, [])
+        if len(self.examples[check]) < 5:
+            self.examples[check].append(detail)
+
+
+def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
+    facts = truth.turns[turn]
+    verdicts.checked.update(("exits", "inventory", "objects"))
+    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    if exits != facts.exits:
+        verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
+    inventory = set(_items(_line(prompt, "Inventory: "), "empty-handed"))
+    if inventory != facts.inventory:
+        verdicts.disagree("inventory", f"turn {turn}: shown {sorted(inventory)}, engine {sorted(facts.inventory)}")
+    shown = _items(_line(prompt, "Visible objects: "), "nothing notable")
+    missing = [name for name in facts.objects if not any(s == name or s.startswith(f"{name} (") for s in shown)]
+    if missing:
+        verdicts.disagree("objects", f"turn {turn} in {facts.room}: missing {sorted(missing)}")
+    ways = _line(prompt, "Ways from here: ")
+    for way in ways.split("; ") if ways and ways != "none known" else []:
+        verdicts.checked["map"] += 1
+        match = _WAY.match(way)
+        if match is None:
+            verdicts.disagree("map", f"turn {turn}: unreadable way {way!r}")
+            continue
+        label, to, marks = match.group("label"), match.group("to"), (match.group("marks") or "").split(", ")
+        if to == "unexplored":
+            if label not in facts.exits:
+                verdicts.disagree("map", f"turn {turn} in {facts.room}: unexplored {label} is no exit")
+            continue
+        if "probable" not in marks:
+            observed = {
+                truth.room_names[b] for a, lbl, b in truth.moves_before[turn] if a == facts.room_id and lbl == label
+            }
+            if to not in observed:
+                verdicts.disagree(
+                    "map", f"turn {turn} in {facts.room}: {way} was never observed and is not marked probable"
+                )
+        if label in DIRECTIONS:
+            blocked = "blocked now" in marks
+            if blocked == (label in facts.exits):
+                verdicts.disagree(
+                    "map", f"turn {turn} in {facts.room}: {way} but the engine says open={label in facts.exits}"
+                )
+
+
+def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
+    offered: set[int] = set()
+    for body in bodies:
+        if body.get("response_format") and schema_name(body) == "MemoryBatchReply":
+            offered.update(int(n) for n in _BATCH_TURN.findall(user_text(body)))
+    return offered
+
+
+def check_objectives(saved: dict[str, Any], truth: EngineTruth, oracle: Oracle, verdicts: Verdicts) -> None:
+    """No objective may be marked done before all its steps hold in the engine."""
+    for objective in saved["objectives"]:
+        if objective["status"] != "completed":
+            continue
+        verdicts.checked["objectives"] += 1
+        turn = objective["closed_turn"]
+        after = truth.after.get(turn)
+        failing = [s["kind"] for s in objective["steps"] if after is None or not oracle.holds(s, after)]
+        if failing or not objective["steps"]:
+            verdicts.disagree(
+                "objectives", f"#{objective['id']} {objective['text']!r} done on turn {turn}; not holding: {failing}"
+            )
+
+
+def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
+    server = ScriptedLLMServer().start()
+    server.respond_with(model)
+    full_maps: dict[int, tuple[str, str]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = e2e_config(
+                Path(tmp),
+                server.base_url,
+                game_file,
+                memory={"enabled": True},
+                objectives={"enabled": True},
+                knowledge={"enabled": True},
+            )
+            orchestrator = ZorkOrchestratorV2(
+                episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
+            )
+            compact = orchestrator.map.context_section
+
+            def both_maps() -> str | None:
+                # What the agent gets now, and (for the size figures) the whole map it got before.
+                section = compact()
+                room = orchestrator.game_state.current_room_id
+                full_maps[orchestrator.game_state.turn_count + 1] = (
+                    section or "",
+                    orchestrator.map.graph.render_text(room or None),
+                )
+                return section
+
+            orchestrator.map.context_section = both_maps  # type: ignore[method-assign]
+            try:
+                state = orchestrator.play_episode()
+                objectives = json.loads((config.workdir / "objectives.json").read_text(encoding="utf-8"))
+            finally:
+                orchestrator.close()
+    finally:
+        server.stop()
+    prompts: dict[int, tuple[str, str]] = {}
+    for body in server.bodies:
+        if body.get("model") != AGENT_MODEL:
+            continue
+        system, user = body["messages"][0]["content"], user_text(body)
+        match = _TURN_LINE.search(user)
+        if match:
+            prompts[int(match.group(1))] = (system if isinstance(system, str) else json.dumps(system), user)
+    if show_turn is not None and show_turn in prompts:
+        print(f"--- the agent's prompt at turn {show_turn} (system, then user) ---")
+        print(prompts[show_turn][0])
+        print("---")
+        print(prompts[show_turn][1])
+        print("---")
+    return {
+        "state": state,
+        "prompts": prompts,
+        "full_maps": full_maps,
+        "memory_offered": offered_memory_turns(server.bodies),
+        "objectives": objectives,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game-file", default=None)
+    parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
+    args = parser.parse_args()
+    game_file = resolve_story_file(args.game_file, allow_download=False)
+    commands = walkthrough(game_file)
+    oracle = Oracle(game_file)
+    truth = oracle.replay(commands)
+    run = play(game_file, commands, args.show_turn, TruthModel(commands, truth, oracle))
+    verdicts = Verdicts()
+    check_objectives(run["objectives"], truth, oracle, verdicts)
+    for turn, (_, user) in sorted(run["prompts"].items()):
+        check_prompt(turn, user, truth, verdicts)
+    verdicts.checked["memory"] = len(truth.world_changed)
+    for turn in sorted(truth.world_changed - run["memory_offered"]):
+        verdicts.disagree("memory", f"turn {turn} ({commands[turn - 1]!r}) changed the world but was never offered")
+    last = max(run["prompts"])
+    sizes: dict[str, dict[str, int]] = {}
+    for wanted in SIZE_TURNS:
+        turn = min(wanted, last)
+        system, user = run["prompts"][turn]
+        compact, full = run["full_maps"].get(turn, ("", ""))
+        after = len(system) + len(user)
+        before = after - len(compact) + len(full)
+        key = f"turn {turn}" if turn == wanted else f"turn {turn} (last; asked for {wanted})"
+        sizes[key] = {"before": before // CHARS_PER_TOKEN, "after": after // CHARS_PER_TOKEN}
+    state = run["state"]
+    report = {
+        "turns": state.turn_count,
+        "score": f"{state.score}/{state.max_score}",
+        "end_reason": state.end_reason,
+        "disagreements": {check: verdicts.counts.get(check, 0) for check in CHECKS},
+        "checked": {check: verdicts.checked.get(check, 0) for check in CHECKS},
+        "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
+        "examples": verdicts.examples,
+        "prompt_tokens_estimate_chars_div_4": sizes,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Which turns teach something and where their lesson is filed, on turns played in real Jericho."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from managers.turn_events import LessonRoom, attempt_reply, is_noteworthy, lesson_room
+from tests.walkthrough_turns import played_turns
+
+COMMANDS = ("take mailbox", "blorple", "examine mailbox", "open mailbox", "north", "east", "open window", "east")
+
+
+def test_attempts_world_changes_and_lesson_rooms(game_file: Path) -> None:
+    anchored, unknown, examine, opened, north, east, window, wall = played_turns(game_file, COMMANDS)
+
+    assert attempt_reply(anchored) == "It is securely anchored."  # a refusal with its reason
+    assert attempt_reply(unknown) is None  # the parser not knowing a word teaches nothing
+    assert attempt_reply(examine) is None  # looking is no attempt
+    assert attempt_reply(wall) is None  # "You can't go that way." names no reason
+    assert [is_noteworthy(r) for r in (anchored, unknown, examine, opened, north, wall)] == [
+        True, False, False, True, False, False,
+    ]  # fmt: skip
+    assert opened.world_changes == ("small mailbox: opened",)
+    assert window.world_changes == ("kitchen window: opened", "new exit: west", "new exit: in")
+
+    assert lesson_room(opened) == LessonRoom(opened.room_id_before, "West of House")
+    assert lesson_room(north) == LessonRoom(north.room_id_after, "North of House", "from West of House going north")
+    assert lesson_room(east).room_name == "Behind House"
