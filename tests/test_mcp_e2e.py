@@ -39,9 +39,15 @@ ROTATION = [("thoughtbox__think", THINK_ARGS), ("tools__echo", {"text": "plan"})
 class ThinkingWalkthroughModel:
     """The walkthrough player, but every ``every``-th turn it first calls one server's tool once."""
 
-    def __init__(self, commands: list[str], every: int = THINK_EVERY) -> None:
+    def __init__(
+        self,
+        commands: list[str],
+        every: int = THINK_EVERY,
+        rotation: list[tuple[str, dict[str, Any]]] = ROTATION,
+    ) -> None:
         self.walkthrough = WalkthroughModel(commands)
         self.every = every
+        self.rotation = rotation
         self.turns = 0
         self.thinking_turns: list[int] = []
 
@@ -50,7 +56,7 @@ class ThinkingWalkthroughModel:
         if fresh_turn:
             self.turns += 1
             if self.turns % self.every == 0 and body.get("tools"):
-                name, arguments = ROTATION[len(self.thinking_turns) % len(ROTATION)]
+                name, arguments = self.rotation[len(self.thinking_turns) % len(self.rotation)]
                 self.thinking_turns.append(self.turns)
                 return completion(tool_calls=[tool_call(name, arguments, f"call_turn_{self.turns}")])
         return self.walkthrough(body, index)

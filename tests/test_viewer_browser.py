@@ -25,7 +25,7 @@ from session.game_state import GameState
 from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT
 from tests.scripted_llm import ScriptedLLMServer
-from tests.test_mcp_e2e import ThinkingWalkthroughModel
+from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
 
@@ -129,7 +129,10 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, viewer: RunningViewer, page: playwright_api.Page
 ) -> None:
     turns = 6
-    model = ThinkingWalkthroughModel(walkthrough(game_file)[:turns], every=3)
+    # The shipped mcp_config.json has one server, so every thinking turn calls thoughtbox.
+    model = ThinkingWalkthroughModel(
+        walkthrough(game_file)[:turns], every=3, rotation=[("thoughtbox__think", THINK_ARGS)]
+    )
     # A generous start-up limit: the server starts once per turn on a shared, loaded machine.
     mcp = {"enabled": True, "config_file": str(REPO_ROOT / "mcp_config.json"), "server_startup_timeout_seconds": 60}
     # Played in its own thread: Playwright's sync API keeps an event loop running in this one,
@@ -165,7 +168,7 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     turn_three.get_by_text("Tool calls (1)").click()
     turn_three.locator("summary", has_text="thoughtbox.think").click()
     arguments, result = turn_three.locator(".tools pre").nth(0), turn_three.locator(".tools pre").nth(1)
-    expect(arguments).to_contain_text('"thought": "Turn 3: follow the plan."')
+    expect(arguments).to_contain_text(json.dumps({"thought": THINK_ARGS["thought"]})[1:-1])
     expect(result).to_contain_text("thoughtNumber")
     turn_three.get_by_text("Reasoning").click()
     expect(turn_three.locator("pre.reasoning")).to_have_text("walkthrough step 3")

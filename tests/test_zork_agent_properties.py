@@ -360,6 +360,9 @@ class FakeMCPManager:
     def server_of(self, name: str) -> str:
         return SERVER
 
+    def server_instructions(self) -> dict[str, str]:
+        return {}
+
     def timeout_for(self, name: str) -> float:
         return self.scenario.timeout
 
