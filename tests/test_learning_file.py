@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from game_interface import JerichoInterface
 from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
 from managers.learning_file import REDACTED, LearningFile
 from managers.map_graph import MapGraph
@@ -66,7 +68,8 @@ class LearningReplies:
             sections = {key: [] for key in ("deaths", "dangers", "puzzle_solutions", "insights", "obsolete")}
             return json_reply(sections | {"item_uses": [f"{lesson_text(self.run, index)} {self.secret}".strip()]})
         if name == "ObjectiveReview":
-            found = {"text": f"Find out who left {self.secret}", "priority": "low", "done_when": "other", "target": ""}
+            text = f"Find out who left {self.secret}"
+            found = {"text": text, "priority": "low", "done_when": [{"kind": "free", "criterion": text}]}
             return json_reply({"new_objectives": [found], "completed_ids": [], "dropped_ids": []})
         raise AssertionError(f"unexpected request {name}")
 
@@ -108,7 +111,7 @@ def learning_config(server: ScriptedLLMServer, root: Path, environ: dict[str, st
 class Managers:
     """The four learning managers of one run, built as the orchestrator builds them at start."""
 
-    def __init__(self, config: GameConfiguration, server: ScriptedLLMServer, episode_id: str) -> None:
+    def __init__(self, config: GameConfiguration, server: ScriptedLLMServer, episode_id: str, game_file: Path) -> None:
         self.log = capture_logger()
         self.state = GameState(episode_id=episode_id, current_room_id=START[0], current_room_name=START[1])
         self.state.exits = ["north"]
@@ -116,7 +119,10 @@ class Managers:
         self.map = MapManager(config, self.log.logger, self.state)
         self.memory = MemoryManager(config, self.log.logger, self.state, client)
         self.knowledge = KnowledgeManager(config, self.log.logger, self.state, client)
-        self.objectives = ObjectiveManager(config, self.log.logger, self.state, client)
+        # The objectives' steps are checked against a real game (here, one at its start).
+        self.game = JerichoInterface(game_file)
+        self.game.start()
+        self.objectives = ObjectiveManager(config, self.log.logger, self.state, client, self.game)
 
     def play(self, run: int, turns: int) -> None:
         """A walk through rooms of this run's own, one new item per turn, one agent objective per turn."""
@@ -135,15 +141,16 @@ class Managers:
     def finish(self) -> None:
         for manager in (self.map, self.memory, self.knowledge, self.objectives):
             manager.finalize_episode()
+        self.game.close()
 
 
-def run_writer(root: str, run: int, ready: Any, go: Any) -> None:
+def run_writer(root: str, game_file: str, run: int, ready: Any, go: Any) -> None:
     """One run in its own OS process: build the managers (each reads the files as they are),
     wait until the other run has too, then play and write concurrently with it."""
     server = ScriptedLLMServer().start()
     try:
         server.respond_with(LearningReplies(run))
-        managers = Managers(learning_config(server, Path(root)), server, episode_id=f"run-{run}")
+        managers = Managers(learning_config(server, Path(root)), server, f"run-{run}", Path(game_file))
         ready.release()
         go.acquire()
         managers.play(run, TURNS_PER_RUN)
@@ -155,12 +162,14 @@ def run_writer(root: str, run: int, ready: Any, go: Any) -> None:
         server.stop()
 
 
-def test_two_processes_sharing_a_workdir_keep_every_room_memory_bullet_and_objective(tmp_path: Path) -> None:
+def test_two_processes_sharing_a_workdir_keep_every_room_memory_bullet_and_objective(
+    tmp_path: Path, game_file: Path
+) -> None:
     # spawn, not fork: each run is a fresh interpreter, as two `main.py` processes would be.
     context = multiprocessing.get_context("spawn")
     ready, go = context.Semaphore(0), context.Semaphore(0)
     runs = [1, 2]
-    writers = [context.Process(target=run_writer, args=(str(tmp_path), run, ready, go)) for run in runs]
+    writers = [context.Process(target=run_writer, args=(str(tmp_path), str(game_file), run, ready, go)) for run in runs]
     for writer in writers:
         writer.start()
     try:
@@ -196,7 +205,9 @@ def test_two_processes_sharing_a_workdir_keep_every_room_memory_bullet_and_objec
     # Memories: every one of both runs, ids unique, nothing unreadable.
     memories = parse_memories((workdir / "memories.md").read_text(encoding="utf-8"))
     assert memories.skipped_lines == []
-    texts = [m.text for m in memories.memories]
+    # Every turn here is a move, so each memory is filed under the room it led to, saying from where.
+    assert all(re.match(r"\(from .+ going \w+\) ", m.text) for m in memories.memories)
+    texts = [m.text.split(") ", 1)[1] for m in memories.memories]
     assert sorted(texts) == sorted(memory_text(run, n) for run in runs for n in range(1, TURNS_PER_RUN + 1))
     ids = [m.id for m in memories.memories]
     assert len(ids) == len(set(ids))
@@ -220,7 +231,7 @@ def test_two_processes_sharing_a_workdir_keep_every_room_memory_bullet_and_objec
 
 @pytest.mark.parametrize("where", ["config", "environment"])
 def test_a_secret_in_model_replies_never_reaches_a_learning_file(
-    llm_server: ScriptedLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+    llm_server: ScriptedLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, game_file: Path
 ) -> None:
     """The key the run was configured with (or a provider key in the environment), echoed by the
     memory, knowledge and objective models, in the agent's objective and in its action."""
@@ -232,7 +243,7 @@ def test_a_secret_in_model_replies_never_reaches_a_learning_file(
         config = learning_config(llm_server, tmp_path, environ={"OPENROUTER_API_KEY": SECRET})
         assert config.api_key == SECRET
     llm_server.respond_with(LearningReplies(1, secret=SECRET))
-    managers = Managers(config, llm_server, episode_id="leaky")
+    managers = Managers(config, llm_server, "leaky", game_file)
     managers.objectives.add_objective(f"Type {SECRET} into the mailbox", 1)
     managers.play(1, 4)
     # An action that moved the player through a non-compass exit becomes a map edge labelled with it.
@@ -309,7 +320,9 @@ def test_hand_written_notes_in_memories_survive_a_memory_write(llm_server: Scrip
     assert all(line in path.read_text(encoding="utf-8").splitlines() for line in written)
 
 
-def test_temp_files_left_by_a_crash_are_removed_at_start(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+def test_temp_files_left_by_a_crash_are_removed_at_start(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
     config = learning_config(llm_server, tmp_path)
     workdir = config.workdir
     workdir.mkdir(parents=True)
@@ -327,7 +340,7 @@ def test_temp_files_left_by_a_crash_are_removed_at_start(llm_server: ScriptedLLM
     for path in [*leftovers, *unrelated]:
         path.write_text("half a file", encoding="utf-8")
 
-    managers = Managers(config, llm_server, episode_id="after-crash")
+    managers = Managers(config, llm_server, "after-crash", game_file)
 
     assert [p.name for p in leftovers if p.exists()] == []
     assert all(p.exists() for p in unrelated)  # only what our own writes leave behind is ours to delete

@@ -360,6 +360,9 @@ class FakeMCPManager:
     async def get_tool_schemas(self) -> list[dict[str, Any]]:
         return copy.deepcopy(self.scenario.tools)
 
+    def server_instructions(self) -> dict[str, str]:
+        return {SERVER: "A fake server for the agent's properties."}
+
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
         return f"{SERVER}.{name[len(prefix) :]}" if name.startswith(prefix) else name
