@@ -130,7 +130,7 @@ class KnowledgeDocument:
         known = {_key(b) for b in section.bullets()}
         added = 0
         for bullet in bullets:
-            text = " ".join(bullet.split()).removeprefix("- ")[:MAX_BULLET_CHARS]
+            text = shorten(" ".join(bullet.split()).removeprefix("- "), MAX_BULLET_CHARS)
             if text and _key(text) not in known:
                 _insert_bullet(section, f"- {text}")
                 known.add(_key(text))

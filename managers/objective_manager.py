@@ -64,7 +64,7 @@ MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shorte
 MAX_AMBIGUOUS = 10
 MAX_ROUTE_TARGETS = 3
 RESPONSE_EXCERPT_CHARS = 240
-DUPLICATE_WORD_OVERLAP = 0.6  # share of content words two objectives must share to be one
+DUPLICATE_WORD_OVERLAP = 0.75  # share of content words two objectives must share to be one
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 # Words too common to tell two objectives apart.
 _STOPWORDS = frozenset(
@@ -150,14 +150,17 @@ class Objective:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOPWORDS and len(w) > 2}
+    """Content words; numbers count ("item 1" and "item 2" are different goals)."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS and (len(w) > 2 or w.isdigit())}
 
 
 def _near_duplicate(a: Objective, b: Objective) -> bool:
     if {s.signature() for s in a.steps} == {s.signature() for s in b.steps}:
         return True
     wa, wb = _words(a.text), _words(b.text)
-    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= DUPLICATE_WORD_OVERLAP
+    if not (wa and wb) or {w for w in wa if w.isdigit()} != {w for w in wb if w.isdigit()}:
+        return False  # numbers tell goals apart: "item 4" is not "item 15"
+    return len(wa & wb) / len(wa | wb) >= DUPLICATE_WORD_OVERLAP
 
 
 SYSTEM_PROMPT = """You manage the objectives of an agent playing Zork I (maximum score 350).
@@ -307,7 +310,8 @@ class ObjectiveManager(LearningManager):
 
     def _resolve(self, step: CompletionStep) -> tuple[Step | None, str | None]:
         """The step bound to engine ids, or the reason it cannot be."""
-        target = " ".join(step.target.split())
+        # Scrubbed like the objective's text: the agent reads the steps back every turn.
+        target = self.file.scrub(" ".join(step.target.split()))
         resolved = Step(kind=step.kind, target=target)
         if step.kind == "reach_room":
             rooms = self.game.find_rooms(target)
@@ -325,7 +329,7 @@ class ObjectiveManager(LearningManager):
             resolved.score = step.score
             return resolved, None
         if step.kind == "free":
-            resolved.criterion = " ".join(step.criterion.split())
+            resolved.criterion = self.file.scrub(" ".join(step.criterion.split()))
             if not resolved.criterion:
                 return None, "a free step needs a criterion saying how to tell it is done"
         elif not target:
@@ -336,7 +340,7 @@ class ObjectiveManager(LearningManager):
                 return None, f"no object in the game is called {target!r}"
             resolved.subject_in_play = self._in_play(resolved.ids)
         if step.kind == "item_in_container":
-            resolved.container = " ".join(step.container.split())
+            resolved.container = self.file.scrub(" ".join(step.container.split()))
             resolved.container_ids = self._objects_named(resolved.container) if resolved.container else []
             if not resolved.container_ids:
                 return None, f"no container in the game is called {resolved.container!r}"
@@ -354,7 +358,7 @@ class ObjectiveManager(LearningManager):
         return [problem for step in proposal.done_when for problem in [self._resolve(step)[1]] if problem]
 
     def _refuse(self, proposal: ObjectiveProposal, problems: list[str], turn: int, source: str) -> None:
-        reason = f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}"
+        reason = self.file.scrub(f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}")
         if source == "agent":
             self.refusals.append(reason)
         self.logger.info(

@@ -360,11 +360,11 @@ class FakeMCPManager:
     def server_of(self, name: str) -> str:
         return SERVER
 
-    def server_instructions(self) -> dict[str, str]:
-        return {}
-
     def timeout_for(self, name: str) -> float:
         return self.scenario.timeout
+
+    def server_instructions(self) -> dict[str, str]:
+        return {SERVER: "A fake server for the agent's properties."}
 
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
