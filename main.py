@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.stop_signals import StopSignals, UserAbort
 from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
+
+if TYPE_CHECKING:
+    from orchestration.terminal_status import TerminalStatus
+    from orchestration.turn_figures import TurnFigures
+    from session.episode_log import ConsoleOptions
 
 EPILOG = """\
 exit codes:
@@ -19,6 +29,12 @@ exit codes:
   2    configuration or setup problem (no API key, a bad setting, a missing story file or
        prompt, an unusable mcp_config.json or game_workdir); nothing was played
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
+
+output:
+  On a terminal, a live status at the bottom shows each running episode (turn, score, room,
+  the last command and reply, tool and LLM calls, tokens, cost, pace) with one log line per
+  turn scrolling above it. Elsewhere (a pipe, a file, CI, nohup) only the log lines are
+  printed. Every episode's full log is in game_files/episodes/<episode>/ either way.
 
 signals:
   Ctrl-C or SIGTERM (systemd, docker stop) finishes the current turn, writes the episode
@@ -57,6 +73,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="K",
         help="play the episodes K at a time, each in its own process (default 1: one after another)",
     )
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only warnings, errors and each episode's summary (no per-turn lines, no live status)",
+    )
+    verbosity.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print each MCP tool call and its result as it happens",
+    )
+    # For --parallel: a child episode reports each turn's figures on stdout, one JSON line per
+    # turn, so the parent's live status can show it. Not for users.
+    parser.add_argument("--turn-figures", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.view is not None and not 0 <= args.view <= 65535:
         parser.error("--view PORT must be between 0 and 65535")
@@ -134,24 +164,85 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
     def end_of_run(episode_dirs: list[Path], code: int) -> int:
         return (report_run(config.workdir, episode_dirs) or code) if args.episodes > 1 else code
 
-    if args.parallel > 1 and args.episodes > 1:
-        from orchestration.parallel import play_in_parallel
+    with live_status(args) as status:
+        if args.parallel > 1 and args.episodes > 1:
+            from orchestration.parallel import play_in_parallel
 
-        result = play_in_parallel(signals, args.episodes, args.parallel, args.config, args.max_turns, args.game_file)
-        return end_of_run(result.episode_dirs, result.exit_code)
+            result = play_in_parallel(
+                signals,
+                args.episodes,
+                args.parallel,
+                args.config,
+                args.max_turns,
+                args.game_file,
+                extra=verbosity_flags(args),
+                status=status,
+            )
+            return end_of_run(result.episode_dirs, result.exit_code)
+        episode_dirs, code = play_in_turn(args, config, signals, status)
+        # A run that an error ended has no report: the error is the last thing it says.
+        return end_of_run(episode_dirs, code) if code == EXIT_OK else code
 
+
+def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[TerminalStatus | None]:
+    """The live status when stderr is a terminal (and not ``--quiet``); else nothing: plain lines."""
+    if args.quiet or args.turn_figures or not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+        return contextlib.nullcontext()
+    from orchestration.terminal_status import TerminalStatus
+
+    return TerminalStatus(sys.stderr, args.episodes)
+
+
+def verbosity_flags(args: argparse.Namespace) -> list[str]:
+    return ["--quiet"] if args.quiet else ["--verbose"] if args.verbose else []
+
+
+def console_options(args: argparse.Namespace, status: TerminalStatus | None) -> ConsoleOptions:
+    from session.episode_log import ConsoleOptions
+
+    return ConsoleOptions(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        mcp_detail=args.verbose,
+        handler=status.log_handler() if status else None,
+    )
+
+
+def figures_listener(
+    args: argparse.Namespace, status: TerminalStatus | None, number: int
+) -> Callable[[TurnFigures], None] | None:
+    """Who hears each turn's figures: the live status, or (a ``--parallel`` child) the parent."""
+    if status is not None:
+        return lambda figures: status.update(number, figures)
+    if args.turn_figures:
+        return lambda figures: print(figures.to_json(), flush=True)
+    return None
+
+
+def play_in_turn(
+    args: argparse.Namespace, config: GameConfiguration, signals: StopSignals, status: TerminalStatus | None
+) -> tuple[list[Path], int]:
+    """Play the episodes one after another; their folders and the exit code."""
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
-    configure_root_logging()
+    configure_root_logging(handler=status.log_handler() if status else None)
     game_file = Path(args.game_file).resolve() if args.game_file else None
     episode_dirs: list[Path] = []
     for episode in range(args.episodes):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
+        if status is not None:
+            status.finish(episode)  # the previous episode's block: its summary is above
+            status.start_episode(episode + 1)
         try:
-            orchestrator = ZorkOrchestratorV2(max_turns_per_episode=args.max_turns, config=config, game_file=game_file)
+            orchestrator = ZorkOrchestratorV2(
+                max_turns_per_episode=args.max_turns,
+                config=config,
+                game_file=game_file,
+                console_options=console_options(args, status),
+                on_turn=figures_listener(args, status, episode + 1),
+            )
         except ZorkGPTError as exc:
-            return report(exc)
+            return episode_dirs, report(exc)
         orchestrator.stop_requested = signals.stop_requested
         signals.on_stop = orchestrator.request_stop
         label = f"Episode {episode + 1}/{args.episodes}"
@@ -162,7 +253,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             # what ended this episode (the provider failing after its retries...) would end the next.
             if not orchestrator.discard_episode_folder:
                 print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
-            return report(exc)
+            return episode_dirs, report(exc)
         except UserAbort:
             print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
             raise
@@ -188,8 +279,8 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 f"{config.workdir}, then run again.",
                 file=sys.stderr,
             )
-            return EXIT_RUN_FAILED
-    return end_of_run(episode_dirs, EXIT_OK)
+            return episode_dirs, EXIT_RUN_FAILED
+    return episode_dirs, EXIT_OK
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ other rather than overwrite. Playing is LLM-bound, so even a 2-core machine can 
 The parent owns its children:
 
 * each child's stderr is relayed line by line, prefixed with its episode number;
+* with a live terminal status, each child also reports its turns' figures on stdout (one JSON
+  line per turn), and the status shows one block per running episode;
 * the first Ctrl-C or SIGTERM stops launching episodes and asks every running one to finish
   its turn and write its summary; a later one (see ``session.stop_signals``) aborts them;
 * each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
@@ -30,10 +32,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from orchestration.turn_figures import TurnFigures
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.stop_signals import StopSignals, UserAbort
+
+if TYPE_CHECKING:
+    from orchestration.terminal_status import TerminalStatus
 
 MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -89,12 +95,21 @@ def _die_with_parent(parent: int) -> None:
 
 
 class _Child:
-    def __init__(self, number: int, total: int, argv: Sequence[str], out: TextIO) -> None:
+    def __init__(
+        self,
+        number: int,
+        total: int,
+        argv: Sequence[str],
+        out: TextIO,
+        on_figures: Callable[[int, TurnFigures], None] | None = None,
+    ) -> None:
         self.number = number
         self.episode_dir: Path | None = None
+        self.on_figures = on_figures
         self.process = subprocess.Popen(
-            [sys.executable, str(MAIN_PY), *argv],
+            [sys.executable, str(MAIN_PY), *argv, *(["--turn-figures"] if on_figures else [])],
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if on_figures else None,
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
@@ -109,6 +124,20 @@ class _Child:
         self._out = out
         self.relay = threading.Thread(target=self._relay, name=f"episode-{number}-stderr", daemon=True)
         self.relay.start()
+        self.figures_reader: threading.Thread | None = None
+        if on_figures is not None:
+            self.figures_reader = threading.Thread(target=self._read_figures, name=f"episode-{number}-figures")
+            self.figures_reader.daemon = True
+            self.figures_reader.start()
+
+    def _read_figures(self) -> None:
+        assert self.process.stdout is not None and self.on_figures is not None
+        for line in self.process.stdout:
+            try:
+                figures = TurnFigures.from_json(line)
+            except (ValueError, TypeError):
+                continue  # not a figures line (a library printing to stdout): not ours to show
+            self.on_figures(self.number, figures)
 
     def _relay(self) -> None:
         assert self.process.stderr is not None
@@ -124,6 +153,8 @@ class _Child:
 
     def outcome(self) -> EpisodeOutcome:
         self.relay.join()
+        if self.figures_reader is not None:
+            self.figures_reader.join()
         return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir)
 
 
@@ -137,11 +168,14 @@ class ParallelRunner:
         parallel: int,
         out: TextIO | None = None,
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
+        status: TerminalStatus | None = None,
     ) -> None:
+        """``status``: the live terminal status, which then shows each running episode."""
         self.child_argv = list(child_argv)
+        self.status = status
         self.episodes = episodes
         self.parallel = max(1, parallel)
-        self.out = out or sys.stderr
+        self.out = out or (status.writer() if status else sys.stderr)
         self.on_exit = on_exit
         self.running: list[_Child] = []
         self.stopping = False
@@ -166,13 +200,18 @@ class ParallelRunner:
             while self.running or (launched < self.episodes and not self.stopping):
                 while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
                     launched += 1
-                    self.running.append(_Child(launched, self.episodes, self.child_argv, self.out))
+                    on_figures = self.status.update if self.status else None
+                    if self.status:
+                        self.status.start_episode(launched)
+                    self.running.append(_Child(launched, self.episodes, self.child_argv, self.out, on_figures))
                 self._wake.wait(0.1)
                 self._wake.clear()
                 for child in [c for c in self.running if c.process.poll() is not None]:
                     self.running.remove(child)
                     outcome = child.outcome()
                     outcomes.append(outcome)
+                    if self.status:
+                        self.status.finish(outcome.number)  # its summary line is above
                     if self.on_exit:
                         self.on_exit(outcome)
                     if outcome.exit_code != EXIT_OK and not self.stopping:
@@ -213,10 +252,18 @@ def child_argv(config: str, max_turns: int | None, game_file: str | None, extra:
 
 
 def play_in_parallel(
-    signals: StopSignals, episodes: int, parallel: int, config: str, max_turns: int | None, game_file: str | None
+    signals: StopSignals,
+    episodes: int,
+    parallel: int,
+    config: str,
+    max_turns: int | None,
+    game_file: str | None,
+    extra: Sequence[str] = (),
+    status: TerminalStatus | None = None,
 ) -> ParallelResult:
-    """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end."""
-    runner = ParallelRunner(child_argv(config, max_turns, game_file), episodes, parallel)
+    """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end.
+    ``extra``: more options for each child (``--quiet``, ``--verbose``)."""
+    runner = ParallelRunner(child_argv(config, max_turns, game_file, extra), episodes, parallel, status=status)
     result = runner.run(signals)
     finished = len(result.outcomes)
     print(

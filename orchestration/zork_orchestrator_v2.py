@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,15 @@ from managers.mcp import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
-from session.episode_log import close_episode_logger, log_write_failures, setup_episode_logger
+from orchestration.turn_figures import TurnFigures, first_line
+from session.episode_log import (
+    ConsoleOptions,
+    close_episode_logger,
+    known_secrets,
+    log_write_failures,
+    redact,
+    setup_episode_logger,
+)
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
@@ -70,7 +79,11 @@ class ZorkOrchestratorV2:
         game_file: str | Path | None = None,
         console: bool = True,
         client: LLMClientWrapper | None = None,
+        console_options: ConsoleOptions | None = None,
+        on_turn: Callable[[TurnFigures], None] | None = None,
     ) -> None:
+        """``on_turn`` hears each turn's figures, and the final ones when the episode ends
+        (the live terminal status); ``console_options`` say what of the log reaches the console."""
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
@@ -78,9 +91,15 @@ class ZorkOrchestratorV2:
         story = resolve_story_file(game_file or self._configured_game_file())
         self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
         self.logger = setup_episode_logger(
-            self.episode_dir, console=console, secrets=[self.config.api_key] if self.config.api_key else None
+            self.episode_dir,
+            console=console,
+            console_options=console_options,
+            secrets=[self.config.api_key] if self.config.api_key else None,
         )
         self.stop_requested = False
+        self.on_turn = on_turn
+        self._started = time.monotonic()
+        self._last_figures: TurnFigures | None = None
         self._finished = False
         self.discard_episode_folder = False
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
@@ -223,6 +242,7 @@ class ZorkOrchestratorV2:
 
     def _start_episode(self) -> None:
         intro = self.game.start()
+        self._started = time.monotonic()
         for manager in self.managers:
             manager.reset_episode(self.game_state)
         if self.mcp_manager is not None:
@@ -256,6 +276,7 @@ class ZorkOrchestratorV2:
         # The state file first: whoever follows the log and sees this turn finds it in the state file too.
         self._export_state()
         self._log_turn(result, review)
+        self._report_figures(result, len(decision.tool_calls))
         return not self.game_state.game_over
 
     def _choose_action(self, context: str, turn: int) -> tuple[AgentDecision, CriticReview]:
@@ -402,6 +423,7 @@ class ZorkOrchestratorV2:
                 "llm_usage": self._usage_report(),
             },
         )
+        self._report_figures(None, 0)
         if interrupt is not None:
             raise interrupt
         if self.langfuse_client is not None and not aborted:
@@ -459,6 +481,35 @@ class ZorkOrchestratorV2:
             },
         )
 
+    def _report_figures(self, result: TurnResult | None, tool_calls: int) -> None:
+        """Tell ``on_turn`` where the episode stands: after ``result``'s turn, or (None) at its end."""
+        if self.on_turn is None:
+            return
+        state = self.game_state
+        stats = [s for c in {id(c): c for c in self.clients.values()}.values() for s in c.usage_by_name.values()]
+        costs = [s.cost for s in stats]
+        last = self._last_figures
+        secrets = known_secrets() + ([self.config.api_key] if self.config.api_key else [])
+        self._last_figures = TurnFigures(
+            episode_id=state.episode_id,
+            turn=state.turn_count,
+            max_turns=self.max_turns,
+            score=state.score,
+            max_score=state.max_score,
+            score_delta=result.score_delta if result else (last.score_delta if last else 0),
+            # Text from the game and the model, as in the logs: no secret in it.
+            room=redact(state.current_room_name, secrets),
+            command=redact(result.action, secrets) if result else (last.command if last else ""),
+            reply=redact(first_line(result.response), secrets) if result else (last.reply if last else ""),
+            tool_calls=tool_calls if result else (last.tool_calls if last else 0),
+            llm_calls=sum(s.calls for s in stats),
+            tokens=sum(s.total_tokens for s in stats),
+            cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
+            elapsed_seconds=round(time.monotonic() - self._started, 3),
+            end_reason=None if result else redact(state.end_reason or "", secrets),
+        )
+        self.on_turn(self._last_figures)
+
     def _usage_report(self) -> dict[str, Any]:
         report: dict[str, Any] = {}
         for client in {id(c): c for c in self.clients.values()}.values():
@@ -493,6 +544,9 @@ class ZorkOrchestratorV2:
             )
 
 
-def configure_root_logging(level: int = logging.WARNING) -> None:
-    """Library loggers (httpx, mcp, langfuse) stay quiet unless they have something to say."""
-    logging.basicConfig(level=level, format="[%(levelname)s] %(name)s: %(message)s")
+def configure_root_logging(level: int = logging.WARNING, handler: logging.Handler | None = None) -> None:
+    """Library loggers (httpx, mcp, langfuse) stay quiet unless they have something to say;
+    ``handler`` says where they say it (stderr by default; the live status prints above itself)."""
+    logging.basicConfig(
+        level=level, format="[%(levelname)s] %(name)s: %(message)s", handlers=[handler] if handler else None
+    )

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,29 @@ SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "L
 CONSOLE = "console"
 """``extra={"console": False}`` keeps a record off the console (it still reaches both files):
 for an error the caller prints itself, such as the one that ends the run."""
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    """What of an episode's log reaches the console, and where it goes.
+
+    ``level``: WARNING for ``--quiet``, INFO otherwise. ``mcp_detail``: the per-call lines of
+    MCP tool use (session started, calling a tool, result received...), five or so per turn
+    that uses tools, shown only at ``--verbose``; the episode's files always have them.
+    ``handler``: where console lines go (the live terminal status prints them above itself);
+    a stream handler on stderr when None.
+    """
+
+    level: int = logging.INFO
+    mcp_detail: bool = False
+    handler: logging.Handler | None = None
+
+
+def is_mcp_detail(record: logging.LogRecord) -> bool:
+    """One of the per-call lines of an MCP session: an informational ``mcp_*`` event of a turn.
+    Warnings (a tool that failed or timed out) are never detail."""
+    event_type = str(getattr(record, "event_type", ""))
+    return record.levelno < logging.WARNING and event_type.startswith("mcp_") and hasattr(record, "turn")
 
 
 def known_secrets() -> list[str]:
@@ -170,10 +194,11 @@ def setup_episode_logger(
     episode_dir: Path,
     name: str = "zorkgpt",
     console: bool = True,
-    console_level: int = logging.INFO,
+    console_options: ConsoleOptions | None = None,
     secrets: list[str] | None = None,
 ) -> logging.Logger:
-    """A logger writing to ``episode_dir`` (JSONL + human log) and optionally the console.
+    """A logger writing to ``episode_dir`` (JSONL + human log) and optionally the console
+    (as ``console_options`` say: by default INFO lines without MCP per-call detail, on stderr).
 
     Calling it again for a new episode replaces the previous episode's handlers.
     """
@@ -203,11 +228,14 @@ def setup_episode_logger(
     logger.addHandler(human)
 
     if console:
-        stream = logging.StreamHandler(sys.stderr)
-        stream.setLevel(console_level)
+        options = console_options or ConsoleOptions()
+        stream = options.handler or logging.StreamHandler(sys.stderr)
+        stream.setLevel(options.level)
         stream.setFormatter(HumanFormatter())
         stream.addFilter(redactor)
         stream.addFilter(lambda record: getattr(record, CONSOLE, True))
+        if not options.mcp_detail:
+            stream.addFilter(lambda record: not is_mcp_detail(record))
         logger.addHandler(stream)
     return logger
 

@@ -1,0 +1,183 @@
+"""The live status at the bottom of a terminal while episodes play.
+
+One block per running episode (episode n/N, turn/limit, score and its last change, room,
+the last command and the first line of the game's reply, this turn's tool calls, LLM calls,
+tokens and cost so far, elapsed time and turns per minute), redrawn as turns come in, with
+the log lines scrolling above it. Only used when stderr is a terminal: elsewhere (CI, pipes,
+``nohup``) the log lines are printed as they are, one per turn.
+
+It is presentation only: it is fed ``TurnFigures`` (by the orchestrator's ``on_turn``, or by
+the parallel runner from its children) and log records (``log_handler()``). Everything it
+shows that came from the game, the model or a server is escaped first, so no control
+character reaches the terminal raw.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+from types import TracebackType
+from typing import TextIO
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
+
+from orchestration.turn_figures import TurnFigures
+from shared_utils import escape_control_chars
+
+REFRESHES_PER_SECOND = 2  # the clock ticks between turns; turns redraw at once
+
+
+def _safe(text: str) -> str:
+    # One line on the status: newlines and tabs are shown as escapes too.
+    return escape_control_chars(text, keep="")
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _cost(usd: float | None) -> str:
+    return "cost unknown" if usd is None else f"${usd:.4f}"
+
+
+class _Episode:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.figures: TurnFigures | None = None
+        self.started = time.monotonic()
+        self.received = self.started
+
+    def elapsed(self) -> float:
+        if self.figures is None:
+            return time.monotonic() - self.started
+        if self.figures.end_reason is not None:
+            return self.figures.elapsed_seconds  # the clock stops with the episode
+        return self.figures.elapsed_seconds + time.monotonic() - self.received
+
+
+class TerminalStatus:
+    """The live status on ``stream`` (a terminal) for a run of ``episodes`` episodes.
+
+    Use as a context manager; while it is open, writes to ``sys.stderr`` (the run's own
+    messages) are printed above the status rather than through it.
+    """
+
+    def __init__(self, stream: TextIO, episodes: int) -> None:
+        self.episodes = episodes
+        self.console = Console(file=stream, highlight=False, markup=False, emoji=False)
+        self._rows: dict[int, _Episode] = {}
+        self._lock = threading.Lock()
+        self._live = Live(
+            get_renderable=self._render,
+            console=self.console,
+            refresh_per_second=REFRESHES_PER_SECOND,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
+
+    def __enter__(self) -> TerminalStatus:
+        self._live.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._live.stop()  # the last status stays on screen, under the run's summary
+
+    # -- what it is fed ----------------------------------------------------------------
+    def start_episode(self, number: int) -> None:
+        with self._lock:
+            self._rows[number] = _Episode(number)
+        self._live.refresh()
+
+    def update(self, number: int, figures: TurnFigures) -> None:
+        with self._lock:
+            row = self._rows.setdefault(number, _Episode(number))
+            row.figures, row.received = figures, time.monotonic()
+        self._live.refresh()
+
+    def finish(self, number: int) -> None:
+        """Drop an episode's block (its summary line has been printed above)."""
+        with self._lock:
+            self._rows.pop(number, None)
+        self._live.refresh()
+
+    def print(self, line: str) -> None:
+        """A line above the status, escaped."""
+        self.console.print(Text(escape_control_chars(line)), soft_wrap=True)
+
+    def writer(self) -> TextIO:
+        """A text stream whose lines are printed above the status (children's relayed stderr)."""
+        return _LineWriter(self)
+
+    def log_handler(self) -> logging.Handler:
+        """A handler printing records above the status (a fresh one per episode logger)."""
+        return _AboveStatus(self)
+
+    # -- drawing -----------------------------------------------------------------------
+    def _render(self) -> RenderableType:
+        with self._lock:
+            rows = sorted(self._rows.values(), key=lambda r: r.number)
+            return Group(*(line for row in rows for line in self._block(row)))
+
+    def _block(self, row: _Episode) -> list[Text]:
+        label = f"Episode {row.number}/{self.episodes}"
+        figures = row.figures
+        if figures is None:
+            return [Text(f"{label} · starting · {_clock(row.elapsed())}", style="bold")]
+        delta = f" ({figures.score_delta:+d})" if figures.score_delta else ""
+        head = Text.assemble(
+            (label, "bold"),
+            f" · turn {figures.turn}/{figures.max_turns}",
+            " · score ",
+            (f"{figures.score}/{figures.max_score}{delta}", "bold green" if figures.score_delta > 0 else "bold"),
+            " · ",
+            (_safe(figures.room), "cyan"),
+        )
+        if figures.end_reason is not None:
+            head.append(f" · ended: {_safe(figures.end_reason.splitlines()[0])}", style="yellow")
+        usage = Text(
+            f"  tools this turn {figures.tool_calls} · LLM calls {figures.llm_calls} · "
+            f"tokens {figures.tokens:,} · {_cost(figures.cost_usd)} · "
+            f"{_clock(row.elapsed())} · {figures.turns_per_minute:.1f} turns/min",
+            style="dim",
+        )
+        last = Text("  ")
+        if figures.command:
+            last.append(f"> {_safe(figures.command)}", style="bold")
+            last.append(f"  {_safe(figures.reply)}")
+        last.no_wrap, last.overflow = True, "ellipsis"
+        return [head, last, usage]
+
+
+class _LineWriter(io.TextIOBase):
+    """Whole lines only: the relay writes one line at a time, with its newline."""
+
+    def __init__(self, status: TerminalStatus) -> None:
+        self.status = status
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            self.status.print(line)
+        return len(text)
+
+
+class _AboveStatus(logging.Handler):
+    def __init__(self, status: TerminalStatus) -> None:
+        super().__init__()
+        self.status = status
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.status.print(self.format(record))
+        except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
+            self.handleError(record)
