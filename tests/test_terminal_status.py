@@ -206,3 +206,21 @@ def test_turn_figures_travel_as_one_json_line() -> None:
     assert figures.turns_per_minute == 6.0
     with pytest.raises(ValueError, match="not a line of turn figures"):
         TurnFigures.from_json('{"turn": 3}')
+
+
+def test_parallel_episodes_each_get_a_status_block(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(WalkthroughModel(["north", "south"] * 10))
+    args = ["--episodes", "2", "--parallel", "2", "--max-turns", "3", "--config", str(REPO / "pyproject.toml")]
+    code, raw = run_in_terminal(args, _env(llm_server, tmp_path, game_file), tmp_path, timeout=300)
+    screen = shown(raw)
+    assert code == 0, screen
+    # The parent heard each child's turns (they play with stderr on a pipe) and drew them.
+    for number in (1, 2):
+        for turn in (1, 2, 3):
+            assert f"Episode {number}/2 · turn {turn}/3" in screen
+        assert f"[{number}/2] [INFO] Turn 3 |" in screen  # each child's lines, relayed above
+    assert '"episode_id"' not in screen  # the figures lines themselves are not shown
+    assert "Played 2/2 episodes, 2 at a time" in screen
+    assert SECRET not in raw
