@@ -327,3 +327,20 @@ def test_main_view_serves_the_game_while_it_plays(
     port = int(probe.url.rsplit(":", 1)[1].strip("/"))
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_a_browser_closing_its_connection_is_not_a_traceback(
+    viewer: RunningViewer, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="zorkgpt.viewer")
+    for error in (ConnectionResetError(104, "Connection reset by peer"), ValueError("a bug in a handler")):
+        try:
+            raise error
+        except (ConnectionResetError, ValueError):  # as socketserver catches around a request
+            viewer.server.handle_error(None, ("127.0.0.1", 50000))
+    assert "Traceback" not in capsys.readouterr().err
+    reset, bug = caplog.records
+    assert reset.levelname == "DEBUG" and "went away" in reset.getMessage() and reset.exc_info is None
+    assert bug.levelname == "ERROR" and bug.exc_info is not None and bug.exc_info[1] is error
+    # The server keeps serving.
+    assert get_json(viewer, "/api/episodes")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -121,6 +122,16 @@ class ViewerHTTPServer(ThreadingHTTPServer):
         self.workdir = workdir
         self.loopback_only = _is_loopback(address[0])
         super().__init__(address, ViewerHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that closes its connection mid-request is routine: noted at debug level, not a
+        traceback on the player's terminal. Anything else is logged with its traceback; the server
+        keeps serving the other requests (this is the per-request boundary)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+            logger.debug("Viewer client %s went away: %s", client_address, error)
+            return
+        logger.exception("Viewer request from %s failed", client_address)
 
 
 def _is_loopback(host: str) -> bool:
