@@ -117,7 +117,7 @@ class UsageStats:
 REASONING_MODEL_PATTERNS: tuple[str, ...] = ("o1-", "o3-", "qwq", "deepseek-r1", "deepseek-reasoner")
 # Bare OpenAI reasoning names ("openai/o1", "o3", "o4-mini") do not contain "o1-".
 _BARE_REASONING_MODEL = re.compile(r"(^|/)o[134](-|$)")
-# Seed 000 §2.4: models that cannot call tools. Every other model is assumed to support
+# Models known not to call tools: the reasoning families. Every other model is assumed to support
 # tools (the request then fails at runtime if it does not); config.mcp.force_tool_support
 # overrides the heuristic when it is wrong.
 NO_TOOL_PATTERNS: tuple[str, ...] = (*REASONING_MODEL_PATTERNS, "-reasoning", "r1-")
@@ -142,7 +142,7 @@ def is_anthropic_model(model: str) -> bool:
 
 
 def supports_tool_calling(model: str, force: bool = False) -> bool:
-    """Seed 000 §2.4 heuristic: False only for known reasoning families, unless forced."""
+    """False only for the known reasoning families (they reject a tools list), unless forced."""
     if force:
         return True
     lowered = model.lower()
@@ -964,7 +964,7 @@ class LLMClient:
         return priced_cost(response.usage, price)
 
     def _supports_tool_calling(self, model: str) -> bool:
-        """Seed 000 §2.4 patterns; ``[tool.zorkgpt.mcp] force_tool_support`` overrides them."""
+        """The name patterns above; ``[tool.zorkgpt.mcp] force_tool_support`` overrides them."""
         return supports_tool_calling(model, force=self.config.mcp.force_tool_support)
 
     def reset_usage(self) -> None:
