@@ -36,6 +36,15 @@ def run_main(args: list[str], env_extra: dict[str, str], cwd: Path, timeout: flo
     )
 
 
+# The learning managers off: only the agent's calls reach the scripted server.
+NO_LEARNING: dict[str, str] = {
+    "ZORKGPT_MEMORY_ENABLED": "false",
+    "ZORKGPT_OBJECTIVES_ENABLED": "false",
+    "ZORKGPT_KNOWLEDGE_ENABLED": "false",
+    "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
+}
+
+
 def scripted_env(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra: str) -> dict[str, str]:
     """main.py against the scripted server: one agent model, no retries, files under tmp_path."""
     return {

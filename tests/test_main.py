@@ -17,7 +17,7 @@ import pytest
 
 from tests.config_support import UNUSED_BASE_URL
 from tests.e2e_support import read_events
-from tests.main_support import REPO, MainProcess, clean_env, run_main, scripted_env
+from tests.main_support import NO_LEARNING, REPO, MainProcess, clean_env, run_main, scripted_env
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -46,18 +46,7 @@ def test_missing_story_file_exits_2_saying_where(tmp_path: Path) -> None:
 def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     secret = "sk-or-v1-very-secret-key-abcdef"
-    env = {
-        "OPENROUTER_API_KEY": secret,
-        "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
-        "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
-        "ZORKGPT_GAME_FILE": str(game_file),
-        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
-        "ZORKGPT_RETRY_MAX_RETRIES": "0",
-        "ZORKGPT_MEMORY_ENABLED": "false",
-        "ZORKGPT_OBJECTIVES_ENABLED": "false",
-        "ZORKGPT_KNOWLEDGE_ENABLED": "false",
-        "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
-    }
+    env = scripted_env(llm_server, tmp_path, game_file, OPENROUTER_API_KEY=secret, **NO_LEARNING)
     proc = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "score 0/350 in 2 turns" in proc.stderr
@@ -164,18 +153,7 @@ def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
         agent_reply(f"north{HOSTILE_TEXT}", thinking="plain"),
         agent_reply("open mailbox", thinking=HOSTILE_TEXT),
     )
-    env = {
-        "OPENROUTER_API_KEY": "k-1234567890",
-        "ZORKGPT_LLM_BASE_URL": llm_server.base_url,
-        "ZORKGPT_LLM_AGENT_MODEL": "scripted/agent",
-        "ZORKGPT_GAME_FILE": str(game_file),
-        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
-        "ZORKGPT_RETRY_MAX_RETRIES": "0",
-        "ZORKGPT_MEMORY_ENABLED": "false",
-        "ZORKGPT_OBJECTIVES_ENABLED": "false",
-        "ZORKGPT_KNOWLEDGE_ENABLED": "false",
-        "ZORKGPT_EXTRACTOR_LLM_ENABLED": "false",
-    }
+    env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
     proc = run_main(["--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     (episode,) = (tmp_path / "runs" / "episodes").iterdir()
@@ -331,15 +309,7 @@ def test_a_full_disk_is_logged_play_goes_on_and_the_run_exits_1(
 
     llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
     runs = tmp_path / "runs"
-    env = scripted_env(
-        llm_server,
-        tmp_path,
-        game_file,
-        ZORKGPT_MEMORY_ENABLED="false",
-        ZORKGPT_OBJECTIVES_ENABLED="false",
-        ZORKGPT_KNOWLEDGE_ENABLED="false",
-        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
-    )
+    env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
     proc = run_main_on_full_disk(
         ["--max-turns", "6", "--config", str(REPO / "pyproject.toml")], env, tmp_path, runs, allowed_writes=5
     )

@@ -22,7 +22,7 @@ import pytest
 
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.main_support import REPO, MainProcess, scripted_env
+from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
 from tests.scripted_llm import Reply, ScriptedLLMServer
 
 STOPPING = "stopping after this turn"
@@ -70,15 +70,7 @@ def processes_with(marker: str) -> list[int]:
 
 
 def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:
-    base = scripted_env(
-        llm_server,
-        tmp_path,
-        game_file,
-        ZORKGPT_MEMORY_ENABLED="false",
-        ZORKGPT_OBJECTIVES_ENABLED="false",
-        ZORKGPT_KNOWLEDGE_ENABLED="false",
-        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
-    )
+    base = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
     return MainProcess(["--max-turns", "1000", "--config", str(REPO / "pyproject.toml")], base | env, cwd=tmp_path)
 
 
