@@ -21,7 +21,7 @@ from tests.scripted_llm import Reply, ScriptedLLMServer
 EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.errors", "ZorkGPTError", Consequence.EPISODE_ENDS),
     ("session.game_configuration", "ConfigError", Consequence.SETUP_FAILS),
-    ("managers.mcp.errors", "MCPConfigError", Consequence.SETUP_FAILS),
+    ("managers.mcp", "MCPConfigError", Consequence.SETUP_FAILS),
     ("session.episode_log", "WorkdirError", Consequence.SETUP_FAILS),
     ("llm_client", "LLMError", Consequence.EPISODE_ENDS),
     ("llm_client", "LLMInvalidRequestError", Consequence.EPISODE_ENDS),

@@ -9,7 +9,11 @@
 """
 
 from managers.mcp.config import MCPConfig, ServerConfig, ServerEntry, build_server_environment
-from managers.mcp.errors import (
+from managers.mcp.manager import MCPManager
+from managers.mcp.source import SSESource, StdioSource, StreamableHTTPSource, ToolSource
+from managers.mcp.toolbox import Toolbox
+from managers.mcp.tools import ToolCallResult
+from session.errors import (
     MCPConfigError,
     MCPError,
     MCPServerDiedError,
@@ -17,10 +21,6 @@ from managers.mcp.errors import (
     MCPServerStartupError,
     MCPToolCallError,
 )
-from managers.mcp.manager import MCPManager
-from managers.mcp.source import SSESource, StdioSource, StreamableHTTPSource, ToolSource
-from managers.mcp.toolbox import Toolbox
-from managers.mcp.tools import ToolCallResult
 
 __all__ = [
     "MCPConfig",

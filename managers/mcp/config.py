@@ -39,8 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from managers.mcp.errors import MCPConfigError
 from session import episode_log
+from session.errors import MCPConfigError
 
 SECRET_ENV_VARS: frozenset[str] = frozenset(episode_log.SECRET_ENV_VARS)
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})

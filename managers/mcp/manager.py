@@ -20,12 +20,12 @@ import time
 from typing import Any
 
 from managers.mcp.config import MCPConfig, ServerConfig
-from managers.mcp.errors import MCPToolCallError
 from managers.mcp.runtime import SessionLoop
 from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.toolbox import Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
 from session.episode_log import known_secrets, redact
+from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
 from shared_utils import traced_observation
 

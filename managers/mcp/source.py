@@ -51,7 +51,7 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
-from managers.mcp.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000

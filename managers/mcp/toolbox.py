@@ -31,9 +31,9 @@ from typing import Any, Literal
 import mcp.types as types
 
 from managers.mcp.config import Lifetime, ServerConfig
-from managers.mcp.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from managers.mcp.source import ToolSource
 from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
+from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 PING_TIMEOUT_SECONDS = 5.0
 
