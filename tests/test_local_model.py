@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, REPO_ROOT, write_mcp_config
+from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 from tests.test_main import REPO, run_main
 from tests.test_main_providers import processes_with
 
@@ -176,12 +176,7 @@ def test_ten_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp_
 
 def test_ten_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
     marker = uuid.uuid4().hex
-    thoughtbox = {
-        "command": "python",
-        "args": ["-m", "mcp_servers.thoughtbox_server"],
-        "cwd": str(REPO_ROOT),
-        "env": {"DISABLE_THOUGHT_LOGGING": "true", "LEAK_MARKER": marker},
-    }
+    thoughtbox = thoughtbox_entry(LEAK_MARKER=marker)
     config = write_mcp_config(tmp_path / "mcp", {"thoughtbox": thoughtbox})
     _, figures = _play(
         llama_server,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, REPO_ROOT, write_mcp_config
+from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     LLAMACPP_JSON_SCHEMA_REFUSAL,
@@ -150,12 +150,7 @@ def test_every_tool_call_dialect_plays_a_whole_game_with_mcp_on(
     model = DialectModel(THREE_DEATHS)
     llm_server.respond_with(model)
     marker = uuid.uuid4().hex
-    thoughtbox = {
-        "command": "python",
-        "args": ["-m", "mcp_servers.thoughtbox_server"],
-        "cwd": str(REPO_ROOT),
-        "env": {"DISABLE_THOUGHT_LOGGING": "true", "LEAK_MARKER": marker},
-    }
+    thoughtbox = thoughtbox_entry(LEAK_MARKER=marker)
     mcp_config = write_mcp_config(tmp_path / "mcp", {"thoughtbox": thoughtbox})
     env = main_env(
         llm_server,

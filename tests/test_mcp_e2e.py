@@ -18,12 +18,12 @@ from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.mcp_test_servers.helpers import (
-    REPO_ROOT,
     HTTPServer,
     assert_clean,
     async_hygiene,
     child_pids,
     misbehaving_entry,
+    thoughtbox_entry,
     wait_gone,
     write_mcp_config,
 )
@@ -85,12 +85,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
     mcp_file = write_mcp_config(
         tmp_path / "mcp-config",
         {
-            "thoughtbox": {
-                "command": "python",
-                "args": ["-m", "mcp_servers.thoughtbox_server"],
-                "cwd": str(REPO_ROOT),
-                "env": {"DISABLE_THOUGHT_LOGGING": "true"},
-            },
+            "thoughtbox": thoughtbox_entry(),
             "tools": {**misbehaving_entry(), "includeTools": ["echo"], "lifetime": "episode"},
             "remote": {"type": "http", "url": thoughtbox_http.url},
             "off": {**misbehaving_entry("--attempts-file", str(never)), "disabled": True},

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
 from managers.mcp.toolbox import ServerHealth, connect_by_rules
 from tests.mcp_test_servers.helpers import (
-    REPO_ROOT,
     HTTPServer,
     assert_clean,
     async_hygiene,
@@ -31,17 +30,13 @@ from tests.mcp_test_servers.helpers import (
     misbehaving_entry,
     pid_alive,
     raw_entry,
+    thoughtbox_entry,
     wait_gone,
     write_mcp_config,
 )
 
 THINK = {"thought": "The house has a window.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
-THOUGHTBOX = {
-    "command": "python",
-    "args": ["-m", "mcp_servers.thoughtbox_server"],
-    "cwd": str(REPO_ROOT),
-    "env": {"DISABLE_THOUGHT_LOGGING": "true"},
-}
+THOUGHTBOX = thoughtbox_entry()
 
 
 class Episode:

@@ -113,6 +113,16 @@ def misbehaving_entry(*args: str, env: dict[str, str] | None = None) -> dict[str
     return entry
 
 
+def thoughtbox_entry(**env: str) -> dict[str, Any]:
+    """The shipped thoughtbox server over stdio, run from the repository with its thought log off."""
+    return {
+        "command": "python",
+        "args": ["-m", "mcp_servers.thoughtbox_server"],
+        "cwd": str(REPO_ROOT),
+        "env": {"DISABLE_THOUGHT_LOGGING": "true", **env},
+    }
+
+
 def raw_entry(env: dict[str, str] | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"command": "python", "args": [str(RAW_SERVER)]}
     if env is not None:
