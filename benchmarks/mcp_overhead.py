@@ -1,16 +1,17 @@
 """What MCP adds to a turn, per session lifetime, with one server and with three.
 
 Each turn is a real agent call (``ZorkAgent.get_action_with_reasoning``) against a local
-scripted model that answers at once (or after ``--model-seconds`` for the early-start case)
+scripted model that answers at once (or after ``--model-seconds`` for the started-ahead cases)
 without calling a tool, followed by the orchestrator's ``end_turn()``. What a turn costs
 beyond the same agent call with MCP off is the MCP overhead. Scenarios, side by side:
 
 * no MCP: the base;
 * turn lifetime, cold: every turn starts its servers and waits for them (the manager is
-  closed after each turn, outside the timer, so no server was started early); closing is
+  closed after each turn, outside the timer, so no server was started ahead); closing is
   reported apart, as it happens in the background after a turn;
-* turn lifetime, started early: the next turn's servers start while this turn's model
-  thinks (the model takes ``--model-seconds``, default 1 s, and twice that, not counted);
+* turn lifetime, started ahead: the coming turns' servers start while this turn's model
+  thinks (the model takes ``--model-seconds``, default 1 s, not counted), with the default
+  two servers started ahead and with one;
 * episode lifetime: one session per server for the episode (the first turn's connect is
   reported apart).
 
@@ -142,12 +143,19 @@ class Bench:
             time.sleep(self.delay)  # the model thinking
         return agent_reply("north")
 
-    def agent(self, servers: dict[str, Any] | None, lifetime: str) -> tuple[ZorkAgent, MCPManager | None]:
+    def agent(
+        self, servers: dict[str, Any] | None, lifetime: str, ahead: int = 2
+    ) -> tuple[ZorkAgent, MCPManager | None]:
         mcp: dict[str, Any] = {"enabled": servers is not None}
         if servers is not None:
             path = self.folder / f"mcp-{len(list(self.folder.iterdir()))}.json"
             path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
-            mcp.update(config_file=str(path), session_lifetime=lifetime, server_startup_timeout_seconds=120)
+            mcp.update(
+                config_file=str(path),
+                session_lifetime=lifetime,
+                servers_started_ahead=ahead,
+                server_startup_timeout_seconds=120,
+            )
         config = GameConfiguration.from_mapping(
             {"llm": {"base_url": self.llm.base_url, "agent_model": "scripted/agent"}, "mcp": mcp},
             base_dir=self.folder,
@@ -159,10 +167,16 @@ class Bench:
         return ZorkAgent(config, client, logger=logger, mcp_manager=manager), manager
 
     def turns(
-        self, servers: dict[str, Any] | None, lifetime: str, turns: int, cold: bool = False, delay: float = 0.0
+        self,
+        servers: dict[str, Any] | None,
+        lifetime: str,
+        turns: int,
+        cold: bool = False,
+        delay: float = 0.0,
+        ahead: int = 2,
     ) -> list[float]:
         """Milliseconds per turn (agent call + end of turn), model delay subtracted."""
-        agent, manager = self.agent(servers, lifetime)
+        agent, manager = self.agent(servers, lifetime, ahead)
         self.delay = delay
         times = []
         try:
@@ -216,7 +230,7 @@ class Bench:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=10, help="turns per scenario (default 10)")
-    parser.add_argument("--model-seconds", type=float, default=1.0, help="model time in the early-start case")
+    parser.add_argument("--model-seconds", type=float, default=1.0, help="model seconds in the started-ahead cases")
     args = parser.parse_args()
 
     npm = npm_sequential_thinking()
@@ -228,15 +242,15 @@ def main() -> None:
             base = Figures.of(bench.turns(None, "turn", args.turns * 3))
             rows: list[tuple[str, Figures, Figures, Figures]] = []
             first_connect: dict[str, Figures] = {}
-            slow_model: dict[str, Figures] = {}
+            one_ahead: dict[str, Figures] = {}
             closing: dict[str, Figures] = {}
             for label, servers in (("1 server", one), ("3 servers", three)):
                 bench.close_ms = []
                 cold = Figures.of(bench.turns(servers, "turn", args.turns, cold=True))
                 closing[label] = Figures.of(bench.close_ms)
                 early = bench.turns(servers, "turn", args.turns + 1, delay=args.model_seconds)
-                slower = bench.turns(servers, "turn", args.turns + 1, delay=2 * args.model_seconds)
-                slow_model[label] = Figures.of(slower[1:])
+                single = bench.turns(servers, "turn", args.turns + 1, delay=args.model_seconds, ahead=1)
+                one_ahead[label] = Figures.of(single[1:])
                 episode = bench.turns(servers, "episode", args.turns + 1)
                 first_connect[label] = Figures.of(episode[:1])
                 rows.append((label, cold, Figures.of(early[1:]), Figures.of(episode[1:])))
@@ -247,24 +261,22 @@ def main() -> None:
     second = f"npm {SEQUENTIAL} via npx" if npm else "a second thoughtbox (npx or the npm package not available)"
     print("MCP cost per turn: an agent call with an instant model that answers without tools, then end_turn")
     print(f"  servers: thoughtbox (stdio); for 3: + {second} + thoughtbox over streamable HTTP")
-    print(f"  turns per scenario: {args.turns}; early start with a model taking {args.model_seconds:g} s (not counted)")
+    print(f"  turns per scenario: {args.turns}; started ahead: model takes {args.model_seconds:g} s (not counted)")
     print(f"  no MCP (base):                      {base}")
     for label, cold, early, episode in rows:
         print(f"  {label}:")
         print(f"    turn lifetime, cold:              {cold}   (+{cold.median - base.median:.1f} ms)")
-        print(f"    turn lifetime, started early:     {early}   (+{early.median - base.median:.1f} ms)")
-        slower = slow_model[label]
-        extra = slower.median - base.median
-        print(f"      ... model taking {2 * args.model_seconds:g} s:         {slower}   (+{extra:.1f} ms)")
+        print(f"    turn lifetime, 2 started ahead:   {early}   (+{early.median - base.median:.1f} ms)")
+        single = one_ahead[label]
+        print(f"      ... 1 started ahead:            {single}   (+{single.median - base.median:.1f} ms)")
         print(f"    episode lifetime:                 {episode}   (+{episode.median - base.median:.1f} ms)")
         print(f"    episode lifetime, first turn:     {first_connect[label]}")
         print(f"    closing every server (background): {closing[label]}")
     one_cold, three_cold = rows[0][1].median, rows[1][1].median
     print("  ratios and goals:")
     print(f"    3 servers / 1 server at startup (cold turn):   {three_cold / one_cold:.2f}   (goal <= 1.3)")
-    print(f"    started early, visible per turn (1 server):    {rows[0][2].median - base.median:.1f} ms   (goal <= 50)")
-    visible = slow_model["1 server"].median - base.median
-    print(f"      ... with a model taking {2 * args.model_seconds:g} s:               {visible:.1f} ms")
+    print(f"    started ahead, visible per turn (1 server):    {rows[0][2].median - base.median:.1f} ms   (goal <= 50)")
+    print(f"    started ahead, visible per turn (3 servers):   {rows[1][2].median - base.median:.1f} ms")
     print(f"    episode lifetime, per turn (1 server):         {rows[0][3].median - base.median:.1f} ms   (goal <= 5)")
     print(f"    episode lifetime, per turn (3 servers):        {rows[1][3].median - base.median:.1f} ms")
     print("  one tool call, episode lifetime:")

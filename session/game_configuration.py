@@ -168,6 +168,10 @@ class MCPSection(_Section):
     # "turn": a freshly started server every turn (started early, while the previous turn runs);
     # "episode": one session per server for the whole episode. A server entry's "lifetime" wins.
     session_lifetime: Literal["turn", "episode"] = "turn"
+    # Turn lifetime: fresh servers started ahead of the turns that take them over. Two hide a
+    # Python SDK server's ~1 s start behind a model that answers in a second; 0 starts each
+    # turn's servers when the turn begins.
+    servers_started_ahead: int = Field(default=2, ge=0, le=8)
     # One agent call's whole tool loop; when spent, the model is asked for its action at once.
     turn_timeout_seconds: float = Field(default=300, gt=0, le=86_400)
 

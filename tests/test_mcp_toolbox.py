@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -300,7 +301,9 @@ def test_property_26_27_with_real_servers_in_turn_lifetime(
         path = folder / f"script-{i}.txt"
         path.write_text("".join("ok\n" if ok else "fail\n" for ok in script), encoding="utf-8")
         servers[f"s{i}"] = raw_entry(env={"RAW_SERVER_SCRIPT": str(path)})
-    episode = Episode(folder, servers, session_lifetime="turn")
+    # One server started ahead: starts then take the scripted outcomes in the order the rules expect
+    # (two started at once would race for the next line of the script).
+    episode = Episode(folder, servers, session_lifetime="turn", servers_started_ahead=1)
     wants = [reference(script, turns) for script in scripts]
     raised = False
     for turn in range(turns):
@@ -366,6 +369,51 @@ def test_the_whole_process_group_ends_with_the_session(tmp_path: Path, lifetime:
         episode.close()
     assert_clean(report)
     assert not wait_gone(set(helpers()), 5.0), "a server's helper outlived the session"
+
+
+def children_besides(known: set[int], count: int) -> set[int]:
+    """Wait (up to a minute, for a loaded machine) until ``count`` children other than ``known`` run."""
+    deadline = time.monotonic() + 60
+    while len(others := child_pids() - known) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return others
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 2])
+def test_turn_lifetime_starts_the_coming_turns_servers_ahead(tmp_path: Path, ahead: int) -> None:
+    """With ``servers_started_ahead = N`` the servers of the next N turns are already running before
+    the next turn begins; every turn still gets a server of its own."""
+    episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="turn", servers_started_ahead=ahead)
+
+    async def pid(m: MCPManager) -> int:
+        return int((await m.call_tool("r__pid", {})).content)
+
+    with async_hygiene(episode.handler) as report:
+        first = episode.play(pid)
+        assert not wait_gone({first}, 5.0), "turn 1's server outlived its turn"
+        started_ahead = children_besides(episode.before, ahead) - episode.before
+        assert len(started_ahead) == ahead
+        later = [episode.play(pid) for _ in range(ahead + 1)]
+        episode.close()
+    assert_clean(report)
+    assert len({first, *later}) == ahead + 2, "a turn reused another turn's server"
+    assert set(later[:ahead]) == started_ahead, "the next turns did not take the servers started ahead"
+    assert later[ahead] not in started_ahead
+
+
+def test_a_dead_server_started_ahead_is_retried_with_the_next_one(tmp_path: Path) -> None:
+    """Turn 2 takes the first server started ahead, which failed; the one retry is the second
+    (already started), not a third start; both failed, so the server is left out."""
+    script = tmp_path / "starts.txt"
+    script.write_text("ok\nfail\nfail\n", encoding="utf-8")
+    episode = Episode(tmp_path, {"r": raw_entry(env={"RAW_SERVER_SCRIPT": str(script)})}, session_lifetime="turn")
+    episode.play()
+    assert episode.tool_names == ["r__echo", "r__methods", "r__pid"]
+    episode.play()
+    assert episode.tool_names == []
+    assert [r.server_name for r in episode.events("mcp_server_disabled")] == ["r"]
+    episode.close()
+    assert script.with_suffix(".taken").read_text().splitlines() == ["ok", "fail", "fail"]
 
 
 def test_sse_remote_server(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ class MCPManager:
             [(server, server.lifetime or default_lifetime) for server in self.mcp_config.servers],
             self.make_source,
             logger,
+            ahead=config.mcp.servers_started_ahead,
         )
         self._log_loaded()
         self._runtime: SessionLoop | None = None

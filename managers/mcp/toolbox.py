@@ -15,16 +15,21 @@ Lifetimes, per server:
 * ``episode``: connected on the first turn that needs tools and kept; at the start of each
   turn a ping checks it, and a dead one is reconnected under the rules above; a
   ``tools/list_changed`` notification makes the next turn list its tools again.
-* ``turn``: every turn gets a freshly started server, but the next turn's server is
-  started as soon as this turn's is ready, so it starts while the model is thinking and
-  the next turn only takes it over. Sessions of a finished turn close in the background.
+* ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
+  (``ahead`` of them, default two) as soon as this turn's is ready, so they start while the
+  model is thinking and a turn only takes over the oldest. Two rather than one because a
+  server written with the Python SDK spends about a second importing it: with one started
+  ahead, a model answering in a second still waits for it. A spare that died or failed to
+  start counts as a failed connect, and the retry takes the next spare. Sessions of a
+  finished turn close in the background.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -113,7 +118,8 @@ class _Slot:
     lifetime: Lifetime
     health: ServerHealth = field(default_factory=ServerHealth)
     source: ToolSource | None = None
-    next_source: asyncio.Task[ToolSource] | None = None  # turn lifetime: started early for the next turn
+    # Turn lifetime: fresh servers started ahead for the coming turns, oldest first.
+    spares: deque[asyncio.Task[ToolSource]] = field(default_factory=deque)
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,11 @@ class Toolbox:
         servers: list[tuple[ServerConfig, Lifetime]],
         make_source: SourceFactory,
         logger: logging.Logger,
+        ahead: int = 2,
     ) -> None:
         self.logger = logger
         self._make_source = make_source
+        self._ahead = ahead
         self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
         self._closing: set[asyncio.Task[None]] = set()
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
@@ -227,27 +235,55 @@ class Toolbox:
         old, slot.source = slot.source, None
         if old is not None:
             self._close_later(old)
-        early, slot.next_source = slot.next_source, None
-        attempts: list[Callable[[], Awaitable[ToolSource]]] = []
-        if early is not None:
-            attempts.append(lambda: _take_early(early))
-        outcome, slot.source = await connect_by_rules(
-            slot.server.name, slot.health, self._connector(slot, attempts), self._log
-        )
-        if outcome != "disabled" and slot.source is not None:
-            # The next turn's server starts now, while this turn's model call runs.
-            slot.next_source = asyncio.get_running_loop().create_task(self._connect_new(slot))
+        outcome, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
+        if outcome == "disabled":
+            while slot.spares:
+                self._track(_close_early(slot.spares.popleft()), slot.server.name)
+            return
+        # The coming turns' servers start now, while this turn's model call runs.
+        loop = asyncio.get_running_loop()
+        while len(slot.spares) < self._ahead:
+            slot.spares.append(loop.create_task(self._connect_new(slot), name=f"mcp-start-{slot.server.name}"))
 
-    def _connector(
-        self, slot: _Slot, first: list[Callable[[], Awaitable[ToolSource]]] | None = None
-    ) -> Callable[[], Awaitable[ToolSource]]:
-        """Each call is one attempt: a server started early is used first, then a fresh start."""
-        pending = list(first or [])
+    def _connector(self, slot: _Slot) -> Callable[[], Awaitable[ToolSource]]:
+        """Each call is one attempt: the oldest server started ahead if any, else a fresh start."""
 
         def attempt() -> Awaitable[ToolSource]:
-            return pending.pop(0)() if pending else self._connect_new(slot)
+            return self._take_spare(slot) if slot.spares else self._connect_new(slot)
 
         return attempt
+
+    async def _take_spare(self, slot: _Slot) -> ToolSource:
+        """The oldest server started ahead, if it is still up (else a failed attempt).
+
+        It leaves ``spares`` only once its start is over, so a turn interrupted while waiting
+        for it leaves it where ``close()`` finds it.
+        """
+        task = slot.spares[0]
+        if not task.done():
+            # Worth knowing when tuning servers_started_ahead: the model was faster than a start.
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            await asyncio.wait([task])
+            waited_ms = (loop.time() - began) * 1000
+            self._log(
+                logging.DEBUG,
+                "mcp_server_start_waited",
+                "Waited %.0f ms for MCP server '%s' started ahead",
+                waited_ms,
+                slot.server.name,
+                server_name=slot.server.name,
+                wait_ms=waited_ms,
+            )
+        if slot.spares and slot.spares[0] is task:  # close() may have taken it meanwhile
+            slot.spares.popleft()
+        source = task.result()
+        if not source.is_alive:
+            await source.close()
+            raise MCPServerStartupError(
+                f"MCP server '{source.name}' was started for this turn but exited before the turn began."
+            )
+        return source
 
     async def _connect_new(self, slot: _Slot) -> ToolSource:
         source = self._make_source(slot.server)
@@ -291,7 +327,10 @@ class Toolbox:
                 slot.source = None
 
     def _close_later(self, source: ToolSource) -> None:
-        task = asyncio.get_running_loop().create_task(source.close(), name=f"mcp-close-{source.name}")
+        self._track(source.close(), source.name)
+
+    def _track(self, closing: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(closing, name=f"mcp-close-{name}")
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
@@ -302,9 +341,8 @@ class Toolbox:
             if slot.source is not None:
                 closing.append(slot.source.close())
                 slot.source = None
-            if slot.next_source is not None:
-                closing.append(_close_early(slot.next_source))
-                slot.next_source = None
+            while slot.spares:
+                closing.append(_close_early(slot.spares.popleft()))
         closing.extend(list(self._closing))
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
@@ -328,17 +366,6 @@ class Toolbox:
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
-
-
-async def _take_early(task: asyncio.Task[ToolSource]) -> ToolSource:
-    """The server started early for this turn, if it is still up (else a failed attempt)."""
-    source = await task
-    if not source.is_alive:
-        await source.close()
-        raise MCPServerStartupError(
-            f"MCP server '{source.name}' was started for this turn but exited before the turn began."
-        )
-    return source
 
 
 async def _close_early(task: asyncio.Task[ToolSource]) -> None:
