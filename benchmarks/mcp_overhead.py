@@ -6,9 +6,9 @@ without calling a tool, followed by the orchestrator's ``end_turn()``. What a tu
 beyond the same agent call with MCP off is the MCP overhead. Scenarios, side by side:
 
 * no MCP: the base;
-* turn lifetime, cold: every turn starts its servers and waits for them (the manager is
-  closed after each turn, outside the timer, so no server was started ahead); closing is
-  reported apart, as it happens in the background after a turn;
+* turn lifetime, cold: every turn starts its servers and waits for them (no server started
+  ahead, and the manager is closed after each turn, outside the timer); closing is reported
+  apart, as it happens in the background after a turn;
 * turn lifetime, started ahead: the coming turns' servers start while this turn's model
   thinks (the model takes ``--model-seconds``, default 1 s, not counted), with the default
   two servers started ahead and with one;
@@ -246,7 +246,7 @@ def main() -> None:
             closing: dict[str, Figures] = {}
             for label, servers in (("1 server", one), ("3 servers", three)):
                 bench.close_ms = []
-                cold = Figures.of(bench.turns(servers, "turn", args.turns, cold=True))
+                cold = Figures.of(bench.turns(servers, "turn", args.turns, cold=True, ahead=0))
                 closing[label] = Figures.of(bench.close_ms)
                 early = bench.turns(servers, "turn", args.turns + 1, delay=args.model_seconds)
                 single = bench.turns(servers, "turn", args.turns + 1, delay=args.model_seconds, ahead=1)

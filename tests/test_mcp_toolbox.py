@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -346,6 +348,56 @@ def test_episode_lifetime_relists_tools_after_list_changed(tmp_path: Path) -> No
     episode.close()
 
 
+async def pid_of(m: MCPManager, name: str = "r__pid") -> int:
+    return int((await m.call_tool(name, {})).content)
+
+
+def test_episode_lifetime_offers_tools_before_the_health_check_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn's ping runs beside the turn: with the server stopped (SIGSTOP) it cannot answer,
+    yet the turn gets its tools; resumed, it answers and the same session serves the call."""
+    monkeypatch.setattr("managers.mcp.toolbox.PING_TIMEOUT_SECONDS", 60.0)
+    episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
+    with async_hygiene(episode.handler) as report:
+        server = episode.play(pid_of)
+        os.kill(server, signal.SIGSTOP)
+        try:
+
+            async def resume_then_call(m: MCPManager) -> int:
+                assert "r__pid" in episode.tool_names  # offered while the ping waits for a stopped server
+                os.kill(server, signal.SIGCONT)
+                return await pid_of(m)
+
+            assert episode.play(resume_then_call) == server
+        finally:
+            os.kill(server, signal.SIGCONT)
+        assert episode.events("mcp_server_unhealthy") == []
+        episode.close()
+    assert_clean(report)
+
+
+def test_episode_lifetime_a_call_waits_for_a_failed_check_to_reconnect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stays stopped fails the turn's ping; the call waits for the reconnect and
+    reaches a new server, never the stopped one."""
+    monkeypatch.setattr("managers.mcp.toolbox.PING_TIMEOUT_SECONDS", 0.5)
+    episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
+    with async_hygiene(episode.handler) as report:
+        stopped = episode.play(pid_of)
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            fresh = episode.play(pid_of)
+        finally:
+            os.kill(stopped, signal.SIGCONT)  # so that closing it needs no SIGKILL
+        assert fresh != stopped
+        assert [r.server_name for r in episode.events("mcp_server_unhealthy")] == ["r"]
+        assert episode.play(pid_of) == fresh
+        episode.close()
+    assert_clean(report)
+
+
 @pytest.mark.parametrize("lifetime", ["turn", "episode"])
 def test_the_whole_process_group_ends_with_the_session(tmp_path: Path, lifetime: str) -> None:
     """A server that starts a helper and exits cleanly when its stdin closes: the helper goes too."""
@@ -385,15 +437,12 @@ def test_turn_lifetime_starts_the_coming_turns_servers_ahead(tmp_path: Path, ahe
     the next turn begins; every turn still gets a server of its own."""
     episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="turn", servers_started_ahead=ahead)
 
-    async def pid(m: MCPManager) -> int:
-        return int((await m.call_tool("r__pid", {})).content)
-
     with async_hygiene(episode.handler) as report:
-        first = episode.play(pid)
+        first = episode.play(pid_of)
         assert not wait_gone({first}, 5.0), "turn 1's server outlived its turn"
         started_ahead = children_besides(episode.before, ahead) - episode.before
         assert len(started_ahead) == ahead
-        later = [episode.play(pid) for _ in range(ahead + 1)]
+        later = [episode.play(pid_of) for _ in range(ahead + 1)]
         episode.close()
     assert_clean(report)
     assert len({first, *later}) == ahead + 2, "a turn reused another turn's server"

@@ -12,9 +12,13 @@ alone is disabled for the rest of the episode. The other servers never notice.
 
 Lifetimes, per server:
 
-* ``episode``: connected on the first turn that needs tools and kept; at the start of each
-  turn a ping checks it, and a dead one is reconnected under the rules above; a
-  ``tools/list_changed`` notification makes the next turn list its tools again.
+* ``episode``: connected on the first turn that needs tools and kept. At the start of each
+  turn a ping checks it, beside the turn rather than before it: a server that looks up
+  (its session open, its process running) has its tools offered at once while the ping
+  runs, and a call to it waits for the answer. A dead one (found either way) is reconnected
+  under the rules above before any call reaches it. A ping round trip through the SDK costs
+  a few milliseconds, which would otherwise be the whole per-turn cost of a kept session.
+  A ``tools/list_changed`` notification makes the next turn list its tools again first.
 * ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
   (``ahead`` of them, default two) as soon as this turn's is ready, so they start while the
   model is thinking and a turn only takes over the oldest. Two rather than one because a
@@ -118,6 +122,8 @@ class _Slot:
     lifetime: Lifetime
     health: ServerHealth = field(default_factory=ServerHealth)
     source: ToolSource | None = None
+    # Episode lifetime: this turn's health check, running beside the turn.
+    check: asyncio.Task[None] | None = None
     # Turn lifetime: fresh servers started ahead for the coming turns, oldest first.
     spares: deque[asyncio.Task[ToolSource]] = field(default_factory=deque)
 
@@ -199,6 +205,15 @@ class Toolbox:
             await self._ready_turn(slot)
 
     async def _ready_episode(self, slot: _Slot) -> None:
+        await self._checked(slot)
+        source = slot.source
+        if source is not None and source.is_alive and not source.tools_changed:
+            slot.check = asyncio.get_running_loop().create_task(self._check(slot), name=f"mcp-check-{slot.server.name}")
+            return
+        await self._check(slot)
+
+    async def _check(self, slot: _Slot) -> None:
+        """Ping the server (and list changed tools); a dead or missing one is connected by the rules."""
         source = slot.source
         if source is not None:
             if await source.ping(PING_TIMEOUT_SECONDS):
@@ -215,6 +230,18 @@ class Toolbox:
             slot.source = None
             self._close_later(source)
         _, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
+
+    async def _checked(self, slot: _Slot) -> None:
+        """Wait for the slot's health check, if one runs. Cancelling the waiter leaves the check be."""
+        task = slot.check
+        if task is None:
+            return
+        await asyncio.wait([task])
+        if slot.check is task:
+            slot.check = None
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise error
 
     async def _relist(self, slot: _Slot, source: ToolSource) -> None:
         try:
@@ -343,6 +370,10 @@ class Toolbox:
                 slot.source = None
             while slot.spares:
                 closing.append(_close_early(slot.spares.popleft()))
+            if slot.check is not None:
+                slot.check.cancel()
+                closing.append(slot.check)
+                slot.check = None
         closing.extend(list(self._closing))
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
@@ -359,7 +390,9 @@ class Toolbox:
         if route is None:
             known = ", ".join(f"{r.wire_name} ({r.dotted})" for r in self.turn_tools.names.routes) or "none"
             raise MCPToolCallError(f"Unknown tool '{name}'. Tools offered this turn: {known}.")
-        source = self._slots[route.server_name].source
+        slot = self._slots[route.server_name]
+        await self._checked(slot)
+        source = slot.source
         if source is None:
             raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.")
         return route, await source.call_tool(route.tool_name, arguments, timeout)
