@@ -4,6 +4,8 @@ that came from a model."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import logging
 import os
@@ -68,7 +70,14 @@ def create_json_schema(model: type[BaseModel], strict: bool = True) -> dict[str,
 
     Strict structured outputs require every property listed in ``required`` and
     ``additionalProperties: false``; optional fields stay nullable in their own schema.
+    The result is the caller's to change.
     """
+    return copy.deepcopy(_json_schema(model, strict))
+
+
+@functools.cache
+def _json_schema(model: type[BaseModel], strict: bool) -> dict[str, Any]:
+    # Built once per model: pydantic takes milliseconds per build, and the agent asks every call.
     schema = model.model_json_schema()
     _close_objects(schema)
     return {

@@ -259,13 +259,9 @@ class ZorkAgent:
         ]
 
     def _client_args(self, messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
-        args: dict[str, Any] = dict(
-            model=self.model,
-            messages=messages,
-            **self.sampling.request_args(),
-            name="Agent",
-            response_format=create_json_schema(AgentResponse),
-        )
+        args: dict[str, Any] = dict(model=self.model, messages=messages, **self.sampling.request_args(), name="Agent")
+        if "response_format" not in overrides:
+            args["response_format"] = create_json_schema(AgentResponse)
         args.update(overrides)
         return args
 
