@@ -45,6 +45,7 @@ from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 PING_TIMEOUT_SECONDS = 5.0
+CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
@@ -363,6 +364,7 @@ class Toolbox:
 
     async def close(self) -> None:
         """Close every session and end every server this toolbox started; waits for all of it."""
+        await self._end_checks()
         closing: list[Awaitable[Any]] = []
         for slot in self._slots.values():
             if slot.source is not None:
@@ -370,14 +372,26 @@ class Toolbox:
                 slot.source = None
             while slot.spares:
                 closing.append(_close_early(slot.spares.popleft()))
-            if slot.check is not None:
-                slot.check.cancel()
-                closing.append(slot.check)
-                slot.check = None
         closing.extend(list(self._closing))
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
+
+    async def _end_checks(self) -> None:
+        """Let running health checks finish (briefly) before their sessions close.
+
+        A ping normally answers in milliseconds; cutting one off mid-answer makes the SDK's
+        HTTP client log a traceback. A check still running after the grace period is cancelled.
+        """
+        checks = [slot.check for slot in self._slots.values() if slot.check is not None]
+        for slot in self._slots.values():
+            slot.check = None
+        if not checks:
+            return
+        _, pending = await asyncio.wait(checks, timeout=CHECK_GRACE_SECONDS)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*checks, return_exceptions=True)
 
     # -- calls -----------------------------------------------------------------------------
 
