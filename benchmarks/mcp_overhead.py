@@ -254,6 +254,11 @@ def main() -> None:
                 episode = bench.turns(servers, "episode", args.turns + 1)
                 first_connect[label] = Figures.of(episode[:1])
                 rows.append((label, cold, Figures.of(early[1:]), Figures.of(episode[1:])))
+            # Each of the three alone, cold: what "startup costs the slowest server, not the sum" compares to.
+            alone = {
+                name: Figures.of(bench.turns({name: entry}, "turn", args.turns, cold=True, ahead=0))
+                for name, entry in three.items()
+            }
             calls = bench.tool_calls(three, args.turns)
         finally:
             bench.stop()
@@ -275,6 +280,12 @@ def main() -> None:
     one_cold, three_cold = rows[0][1].median, rows[1][1].median
     print("  ratios and goals:")
     print(f"    3 servers / 1 server at startup (cold turn):   {three_cold / one_cold:.2f}   (goal <= 1.3)")
+    slowest = max(alone, key=lambda name: alone[name].median)
+    total = sum(figures.median for figures in alone.values())
+    label = f"3 servers / the slowest alone ({slowest}):"
+    print(f"    {label:<47}{three_cold / alone[slowest].median:.2f}")
+    print(f"    3 servers / the sum of the three alone:        {three_cold / total:.2f}")
+    print("    each alone, cold: " + ", ".join(f"{name} {figures.median:.0f} ms" for name, figures in alone.items()))
     print(f"    started ahead, visible per turn (1 server):    {rows[0][2].median - base.median:.1f} ms   (goal <= 50)")
     print(f"    started ahead, visible per turn (3 servers):   {rows[1][2].median - base.median:.1f} ms")
     print(f"    episode lifetime, per turn (1 server):         {rows[0][3].median - base.median:.1f} ms   (goal <= 5)")
