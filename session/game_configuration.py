@@ -165,7 +165,7 @@ class MCPSection(_Section):
     server_startup_timeout_seconds: float = Field(default=10, gt=0, le=300)
     force_tool_support: bool = False
     max_tool_result_chars: int = Field(default=8000, ge=256, le=1_000_000)
-    # "turn": a freshly started server every turn (started early, while the previous turn runs);
+    # "turn": a freshly started server every turn (started ahead, while earlier turns run);
     # "episode": one session per server for the whole episode. A server entry's "lifetime" wins.
     session_lifetime: Literal["turn", "episode"] = "turn"
     # Turn lifetime: fresh servers started ahead of the turns that take them over. Two hide a

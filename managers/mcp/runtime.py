@@ -1,12 +1,12 @@
 """The event loop that owns every MCP session, on its own thread.
 
-Sessions must outlive one turn (``episode`` lifetime, servers started early for the next
-turn), but the agent runs each turn inside its own ``asyncio.run``, whose loop closes at
+Sessions must outlive one turn (``episode`` lifetime, servers started ahead for the coming
+turns), but the agent runs each turn inside its own ``asyncio.run``, whose loop closes at
 the end of the turn. So one daemon thread runs one event loop for the whole episode; every
 source is connected, used and closed on it, and the agent's code hands it coroutines
 (``submit`` from sync code, ``run`` from another event loop). The model's blocking HTTP
 call runs on the agent's thread, so server notifications, pings and servers starting for
-the next turn never wait for the model.
+the coming turns never wait for the model.
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ class Toolbox:
         outcome, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
         if outcome == "disabled":
             while slot.spares:
-                self._track(_close_early(slot.spares.popleft()), slot.server.name)
+                self._track(_close_spare(slot.spares.popleft()), slot.server.name)
             return
         # The coming turns' servers start now, while this turn's model call runs.
         loop = asyncio.get_running_loop()
@@ -371,7 +371,7 @@ class Toolbox:
                 closing.append(slot.source.close())
                 slot.source = None
             while slot.spares:
-                closing.append(_close_early(slot.spares.popleft()))
+                closing.append(_close_spare(slot.spares.popleft()))
         closing.extend(list(self._closing))
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
@@ -415,8 +415,8 @@ class Toolbox:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
 
 
-async def _close_early(task: asyncio.Task[ToolSource]) -> None:
-    """Close a server started early for a turn that will not come (or cancel its start)."""
+async def _close_spare(task: asyncio.Task[ToolSource]) -> None:
+    """Close a server started ahead for a turn that will not come (or cancel its start)."""
     if not task.done():
         task.cancel()
     try:
