@@ -481,6 +481,32 @@ def test_a_dead_server_started_ahead_is_retried_with_the_next_one(tmp_path: Path
     assert script.with_suffix(".taken").read_text().splitlines() == ["ok", "fail", "fail"]
 
 
+def test_closing_right_after_a_turn_was_cancelled_mid_start_ends_the_server(tmp_path: Path) -> None:
+    """A second Ctrl-C cancels the turn while its server is starting, and the episode closes the
+    manager at once: close waits until the start is undone, so the server is gone when it returns
+    and nothing warns about a closed loop."""
+    episode = Episode(tmp_path, {"slow": misbehaving_entry("--start", "hang")})
+
+    async def cancelled_mid_start() -> set[int]:
+        turn = asyncio.create_task(episode.manager.open_turn(1))
+        deadline = time.monotonic() + 60
+        while not (started := child_pids() - episode.before) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        turn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        return started
+
+    with async_hygiene(episode.handler) as report:
+        for _ in range(5):
+            started = asyncio.run(cancelled_mid_start())
+            assert started, "the server never started"
+            episode.manager.close()
+            assert not {pid for pid in started if pid_alive(pid)}, "close() returned with the server still running"
+    assert_clean(report)
+    assert not (child_pids() - episode.before)
+
+
 def test_sse_remote_server(tmp_path: Path) -> None:
     with http_server("mcp_servers.thoughtbox_server", sse=True, env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
         episode = Episode(tmp_path, {"old": {"type": "sse", "url": server.url}})

@@ -23,6 +23,7 @@ import pytest
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
+from tests.mcp_test_servers.helpers import misbehaving_entry
 from tests.scripted_llm import Reply, ScriptedLLMServer
 
 STOPPING = "stopping after this turn"
@@ -174,4 +175,41 @@ def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
     assert "Aborted" in main.stderr
     # Turn 2 never finished: the episode stopped after turn 1.
     assert_stopped_cleanly(tmp_path, main.stderr, turns=1)
+    assert processes_with(marker) == []
+
+
+def test_a_second_ctrl_c_while_a_tool_server_starts_ends_it_and_records_the_stop(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A tool server that never finishes starting (as a slow ``npx`` download looks): Ctrl-C asks
+    to stop after the turn, which is still waiting for the server; a second Ctrl-C ends the wait,
+    the server with it, and the run (130), with the stop recorded and no traceback."""
+    marker = uuid.uuid4().hex
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    config = tmp_path / "slow_mcp.json"
+    entry = misbehaving_entry("--start", "hang", env={"ZORKGPT_TEST_MARKER": marker})
+    config.write_text(json.dumps({"mcpServers": {"slow": entry}}), encoding="utf-8")
+    main = start(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="300",
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not processes_with(marker) and time.monotonic() < deadline and main.proc.poll() is None:
+            time.sleep(0.05)
+        assert processes_with(marker), main.stderr
+        main.proc.send_signal(signal.SIGINT)
+        main.wait_for_stderr(STOPPING)
+        time.sleep(REPEAT_WINDOW_SECONDS + 0.2)  # the scenario: a second, deliberate Ctrl-C
+        main.proc.send_signal(signal.SIGINT)
+        code = main.wait()
+    finally:
+        main.kill()
+    assert code == 130, main.stderr
+    assert "Aborted" in main.stderr
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=0)
     assert processes_with(marker) == []

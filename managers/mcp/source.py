@@ -128,6 +128,10 @@ class ToolSource(ABC):
             raise RuntimeError(f"MCP source '{self.name}' is connected already; make a new one to reconnect.")
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
+        # The runner may fail the start after its waiter is gone (the caller cancelled, a second
+        # Ctrl-C stopping the session loop); the cancellation is then what happened, and the
+        # failure must not surface later as "Future exception was never retrieved".
+        ready.add_done_callback(_consume)
         started = time.perf_counter()
         self._task = loop.create_task(self._run(ready), name=f"mcp-{self.name}")
         try:
@@ -140,8 +144,6 @@ class ToolSource(ABC):
                 self._startup_scope.cancel()
             self._stop.set()
             await asyncio.wait({self._task})
-            if ready.done() and not ready.cancelled():
-                ready.exception()  # retrieved: the failure is reported below (or was a cancellation)
             await self._after_close()
             if not isinstance(exc, Exception):
                 raise
@@ -444,6 +446,11 @@ def make_source(server: ServerConfig, settings: SourceSettings) -> ToolSource:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:

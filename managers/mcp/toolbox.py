@@ -153,6 +153,8 @@ class Toolbox:
         self._ahead = ahead
         self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
         self._closing: set[asyncio.Task[None]] = set()
+        # Turns being readied; close() waits for them (see there).
+        self._turns: set[asyncio.Task[Any]] = set()
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
@@ -189,7 +191,15 @@ class Toolbox:
             MCPServerStartupError: a server's first connect of the episode failed (the
                 other servers are closed again first).
         """
-        results = await asyncio.gather(*(self._ready(slot) for slot in self._slots.values()), return_exceptions=True)
+        task = asyncio.current_task()
+        assert task is not None  # a coroutine on the session loop always runs in a task
+        self._turns.add(task)
+        try:
+            results = await asyncio.gather(
+                *(self._ready(slot) for slot in self._slots.values()), return_exceptions=True
+            )
+        finally:
+            self._turns.discard(task)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             await self.close()
@@ -364,6 +374,7 @@ class Toolbox:
 
     async def close(self) -> None:
         """Close every session and end every server this toolbox started; waits for all of it."""
+        await self._end_turns_in_progress()
         await self._end_checks()
         closing: list[Awaitable[Any]] = []
         for slot in self._slots.values():
@@ -376,6 +387,22 @@ class Toolbox:
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
+
+    async def _end_turns_in_progress(self) -> None:
+        """Cancel any turn still readying its servers and wait until it has undone its starts.
+
+        A second Ctrl-C cancels the turn while a server is starting, and the episode's end
+        closes the toolbox right after: without this wait the session loop would stop while
+        the start is still being undone, cancelling the undoing itself and leaving the server
+        running (and asyncio warning that its loop is closed). A turn already being cancelled
+        is not cancelled again, for the same reason.
+        """
+        turns = [task for task in self._turns if task is not asyncio.current_task()]
+        for task in turns:
+            if not task.cancelling():
+                task.cancel()
+        if turns:
+            await asyncio.wait(turns)
 
     async def _end_checks(self) -> None:
         """Let running health checks finish (briefly) before their sessions close.
