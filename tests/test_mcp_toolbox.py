@@ -13,6 +13,8 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +354,16 @@ async def pid_of(m: MCPManager, name: str = "r__pid") -> int:
     return int((await m.call_tool(name, {})).content)
 
 
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The process frozen (SIGSTOP) for the block: alive, but answering nothing; resumed after it."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)  # also so that closing it needs no SIGKILL
+
+
 def test_episode_lifetime_offers_tools_before_the_health_check_answers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,17 +373,14 @@ def test_episode_lifetime_offers_tools_before_the_health_check_answers(
     episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
     with async_hygiene(episode.handler) as report:
         server = episode.play(pid_of)
-        os.kill(server, signal.SIGSTOP)
-        try:
 
-            async def resume_then_call(m: MCPManager) -> int:
-                assert "r__pid" in episode.tool_names  # offered while the ping waits for a stopped server
-                os.kill(server, signal.SIGCONT)
-                return await pid_of(m)
-
-            assert episode.play(resume_then_call) == server
-        finally:
+        async def resume_then_call(m: MCPManager) -> int:
+            assert "r__pid" in episode.tool_names  # offered while the ping waits for a stopped server
             os.kill(server, signal.SIGCONT)
+            return await pid_of(m)
+
+        with stopped(server):
+            assert episode.play(resume_then_call) == server
         assert episode.events("mcp_server_unhealthy") == []
         episode.close()
     assert_clean(report)
@@ -385,13 +394,10 @@ def test_episode_lifetime_a_call_waits_for_a_failed_check_to_reconnect(
     monkeypatch.setattr("managers.mcp.toolbox.PING_TIMEOUT_SECONDS", 0.5)
     episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
     with async_hygiene(episode.handler) as report:
-        stopped = episode.play(pid_of)
-        os.kill(stopped, signal.SIGSTOP)
-        try:
+        first = episode.play(pid_of)
+        with stopped(first):
             fresh = episode.play(pid_of)
-        finally:
-            os.kill(stopped, signal.SIGCONT)  # so that closing it needs no SIGKILL
-        assert fresh != stopped
+        assert fresh != first
         assert [r.server_name for r in episode.events("mcp_server_unhealthy")] == ["r"]
         assert episode.play(pid_of) == fresh
         episode.close()
@@ -456,7 +462,7 @@ def test_turn_lifetime_starts_the_coming_turns_servers_ahead(tmp_path: Path, ahe
     with async_hygiene(episode.handler) as report:
         first = episode.play(pid_of)
         assert not wait_gone({first}, 5.0), "turn 1's server outlived its turn"
-        started_ahead = children_besides(episode.before, ahead) - episode.before
+        started_ahead = children_besides(episode.before, ahead)
         assert len(started_ahead) == ahead
         later = [episode.play(pid_of) for _ in range(ahead + 1)]
         episode.close()
