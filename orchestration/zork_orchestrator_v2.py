@@ -486,22 +486,29 @@ class ZorkOrchestratorV2:
         if self.on_turn is None:
             return
         state = self.game_state
-        stats = [s for c in {id(c): c for c in self.clients.values()}.values() for s in c.usage_by_name.values()]
+        stats = [s for client in self._distinct_clients() for s in client.usage_by_name.values()]
         costs = [s.cost for s in stats]
         last = self._last_figures
+        # Text from the game and the model, as in the logs: no secret in it.
         secrets = known_secrets() + ([self.config.api_key] if self.config.api_key else [])
+        if result is not None:
+            delta = result.score_delta
+            command, reply = redact(result.action, secrets), redact(first_line(result.response), secrets)
+        elif last is not None:  # the episode's end: its last turn stays on the status
+            delta, command, reply, tool_calls = last.score_delta, last.command, last.reply, last.tool_calls
+        else:
+            delta, command, reply, tool_calls = 0, "", "", 0
         self._last_figures = TurnFigures(
             episode_id=state.episode_id,
             turn=state.turn_count,
             max_turns=self.max_turns,
             score=state.score,
             max_score=state.max_score,
-            score_delta=result.score_delta if result else (last.score_delta if last else 0),
-            # Text from the game and the model, as in the logs: no secret in it.
+            score_delta=delta,
             room=redact(state.current_room_name, secrets),
-            command=redact(result.action, secrets) if result else (last.command if last else ""),
-            reply=redact(first_line(result.response), secrets) if result else (last.reply if last else ""),
-            tool_calls=tool_calls if result else (last.tool_calls if last else 0),
+            command=command,
+            reply=reply,
+            tool_calls=tool_calls,
             llm_calls=sum(s.calls for s in stats),
             tokens=sum(s.total_tokens for s in stats),
             cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
@@ -510,9 +517,13 @@ class ZorkOrchestratorV2:
         )
         self.on_turn(self._last_figures)
 
+    def _distinct_clients(self) -> list[LLMClientWrapper]:
+        """Each LLM client once (several roles may share one)."""
+        return list({id(c): c for c in self.clients.values()}.values())
+
     def _usage_report(self) -> dict[str, Any]:
         report: dict[str, Any] = {}
-        for client in {id(c): c for c in self.clients.values()}.values():
+        for client in self._distinct_clients():
             report.update({name: vars(stats) for name, stats in client.usage_by_name.items()})
         return report
 
