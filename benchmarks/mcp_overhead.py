@@ -34,10 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from llm_client import LLMClientWrapper  # noqa: E402
 from managers.mcp import MCPManager  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
+from tests.mcp_test_servers.helpers import http_server, thoughtbox_entry  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402
 from zork_agent import ZorkAgent  # noqa: E402
 
@@ -59,12 +57,7 @@ THINK_ARGS: dict[str, Any] = {
     "nextThoughtNeeded": False,
 }
 STATE = "West of House\nYou are standing in an open field west of a white house."
-THOUGHTBOX = {
-    "command": "python",
-    "args": ["-m", "mcp_servers.thoughtbox_server"],
-    "cwd": str(REPO_ROOT),
-    "env": {"DISABLE_THOUGHT_LOGGING": "true"},
-}
+THOUGHTBOX = thoughtbox_entry()
 
 
 @dataclass(frozen=True)
@@ -86,31 +79,6 @@ def quiet_logger() -> logging.Logger:
     logger.handlers[:] = [logging.NullHandler()]
     logger.propagate = False
     return logger
-
-
-@contextmanager
-def thoughtbox_over_http() -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_servers.thoughtbox_server", "--http", "0"],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = ""
-        for line in process.stderr:
-            if "listening on " in line:
-                break
-        if "listening on " not in line:
-            raise SystemExit("the thoughtbox server did not start in HTTP mode")
-        threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
-        yield line.rsplit("listening on ", 1)[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def npm_sequential_thinking() -> dict[str, Any] | None:
@@ -234,10 +202,13 @@ def main() -> None:
     args = parser.parse_args()
 
     npm = npm_sequential_thinking()
-    with tempfile.TemporaryDirectory() as folder, thoughtbox_over_http() as url:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as remote,
+    ):
         bench = Bench(Path(folder), args.model_seconds)
         one = {"thoughtbox": THOUGHTBOX}
-        three = {"thoughtbox": THOUGHTBOX, "second": npm or THOUGHTBOX, "remote": {"type": "http", "url": url}}
+        three = {"thoughtbox": THOUGHTBOX, "second": npm or THOUGHTBOX, "remote": {"type": "http", "url": remote.url}}
         try:
             base = Figures.of(bench.turns(None, "turn", args.turns * 3))
             rows: list[tuple[str, Figures, Figures, Figures]] = []

@@ -20,7 +20,7 @@ Lifetimes, per server:
   a few milliseconds, which would otherwise be the whole per-turn cost of a kept session.
   A ``tools/list_changed`` notification makes the next turn list its tools again first.
 * ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
-  (``ahead`` of them, default two) as soon as this turn's is ready, so they start while the
+  (``ahead`` of them; two by default in the settings) as soon as this turn's is ready, so they start while the
   model is thinking and a turn only takes over the oldest. Two rather than one because a
   server written with the Python SDK spends about a second importing it: with one started
   ahead, a model answering in a second still waits for it. A spare that died or failed to
@@ -146,8 +146,9 @@ class Toolbox:
         servers: list[tuple[ServerConfig, Lifetime]],
         make_source: SourceFactory,
         logger: logging.Logger,
-        ahead: int = 2,
+        ahead: int,
     ) -> None:
+        """``ahead``: how many fresh servers a turn-lifetime server keeps started ahead of its turns."""
         self.logger = logger
         self._make_source = make_source
         self._ahead = ahead
