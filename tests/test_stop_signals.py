@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from managers.mcp.source import processes_with_marker
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
@@ -60,14 +61,8 @@ def mcp_env(tmp_path: Path, marker: str) -> dict[str, str]:
 
 
 def processes_with(marker: str) -> list[int]:
-    found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if f"ZORKGPT_TEST_MARKER={marker}".encode() in environ.read_bytes():
-                found.append(int(environ.parent.name))
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-    return found
+    """Live processes carrying this test's marker in their environment."""
+    return processes_with_marker("ZORKGPT_TEST_MARKER", marker)
 
 
 def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:

@@ -20,8 +20,8 @@ import pytest
 
 from orchestration.turn_figures import TurnFigures
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
-from tests.main_support import REPO, clean_env, run_main, scripted_env
-from tests.mcp_test_servers.helpers import REPO_ROOT, write_mcp_config
+from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
+from tests.mcp_test_servers.helpers import thoughtbox_entry, write_mcp_config
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
 
 SECRET = "sk-or-v1-terminal-secret-0123456789"
@@ -82,10 +82,7 @@ def _env(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra
         tmp_path,
         game_file,
         OPENROUTER_API_KEY=SECRET,
-        ZORKGPT_MEMORY_ENABLED="false",
-        ZORKGPT_OBJECTIVES_ENABLED="false",
-        ZORKGPT_KNOWLEDGE_ENABLED="false",
-        ZORKGPT_EXTRACTOR_LLM_ENABLED="false",
+        **NO_LEARNING,
         **extra,
     )
 
@@ -105,17 +102,7 @@ class ThinkingModel(WalkthroughModel):
 
 
 def _mcp_env(tmp_path: Path) -> dict[str, str]:
-    path = write_mcp_config(
-        tmp_path / "mcp",
-        {
-            "thoughtbox": {
-                "command": sys.executable,
-                "args": ["-m", "mcp_servers.thoughtbox_server"],
-                "cwd": str(REPO_ROOT),
-                "env": {"DISABLE_THOUGHT_LOGGING": "true"},
-            }
-        },
-    )
+    path = write_mcp_config(tmp_path / "mcp", {"thoughtbox": thoughtbox_entry()})
     return {
         "ZORKGPT_MCP_ENABLED": "true",
         "ZORKGPT_MCP_CONFIG_FILE": str(path),
