@@ -18,6 +18,7 @@ Run: ``python tests/mcp_test_servers/raw_server.py``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -69,10 +70,14 @@ def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dic
 
 
 def take_start_outcome(script: Path) -> str:
-    lines = script.read_text(encoding="utf-8").splitlines()
-    script.write_text("".join(f"{line}\n" for line in lines[1:]), encoding="utf-8")
-    with script.with_suffix(".taken").open("a", encoding="utf-8") as taken:
-        taken.write(f"{lines[0] if lines else 'ok'}\n")
+    # Under a lock: servers started ahead start at the same time, and one reading the script
+    # while another rewrites it would find it empty and take "ok".
+    with script.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lines = script.read_text(encoding="utf-8").splitlines()
+        script.write_text("".join(f"{line}\n" for line in lines[1:]), encoding="utf-8")
+        with script.with_suffix(".taken").open("a", encoding="utf-8") as taken:
+            taken.write(f"{lines[0] if lines else 'ok'}\n")
     return lines[0] if lines else "ok"
 
 
