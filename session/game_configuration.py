@@ -464,12 +464,17 @@ def _build_section(
         # TOML values are validated strictly (a string "30" for an int is a mistake in a
         # TOML file); env values are strings by nature, so they are coerced.
         section = section_cls.model_validate(values, strict=True)
-        for key, text in env_values.items():
-            value = _coerce_env(text)
-            # Paths given in the environment are relative to where the user runs from.
-            if name == "files" and isinstance(value, str):
-                value = str(Path(value).expanduser().resolve())
-            setattr(section, key, value)
+        if env_values:
+            overrides = {key: _coerce_env(text) for key, text in env_values.items()}
+            if name == "files":
+                # Paths given in the environment are relative to where the user runs from.
+                overrides = {
+                    key: str(Path(value).expanduser().resolve()) if isinstance(value, str) else value
+                    for key, value in overrides.items()
+                }
+            # Validated again as a whole rather than assigned key by key: some sections are
+            # frozen, and the set of keys given (TOML's and the environment's) must survive.
+            section = section_cls.model_validate(section.model_dump(exclude_unset=True) | overrides)
         if isinstance(section, LLMSection):
             section.apply_provider()
     except ValidationError as exc:

@@ -109,6 +109,36 @@ def test_env_overrides_toml(tmp_path: Path) -> None:
     assert config.agent_model == "m/x"
 
 
+def _env_text(value: object) -> str:
+    """A value as a user would write it in a ``ZORKGPT_*`` variable."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@pytest.mark.parametrize("section", sorted(name for name, cls in SECTIONS.items() if cls.model_fields))
+def test_every_key_of_every_section_takes_an_env_override(tmp_path: Path, section: str) -> None:
+    """Frozen sections once refused every override ("Instance is frozen"): each key, set through
+    the environment, loads and lands in its section (paths come back resolved)."""
+    section_cls = SECTIONS[section]
+    defaults = section_cls()
+    for key in section_cls.model_fields:
+        var = f"ZORKGPT_{section}_{key}".upper()
+        config = GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={var: _env_text(getattr(defaults, key))})
+        assert key in getattr(config, section).model_fields_set, var
+
+
+@pytest.mark.parametrize("role", ["agent", "critic", "extractor", "memory"])
+def test_sampling_env_override_reaches_the_section(tmp_path: Path, role: str) -> None:
+    """The README's offline-play command sets ZORKGPT_AGENT_SAMPLING_MAX_TOKENS."""
+    path = write_toml(tmp_path, f"[tool.zorkgpt.{role}_sampling]\ntemperature = 0.5\n")
+    env = {f"ZORKGPT_{role.upper()}_SAMPLING_MAX_TOKENS": "200"}
+    sampling = getattr(GameConfiguration.from_toml(path, environ=env), f"{role}_sampling")
+    assert (sampling.max_tokens, sampling.temperature) == (200, 0.5)
+
+
 def test_bad_env_value_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ZORKGPT_MCP_MAX_TOOL_ITERATIONS"):
         GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={"ZORKGPT_MCP_MAX_TOOL_ITERATIONS": "many"})
