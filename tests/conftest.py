@@ -112,6 +112,20 @@ def pytest_report_header() -> str | None:
     return None if STORY_FILE is not None else f"story file: none; {NO_STORY_FILE}"
 
 
+# CI installs everything the suite can use, so there a skip means a feature went untested: `.ci/run`
+# sets this and every skip becomes a failure that keeps its reason. Read once, before the
+# environment guard below clears variables (xdist workers inherit it from the controller).
+FAIL_ON_SKIP_VAR = "PYTEST_FAIL_ON_SKIP"
+FAIL_ON_SKIP = os.environ.get(FAIL_ON_SKIP_VAR, "") not in ("", "0")
+
+
+def _skip_as_failure(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if FAIL_ON_SKIP and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"{reason}\n{FAIL_ON_SKIP_VAR} is set (CI installs every part the suite needs): a skip fails."
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Every test skipped for want of the story file is reported at one place, so ``-rs``
@@ -120,6 +134,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[2] == f"Skipped: {NO_STORY_FILE}":
         report.longrepr = (__file__, _SKIP_LINE, report.longrepr[2])
+    _skip_as_failure(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A module skipped whole (``importorskip``, ``allow_module_level``) counts as a skip too."""
+    outcome = yield
+    _skip_as_failure(outcome.get_result())
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import FAIL_ON_SKIP_VAR
 from tests.main_support import REPO
 
 # A small test module that needs the game, and one that does not.
@@ -18,7 +19,11 @@ GAME_TESTS = "tests/test_story_file.py"
 def run_pytest(home: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
     """pytest on this repository, as for someone whose home is ``home``, with no ZorkGPT
     variables set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZORKGPT_", "LANGFUSE_", "XDG_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ZORKGPT_", "LANGFUSE_", "XDG_")) and k != FAIL_ON_SKIP_VAR
+    }
     env.update({"HOME": str(home), **env_extra})
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *args],
@@ -82,3 +87,31 @@ def test_the_developers_keys_and_settings_do_not_reach_a_test(tmp_path: Path, ga
     proc = run_pytest(tmp_path, "-p", "tests.conftest", str(probe), ZORKGPT_GAME_FILE=str(game_file), **LEAKY)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout and "skipped" not in proc.stdout
+
+
+SKIPPING = (
+    "import pytest\n\n"
+    "def test_runs() -> None:\n"
+    "    assert True\n\n"
+    "def test_needs_a_tool() -> None:\n"
+    "    pytest.skip('frobnicator is not installed')\n"
+)
+
+
+def test_in_ci_a_skip_is_a_failure_that_keeps_its_reason(tmp_path: Path) -> None:
+    """What CI sets: a test that would skip fails instead, saying why it would have skipped;
+    without the variable the same test skips as usual."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(SKIPPING, encoding="utf-8")
+    module = tmp_path / "test_module_skip.py"
+    module.write_text("import pytest\n\npytest.importorskip('no_such_module_here')\n", encoding="utf-8")
+    plain = run_pytest(tmp_path, "-p", "tests.conftest", "-n", "0", str(probe), str(module))
+    assert "1 passed, 2 skipped" in plain.stdout, plain.stdout + plain.stderr
+    strict = run_pytest(tmp_path, "-p", "tests.conftest", "-n", "0", str(probe), **{FAIL_ON_SKIP_VAR: "1"})
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "frobnicator is not installed" in strict.stdout
+    assert "1 failed, 1 passed in" in strict.stdout, strict.stdout
+    # A module skipped whole is a collection error then, which stops the run with its reason.
+    whole = run_pytest(tmp_path, "-p", "tests.conftest", "-n", "0", str(module), **{FAIL_ON_SKIP_VAR: "1"})
+    assert whole.returncode == 2, whole.stdout + whole.stderr
+    assert "no_such_module_here" in whole.stdout and "1 error" in whole.stdout
