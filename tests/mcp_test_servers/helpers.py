@@ -46,6 +46,7 @@ FORBIDDEN_TEXT = (
 class HTTPServer:
     url: str
     process: subprocess.Popen[str]
+    startup: str = ""  # what it printed on stderr up to its "listening on" line
 
 
 @contextmanager
@@ -76,7 +77,7 @@ def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] 
         url = seen[-1].rsplit("listening on ", 1)[1].strip()
         # Keep reading stderr so the server never blocks on a full pipe.
         threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
-        yield HTTPServer(url, process)
+        yield HTTPServer(url, process, "".join(seen))
     finally:
         watchdog.cancel()
         process.terminate()
