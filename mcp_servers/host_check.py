@@ -109,11 +109,11 @@ class HostCheck:
         shown = ", ".join(sorted(self.names))
         return f"{shown} and this machine's IP addresses"
 
-    def exposure_warning(self, what: str, port: int) -> str:
-        """What binding beyond loopback exposes, to whom, and what is still refused."""
+    def exposure_warning(self, what: str, port: int, offers: str) -> str:
+        """What binding beyond loopback exposes (``offers``), to whom, and what is still refused."""
         return (
-            f"Warning: {what} is bound to {self.bind}: anyone who can reach this machine on port {port} can use it, "
-            f"with no password. It answers only requests addressed to {self.described()} (so a web page "
+            f"Warning: {what} is bound to {self.bind}: anyone who can reach this machine on port {port} can "
+            f"{offers}, with no password. It answers only requests addressed to {self.described()} (so a web page "
             "elsewhere cannot reach it through DNS rebinding); add a name with --allow-host NAME. "
             "Bind 127.0.0.1 (the default) to keep it to this machine."
         )

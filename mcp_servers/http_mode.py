@@ -70,7 +70,8 @@ async def _serve_http(server: Any, check: HostCheck, port: int, sse: bool) -> No
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     config = uvicorn.Config(HostCheckMiddleware(app, check), log_level="warning", lifespan="on")
     if check.beyond_loopback:
-        print(check.exposure_warning(f"MCP server '{server.name}'", bound), file=sys.stderr, flush=True)
+        warning = check.exposure_warning(f"MCP server '{server.name}'", bound, "call its tools")
+        print(warning, file=sys.stderr, flush=True)
     # Said only now: the socket listens, so a client connecting after this line is queued, not refused.
     print(f"MCP server '{server.name}' listening on http://{shown}:{bound}{path}", file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
