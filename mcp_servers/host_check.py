@@ -35,7 +35,8 @@ def add_allow_host_argument(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="also answer requests addressed to NAME (repeatable): a DNS name of this machine or a proxy's name. "
-        "Loopback names, the bound address, this machine's host name and its IP addresses are always answered",
+        "Loopback names are always answered; bound beyond loopback, also the bound address, this machine's host "
+        "name and its IP addresses",
     )
 
 
