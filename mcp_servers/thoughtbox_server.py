@@ -4,11 +4,18 @@ Upstream thoughtbox (``@kastalien-research/thoughtbox``) is not on npm and no lo
 stdio, so ZorkGPT ships this stand-in (it also serves HTTP with ``--http PORT``). It
 follows the contract of the reference ``sequential-thinking`` server: the model records
 numbered thoughts, may revise an earlier one or branch from it, and says whether another
-thought is needed. The server keeps the history and branches for its process, which is one
-MCP session (ZorkGPT starts a fresh server per turn), and answers with
+thought is needed. The server keeps the history and branches of each MCP session (over stdio
+the process is one session; ZorkGPT starts a fresh server per turn), and answers with
 ``{thoughtNumber, totalThoughts, nextThoughtNeeded, branches, thoughtHistoryLength}`` as
 structured content and as JSON text. Over HTTP (``--http PORT``) every MCP session (every
-client connection) gets its own history, as every process does over stdio.
+client connection) gets its own history, freed when the session ends (the client closes it,
+or the server ends it after the idle time).
+
+A history is bounded: beyond ``MAX_THOUGHTS`` thoughts or ``MAX_HISTORY_CHARS`` characters the
+oldest thoughts are dropped, and the result then carries ``droppedThoughts`` (how many so far)
+so the model knows the start is gone. Over HTTP all sessions together keep at most
+``MAX_TOTAL_CHARS`` (the least recently used sessions are forgotten first) and ``MAX_SESSIONS``.
+The resource ``thoughtbox://status`` reports what is kept.
 
 Input the schema cannot express is rejected with an ``is_error`` result naming the field
 and the fix (a revision without the thought it revises, a branch without its origin, a
@@ -16,7 +23,8 @@ reference to a thought that does not exist yet), so the model can correct itself
 ``totalThoughts`` is raised to ``thoughtNumber`` when the model goes past its estimate,
 as the reference server does.
 
-Thoughts are logged to stderr (never stdout, which carries the protocol) unless
+Each thought is noted on stderr (never stdout, which carries the protocol) in one short line
+(kind, number and the start of the thought, never all of a long one) unless
 ``DISABLE_THOUGHT_LOGGING=true``.
 
 Run: ``python -m mcp_servers.thoughtbox_server [--http PORT | --sse PORT] [--host HOST]``.
@@ -28,15 +36,17 @@ Run: ``python -m mcp_servers.thoughtbox_server [--http PORT | --sse PORT] [--hos
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TextIO, TypedDict
+from typing import Annotated, Any, NotRequired, TextIO, TypedDict
 
 from pydantic import Field
 
-from shared_utils import escape_control_chars
+from shared_utils import escape_control_chars, shorten
 
 THINK_DESCRIPTION = """Record one step of structured, reflective reasoning before choosing a game action.
 
@@ -61,6 +71,16 @@ def _numbered(description: str) -> Any:
     return Field(json_schema_extra=_MIN_1, description=description)
 
 
+# One session's history: the oldest thoughts go beyond either bound (the newest is always kept).
+MAX_THOUGHTS = 1000
+MAX_HISTORY_CHARS = 1_000_000
+# All HTTP sessions together: the least recently used are forgotten beyond either bound.
+MAX_SESSIONS = 256
+MAX_TOTAL_CHARS = 32_000_000
+# How much of a thought the stderr line shows.
+LOGGED_CHARS = 120
+
+
 class ThinkResult(TypedDict):
     """What every successful ``think`` call returns (structured content)."""
 
@@ -69,6 +89,7 @@ class ThinkResult(TypedDict):
     nextThoughtNeeded: bool
     branches: list[str]
     thoughtHistoryLength: int
+    droppedThoughts: NotRequired[int]  # only once the history's bound dropped some
 
 
 class ThoughtError(ValueError):
@@ -87,31 +108,65 @@ class Thought:
     branch_id: str | None = None
     needs_more_thoughts: bool = False
 
+    @property
+    def size(self) -> int:
+        """The characters this thought keeps in memory."""
+        return len(self.thought) + len(self.branch_id or "")
+
 
 @dataclass
 class ThoughtBox:
-    """One session's thought history and branches; pure logic, no protocol."""
+    """One session's thought history and branches, bounded; pure logic, no protocol."""
 
     log_stream: TextIO | None = None
+    max_thoughts: int = MAX_THOUGHTS
+    max_chars: int = MAX_HISTORY_CHARS
     history: list[Thought] = field(default_factory=list)
     branches: dict[str, list[Thought]] = field(default_factory=dict)
+    chars: int = 0
+    dropped: int = 0
 
     def think(self, thought: Thought) -> ThinkResult:
         """Validate and record one thought; raise ``ThoughtError`` with the fix when it is inconsistent."""
         thought = self._validated(thought)
         self.history.append(thought)
+        self.chars += thought.size
         if thought.branch_id is not None:
             self.branches.setdefault(thought.branch_id, []).append(thought)
+        dropped_now = self._drop_oldest()
         if self.log_stream is not None:
             self.log_stream.write(format_thought(thought) + "\n")
+            if dropped_now:
+                self.log_stream.write(
+                    f"[thoughtbox] History over its bound ({self.max_thoughts} thoughts, {self.max_chars} "
+                    f"characters): dropped the oldest {dropped_now} ({self.dropped} so far)\n"
+                )
             self.log_stream.flush()
-        return ThinkResult(
+        result = ThinkResult(
             thoughtNumber=thought.thought_number,
             totalThoughts=thought.total_thoughts,
             nextThoughtNeeded=thought.next_thought_needed,
             branches=list(self.branches),
             thoughtHistoryLength=len(self.history),
         )
+        if self.dropped:
+            result["droppedThoughts"] = self.dropped
+        return result
+
+    def _drop_oldest(self) -> int:
+        """Drop the oldest thoughts (never the newest) until the history is within both bounds."""
+        count = 0
+        while len(self.history) > 1 and (len(self.history) > self.max_thoughts or self.chars > self.max_chars):
+            old = self.history.pop(0)  # at most MAX_THOUGHTS long: cheap enough
+            self.chars -= old.size
+            count += 1
+            if old.branch_id is not None:
+                branch = self.branches[old.branch_id]
+                branch.remove(old)
+                if not branch:
+                    del self.branches[old.branch_id]
+        self.dropped += count
+        return count
 
     def _validated(self, t: Thought) -> Thought:
         if not t.thought.strip():
@@ -141,15 +196,20 @@ class ThoughtBox:
 
 
 def format_thought(t: Thought) -> str:
-    """One stderr log line: kind, number and the thought."""
+    """One short stderr line: kind, number and the start of the thought."""
     if t.is_revision:
         kind = f"Revision (of thought {t.revises_thought})"
     elif t.branch_id is not None:
         kind = f"Branch '{t.branch_id}' (from thought {t.branch_from_thought})"
     else:
         kind = "Thought"
-    # The thought is the model's text: shown with visible escapes, never as raw terminal controls.
-    return escape_control_chars(f"[thoughtbox] {kind} {t.thought_number}/{t.total_thoughts}: {t.thought}")
+    if len(kind) > LOGGED_CHARS:  # a branch id is the model's text too
+        kind = shorten(kind[: 4 * LOGGED_CHARS], LOGGED_CHARS)
+    text = shorten(t.thought[: 4 * LOGGED_CHARS], LOGGED_CHARS)  # not all of a megabyte thought: its start
+    if len(t.thought) > LOGGED_CHARS:
+        text += f" ({len(t.thought)} characters)"
+    # The thought is the model's text: shown with visible escapes on one line, never as raw terminal controls.
+    return escape_control_chars(f"[thoughtbox] {kind} {t.thought_number}/{t.total_thoughts}: {text}", keep="")
 
 
 def thought_logging_enabled(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
@@ -158,43 +218,66 @@ def thought_logging_enabled(environ: dict[str, str] | os._Environ[str] | None = 
     return env.get("DISABLE_THOUGHT_LOGGING", "").strip().lower() != "true"
 
 
-# Histories kept for HTTP sessions; the oldest is forgotten beyond this many.
-MAX_SESSIONS = 256
-
-
 class SessionBoxes:
-    """One ThoughtBox per MCP session id (stdio has none: one box for the process), or one given box."""
+    """One ThoughtBox per MCP session, most recently used last; a session's box goes when it ends."""
 
-    def __init__(self, log_stream: TextIO | None, shared: ThoughtBox | None = None) -> None:
+    def __init__(
+        self, log_stream: TextIO | None, max_sessions: int = MAX_SESSIONS, max_total_chars: int = MAX_TOTAL_CHARS
+    ) -> None:
         self.log_stream = log_stream
-        self.shared = shared
-        self._boxes: OrderedDict[str | None, ThoughtBox] = OrderedDict()
+        self.max_sessions = max_sessions
+        self.max_total_chars = max_total_chars
+        self._boxes: OrderedDict[object, ThoughtBox] = OrderedDict()
 
-    def for_session(self, session_id: str | None) -> ThoughtBox:
-        if self.shared is not None:
-            return self.shared
-        box = self._boxes.get(session_id)
+    def for_session(self, session: object, on_end: Callable[[Callable[[], None]], Any]) -> ThoughtBox:
+        """``session``'s box, made on first use; ``on_end`` registers what to call when the session ends."""
+        box = self._boxes.get(session)
         if box is None:
-            box = self._boxes[session_id] = ThoughtBox(log_stream=self.log_stream)
-            while len(self._boxes) > MAX_SESSIONS:
-                self._boxes.popitem(last=False)
+            box = self._boxes[session] = ThoughtBox(log_stream=self.log_stream)
+            on_end(lambda: self.end(session))
+        self._boxes.move_to_end(session)
         return box
 
+    def end(self, session: object) -> None:
+        self._boxes.pop(session, None)
 
-def session_id_of(request: Any) -> str | None:
-    """The streamable-HTTP session id of the request (None over stdio, where a process is a session)."""
-    headers = getattr(request, "headers", None)
-    return headers.get("mcp-session-id") if headers is not None else None
+    def trim(self) -> None:
+        """Forget the least recently used sessions (never the latest) beyond the bounds for all of them."""
+        while len(self._boxes) > 1 and (
+            len(self._boxes) > self.max_sessions or sum(b.chars for b in self._boxes.values()) > self.max_total_chars
+        ):
+            self._boxes.popitem(last=False)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "sessions": len(self._boxes),
+            "thoughts": sum(len(b.history) for b in self._boxes.values()),
+            "characters": sum(b.chars for b in self._boxes.values()),
+            "limits": {
+                "thoughts_per_session": MAX_THOUGHTS,
+                "characters_per_session": MAX_HISTORY_CHARS,
+                "sessions": self.max_sessions,
+                "characters": self.max_total_chars,
+            },
+        }
 
 
-def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazily
-    """The MCP server with its ``think`` tool: one history per session, or ``box`` for every session."""
+def _connection_of(ctx: Any) -> Any:
+    """The MCP connection (one per session: a streamable-HTTP or SSE session, or the stdio process)
+    the request came on. Its ``exit_stack`` is where the SDK unwinds per-connection teardown however
+    the session ends (closed by the client, idle timeout, crash); MCPServer's Context does not
+    expose the connection yet (the low-level Context does), hence the session's attribute."""
+    return ctx.request_context.session._connection
+
+
+def build_server():  # -> MCPServer, imported lazily
+    """The MCP server with its ``think`` tool (one history per session) and its ``thoughtbox://status``."""
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
     log_stream = sys.stderr if thought_logging_enabled() else None
-    boxes = SessionBoxes(log_stream, box)
+    boxes = SessionBoxes(log_stream)
     server = MCPServer(
         name="thoughtbox",
         instructions="Structured step-by-step reasoning: call think once per thought.",
@@ -213,8 +296,10 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
         branchId: Annotated[str | None, Field(description="Name of the branch")] = None,
         needsMoreThoughts: Annotated[bool | None, Field(description="More thoughts needed beyond the estimate")] = None,
     ) -> ThinkResult:
+        connection = _connection_of(ctx)
+        box = boxes.for_session(connection, connection.exit_stack.callback)
         try:
-            return boxes.for_session(session_id_of(ctx.request_context.request)).think(
+            result = box.think(
                 Thought(
                     thought=thought,
                     thought_number=thoughtNumber,
@@ -229,11 +314,19 @@ def build_server(box: ThoughtBox | None = None):  # -> MCPServer, imported lazil
             )
         except ThoughtError as exc:
             raise ToolError(str(exc)) from exc
+        boxes.trim()
+        return result
 
     # The annotations are strings (postponed); Context is imported above, not at module level,
     # so hand the SDK the class itself for the parameter it injects.
     think.__annotations__["ctx"] = Context
     server.add_tool(think, name="think", description=THINK_DESCRIPTION)
+
+    @server.resource("thoughtbox://status", name="status", mime_type="application/json")
+    def status() -> str:
+        """How many sessions, thoughts and characters of thought this server keeps, and its bounds."""
+        return json.dumps(boxes.status())
+
     return server
 
 

@@ -68,7 +68,7 @@ class EventTail:
                 continue
             try:
                 event = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested past the parser's limit
                 self.unreadable_lines += 1
                 continue
             if isinstance(event, dict):

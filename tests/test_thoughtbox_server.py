@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from managers.mcp import MCPManager, ToolCallResult
-from mcp_servers.thoughtbox_server import Thought, ThoughtBox, ThoughtError, format_thought, thought_logging_enabled
+from mcp_servers.thoughtbox_server import (
+    MAX_HISTORY_CHARS,
+    SessionBoxes,
+    Thought,
+    ThoughtBox,
+    ThoughtError,
+    format_thought,
+    thought_logging_enabled,
+)
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     assert_clean,
     async_hygiene,
     capture_logger,
     child_pids,
+    http_server,
     make_config,
     wait_gone,
     write_mcp_config,
@@ -206,3 +219,102 @@ def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> 
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {"DISABLE_THOUGHT_LOGGING": "true"}, calls)
     assert result.content["thoughtHistoryLength"] == 1
     assert "[thoughtbox]" not in stderr
+
+
+# -- bounds ---------------------------------------------------------------------------------------
+
+
+def test_the_history_is_bounded_and_says_what_it_dropped() -> None:
+    stream = io.StringIO()
+    box = ThoughtBox(log_stream=stream, max_thoughts=3)
+    box.think(thought(1))
+    box.think(thought(2, branch_from_thought=1, branch_id="window"))
+    assert "droppedThoughts" not in box.think(thought(3))
+    result = box.think(thought(4))
+    assert result["thoughtHistoryLength"] == 3 and result["droppedThoughts"] == 1
+    result = box.think(thought(5))
+    assert [t.thought_number for t in box.history] == [3, 4, 5] and result["droppedThoughts"] == 2
+    assert result["branches"] == [] and box.branches == {}  # the branch's only thought went
+    assert "dropped the oldest 1 (2 so far)" in stream.getvalue()
+    # By size: the oldest go until the rest fits; the newest stays even when it alone is over.
+    sized = ThoughtBox(max_chars=10)
+    sized.think(Thought("abcd", 1, 3, True))
+    sized.think(Thought("efgh", 2, 3, True))
+    assert sized.think(Thought("ijkl", 3, 3, True))["thoughtHistoryLength"] == 2 and sized.chars == 8
+    assert sized.think(Thought("x" * 50, 4, 4, False))["thoughtHistoryLength"] == 1 and sized.chars == 50
+
+
+def test_sessions_are_freed_when_they_end_and_bounded_together() -> None:
+    ends: dict[str, Any] = {}
+    boxes = SessionBoxes(None, max_sessions=2, max_total_chars=20)
+    for name in ("a", "b"):
+        boxes.for_session(name, lambda end, name=name: ends.setdefault(name, end)).think(
+            Thought("12345678", 1, 1, False)
+        )
+    assert boxes.status()["sessions"] == 2 and boxes.status()["characters"] == 16
+    ends["a"]()  # session a ended
+    assert boxes.status()["sessions"] == 1 and boxes.status()["thoughts"] == 1
+    boxes.for_session("c", lambda end: None).think(Thought("x" * 15, 1, 1, False))
+    boxes.trim()  # over 20 characters together: b, the least recently used, goes; c stays
+    assert boxes.status()["sessions"] == 1 and boxes.status()["characters"] == 15
+
+
+def test_a_long_thought_is_logged_as_one_short_line() -> None:
+    long = Thought(
+        thought="The troll\nblocks the way. " * 100_000, thought_number=2, total_thoughts=3, next_thought_needed=True
+    )
+    line = format_thought(long)
+    assert line.startswith("[thoughtbox] Thought 2/3: The troll blocks the way.")
+    assert len(line) < 200 and "\n" not in line and f"({len(long.thought)} characters)" in line
+
+
+# -- over real HTTP ---------------------------------------------------------------------------------
+
+
+async def read_status(session: ClientSession) -> dict[str, Any]:
+    result = await session.read_resource("thoughtbox://status")
+    return json.loads(result.contents[0].text)
+
+
+def think_call(n: int, text: str) -> dict[str, Any]:
+    return {"thought": text, "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": True}
+
+
+def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> None:
+    big = "x" * (MAX_HISTORY_CHARS * 2 // 5)  # three of these are over one session's bound
+
+    async def scenario(url: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as observer:
+            await observer.initialize()
+            async with streamable_http_client(url) as (read2, write2), ClientSession(read2, write2) as thinker:
+                await thinker.initialize()
+                results = []
+                for n in (1, 2, 3):
+                    result = await thinker.call_tool("think", think_call(n, big))
+                    assert not result.is_error, result
+                    results.append(result.structured_content)
+                while_open = await read_status(observer)
+            # The thinker closed its session (its client sent DELETE): its history goes with it. The
+            # server frees it as the session's task winds down, just after answering the DELETE.
+            deadline = time.monotonic() + 30
+            after = await read_status(observer)
+            while after["sessions"] and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                after = await read_status(observer)
+        return results, while_open, after
+
+    with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
+        results, while_open, after = asyncio.run(scenario(server.url))
+    assert [r["thoughtHistoryLength"] for r in results] == [1, 2, 2]
+    assert "droppedThoughts" not in results[1] and results[2]["droppedThoughts"] == 1
+    assert while_open["sessions"] == 1 and while_open["thoughts"] == 2
+    assert while_open["characters"] == 2 * len(big)
+    assert after["sessions"] == 0 and after["thoughts"] == 0 and after["characters"] == 0
+
+
+def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> None:
+    text = "Try the window. " + "w" * 300_000
+    (_, result), stderr = run_thoughtbox_turn(tmp_path, {}, [think_call(1, text)])
+    assert result.content["thoughtHistoryLength"] == 1
+    assert "[thoughtbox] Thought 1/3: Try the window." in stderr
+    assert f"({len(text)} characters)" in stderr and "w" * 1000 not in stderr

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 from urllib.request import urlopen
 
 import pytest
@@ -65,7 +66,13 @@ def request(
 ) -> tuple[int, dict[str, str], bytes]:
     """A raw request: the path goes out exactly as given (no client-side normalising)."""
     address, port = viewer.server.server_address[:2]
-    connection = http.client.HTTPConnection(str(address), int(port), timeout=30)
+    return raw_request(str(address), int(port), path, method, host)
+
+
+def raw_request(
+    address: str, port: int, path: str, method: str = "GET", host: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection(address, port, timeout=30)
     try:
         connection.putrequest(method, path, skip_host=True)
         connection.putheader("Host", host or f"127.0.0.1:{port}")
@@ -344,3 +351,153 @@ def test_a_browser_closing_its_connection_is_not_a_traceback(
     assert bug.levelname == "ERROR" and bug.exc_info is not None and bug.exc_info[1] is error
     # The server keeps serving.
     assert get_json(viewer, "/api/episodes")
+
+
+# ---------------------------------------------------------------------- hostile input
+@pytest.mark.parametrize("since", ["²", "٣", "9" * 5000, ""])
+def test_a_malformed_since_gets_a_400_naming_it(viewer: RunningViewer, since: str) -> None:
+    status, headers, body = request(viewer, f"/api/episodes/walk?since={quote(since)}")
+    assert status == 400, body
+    assert headers["Content-Type"].startswith("application/json")
+    error = json.loads(body)["error"]
+    assert "since must be a whole number" in error and len(error) < 200
+    assert get_json(viewer, "/api/episodes/walk?since=" + "9" * 15)["events"] == []  # large, but a number
+
+
+def deep_line(depth: int) -> str:
+    return '{"event_type": "turn", "turn": 99, "nested": ' + "[" * depth + "]" * depth + "}\n"
+
+
+def test_malformed_events_are_skipped_and_the_rest_is_served(
+    tmp_path: Path, played: tuple[Path, GameState, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log line nested 200,000 deep, one nested deeper than the viewer serves, and events whose
+    fields have the wrong types: each is skipped and counted; the episode and the others still show."""
+    source = (played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl").read_text()
+    good = [json.loads(line) for line in source.splitlines()]
+    workdir = tmp_path / "game_files"
+    for episode_id in ("fine", "hostile"):
+        (workdir / "episodes" / episode_id).mkdir(parents=True)
+    (workdir / "episodes" / "fine" / "episode_log.jsonl").write_text(source)
+    bad_lines = [
+        deep_line(200_000),
+        deep_line(150),
+        json.dumps({"event_type": "turn", "turn": 3, "room_id": [1, 2]}) + "\n",
+        json.dumps({"event_type": ["turn"], "turn": 3}) + "\n",
+        json.dumps({"event_type": "episode_start", "timestamp": 12345}) + "\n",
+        json.dumps({"event_type": "turn", "turn": "three", "score": True}) + "\n",
+    ]
+    lines = source.splitlines(keepends=True)
+    (workdir / "episodes" / "hostile" / "episode_log.jsonl").write_text("".join(lines[:2] + bad_lines + lines[2:]))
+    state = {"current_room_id": [5], "visited_room_ids": [[1], {"a": 1}, good[-1].get("room_id")]}
+    (workdir / "episodes" / "hostile" / "current_state.json").write_text(json.dumps(state))
+    caplog.set_level("DEBUG", logger="zorkgpt.viewer")
+    running = start_viewer(workdir, port=0)
+    try:
+        for _ in range(2):  # the page polls: the second look must not fail or warn again
+            listing = get_json(running, "/api/episodes")
+            assert sorted(e["id"] for e in listing["episodes"]) == ["fine", "hostile"]
+            hostile = get_json(running, "/api/episodes/hostile")
+            assert hostile["events"] == good and hostile["next"] == len(good)
+            assert hostile["unreadable_lines"] == len(bad_lines)
+            assert hostile["episode"]["turns"] == get_json(running, "/api/episodes/fine")["episode"]["turns"]
+        with (workdir / "episodes" / "hostile" / "episode_log.jsonl").open("a") as fh:
+            fh.write(deep_line(300))
+        assert get_json(running, "/api/episodes/hostile")["unreadable_lines"] == len(bad_lines) + 1
+    finally:
+        running.close()
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and "hostile" in r.getMessage()]
+    assert len(warnings) == 1 and "skipped" in warnings[0].getMessage(), caplog.text
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    walk = played[0] / "game_files" / "episodes" / "walk"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret_event = {"event_type": "turn", "turn": 1, "action": SECRET_MARKER}
+    (outside / "log.jsonl").write_text(json.dumps(secret_event) + "\n")
+    (outside / "state.json").write_text(json.dumps({"current_room_name": SECRET_MARKER}))
+    (outside / "notes.md").write_text(SECRET_MARKER)
+    map_text = (played[0] / "game_files" / "map_state.json").read_text()
+    (outside / "map.json").write_text(re.sub(r'"name": "[^"]+"', f'"name": "{SECRET_MARKER}"', map_text, count=1))
+    objective = {"episode_id": "mine", "id": 1, "text": SECRET_MARKER, "status": "active", "priority": "high"}
+    (outside / "objectives.json").write_text(json.dumps({"objectives": [objective]}))
+
+    workdir = tmp_path / "game_files"
+    (workdir / "episodes" / "linked").mkdir(parents=True)
+    (workdir / "episodes" / "linked" / "episode_log.jsonl").symlink_to(outside / "log.jsonl")
+    mine = workdir / "episodes" / "mine"
+    mine.mkdir()
+    (mine / "episode_log.jsonl").write_text((walk / "episode_log.jsonl").read_text())
+    for name, target in [
+        ("episodes/mine/current_state.json", "state.json"),
+        ("episodes/mine/episode_summary.json", "state.json"),
+        ("memories.md", "notes.md"),
+        ("map_state.json", "map.json"),
+        ("objectives.json", "objectives.json"),
+    ]:
+        (workdir / name).symlink_to(outside / target)
+    # A link that stays inside the workdir is followed.
+    (workdir / "kb").mkdir()
+    (workdir / "kb" / "knowledge.md").write_text("# Knowledge\n")
+    (workdir / "knowledgebase.md").symlink_to(workdir / "kb" / "knowledge.md")
+
+    running = start_viewer(workdir, port=0)
+    try:
+        assert [e["id"] for e in get_json(running, "/api/episodes")["episodes"]] == ["mine"]
+        status, _, body = request(running, "/api/episodes/linked")
+        assert status == 404 and SECRET_MARKER.encode() not in body
+        status, _, body = request(running, "/api/episodes/mine")
+        assert status == 200 and SECRET_MARKER.encode() not in body
+        detail = json.loads(body)
+        assert detail["state"] is None and detail["summary"] is None
+        assert detail["learning"]["memories"] is None and detail["learning"]["objectives"] == []
+        assert detail["learning"]["knowledge"] == "# Knowledge\n"
+        assert detail["map"]["rooms"] == [] and "outside the game workdir" in detail["map"]["error"]
+    finally:
+        running.close()
+
+
+def test_python_m_viewer_on_all_addresses_warns_and_still_checks_the_host(
+    played: tuple[Path, GameState, int],
+) -> None:
+    workdir = played[0] / "game_files"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "viewer",
+            str(workdir),
+            "--port",
+            "0",
+            "--host",
+            "0.0.0.0",
+            "--allow-host",
+            "zork.example",
+        ],
+        cwd=REPO,
+        env=clean_env({}),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        startup = [proc.stderr.readline() for _ in range(2)]
+        warning, line = startup
+        match = re.search(r"http://0\.0\.0\.0:(\d+)/", line)
+        assert match, startup
+        port = int(match[1])
+        assert warning.startswith("Warning: the viewer is bound to 0.0.0.0") and f"port {port}" in warning
+        assert "no password" in warning and "--allow-host" in warning
+        # 0.0.0.0 includes loopback: a rebinding page's name is still refused there.
+        assert raw_request("127.0.0.1", port, "/api/episodes", host=f"127.0.0.1:{port}")[0] == 200
+        assert raw_request("127.0.0.1", port, "/api/episodes", host=f"{socket.gethostname()}:{port}")[0] == 200
+        assert raw_request("127.0.0.1", port, "/api/episodes", host="zork.example")[0] == 200
+        status, _, body = raw_request("127.0.0.1", port, "/api/episodes", host=f"evil.example:{port}")
+        assert status == 403 and b"--allow-host" in body and b"walk" not in body
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err

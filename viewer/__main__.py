@@ -1,4 +1,5 @@
-"""``uv run python -m viewer [GAME_WORKDIR] [--port PORT] [--host HOST]``: watch episodes in a browser."""
+"""``uv run python -m viewer [GAME_WORKDIR] [--port PORT] [--host HOST] [--allow-host NAME]``: watch episodes
+in a browser."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mcp_servers.host_check import add_allow_host_argument
 from session.errors import EXIT_OK, EXIT_SETUP, ConfigError
 from session.game_configuration import GameConfiguration
 from viewer.server import DEFAULT_HOST, DEFAULT_PORT, make_server
@@ -27,8 +29,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--host",
         default=DEFAULT_HOST,
-        help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 shares it on your network)",
+        help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 shares it, with no password, "
+        "with everyone who can reach this machine)",
     )
+    add_allow_host_argument(parser)
     parser.add_argument(
         "--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections (for the file names)"
     )
@@ -54,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_SETUP
     try:
-        server = make_server(workdir, args.port, args.host, config.files)
+        server = make_server(workdir, args.port, args.host, config.files, args.allow_host)
     except OSError as exc:
         print(
             f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. Pick another port with --port.",
@@ -62,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_SETUP
     host, port = server.server_address[:2]
+    if server.host_check.beyond_loopback:
+        offers = "read your episodes (transcripts, the agent's reasoning, memories, the map)"
+        print(server.host_check.exposure_warning("the viewer", port, offers), file=sys.stderr)
     print(f"ZorkGPT viewer for {workdir.resolve()} at http://{host}:{port}/ (Ctrl-C to stop)", file=sys.stderr)
     try:
         server.serve_forever()

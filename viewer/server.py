@@ -5,27 +5,31 @@
 - ``GET /api/episodes`` every episode in the workdir, newest first;
 - ``GET /api/episodes/<id>?since=N`` one episode, with its events from index ``N`` on.
 
-Only GET and HEAD are answered. The server binds to 127.0.0.1 unless told otherwise and,
-on a loopback address, answers only requests addressed to a loopback host name (a web page
-elsewhere cannot reach it through DNS rebinding).
+Only GET and HEAD are answered; a malformed ``since`` gets 400 naming the problem. The server
+binds to 127.0.0.1 unless told otherwise and, wherever it is bound, answers only requests
+addressed to the names ``mcp_servers.host_check`` allows (a web page elsewhere cannot reach it
+through DNS rebinding).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from mcp_servers.host_check import HostCheck
 from session.game_configuration import FilesSection
+from shared_utils import shorten
 from viewer import DEFAULT_PORT
 from viewer.workdir import EpisodeNotFoundError, GameWorkdir
 
@@ -37,7 +41,8 @@ STATIC_FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+# ASCII digits only (str.isdigit() takes "²"), and few enough that int() takes them (it refuses 4,300+).
+SINCE = re.compile(r"[0-9]{1,15}")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -75,19 +80,17 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def _error(self, status: HTTPStatus, message: str) -> None:
         self._json({"error": message}, status)
 
-    def _host_allowed(self) -> bool:
-        if not self.server.loopback_only:
-            return True
-        host = (self.headers.get("Host") or "").strip().lower()
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        return name in LOOPBACK_NAMES
-
     def do_HEAD(self) -> None:
         self.do_GET()
 
     def do_GET(self) -> None:
-        if not self._host_allowed():
-            self._error(HTTPStatus.FORBIDDEN, "This viewer only answers requests to localhost.")
+        host = self.headers.get("Host")
+        if not self.server.host_check.allows_host(host, self.connection.getsockname()[0]):
+            self._error(
+                HTTPStatus.FORBIDDEN,
+                f"This viewer does not answer requests addressed to {shorten(host or '', 100)!r}; "
+                "if you reach it by that name, start it with --allow-host NAME.",
+            )
             return
         url = urlsplit(self.path)
         path = unquote(url.path)
@@ -100,14 +103,18 @@ class ViewerHandler(BaseHTTPRequestHandler):
         elif path == "/api/episodes":
             self._json({"workdir": str(workdir.root), "episodes": workdir.list_episodes()})
         elif path.startswith("/api/episodes/"):
-            self._episode(path.removeprefix("/api/episodes/"), parse_qs(url.query))
+            self._episode(path.removeprefix("/api/episodes/"), parse_qs(url.query, keep_blank_values=True))
         else:
             self._error(HTTPStatus.NOT_FOUND, f"Nothing at {url.path}.")
 
     def _episode(self, episode_id: str, query: dict[str, list[str]]) -> None:
         raw_since = query.get("since", ["0"])[-1]
-        if not raw_since.isdigit():
-            self._error(HTTPStatus.BAD_REQUEST, f"since must be a whole number of events, not {raw_since!r}.")
+        if not SINCE.fullmatch(raw_since):
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "since must be a whole number of events from 0 (digits 0-9, at most 15), "
+                f"not {shorten(raw_since, 40)!r}.",
+            )
             return
         try:
             self._json(self.server.workdir.episode(episode_id, since=int(raw_since)))
@@ -118,9 +125,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
 class ViewerHTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # a browser's kept-alive connection must not hold up shutdown
 
-    def __init__(self, address: tuple[str, int], workdir: GameWorkdir) -> None:
+    def __init__(self, address: tuple[str, int], workdir: GameWorkdir, allowed_hosts: Iterable[str] = ()) -> None:
         self.workdir = workdir
-        self.loopback_only = _is_loopback(address[0])
+        self.host_check = HostCheck.for_bind(address[0], allowed_hosts)
         super().__init__(address, ViewerHandler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -132,15 +139,6 @@ class ViewerHTTPServer(ThreadingHTTPServer):
             logger.debug("Viewer client %s went away: %s", client_address, error)
             return
         logger.exception("Viewer request from %s failed", client_address)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
@@ -163,10 +161,14 @@ class RunningViewer:
 
 
 def make_server(
-    workdir: Path, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, files: FilesSection | None = None
+    workdir: Path,
+    port: int = DEFAULT_PORT,
+    host: str = DEFAULT_HOST,
+    files: FilesSection | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> ViewerHTTPServer:
     """A bound server (raises ``OSError`` when the port is taken); port 0 picks a free one."""
-    return ViewerHTTPServer((host, port), GameWorkdir(workdir, files))
+    return ViewerHTTPServer((host, port), GameWorkdir(workdir, files), allowed_hosts)
 
 
 def start_viewer(

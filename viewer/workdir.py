@@ -1,13 +1,20 @@
 """What the viewer shows, read from a game workdir (``game_files/``) that a run may be writing.
 
 Everything is read on request and never written. Episode ids from a URL are checked
-against the folders that exist under ``episodes/``; nothing outside the workdir is read.
+against the folders that exist under ``episodes/``; nothing outside the workdir is read (a
+symlink that leads out of it is treated as a missing file).
+
+An episode log may hold lines the page cannot show: not JSON, nested too deep to serve, or an
+event whose fields have the wrong types (a hand-edited or foreign log). They are skipped and
+counted in ``unreadable_lines``, with one warning per episode; the other events are served.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,8 @@ from orchestration.episode_records import (
 )
 from session.game_configuration import FilesSection
 from viewer.map_layout import layout, step
+
+logger = logging.getLogger("zorkgpt.viewer")
 
 EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 TEXT_LIMIT = 256 * 1024  # a hand-grown memories file must not make every poll megabytes long
@@ -40,6 +49,61 @@ STATE_KEYS = (
     "end_reason",
     "victory",
 )
+# Deeper than anything the game logs, well inside what Python's JSON encoder can serve back.
+MAX_DEPTH = 100
+# The event fields the viewer and its page compute with, and the types they must have when present.
+EVENT_FIELD_TYPES: dict[str, type] = {
+    "event_type": str,
+    "timestamp": str,
+    "level": str,
+    "turn": int,
+    "score": int,
+    "room_id": int,
+}
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply ``value`` nests lists and objects, counted without recursion; stops past ``limit``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def event_problem(event: dict[str, Any]) -> str | None:
+    """Why the page cannot show ``event``, or None when it can."""
+    for name, kind in EVENT_FIELD_TYPES.items():
+        value = event.get(name)
+        if value is None and name != "event_type":
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{name} is {type(value).__name__}, not {kind.__name__}"
+    if nesting_depth(event) > MAX_DEPTH:
+        return f"nested more than {MAX_DEPTH} levels deep"
+    return None
+
+
+@dataclass
+class _EpisodeLog:
+    """One episode's log as the viewer serves it: the tail's events that passed ``event_problem``."""
+
+    tail: EventTail
+    source: list[dict[str, Any]] = field(default_factory=list)  # the tail's list these were checked from
+    checked: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    warned: bool = False
 
 
 class EpisodeNotFoundError(LookupError):
@@ -53,7 +117,7 @@ class GameWorkdir:
         self.root = root.resolve()
         self.files = files or FilesSection()
         self.episodes_dir = self.root / "episodes"
-        self._tails: dict[str, EventTail] = {}
+        self._logs: dict[str, _EpisodeLog] = {}
         self._figures_cache: dict[str, tuple[int, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -61,17 +125,58 @@ class GameWorkdir:
     def episode_dir(self, episode_id: str) -> Path:
         if not EPISODE_ID.fullmatch(episode_id):
             raise EpisodeNotFoundError(episode_id)
-        path = (self.episodes_dir / episode_id).resolve()
-        # resolve() follows symlinks: a link pointing out of the workdir is refused here.
-        if path.parent != self.episodes_dir.resolve() or not path.is_dir():
+        path = self.inside(self.episodes_dir / episode_id)
+        # A link pointing out of the workdir, or out of episodes/, is refused here.
+        if path is None or path.parent != self.episodes_dir.resolve() or not path.is_dir():
             raise EpisodeNotFoundError(episode_id)
         return path
 
+    def inside(self, path: Path) -> Path | None:
+        """``path`` with its symlinks resolved, or None when they lead out of the workdir."""
+        resolved = path.resolve()
+        return resolved if resolved.is_relative_to(self.root) else None
+
+    def read_json(self, path: Path) -> dict[str, Any] | None:
+        """A JSON object file of the workdir, or None when missing, unreadable, outside or nested too deep."""
+        target = self.inside(path)
+        try:
+            data = read_json(target) if target is not None else None
+        except RecursionError:  # nested beyond what the parser handles
+            return None
+        return data if data is None or nesting_depth(data) <= MAX_DEPTH else None
+
     def _events(self, episode_id: str) -> tuple[list[dict[str, Any]], int]:
-        path = self.episode_dir(episode_id) / EVENTS_FILE
+        path = self.inside(self.episode_dir(episode_id) / EVENTS_FILE)
+        if path is None:
+            raise EpisodeNotFoundError(episode_id)  # its log is a link out of the workdir
         with self._lock:
-            tail = self._tails.setdefault(episode_id, EventTail(path)).refresh()
-            return list(tail.events), tail.unreadable_lines
+            log = self._logs.get(episode_id)
+            if log is None or log.tail.path != path:
+                log = self._logs[episode_id] = _EpisodeLog(EventTail(path))
+            tail = log.tail.refresh()
+            if tail.events is not log.source:  # the file was replaced or truncated: the tail started over
+                log.source, log.checked, log.events, log.skipped = tail.events, 0, [], 0
+            first_problem = None
+            for event in tail.events[log.checked :]:
+                problem = event_problem(event)
+                if problem is None:
+                    log.events.append(event)
+                else:
+                    log.skipped += 1
+                    first_problem = first_problem or problem
+            log.checked = len(tail.events)
+            if first_problem is not None:
+                # Once per episode: the page polls every few seconds.
+                level = logging.DEBUG if log.warned else logging.WARNING
+                logger.log(
+                    level,
+                    "Episode %s: skipped %d event(s) of its log the viewer cannot show (the first: %s)",
+                    episode_id,
+                    log.skipped,
+                    first_problem,
+                )
+                log.warned = True
+            return list(log.events), tail.unreadable_lines + log.skipped
 
     def episode_ids(self) -> list[str]:
         if not self.episodes_dir.is_dir():
@@ -88,7 +193,7 @@ class GameWorkdir:
             return dict(cached[1])
         figures = EpisodeFigures.from_events(episode_id, events).to_dict()
         if figures["max_score"] is None:  # only the end event carries it; a running game's state file has it
-            state = read_json(self.episode_dir(episode_id) / STATE_FILE) or {}
+            state = self.read_json(self.episode_dir(episode_id) / STATE_FILE) or {}
             figures["max_score"] = state.get("max_score")
         with self._lock:
             self._figures_cache[episode_id] = (len(events), figures)
@@ -111,16 +216,16 @@ class GameWorkdir:
         events, unreadable = self._events(episode_id)
         folder = self.episode_dir(episode_id)
         figures = self._figures(episode_id, events)
-        state = read_json(folder / STATE_FILE)
+        state = self.read_json(folder / STATE_FILE)
         visited = {e.get("room_id") for e in events if e.get("event_type") == "turn"}
-        if state:
-            visited |= set(state.get("visited_room_ids") or [])
+        if state and isinstance(state.get("visited_room_ids"), list):
+            visited |= {room for room in state["visited_room_ids"] if isinstance(room, int)}
         current = figures["room_id"] if figures["room_id"] is not None else (state or {}).get("current_room_id")
         since = max(0, min(since, len(events)))
         return {
             "episode": figures,
             "state": {key: state.get(key) for key in STATE_KEYS} if state else None,
-            "summary": read_json(folder / SUMMARY_FILE),
+            "summary": self.read_json(folder / SUMMARY_FILE),
             "map": self.map_view(current, visited),
             "learning": self.learning(episode_id),
             "events": events[since:],
@@ -131,10 +236,15 @@ class GameWorkdir:
     # ----------------------------------------------------------------- shared files
     def map_view(self, current: int | None, visited: set[Any]) -> dict[str, Any]:
         """Rooms placed on a grid, moves between them, and exits nobody has taken yet."""
+        path = self.inside(self.root / self.files.map_file)
+        if path is None:
+            return {"rooms": [], "edges": [], "error": f"{self.files.map_file} links outside the game workdir."}
         try:
-            graph = MapGraph.load(self.root / self.files.map_file)
+            graph = MapGraph.load(path)
         except MapGraphError as exc:
             return {"rooms": [], "edges": [], "error": str(exc)}
+        except RecursionError:
+            return {"rooms": [], "edges": [], "error": f"{self.files.map_file} is nested too deep to be a map."}
         rooms = [
             {
                 "id": room.id,
@@ -163,7 +273,9 @@ class GameWorkdir:
         return {"rooms": rooms, "edges": list(edges.values()), "current": current}
 
     def _text(self, name: str) -> str | None:
-        path = self.root / name
+        path = self.inside(self.root / name)
+        if path is None:
+            return None
         try:
             with path.open("r", encoding="utf-8", errors="replace") as fh:
                 return fh.read(TEXT_LIMIT)
@@ -173,7 +285,7 @@ class GameWorkdir:
     def learning(self, episode_id: str) -> dict[str, Any]:
         """The files that carry over between episodes (memories, knowledge base), and this
         episode's objectives from the shared objectives file."""
-        saved = read_json(self.root / OBJECTIVES_FILE_NAME) or {}
+        saved = self.read_json(self.root / OBJECTIVES_FILE_NAME) or {}
         entries = saved.get("objectives") if isinstance(saved.get("objectives"), list) else []
         # Each objective names its episode; a file from before that names it once at the top.
         objectives = [

@@ -46,6 +46,7 @@ FORBIDDEN_TEXT = (
 class HTTPServer:
     url: str
     process: subprocess.Popen[str]
+    startup: str = ""  # what it printed on stderr up to its "listening on" line
 
 
 @contextmanager
@@ -64,6 +65,7 @@ def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] 
     watchdog = threading.Timer(120, process.kill)
     watchdog.start()
     seen: list[str] = []
+    reader: threading.Thread | None = None
     try:
         assert process.stderr is not None
         for line in process.stderr:
@@ -75,8 +77,9 @@ def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] 
             raise AssertionError(f"{module} did not start listening:\n{''.join(seen)}")
         url = seen[-1].rsplit("listening on ", 1)[1].strip()
         # Keep reading stderr so the server never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
-        yield HTTPServer(url, process)
+        reader = threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True)
+        reader.start()
+        yield HTTPServer(url, process, "".join(seen))
     finally:
         watchdog.cancel()
         process.terminate()
@@ -85,6 +88,10 @@ def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if reader is not None:
+            reader.join(10)  # at the end of the pipe now that the server is gone
+        if process.stderr is not None and (reader is None or not reader.is_alive()):
+            process.stderr.close()
 
 
 def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str = "mcp_config.json") -> Path:
