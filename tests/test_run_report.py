@@ -186,9 +186,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| run | model | MCP | episodes | score mean |")
-    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 5 | 5 | 5 | {TURNS} |")
-    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 3 |")
+    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean |")
+    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | 5 | 5 | {TURNS} |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 0 | 3 |")
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
@@ -208,9 +208,9 @@ def test_run_folder_reads_back_as_it_was_written(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
-    from orchestration.run_report import write_run
+    from orchestration.run_report import ends_from_folders, write_run
 
-    written = write_run(tmp_path / "run", folders)
+    written = write_run(tmp_path / "run", ends_from_folders(folders))
     assert read_run(tmp_path / "run") == written
 
 
@@ -238,7 +238,8 @@ def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -
             "victory": "false",
             "cost": "0.5",
             "mcp_calls_by_server": "",
-        }
+        },
+        position=1,
     )
     priced = RunSummary("r", (row, row), {})
     assert priced.cost == pytest.approx(1.0)
