@@ -430,15 +430,15 @@ def run_table(summary: RunSummary) -> str:
     """The table across a run's finished episodes and how the others ended (what main.py prints at the end)."""
     n = len(summary.finished)
     episodes = f"Episodes: {len(summary.rows)} requested · {summary.statuses}"
-    if summary.not_finished:
-        ended = Counter(r.how_it_ended for r in summary.not_finished)
+    ended = Counter(r.how_it_ended for r in summary.not_finished)
+    others = "; ".join(f"{how} ×{count}" if count > 1 else how for how, count in ended.items())
+    if not n:
+        return f"{episodes}\nNo episode finished, so there are no figures to show ({others})."
+    if others:
         episodes += (
             f"\nFigures over the {n} finished episode{'s' if n != 1 else ''} only; "
-            f"{len(summary.not_finished)} did not finish: "
-            + ", ".join(f"{how} ×{count}" if count > 1 else how for how, count in ended.items())
+            f"{len(summary.not_finished)} did not finish: {others}"
         )
-    if not n:
-        return episodes + "\nNo episode finished: there are no figures to show."
     rows = [
         ("score", summary.score),
         ("turns", summary.turns),

@@ -3,11 +3,14 @@ the table; ``python -m orchestration.run_report`` builds run folders and compare
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ from orchestration.run_report import (
     summarize_episodes,
 )
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
-from tests.main_support import REPO, clean_env, scripted_env
+from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 
 TURNS = 6
@@ -245,3 +248,53 @@ def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -
     assert priced.cost == pytest.approx(1.0)
     unpriced = RunSummary("r", (row, EpisodeRow(**{**row.__dict__, "cost": None})), {})
     assert unpriced.cost is None
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """A real filesystem of ``size`` mounted at ``folder`` (tmpfs: needs root, as in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for a real full disk needs root (CI runs the tests as root)")
+    folder.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_an_episode_that_crashes_at_close_is_in_the_run_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The episode folders fill a real small disk: the first episode's logs cannot all be
+    written, and closing them fails; the run's learning files and report are elsewhere."""
+    llm_server.respond_with(lambda body, index: agent_reply("look"))
+    with small_disk(tmp_path / "runs" / "episodes", "48k"):
+        proc = run_main(
+            ["--episodes", "3", "--max-turns", "40"],
+            scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING),
+            cwd=tmp_path,
+            timeout=240,
+        )
+        (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+        logged_turns = sum(e["event_type"] == "turn" for e in read_events(episode))
+    assert proc.returncode == 1, proc.stderr
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["number"], r["status"]) for r in rows] == [
+        ("1", "crashed"),
+        ("2", "never started"),
+        ("3", "never started"),
+    ]
+    crashed = rows[0]
+    assert crashed["episode_id"] == episode.name and int(crashed["turns"]) == logged_turns > 0
+    assert re.search(r"No space left on device|could not be written", crashed["status_detail"]), crashed
+    report = (run_dir / REPORT_MD).read_text(encoding="utf-8")
+    assert "Episodes: 3 requested · 1 crashed · 2 never started" in report
+    assert f"| 1 | {episode.name} | crashed: {crashed['status_detail']} |" in report
+    assert (
+        f"No episode finished, so there are no figures to show (crashed: {crashed['status_detail']}; never started ×2)"
+        in report
+    )
+    assert proc.stdout.strip() in report
