@@ -135,7 +135,8 @@ class EpisodeRow:
 
     @property
     def played(self) -> bool:
-        return self.status != EpisodeStatus.NEVER_STARTED
+        """It has an episode folder (one killed before making it has none)."""
+        return bool(self.episode_id)
 
     @property
     def how_it_ended(self) -> str:

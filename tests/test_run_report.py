@@ -298,3 +298,42 @@ def test_an_episode_that_crashes_at_close_is_in_the_run_report(
         in report
     )
     assert proc.stdout.strip() in report
+
+
+def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
+    from orchestration.run_report import CSV_FIELDS
+
+    folder = tmp_path / "old-run"
+    folder.mkdir()
+    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail")]
+    rows = [
+        {name: "0" for name in old_fields}
+        | {"episode_id": episode_id, "end_reason": reason, "model": "m", "cost": "", "mcp_calls_by_server": ""}
+        | {"started_at": "", "mcp_enabled": "false", "victory": "false", "turns": turns}
+        for episode_id, reason, turns in (("a", "max_turns", "6"), ("b", "unfinished", "2"))
+    ]
+    with (folder / RESULTS_CSV).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=old_fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / SCORES_CSV).write_text("episode_id,turn,score\n")
+    summary = read_run(folder)
+    assert [(r.number, r.status, r.episode_id) for r in summary.rows] == [(1, "finished", "a"), (2, "unfinished", "b")]
+    assert summary.turns.mean == 6 and len(summary.not_finished) == 1
+
+
+def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration.run_report import EpisodeEnd, EpisodeStatus, write_run
+
+    secret = "sk-or-v1-not-for-files-0123456789"
+    monkeypatch.setenv("OPENROUTER_API_KEY", secret)
+    episode = tmp_path / "episodes" / "e1"
+    episode.mkdir(parents=True)
+    crashed = EpisodeEnd(1, EpisodeStatus.CRASHED, f"Provider error: key {secret} refused | 401\nsecond line", episode)
+    summary = write_run(tmp_path / "run", [crashed, EpisodeEnd(2, EpisodeStatus.NEVER_STARTED)])
+    assert [r.status_detail for r in summary.rows] == ["Provider error: key [REDACTED] refused | 401", ""]
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "run").glob("*.*") if p.suffix != ".png")
+    assert secret not in written
+    assert "| 1 | e1 | crashed: Provider error: key [REDACTED] refused \\| 401 |" in written  # the cell stays one cell
