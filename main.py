@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
+    from orchestration.run_report import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
     from session.episode_log import ConsoleOptions
@@ -87,7 +89,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # For --parallel: a child episode reports each turn's figures on stdout, one JSON line per
     # turn, so the parent's live status can show it. Not for users.
     parser.add_argument("--turn-figures", action="store_true", help=argparse.SUPPRESS)
+    # For --parallel: the parent names each child's episode, so it knows the episode's folder
+    # even if the child dies before saying it (the run report lists every episode). Not for users.
+    parser.add_argument("--episode-id", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.episode_id is not None and (
+        args.episodes != 1 or args.episode_id in (".", "..") or not re.fullmatch(r"[\w.-]+", args.episode_id)
+    ):
+        parser.error("--episode-id names one episode's folder (letters, digits, '.', '_', '-'), with --episodes 1")
     if args.view is not None and not 0 <= args.view <= 65535:
         parser.error("--view PORT must be between 0 and 65535")
     if args.parallel < 1:
@@ -158,11 +167,12 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from orchestration.run_report import report_run
+    from orchestration.run_report import EpisodeStatus, report_run
 
-    # A run of several episodes ends with its report (a single episode has its summary).
-    def end_of_run(episode_dirs: list[Path], code: int) -> int:
-        return (report_run(config.workdir, episode_dirs) or code) if args.episodes > 1 else code
+    # A run of several episodes ends with its report, which lists every requested episode and
+    # how it ended, also when an error ended the run (a single episode has its summary).
+    def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
+        return (report_run(config.workdir, ends, args.episodes) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
         if args.parallel > 1 and args.episodes > 1:
@@ -175,13 +185,21 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 args.config,
                 args.max_turns,
                 args.game_file,
+                config.workdir,
                 extra=verbosity_flags(args),
                 status=status,
             )
-            return end_of_run(result.episode_dirs, result.exit_code)
-        episode_dirs, code = play_in_turn(args, config, signals, status)
-        # A run that an error ended has no report: the error is the last thing it says.
-        return end_of_run(episode_dirs, code) if code == EXIT_OK else code
+            return end_of_run(result.ends, result.exit_code)
+        ends: list[EpisodeEnd] = []
+        try:
+            code = play_in_turn(args, config, signals, status, ends)
+        except Exception as exc:
+            # A bug, or an episode's close that failed: the report first, then the traceback.
+            if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
+                ends[-1] = ends[-1].with_detail(f"{type(exc).__name__}: {exc}")
+            end_of_run(ends, EXIT_RUN_FAILED)
+            raise
+        return end_of_run(ends, code)
 
 
 def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[TerminalStatus | None]:
@@ -219,14 +237,20 @@ def figures_listener(
 
 
 def play_in_turn(
-    args: argparse.Namespace, config: GameConfiguration, signals: StopSignals, status: TerminalStatus | None
-) -> tuple[list[Path], int]:
-    """Play the episodes one after another; their folders and the exit code."""
+    args: argparse.Namespace,
+    config: GameConfiguration,
+    signals: StopSignals,
+    status: TerminalStatus | None,
+    ends: list[EpisodeEnd],
+) -> int:
+    """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
+    an episode counts as crashed from its start until it ends otherwise, so one whose exception
+    leaves here is in it."""
+    from orchestration.run_report import EpisodeEnd, EpisodeStatus
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)
     game_file = Path(args.game_file).resolve() if args.game_file else None
-    episode_dirs: list[Path] = []
     for episode in range(args.episodes):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
@@ -240,9 +264,12 @@ def play_in_turn(
                 game_file=game_file,
                 console_options=console_options(args, status),
                 on_turn=figures_listener(args, status, episode + 1),
+                episode_id=args.episode_id,
             )
         except ZorkGPTError as exc:
-            return episode_dirs, report(exc)
+            ends.append(EpisodeEnd(episode + 1, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))
+            return report(exc)
+        ends.append(EpisodeEnd(episode + 1, EpisodeStatus.CRASHED, "", orchestrator.episode_dir))
         orchestrator.stop_requested = signals.stop_requested
         signals.on_stop = orchestrator.request_stop
         label = f"Episode {episode + 1}/{args.episodes}"
@@ -253,14 +280,15 @@ def play_in_turn(
             # what ended this episode (the provider failing after its retries...) would end the next.
             if not orchestrator.discard_episode_folder:
                 print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
-            return episode_dirs, report(exc)
+            ends[-1] = ends[-1].with_detail(f"{exc.title}: {exc}")
+            return report(exc)
         except UserAbort:
             print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
             raise
         finally:
             signals.on_stop = None
             orchestrator.close()
-        episode_dirs.append(orchestrator.episode_dir)
+        ends[-1] = EpisodeEnd(episode + 1, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
         print(
             # The end reason may quote a provider's error text: never raw control characters on a terminal.
             escape_control_chars(
@@ -279,8 +307,9 @@ def play_in_turn(
                 f"{config.workdir}, then run again.",
                 file=sys.stderr,
             )
-            return episode_dirs, EXIT_RUN_FAILED
-    return episode_dirs, EXIT_OK
+            ends[-1] = ends[-1].with_detail(f"{len(orchestrator.write_failures)} file(s) could not be written")
+            return EXIT_RUN_FAILED
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
 from session.errors import StoryFileError
+from shared_utils import atomic_write_bytes
 
 CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
 STORY_FILE_NAME = "zork1.z5"
@@ -107,15 +107,7 @@ def download_story_file(target: Path, url: str = DOWNLOAD_URL) -> Path:
             f"The file downloaded from {url} has md5 {digest}, expected {CANONICAL_MD5}; it was not saved. "
             f"{_where_to_put_it(target)}"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(target, data)
     return target.resolve()
 
 

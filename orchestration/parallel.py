@@ -16,7 +16,11 @@ The parent owns its children:
 * each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
   outlives the run;
 * the exit code aggregates: 0 if every episode ended in play, 1 if any ended in an error,
-  2 if they could not start (a setup problem every episode would hit).
+  2 if they could not start (a setup problem every episode would hit);
+* the parent names each child's episode (``--episode-id``), so it knows every episode's
+  folder even when the child dies before saying it; with how the child ended (its exit code,
+  the signal that killed it, its last line on stderr), that lets the run report list every
+  requested episode.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -34,8 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from orchestration.run_report import EpisodeEnd, EpisodeStatus, one_line
 from orchestration.turn_figures import TurnFigures
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from session.game_state import new_episode_id
 from session.stop_signals import StopSignals, UserAbort
 
 if TYPE_CHECKING:
@@ -43,7 +48,6 @@ if TYPE_CHECKING:
 
 MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_LOGS_LINE = re.compile(r"(?:Logs: |logs in )(?P<path>\S.*?)\.?$")
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -59,11 +63,31 @@ _PRCTL = _load_prctl()
 
 @dataclass(frozen=True)
 class EpisodeOutcome:
-    """How one child episode ended: its number (1-based), exit code and episode folder if it said."""
+    """How one child episode ended: its number (1-based), exit code (negative: the signal that
+    killed it), the episode folder it was given, and its last line on stderr."""
 
     number: int
     exit_code: int
-    episode_dir: Path | None
+    episode_dir: Path
+    last_line: str = ""
+
+    def end(self) -> EpisodeEnd:
+        """What the run report says of it."""
+        if self.exit_code < 0:
+            try:
+                name = signal.Signals(-self.exit_code).name
+            except ValueError:
+                name = f"signal {-self.exit_code}"
+            return EpisodeEnd(self.number, EpisodeStatus.KILLED, name, self.episode_dir)
+        if not self.episode_dir.is_dir():
+            # A start that failed leaves no folder (a missing story file, a bad setting): its
+            # last line is the error that stopped it.
+            return EpisodeEnd(self.number, EpisodeStatus.NEVER_STARTED, one_line(self.last_line))
+        if self.exit_code == EXIT_OK:
+            return EpisodeEnd(self.number, EpisodeStatus.FINISHED, "", self.episode_dir)
+        # A child prints what ended it last: the error main.py reports, or a traceback's last line.
+        detail = one_line(self.last_line) or f"exit code {self.exit_code}"
+        return EpisodeEnd(self.number, EpisodeStatus.CRASHED, detail, self.episode_dir)
 
 
 @dataclass(frozen=True)
@@ -72,8 +96,9 @@ class ParallelResult:
     exit_code: int
 
     @property
-    def episode_dirs(self) -> list[Path]:
-        return [o.episode_dir for o in self.outcomes if o.episode_dir is not None]
+    def ends(self) -> list[EpisodeEnd]:
+        """How each launched episode ended (the run report adds those never launched)."""
+        return [o.end() for o in self.outcomes]
 
 
 def aggregate_exit_code(codes: Sequence[int]) -> int:
@@ -101,13 +126,22 @@ class _Child:
         total: int,
         argv: Sequence[str],
         out: TextIO,
+        episode_dir: Path,
         on_figures: Callable[[int, TurnFigures], None] | None = None,
     ) -> None:
         self.number = number
-        self.episode_dir: Path | None = None
+        self.episode_dir = episode_dir
+        self.last_line = ""
         self.on_figures = on_figures
         self.process = subprocess.Popen(
-            [sys.executable, str(MAIN_PY), *argv, *(["--turn-figures"] if on_figures else [])],
+            [
+                sys.executable,
+                str(MAIN_PY),
+                *argv,
+                "--episode-id",
+                episode_dir.name,
+                *(["--turn-figures"] if on_figures else []),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if on_figures else None,
             stderr=subprocess.PIPE,
@@ -142,9 +176,8 @@ class _Child:
     def _relay(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
-            match = _LOGS_LINE.search(line.rstrip("\n"))
-            if match:
-                self.episode_dir = Path(match.group("path"))
+            if line.strip():
+                self.last_line = line.strip()
             self._out.write(self._prefix + line)
             self._out.flush()
 
@@ -155,7 +188,7 @@ class _Child:
         self.relay.join()
         if self.figures_reader is not None:
             self.figures_reader.join()
-        return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir)
+        return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir, self.last_line)
 
 
 class ParallelRunner:
@@ -166,12 +199,16 @@ class ParallelRunner:
         child_argv: Sequence[str],
         episodes: int,
         parallel: int,
+        workdir: Path,
         out: TextIO | None = None,
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
     ) -> None:
-        """``status``: the live terminal status, which then shows each running episode."""
+        """``workdir``: the children's game workdir (their episode folders go under its
+        ``episodes/``); ``status``: the live terminal status, which then shows each running episode."""
         self.child_argv = list(child_argv)
+        self.workdir = workdir
+        self._last_id = ""
         self.status = status
         self.episodes = episodes
         self.parallel = max(1, parallel)
@@ -190,6 +227,13 @@ class ParallelRunner:
         self._wake.set()
 
     # -- running --------------------------------------------------------------------------
+    def _next_episode_dir(self) -> Path:
+        episode_id = new_episode_id()
+        while episode_id <= self._last_id:  # two launches in one microsecond: ids stay unique and in order
+            episode_id = new_episode_id()
+        self._last_id = episode_id
+        return self.workdir / "episodes" / episode_id
+
     def run(self, signals: StopSignals) -> ParallelResult:
         """Play; ``signals`` (installed by the caller) stops the run as it stops one episode."""
         outcomes: list[EpisodeOutcome] = []
@@ -203,7 +247,9 @@ class ParallelRunner:
                     on_figures = self.status.update if self.status else None
                     if self.status:
                         self.status.start_episode(launched)
-                    self.running.append(_Child(launched, self.episodes, self.child_argv, self.out, on_figures))
+                    self.running.append(
+                        _Child(launched, self.episodes, self.child_argv, self.out, self._next_episode_dir(), on_figures)
+                    )
                 self._wake.wait(0.1)
                 self._wake.clear()
                 for child in [c for c in self.running if c.process.poll() is not None]:
@@ -258,17 +304,20 @@ def play_in_parallel(
     config: str,
     max_turns: int | None,
     game_file: str | None,
+    workdir: Path,
     extra: Sequence[str] = (),
     status: TerminalStatus | None = None,
 ) -> ParallelResult:
     """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end.
     ``extra``: more options for each child (``--quiet``, ``--verbose``)."""
-    runner = ParallelRunner(child_argv(config, max_turns, game_file, extra), episodes, parallel, status=status)
+    runner = ParallelRunner(
+        child_argv(config, max_turns, game_file, extra), episodes, parallel, workdir=workdir, status=status
+    )
     result = runner.run(signals)
-    finished = len(result.outcomes)
+    launched = len(result.outcomes)
     print(
-        f"Played {finished}/{episodes} episodes, {parallel} at a time: "
-        + ", ".join(f"{o.number}: exit {o.exit_code}" for o in result.outcomes),
+        f"Played {launched}/{episodes} episodes, {parallel} at a time: "
+        + ", ".join(f"{o.number}: {o.end().status}" for o in result.outcomes),
         file=sys.stderr,
     )
     return result

@@ -2,10 +2,12 @@
 
 ``main.py --episodes N`` ends by writing a run folder (``game_files/runs/<run id>/``):
 
-- ``results.csv``: one row per episode (score, turns, deaths, end reason, LLM calls and
-  tokens, cost when the provider reported it, MCP calls per server);
+- ``results.csv``: one row per requested episode, with how it ended (``status``: finished,
+  killed, crashed or never started, and what ended it) and its figures (score, turns, deaths,
+  end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server);
 - ``scores.csv``: the score after every turn of every episode;
-- ``report.md``: the table across episodes (mean, median, max...) and each episode's row;
+- ``report.md``: the table across the finished episodes (mean, median, max...), how many did
+  not finish and why, and each episode's row;
 - ``score_over_turns.png``: one line per episode.
 
 Comparing runs (two models, MCP on and off...) reads only those folders::
@@ -27,13 +29,15 @@ import statistics
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 from orchestration.episode_records import EVENTS_FILE, EpisodeFigures, read_events
+from session.episode_log import redact
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from shared_utils import atomic_write_text, escape_control_chars
 
@@ -44,16 +48,65 @@ SCORE_PNG = "score_over_turns.png"
 COMPARISON_MD = "comparison.md"
 COMPARISON_PNG = "comparison.png"
 UNFINISHED = "unfinished"  # no end recorded: the run was killed mid-episode
+MAX_DETAIL_CHARS = 300  # an error's line in the tables, not its whole text
 
 
 class RunReportError(Exception):
     """A run folder that cannot be read; the message names it and what is missing."""
 
 
+class EpisodeStatus(StrEnum):
+    """How a requested episode ended, as the process that played it saw it.
+
+    Only finished episodes count in a run's figures: an episode cut short would drag the
+    means down (or up) for reasons that have nothing to do with how the model plays.
+    """
+
+    FINISHED = "finished"  # ended in play (its end reason says how) and exited cleanly
+    CRASHED = "crashed"  # its process ended in an error (the error's line says which)
+    KILLED = "killed"  # its process died by a signal
+    NEVER_STARTED = "never started"  # the run stopped before it, or it could not start
+    UNFINISHED = "unfinished"  # read from its folder after the fact: no end recorded
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """One requested episode of a run: its number (1-based), how it ended, its folder if it has one."""
+
+    number: int
+    status: EpisodeStatus
+    detail: str = ""  # the signal's name, the error's line, why it never started
+    episode_dir: Path | None = None
+
+    def with_detail(self, detail: str) -> EpisodeEnd:
+        return replace(self, detail=detail)
+
+    @classmethod
+    def from_folder(cls, number: int, episode_dir: Path) -> EpisodeEnd:
+        """An episode known only by its folder: finished if its log records an end."""
+        ended = any(event.get("event_type") == "episode_end" for event in read_events(episode_dir))
+        return cls(number, EpisodeStatus.FINISHED if ended else EpisodeStatus.UNFINISHED, "", episode_dir)
+
+
+def one_line(text: str) -> str:
+    """An error's first line, short enough for a table cell."""
+    line = next((part.strip() for part in str(text).splitlines() if part.strip()), "")
+    return line if len(line) <= MAX_DETAIL_CHARS else line[: MAX_DETAIL_CHARS - 1] + "…"
+
+
+def complete_run(ends: Iterable[EpisodeEnd], requested: int) -> list[EpisodeEnd]:
+    """Every requested episode, in order: those not in ``ends`` never started."""
+    by_number = {end.number: end for end in ends}
+    return [by_number.get(n, EpisodeEnd(n, EpisodeStatus.NEVER_STARTED)) for n in range(1, requested + 1)]
+
+
 @dataclass(frozen=True)
 class EpisodeRow:
     """One episode's line in ``results.csv``."""
 
+    number: int
+    status: str  # an EpisodeStatus value
+    status_detail: str
     episode_id: str
     started_at: str
     model: str
@@ -76,9 +129,55 @@ class EpisodeRow:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def finished(self) -> bool:
+        return self.status == EpisodeStatus.FINISHED
+
+    @property
+    def played(self) -> bool:
+        """It has an episode folder (one killed before making it has none)."""
+        return bool(self.episode_id)
+
+    @property
+    def how_it_ended(self) -> str:
+        """``finished``, ``killed (SIGKILL)``, ``crashed: OSError: ...``, ``never started``."""
+        if not self.status_detail:
+            return self.status
+        if self.status == EpisodeStatus.KILLED:
+            return f"{self.status} ({self.status_detail})"
+        return f"{self.status}: {self.status_detail}"
+
     @classmethod
-    def from_figures(cls, figures: EpisodeFigures) -> EpisodeRow:
+    def never_started(cls, end: EpisodeEnd) -> EpisodeRow:
         return cls(
+            number=end.number,
+            status=end.status,
+            status_detail=end.detail,
+            episode_id="",
+            started_at="",
+            model="",
+            mcp_enabled=False,
+            end_reason="",
+            victory=False,
+            score=0,
+            max_score=350,
+            turns=0,
+            deaths=0,
+            llm_calls=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost=None,
+            mcp_calls=0,
+            mcp_calls_by_server="",
+            mcp_errors=0,
+        )
+
+    @classmethod
+    def from_figures(cls, end: EpisodeEnd, figures: EpisodeFigures) -> EpisodeRow:
+        return cls(
+            number=end.number,
+            status=end.status,
+            status_detail=end.detail,
             episode_id=figures.episode_id,
             started_at=figures.started_at or "",
             model=figures.model or "",
@@ -106,7 +205,16 @@ class EpisodeRow:
         return out
 
     @classmethod
-    def from_csv(cls, row: dict[str, str]) -> EpisodeRow:
+    def from_csv(cls, row: dict[str, str], position: int) -> EpisodeRow:
+        """A row of ``results.csv``; ``position`` (1-based) numbers the rows of a file written
+        before the status columns, whose episodes all had a folder and count as finished when
+        their end was recorded."""
+        row = {
+            "number": str(position),
+            "status": EpisodeStatus.UNFINISHED if row.get("end_reason") == UNFINISHED else EpisodeStatus.FINISHED,
+            "status_detail": "",
+            **row,
+        }
         values: dict[str, Any] = {}
         for name in CSV_FIELDS:
             raw = row[name]
@@ -123,7 +231,7 @@ class EpisodeRow:
 
 CSV_FIELDS = [f.name for f in fields(EpisodeRow)]
 _BOOL_FIELDS = {"mcp_enabled", "victory"}
-_TEXT_FIELDS = {"episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
+_TEXT_FIELDS = {"status", "status_detail", "episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
 
 
 @dataclass(frozen=True)
@@ -146,11 +254,20 @@ def _per_turn(total: float, turns: int) -> float:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """The figures across one run's episodes."""
+    """One run's episodes, every requested one; its figures are over the finished ones."""
 
     name: str
     rows: tuple[EpisodeRow, ...]
     scores: dict[str, tuple[tuple[int, int], ...]]  # episode id -> (turn, score) from turn 0
+
+    @property
+    def finished(self) -> tuple[EpisodeRow, ...]:
+        """The episodes the figures are computed over."""
+        return tuple(r for r in self.rows if r.finished)
+
+    @property
+    def not_finished(self) -> tuple[EpisodeRow, ...]:
+        return tuple(r for r in self.rows if not r.finished)
 
     @property
     def models(self) -> str:
@@ -158,52 +275,72 @@ class RunSummary:
 
     @property
     def mcp(self) -> str:
-        settings = {r.mcp_enabled for r in self.rows}
-        return "on" if settings == {True} else "off" if settings == {False} else "mixed"
+        settings = {r.mcp_enabled for r in self.rows if r.played}
+        return "on" if settings == {True} else "off" if settings == {False} else "mixed" if settings else "?"
 
     @property
     def score(self) -> Spread:
-        return Spread.of([r.score for r in self.rows])
+        return Spread.of([r.score for r in self.finished])
 
     @property
     def turns(self) -> Spread:
-        return Spread.of([r.turns for r in self.rows])
+        return Spread.of([r.turns for r in self.finished])
 
     @property
     def deaths(self) -> Spread:
-        return Spread.of([r.deaths for r in self.rows])
+        return Spread.of([r.deaths for r in self.finished])
 
     @property
     def total_turns(self) -> int:
-        return sum(r.turns for r in self.rows)
+        return sum(r.turns for r in self.finished)
 
     @property
     def llm_calls_per_turn(self) -> float:
-        return _per_turn(sum(r.llm_calls for r in self.rows), self.total_turns)
+        return _per_turn(sum(r.llm_calls for r in self.finished), self.total_turns)
 
     @property
     def tokens_per_turn(self) -> float:
-        return _per_turn(sum(r.tokens for r in self.rows), self.total_turns)
+        return _per_turn(sum(r.tokens for r in self.finished), self.total_turns)
+
+    @property
+    def mcp_calls(self) -> int:
+        return sum(r.mcp_calls for r in self.finished)
 
     @property
     def mcp_calls_per_turn(self) -> float:
-        return _per_turn(sum(r.mcp_calls for r in self.rows), self.total_turns)
+        return _per_turn(self.mcp_calls, self.total_turns)
+
+    @property
+    def victories(self) -> int:
+        return sum(r.victory for r in self.finished)
 
     @property
     def cost(self) -> float | None:
-        """Total cost, when every episode's provider reported it (a partial sum would mislead)."""
-        costs = [r.cost for r in self.rows]
+        """Total cost of the finished episodes, when each one's provider reported it (a partial
+        sum would mislead)."""
+        costs = [r.cost for r in self.finished]
         return sum(c for c in costs if c is not None) if costs and None not in costs else None
 
     @property
     def end_reasons(self) -> str:
-        counts = Counter(r.end_reason for r in self.rows)
-        return ", ".join(f"{reason} ×{n}" for reason, n in counts.most_common())
+        counts = Counter(r.end_reason for r in self.finished)
+        return ", ".join(f"{reason} ×{n}" for reason, n in counts.most_common()) or "none"
+
+    @property
+    def statuses(self) -> str:
+        """``2 finished · 1 killed · 3 never started``, in the order statuses are listed."""
+        counts = Counter(r.status for r in self.rows)
+        return " · ".join(f"{counts[status]} {status}" for status in EpisodeStatus if counts[status]) or "none"
+
+    @property
+    def finished_scores(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        ids = {r.episode_id for r in self.finished}
+        return {episode_id: points for episode_id, points in self.scores.items() if episode_id in ids}
 
     @property
     def mcp_by_server(self) -> str:
         counts: Counter[str] = Counter()
-        for row in self.rows:
+        for row in self.finished:
             for part in filter(None, row.mcp_calls_by_server.split(";")):
                 name, _, n = part.rpartition("=")
                 counts[name] += int(n)
@@ -211,13 +348,24 @@ class RunSummary:
 
 
 # ---------------------------------------------------------------------- building and reading
-def summarize_episodes(name: str, episode_dirs: Iterable[Path]) -> RunSummary:
+def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd]) -> RunSummary:
     rows, scores = [], {}
-    for folder in episode_dirs:
+    for end in sorted(episodes, key=lambda e: e.number):
+        # The detail may quote a child's stderr: no known secret goes into the files.
+        end = end.with_detail(one_line(redact(end.detail)))
+        folder = end.episode_dir
+        if folder is None or not folder.is_dir():
+            rows.append(EpisodeRow.never_started(end))
+            continue
         figures = EpisodeFigures.from_events(folder.name, read_events(folder))
-        rows.append(EpisodeRow.from_figures(figures))
+        rows.append(EpisodeRow.from_figures(end, figures))
         scores[figures.episode_id] = figures.score_by_turn
     return RunSummary(name, tuple(rows), scores)
+
+
+def ends_from_folders(episode_dirs: Sequence[Path]) -> list[EpisodeEnd]:
+    """Episodes known only by their folders, numbered in the order given."""
+    return [EpisodeEnd.from_folder(n, folder) for n, folder in enumerate(episode_dirs, start=1)]
 
 
 def read_run(folder: Path) -> RunSummary:
@@ -230,8 +378,8 @@ def read_run(folder: Path) -> RunSummary:
         )
     try:
         with results.open(newline="", encoding="utf-8") as fh:
-            rows = tuple(EpisodeRow.from_csv(row) for row in csv.DictReader(fh))
-        scores: dict[str, list[tuple[int, int]]] = {row.episode_id: [] for row in rows}
+            rows = tuple(EpisodeRow.from_csv(row, n) for n, row in enumerate(csv.DictReader(fh), start=1))
+        scores: dict[str, list[tuple[int, int]]] = {row.episode_id: [] for row in rows if row.played}
         with per_turn.open(newline="", encoding="utf-8") as fh:
             for line in csv.DictReader(fh):
                 scores.setdefault(line["episode_id"], []).append((int(line["turn"]), int(line["score"])))
@@ -240,9 +388,9 @@ def read_run(folder: Path) -> RunSummary:
     return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()})
 
 
-def write_run(folder: Path, episode_dirs: Sequence[Path]) -> RunSummary:
+def write_run(folder: Path, episodes: Sequence[EpisodeEnd]) -> RunSummary:
     """Write the run folder for these episodes; returns its summary."""
-    summary = summarize_episodes(folder.name, episode_dirs)
+    summary = summarize_episodes(folder.name, episodes)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / RESULTS_CSV, _csv(CSV_FIELDS, [row.to_csv() for row in summary.rows]))
     score_rows = [
@@ -280,8 +428,18 @@ def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align:
 
 
 def run_table(summary: RunSummary) -> str:
-    """The table across a run's episodes (what main.py prints at the end)."""
-    n = len(summary.rows)
+    """The table across a run's finished episodes and how the others ended (what main.py prints at the end)."""
+    n = len(summary.finished)
+    episodes = f"Episodes: {len(summary.rows)} requested · {summary.statuses}"
+    ended = Counter(r.how_it_ended for r in summary.not_finished)
+    others = "; ".join(f"{how} ×{count}" if count > 1 else how for how, count in ended.items())
+    if not n:
+        return f"{episodes}\nNo episode finished, so there are no figures to show ({others})."
+    if others:
+        episodes += (
+            f"\nFigures over the {n} finished episode{'s' if n != 1 else ''} only; "
+            f"{len(summary.not_finished)} did not finish: {others}"
+        )
     rows = [
         ("score", summary.score),
         ("turns", summary.turns),
@@ -291,12 +449,13 @@ def run_table(summary: RunSummary) -> str:
     table = _markdown_table(("", "mean", "median", "min", "max"), spread_rows, "lrrrr")
     total_cost = summary.cost
     facts = [
-        f"Episodes: {n} · model {summary.models} · MCP {summary.mcp}",
+        episodes,
+        f"Model {summary.models} · MCP {summary.mcp}",
         f"End reasons: {summary.end_reasons}",
         f"LLM calls per turn: {summary.llm_calls_per_turn:.2f} · tokens per turn: {summary.tokens_per_turn:.0f}",
         f"Cost: {_cost(total_cost)}"
         + (f" ({_cost(total_cost / n)} per episode)" if total_cost is not None and n else ""),
-        f"MCP calls: {sum(r.mcp_calls for r in summary.rows)} ({summary.mcp_calls_per_turn:.2f} per turn; "
+        f"MCP calls: {summary.mcp_calls} ({summary.mcp_calls_per_turn:.2f} per turn; "
         f"by server: {summary.mcp_by_server})",
     ]
     return table + "\n\n" + "\n".join(facts)
@@ -304,7 +463,9 @@ def run_table(summary: RunSummary) -> str:
 
 def episodes_table(summary: RunSummary) -> str:
     header = (
+        "#",
         "episode",
+        "how it ended",
         "score",
         "turns",
         "deaths",
@@ -316,19 +477,28 @@ def episodes_table(summary: RunSummary) -> str:
     )
     rows = [
         (
+            str(r.number),
             r.episode_id,
+            _cell(r.how_it_ended),
             f"{r.score}/{r.max_score}",
             str(r.turns),
             str(r.deaths),
-            r.end_reason,
+            _cell(r.end_reason),
             f"{_per_turn(r.llm_calls, r.turns):.2f}",
             f"{_per_turn(r.tokens, r.turns):.0f}",
             _cost(r.cost),
             str(r.mcp_calls),
         )
+        if r.played
+        else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))
         for r in summary.rows
     ]
-    return _markdown_table(header, rows, "lrrrlrrrr")
+    return _markdown_table(header, rows, "rllrrrlrrrr")
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: a ``|`` would end the cell early."""
+    return text.replace("|", "\\|")
 
 
 def run_markdown(summary: RunSummary) -> str:
@@ -343,7 +513,8 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         "run",
         "model",
         "MCP",
-        "episodes",
+        "finished",
+        "not finished",
         "score mean",
         "median",
         "max",
@@ -360,13 +531,14 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
             run.name,
             run.models,
             run.mcp,
-            str(len(run.rows)),
+            str(len(run.finished)),
+            str(len(run.not_finished)),
             _num(run.score.mean),
             _num(run.score.median),
             _num(run.score.maximum),
             _num(run.turns.mean),
             _num(run.deaths.mean, 2),
-            str(sum(r.victory for r in run.rows)),
+            str(run.victories),
             f"{run.llm_calls_per_turn:.2f}",
             f"{run.tokens_per_turn:.0f}",
             _cost(run.cost),
@@ -374,7 +546,7 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         )
         for run in runs
     ]
-    return _markdown_table(header, rows, "lllrrrrrrrrrrr")
+    return _markdown_table(header, rows, "lllrrrrrrrrrrrr")
 
 
 # ---------------------------------------------------------------------- plots
@@ -405,7 +577,8 @@ def plot_runs(runs: Sequence[RunSummary], path: Path, title: str, per_episode: b
         colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for index, run in enumerate(runs):
             colour = colours[index % len(colours)]
-            for episode_id, points in run.scores.items():
+            # A run's mean line is over its finished episodes; its own plot shows every episode played.
+            for episode_id, points in (run.scores if per_episode else run.finished_scores).items():
                 if not points:
                     continue
                 turns, scores = zip(*points, strict=True)
@@ -413,9 +586,9 @@ def plot_runs(runs: Sequence[RunSummary], path: Path, title: str, per_episode: b
                     ax.step(turns, scores, where="post", linewidth=1.6, label=episode_id)
                 else:
                     ax.step(turns, scores, where="post", color=colour, alpha=0.22, linewidth=1)
-            if not per_episode and (curve := mean_curve(run.scores)):
+            if not per_episode and (curve := mean_curve(run.finished_scores)):
                 turns, means = zip(*curve, strict=True)
-                label = f"{run.name} ({run.models}, MCP {run.mcp}, {len(run.rows)} episodes)"
+                label = f"{run.name} ({run.models}, MCP {run.mcp}, {len(run.finished)} finished episodes)"
                 ax.plot(turns, means, color=colour, linewidth=2.4, label=label)
         ax.set_title(title)
         ax.set_xlabel("turn")
@@ -457,13 +630,16 @@ def new_run_folder(workdir: Path) -> Path:
     return workdir / "runs" / datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
 
 
-def report_run(workdir: Path, episode_dirs: Sequence[Path]) -> int:
-    """Write the run folder for the episodes just played and print the table (stdout); the exit code."""
-    if not episode_dirs:
+def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int) -> int:
+    """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
+    and print the table (stdout); the exit code. A run where no episode started has no report:
+    what stopped it is on the terminal."""
+    episodes = complete_run(ends, requested)
+    if all(end.episode_dir is None or not end.episode_dir.is_dir() for end in episodes):
         return EXIT_OK
     folder = new_run_folder(workdir)
     try:
-        summary = write_run(folder, episode_dirs)
+        summary = write_run(folder, episodes)
     except OSError as exc:
         print(f"The episodes were played, but the run report could not be written to {folder}: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -497,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 print(f"Not episode folders (no episode_log.jsonl): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
-            print(escape_control_chars(run_table(write_run(args.out, args.episodes))))
+            print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
             print(f"Written: {args.out}", file=sys.stderr)
     except RunReportError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import stat
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -397,3 +398,16 @@ def test_a_file_that_cannot_be_read_is_never_overwritten(tmp_path: Path) -> None
     assert path.read_bytes() == "caf\xe9".encode("latin-1")
     [event] = log.events("notes_file_unreadable")
     assert event.getMessage().startswith("Turn 7: ") and "re-save it as UTF-8" in event.getMessage()
+
+
+def test_a_shared_workdirs_modes_survive_a_write(tmp_path: Path) -> None:
+    """A workdir shared with a group: the learning file and its companion keep group read."""
+    path, companion = tmp_path / "map_state.json", tmp_path / "map.mmd"
+    for file, mode in ((path, 0o640), (companion, 0o664)):
+        file.write_text("old\n", encoding="utf-8")
+        file.chmod(mode)
+    learning = LearningFile(path, capture_logger().logger, "map")
+    assert learning.update(lambda current: "new\n", companions=lambda text: {companion: "graph\n"}) == "new\n"
+    assert path.read_text(encoding="utf-8") == "new\n" and companion.read_text(encoding="utf-8") == "graph\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(companion.stat().st_mode) == 0o664

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from itertools import count
 from pathlib import Path
@@ -15,8 +18,10 @@ from typing import Any
 
 from managers.map_graph import MapGraph
 from managers.memory_manager import parse_memories
-from orchestration.parallel import aggregate_exit_code
+from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
+from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
 from tests.e2e_support import AGENT_MODEL, read_events
+from tests.main_support import NO_LEARNING
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 
@@ -250,3 +255,106 @@ def test_a_setup_problem_exits_2_once_for_all(tmp_path: Path, game_file: Path) -
     assert proc.returncode == 2, stderr
     assert "missing.z5" in stderr
     assert "[3/4]" not in stderr  # no new episodes after the first setup failure
+
+
+class HeldAtTurn:
+    """Every episode looks around; each one's request for turn ``turn`` waits for ``gate``, so
+    the test knows every episode is in that turn (its earlier turns logged) when it acts."""
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self.gate = threading.Event()
+
+    def __call__(self, body: dict[str, Any], index: int) -> Reply:
+        if body.get("model") != AGENT_MODEL:
+            return Reply(200, completion("{}"))
+        step = int(re.search(r"Turn (\d+) \|", user_text(body)).group(1))  # type: ignore[union-attr]
+        return Reply(200, agent_reply("look"), hold=self.gate if step == self.turn else None)
+
+
+def _episode_folder_of(pid: int) -> str:
+    """The episode a child plays: the folder of the episode log it holds open."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = Path(os.readlink(fd))
+            if target.name == "episode_log.jsonl":
+                return target.parent.name
+    raise AssertionError(f"process {pid} has no episode log open")
+
+
+def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    model = HeldAtTurn(6)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "6", "--parallel", "3", "--max-turns", "6"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(3 * 6, timeout=120)  # the agent's only calls: 3 episodes at turn 6
+        children = {_episode_folder_of(pid): pid for pid in _child_pids(proc.pid)}
+        assert len(children) == 3
+        victim = sorted(children)[1]
+        os.kill(children[victim], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(children[victim]) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it is dead: then its death is seen no later than the others' ends
+        model.gate.set()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        model.gate.set()
+        proc.kill()
+    assert proc.returncode == 1, stderr  # an episode did not end in play
+    assert "Traceback" not in stderr
+
+    episodes = tmp_path / "runs" / "episodes"
+    assert sorted(p.name for p in episodes.iterdir()) == sorted(children)  # no new episode after the kill
+    killed_turns = [e for e in read_events(episodes / victim) if e["event_type"] == "turn"]
+    assert len(killed_turns) == 5
+
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["number"] for r in rows] == ["1", "2", "3", "4", "5", "6"]
+    by_status: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_status.setdefault(row["status"], []).append(row)
+    assert sorted(by_status) == ["finished", "killed", "never started"]
+    (killed,) = by_status["killed"]
+    assert (killed["episode_id"], killed["status_detail"], killed["turns"]) == (victim, "SIGKILL", "5")
+    assert killed["end_reason"] == "unfinished"
+    assert sorted(r["episode_id"] for r in by_status["finished"]) == sorted(set(children) - {victim})
+    assert all((r["turns"], r["end_reason"]) == ("6", "max_turns") for r in by_status["finished"])
+    assert [r["number"] for r in by_status["never started"]] == ["4", "5", "6"]
+    assert all(r["episode_id"] == "" for r in by_status["never started"])
+
+    report = (run_dir / REPORT_MD).read_text(encoding="utf-8")
+    for text in (
+        "Episodes: 6 requested · 2 finished · 1 killed · 3 never started",
+        "Figures over the 2 finished episodes only; 4 did not finish: killed (SIGKILL); never started ×3",
+        "| turns | 6 | 6 | 6 | 6 |",  # the finished episodes' 6 turns, not the killed one's 5
+    ):
+        assert text in report and text in stdout
+    assert f"| {killed['number']} | {victim} | killed (SIGKILL) | 0/350 | 5 | 0 | unfinished |" in report
+    assert "| 6 | – | never started | – |" in report
+    # The means are the finished episodes': a comparison says over how many, and how many did not finish.
+    summary = read_run(run_dir)
+    assert [r.status for r in summary.finished] == [EpisodeStatus.FINISHED] * 2 and len(summary.not_finished) == 4
+    assert f"| {run_dir.name} | {AGENT_MODEL} | off | 2 | 4 | 0 |" in comparison_table([summary])
+
+
+def test_how_a_child_ended_reads_from_its_exit(tmp_path: Path) -> None:
+    folder = tmp_path / "episode"
+    folder.mkdir()
+    killed = EpisodeOutcome(2, -signal.SIGKILL, folder, "[INFO] Turn 5 | Score 0/350").end()
+    assert (killed.status, killed.detail, killed.episode_dir) == (EpisodeStatus.KILLED, "SIGKILL", folder)
+    crashed = EpisodeOutcome(1, 1, folder, "OSError: [Errno 28] No space left on device").end()
+    assert (crashed.status, crashed.detail) == (EpisodeStatus.CRASHED, "OSError: [Errno 28] No space left on device")
+    silent = EpisodeOutcome(1, 1, folder).end()
+    assert (silent.status, silent.detail) == (EpisodeStatus.CRASHED, "exit code 1")
+    no_folder = EpisodeOutcome(3, 2, tmp_path / "never", "Story file error: zork1.z5 is missing").end()
+    assert (no_folder.status, no_folder.detail, no_folder.episode_dir) == (
+        EpisodeStatus.NEVER_STARTED,
+        "Story file error: zork1.z5 is missing",
+        None,
+    )
+    assert EpisodeOutcome(4, 0, folder).end().status is EpisodeStatus.FINISHED

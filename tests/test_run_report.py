@@ -3,11 +3,14 @@ the table; ``python -m orchestration.run_report`` builds run folders and compare
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ from orchestration.run_report import (
     summarize_episodes,
 )
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
-from tests.main_support import REPO, clean_env, scripted_env
+from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 
 TURNS = 6
@@ -186,9 +189,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| run | model | MCP | episodes | score mean |")
-    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 5 | 5 | 5 | {TURNS} |")
-    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 3 |")
+    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean |")
+    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | 5 | 5 | {TURNS} |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 0 | 3 |")
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
@@ -208,9 +211,9 @@ def test_run_folder_reads_back_as_it_was_written(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
-    from orchestration.run_report import write_run
+    from orchestration.run_report import ends_from_folders, write_run
 
-    written = write_run(tmp_path / "run", folders)
+    written = write_run(tmp_path / "run", ends_from_folders(folders))
     assert read_run(tmp_path / "run") == written
 
 
@@ -238,9 +241,99 @@ def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -
             "victory": "false",
             "cost": "0.5",
             "mcp_calls_by_server": "",
-        }
+        },
+        position=1,
     )
     priced = RunSummary("r", (row, row), {})
     assert priced.cost == pytest.approx(1.0)
     unpriced = RunSummary("r", (row, EpisodeRow(**{**row.__dict__, "cost": None})), {})
     assert unpriced.cost is None
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """A real filesystem of ``size`` mounted at ``folder`` (tmpfs: needs root, as in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for a real full disk needs root (CI runs the tests as root)")
+    folder.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_an_episode_that_crashes_at_close_is_in_the_run_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The episode folders fill a real small disk: the first episode's logs cannot all be
+    written, and closing them fails; the run's learning files and report are elsewhere."""
+    llm_server.respond_with(lambda body, index: agent_reply("look"))
+    with small_disk(tmp_path / "runs" / "episodes", "48k"):
+        proc = run_main(
+            ["--episodes", "3", "--max-turns", "40"],
+            scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING),
+            cwd=tmp_path,
+            timeout=240,
+        )
+        (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+        logged_turns = sum(e["event_type"] == "turn" for e in read_events(episode))
+    assert proc.returncode == 1, proc.stderr
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["number"], r["status"]) for r in rows] == [
+        ("1", "crashed"),
+        ("2", "never started"),
+        ("3", "never started"),
+    ]
+    crashed = rows[0]
+    assert crashed["episode_id"] == episode.name and int(crashed["turns"]) == logged_turns > 0
+    assert re.search(r"No space left on device|could not be written", crashed["status_detail"]), crashed
+    report = (run_dir / REPORT_MD).read_text(encoding="utf-8")
+    assert "Episodes: 3 requested · 1 crashed · 2 never started" in report
+    assert f"| 1 | {episode.name} | crashed: {crashed['status_detail']} |" in report
+    assert (
+        f"No episode finished, so there are no figures to show (crashed: {crashed['status_detail']}; never started ×2)"
+        in report
+    )
+    assert proc.stdout.strip() in report
+
+
+def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
+    from orchestration.run_report import CSV_FIELDS
+
+    folder = tmp_path / "old-run"
+    folder.mkdir()
+    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail")]
+    rows = [
+        {name: "0" for name in old_fields}
+        | {"episode_id": episode_id, "end_reason": reason, "model": "m", "cost": "", "mcp_calls_by_server": ""}
+        | {"started_at": "", "mcp_enabled": "false", "victory": "false", "turns": turns}
+        for episode_id, reason, turns in (("a", "max_turns", "6"), ("b", "unfinished", "2"))
+    ]
+    with (folder / RESULTS_CSV).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=old_fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / SCORES_CSV).write_text("episode_id,turn,score\n")
+    summary = read_run(folder)
+    assert [(r.number, r.status, r.episode_id) for r in summary.rows] == [(1, "finished", "a"), (2, "unfinished", "b")]
+    assert summary.turns.mean == 6 and len(summary.not_finished) == 1
+
+
+def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration.run_report import EpisodeEnd, EpisodeStatus, write_run
+
+    secret = "sk-or-v1-not-for-files-0123456789"
+    monkeypatch.setenv("OPENROUTER_API_KEY", secret)
+    episode = tmp_path / "episodes" / "e1"
+    episode.mkdir(parents=True)
+    crashed = EpisodeEnd(1, EpisodeStatus.CRASHED, f"Provider error: key {secret} refused | 401\nsecond line", episode)
+    summary = write_run(tmp_path / "run", [crashed, EpisodeEnd(2, EpisodeStatus.NEVER_STARTED)])
+    assert [r.status_detail for r in summary.rows] == ["Provider error: key [REDACTED] refused | 401", ""]
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "run").glob("*.*") if p.suffix != ".png")
+    assert secret not in written
+    assert "| 1 | e1 | crashed: Provider error: key [REDACTED] refused \\| 401 |" in written  # the cell stays one cell

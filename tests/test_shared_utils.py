@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from shared_utils import (
     atomic_write_json,
     atomic_write_text,
     create_json_schema,
+    current_umask,
     escape_control_chars,
     extract_json_object,
     has_control_chars,
@@ -78,6 +81,30 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
         atomic_write_json(target, {"bad": Unserializable()})
     assert json.loads(target.read_text()) == {"ok": True}
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o664, 0o600, 0o444])
+def test_a_rewrite_keeps_the_files_mode(tmp_path: Path, mode: int) -> None:
+    target = tmp_path / "shared.json"
+    target.write_text("{}")
+    target.chmod(mode)
+    atomic_write_json(target, {"turn": 2})
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    assert json.loads(target.read_text()) == {"turn": 2}
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o002, 0o664), (0o027, 0o640), (0o077, 0o600)])
+def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path: Path, umask: int, mode: int) -> None:
+    previous = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        atomic_write_text(tmp_path / "new.md", "notes\n")
+        with (tmp_path / "plain.md").open("w") as fh:  # what a plain open gives, for comparison
+            fh.write("notes\n")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "plain.md").stat().st_mode) == mode
 
 
 def test_traced_observation_without_client_runs_untraced() -> None:
