@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 EPILOG = """\
 exit codes:
   0    every episode ended in play: won, lost, the turn limit, stuck, or stopped by a signal
-  1    an episode ended in an error (the model provider kept failing, files could not be written)
+  1    an episode ended in an error (the model provider kept failing, files could not be
+       written: the episode stops after that turn)
   2    configuration or setup problem (no API key, a bad setting, a missing story file or
-       prompt, an unusable mcp_config.json or game_workdir); nothing was played
+       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:
@@ -298,16 +299,22 @@ def play_in_turn(
             ),
             file=sys.stderr,
         )
-        if orchestrator.write_failures:
-            # A full or read-only disk: the episode played on, but what it learned is not all
-            # on disk, and the next episode would lose the same.
+        if failures := orchestrator.write_failures:
+            # A full or read-only disk: the episode stopped after the turn that met it (what was
+            # written is whole), and the next episode would meet it too.
             print(
-                f"{label}: {len(orchestrator.write_failures)} file(s) could not be written "
-                f"({orchestrator.write_failures[0]}). Free space in (or fix the permissions of) "
+                f"{label}: {len(failures)} file(s) could not be written ({failures[0]}), so the episode "
+                f"stopped after turn {state.turn_count}. Free space in (or fix the permissions of) "
                 f"{config.workdir}, then run again.",
                 file=sys.stderr,
             )
-            ends[-1] = ends[-1].with_detail(f"{len(orchestrator.write_failures)} file(s) could not be written")
+            # The same status a child process gets for this exit code under --parallel.
+            ends[-1] = EpisodeEnd(
+                episode + 1,
+                EpisodeStatus.CRASHED,
+                f"{len(failures)} file(s) could not be written",
+                orchestrator.episode_dir,
+            )
             return EXIT_RUN_FAILED
     return EXIT_OK
 

@@ -58,7 +58,8 @@ class BaseManager(ABC):  # noqa: B024 - every hook is optional; subclasses overr
     - ``process_turn(result)`` after each executed action, with what it did;
     - ``context_section()`` text for the agent's prompt, or None;
     - ``finalize_episode()`` when the episode ends;
-    - ``get_status()`` a small JSON-able dict for ``current_state.json``.
+    - ``get_status()`` a small JSON-able dict for ``current_state.json``;
+    - ``write_failures()`` the files it could not write (a full disk): the episode stops.
     """
 
     name: str = "manager"
@@ -82,3 +83,7 @@ class BaseManager(ABC):  # noqa: B024 - every hook is optional; subclasses overr
 
     def get_status(self) -> dict[str, Any]:
         return {}
+
+    def write_failures(self) -> list[str]:
+        """Each file this manager could not write this episode, as ``<file>: <reason>``."""
+        return []

@@ -55,8 +55,9 @@ class LearningFile:
     """One shared file (and the files written with it, such as ``map.mmd``): locked, merged, redacted, capped.
 
     ``name`` prefixes the log events (``memory_lock_timeout``, ``map_save_error``...).
-    Failures to write are logged and the update is dropped: play goes on with what the
-    manager holds in memory, and the file keeps its last complete state.
+    Failures to write are logged and the update is dropped: the manager keeps what it holds in
+    memory, the file keeps its last complete state, and a write that failed for the disk
+    (``write_failures``) ends the episode after the turn.
     """
 
     def __init__(
@@ -78,6 +79,8 @@ class LearningFile:
         # replacing a short test key everywhere would mangle ordinary words.
         self._secrets = [s for s in secrets if s and len(s) >= 8]
         self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+        self.write_failures: list[str] = []
+        """Writes that failed (a full disk), one line each: ``<file>: <reason>``."""
         self.remove_stale_temp_files()
 
     # -- reading -------------------------------------------------------------------------
@@ -156,7 +159,11 @@ class LearningFile:
                 extra={"event_type": f"{self.name}_file_unreadable", **extra, "error": str(exc)},
             )
         except OSError as exc:
-            # A full disk, a read-only folder: the manager's state in memory is still right.
+            # A full disk, a read-only folder: the manager's state in memory is still right, and
+            # the episode stops after this turn (the orchestrator reads ``write_failures``).
+            failure = f"{self.path.name}: {exc.strerror or exc}"
+            if failure not in self.write_failures:
+                self.write_failures.append(failure)
             self.logger.error(
                 "%sCould not save %s: %s",
                 where,
@@ -233,6 +240,9 @@ class LearningManager(BaseManager):
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:
         raise NotImplementedError(f"{cls.__name__} must name its file")
+
+    def write_failures(self) -> list[str]:
+        return list(self.file.write_failures)
 
     def load(self) -> None:
         """Read what the file already holds; nothing by default."""

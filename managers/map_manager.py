@@ -147,6 +147,9 @@ class MapManager(BaseManager):
     def finalize_episode(self) -> None:
         self._save()
 
+    def write_failures(self) -> list[str]:
+        return list(self.file.write_failures)
+
     def get_status(self) -> dict[str, Any]:
         state = self.game_state
         return {

@@ -267,6 +267,8 @@ class ZorkOrchestratorV2:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
+        if self.write_failures:
+            return True  # building the context saved the map, and that failed: no model call for this turn
         decision, review = self._choose_action(context, turn)
         if self.mcp_manager is not None:
             self.mcp_manager.end_turn()  # the critic's re-asks are over: this turn's sessions may go
@@ -360,6 +362,10 @@ class ZorkOrchestratorV2:
                 state.end_reason = "victory"
             elif state.game_over:
                 state.end_reason = "game_over"
+            elif failures := self.write_failures:
+                # A full or read-only disk: the turns after this one would call the model for
+                # records nobody can see. The game is in memory; what was written stays whole.
+                state.end_reason = f"write_error: {failures[0]}"
             elif self.stop_requested:
                 state.end_reason = "stopped_by_user"
             elif state.turn_count >= self.max_turns:
@@ -373,7 +379,8 @@ class ZorkOrchestratorV2:
 
         After an abort only the summary is written: the memory and knowledge managers' last
         steps call a model, and that wait is what the user just interrupted. An abort during
-        those steps skips to the summary the same way, then goes on.
+        those steps skips to the summary the same way, then goes on. Once files could not be
+        written (a full disk) it is the same: those calls' results would not fit either.
         """
         self._finished = True
         state = self.game_state
@@ -382,8 +389,9 @@ class ZorkOrchestratorV2:
         if state.end_reason is None:
             state.end_reason = "error"
         interrupt: KeyboardInterrupt | None = None
+        summary_only = aborted or bool(self.write_failures)
         for manager in self.managers:
-            if (aborted or interrupt) and manager is not self.synthesizer:
+            if (summary_only or interrupt) and manager is not self.synthesizer:
                 continue
             try:
                 manager.finalize_episode()
@@ -392,7 +400,7 @@ class ZorkOrchestratorV2:
                     raise
                 interrupt = exc
             except OSError as exc:
-                self._write_failed(Path(exc.filename or manager.name), exc)
+                self._write_failed(Path(exc.filename or f"{manager.name} files"), exc)
             except Exception as exc:  # one manager's failure must not lose the others' files
                 self.logger.error(
                     "%s failed to finalize: %s",
@@ -432,8 +440,9 @@ class ZorkOrchestratorV2:
     @property
     def write_failures(self) -> list[str]:
         """Files this episode could not write (a full or read-only disk), one line each: the
-        run must not pass for a success."""
-        return self._write_failures + log_write_failures(self.logger)
+        episode stops after the turn that met the first, and the run must not pass for a success."""
+        managers = [failure for manager in self.managers for failure in manager.write_failures()]
+        return list(dict.fromkeys(self._write_failures + log_write_failures(self.logger) + managers))
 
     def request_stop(self) -> None:
         """End the episode after the turn being played (Ctrl-C, SIGTERM)."""

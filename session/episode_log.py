@@ -11,10 +11,14 @@ Known secrets are redacted from both before anything is written.
 from __future__ import annotations
 
 import contextlib
+import errno
+import itertools
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +35,10 @@ _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 # MCP server subprocess must not inherit (managers.mcp.config).
 SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
 
+
+# What a start must be able to write (and then deletes): the first turns' logs, state and map
+# take a few tens of kilobytes, so a disk with less free is full for an episode's purpose.
+FREE_SPACE_NEEDED_BYTES = 64 * 1024
 
 CONSOLE = "console"
 """``extra={"console": False}`` keeps a record off the console (it still reaches both files):
@@ -110,40 +118,80 @@ class WorkdirError(ConfigError):
     """The episode's folder cannot be created or written (permissions, a read-only disk)."""
 
 
-class _WriteFailures:
-    """For the two log-file handlers: a failed write (a full disk) is reported once on stderr
-    and remembered (the run's exit code reports it), instead of a ``--- Logging error ---``
-    traceback for every record. Later records are still tried: space may come back."""
+class _LogFile(logging.Handler):
+    """One of the episode's two log files, written one whole record at a time.
 
-    path: Path
-    write_failure: str | None = None
+    A record that does not fit (a full disk) is taken back: the file is cut to where it was,
+    so it never ends in half a line, and the failure is reported once on stderr and
+    remembered (the episode stops and the run's exit code reports it) instead of a
+    ``--- Logging error ---`` traceback for every record. Later records are still tried:
+    space may come back. Nothing is buffered, so closing has nothing left to write and
+    cannot fail the way a buffered file's last flush does on a full disk.
+    """
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
-        error = sys.exc_info()[1]
-        if not isinstance(error, OSError):
-            super().handleError(record)  # type: ignore[misc]
-            return
+    def __init__(self, path: Path) -> None:
+        # The file first: a handler that failed to open must not be registered with logging
+        # (its close() would run at exit on a half-built object).
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        super().__init__(level=logging.DEBUG)
+        self.path = path
+        self.write_failure: str | None = None
+
+    def line(self, record: logging.LogRecord) -> str | None:
+        """The record as one line of this file (without its newline), or None to leave it out."""
+        raise NotImplementedError
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.line(record)
+            if text is not None:
+                self._append((text + "\n").encode("utf-8", "backslashreplace"))
+        except OSError as exc:
+            self._failed(exc)
+        except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
+            self.handleError(record)
+
+    def _append(self, data: bytes) -> None:
+        size = os.fstat(self._fd).st_size
+        try:
+            rest = memoryview(data)
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)  # shrinking needs no space
+            raise
+
+    def _failed(self, error: OSError) -> None:
         if self.write_failure is None:
             self.write_failure = f"{self.path.name}: {error.strerror or error}"
             with contextlib.suppress(OSError, ValueError):
                 sys.stderr.write(f"[ERROR] Could not write {self.path}: {error.strerror or error}\n")
 
+    def close(self) -> None:
+        self.acquire()
+        try:
+            fd, self._fd = self._fd, -1
+            if fd >= 0:
+                os.close(fd)
+        except OSError as exc:  # a network filesystem reports a lost write at close
+            self._failed(exc)
+        finally:
+            self.release()
+            super().close()
 
-class JSONLHandler(_WriteFailures, logging.Handler):
-    """Writes records that carry an ``event_type`` as JSON lines, flushed per event."""
+
+class JSONLHandler(_LogFile):
+    """Writes records that carry an ``event_type`` as JSON lines, each on disk when logged."""
 
     def __init__(self, path: Path, redactor: RedactingFilter | None = None) -> None:
-        # The file first: a handler that failed to open must not be registered with logging
-        # (its close() would run at exit on a half-built object).
-        self._fh = path.open("a", encoding="utf-8")
-        super().__init__(level=logging.DEBUG)
-        self.path = path
+        super().__init__(path)
         self.redactor = redactor or RedactingFilter()
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def line(self, record: logging.LogRecord) -> str | None:
         extras = record_extras(record)
         if "event_type" not in extras:
-            return
+            return None
         extras.pop(CONSOLE, None)
         event = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
@@ -153,22 +201,18 @@ class JSONLHandler(_WriteFailures, logging.Handler):
         }
         if record.exc_text:
             event["traceback"] = record.exc_text
-        try:
-            # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
-            line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
-            # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
-            # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
-            line = CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
-            self._fh.write(line + "\n")
-            self._fh.flush()
-        except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
-            self.handleError(record)
+        # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
+        line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
+        # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
+        # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
+        return CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
-    def close(self) -> None:
-        try:
-            self._fh.close()
-        finally:
-            super().close()
+
+class _HumanLogHandler(_LogFile):
+    """``episode.log``: every record as its formatter renders it."""
+
+    def line(self, record: logging.LogRecord) -> str | None:
+        return self.format(record)
 
 
 class HumanFormatter(logging.Formatter):
@@ -209,19 +253,23 @@ def setup_episode_logger(
     # Filters go on the handlers, not the logger: a logger's own filters are skipped for
     # records propagated from child loggers (zorkgpt.llm, zorkgpt.mcp, ...).
     redactor = RedactingFilter(secrets)
+    new_folders: list[Path] = []  # removed again when the start fails here: no empty episode folder is left
     try:
+        new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (episode_dir, *episode_dir.parents)))
         episode_dir.mkdir(parents=True, exist_ok=True)
+        check_free_space(episode_dir)
         jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
-    except OSError as exc:
-        raise _workdir_error(episode_dir, exc) from exc
-    jsonl.addFilter(redactor)
-    logger.addHandler(jsonl)
-
-    try:
-        human = _LogFileHandler(episode_dir / "episode.log", encoding="utf-8")
+        logger.addHandler(jsonl)
+        human = _HumanLogHandler(episode_dir / "episode.log")
     except OSError as exc:
         close_episode_logger(logger)
+        if new_folders:
+            shutil.rmtree(episode_dir, ignore_errors=True)
+            for folder in new_folders[1:]:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
         raise _workdir_error(episode_dir, exc) from exc
+    jsonl.addFilter(redactor)
     human.setLevel(logging.DEBUG)
     human.setFormatter(HumanFormatter(tracebacks=True))
     human.addFilter(redactor)
@@ -240,15 +288,32 @@ def setup_episode_logger(
     return logger
 
 
-class _LogFileHandler(_WriteFailures, logging.FileHandler):
-    """``episode.log``: a plain file handler that reports a failed write once."""
-
-    def __init__(self, path: Path, encoding: str) -> None:
-        super().__init__(path, encoding=encoding)
-        self.path = path
+def check_free_space(folder: Path, size: int = FREE_SPACE_NEEDED_BYTES) -> None:
+    """Write ``size`` bytes in ``folder``, make them durable, and delete them; ``OSError`` when they
+    do not fit. Creating a file needs no space, so opening the logs alone would not notice a full disk."""
+    fd, probe = tempfile.mkstemp(prefix=".free-space-check.", dir=folder)
+    try:
+        rest = memoryview(bytes(size))
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+        os.fsync(fd)
+    finally:
+        try:
+            os.close(fd)
+        finally:
+            os.unlink(probe)
 
 
 def _workdir_error(episode_dir: Path, exc: OSError) -> WorkdirError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        # The episode folder is gone again: name the folder that is there, on the full disk.
+        where = next((folder for folder in episode_dir.parents if folder.is_dir()), episode_dir)
+        return WorkdirError(
+            f"Cannot record an episode in {where}: {exc.strerror} (it needs "
+            f"{FREE_SPACE_NEEDED_BYTES // 1024} KiB to start). Free space on that disk, or set "
+            "[tool.zorkgpt.files] game_workdir (or ZORKGPT_FILES_GAME_WORKDIR) to a folder on another one, "
+            "then run again."
+        )
     return WorkdirError(
         f"Cannot create or write the episode folder {episode_dir}: {exc.strerror or exc}. "
         "Set [tool.zorkgpt.files] game_workdir (or ZORKGPT_FILES_GAME_WORKDIR) to a folder you can write, "
@@ -259,9 +324,7 @@ def _workdir_error(episode_dir: Path, exc: OSError) -> WorkdirError:
 def log_write_failures(logger: logging.Logger) -> list[str]:
     """The episode's log files that could not be written (one line each), for the exit code."""
     return [
-        handler.write_failure
-        for handler in logger.handlers
-        if isinstance(handler, _WriteFailures) and handler.write_failure
+        handler.write_failure for handler in logger.handlers if isinstance(handler, _LogFile) and handler.write_failure
     ]
 
 

@@ -112,3 +112,46 @@ def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
     console = capsys.readouterr().err
     assert console.strip() == "[ERROR] Episode stopped by an unexpected TypeError"
     assert secret not in human + console + (tmp_path / "episode_log.jsonl").read_text()
+
+
+def test_on_a_full_disk_a_record_is_written_whole_or_taken_back_and_closing_does_not_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from session.episode_log import log_write_failures
+    from tests.main_support import fill_disk, small_disk
+
+    disk = tmp_path / "disk"
+    with small_disk(disk, "256k"):
+        episode = disk / "episode"
+        logger = setup_episode_logger(episode, name="test.eplog.full-disk", console=False)
+        try:
+            logger.info("before", extra={"event_type": "small"})
+            fill_disk(disk)  # the log files' last blocks still have room for a few small lines
+            # Part of this one fits in the last block, the rest does not: a short write, then ENOSPC.
+            logger.info("too big", extra={"event_type": "big", "text": "x" * 20_000})
+            logger.info("after", extra={"event_type": "small"})  # space for it is still there
+            assert log_write_failures(logger) == ["episode_log.jsonl: No space left on device"]
+        finally:
+            close_episode_logger(logger)  # nothing buffered is left to flush
+        assert [e["message"] for e in read_jsonl(episode / "episode_log.jsonl")] == ["before", "after"]
+        assert (episode / "episode.log").read_text().splitlines() == [
+            "[INFO] before",
+            "[INFO] too big",
+            "[INFO] after",
+        ]
+    err = capsys.readouterr().err
+    assert err.count("Could not write") == 1 and "Logging error" not in err and "Traceback" not in err
+
+
+def test_a_disk_too_full_to_start_an_episode_leaves_no_folder(tmp_path: Path) -> None:
+    from session.episode_log import WorkdirError
+    from tests.main_support import fill_disk, small_disk
+
+    disk = tmp_path / "disk"
+    with small_disk(disk, "256k"):
+        fill_disk(disk)
+        with pytest.raises(WorkdirError, match="No space left on device") as raised:
+            setup_episode_logger(disk / "episodes" / "one", name="test.eplog.no-space", console=False)
+        assert f"Cannot record an episode in {disk}:" in str(raised.value)
+        assert "Free space on that disk" in str(raised.value)
+        assert sorted(path.name for path in disk.iterdir()) == ["filler"]

@@ -301,30 +301,70 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
     assert not episodes.exists() or list(episodes.iterdir()) == []
 
 
-def test_a_full_disk_is_logged_play_goes_on_and_the_run_exits_1(
+def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from tests.e2e_support import WalkthroughModel, walkthrough
-    from tests.main_support import run_main_on_full_disk
+    from managers.map_graph import MapGraph
+    from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
+    from tests.main_support import fill_disk, small_disk
 
-    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
+    class FillsTheDisk(WalkthroughModel):
+        """The walkthrough; while the agent's request for turn 5 is answered, another program takes
+        every free byte of the disk under the game workdir."""
+
+        def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+            reply = super().__call__(body, index)
+            if body.get("model") == AGENT_MODEL and self.agent_calls == 5:
+                fill_disk(runs)
+            return reply
+
+    runs = tmp_path / "runs"
+    # Knowledge on, updated only at the end: its last step calls the model, which it must not once
+    # nothing can be written. Turn 4 takes the egg, so there is something to learn by then.
+    learning = {**NO_LEARNING, "ZORKGPT_KNOWLEDGE_ENABLED": "true", "ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS": "1000"}
+    env = scripted_env(llm_server, tmp_path, game_file, **learning)
+    with small_disk(runs):
+        llm_server.respond_with(FillsTheDisk(walkthrough(game_file)))
+        proc = run_main(["--max-turns", "30", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+        assert "file(s) could not be written" in proc.stderr and "No space left on device" in proc.stderr
+        assert f"stopped after turn 5. Free space in (or fix the permissions of) {runs}, then run again." in proc.stderr
+        # Turn 5 was the last the model was asked for: no call for a turn nobody could see, none
+        # for the knowledge base that could not be written either.
+        assert [r.body["model"] for r in llm_server.requests] == [AGENT_MODEL] * 5
+
+        (episode,) = (runs / "episodes").iterdir()
+        events = read_events(episode)  # every line whole: a record that did not fit was taken back
+        turns = [e["turn"] for e in events if e["event_type"] == "turn"]
+        assert turns in ([1, 2, 3, 4], [1, 2, 3, 4, 5])
+        assert json.loads((episode / "current_state.json").read_text())["turn_count"] == 4  # the last one written
+        assert "[INFO] Turn 4 " in (episode / "episode.log").read_text(encoding="utf-8")
+        mapped = {room.name for room in MapGraph.load(runs / "map_state.json").rooms.values()}
+        assert mapped >= {"North of House", "Forest Path", "Up a Tree"}
+        (runs / "map.mmd").read_text(encoding="utf-8")
+        assert list(runs.rglob("*.tmp")) == []  # every failed write cleaned up after itself
+
+
+@pytest.mark.parametrize("parallel", [[], ["--episodes", "2", "--parallel", "2"]], ids=["one-episode", "parallel"])
+def test_a_disk_full_before_the_start_exits_2_and_leaves_no_episode_folder(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, parallel: list[str]
+) -> None:
+    from tests.main_support import fill_disk, small_disk
+
     runs = tmp_path / "runs"
     env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
-    proc = run_main_on_full_disk(
-        ["--max-turns", "6", "--config", str(REPO / "pyproject.toml")], env, tmp_path, runs, allowed_writes=5
-    )
-    assert proc.returncode == 1, proc.stderr
-    assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
-    assert "current_state.json" in proc.stderr and "No space left on device" in proc.stderr
-    (episode,) = (runs / "episodes").iterdir()
-    events = read_events(episode)
-    # Play went on to the turn limit; the failure was logged once, not every turn.
-    assert [e["turn"] for e in events if e["event_type"] == "turn"] == [1, 2, 3, 4, 5, 6]
-    failures = [e for e in events if e["event_type"] == "file_write_error"]
-    assert [Path(e["path"]).name for e in failures].count("current_state.json") == 1
-    assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "max_turns"
-    assert list(runs.rglob("*.tmp")) == []  # every failed write cleaned up after itself
-    json.loads((episode / "current_state.json").read_text())  # the last good state, whole
+    with small_disk(runs):
+        fill_disk(runs)
+        proc = run_main([*parallel, "--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        reports = [line for line in proc.stderr.splitlines() if "No space left on device" in line]
+        assert len(reports) == (2 if parallel else 1), proc.stderr  # once per episode, each child's under its number
+        for report in reports:
+            assert f"Cannot record an episode in {runs}" in report and "Free space on that disk" in report
+        assert llm_server.requests == []
+        assert [path.name for path in runs.iterdir()] == ["filler"]
 
 
 def _as_another_user() -> list[str]:

@@ -358,3 +358,64 @@ def test_how_a_child_ended_reads_from_its_exit(tmp_path: Path) -> None:
         None,
     )
     assert EpisodeOutcome(4, 0, folder).end().status is EpisodeStatus.FINISHED
+
+
+def test_a_disk_that_fills_up_stops_each_episode_after_that_turn_and_exits_1(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from tests.main_support import NO_LEARNING, fill_disk, small_disk
+
+    class FillsTheDisk(RouteModel):
+        """Each episode its route; the answers to both agent requests for turn 3 are held until
+        both have arrived, then another program takes every free byte of the disk, then both go."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.turn_3_requests = 0
+            self.disk_full = threading.Event()
+
+        def __call__(self, body: dict[str, Any], index: int) -> Reply:
+            reply = super().__call__(body, index)
+            if body.get("model") == AGENT_MODEL and _turn_of(body) == 3:
+                self.turn_3_requests += 1
+                if self.turn_3_requests == 2:
+                    fill_disk(runs)
+                    self.disk_full.set()
+                reply.hold = self.disk_full
+            return reply
+
+    runs = tmp_path / "runs"
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    with small_disk(runs):
+        llm_server.respond_with(FillsTheDisk())
+        proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "30"], env, tmp_path)
+        try:
+            _, stderr = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+        assert proc.returncode == 1, stderr
+        assert "Traceback" not in stderr and "Logging error" not in stderr
+        for number in (1, 2):  # each child says it, under its number
+            assert re.search(
+                rf"^\[{number}/2\] Episode 1/1: \d+ file\(s\) could not be written .*, so the episode "
+                rf"stopped after turn 3\. Free space in .* {re.escape(str(runs))}, then run again\.$",
+                stderr,
+                re.MULTILINE,
+            ), stderr
+        assert "Played 2/2 episodes, 2 at a time: 1: crashed, 2: crashed" in stderr
+        # Each episode stopped right after its turn 3: no model call for a turn nobody could see.
+        assert sorted(_turn_of(r.body) for r in llm_server.requests) == [1, 1, 2, 2, 3, 3]
+
+        episode_dirs = list((runs / "episodes").iterdir())
+        assert len(episode_dirs) == 2
+        for episode_dir in episode_dirs:
+            events = read_events(episode_dir)  # every line whole
+            assert [e["turn"] for e in events if e["event_type"] == "turn"][:2] == [1, 2]
+            assert json.loads((episode_dir / "current_state.json").read_text())["turn_count"] == 2
+        assert len(MapGraph.load(runs / "map_state.json").rooms) >= 3
+        assert list(runs.rglob("*.tmp")) == []
+
+
+def _turn_of(body: dict[str, Any]) -> int:
+    """The turn an agent request is for, from its context's first line."""
+    return int(re.search(r"Turn (\d+) \|", user_text(body)).group(1))  # type: ignore[union-attr]

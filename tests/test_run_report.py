@@ -3,14 +3,11 @@ the table; ``python -m orchestration.run_report`` builds run folders and compare
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +28,7 @@ from orchestration.run_report import (
     summarize_episodes,
 )
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
-from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
+from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 
 TURNS = 6
@@ -250,33 +247,28 @@ def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -
     assert unpriced.cost is None
 
 
-@contextlib.contextmanager
-def small_disk(folder: Path, size: str) -> Iterator[Path]:
-    """A real filesystem of ``size`` mounted at ``folder`` (tmpfs: needs root, as in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs for a real full disk needs root (CI runs the tests as root)")
-    folder.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
-
-
-def test_an_episode_that_crashes_at_close_is_in_the_run_report(
+def test_an_episode_that_fails_mid_run_is_in_the_run_report(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     """The episode folders fill a real small disk: the first episode's logs cannot all be
-    written, and closing them fails; the run's learning files and report are elsewhere."""
-    llm_server.respond_with(lambda body, index: agent_reply("look"))
-    with small_disk(tmp_path / "runs" / "episodes", "48k"):
+    written, so it stops with exit 1 (it once crashed while closing them); the run's learning
+    files and report are elsewhere."""
+    episodes = tmp_path / "runs" / "episodes"
+
+    def fills_the_disk_at_turn_3(body: dict[str, Any], index: int) -> Any:
+        if index == 2:  # the agent's only calls (no learning): this one is turn 3's
+            fill_disk(episodes)
+        return agent_reply("look")
+
+    llm_server.respond_with(fills_the_disk_at_turn_3)
+    with small_disk(episodes):
         proc = run_main(
             ["--episodes", "3", "--max-turns", "40"],
             scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING),
             cwd=tmp_path,
             timeout=240,
         )
-        (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+        (episode,) = [p for p in episodes.iterdir() if p.is_dir()]  # and the filler
         logged_turns = sum(e["event_type"] == "turn" for e in read_events(episode))
     assert proc.returncode == 1, proc.stderr
     (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
