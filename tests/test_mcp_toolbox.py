@@ -445,6 +445,30 @@ def test_the_whole_process_group_ends_with_the_session(tmp_path: Path, lifetime:
     assert not wait_gone(set(helpers()), 5.0), "a server's helper outlived the session"
 
 
+def test_a_server_printing_on_stdout_gets_one_warning_and_no_tracebacks(tmp_path: Path) -> None:
+    """A banner and log lines on stdout: one warning for the server for the whole run (though
+    every turn starts it again), with the first line cut short; no SDK traceback per line."""
+    episode = Episode(
+        tmp_path, {"noisy": misbehaving_entry("--banner", "40")}, session_lifetime="turn", servers_started_ahead=0
+    )
+    with async_hygiene(episode.handler) as report:
+        for _ in range(2):
+            echoed = episode.play(lambda m: m.call_tool("noisy__echo", {"text": "still speaks MCP"}))
+            assert echoed.content == "still speaks MCP"
+        episode.close()
+    assert_clean(report)
+    (warning,) = episode.events("mcp_server_stray_output")
+    message = warning.getMessage()
+    assert message.startswith("MCP server 'noisy' wrote a line on stdout that is not an MCP message (ignored): ")
+    assert "'Welcome to misbehaving_server =====" in message and "... (300 characters)" in message
+    assert "=" * 150 not in message and "logs go to stderr" in message
+    # The rest are counted, per server process, at debug level: each turn's server printed 40.
+    counted = [record.lines for record in episode.events("mcp_server_stray_lines")]
+    assert counted.count(40) >= 2 and all(0 < lines <= 40 for lines in counted), counted
+    sdk = [line for line in report.log_lines if line.startswith("mcp.")]
+    assert sdk == [], sdk[:2]
+
+
 def children_besides(known: set[int], count: int) -> set[int]:
     """Wait (up to a minute, for a loaded machine) until ``count`` children other than ``known`` run."""
     deadline = time.monotonic() + 60

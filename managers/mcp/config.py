@@ -13,10 +13,11 @@ own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
-without a default is a start-up error naming it. A key written twice in one object (JSON keeps the
-last silently) and a file whose every entry is disabled are errors too, as a file with no entry is. Keys other clients use that mean nothing
+without a default is a start-up error naming it. Keys other clients use that mean nothing
 here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once as ignored; a known
-key with a value of the wrong type is an error naming the key.
+key with a value of the wrong type is an error naming the key. A key written twice in one
+object (JSON keeps the last, silently) and a file whose every entry is disabled are errors too,
+as a file with no entry is.
 
 Launch decisions that make the shipped config work from any working directory: a stdio
 server runs in the config file's folder (or in its ``cwd``, resolved against that folder),
