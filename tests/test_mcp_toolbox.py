@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
-from managers.mcp.toolbox import ServerHealth, connect_by_rules
+from managers.mcp.source import ServerStartupTimeoutError
+from managers.mcp.toolbox import ServerHealth, startup_timeouts_message, connect_by_rules
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     assert_clean,
@@ -218,6 +219,34 @@ def test_first_start_failure_of_any_server_stops_the_run_naming_it(tmp_path: Pat
     message = str(caught.value)
     assert "Failed to start MCP server 'broken'" in message and "--start crash" in message
     assert '"disabled": true' in message
+
+
+def test_servers_timing_out_together_are_all_named_and_the_load_blamed(tmp_path: Path) -> None:
+    """Servers started at once that all run out of time: the message is about all of them and
+    the number started together, not about the first in the file."""
+    servers = {f"slow{i}": misbehaving_entry("--start", "hang") for i in range(1, 7)}
+    episode = Episode(tmp_path, servers, server_startup_timeout_seconds=0.5)
+    with async_hygiene(episode.handler) as report:
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode.play()
+        episode.close()
+    assert_clean(report)
+    message = str(caught.value)
+    assert message.startswith(
+        "None of the 6 MCP servers had finished starting when the startup timeout (0.5s) ran out: "
+        "slow1, slow2, slow3, slow4, slow5, slow6.\nAll 6 start at once"
+    ), message
+    assert "raise server_startup_timeout_seconds under [tool.zorkgpt.mcp]" in message
+    assert f'start fewer servers at once ("disabled": true on some entries of {episode.config_path}' in message
+
+
+def test_a_timeout_message_about_many_servers_counts_what_it_does_not_name() -> None:
+    timeouts = [ServerStartupTimeoutError("slow", f"s{i}", 10, "mcp_config.json") for i in range(1, 13)]
+    message = startup_timeouts_message(timeouts, total=50)
+    assert message.startswith(
+        "12 of the 50 MCP servers had not finished starting when the startup timeout (10s) ran out: "
+        "s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 and 2 more.\nAll 50 start at once"
+    ), message
 
 
 # -- per-server rules (properties 26 and 27) ---------------------------------------------------------

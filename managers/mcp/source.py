@@ -119,6 +119,17 @@ class _StartupTimeoutError(Exception):
     """The server did not finish initialize + list_tools before the startup deadline."""
 
 
+class ServerStartupTimeoutError(MCPServerStartupError):
+    """A server's start ran out of time: what a toolbox needs to tell one slow server from a
+    machine starting too many at once."""
+
+    def __init__(self, message: str, server_name: str, timeout: float, config_file: str) -> None:
+        super().__init__(message)
+        self.server_name = server_name
+        self.timeout = timeout
+        self.config_file = config_file
+
+
 class ToolSource(ABC):
     """One MCP server: connect, list tools, call tools, close (see the module docstring)."""
 
@@ -185,7 +196,12 @@ class ToolSource(ABC):
             if not isinstance(exc, Exception):
                 raise
             cause = root_cause(exc)
-            raise MCPServerStartupError(self._startup_message(self._describe_failure(cause))) from cause
+            message = self._startup_message(self._describe_failure(cause))
+            if isinstance(cause, _StartupTimeoutError):
+                raise ServerStartupTimeoutError(
+                    message, self.name, self.settings.startup_timeout, self.settings.config_file
+                ) from cause
+            raise MCPServerStartupError(message) from cause
         self.connect_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def close(self) -> None:
