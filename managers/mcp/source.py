@@ -18,7 +18,8 @@ therefore ends the whole group at close, always (SIGTERM, then SIGKILL after a g
 period). The server's pid is found among this process's children by a marker variable in
 its environment, which everything it starts inherits: any process still carrying the marker
 after that (one that left the group) is ended too. (This needs Linux ``/proc``; elsewhere
-only the SDK's own clean-up applies.)
+only the SDK's own clean-up applies.) Every server also carries its manager's owner marker,
+with which the sweeper (``sweeper.py``) ends them all when ZorkGPT is killed outright.
 
 Stray output. A stdio server that prints a banner or its log on stdout breaks the protocol's
 rule that stdout carries only MCP messages. The SDK hands each such line to the session's
@@ -57,6 +58,7 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from managers.mcp.sweeper import OWNER_ENV_VAR
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
@@ -113,6 +115,7 @@ class SourceSettings:
     redact: Redactor
     logger: logging.Logger
     stray_output: StrayOutput = field(default_factory=StrayOutput)
+    owner: str | None = None  # the manager's marker, for the sweeper (``sweeper.py``)
 
 
 class _StartupTimeoutError(Exception):
@@ -391,6 +394,8 @@ class StdioSource(ToolSource):
         """How the server is launched (command, args, env, cwd), after every launch decision."""
         params = build_stdio_parameters(self.server)
         params.env = {**(params.env or {}), MARKER_ENV_VAR: self._marker}
+        if self.settings.owner is not None:
+            params.env[OWNER_ENV_VAR] = self.settings.owner
         return params
 
     @asynccontextmanager
