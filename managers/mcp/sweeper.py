@@ -9,10 +9,12 @@ So while MCP sessions run, a small watcher process runs beside ZorkGPT: this fil
 with the interpreter's isolated mode so it imports nothing of ours or the SDK's. It holds the
 read end of a pipe whose only write end ZorkGPT holds, and does nothing until that pipe
 reports end-of-file, which the kernel does as soon as ZorkGPT is gone, however it went (or
-when ``close()`` closes it on purpose). Then it ends every process whose environment carries
-ZorkGPT's owner marker (every server and everything they started inherits it: ``source.py``
-sets it), and the process group of each marked group leader (a server, with helpers that
-dropped the variable), SIGTERM first and SIGKILL after a grace period, and exits.
+when ``close()`` closes it on purpose, saying so first). Then it ends every process whose
+environment carries ZorkGPT's owner marker (every server and everything they started
+inherits it: ``source.py`` sets it), and the process group of each marked group leader (a
+server, with helpers that dropped the variable), SIGTERM first and SIGKILL after a grace
+period, and exits. After a death it keeps scanning until it has found nothing for a moment,
+for a server ZorkGPT was forking just then; after ``close()`` one scan (normally empty) is enough.
 
 Why a watcher rather than other ways:
 - ``PR_SET_PDEATHSIG`` on the server kills only the server, not the helpers it started;
@@ -26,6 +28,7 @@ Linux only (it reads ``/proc``); elsewhere no watcher is started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -36,7 +39,11 @@ from pathlib import Path
 OWNER_ENV_VAR = "ZORKGPT_MCP_OWNER"
 GRACE_SECONDS = 2.0  # after SIGTERM, before SIGKILL
 GIVE_UP_SECONDS = 10.0  # a process that survives SIGKILL this long is stuck in the kernel
+# After ZorkGPT died: how long scans must find nothing before the watcher is done, so a server
+# ZorkGPT was starting at that moment (forked, not yet running with its marker) is caught too.
+SETTLE_SECONDS = 0.5
 _POLL_SECONDS = 0.05
+_CLOSING = b"closing\n"  # what close() writes before closing the pipe: nothing died
 _STOP_WAIT_SECONDS = 30.0
 
 
@@ -74,7 +81,11 @@ class Sweeper:
         if process is None:
             return
         assert process.stdin is not None
-        process.stdin.close()
+        # A watcher already gone makes these fail; wait() below says so.
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(_CLOSING)
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()  # the pipe closes even when the flush fails
         try:
             process.wait(_STOP_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
@@ -102,15 +113,22 @@ def marked_processes(needle: bytes) -> list[int]:
     return found
 
 
-def sweep(variable: str, owner: str) -> int:
-    """End every process marked ``variable=owner`` (and the groups they lead); how many were found."""
+def sweep(variable: str, owner: str, settle: float = 0.0) -> int:
+    """End every process marked ``variable=owner`` (and the groups they lead); how many were found.
+
+    Done once scans have found nothing for ``settle`` seconds.
+    """
     needle = f"{variable}={owner}".encode()
     ended: set[int] = set()
-    started = time.monotonic()
+    started = last_found = time.monotonic()
     while time.monotonic() - started < GIVE_UP_SECONDS:
         marked = marked_processes(needle)
         if not marked:
-            break
+            if time.monotonic() - last_found >= settle:
+                break
+            time.sleep(_POLL_SECONDS)
+            continue
+        last_found = time.monotonic()
         signum = signal.SIGTERM if time.monotonic() - started < GRACE_SECONDS else signal.SIGKILL
         for pid in marked:
             if pid not in ended or signum == signal.SIGKILL:
@@ -135,9 +153,11 @@ def main(argv: list[str]) -> int:
     # Only end-of-file counts: the owner's whole group may get a Ctrl-C or hang-up meant for it.
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-    while sys.stdin.buffer.read(65536):
-        pass
-    count = sweep(variable, owner)
+    received = b""
+    while chunk := sys.stdin.buffer.read(65536):
+        received += chunk
+    # Closed by close(): every session has ended, one scan is enough. Else ZorkGPT died.
+    count = sweep(variable, owner, settle=0.0 if received.endswith(_CLOSING) else SETTLE_SECONDS)
     if count:
         sys.stderr.write(f"ZorkGPT: ended {count} MCP server process(es) left running when ZorkGPT stopped.\n")
     return 0
