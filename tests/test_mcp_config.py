@@ -15,6 +15,7 @@ import pytest
 from managers.mcp import MCPConfig, MCPConfigError, MCPError, MCPManager, MCPServerStartupError
 from managers.mcp.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
 from session.game_configuration import GameConfiguration
+from tests.main_support import run_main
 from tests.mcp_test_servers.helpers import REPO_ROOT, capture_logger, make_config, write_mcp_config
 
 
@@ -230,6 +231,72 @@ def test_no_servers_is_an_error(tmp_path: Path) -> None:
     path = write_mcp_config(tmp_path, {})
     with pytest.raises(MCPConfigError, match=r"No MCP servers configured in .*mcp_config\.json: add an entry"):
         manager_for(path, tmp_path)
+
+
+def test_every_server_disabled_is_an_error_like_no_servers(tmp_path: Path) -> None:
+    """MCP on with nothing it may start would play every turn without tools, warning each time."""
+    path = write_mcp_config(
+        tmp_path, {"a": {"command": "x", "disabled": True}, "b": {"url": "http://h", "disabled": True}}
+    )
+    with pytest.raises(MCPConfigError) as caught:
+        manager_for(path, tmp_path)
+    message = str(caught.value)
+    assert f'Every MCP server in {path} is disabled ("disabled": true): a, b.' in message
+    assert 'remove "disabled": true' in message and "enabled = false under [tool.zorkgpt.mcp]" in message
+
+
+DUPLICATE_ENTRY = """{
+  "mcpServers": {
+    "thoughtbox": {"command": "python", "args": ["-m", "mcp_servers.thoughtbox_server"]},
+    "thoughtbox": {"command": "python", "args": ["-m", "other_server"]}
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (DUPLICATE_ENTRY, "thoughtbox"),
+        ('{"mcpServers": {"a": {"command": "x", "env": {"K": "1", "K": "2"}}}}', "K"),
+        ('{"mcpServers": {"a": {"command": "x"}}, "mcpServers": {"b": {"command": "y"}}}', "mcpServers"),
+    ],
+    ids=["server", "env-variable", "section"],
+)
+def test_a_key_written_twice_is_an_error_naming_it_and_the_file(tmp_path: Path, text: str, key: str) -> None:
+    """JSON keeps the last of two equal keys: the first entry would vanish without a word."""
+    path = tmp_path / "mcp_config.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(MCPConfigError) as caught:
+        MCPConfig.from_file(path, environ={})
+    message = str(caught.value)
+    assert f'MCP config file {path} has the key "{key}" twice in one object' in message
+    assert "Remove or rename one of them" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (DUPLICATE_ENTRY, 'has the key "thoughtbox" twice'),
+        (json.dumps({"mcpServers": {"off": {"command": "x", "disabled": True}}}), "Every MCP server in"),
+    ],
+    ids=["duplicate-key", "all-disabled"],
+)
+def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: str, fragment: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(text, encoding="utf-8")
+    env = {
+        "OPENROUTER_API_KEY": "k-1234567890",
+        "ZORKGPT_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_MCP_ENABLED": "true",
+        "ZORKGPT_MCP_CONFIG_FILE": str(path),
+    }
+    proc = run_main(["--max-turns", "3", "--config", str(REPO_ROOT / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in proc.stderr and str(path) in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(

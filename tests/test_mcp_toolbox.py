@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
-from managers.mcp.toolbox import ServerHealth, connect_by_rules
+from managers.mcp.source import ServerStartupTimeoutError
+from managers.mcp.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     assert_clean,
@@ -218,6 +219,34 @@ def test_first_start_failure_of_any_server_stops_the_run_naming_it(tmp_path: Pat
     message = str(caught.value)
     assert "Failed to start MCP server 'broken'" in message and "--start crash" in message
     assert '"disabled": true' in message
+
+
+def test_servers_timing_out_together_are_all_named_and_the_load_blamed(tmp_path: Path) -> None:
+    """Servers started at once that all run out of time: the message is about all of them and
+    the number started together, not about the first in the file."""
+    servers = {f"slow{i}": misbehaving_entry("--start", "hang") for i in range(1, 7)}
+    episode = Episode(tmp_path, servers, server_startup_timeout_seconds=0.5)
+    with async_hygiene(episode.handler) as report:
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode.play()
+        episode.close()
+    assert_clean(report)
+    message = str(caught.value)
+    assert message.startswith(
+        "None of the 6 MCP servers had finished starting when the startup timeout (0.5s) ran out: "
+        "slow1, slow2, slow3, slow4, slow5, slow6.\nAll 6 start at once"
+    ), message
+    assert "raise server_startup_timeout_seconds under [tool.zorkgpt.mcp]" in message
+    assert f'start fewer servers at once ("disabled": true on some entries of {episode.config_path}' in message
+
+
+def test_a_timeout_message_about_many_servers_counts_what_it_does_not_name() -> None:
+    timeouts = [ServerStartupTimeoutError("slow", f"s{i}", 10, "mcp_config.json") for i in range(1, 13)]
+    message = startup_timeouts_message(timeouts, total=50)
+    assert message.startswith(
+        "12 of the 50 MCP servers had not finished starting when the startup timeout (10s) ran out: "
+        "s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 and 2 more.\nAll 50 start at once"
+    ), message
 
 
 # -- per-server rules (properties 26 and 27) ---------------------------------------------------------
@@ -445,6 +474,30 @@ def test_the_whole_process_group_ends_with_the_session(tmp_path: Path, lifetime:
     assert not wait_gone(set(helpers()), 5.0), "a server's helper outlived the session"
 
 
+def test_a_server_printing_on_stdout_gets_one_warning_and_no_tracebacks(tmp_path: Path) -> None:
+    """A banner and log lines on stdout: one warning for the server for the whole run (though
+    every turn starts it again), with the first line cut short; no SDK traceback per line."""
+    episode = Episode(
+        tmp_path, {"noisy": misbehaving_entry("--banner", "40")}, session_lifetime="turn", servers_started_ahead=0
+    )
+    with async_hygiene(episode.handler) as report:
+        for _ in range(2):
+            echoed = episode.play(lambda m: m.call_tool("noisy__echo", {"text": "still speaks MCP"}))
+            assert echoed.content == "still speaks MCP"
+        episode.close()
+    assert_clean(report)
+    (warning,) = episode.events("mcp_server_stray_output")
+    message = warning.getMessage()
+    assert message.startswith("MCP server 'noisy' wrote a line on stdout that is not an MCP message (ignored): ")
+    assert "'Welcome to misbehaving_server =====" in message and "... (300 characters)" in message
+    assert "=" * 150 not in message and "logs go to stderr" in message
+    # The rest are counted, per server process, at debug level: each turn's server printed 40.
+    counted = [record.lines for record in episode.events("mcp_server_stray_lines")]
+    assert counted.count(40) >= 2 and all(0 < lines <= 40 for lines in counted), counted
+    sdk = [line for line in report.log_lines if line.startswith("mcp.")]
+    assert sdk == [], sdk[:2]
+
+
 def children_besides(known: set[int], count: int) -> set[int]:
     """Wait (up to a minute, for a loaded machine) until ``count`` children other than ``known`` run."""
     deadline = time.monotonic() + 60
@@ -462,7 +515,8 @@ def test_turn_lifetime_starts_the_coming_turns_servers_ahead(tmp_path: Path, ahe
     with async_hygiene(episode.handler) as report:
         first = episode.play(pid_of)
         assert not wait_gone({first}, 5.0), "turn 1's server outlived its turn"
-        started_ahead = children_besides(episode.before, ahead)
+        # Besides the sweeper, which watches over the servers from the first turn on.
+        started_ahead = children_besides(episode.before | {episode.manager.sweeper_pid}, ahead)
         assert len(started_ahead) == ahead
         later = [episode.play(pid_of) for _ in range(ahead + 1)]
         episode.close()

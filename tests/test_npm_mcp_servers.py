@@ -149,7 +149,7 @@ def test_npm_servers_over_stdio_and_http_in_one_toolbox(npx: str, everything_htt
 
     async def turn() -> tuple[list[dict[str, Any]], list[Any]]:
         schemas = await manager.open_turn(1)
-        spawned.update(child_pids() - before)
+        spawned.update(child_pids() - before - {manager.sweeper_pid})  # the sweeper: checked after close
         results = [
             await manager.call_tool("sequential-thinking__sequentialthinking", thought),
             await manager.call_tool("everything__echo", {"message": "from stdio"}),

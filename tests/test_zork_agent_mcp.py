@@ -131,7 +131,8 @@ class AgentTurns:
             try:
                 return await real_open(turn)
             finally:
-                self.spawned |= child_pids() - before
+                # The servers, not the sweeper watching over them (the check after close covers it).
+                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
 
         async def call_spy(tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None) -> Any:
             self.tool_calls.append(tool_name)

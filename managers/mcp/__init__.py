@@ -5,7 +5,8 @@
 * ``toolbox``: all servers together, names routed, failures kept per server;
 * ``runtime``: the background event loop that owns every session;
 * ``manager``: ``MCPManager``, what the agent and the orchestrator use;
-* ``tools``: names, schemas and results between MCP and the chat API.
+* ``tools``: names, schemas and results between MCP and the chat API;
+* ``sweeper``: the watcher that ends every server when ZorkGPT is killed outright.
 """
 
 from managers.mcp.config import MCPConfig, ServerConfig, ServerEntry, build_server_environment

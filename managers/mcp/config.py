@@ -15,7 +15,9 @@ own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
 without a default is a start-up error naming it. Keys other clients use that mean nothing
 here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once as ignored; a known
-key with a value of the wrong type is an error naming the key.
+key with a value of the wrong type is an error naming the key. A key written twice in one
+object (JSON keeps the last, silently) and a file whose every entry is disabled are errors too,
+as a file with no entry is.
 
 Launch decisions that make the shipped config work from any working directory: a stdio
 server runs in the config file's folder (or in its ``cwd``, resolved against that folder),
@@ -172,7 +174,15 @@ class MCPConfig:
                 f"Cannot read MCP config file {file}: {exc}. Check its permissions and encoding."
             ) from exc
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except _DuplicateKeyError as exc:
+            # JSON itself allows a repeated key and keeps the last one: a second "thoughtbox" entry
+            # pasted below the first would silently replace it.
+            raise MCPConfigError(
+                f'MCP config file {file} has the key "{exc.key}" twice in one object; JSON keeps only the '
+                f"last one, so the first would be silently ignored. Remove or rename one of them, or "
+                f"{_DISABLE_HINT}."
+            ) from None
         except json.JSONDecodeError as exc:
             raise MCPConfigError(
                 f"MCP config file {file} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
@@ -244,7 +254,30 @@ class MCPConfig:
                 problems.append(f"  - {section}.{name}: {exc}")
         if problems:
             raise MCPConfigError(f"Invalid MCP config in {where}:\n" + "\n".join(problems))
+        if not servers:
+            # As with no entries at all: MCP on with nothing to start is a setup mistake, not a
+            # run that plays without the tools the user turned MCP on for.
+            raise MCPConfigError(
+                f'Every MCP server in {where} is disabled ("disabled": true): {", ".join(disabled)}. '
+                f'Enable one (remove "disabled": true from its entry), or {_DISABLE_HINT}.'
+            )
         return cls(servers=tuple(servers), disabled=tuple(disabled), ignored_keys=tuple(ignored), source=source)
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key that appears twice (``json``'s ``object_pairs_hook``)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(key)
+        result[key] = value
+    return result
 
 
 def _entry_keys() -> set[str]:

@@ -17,11 +17,13 @@ import atexit
 import logging
 import threading
 import time
+import uuid
 from typing import Any
 
 from managers.mcp.config import MCPConfig, ServerConfig
 from managers.mcp.runtime import SessionLoop
 from managers.mcp.source import SourceSettings, ToolSource, make_source
+from managers.mcp.sweeper import Sweeper
 from managers.mcp.toolbox import Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
 from session.episode_log import known_secrets, redact
@@ -46,12 +48,14 @@ class MCPManager:
         # ${VAR} in the file comes from the environment and .env, as the API key does.
         self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
         self._secrets = [secret for server in self.mcp_config.servers for secret in server.secrets()]
+        self._sweeper = Sweeper(owner=uuid.uuid4().hex)
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
             redact=self.redact,
             logger=logger,
+            owner=self._sweeper.owner,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(
@@ -107,6 +111,11 @@ class MCPManager:
         """Servers disabled for the rest of the episode after repeated failures."""
         return self.toolbox.disabled_servers()
 
+    @property
+    def sweeper_pid(self) -> int | None:
+        """The watcher process that ends the servers if ZorkGPT is killed (while sessions run)."""
+        return self._sweeper.pid
+
     def make_source(self, server: ServerConfig) -> ToolSource:
         """A new, unconnected source for one server entry."""
         return make_source(server, self.settings)
@@ -127,6 +136,8 @@ class MCPManager:
     def runtime(self) -> SessionLoop:
         with self._runtime_lock:
             if self._runtime is None or not self._runtime.is_running:
+                # Started before any server: whatever ZorkGPT's end, the servers end with it.
+                self._sweeper.start()
                 self._runtime = SessionLoop()
                 # Sessions end even when the program stops without reaching close().
                 atexit.register(self.close)
@@ -179,12 +190,14 @@ class MCPManager:
         if runtime is None:
             return
         atexit.unregister(self.close)
-        if not runtime.is_running:
-            return
         try:
-            runtime.call(self.toolbox.close())
+            if runtime.is_running:
+                try:
+                    runtime.call(self.toolbox.close())
+                finally:
+                    runtime.stop()
         finally:
-            runtime.stop()
+            self._sweeper.stop()  # ends whatever is somehow still running, then exits itself
 
     # -- tools -----------------------------------------------------------------------------
 

@@ -18,7 +18,14 @@ therefore ends the whole group at close, always (SIGTERM, then SIGKILL after a g
 period). The server's pid is found among this process's children by a marker variable in
 its environment, which everything it starts inherits: any process still carrying the marker
 after that (one that left the group) is ended too. (This needs Linux ``/proc``; elsewhere
-only the SDK's own clean-up applies.)
+only the SDK's own clean-up applies.) Every server also carries its manager's owner marker,
+with which the sweeper (``sweeper.py``) ends them all when ZorkGPT is killed outright.
+
+Stray output. A stdio server that prints a banner or its log on stdout breaks the protocol's
+rule that stdout carries only MCP messages. The SDK hands each such line to the session's
+message handler (as the parse error), and also logs it with a traceback on its own logger;
+that log record is dropped by a filter on the SDK's logger, and the source warns once per
+server instead (with the first line, cut short), counting the rest at debug level.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -51,6 +58,7 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from managers.mcp.sweeper import OWNER_ENV_VAR
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
@@ -64,7 +72,37 @@ _INSTALL_HINTS = {
     "docker": "Install Docker and make sure the docker command is on PATH.",
 }
 
+_STRAY_LINE_CHARS = 120
+# The SDK's stdio transport logs this, with a traceback, for every stdout line that is not an
+# MCP message; the session hands the same line to our message handler (see the module docstring).
+_SDK_STDIO_LOGGER = "mcp.client.stdio"
+_SDK_STRAY_LINE_MESSAGE = "Failed to parse JSONRPC message from server"
+
 Redactor = Callable[[str], str]
+
+
+class _StrayLineFilter(logging.Filter):
+    """Drops the SDK's per-line traceback for stdout lines that are not MCP messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != _SDK_STRAY_LINE_MESSAGE
+
+
+logging.getLogger(_SDK_STDIO_LOGGER).addFilter(_StrayLineFilter())
+
+
+@dataclass
+class StrayOutput:
+    """Per server name, how many stdout lines were not MCP messages: warned about once per server
+    for the whole run, however many times a turn-lifetime server is started."""
+
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def count(self, name: str) -> bool:
+        """Count one line of ``name``; True for the server's first."""
+        seen = self.lines.get(name, 0)
+        self.lines[name] = seen + 1
+        return seen == 0
 
 
 @dataclass(frozen=True)
@@ -76,10 +114,23 @@ class SourceSettings:
     config_file: str
     redact: Redactor
     logger: logging.Logger
+    stray_output: StrayOutput = field(default_factory=StrayOutput)
+    owner: str | None = None  # the manager's marker, for the sweeper (``sweeper.py``)
 
 
 class _StartupTimeoutError(Exception):
     """The server did not finish initialize + list_tools before the startup deadline."""
+
+
+class ServerStartupTimeoutError(MCPServerStartupError):
+    """A server's start ran out of time: what a toolbox needs to tell one slow server from a
+    machine starting too many at once."""
+
+    def __init__(self, message: str, server_name: str, timeout: float, config_file: str) -> None:
+        super().__init__(message)
+        self.server_name = server_name
+        self.timeout = timeout
+        self.config_file = config_file
 
 
 class ToolSource(ABC):
@@ -148,7 +199,12 @@ class ToolSource(ABC):
             if not isinstance(exc, Exception):
                 raise
             cause = root_cause(exc)
-            raise MCPServerStartupError(self._startup_message(self._describe_failure(cause))) from cause
+            message = self._startup_message(self._describe_failure(cause))
+            if isinstance(cause, _StartupTimeoutError):
+                raise ServerStartupTimeoutError(
+                    message, self.name, self.settings.startup_timeout, self.settings.config_file
+                ) from cause
+            raise MCPServerStartupError(message) from cause
         self.connect_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def close(self) -> None:
@@ -197,6 +253,18 @@ class ToolSource(ABC):
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed = True
+        elif isinstance(message, Exception):
+            self._on_transport_error(message)
+
+    def _on_transport_error(self, error: Exception) -> None:
+        """Something the transport could not read; the session goes on (the request it
+        belonged to, if any, times out or fails on its own)."""
+        self.settings.logger.debug(
+            "MCP server '%s': the transport reported %s",
+            self.name,
+            self.settings.redact(repr(error)),
+            extra={"event_type": "mcp_transport_error", "server_name": self.name},
+        )
 
     # -- requests --------------------------------------------------------------------------
 
@@ -320,11 +388,14 @@ class StdioSource(ToolSource):
         # A real file: the subprocess writes to its descriptor directly (closed at close).
         self._errlog: IO[bytes] = tempfile.TemporaryFile(mode="w+b", prefix="zorkgpt-mcp-stderr-")  # noqa: SIM115
         self._stderr_tail: str | None = None
+        self._stray_lines = 0
 
     def parameters(self) -> StdioServerParameters:
         """How the server is launched (command, args, env, cwd), after every launch decision."""
         params = build_stdio_parameters(self.server)
         params.env = {**(params.env or {}), MARKER_ENV_VAR: self._marker}
+        if self.settings.owner is not None:
+            params.env[OWNER_ENV_VAR] = self.settings.owner
         return params
 
     @asynccontextmanager
@@ -355,6 +426,14 @@ class StdioSource(ToolSource):
         # carries the server's marker in its environment.
         for pid in processes_with_marker(MARKER_ENV_VAR, self._marker):
             await end_process_group(pid, group=False)
+        if self._stray_lines:
+            self.settings.logger.debug(
+                "MCP server '%s' wrote %d line(s) on stdout that were not MCP messages (ignored)",
+                self.name,
+                self._stray_lines,
+                extra={"event_type": "mcp_server_stray_lines", "server_name": self.name, "lines": self._stray_lines},
+            )
+            self._stray_lines = 0
         if self._stderr_tail is None:
             self._stderr_tail = self.settings.redact(read_tail(self._errlog))
             self._errlog.close()
@@ -368,6 +447,22 @@ class StdioSource(ToolSource):
 
     def stderr_tail(self) -> str:
         return self._stderr_tail if self._stderr_tail is not None else ""
+
+    def _on_transport_error(self, error: Exception) -> None:
+        if not isinstance(error, ValidationError):
+            super()._on_transport_error(error)
+            return
+        # A line on stdout that is not an MCP message: a banner, a print(), a log line.
+        self._stray_lines += 1
+        if not self.settings.stray_output.count(self.name):
+            return
+        self.settings.logger.warning(
+            "MCP server '%s' wrote a line on stdout that is not an MCP message (ignored): %s. A stdio server "
+            "must write only MCP messages on stdout (logs go to stderr); further such lines are ignored quietly.",
+            self.name,
+            self.settings.redact(_stray_line(error)),
+            extra={"event_type": "mcp_server_stray_output", "server_name": self.name},
+        )
 
     def _describe_failure(self, cause: BaseException) -> str:
         command = self.server.command or ""
@@ -569,6 +664,16 @@ def root_cause(exc: BaseException) -> BaseException:
         if not isinstance(leaf, asyncio.CancelledError):
             return leaf
     return leaves[0] if leaves else exc
+
+
+def _stray_line(error: ValidationError) -> str:
+    """The line that failed to parse as an MCP message, cut short and quoted (control characters escaped)."""
+    errors = error.errors()
+    line = errors[0].get("input") if errors else None
+    text = line if isinstance(line, str) else repr(line)
+    if len(text) > _STRAY_LINE_CHARS:
+        return f"{text[:_STRAY_LINE_CHARS]!r}... ({len(text)} characters)"
+    return repr(text)
 
 
 def read_tail(file: IO[bytes]) -> str:

@@ -40,12 +40,13 @@ from typing import Any, Literal
 import mcp.types as types
 
 from managers.mcp.config import Lifetime, ServerConfig
-from managers.mcp.source import ToolSource
+from managers.mcp.source import ServerStartupTimeoutError, ToolSource
 from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
+_NAMES_SHOWN = 10  # servers named in a message about many; the rest are counted
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
@@ -205,7 +206,12 @@ class Toolbox:
         if failures:
             await self.close()
             startup = [f for f in failures if isinstance(f, MCPServerStartupError)]
-            raise (startup or failures)[0]
+            timeouts = [f for f in startup if isinstance(f, ServerStartupTimeoutError)]
+            # A server that failed for a reason of its own says more than any timeout; several
+            # timing out together point at the load of starting them all at once, not at one of them.
+            if len(timeouts) > 1 and len(timeouts) == len(startup):
+                raise MCPServerStartupError(startup_timeouts_message(timeouts, len(self._slots))) from timeouts[0]
+            raise ([f for f in startup if f not in timeouts] or startup or failures)[0]
         return self.refresh_tools()
 
     async def _ready(self, slot: _Slot) -> None:
@@ -441,6 +447,26 @@ class Toolbox:
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
+
+
+def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:
+    """Why several servers starting together all ran out of time, naming every one of them."""
+    names = [error.server_name for error in timeouts]
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (
+        f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    )
+    first = timeouts[0]
+    which = (
+        f"None of the {total} MCP servers had finished starting"
+        if len(names) == total
+        else f"{len(names)} of the {total} MCP servers had not finished starting"
+    )
+    return (
+        f"{which} when the startup timeout ({first.timeout:g}s) ran out: {shown}.\n"
+        f"All {total} start at once, and starting them together takes longer than starting one: raise "
+        "server_startup_timeout_seconds under [tool.zorkgpt.mcp], or start fewer servers at once "
+        f'("disabled": true on some entries of {first.config_file}; enabled = false plays without tools).'
+    )
 
 
 async def _close_spare(task: asyncio.Task[ToolSource]) -> None:

@@ -7,6 +7,8 @@ Start modes (``--start``):
     flaky   crash while the integer in ``--counter-file`` is > 0 (decrementing it), else serve
 
 Every start appends one line to ``--attempts-file`` when given, so tests can count spawns.
+``--banner N`` prints N lines that are not MCP messages on stdout before serving (the first
+one 300 characters long, the last a JSON object), as a server printing a banner or its log there does.
 ``--spawn-helper PIDFILE`` starts a helper child in the server's process group (its pid
 appended to PIDFILE) that would outlive a server exiting cleanly unless the client ends
 the group.
@@ -50,6 +52,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--counter-file", type=Path)
     parser.add_argument("--attempts-file", type=Path)
     parser.add_argument("--spawn-helper", type=Path, metavar="PIDFILE")
+    parser.add_argument("--banner", type=int, default=0, metavar="N")
     return parser.parse_args(argv)
 
 
@@ -85,6 +88,18 @@ def start_checks(args: argparse.Namespace) -> None:
         )
         with args.spawn_helper.open("a", encoding="utf-8") as pids:
             pids.write(f"{helper.pid}\n")
+
+
+def print_banner(lines: int) -> None:
+    """``lines`` lines on stdout: a 300-character banner, log lines, and last a JSON object that is not JSON-RPC."""
+    for number in range(1, lines + 1):
+        if number == 1:
+            sys.stdout.write(f"Welcome to misbehaving_server {'=' * 270}\n")
+        elif number == lines:
+            sys.stdout.write('{"not": "a JSON-RPC message"}\n')
+        else:
+            sys.stdout.write(f"log line {number}\n")
+    sys.stdout.flush()
 
 
 def build_server():  # -> MCPServer
@@ -220,6 +235,7 @@ def build_server():  # -> MCPServer
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     start_checks(args)
+    print_banner(args.banner)
     started = time.perf_counter()
     server = build_server()
     sys.stderr.write(f"misbehaving_server: serving (built in {time.perf_counter() - started:.2f}s)\n")

@@ -1,0 +1,167 @@
+"""The sweeper: every process our stdio servers started ends with ZorkGPT, however ZorkGPT ends.
+
+A closing session ends its server's whole process group (``source.py``). A ZorkGPT killed
+outright (SIGKILL, the OOM killer) closes nothing: its servers see their stdin close and
+usually exit, but what they started themselves (helpers in their group, or ones that left it)
+runs on with nobody left to end it.
+
+So while MCP sessions run, a small watcher process runs beside ZorkGPT: this file, started
+with the interpreter's isolated mode so it imports nothing of ours or the SDK's. It holds the
+read end of a pipe whose only write end ZorkGPT holds, and does nothing until that pipe
+reports end-of-file, which the kernel does as soon as ZorkGPT is gone, however it went (or
+when ``close()`` closes it on purpose, saying so first). Then it ends every process whose
+environment carries ZorkGPT's owner marker (every server and everything they started
+inherits it: ``source.py`` sets it), and the process group of each marked group leader (a
+server, with helpers that dropped the variable), SIGTERM first and SIGKILL after a grace
+period, and exits. After a death it keeps scanning until it has found nothing for a moment,
+for a server ZorkGPT was forking just then; after ``close()`` one scan (normally empty) is enough.
+
+Why a watcher rather than other ways:
+- ``PR_SET_PDEATHSIG`` on the server kills only the server, not the helpers it started;
+- recording the servers in a file for the next start to end leaves them running until a
+  next start, which may never come.
+The marker is a random token per MCP manager, so only processes of this ZorkGPT match, and a
+recycled pid never does. It runs in its own session, so a terminal's Ctrl-C or hang-up, which
+goes to ZorkGPT's whole process group, does not end it before ZorkGPT's own clean-up ran.
+Linux only (it reads ``/proc``); elsewhere no watcher is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OWNER_ENV_VAR = "ZORKGPT_MCP_OWNER"
+GRACE_SECONDS = 2.0  # after SIGTERM, before SIGKILL
+GIVE_UP_SECONDS = 10.0  # a process that survives SIGKILL this long is stuck in the kernel
+# After ZorkGPT died: how long scans must find nothing before the watcher is done, so a server
+# ZorkGPT was starting at that moment (forked, not yet running with its marker) is caught too.
+SETTLE_SECONDS = 0.5
+_POLL_SECONDS = 0.05
+_CLOSING = b"closing\n"  # what close() writes before closing the pipe: nothing died
+_STOP_WAIT_SECONDS = 30.0
+
+
+class Sweeper:
+    """The watcher process for one owner marker (see the module docstring)."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @staticmethod
+    def available() -> bool:
+        return Path("/proc/self/environ").exists()
+
+    def start(self) -> None:
+        """Start the watcher (once); nothing happens on a system without ``/proc``."""
+        if self._process is not None or not self.available():
+            return
+        env = {key: value for key, value in os.environ.items() if key != OWNER_ENV_VAR}
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", __file__, OWNER_ENV_VAR, self.owner],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        """Close the pipe (the watcher ends whatever is still marked, normally nothing) and wait for it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        assert process.stdin is not None
+        # A watcher already gone makes these fail; wait() below says so.
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(_CLOSING)
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()  # the pipe closes even when the flush fails
+        try:
+            process.wait(_STOP_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def marked_processes(needle: bytes) -> list[int]:
+    """Live processes (not this one) whose environment holds ``needle`` (``VAR=value``)."""
+    own = os.getpid()
+    found: list[int] = []
+    try:
+        entries = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    except OSError:
+        return found
+    for name in entries:
+        if int(name) == own:
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(name))
+    return found
+
+
+def sweep(variable: str, owner: str, settle: float = 0.0) -> int:
+    """End every process marked ``variable=owner`` (and the groups they lead); how many were found.
+
+    Done once scans have found nothing for ``settle`` seconds.
+    """
+    needle = f"{variable}={owner}".encode()
+    ended: set[int] = set()
+    started = last_found = time.monotonic()
+    while time.monotonic() - started < GIVE_UP_SECONDS:
+        marked = marked_processes(needle)
+        if not marked:
+            if time.monotonic() - last_found >= settle:
+                break
+            time.sleep(_POLL_SECONDS)
+            continue
+        last_found = time.monotonic()
+        signum = signal.SIGTERM if time.monotonic() - started < GRACE_SECONDS else signal.SIGKILL
+        for pid in marked:
+            if pid not in ended or signum == signal.SIGKILL:
+                _signal(pid, signum)
+            ended.add(pid)
+        time.sleep(_POLL_SECONDS)
+    return len(ended)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        if os.getpgid(pid) == pid:  # a group leader (a server): its whole group
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):  # gone meanwhile, or not ours to end
+        pass
+
+
+def main(argv: list[str]) -> int:
+    variable, owner = argv
+    # Only end-of-file counts: the owner's whole group may get a Ctrl-C or hang-up meant for it.
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    received = b""
+    while chunk := sys.stdin.buffer.read(65536):
+        received += chunk
+    # Closed by close(): every session has ended, one scan is enough. Else ZorkGPT died.
+    count = sweep(variable, owner, settle=0.0 if received.endswith(_CLOSING) else SETTLE_SECONDS)
+    if count:
+        sys.stderr.write(f"ZorkGPT: ended {count} MCP server process(es) left running when ZorkGPT stopped.\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
