@@ -52,6 +52,7 @@ class MCPManager:
             config_file=str(self.config_path),
             redact=self.redact,
             logger=logger,
+            max_reply_bytes=config.mcp.max_tool_reply_bytes,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(

@@ -66,6 +66,10 @@ _INSTALL_HINTS = {
 
 Redactor = Callable[[str], str]
 
+# The SDK's own bound on one server-sent event, and the words of the error it ends that stream with.
+_SDK_EVENT_LIMIT = 1024 * 1024
+_EVENT_TOO_LARGE = "Server-sent event exceeded the"
+
 
 @dataclass(frozen=True)
 class SourceSettings:
@@ -76,6 +80,9 @@ class SourceSettings:
     config_file: str
     redact: Redactor
     logger: logging.Logger
+    # Over streamable HTTP the SDK stops reading a server-sent event beyond this many bytes (its
+    # own default is 1 MiB); the other transports read each message whole.
+    max_reply_bytes: int | None = None
 
 
 class _StartupTimeoutError(Exception):
@@ -240,6 +247,13 @@ class ToolSource(ABC):
         except SDKMCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"MCP tool {dotted} timed out after {timeout:g}s") from None
+            limit = self._event_limit()
+            if exc.code == CONNECTION_CLOSED and limit is not None and _EVENT_TOO_LARGE in exc.message:
+                # Only this reply's stream was cut; the session is fine.
+                raise MCPToolCallError(
+                    f"MCP tool {dotted} replied with more than {limit:,} bytes; the reply was dropped. Ask for less "
+                    "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
+                ) from None
             if exc.code == CONNECTION_CLOSED:
                 self._died = f"connection closed during {dotted}"
                 raise MCPServerDiedError(self._died_message(dotted)) from None
@@ -277,6 +291,10 @@ class ToolSource(ABC):
     def stderr_tail(self) -> str:
         """What the server wrote to stderr, for messages (stdio only)."""
         return ""
+
+    def _event_limit(self) -> int | None:
+        """Bytes after which the SDK cuts one reply's stream, leaving the session up (streamable HTTP only)."""
+        return None
 
     def _hint(self, details: str) -> str:
         return "Check the server's address and that it is running."
@@ -423,9 +441,16 @@ class StreamableHTTPSource(_HTTPSource):
         assert self.server.url is not None
         async with (
             create_mcp_http_client(headers=dict(self.server.headers)) as client,
-            streamable_http_client(self.server.url, http_client=client) as streams,
+            streamable_http_client(
+                self.server.url,
+                http_client=client,
+                max_sse_event_size=self._event_limit(),
+            ) as streams,
         ):
             yield streams
+
+    def _event_limit(self) -> int:
+        return self.settings.max_reply_bytes or _SDK_EVENT_LIMIT
 
 
 class SSESource(_HTTPSource):
