@@ -35,7 +35,15 @@ from session.errors import (
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
-from shared_utils import cap_text, create_json_schema, extract_json_object, json_depth, shorten, traced_observation
+from shared_utils import (
+    MAX_JSON_DEPTH,
+    cap_text,
+    create_json_schema,
+    extract_json_object,
+    json_depth,
+    shorten,
+    traced_observation,
+)
 
 if TYPE_CHECKING:
     from managers.mcp import MCPManager
@@ -318,7 +326,7 @@ class ZorkAgent:
         data = extract_json_object(content or "")
         try:
             if data is None:
-                raise ValueError("no JSON object in the reply")
+                raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
             parsed, dropped = read_agent_reply(data)
             action = clean_action(parsed.action)
             if not action:
