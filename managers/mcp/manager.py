@@ -48,11 +48,11 @@ class MCPManager:
         self._secrets = [secret for server in self.mcp_config.servers for secret in server.secrets()]
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
+            max_reply_bytes=config.mcp.max_tool_reply_bytes,
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
             redact=self.redact,
             logger=logger,
-            max_reply_bytes=config.mcp.max_tool_reply_bytes,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(

@@ -66,8 +66,7 @@ _INSTALL_HINTS = {
 
 Redactor = Callable[[str], str]
 
-# The SDK's own bound on one server-sent event, and the words of the error it ends that stream with.
-_SDK_EVENT_LIMIT = 1024 * 1024
+# The words of the error the SDK ends a reply's stream with when one event is over its limit.
 _EVENT_TOO_LARGE = "Server-sent event exceeded the"
 
 
@@ -76,13 +75,13 @@ class SourceSettings:
     """What every source of one episode shares: timeouts, where relative paths start, redaction."""
 
     startup_timeout: float
+    # Over streamable HTTP the SDK stops reading a server-sent event beyond this many bytes (by
+    # itself at 1 MiB); the other transports read each message whole.
+    max_reply_bytes: int
     config_dir: Path
     config_file: str
     redact: Redactor
     logger: logging.Logger
-    # Over streamable HTTP the SDK stops reading a server-sent event beyond this many bytes (its
-    # own default is 1 MiB); the other transports read each message whole.
-    max_reply_bytes: int | None = None
 
 
 class _StartupTimeoutError(Exception):
@@ -450,7 +449,7 @@ class StreamableHTTPSource(_HTTPSource):
             yield streams
 
     def _event_limit(self) -> int:
-        return self.settings.max_reply_bytes or _SDK_EVENT_LIMIT
+        return self.settings.max_reply_bytes
 
 
 class SSESource(_HTTPSource):

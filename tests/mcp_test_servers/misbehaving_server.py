@@ -51,11 +51,11 @@ class Status(TypedDict):
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
+    add_http_arguments(parser)
     parser.add_argument("--start", choices=["ok", "crash", "hang", "flaky"], default="ok")
     parser.add_argument("--counter-file", type=Path)
     parser.add_argument("--attempts-file", type=Path)
     parser.add_argument("--spawn-helper", type=Path, metavar="PIDFILE")
-    add_http_arguments(parser)
     return parser.parse_args(argv)
 
 
