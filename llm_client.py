@@ -45,7 +45,7 @@ from session.errors import (
 from session.errors import LLMError as LLMError  # the client's errors stay importable from here
 from session.game_configuration import GameConfiguration, ModelPrice, RetrySection, Sampling
 from session.providers import GENERIC, ProviderPreset, StructuredMode
-from shared_utils import shorten, traced_observation
+from shared_utils import MAX_JSON_DEPTH, json_depth, shorten, traced_observation
 
 # -- wire shapes -------------------------------------------------------------------------
 
@@ -558,10 +558,12 @@ def _parse_tool_calls(raw: Any, message: Mapping[str, Any]) -> list[ToolCall]:
 
 
 def _loads(text: str) -> Any:
+    """Decoded JSON, or None when ``text`` is not JSON or nests deeper than ``MAX_JSON_DEPTH``."""
     try:
-        return json.loads(text)
-    except ValueError:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
         return None
+    return value if json_depth(value) <= MAX_JSON_DEPTH else None
 
 
 def parse_text_tool_calls(content: str, tool_names: frozenset[str]) -> list[tuple[str, str]] | None:
@@ -1134,10 +1136,16 @@ class LLMClient:
             _current.inflight = None
         status = reply.status_code
         text = reply.text
+        too_deep = False
         try:
             body: Any = json.loads(text) if text else None
         except ValueError:
             body = None
+        except RecursionError:  # nested deeper than the reader goes
+            body, too_deep = None, True
+        if body is not None and json_depth(body) > MAX_JSON_DEPTH:
+            # Every later step (tool-call arguments, call ids, logs) would walk it again.
+            body, too_deep = None, True
         if status == 429:
             raise RetryableReplyError(
                 f"HTTP 429 rate limited: {_provider_message(body, text)}",
@@ -1153,6 +1161,12 @@ class LLMClient:
                 f"LLM request to {url} rejected with HTTP {status}: {provider}. {hint}",
                 status_code=status,
                 provider_message=provider,
+            )
+        if too_deep:
+            raise RetryableReplyError(
+                f"malformed reply: the body nests JSON more than {MAX_JSON_DEPTH} levels deep, which no chat "
+                f"completion does ({len(text):,} characters, starting {text[:40]!r})",
+                status_code=status,
             )
         if body is None:
             raise RetryableReplyError(f"malformed reply: body is not JSON ({text[:200]!r})", status_code=status)

@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -102,11 +102,39 @@ def _close_objects(node: Any) -> None:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
+# How deeply JSON from a model may nest objects and lists. No reply, tool call or chat
+# completion body nests anywhere near this; Python's JSON reader and writer recurse (about
+# 1,000 levels before a RecursionError) and pydantic's serializer stops at a few hundred, so a
+# hostile value is refused at this depth with a message instead of failing deep inside them.
+MAX_JSON_DEPTH = 128
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deeply decoded JSON nests objects and lists (``{}`` is 1, a scalar 0), counted up to
+    ``limit + 1``. Iterative: a value too deep for a recursive walk is measured all the same."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def extract_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in a model reply: bare, fenced in ``` or surrounded by prose.
 
     Models wrap JSON in markdown or chat around it even when asked not to; accepting
-    those forms costs nothing and saves a retry.
+    those forms costs nothing and saves a retry. An object nested deeper than
+    ``MAX_JSON_DEPTH`` is not a reply and is not returned.
     """
     if not text:
         return None
@@ -115,9 +143,9 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
             continue
-        if isinstance(value, dict):
+        if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH:
             return value
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
@@ -125,7 +153,11 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
             value, _ = decoder.raw_decode(text, match.start())
         except json.JSONDecodeError:
             continue
-        if isinstance(value, dict):
+        except RecursionError:
+            # A reply this deep is broken or hostile: decoding from each later brace would mostly
+            # hit the same limit again, a thousand levels at a time.
+            break
+        if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH:
             return value
     return None
 

@@ -35,7 +35,15 @@ from session.errors import (
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
-from shared_utils import cap_text, create_json_schema, extract_json_object, shorten, traced_observation
+from shared_utils import (
+    MAX_JSON_DEPTH,
+    cap_text,
+    create_json_schema,
+    extract_json_object,
+    json_depth,
+    shorten,
+    traced_observation,
+)
 
 if TYPE_CHECKING:
     from managers.mcp import MCPManager
@@ -50,6 +58,10 @@ FINAL_ACTION_PROMPT = "Please provide your final action now without calling any 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
+# How deeply a tool call's arguments may nest objects and lists. Real tool schemas nest a few
+# levels; the MCP SDK's serializer gives up near 255 with an error from deep inside the call,
+# so deeper arguments go back to the model as a tool error before they reach a server.
+MAX_TOOL_ARGUMENT_DEPTH = 32
 
 
 class AgentResponse(BaseModel):
@@ -182,6 +194,28 @@ def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
     return AgentResponse.model_validate(fields), dropped
 
 
+def _read_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's arguments as an object; ``ValueError`` saying what is wrong with them."""
+    try:
+        arguments = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a JSON object ({exc})") from None
+    except RecursionError:
+        raise ValueError(
+            f"they nest objects and lists far deeper than the limit of {MAX_TOOL_ARGUMENT_DEPTH} levels. "
+            "Send flatter arguments."
+        ) from None
+    if not isinstance(arguments, dict):
+        raise ValueError(f"not a JSON object (got {_json_type(arguments)})")
+    depth = json_depth(arguments, MAX_TOOL_ARGUMENT_DEPTH)
+    if depth > MAX_TOOL_ARGUMENT_DEPTH:
+        raise ValueError(
+            f"they nest objects and lists more than {MAX_TOOL_ARGUMENT_DEPTH} levels deep (the limit). "
+            "Send flatter arguments."
+        )
+    return arguments
+
+
 def _json_type(value: Any) -> str:
     """A parsed JSON value's type in words ("a number", "an object")."""
     names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
@@ -292,7 +326,7 @@ class ZorkAgent:
         data = extract_json_object(content or "")
         try:
             if data is None:
-                raise ValueError("no JSON object in the reply")
+                raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
             parsed, dropped = read_agent_reply(data)
             action = clean_action(parsed.action)
             if not action:
@@ -548,10 +582,29 @@ class ZorkAgent:
         turn, iteration = self.current_turn, stats.iterations
         abort_reason: str | None = None
         gone: dict[str, str] = {}  # server -> why its later calls in this batch are skipped
+        cap = self.config.mcp.max_tool_calls_per_reply
+        over_cap = (
+            f"Skipped: this reply asked for {len(tool_calls)} tool calls and only the first {cap} run "
+            "([tool.zorkgpt.mcp] max_tool_calls_per_reply). Call again for the ones you still need."
+        )
+        if len(tool_calls) > cap:
+            self._log(
+                "warning",
+                "mcp_tool_calls_capped",
+                "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
+                "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
+                turn,
+                iteration,
+                len(tool_calls),
+                cap,
+                requested=len(tool_calls),
+                max_tool_calls_per_reply=cap,
+                iteration=iteration,
+            )
         for position, tool_call in enumerate(tool_calls):
             name = self._display_name(tool_call.function.name)
             server = manager.server_of(tool_call.function.name)
-            skip = abort_reason or (gone.get(server) if server else None)
+            skip = over_cap if position >= cap else abort_reason or (gone.get(server) if server else None)
             if skip is None and stats.remaining() <= 0:  # the model's own call used up the budget
                 self._budget_exhausted(stats)
                 skip = abort_reason = "Skipped: the turn's time budget is spent"
@@ -560,14 +613,13 @@ class ZorkAgent:
                 continue
 
             answer = functools.partial(self._answer, messages, stats, tool_call.id, server, name)
+            raw_arguments = tool_call.function.arguments or ""
             try:
-                arguments = json.loads(tool_call.function.arguments or "{}")
-                if not isinstance(arguments, dict):
-                    raise ValueError("tool arguments must be a JSON object")
+                arguments = _read_arguments(raw_arguments)
                 if tool_call.function.name == MALFORMED_TOOL_NAME:
                     # The client could not read this call; the model hears why instead of a crash.
                     raise ValueError(str(arguments.get("error") or "unreadable tool call"))
-            except (json.JSONDecodeError, ValueError) as exc:
+            except ValueError as exc:
                 self._log(
                     "warning",
                     "mcp_tool_error",
@@ -581,8 +633,8 @@ class ZorkAgent:
                     iteration=iteration,
                 )
                 malformed = tool_call.function.name == MALFORMED_TOOL_NAME
-                problem = str(exc) if malformed else f"Invalid tool arguments (not a JSON object): {exc}"
-                answer(ToolCallResult(None, True, problem), tool_call.function.arguments or "")
+                problem = str(exc) if malformed else f"Invalid tool arguments: {exc}"
+                answer(ToolCallResult(None, True, problem), cap_text(raw_arguments, MAX_LOGGED_TOOL_ARGUMENTS_CHARS))
                 continue
             # The server's own timeout (or the configured one), cut to what is left of the turn budget.
             server_timeout = manager.timeout_for(tool_call.function.name)
@@ -596,7 +648,7 @@ class ZorkAgent:
                 name,
                 tool_name=name,
                 server_name=server,
-                arguments=_loggable_arguments(arguments, tool_call.function.arguments or ""),
+                arguments=_loggable_arguments(arguments, raw_arguments),
                 iteration=iteration,
             )
             self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])

@@ -165,6 +165,10 @@ class MCPSection(_Section):
     server_startup_timeout_seconds: float = Field(default=10, gt=0, le=300)
     force_tool_support: bool = False
     max_tool_result_chars: int = Field(default=8000, ge=256, le=1_000_000)
+    # Tool calls run per model reply; the rest of a longer reply each get an error result.
+    max_tool_calls_per_reply: int = Field(default=16, ge=1, le=256)
+    # A tool reply larger than this is dropped and the model reads an error saying so.
+    max_tool_reply_bytes: int = Field(default=4_000_000, ge=1_000_000, le=1_000_000_000)
     # "turn": a freshly started server every turn (started ahead, while earlier turns run);
     # "episode": one session per server for the whole episode. A server entry's "lifetime" wins.
     session_lifetime: Literal["turn", "episode"] = "turn"

@@ -356,8 +356,10 @@ def test_connection_error_retried_then_exhausted() -> None:
         Reply(200, {"choices": []}),
         Reply(200, {"error": {"message": "upstream overloaded", "code": 502}}),
         Reply(200, {"choices": [{"index": 0, "finish_reason": "stop"}]}),
+        Reply(200, "[" * 50_000 + "]" * 50_000),
+        Reply(200, {**completion("go north"), "extra": json.loads("[" * 200 + "]" * 200)}),
     ],
-    ids=["not-json", "empty-body", "no-choices", "error-in-200", "no-message"],
+    ids=["not-json", "empty-body", "no-choices", "error-in-200", "no-message", "nested-50000", "nested-200"],
 )
 def test_malformed_reply_retried(bad: Reply, llm_server: ScriptedLLMServer, make_client: Callable[..., Any]) -> None:
     client, delays = make_client()
@@ -366,6 +368,33 @@ def test_malformed_reply_retried(bad: Reply, llm_server: ScriptedLLMServer, make
     assert client.chat_completions_create(model="m", messages=MESSAGES).content == "go north"
     assert len(llm_server.requests) == 2
     assert len(delays) == 1
+
+
+def test_a_body_nested_too_deep_is_an_llm_error_saying_so(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client(make_config(max_retries=0))
+    llm_server.script(Reply(200, '{"choices": ' + "[" * 50_000 + "]" * 50_000 + "}"))
+
+    with pytest.raises(LLMRetryExhaustedError) as info:
+        client.chat_completions_create(model="m", messages=MESSAGES)
+
+    assert "malformed reply: the body nests JSON more than 128 levels deep" in info.value.last_cause
+    assert "100,013 characters" in info.value.last_cause
+
+
+def test_a_tool_call_written_as_text_nested_too_deep_becomes_a_malformed_call(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    client, _ = make_client()
+    deep = '{"name": "thoughtbox__think", "arguments": {"thought": ' + "[" * 50_000 + "]" * 50_000 + "}}"
+    llm_server.script(completion(f"<tool_call>{deep}</tool_call>"))
+
+    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+
+    (call,) = response.tool_calls or []
+    assert call.function.name == MALFORMED_TOOL_NAME
+    assert "could not be read" in json.loads(call.function.arguments)["error"]
 
 
 def test_retries_exhausted_error_names_attempts_and_last_cause(

@@ -259,6 +259,53 @@ def test_a_failing_provider_ends_the_run_with_exit_1(
     assert json.loads((episode / "episode_summary.json").read_text())["end_reason"] == end["end_reason"]
 
 
+def test_a_provider_reply_nested_50000_deep_ends_the_run_with_a_clear_llm_error(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """It used to end with a RecursionError traceback from reading the body."""
+    llm_server.respond_with(lambda body, index: Reply(200, '{"choices": ' + "[" * 50_000 + "]" * 50_000 + "}"))
+    env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = run_main(["--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
+    assert "LLM error" in proc.stderr and "the body nests JSON more than 128 levels deep" in proc.stderr
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    end = read_events(episode)[-1]
+    assert end["event_type"] == "episode_end" and end["end_reason"].startswith("llm_error: ")
+
+
+def test_tool_arguments_nested_300_deep_are_a_tool_error_the_model_reads_and_play_goes_on(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """They used to end the episode at turn 0 with the MCP SDK's "Maximum serialization depth exceeded"."""
+    from tests.mcp_test_servers.helpers import raw_entry, write_mcp_config
+    from tests.scripted_llm import completion, tool_call
+
+    deep = '{"text": ' + "[" * 299 + "]" * 299 + "}"  # about 620 characters
+    tool_errors: list[str] = []
+
+    def model(body: dict[str, Any], index: int) -> dict[str, Any]:
+        answered = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+        tool_errors.extend(result.get("error", "") for result in answered)
+        if body.get("tools") and not answered and not tool_errors:
+            return completion(tool_calls=[tool_call("raw__echo", deep, "call_deep")])
+        return agent_reply("open mailbox" if answered else "north")
+
+    llm_server.respond_with(model)
+    config = write_mcp_config(tmp_path / "mcp", {"raw": raw_entry()})
+    env = scripted_env(
+        llm_server, tmp_path, game_file, ZORKGPT_MCP_ENABLED="true", ZORKGPT_MCP_CONFIG_FILE=str(config), **NO_LEARNING
+    )
+    proc = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (error,) = tool_errors
+    assert "Invalid tool arguments: they nest objects and lists more than 32 levels deep" in error
+    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    turns = [event for event in read_events(episode) if event["event_type"] == "turn"]
+    assert [turn["action"] for turn in turns] == ["open mailbox", "north"]
+
+
 def _crashing_mcp_server(tmp_path: Path) -> dict[str, str]:
     from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
 

@@ -40,6 +40,7 @@ from tests.mcp_test_servers.helpers import (
     async_hygiene,
     capture_logger,
     child_pids,
+    http_server,
     make_config,
     misbehaving_entry,
     raw_entry,
@@ -346,6 +347,33 @@ def test_oversized_result_is_truncated_with_marker(tmp_path: Path) -> None:
     assert "[truncated by ZorkGPT: showing 1000 of 50000 characters]" in huge.content
     assert len(huge.content) < 1100
     assert exact.content == "x" * 1000  # at the limit: untouched
+
+
+def test_a_reply_over_the_size_limit_over_http_is_refused_and_the_session_lives_on(tmp_path: Path) -> None:
+    """Over streamable HTTP the SDK stops reading an event at the limit; that used to pass for the
+    server dying (its own 1 MiB default, reported as a closed connection) and cost its tools for the turn."""
+    with http_server("tests.mcp_test_servers.misbehaving_server") as server:
+        config_path = write_mcp_config(tmp_path / "cfg", {"remote": {"url": server.url}})
+        logger, handler = capture_logger(f"test.mcp.{uuid.uuid4().hex}")
+        config = make_config(config_path, tmp_path, session_lifetime="episode", max_tool_reply_bytes=3_000_000)
+        scenario = Scenario(MCPManager(config, logger), handler)
+
+        async def body(m: MCPManager) -> tuple[str, ToolCallResult, ToolCallResult]:
+            with pytest.raises(MCPToolCallError) as refused:
+                await m.call_tool("remote__huge", {"chars": 5_000_000})
+            return (
+                str(refused.value),
+                await m.call_tool("remote__huge", {"chars": 2_000_000}),
+                await m.call_tool("remote__echo", {"text": "still here"}),
+            )
+
+        message, under, after = scenario.run(body)
+    assert message == (
+        "MCP tool remote.huge replied with more than 3,000,000 bytes; the reply was dropped. Ask for less "
+        "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
+    )
+    assert under.content.endswith("[truncated by ZorkGPT: showing 8000 of 2000000 characters]")
+    assert after.content == "still here"
 
 
 def test_real_tool_names_are_wire_safe_and_callable_both_ways(tmp_path: Path) -> None:

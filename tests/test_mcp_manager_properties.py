@@ -406,6 +406,41 @@ def test_property_42_failed_calls_become_error_results(blocks: list[Any], limit:
     json.dumps(as_dict)
 
 
+def _blob(size: int) -> str:
+    return base64.b64encode(b"\0" * size).decode()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: types.CallToolResult(content=[types.TextContent(type="text", text="x" * n)]),
+        lambda n: types.CallToolResult(content=[types.TextContent(type="text", text="é" * (n // 2))]),
+        lambda n: types.CallToolResult(
+            content=[types.ImageContent(type="image", data=_blob(n * 3 // 4), mime_type="image/png")]
+        ),
+        lambda n: types.CallToolResult(
+            content=[
+                types.EmbeddedResource(
+                    type="resource", resource=types.TextResourceContents(uri="file:///a", text="x" * (n // 2))
+                ),
+                types.EmbeddedResource(
+                    type="resource", resource=types.BlobResourceContents(uri="file:///b", blob=_blob(n * 3 // 8))
+                ),
+            ]
+        ),
+        lambda n: types.CallToolResult(content=[], structured_content={"rows": [{"cell": "x" * 1000}] * (n // 1000)}),
+    ],
+    ids=["text", "non-ascii-text", "image", "resources", "structured"],
+)
+def test_a_reply_over_max_reply_bytes_is_refused_whatever_it_carries(make: Any) -> None:
+    limit = 1_000_000
+    refused = convert_call_result(make(limit + 10_000), 8000, limit)
+    assert refused.is_error and refused.content is None
+    assert refused.error_message is not None and "over the limit of 1,000,000" in refused.error_message
+    assert "[tool.zorkgpt.mcp] max_tool_reply_bytes" in refused.error_message
+    assert not convert_call_result(make(limit - 10_000), 8000, limit).is_error
+
+
 class _Model(BaseModel):
     name: str
     count: int

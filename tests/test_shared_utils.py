@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 
 from shared_utils import (
+    MAX_JSON_DEPTH,
     atomic_write_json,
     atomic_write_text,
     create_json_schema,
@@ -21,6 +22,7 @@ from shared_utils import (
     escape_control_chars,
     extract_json_object,
     has_control_chars,
+    json_depth,
     traced_observation,
 )
 
@@ -55,10 +57,24 @@ def test_json_schema_is_strict_and_closed() -> None:
         ("no json here", None),
         ("", None),
         ('{"a": 1', None),
+        # Nested past what a reply can be: not an object, and never a RecursionError.
+        ('{"a": ' + "[" * 50_000 + "]" * 50_000 + "}", None),
+        ('{"a": ' + "[" * 200 + "]" * 200 + "}", None),
+        ('Deep: {"a": ' + "[" * 200 + "]" * 200 + '} then {"action": "look"}', {"action": "look"}),
     ],
+    ids=["bare", "fenced", "prose", "list-first", "none", "empty", "cut", "nested-50000", "nested-200", "deep-then-ok"],
 )
 def test_extract_json_object(text: str, expected: dict | None) -> None:
     assert extract_json_object(text) == expected
+
+
+def test_json_depth_counts_levels_without_recursing() -> None:
+    assert [json_depth(v) for v in (1, "x", {}, [], {"a": [1, {"b": None}]}, [[], [[]]])] == [0, 0, 1, 1, 3, 3]
+    deep: Any = []
+    for _ in range(200_000):  # far deeper than any recursive walk could go
+        deep = [deep]
+    assert json_depth(deep, limit=50) == 51
+    assert json_depth(deep, limit=MAX_JSON_DEPTH) == MAX_JSON_DEPTH + 1
 
 
 def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path: Path) -> None:

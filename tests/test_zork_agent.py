@@ -167,6 +167,21 @@ def test_unparseable_reply_falls_back_to_look_and_logs_raw(
     assert records and records[0].raw_response == content
 
 
+@pytest.mark.parametrize("depth", [200, 50_000])
+def test_a_reply_nested_too_deep_falls_back_to_look(
+    llm_server: ScriptedLLMServer, tmp_path: Path, depth: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """50,000 levels used to raise a RecursionError out of the turn."""
+    content = '{"thinking": "t", "action": "north", "notes": ' + "[" * depth + "]" * depth + "}"
+    llm_server.script(completion(content))
+    with caplog.at_level(logging.ERROR, logger="test.agent"):
+        result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
+    assert result.action == "look"
+    (record,) = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
+    assert record.error == "no JSON object in the reply (or one nested more than 128 levels deep)"
+    assert len(record.raw_response) < 2_100
+
+
 def test_knowledge_goes_into_system_prompt(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     llm_server.script(agent_reply("look"))
     agent = make_agent(llm_server, tmp_path)

@@ -32,7 +32,7 @@ from managers.mcp import MCPError, MCPManager, MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
-from shared_utils import create_json_schema
+from shared_utils import cap_text, create_json_schema
 from tests.mcp_test_servers.helpers import (
     FORBIDDEN_TEXT,
     REPO_ROOT,
@@ -759,3 +759,88 @@ def test_a_huge_tool_argument_reaches_the_server_whole_but_is_logged_cut(
     # The server took the whole thought: the model got a normal result, not an error.
     (result,) = tool_messages(llm_server.bodies[1]).values()
     assert not result.get("is_error"), result
+
+
+# -- hostile replies: deep arguments, too many calls, huge results ----------------------------------------
+
+
+def test_deeply_nested_tool_arguments_go_back_to_the_model_as_tool_errors(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    """300 levels (620 characters) used to end the episode with the MCP SDK's "Maximum serialization
+    depth exceeded"; 50,000 levels with a RecursionError from reading them. Both are the model's to fix."""
+    deep_300 = '{"text": ' + "[" * 299 + "]" * 299 + "}"
+    deep_50000 = '{"text": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    flat_enough = {"text": json.loads("[" * 31 + "]" * 31)}  # 32 levels with the object itself: the limit
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("raw__echo", deep_300, "call_300"),
+                tool_call("raw__echo", deep_50000, "call_50000"),
+                tool_call("raw__echo", flat_enough, "call_32"),
+                tool_call("raw__echo", {"text": "still here"}, "call_after"),
+            ]
+        ),
+        agent_reply("open mailbox"),
+    )
+    run = turns(config_file=write_mcp_config(tmp_path / "mcp", {"raw": raw_entry()}))
+    decision = run.turn()
+
+    assert decision.action == "open mailbox"
+    results = tool_messages(llm_server.bodies[1])
+    assert list(results) == ["call_300", "call_50000", "call_32", "call_after"]
+    assert "more than 32 levels deep (the limit). Send flatter arguments." in results["call_300"]["error"]
+    assert "far deeper than the limit of 32 levels" in results["call_50000"]["error"]
+    assert results["call_after"] == {"content": "still here"}
+    assert "error" not in results["call_32"]
+    assert run.tool_calls == ["raw.echo", "raw.echo"], "the deep ones never reached the server"
+    refused = {call.arguments for call in decision.tool_calls if call.is_error}
+    assert refused == {deep_300, cap_text(deep_50000, 2_000)}, "the record keeps their text, cut like the log's"
+
+
+def test_tool_calls_beyond_the_cap_each_get_an_error_saying_how_to_raise_it(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    calls = [tool_call("raw__echo", {"text": f"call {i}"}, f"call_{i}") for i in range(40)]
+    llm_server.script(completion(tool_calls=calls), agent_reply("north"))
+    run = turns(config_file=write_mcp_config(tmp_path / "mcp", {"raw": raw_entry()}), max_tool_calls_per_reply=3)
+    assert run.turn().action == "north"
+
+    assert run.tool_calls == ["raw.echo"] * 3
+    results = tool_messages(llm_server.bodies[1])
+    assert list(results) == [f"call_{i}" for i in range(40)], "every call id gets exactly one answer, in order"
+    assert [results[f"call_{i}"] for i in range(3)] == [{"content": f"call {i}"} for i in range(3)]
+    for i in range(3, 40):
+        error = results[f"call_{i}"]["error"]
+        assert "asked for 40 tool calls and only the first 3 run" in error
+        assert "[tool.zorkgpt.mcp] max_tool_calls_per_reply" in error
+    (capped,) = run.events("mcp_tool_calls_capped")
+    assert capped.levelname == "WARNING" and capped.requested == 40 and capped.max_tool_calls_per_reply == 3
+
+
+def test_a_tool_reply_over_the_size_limit_is_dropped_and_the_model_reads_why(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
+) -> None:
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("misbehaving__huge", {"chars": 3_000_000}, "call_huge"),
+                tool_call("misbehaving__huge", {"chars": 900_000}, "call_big"),
+            ]
+        ),
+        agent_reply("look"),
+    )
+    run = turns(config_file=misbehaving_config(tmp_path), max_tool_reply_bytes=1_000_000)
+    decision = run.turn()
+
+    results = tool_messages(llm_server.bodies[1])
+    assert results["call_huge"] == {
+        "error": "The tool's reply was 3,000,000 bytes, over the limit of 1,000,000; it was dropped. Ask for less "
+        "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes.",
+        "content": None,
+    }
+    # Under the limit: kept, and cut to what the model reads as before.
+    assert results["call_big"]["content"].endswith("[truncated by ZorkGPT: showing 8000 of 900000 characters]")
+    huge, big = decision.tool_calls
+    assert huge.is_error and len(huge.result_summary) <= 200
+    assert not big.is_error

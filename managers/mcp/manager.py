@@ -51,6 +51,7 @@ class MCPManager:
         self._sweeper = Sweeper(owner=uuid.uuid4().hex)
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
+            max_reply_bytes=config.mcp.max_tool_reply_bytes,
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
             redact=self.redact,
@@ -261,7 +262,8 @@ class MCPManager:
         started = time.perf_counter()
         _, raw = await self.runtime.run(self.toolbox.call(tool_name, arguments, timeout))
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        return convert_call_result(raw, self.config.mcp.max_tool_result_chars), duration_ms
+        mcp = self.config.mcp
+        return convert_call_result(raw, mcp.max_tool_result_chars, mcp.max_tool_reply_bytes), duration_ms
 
 
 async def _refresh(toolbox: Toolbox) -> TurnTools:

@@ -80,6 +80,9 @@ _SDK_STRAY_LINE_MESSAGE = "Failed to parse JSONRPC message from server"
 
 Redactor = Callable[[str], str]
 
+# The words of the error the SDK ends a reply's stream with when one event is over its limit.
+_EVENT_TOO_LARGE = "Server-sent event exceeded the"
+
 
 class _StrayLineFilter(logging.Filter):
     """Drops the SDK's per-line traceback for stdout lines that are not MCP messages."""
@@ -110,6 +113,9 @@ class SourceSettings:
     """What every source of one episode shares: timeouts, where relative paths start, redaction."""
 
     startup_timeout: float
+    # Over streamable HTTP the SDK stops reading a server-sent event beyond this many bytes (by
+    # itself at 1 MiB); the other transports read each message whole.
+    max_reply_bytes: int
     config_dir: Path
     config_file: str
     redact: Redactor
@@ -308,6 +314,13 @@ class ToolSource(ABC):
         except SDKMCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"MCP tool {dotted} timed out after {timeout:g}s") from None
+            limit = self._event_limit()
+            if exc.code == CONNECTION_CLOSED and limit is not None and _EVENT_TOO_LARGE in exc.message:
+                # Only this reply's stream was cut; the session is fine.
+                raise MCPToolCallError(
+                    f"MCP tool {dotted} replied with more than {limit:,} bytes; the reply was dropped. Ask for less "
+                    "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
+                ) from None
             if exc.code == CONNECTION_CLOSED:
                 self._died = f"connection closed during {dotted}"
                 raise MCPServerDiedError(self._died_message(dotted)) from None
@@ -345,6 +358,10 @@ class ToolSource(ABC):
     def stderr_tail(self) -> str:
         """What the server wrote to stderr, for messages (stdio only)."""
         return ""
+
+    def _event_limit(self) -> int | None:
+        """Bytes after which the SDK cuts one reply's stream, leaving the session up (streamable HTTP only)."""
+        return None
 
     def _hint(self, details: str) -> str:
         return "Check the server's address and that it is running."
@@ -518,9 +535,16 @@ class StreamableHTTPSource(_HTTPSource):
         assert self.server.url is not None
         async with (
             create_mcp_http_client(headers=dict(self.server.headers)) as client,
-            streamable_http_client(self.server.url, http_client=client) as streams,
+            streamable_http_client(
+                self.server.url,
+                http_client=client,
+                max_sse_event_size=self._event_limit(),
+            ) as streams,
         ):
             yield streams
+
+    def _event_limit(self) -> int:
+        return self.settings.max_reply_bytes
 
 
 class SSESource(_HTTPSource):

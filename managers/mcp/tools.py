@@ -21,6 +21,11 @@ inside a ``role: "tool"`` message); resource links as their URI and names; embed
 resources as their URI and text (or size, for blobs). Structured content, when present,
 is the result; the SDK's JSON-text echo of it is dropped. An oversized result is cut to
 ``max_chars`` with a marker saying how much was shown, so one tool cannot blow the context.
+A reply larger than ``max_reply_bytes`` is not converted at all: it becomes an error result
+naming its size and the setting, and is dropped with the SDK's copy of it. Over streamable HTTP
+the SDK stops reading an event at the same limit (``source``); its stdio transport reads each
+line whole and its HTTP transports a plain JSON body, before anything of ours sees them, and
+bounding those reads would mean replacing the transports: there this bounds what is kept.
 """
 
 from __future__ import annotations
@@ -269,8 +274,55 @@ def limit_content(content: Any, max_chars: int) -> Any:
     return truncate_text(encoded, max_chars)
 
 
-def convert_call_result(result: types.CallToolResult, max_chars: int) -> ToolCallResult:
-    """An MCP ``CallToolResult`` as a ``ToolCallResult``, size-limited."""
+def _text_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def reply_bytes(result: types.CallToolResult) -> int:
+    """About how many bytes ``result`` carries: its texts, base64 payloads and structured values
+    (the JSON punctuation around them aside). Iterative, like everything that walks tool output."""
+    total = 0
+    stack: list[Any] = [*result.content]
+    if result.structured_content is not None:
+        stack.append(result.structured_content)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += _text_bytes(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, types.TextContent):
+            total += _text_bytes(item.text)
+        elif isinstance(item, types.ImageContent | types.AudioContent):
+            total += len(item.data)
+        elif isinstance(item, types.EmbeddedResource):
+            resource = item.resource
+            total += len(resource.blob) if isinstance(resource, types.BlobResourceContents) else 0
+            total += _text_bytes(resource.text) if isinstance(resource, types.TextResourceContents) else 0
+        elif isinstance(item, int | float):
+            total += len(str(item))
+    return total
+
+
+def convert_call_result(
+    result: types.CallToolResult, max_chars: int, max_reply_bytes: int | None = None
+) -> ToolCallResult:
+    """An MCP ``CallToolResult`` as a ``ToolCallResult``, size-limited (see the module docstring)."""
+    if max_reply_bytes is not None:
+        size = reply_bytes(result)
+        if size > max_reply_bytes:
+            return ToolCallResult(
+                content=None,
+                is_error=True,
+                error_message=(
+                    f"The tool's reply was {size:,} bytes, over the limit of {max_reply_bytes:,}; it was dropped. "
+                    "Ask for less (a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] "
+                    "max_tool_reply_bytes."
+                ),
+            )
     blocks = list(result.content)
     if result.is_error:
         non_text = [convert_content_block(block) for block in blocks if not isinstance(block, types.TextContent)]

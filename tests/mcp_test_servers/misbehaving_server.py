@@ -19,7 +19,8 @@ Tools (when serving): ``echo``, ``pid``, ``env``, ``cwd``, ``hang`` (sleeps), ``
 and sends ``notifications/tools/list_changed``), plus a dotted and an over-long tool name
 for the wire-name scheme.
 
-Run: ``python tests/mcp_test_servers/misbehaving_server.py [--start MODE] ...``.
+Run: ``python tests/mcp_test_servers/misbehaving_server.py [--start MODE] ...``; ``--http 0`` (or
+``--sse 0``) serves the same tools over HTTP, as the shipped servers do.
 """
 
 # No "from __future__ import annotations": the tools below are defined after a lazy import
@@ -32,6 +33,10 @@ import sys
 import time
 from pathlib import Path
 from typing import TypedDict
+
+# Run as a script, the repository is not on the path; its HTTP mode is the shipped servers' own.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+from mcp_servers.http_mode import add_http_arguments, run
 
 LONG_TOOL_NAME = "a_deliberately_long_tool_name_that_pushes_the_wire_name_past_the_provider_limit"
 DOTTED_TOOL_NAME = "weird.name with spaces"
@@ -48,6 +53,7 @@ class Status(TypedDict):
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
+    add_http_arguments(parser)
     parser.add_argument("--start", choices=["ok", "crash", "hang", "flaky"], default="ok")
     parser.add_argument("--counter-file", type=Path)
     parser.add_argument("--attempts-file", type=Path)
@@ -240,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     server = build_server()
     sys.stderr.write(f"misbehaving_server: serving (built in {time.perf_counter() - started:.2f}s)\n")
     sys.stderr.flush()
-    server.run("stdio")
+    run(server, args)
 
 
 if __name__ == "__main__":
