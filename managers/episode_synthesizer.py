@@ -24,6 +24,7 @@ from typing import Any
 
 from llm_client import UsageStats
 from managers.base_manager import BaseManager
+from managers.episode_counts import REJECTION_CAUSES, critic_counts, logged_events, tool_call_counts
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils import atomic_write_json, atomic_write_text, shorten
@@ -231,7 +232,13 @@ class EpisodeSynthesizer(BaseManager):
             "turns_without_progress": state.turns_without_progress,
             "key_events": [asdict(event) for event in self.events],
             "llm_usage": self._usage_summary(turns),
+            **self._log_figures(),
         }
+
+    def _log_figures(self) -> dict[str, Any]:
+        """Tool calls and critic verdicts, counted from the episode's own log (as the viewer counts them)."""
+        events = logged_events(self.episode_dir)
+        return {"tool_calls": tool_call_counts(events).as_dict(), "critic": critic_counts(events).as_dict()}
 
     def _usage_summary(self, turns: int) -> dict[str, Any]:
         per_turn = max(turns, 1)
@@ -326,8 +333,48 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"{u['tokens_per_turn']:.1f} | {_cost_cell(u)} |"
         for name, u in rows
     ]
+    lines += _tool_call_lines(summary.get("tool_calls"))
+    lines += _critic_lines(summary.get("critic"))
     lines += ["", "## Rooms visited", "", ", ".join(summary["room_names"]) or "none", ""]
     return "\n".join(lines)
+
+
+def _tool_call_lines(tools: Mapping[str, Any] | None) -> list[str]:
+    if not tools:
+        return []
+    lines = ["", "## Tool calls", ""]
+    if not tools["calls"]:
+        return [*lines, "- none"]
+    lines += [
+        f"- Calls: {tools['calls']}, failed: {tools['failed']}, time: {tools['duration_ms'] / 1000:.1f} s",
+        "",
+        "| Server | Tool | Calls | Failed | Time (s) |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for server, entry in tools["by_server"].items():
+        for tool, tally in entry["tools"].items():
+            lines.append(
+                f"| {server} | {tool} | {tally['calls']} | {tally['failed']} | {tally['duration_ms'] / 1000:.1f} |"
+            )
+    for tool, tally in tools["unknown_tools"]["tools"].items():
+        lines.append(f"| (no such tool) | {tool} | {tally['calls']} | {tally['failed']} | – |")
+    return lines
+
+
+def _critic_lines(critic: Mapping[str, Any] | None) -> list[str]:
+    if not critic:
+        return []
+    causes = ", ".join(
+        f"{REJECTION_CAUSES.get(cause, cause)} {n}" for cause, n in critic["rejections_by_cause"].items()
+    )
+    return [
+        "",
+        "## Critic",
+        "",
+        f"- Proposals judged: {critic['proposals']}",
+        f"- Rejected: {critic['rejected']}" + (f" ({causes})" if causes else ""),
+        f"- Played despite a rejection: {critic['overrides']}",
+    ]
 
 
 def _cost_cell(usage: Mapping[str, Any]) -> str:

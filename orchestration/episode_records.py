@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from managers.episode_counts import EVENTS_FILE, CriticCounts, ToolCallCounts, critic_counts, tool_call_counts
 from managers.episode_synthesizer import SUMMARY_JSON
 
-EVENTS_FILE = "episode_log.jsonl"  # written by session.episode_log.setup_episode_logger
 STATE_FILE = "current_state.json"  # written by the orchestrator after every turn
 SUMMARY_FILE = SUMMARY_JSON
 
@@ -140,8 +139,8 @@ class EpisodeFigures:
     priced_cost: float = 0.0  # what the calls with a known price cost
     unpriced_calls: int = 0
     usage_by_role: Mapping[str, RoleUsage] = field(default_factory=dict)
-    mcp_calls_by_server: Mapping[str, int] = field(default_factory=dict)
-    mcp_errors: int = 0
+    tool_calls: ToolCallCounts = field(default_factory=ToolCallCounts)
+    critic: CriticCounts = field(default_factory=CriticCounts)
 
     @property
     def finished(self) -> bool:
@@ -153,7 +152,17 @@ class EpisodeFigures:
 
     @property
     def mcp_calls(self) -> int:
-        return sum(self.mcp_calls_by_server.values())
+        """Every tool call the model made, to a server's tool or to one no server offers."""
+        return self.tool_calls.total.calls
+
+    @property
+    def mcp_errors(self) -> int:
+        """Tool calls that failed: refused by the server, errors, timeouts, unknown tools."""
+        return self.tool_calls.total.failed
+
+    @property
+    def mcp_calls_by_server(self) -> dict[str, int]:
+        return {server: self.tool_calls.server_total(server).calls for server in self.tool_calls.by_server}
 
     def per_turn(self, value: float) -> float | None:
         return value / self.turns if self.turns else None
@@ -163,9 +172,9 @@ class EpisodeFigures:
         fields_: dict[str, Any] = {"episode_id": episode_id}
         scores: list[tuple[int, int]] = []
         roles: dict[str, list[int]] = {}
-        servers: Counter[str] = Counter()
         cost = 0.0
-        calls = prompt = completion = deaths = mcp_errors = unpriced = 0
+        calls = prompt = completion = deaths = unpriced = 0
+        events = list(events)
         for event in events:
             kind = event.get("event_type")
             if kind == "episode_start":
@@ -196,11 +205,6 @@ class EpisodeFigures:
                     unpriced += 1
                 else:
                     cost += spent
-            elif kind == "mcp_tool_call":
-                server = event.get("server_name") or str(event.get("tool_name", "?")).split(".", 1)[0]
-                servers[str(server)] += 1
-            elif kind in ("mcp_tool_error", "mcp_tool_timeout"):
-                mcp_errors += 1
             elif kind == "episode_end":
                 fields_.update(
                     end_reason=event.get("end_reason") or "unknown",
@@ -221,8 +225,8 @@ class EpisodeFigures:
             priced_cost=cost,
             unpriced_calls=unpriced,
             usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
-            mcp_calls_by_server=dict(sorted(servers.items())),
-            mcp_errors=mcp_errors,
+            tool_calls=tool_call_counts(events),
+            critic=critic_counts(events),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,4 +260,7 @@ class EpisodeFigures:
             "mcp_calls": self.mcp_calls,
             "mcp_calls_by_server": dict(self.mcp_calls_by_server),
             "mcp_errors": self.mcp_errors,
+            "unknown_tool_calls": self.tool_calls.unknown.calls,
+            "tool_calls": self.tool_calls.as_dict(),
+            "critic": self.critic.as_dict(),
         }

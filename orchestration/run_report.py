@@ -307,6 +307,10 @@ class RunSummary:
         return sum(r.mcp_calls for r in self.finished)
 
     @property
+    def mcp_errors(self) -> int:
+        return sum(r.mcp_errors for r in self.finished)
+
+    @property
     def mcp_calls_per_turn(self) -> float:
         return _per_turn(self.mcp_calls, self.total_turns)
 
@@ -456,7 +460,7 @@ def run_table(summary: RunSummary) -> str:
         f"Cost: {_cost(total_cost)}"
         + (f" ({_cost(total_cost / n)} per episode)" if total_cost is not None and n else ""),
         f"MCP calls: {summary.mcp_calls} ({summary.mcp_calls_per_turn:.2f} per turn; "
-        f"by server: {summary.mcp_by_server})",
+        f"{summary.mcp_errors} failed; by server: {summary.mcp_by_server})",
     ]
     return table + "\n\n" + "\n".join(facts)
 
@@ -487,7 +491,7 @@ def episodes_table(summary: RunSummary) -> str:
             f"{_per_turn(r.llm_calls, r.turns):.2f}",
             f"{_per_turn(r.tokens, r.turns):.0f}",
             _cost(r.cost),
-            str(r.mcp_calls),
+            f"{r.mcp_calls} ({r.mcp_errors} failed)" if r.mcp_errors else str(r.mcp_calls),
         )
         if r.played
         else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))

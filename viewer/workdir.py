@@ -51,14 +51,15 @@ STATE_KEYS = (
 )
 # Deeper than anything the game logs, well inside what Python's JSON encoder can serve back.
 MAX_DEPTH = 100
-# The event fields the viewer and its page compute with, and the types they must have when present.
-EVENT_FIELD_TYPES: dict[str, type] = {
-    "event_type": str,
-    "timestamp": str,
-    "level": str,
-    "turn": int,
-    "score": int,
-    "room_id": int,
+# The event fields the viewer and its page compute with, and the types they must have when present
+# (a critic's verdict carries a fractional score).
+EVENT_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "event_type": (str,),
+    "timestamp": (str,),
+    "level": (str,),
+    "turn": (int,),
+    "score": (int, float),
+    "room_id": (int,),
 }
 
 
@@ -83,12 +84,12 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
 
 def event_problem(event: dict[str, Any]) -> str | None:
     """Why the page cannot show ``event``, or None when it can."""
-    for name, kind in EVENT_FIELD_TYPES.items():
+    for name, kinds in EVENT_FIELD_TYPES.items():
         value = event.get(name)
         if value is None and name != "event_type":
             continue
-        if not isinstance(value, kind) or isinstance(value, bool):
-            return f"{name} is {type(value).__name__}, not {kind.__name__}"
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            return f"{name} is {type(value).__name__}, not {' or '.join(kind.__name__ for kind in kinds)}"
     if nesting_depth(event) > MAX_DEPTH:
         return f"nested more than {MAX_DEPTH} levels deep"
     return None
