@@ -346,16 +346,14 @@ def _tool_call_lines(tools: Mapping[str, Any] | None) -> list[str]:
     if not tools["calls"]:
         return [*lines, "- none"]
     lines += [
-        f"- Calls: {tools['calls']}, failed: {tools['failed']}, time: {tools['duration_ms'] / 1000:.1f} s",
+        f"- Calls: {tools['calls']}, failed: {tools['failed']}, waiting: {tools['duration_ms']:.0f} ms",
         "",
-        "| Server | Tool | Calls | Failed | Time (s) |",
+        "| Server | Tool | Calls | Failed | Time (ms) |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for server, entry in tools["by_server"].items():
         for tool, tally in entry["tools"].items():
-            lines.append(
-                f"| {server} | {tool} | {tally['calls']} | {tally['failed']} | {tally['duration_ms'] / 1000:.1f} |"
-            )
+            lines.append(f"| {server} | {tool} | {tally['calls']} | {tally['failed']} | {tally['duration_ms']:.0f} |")
     for tool, tally in tools["unknown_tools"]["tools"].items():
         lines.append(f"| (no such tool) | {tool} | {tally['calls']} | {tally['failed']} | – |")
     return lines

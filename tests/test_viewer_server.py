@@ -26,6 +26,8 @@ from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, MainProcess, clean_env, scripted_env
 from tests.scripted_llm import ScriptedLLMServer
+from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
+from tests.viewer_support import TURNS as SCRIPTED_TURNS
 from viewer.server import RunningViewer, start_viewer
 
 TURNS = 10
@@ -501,3 +503,62 @@ def test_python_m_viewer_on_all_addresses_warns_and_still_checks_the_host(
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def critic_and_tools(tmp_path_factory: pytest.TempPathFactory, game_file: Path) -> Path:
+    """The folder of an episode main.py played with critic rejections and failing tool calls."""
+    server = ScriptedLLMServer().start()
+    try:
+        return play_critic_and_tools(server, tmp_path_factory.mktemp("critic-tools"), game_file)
+    finally:
+        server.stop()
+
+
+def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them(critic_and_tools: Path) -> None:
+    events = read_events(critic_and_tools)
+    kinds = [e["event_type"] for e in events]
+    refused = [e for e in events if e["event_type"] == "mcp_tool_result" and e["is_error"]]
+    # The log as the scripted model made it: the server refused two calls, one tool does not exist.
+    assert [
+        e["arguments"] for e in events if e["event_type"] == "mcp_tool_call" and e["tool_name"] == "misc.structured"
+    ] == [
+        BAD_ARGUMENTS,
+        {"count": "many"},
+    ]
+    assert len(refused) == 2 and kinds.count("mcp_tool_error") == 1 and kinds.count("mcp_tool_call") == 4
+    rejections = [(e["source"], e["action"]) for e in events if e["event_type"] == "critic_rejection"]
+    assert rejections == [("object_tree", "east"), ("llm", "jump")]
+
+    running = start_viewer(critic_and_tools.parent.parent, port=0)
+    try:
+        (listed,) = get_json(running, "/api/episodes")["episodes"]
+        detail = get_json(running, f"/api/episodes/{critic_and_tools.name}")
+    finally:
+        running.close()
+    for figures in (listed, detail["episode"]):
+        assert (figures["mcp_calls"], figures["mcp_errors"], figures["unknown_tool_calls"]) == (4, 3, 1)
+        assert figures["mcp_calls_by_server"] == {"misc": 3}  # the made-up tool is no server
+        tools = figures["tool_calls"]
+        assert tools["by_server"]["misc"]["tools"]["structured"] | {"duration_ms": 0} == {
+            "calls": 2,
+            "failed": 2,
+            "duration_ms": 0,
+        }
+        assert tools["unknown_tools"]["tools"][UNKNOWN_TOOL]["failed"] == 1
+        assert figures["critic"] == {
+            "proposals": SCRIPTED_TURNS + 2,
+            "rejected": 2,
+            "rejections_by_cause": {"llm": 1, "object_tree": 1},
+            "overrides": 0,
+        }
+    # The critic's events (a fractional score) reach the page.
+    served = [e["event_type"] for e in detail["events"]]
+    assert served.count("critic_rejection") == 2 and detail["unreadable_lines"] == 0
+    # The summary the episode wrote counts the same, and says so in its Markdown.
+    summary = detail["summary"]
+    assert summary["tool_calls"] == listed["tool_calls"] and summary["critic"] == listed["critic"]
+    markdown = (critic_and_tools / "episode_summary.md").read_text()
+    assert "- Calls: 4, failed: 3" in markdown
+    assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
+    assert "- Rejected: 2 (critic model 1, game engine check 1)" in markdown
