@@ -20,12 +20,14 @@ from typing import TypeVar
 
 import pytest
 
+from orchestration.episode_records import read_events
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_state import GameState
 from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT
 from tests.scripted_llm import ScriptedLLMServer
 from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
+from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
 
@@ -249,3 +251,67 @@ def test_running_episode_updates_without_reloading(
     finally:
         state = game.finish()
     assert state.turn_count == max_turns
+
+
+def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, page: playwright_api.Page
+) -> None:
+    episode = play_critic_and_tools(llm_server, tmp_path, game_file)
+    events = read_events(episode)
+    failed = [e for e in events if e["event_type"] in ("mcp_tool_error", "mcp_tool_timeout") or e.get("is_error")]
+    running = start_viewer(episode.parent.parent, port=0)
+    try:
+        page.goto(f"{running.url}#{episode.name}")
+        expect(page.locator("#status")).to_have_text("finished: max_turns")
+        # The figures: every failed call of the log, the made-up tool apart from the server.
+        expect(page.locator("#mcp-calls")).to_have_text("4")
+        expect(page.locator("#mcp-errors")).to_have_text(str(len(failed)))
+        expect(page.locator("#rejections")).to_have_text("2")
+        table = page.locator("#figures table.tool-table")
+        any_time = re.compile(r"^[0-9,]+$|^–$")
+        expect(table.locator("tr", has_text="structured").locator("td")).to_have_text(
+            ["misc", "structured", "2", "2", any_time]
+        )
+        expect(table.locator("tr.unknown-tool td")).to_have_text(["(no such tool)", UNKNOWN_TOOL, "1", "1", "–"])
+        expect(page.locator("#figures .critic-figures")).to_contain_text(
+            "6 proposals judged · 2 refused (1 by the critic model, 1 by the game engine check)"
+        )
+
+        # Turn 1 as it happened: three tool calls, "east" refused by the engine check, then "north".
+        first = page.locator('#transcript article.turn[data-turn="1"]')
+        steps = first.locator(".steps > *")
+        expect(steps).to_have_count(4)
+        expect(steps.nth(0)).to_contain_text("misc.structured · server misc")
+        expect(steps.nth(0).locator(".outcome")).to_have_text("refused")
+        expect(steps.nth(1)).to_contain_text(f"{UNKNOWN_TOOL} · no such tool")
+        expect(steps.nth(2).locator(".outcome")).to_have_text("ok")
+        expect(steps.nth(3)).to_contain_text("> east refused by the game engine check: There is no exit east")
+        expect(first.locator(".command")).to_have_text("> north")
+        # The unknown tool's error once, not again as a note; its text and the echo's read as text.
+        expect(first.get_by_text(f"Unknown tool '{UNKNOWN_TOOL}'")).to_have_count(1)
+        steps.nth(0).locator("summary").click()
+        refusal = steps.nth(0).locator("pre.error")
+        expect(refusal).to_contain_text("Input should be a valid integer")
+        assert "\\n" not in refusal.inner_text()
+        expect(steps.nth(0).locator("pre").first).to_contain_text('"count": "lots"')
+        steps.nth(2).locator("summary").click()
+        expect(steps.nth(2).locator("pre").nth(1)).to_have_text(ECHO_TEXT)
+
+        second = page.locator('#transcript article.turn[data-turn="2"]')
+        expect(second.locator(".rejection")).to_have_text(f"> jump refused by the critic model: {CRITIC_REFUSAL}")
+        expect(second.locator(".command")).to_have_text("> east")
+
+        # Filters: only turns with tool calls (1, 3); with score changes (4, the Kitchen).
+        visible = page.locator("#transcript article.turn:visible")
+        page.get_by_label("tool calls").check()
+        expect(visible).to_have_count(2)
+        expect(visible.nth(0)).to_have_attribute("data-turn", "3")
+        page.get_by_label("tool calls").uncheck()
+        page.get_by_label("score changes").check()
+        expect(visible).to_have_count(1)
+        expect(visible.nth(0)).to_have_attribute("data-turn", "4")
+        page.get_by_label("score changes").uncheck()
+        expect(visible).to_have_count(TURNS)
+        screenshot(page, tmp_path, "viewer-critic-tools.png")
+    finally:
+        running.close()

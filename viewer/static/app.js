@@ -8,7 +8,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 // Events shown inside a turn besides the turn itself and its tool calls.
 const NOTE_EVENTS = new Set([
   "memory_added", "objective_added", "objective_completed", "objective_dropped",
-  "knowledge_updated", "command_refused", "mcp_batch_aborted", "mcp_tool_timeout", "mcp_tool_error",
+  "knowledge_updated", "command_refused", "mcp_batch_aborted",
 ]);
 
 const view = {
@@ -20,6 +20,7 @@ const view = {
   pinned: decodeURIComponent(location.hash.slice(1)) || null,  // chosen by the user; else follow the newest
   listedAt: 0,
   userOpen: new Map(),  // "turn:section" -> open, for sections the user opened or closed
+  revisions: new Map(),  // MCP server -> the protocol revision it agreed on, when the log says
 };
 
 function el(tag, attrs = {}, ...children) {
@@ -92,6 +93,7 @@ function choose(id) {
   view.turns = new Map();
   view.finished = false;
   view.userOpen = new Map();
+  view.revisions = new Map();
   view.mapCentredOn = null;
   document.getElementById("transcript").replaceChildren();
 }
@@ -143,6 +145,8 @@ function render(data) {
   document.getElementById("tokens").textContent = fmt(e.prompt_tokens + e.completion_tokens);
   document.getElementById("cost").textContent = costText(e);
   document.getElementById("mcp-calls").textContent = fmt(e.mcp_calls);
+  document.getElementById("mcp-errors").textContent = fmt(e.mcp_errors);
+  document.getElementById("rejections").textContent = fmt(e.critic.rejected);
   document.getElementById("latest-command").textContent = e.last_action ? `> ${e.last_action}` : "–";
   document.getElementById("end-reason").textContent = e.finished
     ? `(episode ended: ${e.end_reason}${e.victory ? ", victory" : ""})` : "";
@@ -154,40 +158,84 @@ function render(data) {
 }
 
 // ------------------------------------------------------------------ transcript
-function pretty(text) {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text; // shortened in the log, so no longer valid JSON: show it as written
+const TOOL_OUTCOMES = new Set(["mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"]);
+const CAUSES = { object_tree: "the game engine check", llm: "the critic model" };
+
+// A JSON escape (\n, \", \u00e9) as the character it stands for.
+function unescapeJSON(text) {
+  return text.replace(/\\(["\\/bfnrt]|u[0-9a-fA-F]{4})/g, (m) => {
+    try { return JSON.parse(`"${m}"`); } catch { return m; }
+  });
+}
+
+// What a tool answered, as text a person reads: strings as they are, structures indented.
+function readable(value) {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.every((c) => c && typeof c === "object" && typeof c.text === "string")) {
+    return value.map((c) => c.text).join("\n");
   }
+  return JSON.stringify(value, null, 2);
+}
+
+function toolOutcome(r) {
+  if (!r) return { text: "waiting for result…", error: false, label: "running" };
+  if (r.event_type === "mcp_tool_timeout") {
+    return { text: r.message || "timed out", error: true, label: `timed out after ${r.timeout_seconds ?? "?"} s` };
+  }
+  if (r.event_type === "mcp_tool_error") return { text: unescapeJSON(String(r.error ?? r.message ?? "")), error: true, label: "failed" };
+  if (r.result == null) {
+    return { text: `${r.result_length ?? "?"} characters (not kept in the log)`, error: Boolean(r.is_error), label: r.is_error ? "refused" : "ok" };
+  }
+  let text;
+  try {
+    const parsed = JSON.parse(String(r.result));
+    text = parsed && typeof parsed === "object" && "error" in parsed
+      ? [readable(parsed.error), parsed.content != null ? readable(parsed.content) : null].filter(Boolean).join("\n\n")
+      : readable(parsed && typeof parsed === "object" && "content" in parsed ? parsed.content : parsed);
+  } catch {
+    text = unescapeJSON(String(r.result)); // shortened in the log, so no longer JSON: its escapes still read as text
+  }
+  return { text, error: Boolean(r.is_error), label: r.is_error ? "refused" : "ok" };
 }
 
 function turnEntry(n) {
-  if (!view.turns.has(n)) view.turns.set(n, { turn: null, tools: [], notes: [], node: null });
+  if (!view.turns.has(n)) view.turns.set(n, { turn: null, steps: [], notes: [], node: null });
   return view.turns.get(n);
+}
+
+function openTool(entry, ev) {
+  return entry.steps.find((s) => s.kind === "tool" && s.call && !s.result && s.call.tool_name === ev.tool_name);
 }
 
 function addEvents(events) {
   const touched = new Set();
   const latestBefore = view.turns.size ? Math.max(...view.turns.keys()) : null;
   for (const ev of events) {
+    if (ev.event_type === "mcp_session_connect" && ev.server_name) {
+      const revision = ev.protocol_version ?? ev.protocol_revision ?? ev.negotiated_protocol_version;
+      if (revision) view.revisions.set(ev.server_name, String(revision));
+    }
     const n = ev.turn;
     if (typeof n !== "number") {
       if (ev.event_type === "episode_start" || ev.event_type === "episode_end") addBanner(ev);
       continue;
     }
     const entry = turnEntry(n);
-    if (ev.event_type === "turn") entry.turn = ev;
-    else if (ev.event_type === "mcp_tool_call") entry.tools.push({ call: ev, result: null });
-    else if (ev.event_type === "mcp_tool_result") {
-      const open = entry.tools.find((t) => !t.result && t.call.tool_name === ev.tool_name);
+    const kind = ev.event_type;
+    if (kind === "turn") entry.turn = ev;
+    else if (kind === "mcp_tool_call") {
+      entry.steps.push({ kind: "tool", call: ev, result: null, progress: [], revision: view.revisions.get(ev.server_name) });
+    } else if (TOOL_OUTCOMES.has(kind)) {
+      const open = openTool(entry, ev);
       if (open) open.result = ev;
-    } else if (NOTE_EVENTS.has(ev.event_type) || ev.level === "WARNING" || ev.level === "ERROR") {
+      else entry.steps.push({ kind: "tool", call: null, result: ev, progress: [] }); // failed before it went out
+    } else if (kind === "mcp_tool_progress") {
+      const open = openTool(entry, ev) || [...entry.steps].reverse().find((s) => s.kind === "tool");
+      if (open) open.progress.push(ev);
+    } else if (kind === "critic_rejection" || kind === "critic_override") {
+      entry.steps.push({ kind: "critic", event: ev });
+    } else if (NOTE_EVENTS.has(kind) || ev.level === "WARNING" || ev.level === "ERROR") {
       entry.notes.push(ev);
-      if (ev.event_type === "mcp_tool_timeout" || ev.event_type === "mcp_tool_error") {
-        const open = entry.tools.find((t) => !t.result && t.call.tool_name === ev.tool_name);
-        if (open) open.result = ev;
-      }
     } else continue;
     touched.add(n);
   }
@@ -207,9 +255,46 @@ function addBanner(ev) {
 }
 
 function details(summary, body, open = false, key = "") {
-  const node = el("details", { "data-key": key }, el("summary", { text: summary }), body);
+  const node = el("details", { "data-key": key }, typeof summary === "string" ? el("summary", { text: summary }) : summary, body);
   node.open = open;
   return node;
+}
+
+function progressText(p) {
+  const amount = p.progress != null ? `${p.progress}${p.total != null ? ` / ${p.total}` : ""}` : "";
+  return [amount, p.progress_message ?? p.detail ?? p.message].filter(Boolean).join(" · ");
+}
+
+function toolStep(step, i, n, keepOpen) {
+  const call = step.call || step.result;
+  const outcome = toolOutcome(step.call ? step.result : step.result);
+  const server = call.server_name;
+  const duration = step.result && step.result.duration_ms != null ? ` · ${step.result.duration_ms} ms` : "";
+  const head = el("summary", {},
+    el("span", { class: "tool-name", text: call.tool_name }),
+    el("span", { class: "muted", text: ` · ${server ? `server ${server}` : "no such tool"}${duration} · ` }),
+    el("span", { class: `outcome ${outcome.error ? "error" : "ok"}`, text: outcome.label }));
+  const meta = [];
+  if (step.revision) meta.push(`MCP revision ${step.revision}`);
+  if (call.iteration != null) meta.push(`round ${call.iteration}`);
+  const body = el("div", {},
+    meta.length ? el("div", { class: "muted", text: meta.join(" · ") }) : null,
+    el("h4", { text: "Arguments" }),
+    el("pre", { text: step.call ? JSON.stringify(step.call.arguments, null, 2) : "(the arguments could not be read)" }),
+    step.progress.length ? el("h4", { text: "Progress" }) : null,
+    step.progress.length ? el("ul", { class: "progress" }, ...step.progress.map((p) => el("li", { text: progressText(p) }))) : null,
+    el("h4", { text: outcome.error ? "Error" : "Result" }),
+    el("pre", { class: outcome.error ? "error" : "", text: outcome.text }));
+  return details(head, body, keepOpen(`tool-${i}`, false), `tool-${i}`);
+}
+
+function criticStep(ev) {
+  const by = CAUSES[ev.source] || ev.source;
+  const verb = ev.event_type === "critic_override" ? "refused, played anyway after the last round" : "refused";
+  return el("div", { class: "rejection" },
+    el("span", { class: "proposal", text: `> ${ev.action}` }),
+    el("span", { class: "by", text: ` ${verb} by ${by}: ` }),
+    el("span", { class: "why", text: ev.justification || "" }));
 }
 
 function renderTurn(n) {
@@ -220,12 +305,25 @@ function renderTurn(n) {
   const keepOpen = (key, fallback) => view.userOpen.get(`${n}:${key}`) ?? fallback;
 
   const t = entry.turn;
-  const node = el("article", { class: `turn${t && t.died ? " died" : ""}`, "data-turn": String(n) });
+  const tools = entry.steps.filter((s) => s.kind === "tool");
+  const flags = [
+    tools.length ? "has-tools" : "",
+    entry.steps.some((s) => s.kind === "critic") ? "has-rejections" : "",
+    t && t.score_delta ? "has-score" : "",
+    t && t.died ? "died" : "",
+  ].filter(Boolean);
+  const node = el("article", { class: ["turn", ...flags].join(" "), "data-turn": String(n) });
   const delta = t && t.score_delta ? ` (${t.score_delta > 0 ? "+" : ""}${t.score_delta})` : "";
   node.append(el("header", {},
     el("span", { class: "turn-no", text: `Turn ${n}` }),
     el("span", { class: "turn-room", text: t ? `${t.room_name} #${t.room_id}` : "playing…" }),
     el("span", { class: "turn-score", text: t ? `score ${t.score}${delta}` : "" })));
+  // As it happened: tool calls and refused proposals in order, then the command played and the reply.
+  if (entry.steps.length) {
+    const steps = el("div", { class: "steps" });
+    entry.steps.forEach((step, i) => steps.append(step.kind === "tool" ? toolStep(step, i, n, keepOpen) : criticStep(step.event)));
+    node.append(steps);
+  }
   if (t) {
     node.append(el("div", { class: "command", text: `> ${t.action}` }));
     node.append(el("pre", { class: "reply", text: t.response || "" }));
@@ -233,26 +331,8 @@ function renderTurn(n) {
   if (t && t.reasoning) {
     node.append(details("Reasoning", el("pre", { class: "reasoning", text: t.reasoning }), keepOpen("reasoning", isLatest), "reasoning"));
   }
-  if (entry.tools.length) {
-    const list = el("div", { class: "tools" });
-    entry.tools.forEach((tool, i) => {
-      const r = tool.result;
-      let outcome = "waiting for result…";
-      if (r && r.event_type === "mcp_tool_result") {
-        outcome = r.result != null ? pretty(String(r.result))
-          : `${r.is_error ? "error" : "ok"}, ${r.result_length} characters (${r.duration_ms} ms)`;
-      } else if (r) outcome = r.message;
-      const body = el("div", {},
-        el("div", { class: "muted", text: `server ${tool.call.server_name || "?"} · iteration ${tool.call.iteration}` }),
-        el("h4", { text: "Arguments" }),
-        el("pre", { text: JSON.stringify(tool.call.arguments, null, 2) }),
-        el("h4", { text: "Result" }),
-        el("pre", { class: r && (r.is_error || r.event_type !== "mcp_tool_result") ? "error" : "", text: outcome }));
-      list.append(details(`${tool.call.tool_name}${r && r.duration_ms != null ? ` (${r.duration_ms} ms)` : ""}`, body, keepOpen(`tool-${i}`, false), `tool-${i}`));
-    });
-    node.append(details(`Tool calls (${entry.tools.length})`, list, keepOpen("tools", isLatest), "tools"));
-  }
-  for (const note of entry.notes) node.append(el("div", { class: `note ${note.level?.toLowerCase() || ""}`, text: note.message }));
+  for (const note of entry.notes) node.append(el("div", { class: `note ${note.level?.toLowerCase() || ""}`, text: unescapeJSON(String(note.message)) }));
+  node.hidden = !matchesFilter(node);
 
   if (previous) previous.replaceWith(node);
   else {
@@ -266,6 +346,16 @@ function renderTurn(n) {
     }
   }
   entry.node = node;
+}
+
+// Filters: with none ticked every turn shows; else the turns with any ticked kind.
+function matchesFilter(article) {
+  const wanted = [...document.querySelectorAll("#filters input:checked")].map((box) => box.value);
+  return !wanted.length || wanted.some((flag) => article.classList.contains(flag));
+}
+
+function applyFilters() {
+  for (const article of document.querySelectorAll("#transcript article.turn")) article.hidden = !matchesFilter(article);
 }
 
 // ------------------------------------------------------------------ score chart
@@ -387,16 +477,34 @@ function drawFigures(e) {
   rows.push(el("tr", { class: "total" }, el("td", { text: "All" }), el("td", { text: fmt(e.llm_calls) }),
     el("td", { text: perTurn(e.llm_calls) }), el("td", { text: fmt(e.prompt_tokens) }), el("td", { text: fmt(e.completion_tokens) })));
   const head = el("tr", {}, ...["LLM role", "Calls", "Per turn", "Prompt tokens", "Completion tokens"].map((h) => el("th", { text: h })));
-  const servers = Object.entries(e.mcp_calls_by_server);
-  const mcp = servers.length
-    ? el("ul", {}, ...servers.map(([name, n]) => el("li", { text: `${name}: ${fmt(n)} call${n === 1 ? "" : "s"}` })))
-    : el("p", { class: "muted", text: e.mcp_enabled ? "MCP on, no tool calls yet." : "MCP off for this episode." });
-  const extra = [];
-  if (e.mcp_errors) extra.push(el("p", { class: "error", text: `${e.mcp_errors} tool call(s) failed or timed out.` }));
   document.getElementById("figures").replaceChildren(
     el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)),
-    el("h3", { text: "MCP calls per server" }), mcp, ...extra,
+    el("h3", { text: "Tool calls" }), toolTable(e),
+    el("h3", { text: "Critic" }), criticFigures(e.critic),
     el("p", { class: "muted", text: `Cost: ${costText(e)}${e.unpriced_calls ? ` (${e.unpriced_calls} call(s) without a known price)` : ""}` }));
+}
+
+function toolTable(e) {
+  const tools = e.tool_calls;
+  if (!tools.calls) return el("p", { class: "muted", text: e.mcp_enabled ? "MCP on, no tool calls yet." : "MCP off for this episode." });
+  const row = (server, tool, t, cls = "") => el("tr", { class: cls },
+    el("td", { text: server }), el("td", { text: tool }), el("td", { text: fmt(t.calls) }),
+    el("td", { class: t.failed ? "error" : "", text: fmt(t.failed) }), el("td", { text: t.duration_ms ? fmt(Math.round(t.duration_ms)) : "–" }));
+  const rows = [];
+  for (const [server, entry] of Object.entries(tools.by_server)) {
+    for (const [tool, t] of Object.entries(entry.tools)) rows.push(row(server, tool, t));
+  }
+  for (const [tool, t] of Object.entries(tools.unknown_tools.tools)) rows.push(row("(no such tool)", tool, t, "unknown-tool"));
+  rows.push(row("All", "", tools, "total"));
+  const head = el("tr", {}, ...["Server", "Tool", "Calls", "Failed", "Time (ms)"].map((h) => el("th", { text: h })));
+  return el("table", { class: "tool-table" }, el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
+function criticFigures(c) {
+  const causes = Object.entries(c.rejections_by_cause).map(([cause, n]) => `${fmt(n)} by ${CAUSES[cause] || cause}`);
+  return el("p", { class: "critic-figures", text:
+    `${fmt(c.proposals)} proposal${c.proposals === 1 ? "" : "s"} judged · ${fmt(c.rejected)} refused` +
+    `${causes.length ? ` (${causes.join(", ")})` : ""}${c.overrides ? ` · ${fmt(c.overrides)} played anyway` : ""}` });
 }
 
 function markdown(text) {
@@ -435,6 +543,7 @@ function drawLearning(learning) {
 
 // ------------------------------------------------------------------ start
 document.getElementById("episode-select").addEventListener("change", (event) => pin(event.target.value));
+document.getElementById("filters").addEventListener("change", applyFilters);
 window.addEventListener("hashchange", () => {
   const id = decodeURIComponent(location.hash.slice(1));
   if (id && id !== view.id) pin(id);
