@@ -6,7 +6,7 @@ from pathlib import Path
 
 from managers.map_graph import MapGraph
 from tests.walkthrough_turns import walkthrough_turns
-from viewer.map_layout import layout, step
+from viewer.map_layout import is_compass, layout, misfits, points_its_way, step
 
 
 def walkthrough_map(game_file: Path) -> MapGraph:
@@ -52,3 +52,31 @@ def test_parts_of_the_map_with_no_known_way_between_them_sit_side_by_side() -> N
     assert (placed[11].x - placed[10].x, placed[11].y - placed[10].y) == (0, 1)
     assert min(placed[10].x, placed[11].x) > max(placed[1].x, placed[2].x)
     assert layout(MapGraph()) == []
+
+
+def test_a_compass_move_is_drawn_its_way_or_named_as_a_misfit(game_file: Path) -> None:
+    graph = walkthrough_map(game_file)
+    placed = layout(graph)
+    where = {room.id: room for room in placed}
+    bent = {(m.from_id, m.label, m.to_id) for m in misfits(graph, placed)}
+    compass = [(f, label, t) for f, routes in graph.edges.items() for label, t in routes.items() if is_compass(label)]
+    for from_id, label, to_id in compass:
+        a, b = where[from_id], where[to_id]
+        assert points_its_way(label, b.x - a.x, b.y - a.y) != ((from_id, label, to_id) in bent)
+    assert len(bent) < len(compass) / 4, (len(bent), len(compass))
+    # Around the house Zork contradicts itself: West of House → north is North of House, whose
+    # west leads back to West of House. The drawing can show one of them, and names the other.
+    assert graph.edges[180]["north"] == 81 and graph.edges[81]["west"] == 180
+    assert ((180, "north", 81) in bent) != ((81, "west", 180) in bent)
+
+
+def test_compass_moves_take_their_cells_before_up_down_in_and_out() -> None:
+    graph = MapGraph()
+    for room_id, name in ((1, "Hall"), (2, "Attic"), (3, "Garden")):
+        graph.add_room(room_id, name)
+    graph.record_move(1, "up", 2)  # prefers the cell up and to the right...
+    graph.record_move(1, "northeast", 3)  # ...which a compass move must have
+    placed = {room.id: room for room in layout(graph, anchor=1)}
+    assert (placed[3].x - placed[1].x, placed[3].y - placed[1].y) == (1, -1)
+    assert (placed[2].x, placed[2].y) != (placed[3].x, placed[3].y)
+    assert misfits(graph, list(placed.values())) == []

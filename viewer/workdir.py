@@ -29,7 +29,7 @@ from orchestration.episode_records import (
     read_json,
 )
 from session.game_configuration import FilesSection
-from viewer.map_layout import layout, step
+from viewer.map_layout import is_compass, layout, misfits, step
 
 logger = logging.getLogger("zorkgpt.viewer")
 
@@ -246,6 +246,7 @@ class GameWorkdir:
             return {"rooms": [], "edges": [], "error": str(exc)}
         except RecursionError:
             return {"rooms": [], "edges": [], "error": f"{self.files.map_file} is nested too deep to be a map."}
+        placed = layout(graph)
         rooms = [
             {
                 "id": room.id,
@@ -256,22 +257,43 @@ class GameWorkdir:
                 "visited": room.id in visited,
                 "current": room.id == current,
                 "unexplored": [
-                    {"direction": d, "dx": step(d)[0], "dy": step(d)[1]} for d in graph.unexplored_exits(room.id)
+                    {"direction": d, "dx": step(d)[0], "dy": step(d)[1], "compass": is_compass(d)}
+                    for d in graph.unexplored_exits(room.id)
                 ],
             }
-            for room in layout(graph)
+            for room in placed
         ]
-        # A passage walked both ways is one line with both labels.
+        bent = {(m.from_id, m.label, m.to_id) for m in misfits(graph, placed)}
+        name = graph.rooms
+        # A passage walked both ways is one line with both labels; a reverse only inferred is "probable".
         edges: dict[tuple[int, int], dict[str, Any]] = {}
-        for from_id, routes in sorted(graph.edges.items()):
-            for label, to_id in sorted(routes.items()):
-                if from_id == to_id or from_id not in graph.rooms or to_id not in graph.rooms:
-                    continue
-                key = (min(from_id, to_id), max(from_id, to_id))
-                edge = edges.setdefault(key, {"from": from_id, "to": to_id, "labels": [], "two_way": False})
-                edge["labels"].append(f"{graph.rooms[from_id].name} → {label}")
-                edge["two_way"] |= from_id != edge["from"]
-        return {"rooms": rooms, "edges": list(edges.values()), "current": current}
+        for probable, source in ((False, graph.edges), (True, graph.probable)):
+            for from_id, routes in sorted(source.items()):
+                for label, to_id in sorted(routes.items()):
+                    if from_id == to_id or from_id not in name or to_id not in name:
+                        continue
+                    key = (min(from_id, to_id), max(from_id, to_id))
+                    edge = edges.get(key)
+                    if edge is None:
+                        edge = edges[key] = {
+                            "from": from_id,
+                            "to": to_id,
+                            "labels": [],
+                            "two_way": False,
+                            "probable": probable,
+                            "names": [],  # moves that are not compass directions, drawn with their name
+                            "misfit": False,
+                        }
+                    if probable:
+                        edge["labels"].append(f"{name[from_id].name} → {label} (probable)")
+                    else:
+                        edge["labels"].append(f"{name[from_id].name} → {label}")
+                        edge["two_way"] |= from_id != edge["from"]
+                    if not is_compass(label) and label not in edge["names"]:
+                        edge["names"].append(label)
+                    edge["misfit"] |= (from_id, label, to_id) in bent
+        notes = [f"{name[f].name} → {label} leads to {name[t].name}" for f, label, t in sorted(bent)]
+        return {"rooms": rooms, "edges": list(edges.values()), "current": current, "misfits": notes}
 
     def _text(self, name: str) -> str | None:
         path = self.inside(self.root / name)
