@@ -170,12 +170,36 @@ def test_objectives_are_the_episodes_own(tmp_path: Path, played: tuple[Path, Gam
     mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
     theirs = {"episode_id": "one", "id": 1, "text": "Find the lamp", "status": "completed", "priority": "low"}
     (workdir / "objectives.json").write_text(json.dumps({"objectives": [theirs, mine]}))
-    (workdir / "memories.md").write_text("# Memories\n\n- [#1] ACTIVE | a memory\n")
+    (workdir / "memories.md").write_text(
+        "# Memories\n\nEdit freely.\n\n## Room 180: West of House\n\n"
+        "- [#1] ACTIVE | item | episode one turn 3: A leaflet is in the mailbox\n"
+    )
     running = start_viewer(workdir, port=0)
     try:
         learning = get_json(running, "/api/episodes/two")["learning"]
         assert learning["objectives"] == [mine]
-        assert learning["memories"] == "# Memories\n\n- [#1] ACTIVE | a memory\n" and learning["knowledge"] is None
+        # Memories by room, without the file's title and instructions.
+        assert learning["memories"] == {
+            "rooms": [
+                {
+                    "id": 180,
+                    "name": "West of House",
+                    "memories": [
+                        {
+                            "id": 1,
+                            "status": "active",
+                            "category": "item",
+                            "episode_id": "one",
+                            "turn": 3,
+                            "text": "A leaflet is in the mailbox",
+                            "superseded_by": None,
+                        }
+                    ],
+                }
+            ],
+            "unreadable_lines": 0,
+        }
+        assert learning["knowledge"] is None
         assert get_json(running, "/api/episodes/one")["learning"]["objectives"] == [theirs]
     finally:
         running.close()
@@ -442,7 +466,7 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
         (workdir / name).symlink_to(outside / target)
     # A link that stays inside the workdir is followed.
     (workdir / "kb").mkdir()
-    (workdir / "kb" / "knowledge.md").write_text("# Knowledge\n")
+    (workdir / "kb" / "knowledge.md").write_text("# Knowledge\n\nEdit freely.\n\n## Dangers\n\n- The troll\n")
     (workdir / "knowledgebase.md").symlink_to(workdir / "kb" / "knowledge.md")
 
     running = start_viewer(workdir, port=0)
@@ -455,7 +479,7 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
         detail = json.loads(body)
         assert detail["state"] is None and detail["summary"] is None
         assert detail["learning"]["memories"] is None and detail["learning"]["objectives"] == []
-        assert detail["learning"]["knowledge"] == "# Knowledge\n"
+        assert detail["learning"]["knowledge"] == {"sections": [{"heading": "Dangers", "points": ["The troll"]}]}
         assert detail["map"]["rooms"] == [] and "outside the game workdir" in detail["map"]["error"]
     finally:
         running.close()

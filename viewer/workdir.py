@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from managers.knowledge_manager import KnowledgeDocument
 from managers.map_graph import MapGraph, MapGraphError
+from managers.memory_manager import parse_memories
 from managers.objective_manager import OBJECTIVES_FILE_NAME
 from orchestration.episode_records import (
     EVENTS_FILE,
@@ -315,7 +317,44 @@ class GameWorkdir:
             o for o in entries if isinstance(o, dict) and o.get("episode_id", saved.get("episode_id")) == episode_id
         ]
         return {
-            "memories": self._text(self.files.memories_file),
-            "knowledge": self._text(self.files.knowledge_file),
+            "memories": memories_view(self._text(self.files.memories_file)),
+            "knowledge": knowledge_view(self._text(self.files.knowledge_file)),
             "objectives": objectives,
         }
+
+
+def memories_view(text: str | None) -> dict[str, Any] | None:
+    """The memories file as the page shows it: by room, each memory with its status, episode and
+    turn; the file's title and editing instructions left out. None when there is no file."""
+    if text is None:
+        return None
+    parsed = parse_memories(text)
+    rooms: dict[int, dict[str, Any]] = {}
+    for memory in parsed.memories:
+        room = rooms.setdefault(memory.room_id, {"id": memory.room_id, "name": memory.room_name, "memories": []})
+        room["name"] = memory.room_name  # the latest name wins, as in the file's heading
+        room["memories"].append(
+            {
+                "id": memory.id,
+                "status": memory.status.value,
+                "category": memory.category,
+                "episode_id": memory.episode_id,
+                "turn": memory.turn,
+                "text": memory.text,
+                "superseded_by": memory.superseded_by,
+            }
+        )
+    return {"rooms": list(rooms.values()), "unreadable_lines": len(parsed.skipped_lines)}
+
+
+def knowledge_view(text: str | None) -> dict[str, Any] | None:
+    """The knowledge base's sections and their points, without the file's title and instructions."""
+    if text is None:
+        return None
+    sections = []
+    for section in KnowledgeDocument.parse(text).sections:
+        lines = [line.strip() for line in section.lines if line.strip()]
+        points = [line.removeprefix("- ").removeprefix("* ") for line in lines]
+        if points:
+            sections.append({"heading": section.heading, "points": points})
+    return {"sections": sections}

@@ -95,6 +95,8 @@ function choose(id) {
   view.userOpen = new Map();
   view.revisions = new Map();
   view.mapCentredOn = null;
+  view.mapKey = null;
+  view.mapBox = null;
   document.getElementById("transcript").replaceChildren();
 }
 
@@ -412,60 +414,178 @@ function scorePoints() {
 }
 
 // ------------------------------------------------------------------ map
+// One grid cell of the layout, in SVG units; a room's box sits in its middle.
+const CW = 170, CH = 84, BW = 128, BH = 42, PAD = 40;
+const SHORT = { north: "N", south: "S", east: "E", west: "W", northeast: "NE", northwest: "NW", southeast: "SE", southwest: "SW" };
+const NAMED_STUB = { up: [BW / 2 - 14, -6, "↑ up"], down: [BW / 2 - 14, BH + 13, "↓ down"], in: [-30, BH / 2 + 4, "in"], out: [BW + 6, BH / 2 + 4, "out"] };
+
 function drawMap(map) {
   const box = document.getElementById("map");
-  if (map.error) {
-    box.replaceChildren(el("p", { class: "error", text: map.error }));
+  const notes = document.getElementById("map-misfits");
+  if (map.error || !map.rooms.length) {
+    view.mapKey = null;
+    box.replaceChildren(el("p", { class: map.error ? "error" : "muted", text: map.error || "No rooms mapped yet." }));
+    notes.replaceChildren();
     return;
   }
-  if (!map.rooms.length) {
-    box.replaceChildren(el("p", { class: "muted", text: "No rooms mapped yet." }));
-    return;
-  }
-  const CW = 150, CH = 74, BW = 128, BH = 42, PAD = 30;
+  const key = JSON.stringify(map);
+  if (key === view.mapKey) return; // unchanged: keep where the reader panned and zoomed
+  view.mapKey = key;
   const cols = Math.max(...map.rooms.map((r) => r.x)) + 1;
   const rows = Math.max(...map.rooms.map((r) => r.y)) + 1;
   const W = cols * CW + 2 * PAD, H = rows * CH + 2 * PAD;
+  view.mapSize = { W, H };
   const cx = (r) => PAD + r.x * CW + CW / 2;
   const cy = (r) => PAD + r.y * CH + CH / 2;
   const byId = new Map(map.rooms.map((r) => [r.id, r]));
-  // Fit the panel's width, but never shrink below 60 %: a big map scrolls instead.
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Map" });
-  root.style.maxWidth = `${W}px`;
-  root.style.minWidth = `${Math.round(W * 0.6)}px`;
+  const root = svg("svg", { role: "img", "aria-label": "Map", preserveAspectRatio: "xMidYMid meet" });
   for (const edge of map.edges) {
     const a = byId.get(edge.from), b = byId.get(edge.to);
-    const line = svg("line", { x1: cx(a), y1: cy(a), x2: cx(b), y2: cy(b), class: edge.two_way ? "edge" : "edge one-way" });
-    line.append(svg("title", {}, edge.labels.join("\n")));
-    root.append(line);
-  }
-  for (const room of map.rooms) {
-    for (const exit of room.unexplored) {
-      const len = Math.hypot(exit.dx, exit.dy) || 1;
-      const x1 = cx(room) + (exit.dx / len) * (BW / 2 + 2), y1 = cy(room) + (exit.dy / len) * (BH / 2 + 2);
-      const stub = svg("line", { x1, y1, x2: x1 + (exit.dx / len) * 16, y2: y1 + (exit.dy / len) * 16, class: "stub" });
-      stub.append(svg("title", {}, `${room.name}: ${exit.direction} not taken yet`));
-      root.append(stub);
+    const cls = ["edge", edge.misfit ? "misfit" : "", edge.probable ? "probable" : "", edge.two_way || edge.probable ? "" : "one-way"];
+    let path;
+    if (edge.misfit) {
+      // Bowed aside, so it is not read as a straight compass line.
+      const mx = (cx(a) + cx(b)) / 2, my = (cy(a) + cy(b)) / 2;
+      const dx = cx(b) - cx(a), dy = cy(b) - cy(a), len = Math.hypot(dx, dy) || 1;
+      path = svg("path", { d: `M${cx(a)},${cy(a)} Q${mx - (dy / len) * 40},${my + (dx / len) * 40} ${cx(b)},${cy(b)}`, class: cls.join(" ") });
+    } else {
+      path = svg("line", { x1: cx(a), y1: cy(a), x2: cx(b), y2: cy(b), class: cls.join(" ") });
+    }
+    const why = edge.misfit ? "\nZork's map contradicts itself here: drawn elsewhere than its direction says" : "";
+    path.append(svg("title", {}, edge.labels.join("\n") + why));
+    root.append(path);
+    if (edge.names.length) {
+      const text = edge.names.join(" / ");
+      const label = svg("g", { class: "way-name", transform: `translate(${(cx(a) + cx(b)) / 2},${(cy(a) + cy(b)) / 2})` });
+      label.append(svg("rect", { x: -(text.length * 3.4 + 6), y: -9, width: text.length * 6.8 + 12, height: 17, rx: 8 }));
+      label.append(svg("text", { "text-anchor": "middle", y: 4 }, text));
+      root.append(label);
     }
   }
   let current = null;
   for (const room of map.rooms) {
     const state = room.current ? "current" : room.visited ? "visited" : "unvisited";
     const g = svg("g", { class: `room ${state}`, "data-room-id": room.id, transform: `translate(${cx(room) - BW / 2},${cy(room) - BH / 2})` });
+    for (const exit of room.unexplored) {
+      // An exit the engine confirms and nobody took: a short open arrow, never touching another room's.
+      if (exit.compass) {
+        const len = Math.hypot(exit.dx, exit.dy) || 1, ux = exit.dx / len, uy = exit.dy / len;
+        const x1 = BW / 2 + ux * (BW / 2 + 3), y1 = BH / 2 + uy * (BH / 2 + 3);
+        const stub = svg("g", { class: "stub", "data-direction": exit.direction });
+        stub.append(svg("line", { x1, y1, x2: x1 + ux * 12, y2: y1 + uy * 12 }));
+        stub.append(svg("text", { x: x1 + ux * 20, y: y1 + uy * 20 + 3, "text-anchor": "middle" }, SHORT[exit.direction]));
+        stub.append(svg("title", {}, `${room.name}: ${exit.direction} not taken yet`));
+        g.append(stub);
+      } else {
+        const [x, y, text] = NAMED_STUB[exit.direction] || [BW + 6, -4, exit.direction];
+        const stub = svg("g", { class: "stub named", "data-direction": exit.direction });
+        stub.append(svg("text", { x, y }, text));
+        stub.append(svg("title", {}, `${room.name}: ${exit.direction} not taken yet`));
+        g.append(stub);
+      }
+    }
     g.append(svg("rect", { width: BW, height: BH, rx: 6 }));
     const name = room.name.length > 19 ? `${room.name.slice(0, 18)}…` : room.name;
     g.append(svg("text", { x: BW / 2, y: 18, class: "room-name", "text-anchor": "middle" }, name));
     g.append(svg("text", { x: BW / 2, y: 33, class: "room-id", "text-anchor": "middle" }, `#${room.id} · ${room.visits} visit${room.visits === 1 ? "" : "s"}`));
     g.append(svg("title", {}, `${room.name} (#${room.id})${room.unexplored.length ? `\nnot taken: ${room.unexplored.map((u) => u.direction).join(", ")}` : ""}`));
     root.append(g);
-    if (room.current) current = room;
+    if (room.current) current = { x: cx(room), y: cy(room), id: room.id };
   }
   box.replaceChildren(root);
+  view.mapSvg = root;
+  if (!view.mapBox) fitMap(current);
   if (current && current.id !== view.mapCentredOn) {
     view.mapCentredOn = current.id;
-    const scale = root.getBoundingClientRect().width / W || 1;
-    box.scrollTo({ left: cx(current) * scale - box.clientWidth / 2, top: cy(current) * scale - box.clientHeight / 2 });
+    view.mapCurrent = current;
+    if (!inView(current)) centreMap(current);
   }
+  setMapBox(view.mapBox);
+  notes.replaceChildren(...(map.misfits.length ? [details(
+    `${map.misfits.length} way${map.misfits.length === 1 ? "" : "s"} the compass cannot show (Zork's map contradicts itself; drawn bowed)`,
+    el("ul", {}, ...map.misfits.map((text) => el("li", { text }))), false, "misfits")] : []));
+}
+
+function setMapBox(b) {
+  view.mapBox = b;
+  if (view.mapSvg) view.mapSvg.setAttribute("viewBox", `${b.x} ${b.y} ${b.w} ${b.h}`);
+}
+
+// The panel's size in SVG units at a zoom of `scale` screen pixels per unit.
+function mapViewport(scale) {
+  const box = document.getElementById("map");
+  return { w: Math.max(200, box.clientWidth) / scale, h: Math.max(200, box.clientHeight) / scale };
+}
+
+function fitMap(current) {
+  const { W, H } = view.mapSize;
+  const panel = mapViewport(1);
+  // Readable first: shrink to fit only down to 60 %; a bigger map is panned and zoomed.
+  const scale = Math.max(0.6, Math.min(1, panel.w / W, panel.h / H));
+  const { w, h } = mapViewport(scale);
+  const centre = current && scale < Math.min(panel.w / W, panel.h / H) + 1e-9 ? null : current;
+  const x = centre ? centre.x - w / 2 : W / 2 - w / 2;
+  const y = centre ? centre.y - h / 2 : H / 2 - h / 2;
+  setMapBox({ x, y, w, h });
+}
+
+function inView(p) {
+  const b = view.mapBox;
+  const mx = Math.min(BW, b.w / 4), my = Math.min(BH * 2, b.h / 4);
+  return p.x > b.x + mx && p.x < b.x + b.w - mx && p.y > b.y + my && p.y < b.y + b.h - my;
+}
+
+function centreMap(p) {
+  const b = view.mapBox;
+  setMapBox({ ...b, x: p.x - b.w / 2, y: p.y - b.h / 2 });
+}
+
+function zoomMap(factor, at) {
+  const b = view.mapBox;
+  if (!b) return;
+  const w = Math.min(Math.max(b.w * factor, 150), Math.max(view.mapSize.W, view.mapSize.H) * 3);
+  const h = (b.h * w) / b.w;
+  const px = at ? at.x : b.x + b.w / 2, py = at ? at.y : b.y + b.h / 2;
+  setMapBox({ x: px - ((px - b.x) * w) / b.w, y: py - ((py - b.y) * h) / b.h, w, h });
+}
+
+function mapPoint(event) {
+  const rect = view.mapSvg.getBoundingClientRect(), b = view.mapBox;
+  return { x: b.x + ((event.clientX - rect.left) / rect.width) * b.w, y: b.y + ((event.clientY - rect.top) / rect.height) * b.h };
+}
+
+function setUpMapControls() {
+  const box = document.getElementById("map");
+  box.addEventListener("wheel", (event) => {
+    if (!view.mapSvg) return;
+    event.preventDefault();
+    zoomMap(event.deltaY > 0 ? 1.15 : 1 / 1.15, mapPoint(event));
+  }, { passive: false });
+  let drag = null;
+  box.addEventListener("pointerdown", (event) => {
+    if (!view.mapSvg) return;
+    drag = { x: event.clientX, y: event.clientY, box: view.mapBox };
+    box.setPointerCapture(event.pointerId);
+  });
+  box.addEventListener("pointermove", (event) => {
+    if (!drag) return;
+    const rect = view.mapSvg.getBoundingClientRect();
+    const dx = ((event.clientX - drag.x) / rect.width) * drag.box.w, dy = ((event.clientY - drag.y) / rect.height) * drag.box.h;
+    setMapBox({ ...drag.box, x: drag.box.x - dx, y: drag.box.y - dy });
+  });
+  const stop = () => { drag = null; };
+  box.addEventListener("pointerup", stop);
+  box.addEventListener("pointercancel", stop);
+  document.getElementById("map-zoom-in").addEventListener("click", () => zoomMap(1 / 1.3));
+  document.getElementById("map-zoom-out").addEventListener("click", () => zoomMap(1.3));
+  document.getElementById("map-whole").addEventListener("click", () => {
+    const { W, H } = view.mapSize || {};
+    if (!W) return;
+    const panel = mapViewport(1), scale = Math.min(panel.w / W, panel.h / H);
+    const { w, h } = mapViewport(scale);
+    setMapBox({ x: W / 2 - w / 2, y: H / 2 - h / 2, w, h });
+  });
+  document.getElementById("map-current").addEventListener("click", () => view.mapCurrent && centreMap(view.mapCurrent));
 }
 
 // ------------------------------------------------------------------ figures and learning
@@ -507,43 +627,72 @@ function criticFigures(c) {
     `${causes.length ? ` (${causes.join(", ")})` : ""}${c.overrides ? ` · ${fmt(c.overrides)} played anyway` : ""}` });
 }
 
-function markdown(text) {
-  // Just enough Markdown for the memory and knowledge files: headings, bullets, paragraphs.
-  const out = [];
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    const heading = line.match(/^(#{1,3})\s+(.*)/);
-    if (heading) out.push(el(`h${heading[1].length + 2}`, { text: heading[2] }));
-    else if (/^\s*[-*]\s+/.test(line)) out.push(el("li", { text: line.replace(/^\s*[-*]\s+/, "") }));
-    else out.push(el("p", { text: line }));
-  }
-  return out;
+// An episode as a short label: "11-24 19:04" for a dated id, "this episode" for the one shown.
+function episodeTag(id) {
+  if (!id) return "episode ?";
+  if (id === view.id) return "this episode";
+  const dated = id.match(/^\d{4}-(\d\d-\d\d)T(\d\d)-(\d\d)/);
+  if (dated) return `${dated[1]} ${dated[2]}:${dated[3]}`;
+  return id.length > 14 ? `${id.slice(0, 13)}…` : id;
+}
+
+function tag(text, cls = "", title = "") {
+  const node = el("span", { class: `tag ${cls}`, text });
+  if (title) node.title = title;
+  return node;
+}
+
+function fillOnce(id, data, build) {
+  const node = document.getElementById(id);
+  const key = JSON.stringify(data ?? null) + view.id;
+  if (node.dataset.key === key) return; // unchanged: keep the reader's scroll position
+  node.dataset.key = key;
+  node.replaceChildren(...build());
 }
 
 function drawLearning(learning) {
-  const fill = (id, text, empty) => {
-    const node = document.getElementById(id);
-    if (node.dataset.text === (text ?? "")) return; // unchanged: keep the reader's scroll position
-    node.dataset.text = text ?? "";
-    node.replaceChildren(...(text ? markdown(text) : [el("p", { class: "muted", text: empty })]));
-  };
-  fill("memories", learning.memories, "No memories file yet.");
-  fill("knowledge", learning.knowledge, "No knowledge base yet.");
-  const box = document.getElementById("objectives");
-  const objectives = learning.objectives || [];
-  const key = JSON.stringify(objectives);
-  if (box.dataset.text === key) return;
-  box.dataset.text = key;
-  box.replaceChildren(objectives.length
-    ? el("ul", {}, ...objectives.map((o) => el("li", { class: `objective ${o.status}` },
-      el("span", { class: "badge", text: o.status }), ` ${o.text} `,
-      el("span", { class: "muted", text: `(${o.priority}, since turn ${o.created_turn})` }))))
-    : el("p", { class: "muted", text: "No objectives for this episode yet." }));
+  fillOnce("objectives", learning.objectives, () => {
+    const objectives = learning.objectives || [];
+    if (!objectives.length) return [el("p", { class: "muted", text: "No objectives for this episode yet." })];
+    return [el("ul", { class: "items" }, ...objectives.map((o) => el("li", { class: `objective ${o.status}` },
+      el("span", { class: `badge status ${o.status}`, text: o.status }), " ",
+      el("span", { class: "text", text: o.text }), " ",
+      o.priority ? tag(o.priority, `priority ${o.priority}`) : null,
+      o.created_turn != null ? tag(`turn ${o.created_turn}`) : null,
+      o.completed_turn != null ? tag(`done turn ${o.completed_turn}`) : null)))];
+  });
+  fillOnce("memories", learning.memories, () => {
+    const memories = learning.memories;
+    if (!memories) return [el("p", { class: "muted", text: "No memories file yet." })];
+    if (!memories.rooms.length) return [el("p", { class: "muted", text: "No memories yet." })];
+    const out = [];
+    for (const room of memories.rooms) {
+      out.push(el("h3", { class: "room-heading" }, `${room.name} `, el("span", { class: "muted", text: `#${room.id}` })));
+      out.push(el("ul", { class: "items" }, ...room.memories.map((m) => el("li", { class: `memory ${m.status}` },
+        el("span", { class: `badge status ${m.status}`, text: m.status }), " ",
+        el("span", { class: "text", text: m.text }), " ",
+        tag(m.category, "category"),
+        tag(`${episodeTag(m.episode_id)} · turn ${m.turn}`, "when", m.episode_id),
+        m.superseded_by != null ? tag(`replaced by #${m.superseded_by}`) : null))));
+    }
+    if (memories.unreadable_lines) out.push(el("p", { class: "error", text: `${memories.unreadable_lines} line(s) of the file could not be read.` }));
+    return out;
+  });
+  fillOnce("knowledge", learning.knowledge, () => {
+    const knowledge = learning.knowledge;
+    if (!knowledge) return [el("p", { class: "muted", text: "No knowledge base yet." })];
+    if (!knowledge.sections.length) return [el("p", { class: "muted", text: "Nothing learned yet." })];
+    return knowledge.sections.flatMap((section) => [
+      el("h3", { text: section.heading }),
+      el("ul", { class: "points" }, ...section.points.map((point) => el("li", { text: point }))),
+    ]);
+  });
 }
 
 // ------------------------------------------------------------------ start
 document.getElementById("episode-select").addEventListener("change", (event) => pin(event.target.value));
 document.getElementById("filters").addEventListener("change", applyFilters);
+setUpMapControls();
 window.addEventListener("hashchange", () => {
   const id = decodeURIComponent(location.hash.slice(1));
   if (id && id !== view.id) pin(id);
