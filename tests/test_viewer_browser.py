@@ -20,6 +20,8 @@ from typing import TypeVar
 
 import pytest
 
+from managers.knowledge_manager import KnowledgeDocument, Section
+from managers.memory_manager import Memory, MemoryStatus, render_memories
 from orchestration.episode_records import read_events
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_state import GameState
@@ -27,6 +29,7 @@ from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, wa
 from tests.mcp_test_servers.helpers import REPO_ROOT
 from tests.scripted_llm import ScriptedLLMServer
 from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
+from tests.test_viewer_map_layout import walkthrough_map as walkthrough_graph
 from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
@@ -313,5 +316,99 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         page.get_by_label("score changes").uncheck()
         expect(visible).to_have_count(TURNS)
         screenshot(page, tmp_path, "viewer-critic-tools.png")
+    finally:
+        running.close()
+
+
+def in_view(page: playwright_api.Page, inner: str, outer: str) -> bool:
+    """Whether the element ``inner`` is drawn wholly inside ``outer``'s box on screen."""
+    a, b = page.locator(inner).bounding_box(), page.locator(outer).bounding_box()
+    assert a is not None and b is not None
+    return (
+        a["x"] >= b["x"]
+        and a["y"] >= b["y"]
+        and a["x"] + a["width"] <= b["x"] + b["width"]
+        and a["y"] + a["height"] <= b["y"] + b["height"]
+    )
+
+
+def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narrow_screen(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, browser: playwright_api.Browser
+) -> None:
+    episode = play_critic_and_tools(llm_server, tmp_path, game_file)
+    workdir = episode.parent.parent
+    # The house's own contradiction, as this episode mapped it: Behind House → west is the Kitchen.
+    small_map = json.loads((workdir / "map_state.json").read_text())
+    assert small_map["edges"]["79"]["west"] == 203
+    # Files the learning managers write, in their own format: memories by room, a knowledge base.
+    memories = [
+        Memory(1, 180, "West of House", "item", "A leaflet is in the mailbox", MemoryStatus.ACTIVE, episode.name, 2),
+        Memory(2, 79, "Behind House", "path", "The window opens", MemoryStatus.TENTATIVE, "2026-01-02T03-04-05Z", 9),
+    ]
+    (workdir / "memories.md").write_text(render_memories(memories))
+    knowledge = KnowledgeDocument.empty()
+    knowledge.sections.append(Section("Dangers", ["- The troll in the Troll Room kills the unarmed."]))
+    (workdir / "knowledgebase.md").write_text(knowledge.render())
+
+    running = start_viewer(workdir, port=0)
+    try:
+        for name, size in (("wide", {"width": 1400, "height": 900}), ("phone", {"width": 390, "height": 844})):
+            context = browser.new_context(viewport=size)
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+            try:
+                page.goto(f"{running.url}#{episode.name}")
+                expect(page.locator("#status")).to_have_text("finished: max_turns")
+                # The map: engine directions, the contradiction said in words, ways and stubs apart.
+                expect(page.locator("#map-misfits")).to_contain_text("Behind House → west leads to Kitchen")
+                expect(page.locator("#map path.edge.misfit")).to_have_count(1)
+                expect(
+                    page.locator('#map g.room[data-room-id="203"] g.stub.named[data-direction="up"] text')
+                ).to_have_text("↑ up")
+                expect(page.locator('#map g.room[data-room-id="180"] g.stub[data-direction="south"]')).to_have_count(1)
+                assert in_view(page, "#map g.room.current", "#map")
+                # Memories by room with badges and short labels; no file title or editing instructions.
+                box = page.locator("#memories")
+                expect(box.locator("h3").first).to_contain_text("West of House")
+                expect(box.locator("li.memory.active")).to_contain_text("A leaflet is in the mailbox")
+                expect(box.locator("li.memory.active .tag.when")).to_have_text("this episode · turn 2")
+                expect(box.locator("li.memory.tentative .tag.when")).to_have_text("01-02 03:04 · turn 9")
+                expect(box.locator("li.memory.tentative .badge")).to_have_text("tentative")
+                expect(box).not_to_contain_text("edit")
+                expect(page.locator("#knowledge h3")).to_have_text("Dangers")
+                expect(page.locator("#knowledge li")).to_have_text("The troll in the Troll Room kills the unarmed.")
+                expect(page.locator("#knowledge")).not_to_contain_text("edit freely")
+                expect(page.locator("#objectives li.objective.active .badge")).to_have_text("active")
+                # Nothing wider than the screen.
+                assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+                screenshot(page, tmp_path, f"viewer-{name}.png")
+            finally:
+                context.close()
+            assert errors == []
+
+        # A long game's map: the walkthrough's 100-odd rooms, panned and zoomed, the current room kept in view.
+        walkthrough_graph(game_file).save(workdir / "map_state.json")
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        try:
+            page.goto(f"{running.url}#{episode.name}")
+            expect(page.locator("#map g.room")).to_have_count(len(walkthrough_graph(game_file).rooms))
+            expect(page.locator('#map g.room.current[data-room-id="203"]')).to_have_count(1)
+            assert in_view(page, "#map g.room.current", "#map")
+            page.click("#map-whole")
+            page.click("#map-zoom-in")
+            page.mouse.move(700, 500)
+            map_box = page.locator("#map").bounding_box()
+            assert map_box is not None
+            page.mouse.move(map_box["x"] + 20, map_box["y"] + 20)
+            page.mouse.down()
+            page.mouse.move(map_box["x"] + map_box["width"] - 20, map_box["y"] + map_box["height"] - 20, steps=5)
+            page.mouse.up()
+            page.click("#map-current")
+            assert in_view(page, "#map g.room.current", "#map")
+            screenshot(page, tmp_path, "viewer-long-map.png")
+        finally:
+            context.close()
     finally:
         running.close()

@@ -279,6 +279,36 @@ def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path,
     assert "Traceback" not in err
 
 
+def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    """``python /path/to/zorkgpt/viewer`` where there is no repository (what ``uv run --project`` runs)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    missing = subprocess.run(
+        [sys.executable, str(REPO / "viewer")], cwd=elsewhere, env=clean_env({}), capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert f"No game workdir at {elsewhere / 'game_files'}" in missing.stderr
+    assert f"python {REPO / 'viewer'} path/to/game_files" in missing.stderr
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "viewer"), str(played[0] / "game_files"), "--port", "0"],
+        cwd=elsewhere,
+        env=clean_env({}),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
+        assert match, line
+        listing = json.loads(urlopen_text(f"http://{match[1]}:{match[2]}/api/episodes"))
+        assert [e["id"] for e in listing["episodes"]] == ["walk"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
 def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
     tmp_path: Path, played: tuple[Path, GameState, int]
 ) -> None:
