@@ -162,17 +162,21 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     # Figures: the scripted server counted the LLM calls; thoughtbox was called twice.
     expect(page.locator("#llm-calls")).to_have_text(str(len(llm_server.requests)))
     expect(page.locator("#mcp-calls")).to_have_text("2")
-    expect(page.locator("#figures")).to_contain_text("thoughtbox: 2 calls")
+    expect(page.locator("#mcp-errors")).to_have_text("0")
+    expect(page.locator("#figures table.tool-table tr", has_text="thoughtbox").first.locator("td").nth(2)).to_have_text(
+        "2"
+    )
 
-    # The latest turn shows its tool calls; an earlier one opens them on a click.
+    # Each turn shows its tool calls before the command; one opens on a click.
     turn_six = page.locator('#transcript article.turn[data-turn="6"]')
     expect(turn_six.locator("summary", has_text="thoughtbox.think")).to_be_visible()
     turn_three = page.locator('#transcript article.turn[data-turn="3"]')
     expect(turn_three.locator(".command")).to_have_text(f"> {walkthrough(game_file)[2].lower()}")
-    expect(turn_three.locator("summary", has_text="thoughtbox.think")).to_be_hidden()
-    turn_three.get_by_text("Tool calls (1)").click()
-    turn_three.locator("summary", has_text="thoughtbox.think").click()
-    arguments, result = turn_three.locator(".tools pre").nth(0), turn_three.locator(".tools pre").nth(1)
+    tool = turn_three.locator(".steps details")
+    expect(tool.locator("summary")).to_contain_text("thoughtbox.think · server thoughtbox")
+    expect(tool.locator("pre").first).to_be_hidden()
+    tool.locator("summary").click()
+    arguments, result = tool.locator("pre").nth(0), tool.locator("pre").nth(1)
     expect(arguments).to_contain_text(json.dumps({"thought": THINK_ARGS["thought"]})[1:-1])
     expect(result).to_contain_text("thoughtNumber")
     turn_three.get_by_text("Reasoning").click()
