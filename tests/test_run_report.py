@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from orchestration import run_report
 from orchestration.episode_records import read_events
 from orchestration.run_report import (
     COMPARISON_MD,
@@ -30,6 +31,7 @@ from orchestration.run_report import (
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+from tests.viewer_support import play_critic_and_tools
 
 TURNS = 6
 TO_CANYON_AND_JUMP = ["south", "east", "east", "east", "jump", "look"]  # dies on turn 5
@@ -329,3 +331,17 @@ def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
     written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "run").glob("*.*") if p.suffix != ".png")
     assert secret not in written
     assert "| 1 | e1 | crashed: Provider error: key [REDACTED] refused \\| 401 |" in written  # the cell stays one cell
+
+
+def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    episode = play_critic_and_tools(llm_server, tmp_path / "played", game_file)
+    out = tmp_path / "report"
+    assert run_report.main(["report", str(episode), "--out", str(out)]) == 0
+    (row,) = list(csv.DictReader((out / "results.csv").open()))
+    # Two calls the server refused (is_error results) and one to a tool no server offers.
+    assert (row["mcp_calls"], row["mcp_errors"], row["mcp_calls_by_server"]) == ("4", "3", "misc=3")
+    report = (out / "report.md").read_text()
+    assert "MCP calls: 4 (1.00 per turn; 3 failed; by server: misc 3)" in report
+    assert "| 4 (3 failed) |" in report
