@@ -93,18 +93,26 @@ class GameObject:
     name: str
     attributes: tuple[int, ...]
     parent_id: int
+    capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
 
     @property
-    def label(self) -> str:
-        """The name with the state a player acts on: doors and containers open or closed,
-        light sources on or off ("kitchen window (closed)", "brass lantern (on)")."""
+    def states(self) -> list[str]:
+        """The state a player acts on: doors and containers open or closed, light sources on
+        or off. A container with no capacity (the black book, "open to page 569") is never
+        opened or closed, and a creature (the thief carries a bag) is no container."""
         attrs = self.attributes
         states: list[str] = []
-        if DOORBIT in attrs or (CONTBIT in attrs and SURFACEBIT not in attrs):
+        openable = CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+        if DOORBIT in attrs or openable:
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
             states.append("on" if ONBIT in attrs else "off")
-        return f"{self.name} ({', '.join(states)})" if states else self.name
+        return states
+
+    @property
+    def label(self) -> str:
+        """The name with its state ("kitchen window (closed)", "brass lantern (on)")."""
+        return f"{self.name} ({', '.join(self.states)})" if self.states else self.name
 
 
 @dataclass(frozen=True)
@@ -264,6 +272,65 @@ class JerichoInterface:
     def get_inventory(self) -> list[str]:
         """Carried items, plus what can be seen inside carried open or transparent containers."""
         return [obj.name for obj in self._visible_below(self._player_id, self._tree())]
+
+    def describe_inventory(self) -> list[str]:
+        """Carried items as a player needs them: each with its state and, nested, what it holds
+        ("gold coffin (open, containing: sceptre)"), so putting the coffin away visibly takes
+        the sceptre with it."""
+        tree = self._tree()
+        return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
+
+    def describe_visible_objects(self) -> list[str]:
+        """The room's objects (as ``get_visible_objects`` finds them), each with its state and,
+        when it is not loose in the room, where it sits ("jewel-encrusted egg (open, in the
+        trophy case)", "sceptre (on the altar)"). A creature is listed with what it carries
+        ("thief (carrying: large bag, stiletto)") and those are not listed again as loose."""
+        tree = self._tree()
+        room = self.get_location().id
+        shown: list[str] = []
+        for obj in self.get_visible_objects():
+            if self._held_by_creature(obj.id, room, tree):
+                continue
+            if ACTORBIT in obj.attributes:
+                shown.append(self._nested_label(obj, tree))
+                continue
+            parts = list(obj.states)
+            holder = obj.parent_id
+            if holder not in (room, 0) and holder in tree and not self.is_room(holder):
+                word = "on" if SURFACEBIT in tree[holder][3] else "in"
+                parts.append(f"{word} the {self._name(holder)}")
+            shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
+        return shown
+
+    def _children(self, parent: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
+        """The visible objects directly inside ``parent``, in the tree's order."""
+        found: list[GameObject] = []
+        child = tree[parent][2] if parent in tree else 0
+        seen: set[int] = set()
+        while child and child in tree and child not in seen:
+            seen.add(child)
+            if child != self._player_id and INVISIBLE not in tree[child][3]:
+                found.append(self._game_object(child, tree))
+            child = tree[child][1]
+        return found
+
+    def _nested_label(self, obj: GameObject, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> str:
+        """The label with what can be seen inside (or, for a creature, what it carries)."""
+        parts = list(obj.states)
+        creature = ACTORBIT in obj.attributes
+        if creature or _SEE_INSIDE.intersection(obj.attributes):
+            inside = [self._nested_label(child, tree) for child in self._children(obj.id, tree)]
+            if inside:
+                parts.append(("carrying: " if creature else "containing: ") + ", ".join(inside))
+        return f"{obj.name} ({', '.join(parts)})" if parts else obj.name
+
+    def _held_by_creature(self, number: int, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
+        at = tree[number][0] if number in tree else 0
+        while at and at != room and at in tree:
+            if ACTORBIT in tree[at][3]:
+                return True
+            at = tree[at][0]
+        return False
 
     def get_visible_objects(self) -> list[GameObject]:
         """Objects in the player's room (not the player or what it carries), with the contents
@@ -441,7 +508,14 @@ class JerichoInterface:
 
     def _game_object(self, number: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> GameObject:
         parent, _, _, attrs = tree[number]
-        return GameObject(id=number, name=self._name(number), attributes=attrs, parent_id=parent)
+        static = self._story.objects.get(number)
+        return GameObject(
+            id=number,
+            name=self._name(number),
+            attributes=attrs,
+            parent_id=parent,
+            capacity=static.capacity if static else 0,
+        )
 
     def _name(self, number: int) -> str:
         static = self._story.objects.get(number)

@@ -19,7 +19,7 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         f"Location: {state.current_room_name} (room {state.current_room_id})",
         f"Valid exits: {', '.join(state.exits) if state.exits else 'none known'}",
-        f"Inventory: {', '.join(state.inventory) if state.inventory else 'empty-handed'}",
+        f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",
     ]
     if state.in_combat:

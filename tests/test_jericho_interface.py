@@ -98,6 +98,36 @@ def test_labels_carry_the_state_a_player_acts_on(game: JerichoInterface) -> None
     assert "brass lantern (on)" in [obj.label for obj in game.get_visible_objects()]
 
 
+def test_inventory_shows_states_and_what_each_container_holds(game: JerichoInterface) -> None:
+    """Putting the sack away takes its lunch and garlic with it: the inventory says they are inside."""
+    for command in ["north", "east", "open window", "west", "take sack", "open sack", "west", "take lamp"]:
+        game.send_command(command)
+    game.send_command("turn on lamp")
+    assert game.describe_inventory() == [
+        "brass lantern (on)",
+        "brown sack (open, containing: lunch, clove of garlic)",
+    ]
+    assert sorted(game.get_inventory()) == ["brass lantern", "brown sack", "clove of garlic", "lunch"]
+
+
+def test_visible_objects_say_where_they_sit_and_what_creatures_carry(game: JerichoInterface) -> None:
+    """Over the walkthrough: the black book (open to page 569, never opened or closed) has no
+    state; the thief is no container and his bag and stiletto are his, not loose; the torch sits
+    on the pedestal, the egg lies in the trophy case."""
+    seen: set[str] = set()
+    for command in game.get_walkthrough():
+        game.send_command(command)
+        shown = game.describe_visible_objects() + game.describe_inventory()
+        seen.update(shown)
+        assert not [s for s in shown if s.startswith("black book") and ("open" in s or "closed" in s)], shown
+        if any(s.startswith("thief") for s in shown):  # once he is dead his stiletto lies loose
+            assert not [s for s in shown if s in ("large bag", "stiletto") or s.startswith("thief (open")], shown
+    assert "thief (carrying: large bag, stiletto)" in seen
+    assert "torch (on, on the pedestal)" in seen
+    assert {"black book", "black book (on the altar)"} <= seen
+    assert any(s.startswith("jewel-encrusted egg (") and s.endswith("in the trophy case)") for s in seen), sorted(seen)
+
+
 def test_world_changes_come_from_the_object_tree(game: JerichoInterface) -> None:
     def changes(command: str) -> list[str]:
         game.send_command(command)
