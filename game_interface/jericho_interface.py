@@ -210,9 +210,9 @@ class JerichoInterface:
         text = clean_text(raw)
         self._exits_cache = None
         self._tree_cache = None
-        self._last_changes = self._world_changes(before, self._tree(), hidden_change)
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
+        self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
         if env.victory():
             self._victory = True
             self._game_over = True
@@ -418,25 +418,44 @@ class JerichoInterface:
         before: dict[int, tuple[int, int, int, tuple[int, ...]]],
         after: dict[int, tuple[int, int, int, tuple[int, ...]]],
         hidden_change: bool,
+        died: bool = False,
     ) -> tuple[WorldChange, ...]:
-        """The object-tree diff, limited to what is near the player before or after the command
-        (in the room at any depth, carried, or one of the room's local globals): a thief moving
-        between two far rooms is no news. The player's own moves and the "touched" flag are not
-        changes; rooms are left out (the map follows them). Computed by us rather than taken from
-        Jericho's world diff, which leaves out objects removed from play (the dead troll)."""
-        near = self._near(before) | self._near(after)
+        """The object-tree diff, limited to what the player could see before or after the command
+        (in the room, carried, or one of the room's interactive local globals, and not flagged
+        invisible): a thief moving between two far rooms, or hiding, is no news, and where an
+        object went or came from out of sight is not told ("gone from view", "appeared").
+        The player's own moves and the "touched" flag are not changes; rooms are left out (the
+        map follows them). On a death, what the player carried is "lost when you died" (the game
+        scatters it), not dropped. Computed by us rather than taken from Jericho's world diff,
+        which leaves out objects removed from play (the dead troll)."""
+        seen_before, seen_after = self._seen(before), self._seen(after)
         changes: list[WorldChange] = []
-        for number in sorted(near):
+        for number in sorted(seen_before | seen_after):
             if number not in before or number not in after or number == self._player_id:
                 continue
             if before[number][0] == self._rooms_root:
                 continue
             old_parent, new_parent = before[number][0], after[number][0]
             name = self._name(number)
+            moved_out_of_sight = False
             if old_parent != new_parent:
-                changes.append(WorldChange(number, name, self._move_text(old_parent, new_parent)))
+                if died and old_parent == self._player_id:
+                    text = "lost when you died"
+                elif (number in seen_before and number in seen_after) or new_parent == 0:
+                    text = self._move_text(old_parent, new_parent)
+                elif number in seen_after:
+                    text = "appeared" + (
+                        f" in {self._name(new_parent)}" if new_parent in seen_after | {self._room_in(after)} else ""
+                    )
+                    moved_out_of_sight = True
+                else:
+                    text = "gone from view"
+                    moved_out_of_sight = True
+                changes.append(WorldChange(number, name, text))
             old_attrs, new_attrs = set(before[number][3]), set(after[number][3])
             flipped = (old_attrs ^ new_attrs) - {TOUCHBIT}
+            if moved_out_of_sight:
+                flipped.discard(INVISIBLE)  # "appeared" or "gone from view" already says it
             for attribute in sorted(flipped & _ATTRIBUTE_CHANGES.keys()):
                 words = _ATTRIBUTE_CHANGES[attribute]
                 changes.append(WorldChange(number, name, words[0] if attribute in new_attrs else words[1]))
@@ -444,27 +463,52 @@ class JerichoInterface:
             # changed; an object that moved already says so.
             if flipped - _ATTRIBUTE_CHANGES.keys() and old_parent == new_parent:
                 changes.append(WorldChange(number, name, "changed state"))
-        if hidden_change and not changes:
+        if not changes and (hidden_change or self._changed_out_of_sight(before, after)):
             changes.append(HIDDEN_STATE_CHANGE)
         return tuple(changes)
 
-    def _near(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> set[int]:
-        at = self._player_id
-        seen: set[int] = set()
+    def _changed_out_of_sight(
+        self,
+        before: dict[int, tuple[int, int, int, tuple[int, ...]]],
+        after: dict[int, tuple[int, int, int, tuple[int, ...]]],
+    ) -> bool:
+        """Something in the room changed where the player cannot see it (the diamond appearing in
+        the closed machine): worth noting that the world changed, without saying what."""
+        at = self._room_in(before)
+        frontier, found = [at, self._room_in(after)], set()
+        while frontier:
+            parent = frontier.pop()
+            child = before[parent][2] if parent in before else 0
+            while child and child in before and child not in found:
+                found.add(child)
+                frontier.append(child)
+                child = before[child][1]
+        return any(
+            number in after
+            and number != self._player_id
+            and (before[number][0] != after[number][0] or (set(before[number][3]) ^ set(after[number][3])) - {TOUCHBIT})
+            for number in found
+        )
+
+    def _room_in(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> int:
+        at, seen = self._player_id, set()
         while at in tree and tree[at][0] not in (0, self._rooms_root) and at not in seen:
             seen.add(at)
             at = tree[at][0]
-        room = at
+        return at
+
+    def _seen(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> set[int]:
+        """What the player can see in ``tree``: the room's visible objects (inside open or
+        transparent containers and surfaces too), what it carries, and the room's interactive
+        local globals."""
+        room = self._room_in(tree)
+        found = {obj.id for obj in self._visible_below(room, tree)}
+        found |= {obj.id for obj in self._visible_below(self._player_id, tree)}
         static = self._story.objects.get(room)
-        found: set[int] = set(static.local_globals if static else ())
-        frontier = [room]
-        while frontier:
-            parent = frontier.pop()
-            child = tree[parent][2] if parent in tree else 0
-            while child and child in tree and child not in found:
-                found.add(child)
-                frontier.append(child)
-                child = tree[child][1]
+        for number in static.local_globals if static else ():
+            attrs = tree[number][3] if number in tree else ()
+            if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
+                found.add(number)
         return found
 
     def _move_text(self, old_parent: int, new_parent: int) -> str:

@@ -17,7 +17,7 @@ from game_interface import (
     RefusedCommandError,
     StoryFileError,
 )
-from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
+from game_interface.jericho_interface import GAME_OVER_TEXT, HIDDEN_STATE_CHANGE, clean_text
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -160,6 +160,28 @@ def test_the_thief_wandering_far_away_is_no_world_change(game: JerichoInterface)
             break
     assert game.room_of(thief) != before  # the thief did move this turn...
     assert game.last_world_changes() == ()  # ...but nowhere near the player
+
+
+def test_world_changes_tell_only_what_the_player_saw(game: JerichoInterface) -> None:
+    """The thief steps into the Treasure Room: where he came from (off-screen) is not told, nor
+    his hiding flag; the diamond made inside the closed machine is a change nobody saw."""
+    changes: dict[int, list[str]] = {}
+    for turn, command in enumerate(game.get_walkthrough()[:346], start=1):
+        game.send_command(command)
+        changes[turn] = [change.describe() for change in game.last_world_changes()]
+    assert changes[260] == ["thief: appeared in Treasure Room"]
+    assert changes[346] == [HIDDEN_STATE_CHANGE.describe()]
+    told = " ".join(" ".join(c) for c in changes.values())
+    assert "Coal Mine" not in told and "Drafty Room" not in told and "hidden" not in told
+
+
+def test_a_death_scatters_the_inventory_it_does_not_drop_it(game: JerichoInterface) -> None:
+    for command in ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W", "move rug", "open trapdoor"]:
+        game.send_command(command)
+    game.send_command("d")
+    game.send_command("n")  # in the dark: a grue
+    assert game.last_response_was_death
+    assert [c.describe() for c in game.last_world_changes()] == ["jewel-encrusted egg: lost when you died"]
 
 
 def test_find_objects_uses_the_parsers_synonyms_and_adjectives(game: JerichoInterface) -> None:
