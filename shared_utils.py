@@ -66,7 +66,8 @@ def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
     return head.rstrip(" ,;:-") + ellipsis
 
 
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]?(?=\s)")
+# A sentence ends at . ! or ? (and a closing quote or bracket) before a space; "2." in a list does not.
+_SENTENCE_END = re.compile(r"(?<![0-9])[.!?][\"')\]]?(?=\s)")
 
 
 def whole_sentences(text: str, limit: int, ellipsis: str = " …") -> str:
