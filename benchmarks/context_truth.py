@@ -543,9 +543,10 @@ def check_completed_shown(prompts: dict[int, tuple[str, str]], saved: dict[str, 
 
 
 def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
-    """No line twice, and the last reply (shown whole) not repeated in the recent actions."""
+    """No line twice (a command played again with the same reply is history, not a repeat), and
+    the last reply (shown whole) not repeated in the recent actions."""
     verdicts.checked["repeats"] += 1
-    lines = [line for line in prompt.splitlines() if line.strip()]
+    lines = [line for line in prompt.splitlines() if line.strip() and not line.startswith("  > ")]
     twice = sorted({line for line in lines if lines.count(line) > 1})
     if twice:
         verdicts.disagree("repeats", f"turn {turn}: repeated lines {twice[:2]}")
