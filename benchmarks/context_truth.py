@@ -8,16 +8,22 @@ against the engine, replayed independently here with raw Jericho calls:
 - exits: the "Valid exits" line equals the directions the engine lets the player take;
 - map: every way out shown in the map section is a move observed this game, or is marked
   probable; ways marked "blocked now" are not open, and unmarked directions are open;
-- objects: the "Visible objects" line names every interactive object in the room (its
-  children and the doors, windows, containers and creatures it shares with other rooms);
-- inventory: the "Inventory" line equals what the player carries;
-- objectives: no objective is marked done before all its engine-checked steps hold;
+- objects: the "Visible objects" line names every object the player can see in the room (its
+  children and the doors, windows, containers and creatures it shares with other rooms), each
+  where it sits (in or on what, carried by which creature) and with its open/closed/on/off state;
+- inventory: the "Inventory" line names what the player carries, nested in the containers that
+  hold it, each with its state;
+- objectives: no objective is marked done before all its engine-checked steps hold, and each
+  completed one is shown as completed in the next prompt;
 - memory: every turn that changed the world near the player (an object moved, opened, lit,
-  appeared or vanished, or the game's own state changed) was offered to the memory model.
+  appeared or vanished, or the game's own state changed) was offered to the memory model;
+- helpers_saw: no memory, knowledge or objective request tells of an object moving to or from
+  a room the player had not been in by then, or of a hiding flag;
+- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
 
-It prints the disagreements per check (the goal is 0 everywhere) and the agent's prompt
-size in tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with
-the compact map the agent gets and with the whole map that was sent before.
+It prints the disagreements per check (the goal is 0 everywhere), the agent's prompt size in
+tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with the compact
+map the agent gets and with the whole map that was sent before, and turn 100's prompt by part.
 
     uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N]
 """
