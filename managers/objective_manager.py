@@ -64,7 +64,7 @@ from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
-from shared_utils import json_text, shorten
+from shared_utils import json_text, shorten, whole_sentences
 
 OBJECTIVES_FILE_NAME = "objectives.json"
 MAX_EPISODES_KEPT = 50
@@ -276,7 +276,7 @@ class ObjectiveManager(LearningManager):
         if result.score_delta > 0:
             self._note_ambiguous(
                 f"turn {result.turn}: '{result.action}' in {result.room_name_before} scored {result.score_delta:+d}: "
-                f"{shorten(result.response, RESPONSE_EXCERPT_CHARS)}"
+                f"{whole_sentences(result.response, RESPONSE_EXCERPT_CHARS)}"
             )
         if self.revisit or result.turn - self.last_review_turn >= self.config.objectives.discovery_interval_turns:
             changed = self._review(result.turn) or changed
@@ -615,7 +615,7 @@ class ObjectiveManager(LearningManager):
             "Recent turns:",
         ]
         for r in self.recent:
-            reply = shorten(r.response, RESPONSE_EXCERPT_CHARS)
+            reply = " ".join(r.response.split()) if r.died else whole_sentences(r.response, RESPONSE_EXCERPT_CHARS)
             lines.append(f"- turn {r.turn} in {r.room_name_before}: > {r.action} -> {reply}")
         lines += ["", f"Active objectives (limit {self.config.objectives.max_active}):"]
         for o in self.active():
