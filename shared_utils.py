@@ -66,6 +66,23 @@ def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
     return head.rstrip(" ,;:-") + ellipsis
 
 
+# A sentence ends at . ! or ? (and a closing quote or bracket) before a space; "2." in a list does not.
+_SENTENCE_END = re.compile(r"(?<![0-9])[.!?][\"')\]]?(?=\s)")
+
+
+def whole_sentences(text: str, limit: int, ellipsis: str = " …") -> str:
+    """``text`` on one line; if longer than ``limit``, the whole sentences that fit, then
+    ``ellipsis``. Never a sentence cut in the middle, unless the first alone is longer than
+    ``limit`` (then it is cut at a word boundary, as ``shorten`` does)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    ends = [m.end() for m in _SENTENCE_END.finditer(flat) if m.end() <= limit - len(ellipsis)]
+    if not ends:
+        return shorten(flat, limit)
+    return flat[: ends[-1]] + ellipsis
+
+
 def create_json_schema(model: type[BaseModel], strict: bool = True) -> dict[str, Any]:
     """The OpenAI ``response_format`` for replies that must validate as ``model``.
 

@@ -8,16 +8,22 @@ against the engine, replayed independently here with raw Jericho calls:
 - exits: the "Valid exits" line equals the directions the engine lets the player take;
 - map: every way out shown in the map section is a move observed this game, or is marked
   probable; ways marked "blocked now" are not open, and unmarked directions are open;
-- objects: the "Visible objects" line names every interactive object in the room (its
-  children and the doors, windows, containers and creatures it shares with other rooms);
-- inventory: the "Inventory" line equals what the player carries;
-- objectives: no objective is marked done before all its engine-checked steps hold;
+- objects: the "Visible objects" line names every object the player can see in the room (its
+  children and the doors, windows, containers and creatures it shares with other rooms), each
+  where it sits (in or on what, carried by which creature) and with its open/closed/on/off state;
+- inventory: the "Inventory" line names what the player carries, nested in the containers that
+  hold it, each with its state;
+- objectives: no objective is marked done before all its engine-checked steps hold, and each
+  completed one is shown as completed in the next prompt;
 - memory: every turn that changed the world near the player (an object moved, opened, lit,
-  appeared or vanished, or the game's own state changed) was offered to the memory model.
+  appeared or vanished, or the game's own state changed) was offered to the memory model;
+- helpers_saw: no memory, knowledge or objective request tells of an object moving to or from
+  a room the player had not been in by then, or of a hiding flag;
+- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
 
-It prints the disagreements per check (the goal is 0 everywhere) and the agent's prompt
-size in tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with
-the compact map the agent gets and with the whole map that was sent before.
+It prints the disagreements per check (the goal is 0 everywhere), the agent's prompt size in
+tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with the compact
+map the agent gets and with the whole map that was sent before, and turn 100's prompt by part.
 
     uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N]
 """
@@ -45,6 +51,7 @@ from game_interface.jericho_interface import (
     DIRECTIONS,
     DOORBIT,
     INVISIBLE,
+    LIGHTBIT,
     ONBIT,
     OPENBIT,
     SURFACEBIT,
@@ -61,12 +68,13 @@ from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
 SIZE_TURNS = (1, 100, 200, 400)
-CHECKS = ("exits", "map", "objects", "inventory", "objectives", "memory")
+CHECKS = ("exits", "map", "objects", "inventory", "objectives", "memory", "helpers_saw", "completed_shown", "repeats")
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
 
 Tree = dict[int, tuple[int, tuple[int, ...]]]
+Things = dict[str, tuple[str, frozenset[str]]]
 
 
 @dataclass
@@ -98,6 +106,8 @@ class EngineTruth:
     moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
     room_names: dict[int, str] = field(default_factory=dict)
     world_changed: set[int] = field(default_factory=set)
+    # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
+    things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
 
 
 class Oracle:
@@ -146,6 +156,40 @@ class Oracle:
                 names.add(self.name(number))
         return names
 
+    def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
+        """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
+        or a creature); on or off for light sources."""
+        flags = set(attrs)
+        states: set[str] = set()
+        capacity = self.story.objects[number].capacity if number in self.story.objects else 0
+        if DOORBIT in flags or (CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags):
+            states.add("open" if OPENBIT in flags else "closed")
+        if LIGHTBIT in flags:
+            states.add("on" if ONBIT in flags else "off")
+        return frozenset(states)
+
+    def things(self, tree: Tree, room: int) -> tuple[Things, Things]:
+        """What the player carries and sees, each with where it sits and its states."""
+
+        def place(number: int, top: int) -> str:
+            parent = tree[number][0]
+            if parent == top:
+                return ""
+            if ACTORBIT in tree[parent][1]:
+                return f"carried by {self.name(parent)}"
+            return f"{'on' if SURFACEBIT in tree[parent][1] else 'in'} the {self.name(parent)}"
+
+        carried = {
+            self.name(n): (place(n, self.player), self.states(n, tree[n][1]))
+            for n in self.visible_below(tree, self.player)
+        }
+        seen = {self.name(n): (place(n, room), self.states(n, tree[n][1])) for n in self.visible_below(tree, room)}
+        for number in self.story.objects[room].local_globals:
+            attrs = tree.get(number, (0, ()))[1]
+            if INVISIBLE not in attrs and {DOORBIT, CONTBIT, ACTORBIT} & set(attrs):
+                seen[self.name(number)] = ("", self.states(number, attrs))
+        return carried, seen
+
     def exits(self) -> set[str]:
         here = self.room(self.tree())
         state = self.env.get_state()
@@ -180,6 +224,7 @@ class Oracle:
                 turn, room, self.name(room), self.exits(), self.interactive(tree, room), carried
             )
             truth.moves_before[turn] = set(moves)
+            truth.things[turn] = self.things(tree, room)
             response = self.env.step(command)[0]
             ram_changed = bool(self.env._get_world_diff()[3])
             after = self.tree()
@@ -325,17 +370,10 @@ class Verdicts:
 
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
-    verdicts.checked.update(("exits", "inventory", "objects"))
+    verdicts.checked.update(("exits",))
     exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
     if exits != facts.exits:
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
-    inventory = set(_items(_line(prompt, "Inventory: "), "empty-handed"))
-    if inventory != facts.inventory:
-        verdicts.disagree("inventory", f"turn {turn}: shown {sorted(inventory)}, engine {sorted(facts.inventory)}")
-    shown = _items(_line(prompt, "Visible objects: "), "nothing notable")
-    missing = [name for name in facts.objects if not any(s == name or s.startswith(f"{name} (") for s in shown)]
-    if missing:
-        verdicts.disagree("objects", f"turn {turn} in {facts.room}: missing {sorted(missing)}")
     ways = _line(prompt, "Ways from here: ")
     for way in ways.split("; ") if ways and ways != "none known" else []:
         verdicts.checked["map"] += 1
@@ -385,6 +423,162 @@ def check_objectives(saved: dict[str, Any], truth: EngineTruth, oracle: Oracle, 
             verdicts.disagree(
                 "objectives", f"#{objective['id']} {objective['text']!r} done on turn {turn}; not holding: {failing}"
             )
+
+
+# -- objects, inventory, what helpers are told, objectives in view, repeated text ----------------
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One item of an "Inventory:" or "Visible objects:" line, as parsed back."""
+
+    name: str
+    states: frozenset[str]
+    place: str  # "in the trophy case", "on the altar", "carried by thief", or "" (loose, or carried directly)
+    inside: tuple[Shown, ...]
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at ", " outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_shown(text: str | None, empty: str) -> list[Shown]:
+    if text is None or text == empty:
+        return []
+    found: list[Shown] = []
+    for item in _split_top(text):
+        name, _, rest = item.partition(" (")
+        rest = rest[:-1] if rest.endswith(")") else rest
+        states: set[str] = set()
+        place, inside = "", ()
+        holder_word = ""
+        for index, part in enumerate(_split_top(rest)):
+            if part.startswith(("containing: ", "carrying: ")):
+                holder_word, _, first = part.partition(": ")
+                remainder = ", ".join([first, *_split_top(rest)[index + 1 :]])
+                inside = tuple(parse_shown(remainder, ""))
+                break
+            if part in ("open", "closed", "on", "off"):
+                states.add(part)
+            else:
+                place = part
+        if holder_word == "carrying":
+            inside = tuple(Shown(c.name, c.states, f"carried by {name}", c.inside) for c in inside)
+        elif holder_word == "containing":
+            inside = tuple(Shown(c.name, c.states, f"in the {name}", c.inside) for c in inside)
+        found.append(Shown(name, frozenset(states), place, inside))
+    return found
+
+
+def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, frozenset[str]]]:
+    flat: dict[str, tuple[str, frozenset[str]]] = {}
+    for item in items:
+        flat[item.name] = (item.place, item.states)
+        flat |= _flatten(item.inside)
+    return flat
+
+
+def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
+    """Inventory and visible objects against the engine: every name, where it sits (nested in a
+    carried container, on or in something in the room, carried by a creature) and its states."""
+    carried, seen = truth.things[turn]
+    room = truth.turns[turn].room
+    inventory = parse_shown(_line(prompt, "Inventory: "), "empty-handed")
+    shown_carried = {
+        name: (place.replace("in the ", "", 1) if place else "", states)
+        for name, (place, states) in _flatten(inventory).items()
+    }
+    engine_carried = {
+        name: (place.replace("in the ", "", 1).replace("on the ", "", 1), states)
+        for name, (place, states) in carried.items()
+    }
+    verdicts.checked["inventory"] += 1
+    if shown_carried != engine_carried:
+        verdicts.disagree("inventory", f"turn {turn}: shown {shown_carried}, engine {engine_carried}")
+    visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
+    verdicts.checked["objects"] += 1
+    if visible != seen:
+        wrong = {k: (visible.get(k), seen.get(k)) for k in set(visible) | set(seen) if visible.get(k) != seen.get(k)}
+        verdicts.disagree("objects", f"turn {turn} in {room}: (shown, engine) {wrong}")
+
+
+_OFF_SCREEN = re.compile(r"moved from (?P<a>[^;|]+?) to (?P<b>[^;|]+?)(?=;|\||$)|appeared in (?P<c>[^;|]+?)(?=;|\||$)")
+
+
+def check_helper_requests(bodies: list[dict[str, Any]], truth: EngineTruth, verdicts: Verdicts) -> None:
+    """The memory, knowledge and objective helpers are told only what the player saw: no object
+    said to move to or from a room the player had not been in by then, no hiding flag."""
+    names = {"MemoryBatchReply", "KnowledgeUpdate", "ObjectiveReview"}
+    for body in bodies:
+        if not body.get("response_format") or schema_name(body) not in names:
+            continue
+        verdicts.checked["helpers_saw"] += 1
+        text = user_text(body)
+        turns = [int(n) for n in re.findall(r"\b[Tt]urn (\d+)\b", text)] or [0]
+        visited = {truth.turns[t].room for t in truth.turns if t <= max(turns) + 1}
+        for line in text.splitlines():
+            if ": hidden" in line:
+                verdicts.disagree("helpers_saw", f"{schema_name(body)}: a hiding flag: {line.strip()[:160]}")
+            for match in _OFF_SCREEN.finditer(line):
+                rooms = {r.strip() for r in match.groupdict().values() if r}
+                unseen = {r for r in rooms if r in truth.room_names.values() and r not in visited}
+                if unseen:
+                    verdicts.disagree("helpers_saw", f"{schema_name(body)}: off-screen {sorted(unseen)}: {line[:160]}")
+
+
+def check_completed_shown(prompts: dict[int, tuple[str, str]], saved: dict[str, Any], verdicts: Verdicts) -> None:
+    """An objective completed on turn t is named under "Recently completed" in the next prompt."""
+    for objective in saved["objectives"]:
+        turn = objective.get("closed_turn")
+        if objective["status"] != "completed" or turn is None or turn + 1 not in prompts:
+            continue
+        verdicts.checked["completed_shown"] += 1
+        line = _line(prompts[turn + 1][1], "Recently completed: ") or ""
+        if objective["text"] not in line:
+            verdicts.disagree(
+                "completed_shown", f"#{objective['id']} done on turn {turn}, not shown on turn {turn + 1}"
+            )
+
+
+def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
+    """No line twice (a command played again with the same reply is history, not a repeat), and
+    the last reply (shown whole) not repeated in the recent actions."""
+    verdicts.checked["repeats"] += 1
+    lines = [line for line in prompt.splitlines() if line.strip() and not line.startswith("  > ")]
+    twice = sorted({line for line in lines if lines.count(line) > 1})
+    if twice:
+        verdicts.disagree("repeats", f"turn {turn}: repeated lines {twice[:2]}")
+    last = prompt.split("Game's last response:\n", 1)[-1].split("\n\n", 1)[0].strip()
+    recent = (
+        prompt.split("Recent actions:\n", 1)[-1].split("Game's last response:", 1)[0]
+        if "Recent actions:" in prompt
+        else ""
+    )
+    first_sentence = re.split(r"(?<=[.!?])\s", " ".join(last.split()), maxsplit=1)[0]
+    if len(first_sentence) > 20 and first_sentence in " ".join(recent.split()):
+        verdicts.disagree("repeats", f"turn {turn}: the last reply is repeated in the recent actions")
+
+
+def prompt_sections(system: str, user: str) -> dict[str, int]:
+    """The agent's prompt at one turn, in estimated tokens per part."""
+    parts = {"system prompt": system}
+    head, _, rest = user.partition("Recent actions:\n")
+    parts["facts (turn, location, exits, inventory, objects)"] = head
+    recent, _, rest = rest.partition("Game's last response:\n")
+    parts["recent actions and previous reasoning"] = recent
+    last, _, sections = rest.partition("\n\n")
+    parts["game's last response"] = last
+    for section in ("\n\n" + sections).split("\n\n## ")[1:]:
+        parts[section.splitlines()[0].split(" (")[0].split(" around ")[0]] = section
+    return {name: len(text) // CHARS_PER_TOKEN for name, text in parts.items()}
 
 
 def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
@@ -444,6 +638,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "full_maps": full_maps,
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
+        "bodies": server.bodies,
     }
 
 
@@ -461,6 +656,10 @@ def main() -> None:
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
+        check_things(turn, user, truth, verdicts)
+        check_repeats(turn, user, verdicts)
+    check_helper_requests(run["bodies"], truth, verdicts)
+    check_completed_shown(run["prompts"], run["objectives"], verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
     for turn in sorted(truth.world_changed - run["memory_offered"]):
         verdicts.disagree("memory", f"turn {turn} ({commands[turn - 1]!r}) changed the world but was never offered")
@@ -484,6 +683,7 @@ def main() -> None:
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
         "prompt_tokens_estimate_chars_div_4": sizes,
+        "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
     }
     print(json.dumps(report, indent=2))
 

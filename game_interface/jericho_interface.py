@@ -93,18 +93,26 @@ class GameObject:
     name: str
     attributes: tuple[int, ...]
     parent_id: int
+    capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
 
     @property
-    def label(self) -> str:
-        """The name with the state a player acts on: doors and containers open or closed,
-        light sources on or off ("kitchen window (closed)", "brass lantern (on)")."""
+    def states(self) -> list[str]:
+        """The state a player acts on: doors and containers open or closed, light sources on
+        or off. A container with no capacity (the black book, "open to page 569") is never
+        opened or closed, and a creature (the thief carries a bag) is no container."""
         attrs = self.attributes
         states: list[str] = []
-        if DOORBIT in attrs or (CONTBIT in attrs and SURFACEBIT not in attrs):
+        openable = CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+        if DOORBIT in attrs or openable:
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
             states.append("on" if ONBIT in attrs else "off")
-        return f"{self.name} ({', '.join(states)})" if states else self.name
+        return states
+
+    @property
+    def label(self) -> str:
+        """The name with its state ("kitchen window (closed)", "brass lantern (on)")."""
+        return f"{self.name} ({', '.join(self.states)})" if self.states else self.name
 
 
 @dataclass(frozen=True)
@@ -202,9 +210,9 @@ class JerichoInterface:
         text = clean_text(raw)
         self._exits_cache = None
         self._tree_cache = None
-        self._last_changes = self._world_changes(before, self._tree(), hidden_change)
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
+        self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
         if env.victory():
             self._victory = True
             self._game_over = True
@@ -264,6 +272,65 @@ class JerichoInterface:
     def get_inventory(self) -> list[str]:
         """Carried items, plus what can be seen inside carried open or transparent containers."""
         return [obj.name for obj in self._visible_below(self._player_id, self._tree())]
+
+    def describe_inventory(self) -> list[str]:
+        """Carried items as a player needs them: each with its state and, nested, what it holds
+        ("gold coffin (open, containing: sceptre)"), so putting the coffin away visibly takes
+        the sceptre with it."""
+        tree = self._tree()
+        return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
+
+    def describe_visible_objects(self) -> list[str]:
+        """The room's objects (as ``get_visible_objects`` finds them), each with its state and,
+        when it is not loose in the room, where it sits ("jewel-encrusted egg (open, in the
+        trophy case)", "sceptre (on the altar)"). A creature is listed with what it carries
+        ("thief (carrying: large bag, stiletto)") and those are not listed again as loose."""
+        tree = self._tree()
+        room = self.get_location().id
+        shown: list[str] = []
+        for obj in self.get_visible_objects():
+            if self._held_by_creature(obj.id, room, tree):
+                continue
+            if ACTORBIT in obj.attributes:
+                shown.append(self._nested_label(obj, tree))
+                continue
+            parts = list(obj.states)
+            holder = obj.parent_id
+            if holder not in (room, 0) and holder in tree and not self.is_room(holder):
+                word = "on" if SURFACEBIT in tree[holder][3] else "in"
+                parts.append(f"{word} the {self._name(holder)}")
+            shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
+        return shown
+
+    def _children(self, parent: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
+        """The visible objects directly inside ``parent``, in the tree's order."""
+        found: list[GameObject] = []
+        child = tree[parent][2] if parent in tree else 0
+        seen: set[int] = set()
+        while child and child in tree and child not in seen:
+            seen.add(child)
+            if child != self._player_id and INVISIBLE not in tree[child][3]:
+                found.append(self._game_object(child, tree))
+            child = tree[child][1]
+        return found
+
+    def _nested_label(self, obj: GameObject, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> str:
+        """The label with what can be seen inside (or, for a creature, what it carries)."""
+        parts = list(obj.states)
+        creature = ACTORBIT in obj.attributes
+        if creature or _SEE_INSIDE.intersection(obj.attributes):
+            inside = [self._nested_label(child, tree) for child in self._children(obj.id, tree)]
+            if inside:
+                parts.append(("carrying: " if creature else "containing: ") + ", ".join(inside))
+        return f"{obj.name} ({', '.join(parts)})" if parts else obj.name
+
+    def _held_by_creature(self, number: int, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
+        at = tree[number][0] if number in tree else 0
+        while at and at != room and at in tree:
+            if ACTORBIT in tree[at][3]:
+                return True
+            at = tree[at][0]
+        return False
 
     def get_visible_objects(self) -> list[GameObject]:
         """Objects in the player's room (not the player or what it carries), with the contents
@@ -351,25 +418,44 @@ class JerichoInterface:
         before: dict[int, tuple[int, int, int, tuple[int, ...]]],
         after: dict[int, tuple[int, int, int, tuple[int, ...]]],
         hidden_change: bool,
+        died: bool = False,
     ) -> tuple[WorldChange, ...]:
-        """The object-tree diff, limited to what is near the player before or after the command
-        (in the room at any depth, carried, or one of the room's local globals): a thief moving
-        between two far rooms is no news. The player's own moves and the "touched" flag are not
-        changes; rooms are left out (the map follows them). Computed by us rather than taken from
-        Jericho's world diff, which leaves out objects removed from play (the dead troll)."""
-        near = self._near(before) | self._near(after)
+        """The object-tree diff, limited to what the player could see before or after the command
+        (in the room, carried, or one of the room's interactive local globals, and not flagged
+        invisible): a thief moving between two far rooms, or hiding, is no news, and where an
+        object went or came from out of sight is not told ("gone from view", "appeared").
+        The player's own moves and the "touched" flag are not changes; rooms are left out (the
+        map follows them). On a death, what the player carried is "lost when you died" (the game
+        scatters it), not dropped. Computed by us rather than taken from Jericho's world diff,
+        which leaves out objects removed from play (the dead troll)."""
+        seen_before, seen_after = self._seen(before), self._seen(after)
         changes: list[WorldChange] = []
-        for number in sorted(near):
+        for number in sorted(seen_before | seen_after):
             if number not in before or number not in after or number == self._player_id:
                 continue
             if before[number][0] == self._rooms_root:
                 continue
             old_parent, new_parent = before[number][0], after[number][0]
             name = self._name(number)
+            moved_out_of_sight = False
             if old_parent != new_parent:
-                changes.append(WorldChange(number, name, self._move_text(old_parent, new_parent)))
+                if died and old_parent == self._player_id:
+                    text = "lost when you died"
+                elif (number in seen_before and number in seen_after) or new_parent == 0:
+                    text = self._move_text(old_parent, new_parent)
+                elif number in seen_after:
+                    text = "appeared" + (
+                        f" in {self._name(new_parent)}" if new_parent in seen_after | {self._room_in(after)} else ""
+                    )
+                    moved_out_of_sight = True
+                else:
+                    text = "gone from view"
+                    moved_out_of_sight = True
+                changes.append(WorldChange(number, name, text))
             old_attrs, new_attrs = set(before[number][3]), set(after[number][3])
             flipped = (old_attrs ^ new_attrs) - {TOUCHBIT}
+            if moved_out_of_sight:
+                flipped.discard(INVISIBLE)  # "appeared" or "gone from view" already says it
             for attribute in sorted(flipped & _ATTRIBUTE_CHANGES.keys()):
                 words = _ATTRIBUTE_CHANGES[attribute]
                 changes.append(WorldChange(number, name, words[0] if attribute in new_attrs else words[1]))
@@ -377,27 +463,52 @@ class JerichoInterface:
             # changed; an object that moved already says so.
             if flipped - _ATTRIBUTE_CHANGES.keys() and old_parent == new_parent:
                 changes.append(WorldChange(number, name, "changed state"))
-        if hidden_change and not changes:
+        if not changes and (hidden_change or self._changed_out_of_sight(before, after)):
             changes.append(HIDDEN_STATE_CHANGE)
         return tuple(changes)
 
-    def _near(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> set[int]:
-        at = self._player_id
-        seen: set[int] = set()
+    def _changed_out_of_sight(
+        self,
+        before: dict[int, tuple[int, int, int, tuple[int, ...]]],
+        after: dict[int, tuple[int, int, int, tuple[int, ...]]],
+    ) -> bool:
+        """Something in the room changed where the player cannot see it (the diamond appearing in
+        the closed machine): worth noting that the world changed, without saying what."""
+        at = self._room_in(before)
+        frontier, found = [at, self._room_in(after)], set()
+        while frontier:
+            parent = frontier.pop()
+            child = before[parent][2] if parent in before else 0
+            while child and child in before and child not in found:
+                found.add(child)
+                frontier.append(child)
+                child = before[child][1]
+        return any(
+            number in after
+            and number != self._player_id
+            and (before[number][0] != after[number][0] or (set(before[number][3]) ^ set(after[number][3])) - {TOUCHBIT})
+            for number in found
+        )
+
+    def _room_in(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> int:
+        at, seen = self._player_id, set()
         while at in tree and tree[at][0] not in (0, self._rooms_root) and at not in seen:
             seen.add(at)
             at = tree[at][0]
-        room = at
+        return at
+
+    def _seen(self, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> set[int]:
+        """What the player can see in ``tree``: the room's visible objects (inside open or
+        transparent containers and surfaces too), what it carries, and the room's interactive
+        local globals."""
+        room = self._room_in(tree)
+        found = {obj.id for obj in self._visible_below(room, tree)}
+        found |= {obj.id for obj in self._visible_below(self._player_id, tree)}
         static = self._story.objects.get(room)
-        found: set[int] = set(static.local_globals if static else ())
-        frontier = [room]
-        while frontier:
-            parent = frontier.pop()
-            child = tree[parent][2] if parent in tree else 0
-            while child and child in tree and child not in found:
-                found.add(child)
-                frontier.append(child)
-                child = tree[child][1]
+        for number in static.local_globals if static else ():
+            attrs = tree[number][3] if number in tree else ()
+            if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
+                found.add(number)
         return found
 
     def _move_text(self, old_parent: int, new_parent: int) -> str:
@@ -441,7 +552,14 @@ class JerichoInterface:
 
     def _game_object(self, number: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> GameObject:
         parent, _, _, attrs = tree[number]
-        return GameObject(id=number, name=self._name(number), attributes=attrs, parent_id=parent)
+        static = self._story.objects.get(number)
+        return GameObject(
+            id=number,
+            name=self._name(number),
+            attributes=attrs,
+            parent_id=parent,
+            capacity=static.capacity if static else 0,
+        )
 
     def _name(self, number: int) -> str:
         static = self._story.objects.get(number)

@@ -27,6 +27,9 @@ _PROP_ADJECTIVE = 16
 # P?GLOBAL: a room's "local globals", objects that belong to several rooms (the kitchen window
 # is seen from Behind House and from the Kitchen) and so live outside every room in the tree.
 _PROP_GLOBAL = 5
+# P?CAPACITY: how much a container holds. Zork's OPEN verb opens a container only when it is
+# non-zero: the black book is a container (it holds the page you read) that is never opened or closed.
+_PROP_CAPACITY = 10
 _ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech byte
 _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
 # v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
@@ -47,6 +50,7 @@ class StaticObject:
     synonyms: frozenset[str]
     adjectives: frozenset[str]
     local_globals: tuple[int, ...] = ()
+    capacity: int = 0
 
     @cached_property
     def words(self) -> frozenset[str]:
@@ -217,6 +221,7 @@ class StoryData:
                 ),
                 adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
                 local_globals=tuple(n for n in properties.get(_PROP_GLOBAL, b"") if n),
+                capacity=int.from_bytes(properties.get(_PROP_CAPACITY, b""), "big"),
             )
         return objects
 

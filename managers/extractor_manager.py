@@ -58,7 +58,7 @@ class ExtractedInfo:
     None when nobody could answer (e.g. a creature is present but the extractor LLM is off)."""
 
     location: Location
-    inventory: tuple[str, ...]
+    inventory: tuple[str, ...]  # carried item names (contents of open containers included), for comparing turns
     visible_objects: tuple[str, ...]
     score: int
     max_score: int
@@ -70,6 +70,8 @@ class ExtractedInfo:
     in_combat: bool | None = None
     is_room_description: bool | None = None
     world_changes: tuple[WorldChange, ...] = ()
+    # What the agent reads: each carried item with its state and, nested, what it holds.
+    inventory_shown: tuple[str, ...] = ()
 
 
 def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
@@ -145,7 +147,7 @@ class ExtractorManager(BaseManager):
         return ExtractedInfo(
             location=location,
             inventory=tuple(game.get_inventory()),
-            visible_objects=tuple(obj.label for obj in visible),
+            visible_objects=tuple(game.describe_visible_objects()),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
@@ -156,6 +158,7 @@ class ExtractorManager(BaseManager):
             in_combat=self._in_combat(action, response, visible),
             is_room_description=is_room_description(response, location.name),
             world_changes=game.last_world_changes() if action is not None else (),
+            inventory_shown=tuple(game.describe_inventory()),
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:

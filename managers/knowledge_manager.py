@@ -2,14 +2,18 @@
 
 Events come from ``process_turn`` in memory (deaths and what caused them, dangers seen,
 points scored and how, items taken and given up, and — chosen as for memories — turns that
-changed the world or were attempts the game answered without a visible change), each with the room its lesson
-applies to and the exact command; the manager never re-reads log files.
+changed the world or were attempts the game answered without a visible change): one event
+per turn, tagged with every kind it is, naming the rooms it involved and the exact command,
+with what changed and the game's text each said once (a death's text whole). The helper sees
+only what the player saw; the manager never re-reads log files.
 Every ``knowledge.update_interval_turns`` turns, and once more at episode end, the events
 gathered since the last update go to one LLM call that returns new bullets per section
 plus bullets that are now wrong. Those are *merged* into the file: existing bullets stay
 unless the model names them as obsolete, duplicates are skipped, and sections or prose a
-person added are kept as they are. The "Cross-episode insights" section also gets one
-factual line per finished episode (no LLM needed for that).
+person added are kept as they are; a bullet longer than ``MAX_BULLET_CHARS`` keeps its
+whole sentences that fit, never half a step. Sections with nothing in them are neither
+written nor shown to the agent (a fresh workdir gives an empty knowledge base, not a page
+of headings). Episode statistics are no lessons: they live in the episode summaries.
 
 Every write is a locked read-merge-write through ``LearningFile`` ending in an atomic
 rename, so a kill mid-episode leaves the previous complete file, and a second run never
@@ -28,17 +32,17 @@ from pydantic import BaseModel, Field
 
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
-from managers.turn_events import attempt_reply, lesson_room
+from managers.turn_events import attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import shorten
+from shared_utils import whole_sentences
 
 MAX_EVENTS_PER_UPDATE = 60
-MAX_BULLET_CHARS = 300
-MAX_EPISODE_LINES = 20
+MAX_BULLET_CHARS = 500
 DETAIL_CHARS = 300
 FILE_TITLE = "# Zork I knowledge base"
 FILE_PREAMBLE = "What earlier episodes learned. ZorkGPT merges new findings in; edit freely, keep the '## ' headings."
+# Lines earlier versions wrote under the insights: episode statistics, removed when the file is next written.
 EPISODE_HISTORY_PREFIX = "Episode record "
 
 EventKind = Literal["death", "danger", "score", "item_taken", "item_lost", "world_change", "no_visible_change"]
@@ -53,23 +57,29 @@ SECTIONS: dict[str, str] = {
     "item_uses": "Item uses",
     "insights": "Cross-episode insights",
 }
-# Words in a response that mean trouble even when the agent survived the turn.
+# Words in a response that mean trouble even when the agent survived the turn: a threat acting
+# now, not a creature's name (room names carry those: "The Troll Room" after the troll died).
 _DANGER = re.compile(
-    r"\b(grue|troll|thief|cyclops|axe|wound|bleed|attack|knocked out|unconscious|lurking|dangerous|poison|drown)\w*\b",
+    r"\b(grue|attack|wound|bleed|knocked out|unconscious|lurking|dangerous|poison|drown|blocks|brandish|"
+    r"menacing|stab|slash|fends|devour|lunges)\w*\b",
     re.IGNORECASE,
 )
 
 
 @dataclass
 class KnowledgeEvent:
+    """One turn worth learning from: every kind it is, what changed, and the game's text once."""
+
     turn: int
-    kind: EventKind
+    kinds: tuple[EventKind, ...]
     room: str
     action: str
-    detail: str
+    changes: str
+    text: str
 
     def describe(self) -> str:
-        return f"turn {self.turn} [{self.kind}] in {self.room}: > {self.action} -> {self.detail}"
+        said = " | ".join(part for part in (self.changes, self.text) if part)
+        return f"turn {self.turn} [{', '.join(self.kinds)}] in {self.room}: > {self.action} -> {said}"
 
 
 class KnowledgeUpdate(BaseModel):
@@ -125,14 +135,15 @@ class KnowledgeDocument:
         return section
 
     def add_bullets(self, heading: str, bullets: list[str]) -> int:
-        """Append bullets the section does not already hold (case- and space-insensitive)."""
-        section = self.section(heading)
-        known = {_key(b) for b in section.bullets()}
+        """Append bullets the section does not already hold (case- and space-insensitive); a
+        section is only created when something goes in it."""
+        existing = next((s for s in self.sections if s.heading.casefold() == heading.casefold()), None)
+        known = {_key(b) for b in existing.bullets()} if existing else set()
         added = 0
         for bullet in bullets:
-            text = shorten(" ".join(bullet.split()).removeprefix("- "), MAX_BULLET_CHARS)
+            text = whole_sentences(" ".join(bullet.split()).removeprefix("- "), MAX_BULLET_CHARS)
             if text and _key(text) not in known:
-                _insert_bullet(section, f"- {text}")
+                _insert_bullet(self.section(heading), f"- {text}")
                 known.add(_key(text))
                 added += 1
         return added
@@ -146,7 +157,12 @@ class KnowledgeDocument:
             section.lines = kept
         return removed
 
-    def render(self) -> str:
+    def without_episode_records(self) -> None:
+        for section in self.sections:
+            section.lines = [line for line in section.lines if not line.startswith(f"- {EPISODE_HISTORY_PREFIX}")]
+
+    def render(self, drop_empty: bool = False) -> str:
+        """The Markdown text; ``drop_empty`` leaves out sections with nothing under their heading."""
         lines = list(self.preamble)
         while lines and not lines[-1].strip():
             lines.pop()
@@ -156,6 +172,8 @@ class KnowledgeDocument:
                 body.pop()
             while body and not body[0].strip():
                 body.pop(0)
+            if drop_empty and not body:
+                continue
             lines += ["", f"## {section.heading}", "", *body]
         return "\n".join(lines).strip() + "\n"
 
@@ -190,8 +208,6 @@ class KnowledgeManager(LearningManager):
     events: list[KnowledgeEvent]
     last_update_turn: int
     last_result: TurnResult | None
-    deaths: int
-    rooms: set[int]
     updates: int
 
     @classmethod
@@ -209,14 +225,10 @@ class KnowledgeManager(LearningManager):
         self.events = []
         self.last_update_turn = game_state.turn_count
         self.last_result = None
-        self.deaths = 0
-        self.rooms = set()  # filled from TurnResults: at reset the start room may not be known yet
         self.updates = 0
 
     def process_turn(self, result: TurnResult) -> None:
         self.last_result = result
-        self.rooms.update((result.room_id_before, result.room_id_after))
-        self.deaths += result.died
         if not self.config.knowledge.enabled:
             return
         self.events += self._events_of(result)
@@ -231,7 +243,6 @@ class KnowledgeManager(LearningManager):
             return  # an episode that never played (a failed start) taught nothing worth recording
         if self.events:
             self._update(turn)
-        self._write(turn, None, self._episode_line())
 
     def knowledge_text(self) -> str:
         """The current knowledgebase.md ("" if there is none yet), for the agent's system prompt.
@@ -256,7 +267,16 @@ class KnowledgeManager(LearningManager):
         return text
 
     def _read(self) -> str:
-        return self.file.read()
+        """The file as the agent should read it: without empty sections or episode statistics,
+        and "" when nothing is left but the title."""
+        text = self.file.read()
+        if not text.strip():
+            return ""
+        doc = KnowledgeDocument.parse(text)
+        doc.without_episode_records()
+        if not any(line.strip() for section in doc.sections for line in section.lines):
+            return ""
+        return doc.render(drop_empty=True)
 
     def get_status(self) -> dict[str, Any]:
         return {"pending_events": len(self.events), "updates": self.updates, "llm": self.llm.stats.as_dict()}
@@ -264,31 +284,30 @@ class KnowledgeManager(LearningManager):
     # -- collecting ----------------------------------------------------------------------
     @staticmethod
     def _events_of(r: TurnResult) -> list[KnowledgeEvent]:
-        detail = shorten(r.response, DETAIL_CHARS)
-        where = lesson_room(r)
-        room = where.room_name + (f" ({where.arrived_from})" if where.arrived_from else "")
-
-        def event(kind: EventKind, text: str = detail) -> KnowledgeEvent:
-            return KnowledgeEvent(r.turn, kind, room, r.action, text)
-
-        found: list[KnowledgeEvent] = []
+        kinds: list[EventKind] = []
         if r.died:
-            found.append(event("death"))
+            kinds.append("death")
         elif _DANGER.search(r.response):
-            found.append(event("danger"))
+            kinds.append("danger")
         if r.score_delta:
-            found.append(event("score", f"{r.score_delta:+d} points: {detail}"))
-        gained, lost = r.items_gained, r.items_lost
-        if gained:
-            found.append(event("item_taken", ", ".join(gained)))
-        if lost and not r.died:  # dying scatters the inventory; that is not an item use
-            found.append(event("item_lost", ", ".join(lost)))
+            kinds.append("score")
+        if r.items_gained:
+            kinds.append("item_taken")
+        if r.items_lost and not r.died:  # dying scatters the inventory; that is not an item use
+            kinds.append("item_lost")
         if r.world_changes:
-            found.append(event("world_change", f"{'; '.join(r.world_changes)} | {detail}"))
+            kinds.append("world_change")
         reply = attempt_reply(r)
         if reply:
-            found.append(event("no_visible_change", reply))
-        return found
+            kinds.append("no_visible_change")
+        if not kinds:
+            return []
+        rooms = event_rooms(r)
+        room = rooms.done_in[1] + (f" (led to {rooms.led_to[1]})" if rooms.led_to else "")
+        # The death's text whole ("... you are dead"); otherwise whole sentences up to the limit.
+        text = " ".join(r.response.split()) if r.died else whole_sentences(r.response, DETAIL_CHARS)
+        changes = [c for c in turn_changes(r) if not c.startswith("now in ")]  # the room says where it led
+        return [KnowledgeEvent(r.turn, tuple(kinds), room, r.action, "; ".join(changes), text)]
 
     # -- updating ------------------------------------------------------------------------
     def _update(self, turn: int) -> None:
@@ -296,7 +315,7 @@ class KnowledgeManager(LearningManager):
         self.last_update_turn = turn
         # Deaths and score events teach the most; keep them when trimming a long stretch.
         if len(events) > MAX_EVENTS_PER_UPDATE:
-            ranked = sorted(events, key=lambda e: (e.kind not in _KEEP_FIRST, -e.turn))
+            ranked = sorted(events, key=lambda e: (not _KEEP_FIRST.intersection(e.kinds), -e.turn))
             events = sorted(ranked[:MAX_EVENTS_PER_UPDATE], key=lambda e: e.turn)
         prompt = (
             f"Current knowledge base:\n{self.knowledge_text() or '(empty)'}\n\n"
@@ -304,33 +323,19 @@ class KnowledgeManager(LearningManager):
         )
         reply = self.llm.ask(SYSTEM_PROMPT, prompt, KnowledgeUpdate, turn)
         if reply is not None:
-            self._write(turn, reply, None)
+            self._write(turn, reply)
 
-    def _episode_line(self) -> str:
-        r = self.last_result
-        state = self.game_state
-        score = r.score_after if r else state.score
-        turns = r.turn if r else state.turn_count
-        outcome = "won" if (r and r.victory) or state.victory else ("died" if r and r.died else "ended")
-        return (
-            f"{EPISODE_HISTORY_PREFIX}{state.episode_id}: {outcome} with score {score}"
-            f"{f'/{state.max_score}' if state.max_score else ''} after {turns} turns, "
-            f"{self.deaths} death(s), {len(self.rooms)} rooms seen."
-        )
-
-    def _write(self, turn: int, update: KnowledgeUpdate | None, episode_line: str | None) -> None:
+    def _write(self, turn: int, update: KnowledgeUpdate) -> None:
         added = removed = 0
 
         def merge(current: str) -> str:
             nonlocal added, removed
             # Merged into the file as it is now: another run may have added its own findings meanwhile.
             doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
-            if update is not None:
-                removed = doc.remove_bullets(update.obsolete)
-                for key, heading in SECTIONS.items():
-                    added += doc.add_bullets(heading, getattr(update, key))
-            if episode_line:
-                added += self._add_episode_line(doc, episode_line)
+            doc.without_episode_records()
+            removed = doc.remove_bullets(update.obsolete)
+            for key, heading in SECTIONS.items():
+                added += doc.add_bullets(heading, getattr(update, key))
             return doc.render()
 
         if self.file.update(merge, turn=turn) is None:
@@ -343,13 +348,3 @@ class KnowledgeManager(LearningManager):
             removed,
             extra={"event_type": "knowledge_updated", "turn": turn, "added": added, "removed": removed},
         )
-
-    @staticmethod
-    def _add_episode_line(doc: KnowledgeDocument, line: str) -> int:
-        """One line per episode in the insights section; only the latest MAX_EPISODE_LINES are kept."""
-        added = doc.add_bullets(SECTIONS["insights"], [line])
-        section = doc.section(SECTIONS["insights"])
-        history = [i for i, text in enumerate(section.lines) if text.startswith(f"- {EPISODE_HISTORY_PREFIX}")]
-        for index in reversed(history[:-MAX_EPISODE_LINES]):
-            section.lines.pop(index)
-        return added

@@ -11,11 +11,21 @@ turns are queued and sent together: one call at most every
 episode end. A batch is only sent if it holds at least one *strong* event; plain moves
 between known rooms ride along as context for the path taken (and are dropped first).
 
-A memory is stored under the room where its lesson applies: for a move, the room the move
-led to, noted with where it came from ("from Cellar going north"); otherwise the room where
-the action was taken. Each memory has a status: ``active`` (trusted), ``tentative`` (seen
-once, unconfirmed) or ``superseded`` (replaced or proven wrong; kept in the file as history,
-never shown to the agent).
+A memory is stored under the room its lesson belongs to, which the memory model picks from
+the rooms the turn involved: where the command was given and, for a move, where it led ("the
+troll attacks" belongs to the Troll Room the move led to, noted with where it came from:
+"from Cellar going north"; "praying teleports you out" belongs to the Altar where it was done).
+An answer naming no room, or another one, files the lesson where the command was given.
+
+Memories carry into later episodes, and the model is told so: a lasting lesson (how a puzzle
+works, what kills) is kept for every game; this game's state (where an item was left, what
+was already taken) is marked "this game" and shown only in the episode that wrote it.
+
+Each memory has a status: ``active`` (trusted), ``tentative`` (seen once, unconfirmed) or
+``superseded`` (replaced or proven wrong; kept in the file as history, never shown to the
+agent). A failure memory that a later turn proves wrong ("take coffin" failed, then the
+coffin was taken in that room) is superseded by the program on that turn, not left for the
+model's next batch.
 
 The file is Markdown a person can read and edit: notes written anywhere in it (outside the
 memory lines' own format) are kept as they are when ZorkGPT adds memories. Every update is
@@ -34,10 +44,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from managers.learning_file import LearningManager
-from managers.turn_events import attempt_reply, lesson_room
+from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import shorten
+from shared_utils import shorten, whole_sentences
 
 MAX_MEMORY_CHARS = 300
 RESPONSE_EXCERPT_CHARS = 600
@@ -50,6 +60,9 @@ FILE_PREAMBLE = (
 UNREADABLE_HEADING = "## Lines ZorkGPT could not read (fix their format or delete them)"
 
 MemoryCategory = Literal["discovery", "danger", "puzzle", "item", "navigation", "failure"]
+THIS_GAME_MARK = "(this game)"  # after the category in the file: shown only in the episode that wrote it
+# "(from Cellar going north) " at the start of a memory: ours to add, never the model's to repeat.
+_ARRIVED_PREFIX = re.compile(r"^(?:\(from [^()]* going [^()]*\)\s*)+")
 
 
 class MemoryStatus(StrEnum):
@@ -69,10 +82,14 @@ class Memory:
     episode_id: str
     turn: int
     superseded_by: int | None = None
+    this_game: bool = False  # the state of one game ("the rope was taken"), false in later episodes
 
     @property
     def shown(self) -> bool:
         return self.status is not MemoryStatus.SUPERSEDED
+
+    def shown_in(self, episode_id: str) -> bool:
+        return self.shown and (not self.this_game or self.episode_id == _one_line(episode_id).replace(" ", "_"))
 
 
 class MemoryDecision(BaseModel):
@@ -84,6 +101,13 @@ class MemoryDecision(BaseModel):
     text: str = Field(description="One or two sentences a future player in this room needs to know")
     status: Literal["active", "tentative"] = Field(description="tentative if seen once and possibly misleading")
     supersedes: list[int] = Field(description="Ids of existing memories this one replaces or proves wrong")
+    room_id: int | None = Field(
+        default=None, description="The room this lesson belongs to: one of the rooms listed for its turn"
+    )
+    lasting: bool | None = Field(
+        default=None,
+        description="true for a lesson that holds in every game; false for the state of this game only",
+    )
 
 
 class MemoryBatchReply(BaseModel):
@@ -169,12 +193,18 @@ class MemoryFile:
 
 _ROOM_HEADING = re.compile(r"^## Room (-?\d+): (.*)$")
 _MEMORY_LINE = re.compile(
-    r"^- \[#(\d+)\] (ACTIVE|TENTATIVE|SUPERSEDED)(?: by #(\d+))? \| (\w+) \| episode (\S+) turn (\d+): (.*)$"
+    r"^- \[#(\d+)\] (ACTIVE|TENTATIVE|SUPERSEDED)(?: by #(\d+))? \| (\w+)( \(this game\))? \| "
+    r"episode (\S+) turn (\d+): (.*)$"
 )
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _phrase(text: str) -> str:
+    """Lower-case words only, for matching a command inside a memory's text."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _trimmed(lines: list[str]) -> list[str]:
@@ -190,7 +220,8 @@ def _trimmed(lines: list[str]) -> list[str]:
 def _render_memory(m: Memory) -> str:
     status = m.status.value.upper() + (f" by #{m.superseded_by}" if m.superseded_by is not None else "")
     episode = _one_line(m.episode_id).replace(" ", "_") or "unknown"
-    return f"- [#{m.id}] {status} | {m.category} | episode {episode} turn {m.turn}: {_one_line(m.text)}"
+    category = m.category + (f" {THIS_GAME_MARK}" if m.this_game else "")
+    return f"- [#{m.id}] {status} | {category} | episode {episode} turn {m.turn}: {_one_line(m.text)}"
 
 
 def render_memories(memories: list[Memory], unreadable: list[str] | None = None) -> str:
@@ -228,7 +259,7 @@ def parse_memories(text: str) -> MemoryFile:
         if match is None:
             parsed.skipped_lines.append(line)
             continue
-        mid, status, by, category, episode, turn, body = match.groups()
+        mid, status, by, category, this_game, episode, turn, body = match.groups()
         memory = Memory(
             id=int(mid),
             room_id=section.room[0],
@@ -239,6 +270,7 @@ def parse_memories(text: str) -> MemoryFile:
             episode_id=episode,
             turn=int(turn),
             superseded_by=int(by) if by else None,
+            this_game=bool(this_game),
         )
         if any(m.id == memory.id for m in parsed.memories):
             parsed.skipped_lines.append(line)  # a copied line: one id, one memory
@@ -253,9 +285,13 @@ You get a batch of recent turns (action, the game's response, what changed) and 
 rooms involved. Decide what a future player standing in that room should know: dangers, puzzle steps and their
 solutions (what changed in the world and the exact command that changed it), where items are and what they do, exits
 that are blocked or lead somewhere surprising, actions the game refused and why. Do not restate the room description or
-things already remembered. Most turns deserve no memory.
-Each memory is filed under the room its turn names as "lesson for" (for a move, the room arrived in); refer to a turn
-by its number.
+things already remembered. Most turns deserve no memory. Refer to a turn by its number.
+Each turn lists the rooms it involved: where the command was done and, for a move, where it led. Set "room_id" to the
+room the lesson belongs to: where a player must be to use it. A danger met on arriving belongs where the move led; what
+a command does (praying teleports you, a chimney is too narrow to climb with a load) belongs where it was done.
+Memories carry into later episodes, where the game starts afresh. Set "lasting" true for a lesson that holds in every
+game (how a puzzle works, what kills, where an item starts); set it false for this game's state (where you left
+something, what you already took or opened), which is kept for this episode only.
 Use status "tentative" when a single observation could be misleading. If a new memory replaces or disproves stored
 memories, list their ids in "supersedes"; to retire a wrong memory without a replacement, use remember=false with
 "supersedes". Reply with JSON only."""
@@ -292,6 +328,7 @@ class MemoryManager(LearningManager):
             return
         # The orchestrator may reset us before it knows the start room; where we acted from was visited.
         self.visited.add(result.room_id_before)
+        self._retire_disproved_failures(result)
         event = self._classify(result)
         self.visited.add(result.room_id_after)
         if event is None:
@@ -305,7 +342,8 @@ class MemoryManager(LearningManager):
         if not self.config.memory.enabled:
             return None
         room_id = self.game_state.current_room_id
-        shown = [m for m in self.memories if m.room_id == room_id and m.shown]
+        episode = self.game_state.episode_id
+        shown = [m for m in self.memories if m.room_id == room_id and m.shown_in(episode)]
         limit = self.config.memory.max_memories_in_context
         if not shown or limit == 0:
             return None
@@ -383,26 +421,24 @@ class MemoryManager(LearningManager):
             self._apply(decisions, {e.result.turn: e.result for e in batch}, turn)
 
     def _batch_prompt(self, batch: list[PendingEvent]) -> str:
-        rooms = {lesson_room(e.result).room_id for e in batch}
+        rooms = {room for e in batch for room in event_rooms(e.result).ids}
+        episode = self.game_state.episode_id
         lines = ["Stored memories for these rooms:"]
-        stored = [m for m in self.memories if m.room_id in rooms and m.shown]
-        lines += [f"- #{m.id} [{m.room_name}] {m.status.value} {m.category}: {m.text}" for m in stored] or ["(none)"]
+        stored = [m for m in self.memories if m.room_id in rooms and m.shown_in(episode)]
+        lines += [
+            f"- #{m.id} [{m.room_name}] {m.status.value} {m.category}{' ' + THIS_GAME_MARK if m.this_game else ''}: "
+            f"{m.text}"
+            for m in stored
+        ] or ["(none)"]
         lines += ["", "Recent turns:"]
         for e in batch:
             r = e.result
-            inv_gain, inv_loss = r.items_gained, r.items_lost
-            where = lesson_room(r)
             lines.append(f"Turn {r.turn} in {r.room_name_before} (room {r.room_id_before}): > {r.action}")
-            lines.append(f"  Lesson for: {where.room_name} (room {where.room_id})")
-            lines.append(f"  Response: {_one_line(r.response)[:RESPONSE_EXCERPT_CHARS]}")
-            changes = [*e.reasons]
-            if r.moved:
-                changes.append(f"now in {r.room_name_after}")
-            if inv_gain:
-                changes.append(f"gained {', '.join(inv_gain)}")
-            if inv_loss:
-                changes.append(f"lost {', '.join(inv_loss)}")
-            lines.append(f"  Changes: {'; '.join(changes)}")
+            lines.append(f"  Rooms: {event_rooms(r).describe()}")
+            # A death's text is kept whole ("... you are dead"): it is the lesson.
+            reply = _one_line(r.response) if r.died else whole_sentences(r.response, RESPONSE_EXCERPT_CHARS)
+            lines.append(f"  Response: {reply}")
+            lines.append(f"  Changes: {'; '.join(turn_changes(r, e.reasons))}")
         return "\n".join(lines)
 
     def _apply(self, decisions: list[MemoryDecision], turns: dict[int, TurnResult], turn: int) -> None:
@@ -430,21 +466,24 @@ class MemoryManager(LearningManager):
                 )
                 continue
             new_id: int | None = None
-            where = lesson_room(result)
-            text = shorten(_one_line(d.text), MAX_MEMORY_CHARS)
-            if where.arrived_from and text:
-                text = f"({where.arrived_from}) {text}"
-            if d.remember and text and not self._duplicate(memories, where.room_id, text):
+            rooms = event_rooms(result)
+            room_id = self._chosen_room(d, rooms)
+            text = shorten(_ARRIVED_PREFIX.sub("", _one_line(d.text)), MAX_MEMORY_CHARS)
+            arrived_from = rooms.arrived_from(room_id)
+            if arrived_from and text:
+                text = f"({arrived_from}) {text}"
+            if d.remember and text and not self._duplicate(memories, room_id, text):
                 new_id, next_id = next_id, next_id + 1
                 memory = Memory(
                     id=new_id,
-                    room_id=where.room_id,
-                    room_name=where.room_name,
+                    room_id=room_id,
+                    room_name=rooms.name_of(room_id),
                     category=d.category,
                     text=text,
                     status=MemoryStatus(d.status),
                     episode_id=self.game_state.episode_id,
                     turn=result.turn,
+                    this_game=d.lasting is False,
                 )
                 memories.append(memory)
                 by_id[new_id] = memory
@@ -470,6 +509,63 @@ class MemoryManager(LearningManager):
                     extra={"event_type": "memory_superseded", "memory_id": old_id, "superseded_by": new_id},
                 )
         return changed
+
+    def _chosen_room(self, decision: MemoryDecision, rooms: EventRooms) -> int:
+        if decision.room_id in rooms.ids:
+            return decision.room_id
+        if decision.room_id is not None:
+            self.logger.warning(
+                "Memory reply files turn %d under room %s, not one the turn involved (%s); filed where it was done",
+                decision.turn,
+                decision.room_id,
+                rooms.describe(),
+                extra={"event_type": "memory_unknown_room", "turn": decision.turn, "room_id": decision.room_id},
+            )
+        return rooms.done_in[0]
+
+    def _retire_disproved_failures(self, result: TurnResult) -> None:
+        """A failure memory that this turn proves wrong is superseded now: "take coffin" failed
+        before, and here the coffin was taken in that room. Proof is the command (or taking an
+        item the memory names with "take"/"get") working where the memory is filed."""
+        if not (result.items_gained or result.world_changes or result.score_delta > 0):
+            return
+        phrases = {_phrase(result.action)}
+        for item in result.items_gained:
+            phrases |= {f"{verb} {word}" for verb in ("take", "get") for word in _phrase(item).split() if len(word) > 2}
+        episode = self.game_state.episode_id
+
+        def disproved(m: Memory) -> bool:
+            text = f" {_phrase(m.text)} "
+            return (
+                m.room_id == result.room_id_before
+                and m.category == "failure"
+                and m.shown_in(episode)
+                and any(f" {p} " in text for p in phrases if p)
+            )
+
+        if not any(disproved(m) for m in self.memories):
+            return
+        retired: list[int] = []
+
+        def merge(current: str) -> str | None:
+            parsed = self._parse(current)
+            retired[:] = [m.id for m in parsed.memories if disproved(m)]
+            for m in parsed.memories:
+                if m.id in retired:
+                    m.status = MemoryStatus.SUPERSEDED
+            return parsed.render() if retired else None
+
+        written = self.file.update(merge, turn=result.turn)
+        if written is not None:
+            self.memories = parse_memories(written).memories
+            for memory_id in retired:
+                self.logger.info(
+                    "Turn %d: memory #%d superseded: '%s' worked here",
+                    result.turn,
+                    memory_id,
+                    result.action,
+                    extra={"event_type": "memory_superseded", "memory_id": memory_id, "superseded_by": None},
+                )
 
     @staticmethod
     def _duplicate(memories: list[Memory], room_id: int, text: str) -> bool:

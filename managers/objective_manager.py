@@ -18,7 +18,12 @@ Targets are matched against the names the engine knows (its rooms; its objects, 
 words the parser accepts, so "lamp" is the brass lantern). A target that matches nothing is
 not guessed at: the objective is refused and the reason goes back to the model (to the agent
 in its next prompt; to the review in a second ask). An objective whose subject leaves the
-game (the troll's object is removed when it dies) is dropped with that reason.
+game (the troll's object is removed when it dies) is completed when its goal was the
+subject's end ("Kill the troll"), and dropped with that reason otherwise.
+
+Revisited at once: when an objective is dropped because its subject is gone, or the player
+dies and loses items an active objective needs, the review runs on that turn (not at the
+next interval) with what happened, so it can drop, re-prioritise or replace the objective.
 
 The review also drops and merges; an answer that cites ids which are not active is rejected
 and asked again once, with the reason. Near-duplicates (the same steps, or nearly the same
@@ -26,8 +31,12 @@ words) merge into the objective already active. Objective text is kept whole up 
 ``MAX_OBJECTIVE_CHARS`` characters and shortened at a word boundary with "…" beyond that.
 
 When more than ``objectives.max_active`` are active after a review, the least urgent and
-oldest are dropped. The review is never brought forward: the cost is one call per interval
-(two when an answer is rejected).
+oldest are dropped. Apart from the revisits above, the review is never brought forward: the
+cost is one call per interval (two when an answer is rejected).
+
+The agent reads the active objectives, compactly (a step is spelled out only when the text
+does not already say it), and always the recently completed and dropped ones, with why,
+even when none is active: it must tell a goal reached from a goal given up.
 
 Objectives belong to one episode (the game restarts), so they are not reloaded; they are
 written to ``objectives.json`` after every change so a killed or running episode can be
@@ -55,7 +64,7 @@ from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
-from shared_utils import json_text, shorten
+from shared_utils import json_text, shorten, whole_sentences
 
 OBJECTIVES_FILE_NAME = "objectives.json"
 MAX_EPISODES_KEPT = 50
@@ -63,6 +72,7 @@ RECENT_TURNS = 15
 MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shortened at a word boundary
 MAX_AMBIGUOUS = 10
 MAX_ROUTE_TARGETS = 3
+RECENTLY_CLOSED_SHOWN = 3  # completed, and dropped, objectives the agent keeps seeing
 RESPONSE_EXCERPT_CHARS = 240
 DUPLICATE_WORD_OVERLAP = 0.75  # share of content words two objectives must share to be one
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -73,6 +83,13 @@ _STOPWORDS = frozenset(
         "a an the to of in on at and or for with from into onto up down get go find take reach some any all it its "
         "this that there here room area way back out open use then",
     )
+)
+
+# An objective whose words say its goal is its subject's end: the subject leaving the game is success.
+_ENDING_GOAL = re.compile(
+    r"\b(?:kill|slay|defeat|destroy|dead|die|eliminate|vanquish|get rid of|dispose of|banish|exorcise|"
+    r"drive (?:away|off|out)|scare (?:away|off))",
+    re.IGNORECASE,
 )
 
 Priority = Literal["high", "medium", "low"]
@@ -121,6 +138,20 @@ class Step:
             return f"the score is at least {self.score}"
         if self.kind == "object_state":
             return f"the {self.target} is {self.state}"
+        return self.criterion
+
+    def brief(self) -> str:
+        """The step in as few words as tell it."""
+        if self.kind == "reach_room":
+            return f"in {self.target}"
+        if self.kind == "hold_item":
+            return f"holding the {self.target}"
+        if self.kind == "item_in_container":
+            return f"the {self.target} in the {self.container}"
+        if self.kind == "score_at_least":
+            return f"score {self.score}+"
+        if self.kind == "object_state":
+            return f"the {self.target} {self.state}"
         return self.criterion
 
     def signature(self) -> tuple[Any, ...]:
@@ -187,6 +218,7 @@ class ObjectiveManager(LearningManager):
     recent: deque[TurnResult]
     ambiguous: list[str]
     refusals: list[str]  # why the agent's last proposals were not added; shown once
+    revisit: list[str]  # what happened to objectives that the review must look at this turn
     last_review_turn: int
 
     def __init__(
@@ -217,6 +249,7 @@ class ObjectiveManager(LearningManager):
         self.recent = deque(maxlen=RECENT_TURNS)
         self.ambiguous = []
         self.refusals = []
+        self.revisit = []
         self.last_review_turn = game_state.turn_count
 
     def add_objective(self, proposal: ObjectiveProposal | str, turn: int, source: str = "agent") -> None:
@@ -237,13 +270,15 @@ class ObjectiveManager(LearningManager):
         if not self.config.objectives.enabled:
             return
         self.recent.append(result)
+        if result.died and result.items_lost:
+            self._note_lost_items(result)
         changed = self._check_steps(result.turn)
         if result.score_delta > 0:
             self._note_ambiguous(
                 f"turn {result.turn}: '{result.action}' in {result.room_name_before} scored {result.score_delta:+d}: "
-                f"{shorten(result.response, RESPONSE_EXCERPT_CHARS)}"
+                f"{whole_sentences(result.response, RESPONSE_EXCERPT_CHARS)}"
             )
-        if result.turn - self.last_review_turn >= self.config.objectives.discovery_interval_turns:
+        if self.revisit or result.turn - self.last_review_turn >= self.config.objectives.discovery_interval_turns:
             changed = self._review(result.turn) or changed
         if changed:
             self._save()
@@ -253,19 +288,35 @@ class ObjectiveManager(LearningManager):
             return None
         lines: list[str] = []
         active = self.active()[: self.config.objectives.max_active]
-        if active:
-            lines.append("## Current objectives (most urgent and newest first)")
-            for o in active:
-                steps = "; ".join(s.describe() + (" (holds now)" if self._holds(s) else "") for s in o.steps)
-                lines.append(f"- #{o.id} [{o.priority}] {o.text} — done when: {steps} (since turn {o.created_turn})")
-            done = [o for o in self.objectives if o.status is ObjectiveStatus.COMPLETED][-3:]
+        closed = sorted(
+            (o for o in self.objectives if o.status is not ObjectiveStatus.ACTIVE),
+            key=lambda o: (o.closed_turn or 0, o.id),
+            reverse=True,
+        )
+        done = [o for o in closed if o.status is ObjectiveStatus.COMPLETED][:RECENTLY_CLOSED_SHOWN]
+        dropped = [o for o in closed if o.status is ObjectiveStatus.DROPPED][:RECENTLY_CLOSED_SHOWN]
+        if active or done or dropped:
+            lines.append("## Objectives (most urgent first)")
+            lines += [self._brief(o) for o in active] or ["- none active"]
             if done:
-                lines.append("Recently completed: " + "; ".join(o.text for o in reversed(done)))
+                lines.append("Recently completed: " + "; ".join(f"{o.text} (turn {o.closed_turn})" for o in done))
+            if dropped:
+                lines.append("Recently dropped: " + "; ".join(f"{o.text} ({o.evidence})" for o in dropped))
         if self.refusals:
             lines.append("Objectives not added (fix them and propose again):")
             lines += [f"- {reason}" for reason in self.refusals]
             self.refusals = []  # said once
         return "\n".join(lines) or None
+
+    def _brief(self, o: Objective) -> str:
+        """One line: the text, then only the steps the text does not already say, each marked when it holds."""
+        said = _words(o.text)
+        steps = [
+            s.brief() + (" ✓" if self._holds(s) else "")
+            for s in o.steps
+            if len(o.steps) > 1 or not _words(s.brief()) <= said
+        ]
+        return f"- #{o.id} [{o.priority}] {o.text}" + (f" — {'; '.join(steps)}" if steps else "")
 
     def finalize_episode(self) -> None:
         self._save()
@@ -288,15 +339,18 @@ class ObjectiveManager(LearningManager):
         a room to reach, or the room of a container to put something in."""
         found: list[tuple[str, set[int]]] = []
         for o in self.active():
+            # One route per objective: to the first place it still needs.
             for step in o.steps:
                 if self._holds(step):
                     continue
                 if step.kind == "reach_room":
                     found.append((f"{step.target} (objective #{o.id})", set(step.ids)))
-                elif step.kind == "item_in_container":
+                    break
+                if step.kind == "item_in_container":
                     rooms = {r.id for r in (self.game.room_of(c) for c in step.container_ids) if r is not None}
                     if rooms:
                         found.append((f"the {step.container} (objective #{o.id})", rooms))
+                        break
             if len(found) >= MAX_ROUTE_TARGETS:
                 break
         return found[:MAX_ROUTE_TARGETS]
@@ -435,13 +489,36 @@ class ObjectiveManager(LearningManager):
         for objective in self.active():
             gone = next((s for s in objective.steps if s.subject_in_play and not self._in_play(s.ids)), None)
             if gone is not None:
-                self._close(objective, ObjectiveStatus.DROPPED, turn, f"the {gone.target} is gone from the game")
+                why = f"the {gone.target} is gone from the game"
+                if _ends_subject(objective, gone):
+                    self._close(objective, ObjectiveStatus.COMPLETED, turn, f"on turn {turn}: {why}")
+                else:
+                    self._close(objective, ObjectiveStatus.DROPPED, turn, why)
+                    self.revisit.append(f"#{objective.id} {objective.text!r} was dropped: {why}")
                 changed = True
             elif objective.steps and all(self._holds(s) for s in objective.steps):
                 proof = "; ".join(s.describe() for s in objective.steps)
                 self._close(objective, ObjectiveStatus.COMPLETED, turn, f"on turn {turn}: {proof}")
                 changed = True
         return changed
+
+    def _note_lost_items(self, result: TurnResult) -> None:
+        """The player died and the game scattered what it carried: objectives needing those items
+        are revisited now, not left active (and urgent) until the next review."""
+        lost = set(result.items_lost)
+        for objective in self.active():
+            needed = {
+                info.name
+                for step in objective.steps
+                if step.kind in ("hold_item", "item_in_container")
+                for info in (self.game.object_info(i) for i in step.ids)
+                if info is not None and info.name in lost
+            }
+            if needed:
+                self.revisit.append(
+                    f"#{objective.id} {objective.text!r}: you died on turn {result.turn} and lost the "
+                    f"{', '.join(sorted(needed))} (the game scatters a dead player's items)"
+                )
 
     def _note_ambiguous(self, note: str) -> None:
         self.ambiguous.append(note)
@@ -468,7 +545,8 @@ class ObjectiveManager(LearningManager):
     def _review(self, turn: int) -> bool:
         self.last_review_turn = turn
         ambiguous, self.ambiguous = self.ambiguous, []
-        prompt = self._review_prompt(ambiguous)
+        revisit, self.revisit = self.revisit, []
+        prompt = self._review_prompt(ambiguous, revisit)
         reply = self.llm.ask(SYSTEM_PROMPT, prompt, ObjectiveReview, turn)
         if reply is None:
             return False
@@ -527,7 +605,7 @@ class ObjectiveManager(LearningManager):
             changed = True
         return changed
 
-    def _review_prompt(self, ambiguous: list[str]) -> str:
+    def _review_prompt(self, ambiguous: list[str], revisit: list[str] | None = None) -> str:
         # The latest TurnResult, not game_state: it is current whatever order the orchestrator updates things in.
         now = self.recent[-1]
         lines = [
@@ -537,7 +615,7 @@ class ObjectiveManager(LearningManager):
             "Recent turns:",
         ]
         for r in self.recent:
-            reply = shorten(r.response, RESPONSE_EXCERPT_CHARS)
+            reply = " ".join(r.response.split()) if r.died else whole_sentences(r.response, RESPONSE_EXCERPT_CHARS)
             lines.append(f"- turn {r.turn} in {r.room_name_before}: > {r.action} -> {reply}")
         lines += ["", f"Active objectives (limit {self.config.objectives.max_active}):"]
         for o in self.active():
@@ -547,6 +625,9 @@ class ObjectiveManager(LearningManager):
             lines.append("(none)")
         lines += ["", "Points scored recently:"]
         lines += [f"- {note}" for note in ambiguous] or ["(none)"]
+        if revisit:
+            lines += ["", "Revisit now (drop, re-prioritise or replace these objectives):"]
+            lines += [f"- {note}" for note in revisit]
         return "\n".join(lines)
 
     # -- file ----------------------------------------------------------------------------
@@ -568,6 +649,12 @@ class ObjectiveManager(LearningManager):
             return json_text({"objectives": [o for o in merged if o["episode_id"] in kept]})
 
         self.file.update(merge, turn=self.game_state.turn_count)
+
+
+def _ends_subject(objective: Objective, gone: Step) -> bool:
+    """Was the goal the subject's end ("Kill the troll", a free step "the troll is dead")?"""
+    said = " ".join([objective.text, *(s.criterion for s in objective.steps if s.target == gone.target)])
+    return bool(_ENDING_GOAL.search(said))
 
 
 def _saved_objectives(path: Path, text: str) -> list[dict[str, Any]]:

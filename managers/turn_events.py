@@ -12,8 +12,10 @@ The memory and knowledge managers learn from the same events, so they are chosen
   not show ("The lights within the room come on."). The reply is passed on as it is, for the
   model to judge, rather than called a refusal.
 
-A lesson learned by moving belongs to the room the move led to ("the troll attacks" is about
-the Troll Room, not the Cellar the player came from), noted with where it came from.
+Which room a lesson belongs to is not decided here: a turn names the rooms it involved (where
+the command was given and, for a move, where it led), and the memory model picks. "The troll
+attacks" is about the Troll Room the move led to; "pray at the altar teleports you out" is
+about the Altar, where it was done, not the Forest it led to.
 """
 
 from __future__ import annotations
@@ -39,20 +41,35 @@ REFUSAL_CHARS = 200  # a refusal is a sentence or two; longer replies describe s
 
 
 @dataclass(frozen=True)
-class LessonRoom:
-    """Where a turn's lesson is filed: the room it applies to, and how the player got there."""
+class EventRooms:
+    """The rooms a turn involved: where the command was given and, for a move the player
+    survived, where it led (a death's resurrection is no way there)."""
 
-    room_id: int
-    room_name: str
-    arrived_from: str | None = None  # "from Cellar going north" for a move, else None
+    done_in: tuple[int, str]
+    led_to: tuple[int, str] | None
+    action: str
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return (self.done_in[0],) + ((self.led_to[0],) if self.led_to else ())
+
+    def name_of(self, room_id: int) -> str:
+        return self.led_to[1] if self.led_to and room_id == self.led_to[0] else self.done_in[1]
+
+    def arrived_from(self, room_id: int) -> str | None:
+        """ "from Cellar going north" for a lesson filed where a move led, else None."""
+        if self.led_to and room_id == self.led_to[0] and room_id != self.done_in[0]:
+            return f"from {self.done_in[1]} going {self.action}"
+        return None
+
+    def describe(self) -> str:
+        text = f"done in {self.done_in[1]} (room {self.done_in[0]})"
+        return text + (f", led to {self.led_to[1]} (room {self.led_to[0]})" if self.led_to else "")
 
 
-def lesson_room(result: TurnResult) -> LessonRoom:
-    if result.moved and not result.died:
-        return LessonRoom(
-            result.room_id_after, result.room_name_after, f"from {result.room_name_before} going {result.action}"
-        )
-    return LessonRoom(result.room_id_before, result.room_name_before)
+def event_rooms(result: TurnResult) -> EventRooms:
+    led_to = (result.room_id_after, result.room_name_after) if result.moved and not result.died else None
+    return EventRooms((result.room_id_before, result.room_name_before), led_to, result.action)
 
 
 def attempt_reply(result: TurnResult) -> str | None:
@@ -79,3 +96,32 @@ def attempt_reply(result: TurnResult) -> str | None:
 def is_noteworthy(result: TurnResult) -> bool:
     """The world changed, or a real attempt drew a reply without a visible change."""
     return bool(result.world_changes) or attempt_reply(result) is not None
+
+
+def turn_changes(result: TurnResult, reasons: list[str] | None = None) -> list[str]:
+    """What a turn changed, each said once, in the player's terms. The score is the engine's
+    net change for the turn: Zork does not report its parts, so a turn that also held a death
+    says so rather than inventing the split."""
+    changes: list[str] = []
+    if result.died:
+        changes.append("you died")
+    if result.score_delta:
+        net = f"score {result.score_delta:+d}"
+        changes.append(f"{net} (net for the turn, which included your death)" if result.died else net)
+    if reasons and "first visit" in reasons:
+        changes.append("first visit")
+    if result.world_changes:
+        changes.append("world changed: " + "; ".join(result.world_changes))
+    if result.moved:
+        changes.append(f"now in {result.room_name_after}")
+    # An item the world changes already name ("lamp: taken") is not said again as gained or lost.
+    told = {change.split(": ", 1)[0] for change in result.world_changes}
+    gained = [item for item in result.items_gained if item not in told]
+    lost = [item for item in result.items_lost if item not in told]
+    if gained:
+        changes.append(f"gained {', '.join(gained)}")
+    if lost and not result.died:
+        changes.append(f"lost {', '.join(lost)}")
+    if reasons and any(r.startswith("nothing visible changed") for r in reasons):
+        changes.append("nothing visible changed")
+    return changes or list(reasons or [])

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from session.game_state import GameState
-from shared_utils import shorten
+from shared_utils import whole_sentences
 
 RECENT_ACTIONS = 6
-RESPONSE_SNIPPET = 160
+RESPONSE_SNIPPET = 120
+REASONING_CHARS = 600
 
 
 def build_context(state: GameState, sections: list[str] | None = None) -> str:
     """The user message for the agent: where it is, what it has, what just happened.
 
     Ordered from the most to the least decision-relevant, so truncation by a provider
-    (or a skimming model) loses the least useful part.
+    (or a skimming model) loses the least useful part. Nothing is said twice: the last
+    command's reply is shown whole below the recent actions, so they only name it, and
+    earlier replies are cut at a sentence's end, never inside one.
     """
     lines = [
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         f"Location: {state.current_room_name} (room {state.current_room_id})",
         f"Valid exits: {', '.join(state.exits) if state.exits else 'none known'}",
-        f"Inventory: {', '.join(state.inventory) if state.inventory else 'empty-handed'}",
+        f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",
     ]
     if state.in_combat:
@@ -29,10 +32,18 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
         lines.append(f"Actions that already failed here: {', '.join(failed[-10:])}")
     if state.action_history:
         lines.append("Recent actions:")
-        for record in state.action_history[-RECENT_ACTIONS:]:
-            lines.append(f"  > {record.action} -> {shorten(record.response, RESPONSE_SNIPPET)}")
+        *earlier, last = state.action_history[-RECENT_ACTIONS:]
+        said: list[list[str | int]] = []  # [line, times]: a move repeated with the same reply is one line
+        for record in earlier:
+            line = f"  > {record.action} -> {_snippet(record.response)}"
+            if said and said[-1][0] == line:
+                said[-1][1] = int(said[-1][1]) + 1
+            else:
+                said.append([line, 1])
+        lines += [f"{line} (×{times})" if times != 1 else str(line) for line, times in said]
+        lines.append(f"  > {last.action} -> (the game's last response, below)")
     if state.reasoning_history and state.reasoning_history[-1]:
-        lines.append(f"Your previous reasoning: {shorten(state.reasoning_history[-1], 300)}")
+        lines.append(f"Your previous reasoning: {whole_sentences(state.reasoning_history[-1], REASONING_CHARS)}")
     lines.append("Game's last response:")
     lines.append(state.last_observation.strip() or "(none)")
     for section in sections or []:
@@ -40,3 +51,11 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
             lines.append("")
             lines.append(section.strip())
     return "\n".join(lines)
+
+
+def _snippet(response: str) -> str:
+    """A reply in brief: a room's name line joined to its first sentences ("Loud Room: This is ...")."""
+    head, _, rest = response.strip().partition("\n")
+    if rest and head and head[-1] not in ".!?\"')":
+        response = f"{head}: {rest}"
+    return whole_sentences(response, RESPONSE_SNIPPET)

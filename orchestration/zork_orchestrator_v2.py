@@ -348,6 +348,7 @@ class ZorkOrchestratorV2:
         state = self.game_state
         state.current_room_id, state.current_room_name = info.location.id, info.location.name
         state.inventory = list(info.inventory)
+        state.inventory_shown = list(info.inventory_shown)
         state.visible_objects = list(info.visible_objects)
         state.exits = list(info.exits)
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves

@@ -15,6 +15,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     ├── MCPError                     a tool server failed
     │   ├── MCPConfigError
     │   ├── MCPServerStartupError    the server did not start on the episode's first connect
+    │   │   ├── ServerStartupTimeoutError  (managers/mcp/source.py) its start ran out of time
     │   │   └── MCPServerDisabledError   a later connect and its retry failed: no tools this episode
     │   └── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
     │       └── MCPServerDiedError   the server went away during the turn

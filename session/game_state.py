@@ -106,6 +106,8 @@ class GameState:
     current_room_id: int = 0
     current_room_name: str = ""
     inventory: list[str] = field(default_factory=list)
+    # The inventory as the agent reads it: states and nested contents ("gold coffin (open, containing: sceptre)").
+    inventory_shown: list[str] = field(default_factory=list)
     visible_objects: list[str] = field(default_factory=list)
     exits: list[str] = field(default_factory=list)
     score: int = 0
@@ -164,6 +166,7 @@ class GameState:
         data["visited_room_ids"] = sorted(self.visited_room_ids)
         data["failed_actions_by_room"] = {str(k): list(v) for k, v in self.failed_actions_by_room.items()}
         data["inventory"] = list(self.inventory)
+        data["inventory_shown"] = list(self.inventory_shown)
         data["visible_objects"] = list(self.visible_objects)
         data["exits"] = list(self.exits)
         return data

@@ -15,15 +15,17 @@ from tests.scripted_llm import completion
 REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
 LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."
 OBJECTIVE = "Take the jewel-encrusted egg to the trophy case in the Living Room."
-# How the memory manager's batch prompt names each turn: "Turn 3 in Kitchen (room 12): > west".
-_BATCH_TURN = re.compile(r"^Turn (\d+) in ", re.MULTILINE)
+# How the memory manager's batch prompt names each turn and its rooms:
+# "Turn 3 in Kitchen (room 12): > west" then "  Rooms: done in Kitchen (room 12), led to Living Room (room 13)".
+_BATCH_TURN = re.compile(r"^Turn (\d+) in .*\n  Rooms: .*?\(room (\d+)\)(?:, led to .*\(room (\d+)\))?$", re.MULTILINE)
 
 
 class LearningModel(WalkthroughModel):
     """The walkthrough agent, plus real answers for the learning managers' schemas.
 
-    - ``MemoryBatchReply``: remember ``REMEMBERED`` for the batch's first turn (so, in the
-      walkthrough's first batch, under North of House, where the first move led);
+    - ``MemoryBatchReply``: remember ``REMEMBERED`` for the batch's first turn, filed where
+      the turn led (so, in the walkthrough's first batch, under North of House, where the first
+      move led);
     - ``KnowledgeUpdate``: ``LEARNED`` as a puzzle solution;
     - ``ObjectiveReview``: ``OBJECTIVE`` as a new objective.
 
@@ -41,15 +43,25 @@ class LearningModel(WalkthroughModel):
         name = schema_name(body)
         self.calls[name] += 1
         if name == "MemoryBatchReply":
-            turns = [int(n) for n in _BATCH_TURN.findall(user_text(body))]
+            turns = _BATCH_TURN.findall(user_text(body))
             decision = {
                 "remember": True,
                 "category": "navigation",
                 "text": REMEMBERED,
                 "status": "active",
                 "supersedes": [],
+                "lasting": True,
             }
-            return completion(json.dumps({"decisions": [{"turn": n, **decision} for n in turns[:1]]}))
+            return completion(
+                json.dumps(
+                    {
+                        "decisions": [
+                            {"turn": int(n), "room_id": int(led_to or done_in), **decision}
+                            for n, done_in, led_to in turns[:1]
+                        ]
+                    }
+                )
+            )
         if name == "KnowledgeUpdate":
             sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
             return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [LEARNED]}))

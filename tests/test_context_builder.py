@@ -37,9 +37,29 @@ def test_only_recent_actions_and_short_snippets() -> None:
     text = build_context(state_at_troll_room())
     shown = [line for line in text.splitlines() if line.startswith("  > ")]
     assert len(shown) == RECENT_ACTIONS
-    assert shown[-1].startswith("  > action 9 -> response 9")
+    assert shown[-1] == "  > action 9 -> (the game's last response, below)"
+    assert shown[-2].startswith("  > action 8 -> response 8")
     assert all(len(line) < 200 for line in shown)
     assert "> action 3 " not in text
+
+
+def test_recent_actions_never_repeat_the_last_reply_nor_cut_a_sentence() -> None:
+    state = state_at_troll_room()
+    loud = (
+        "Loud Room\nThis is a large room with a ceiling which cannot be detected from the ground. There is a "
+        "narrow passage from east to west and a stone stairway leading upward. The room is eerie in its quietness."
+    )
+    state.action_history[-2].response = loud
+    state.last_observation = state.action_history[-1].response = "Taken. The bar is heavy and it glints in the light."
+    state.reasoning_history[-1] = "Plan: 1. take the bar. 2. go up the stairs. " + "Then find the dam. " * 40
+    text = build_context(state)
+    assert text.count("The bar is heavy") == 1  # shown once, in full, as the last response
+    assert "  > action 8 -> Loud Room: This is a large room with a ceiling which cannot be detected from the " in text
+    assert "stairway leading upward. …" in text or "ground. …" in text  # ends at a sentence, never inside one
+    state.action_history[-3].action, state.action_history[-3].response = "action 8", loud  # the same move twice
+    assert build_context(state).count("> action 8 -> Loud Room") == 1 and "(×2)" in build_context(state)
+    reasoning = next(line for line in text.splitlines() if line.startswith("Your previous reasoning: "))
+    assert "2. go up the stairs." in reasoning and reasoning.endswith("Then find the dam. …")
 
 
 def test_combat_line_only_when_the_extractor_says_so() -> None:

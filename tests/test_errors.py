@@ -31,6 +31,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("llm_client", "CircuitOpenError", Consequence.EPISODE_ENDS),
     ("managers.mcp", "MCPError", Consequence.EPISODE_ENDS),
     ("managers.mcp", "MCPServerStartupError", Consequence.SETUP_FAILS),
+    ("managers.mcp.source", "ServerStartupTimeoutError", Consequence.SETUP_FAILS),
     ("managers.mcp", "MCPServerDisabledError", Consequence.TOOL_SERVER_DOWN),
     ("managers.mcp", "MCPToolCallError", Consequence.TURN_CONTINUES),
     ("managers.mcp", "MCPServerDiedError", Consequence.TOOL_SERVER_DOWN),

@@ -222,3 +222,25 @@ def test_changed_chars_counts_differences() -> None:
     assert changed_chars("", "abc") == 3
     assert changed_chars("The troll swings.", "The troll swings!") == 1
     assert changed_chars("abcdef", "uvwxyz") == 6
+
+
+def test_the_agent_reads_the_inventory_nested_and_the_room_with_places(
+    game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    """The engine's facts as the agent's context shows them: states and contents in the inventory,
+    and where a visible item sits."""
+    from orchestration.context_builder import build_context
+
+    extractor = make_extractor(make_config(), game, None)
+    text = play(game, ["north", "east", "open window", "west", "open sack"])
+    info = extractor.extract("open sack", text)
+    assert "brown sack (open, on the kitchen table)" in info.visible_objects
+    assert "lunch (in the brown sack)" in info.visible_objects
+    text = play(game, ["take sack", "west", "take lamp", "turn on lamp"])
+    info = extractor.extract("turn on lamp", text)
+    assert sorted(info.inventory) == ["brass lantern", "brown sack", "clove of garlic", "lunch"]
+    state = GameState()
+    state.inventory, state.inventory_shown = list(info.inventory), list(info.inventory_shown)
+    assert "Inventory: brass lantern (on), brown sack (open, containing: lunch, clove of garlic)" in build_context(
+        state
+    )

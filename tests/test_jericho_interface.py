@@ -17,7 +17,7 @@ from game_interface import (
     RefusedCommandError,
     StoryFileError,
 )
-from game_interface.jericho_interface import GAME_OVER_TEXT, clean_text
+from game_interface.jericho_interface import GAME_OVER_TEXT, HIDDEN_STATE_CHANGE, clean_text
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -98,6 +98,36 @@ def test_labels_carry_the_state_a_player_acts_on(game: JerichoInterface) -> None
     assert "brass lantern (on)" in [obj.label for obj in game.get_visible_objects()]
 
 
+def test_inventory_shows_states_and_what_each_container_holds(game: JerichoInterface) -> None:
+    """Putting the sack away takes its lunch and garlic with it: the inventory says they are inside."""
+    for command in ["north", "east", "open window", "west", "take sack", "open sack", "west", "take lamp"]:
+        game.send_command(command)
+    game.send_command("turn on lamp")
+    assert game.describe_inventory() == [
+        "brass lantern (on)",
+        "brown sack (open, containing: lunch, clove of garlic)",
+    ]
+    assert sorted(game.get_inventory()) == ["brass lantern", "brown sack", "clove of garlic", "lunch"]
+
+
+def test_visible_objects_say_where_they_sit_and_what_creatures_carry(game: JerichoInterface) -> None:
+    """Over the walkthrough: the black book (open to page 569, never opened or closed) has no
+    state; the thief is no container and his bag and stiletto are his, not loose; the torch sits
+    on the pedestal, the egg lies in the trophy case."""
+    seen: set[str] = set()
+    for command in game.get_walkthrough():
+        game.send_command(command)
+        shown = game.describe_visible_objects() + game.describe_inventory()
+        seen.update(shown)
+        assert not [s for s in shown if s.startswith("black book") and ("open" in s or "closed" in s)], shown
+        if any(s.startswith("thief") for s in shown):  # once he is dead his stiletto lies loose
+            assert not [s for s in shown if s in ("large bag", "stiletto") or s.startswith("thief (open")], shown
+    assert "thief (carrying: large bag, stiletto)" in seen
+    assert "torch (on, on the pedestal)" in seen
+    assert {"black book", "black book (on the altar)"} <= seen
+    assert any(s.startswith("jewel-encrusted egg (") and s.endswith("in the trophy case)") for s in seen), sorted(seen)
+
+
 def test_world_changes_come_from_the_object_tree(game: JerichoInterface) -> None:
     def changes(command: str) -> list[str]:
         game.send_command(command)
@@ -130,6 +160,28 @@ def test_the_thief_wandering_far_away_is_no_world_change(game: JerichoInterface)
             break
     assert game.room_of(thief) != before  # the thief did move this turn...
     assert game.last_world_changes() == ()  # ...but nowhere near the player
+
+
+def test_world_changes_tell_only_what_the_player_saw(game: JerichoInterface) -> None:
+    """The thief steps into the Treasure Room: where he came from (off-screen) is not told, nor
+    his hiding flag; the diamond made inside the closed machine is a change nobody saw."""
+    changes: dict[int, list[str]] = {}
+    for turn, command in enumerate(game.get_walkthrough()[:346], start=1):
+        game.send_command(command)
+        changes[turn] = [change.describe() for change in game.last_world_changes()]
+    assert changes[260] == ["thief: appeared in Treasure Room"]
+    assert changes[346] == [HIDDEN_STATE_CHANGE.describe()]
+    told = " ".join(" ".join(c) for c in changes.values())
+    assert "Coal Mine" not in told and "Drafty Room" not in told and "hidden" not in told
+
+
+def test_a_death_scatters_the_inventory_it_does_not_drop_it(game: JerichoInterface) -> None:
+    for command in ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W", "move rug", "open trapdoor"]:
+        game.send_command(command)
+    game.send_command("d")
+    game.send_command("n")  # in the dark: a grue
+    assert game.last_response_was_death
+    assert [c.describe() for c in game.last_world_changes()] == ["jewel-encrusted egg: lost when you died"]
 
 
 def test_find_objects_uses_the_parsers_synonyms_and_adjectives(game: JerichoInterface) -> None:

@@ -47,6 +47,8 @@ def decision(turn_no: int, text: str, **kw: Any) -> dict[str, Any]:
         "text": text,
         "status": kw.get("status", "active"),
         "supersedes": kw.get("supersedes", []),
+        "room_id": kw.get("room_id"),
+        "lasting": kw.get("lasting", True),
     }
 
 
@@ -175,7 +177,7 @@ def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
             {
                 "decisions": [
                     decision(2, "Opening the mailbox reveals a leaflet.", category="item", status="tentative"),
-                    decision(3, "A forest path leads further north.", category="navigation"),
+                    decision(3, "A forest path leads further north.", category="navigation", room_id=NORTH[0]),
                     decision(1, "nothing", remember=False),
                 ]
             }
@@ -194,14 +196,14 @@ def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
     prompt = user_text(body)
     assert "Turn 2 in West of House (room 1): > open mailbox" in prompt
     assert "Turn 3 in West of House (room 1): > north" in prompt and "first visit" in prompt
-    assert f"Lesson for: North of House (room {NORTH[0]})" in prompt  # a move's lesson is about where it led
+    assert f"Rooms: done in West of House (room 1), led to North of House (room {NORTH[0]})" in prompt
     assert "Turn 1 " not in prompt
 
     stored = {m.text: m for m in manager.memories}
     moved = "(from West of House going north) A forest path leads further north."
     assert set(stored) == {"Opening the mailbox reveals a leaflet.", moved}
     assert stored["Opening the mailbox reveals a leaflet."].room_id == HOUSE[0]  # acted on here
-    assert stored[moved].room_id == NORTH[0]  # learned by moving: filed under the destination
+    assert stored[moved].room_id == NORTH[0]  # the model filed it where the move led
     assert stored["Opening the mailbox reveals a leaflet."].status is MemoryStatus.TENTATIVE
     assert len(log.events("memory_added")) == 2
 
@@ -332,7 +334,7 @@ def test_malformed_reply_and_llm_error_are_logged_and_skipped(llm_server: Script
 
 def test_memories_written_in_episode_one_appear_in_episode_two(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     first, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=5)
-    trap = decision(2, "The trap door bars itself shut behind you.", category="danger")
+    trap = decision(2, "The trap door bars itself shut behind you.", category="danger", room_id=5)
     llm_server.script(json_reply({"decisions": [trap]}))
     first.process_turn(turn(1, "look"))
     first.process_turn(turn(2, "down", response="The door crashes shut.", room=(4, "Living Room"), to=(5, "Cellar")))
@@ -464,24 +466,111 @@ def test_a_reply_without_a_visible_change_is_offered_with_what_the_game_said(
     for result in turns:
         manager.process_turn(result)
     offered = _offered(llm_server.bodies)
-    assert "nothing visible changed; the game said: It is securely anchored." in offered[1]
+    assert "Response: It is securely anchored.\n  Changes: nothing visible changed" in offered[1]  # said once
     assert 2 not in offered and 3 not in offered  # the parser's complaint and a look teach nothing
 
 
-def test_a_lesson_learned_by_moving_is_filed_under_the_destination(
+def test_the_memory_model_files_each_lesson_under_the_room_it_picks(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    """The troll attacks as the player enters its room: that is the Troll Room's memory, not the Cellar's."""
+    """The troll attacks as the player enters its room: the Troll Room's memory. Praying at the
+    altar carries the player to the Forest: the Altar's memory, where the prayer can be said."""
     manager, state, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
     turns = walkthrough_turns(game_file)
     into_troll_room = next(r for r in turns if r.room_name_after == "The Troll Room" and r.moved)
-    assert into_troll_room.room_name_before == "Cellar"
-    llm_server.script(json_reply({"decisions": [decision(into_troll_room.turn, "A troll with an axe attacks.")]}))
+    pray = next(r for r in turns if r.action == "Pray")
+    assert (into_troll_room.room_name_before, pray.room_name_before, pray.room_name_after) == (
+        "Cellar",
+        "Altar",
+        "Forest",
+    )
+    troll = decision(into_troll_room.turn, "A troll with an axe attacks.", room_id=into_troll_room.room_id_after)
+    llm_server.script(json_reply({"decisions": [troll]}))
     manager.process_turn(into_troll_room)
     prompt = user_text(llm_server.bodies[0])
-    assert f"Lesson for: The Troll Room (room {into_troll_room.room_id_after})" in prompt
-    [memory] = manager.memories
-    assert (memory.room_id, memory.room_name) == (into_troll_room.room_id_after, "The Troll Room")
-    assert memory.text == f"(from Cellar going {into_troll_room.action}) A troll with an axe attacks."
+    assert (
+        f"Rooms: done in Cellar (room {into_troll_room.room_id_before}), "
+        f"led to The Troll Room (room {into_troll_room.room_id_after})"
+    ) in prompt
+    llm_server.script(
+        json_reply({"decisions": [decision(pray.turn, "Praying here teleports you out.", room_id=pray.room_id_before)]})
+    )
+    manager.process_turn(pray)
+    by_room = {m.room_name: m.text for m in manager.memories}
+    assert by_room == {
+        "The Troll Room": f"(from Cellar going {into_troll_room.action}) A troll with an axe attacks.",
+        "Altar": "Praying here teleports you out.",  # filed where it was done: no "(from ...)"
+    }
     state.current_room_id = into_troll_room.room_id_before
     assert manager.context_section() is None  # nothing about the troll under the Cellar
+
+
+def test_a_superseding_memory_never_doubles_the_arrival_prefix(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    first = decision(1, "A path leads on.", room_id=NORTH[0])
+    llm_server.script(json_reply({"decisions": [first]}))
+    manager.process_turn(turn(1, "north", room=HOUSE, to=NORTH))
+    [old] = manager.memories
+    again = decision(2, f"{old.text} It ends at a forest.", room_id=NORTH[0], supersedes=[old.id])
+    llm_server.script(json_reply({"decisions": [again]}))
+    manager.process_turn(turn(2, "north", room=HOUSE, to=NORTH, score=(0, 1)))
+    assert [m.text for m in manager.memories if m.shown] == [
+        "(from West of House going north) A path leads on. It ends at a forest."
+    ]
+
+
+def test_this_games_state_is_kept_apart_and_not_shown_in_later_episodes(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    first, state, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    llm_server.script(
+        json_reply(
+            {
+                "decisions": [
+                    decision(1, "The rope was taken from here.", category="item", lasting=False),
+                    decision(1, "The attic is dark; bring light.", category="danger"),
+                ]
+            }
+        )
+    )
+    first.process_turn(turn(1, "take rope", room=KITCHEN, inv=([], ["rope"])))
+    assert "Memories carry into later episodes" in llm_server.bodies[0]["messages"][0]["content"]
+    state.current_room_id = KITCHEN[0]
+    assert "The rope was taken from here." in (first.context_section() or "")
+    text = (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
+    assert "| item (this game) | episode" in text
+
+    second, state2, _ = make_manager(llm_server, tmp_path)  # a new episode
+    state2.current_room_id = KITCHEN[0]
+    assert second.context_section() == "## Your memories of Kitchen\n- [danger] The attic is dark; bring light."
+
+
+def test_a_failure_a_later_turn_disproves_is_superseded_by_the_program(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    failed = decision(1, "'take coffin' failed: your load is too heavy.", category="failure")
+    llm_server.script(json_reply({"decisions": [failed, decision(1, "A coffin lies here.", category="item")]}))
+    egypt = (7, "Egyptian Room")
+    manager.process_turn(turn(1, "take coffin", response="Your load is too heavy.", room=egypt))
+    llm_server.script(json_reply({"decisions": []}))
+    manager.process_turn(turn(2, "take coffin", response="Taken.", room=egypt, inv=([], ["gold coffin"])))
+    # Retired before the next batch was asked, which no longer sees it as stored.
+    assert "#1 " not in user_text(llm_server.bodies[1]) and "#2 [Egyptian Room]" in user_text(llm_server.bodies[1])
+    state.current_room_id = egypt[0]
+    assert manager.context_section() == "## Your memories of Egyptian Room\n- [item] A coffin lies here."
+    assert [r.memory_id for r in log.events("memory_superseded")] == [1]
+    assert "SUPERSEDED | failure |" in (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
+
+
+def test_a_death_is_offered_whole_with_the_score_change_said_honestly(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=50)
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": []}))
+    death = "Oh, no! A lurking grue slithered into the room and devoured you! " * 10 + "   ****  You have died  ****"
+    manager.process_turn(turn(1, "n", response=death, room=(9, "Cellar"), to=(8, "Forest"), score=(25, 15), died=True))
+    prompt = user_text(llm_server.bodies[0])
+    assert "You have died ****" in prompt  # not cut before the death
+    assert "Changes: you died; score -10 (net for the turn, which included your death)" in prompt
+    assert "lost" not in prompt.split("Changes:")[1] and "dropped" not in prompt

@@ -78,6 +78,7 @@ class Player:
                     inventory,
                     self.game.get_inventory(),
                     self.game.moves,
+                    died=self.game.last_response_was_death,
                 )
             )
 
@@ -106,7 +107,9 @@ def test_all_steps_must_hold_take_the_egg_then_enter_the_house(
     manager.add_objective(proposal(text, step("hold_item", "egg"), step("reach_room", "Kitchen")), turn=0)
     player.play(TO_LIVING_ROOM[:4])  # the egg is taken...
     assert statuses(manager) == {text: ObjectiveStatus.ACTIVE}  # ...but that is only one of two steps
-    assert "you hold the egg (holds now); you are in Kitchen" in (manager.context_section() or "")
+    assert "- #1 [high] Take the egg, then enter the house — holding the egg ✓; in Kitchen" in (
+        manager.context_section() or ""
+    )
     player.play(TO_LIVING_ROOM[4:9])  # in through the window, egg in hand
     assert statuses(manager) == {text: ObjectiveStatus.COMPLETED}
     [done] = log.events("objective_completed")
@@ -175,7 +178,7 @@ def test_unknown_targets_are_refused_back_to_the_agent_not_guessed(
     assert len(manager.active()[0].steps[0].ids) > 1  # Zork has several rooms called Forest
 
 
-def test_an_objective_whose_subject_left_the_game_is_dropped_with_the_reason(
+def test_an_objective_to_end_its_subject_is_completed_when_the_subject_leaves_the_game(
     llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
 ) -> None:
     manager, player, log = make_manager(llm_server, tmp_path, game)
@@ -187,8 +190,61 @@ def test_an_objective_whose_subject_left_the_game_is_dropped_with_the_reason(
         player.play(["kill troll with sword"])
         if not game.find_objects("troll") or game.room_of(game.find_objects("troll")[0].id) is None:
             break
-    assert statuses(manager) == {"Kill the troll": ObjectiveStatus.DROPPED}
-    assert [r.evidence for r in log.events("objective_dropped")] == ["the troll is gone from the game"]
+    assert statuses(manager) == {"Kill the troll": ObjectiveStatus.COMPLETED}
+    [done] = log.events("objective_completed")
+    assert done.evidence.endswith(": the troll is gone from the game")
+    assert not log.events("objective_dropped")  # a goal reached: nothing to revisit
+    section = manager.context_section() or ""
+    assert "- none active" in section and f"Recently completed: Kill the troll (turn {done.turn})" in section
+
+
+def test_an_objective_whose_subject_left_the_game_is_dropped_and_revisited_at_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, log = make_manager(llm_server, tmp_path, game, discovery_interval_turns=100)
+    llm_server.respond_with(lambda body, index: review())
+    manager.add_objective(proposal("Keep the lunch for later", step("hold_item", "lunch")), 0)
+    player.play(["N", "E", "Open window", "W", "Open sack", "Get lunch"])
+    assert statuses(manager) == {"Keep the lunch for later": ObjectiveStatus.COMPLETED}
+    manager.add_objective(
+        proposal("Carry the lunch to the Attic", step("hold_item", "lunch"), step("reach_room", "Attic")), 6
+    )
+    assert llm_server.requests == []
+    player.play(["eat lunch"])  # the lunch leaves the game
+    assert statuses(manager)["Carry the lunch to the Attic"] is ObjectiveStatus.DROPPED
+    assert [r.evidence for r in log.events("objective_dropped")] == ["the lunch is gone from the game"]
+    [request] = llm_server.bodies  # the review ran on this turn, not at the interval
+    assert "Revisit now" in user_text(request)
+    assert "#2 'Carry the lunch to the Attic' was dropped: the lunch is gone from the game" in user_text(request)
+    section = manager.context_section() or ""
+    assert "Recently dropped: Carry the lunch to the Attic (the lunch is gone from the game)" in section
+    assert "Recently completed: Keep the lunch for later (turn 6)" in section
+
+
+def test_objectives_needing_items_lost_in_a_death_are_revisited_at_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    manager, player, _ = make_manager(llm_server, tmp_path, game, discovery_interval_turns=100)
+    llm_server.respond_with(lambda body, index: review())
+    case = step("item_in_container", "egg", container="trophy case")
+    manager.add_objective(proposal("Put the egg in the trophy case", case), 0)
+    player.play([*TO_LIVING_ROOM, "move rug", "open trapdoor", "d"])
+    assert llm_server.requests == []
+    player.play(["n"])  # a grue in the dark: the egg is scattered
+    [request] = llm_server.bodies
+    assert "'Put the egg in the trophy case': you died on turn 14 and lost the jewel-encrusted egg" in user_text(
+        request
+    )
+
+
+def test_one_route_per_objective(llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface) -> None:
+    manager, _, _ = make_manager(llm_server, tmp_path, game)
+    steps = [
+        step("item_in_container", "egg", container="trophy case"),
+        step("item_in_container", "lamp", container="trophy case"),
+    ]
+    manager.add_objective(proposal("Egg and lamp to the case", *steps), 0)
+    assert [name for name, _ in manager.target_rooms()] == ["the trophy case (objective #1)"]
 
 
 def test_near_duplicates_merge_and_text_is_never_cut_mid_word(

@@ -156,7 +156,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
 
     async def turn() -> list[Any]:
         schemas = await manager.open_turn(1)
-        spawned.update(child_pids() - before)
+        spawned.update(child_pids() - before - {manager.sweeper_pid})  # the server, not the sweeper
         return [schemas] + [await manager.call_tool("thoughtbox__think", call) for call in calls]
 
     with async_hygiene(handler) as report:
@@ -165,7 +165,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
         finally:
             manager.close()
     assert_clean(report)
-    assert len(spawned) == 1 and not wait_gone(spawned, 3.0)
+    assert len(spawned) == 1 and not wait_gone(spawned | {manager.sweeper_pid}, 3.0)
     stderr = "\n".join(r.getMessage() for r in handler.by_event("mcp_server_stderr"))
     return results, stderr
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from managers.turn_events import LessonRoom, attempt_reply, is_noteworthy, lesson_room
+from managers.turn_events import EventRooms, attempt_reply, event_rooms, is_noteworthy
 from tests.walkthrough_turns import played_turns
 
 COMMANDS = ("take mailbox", "blorple", "examine mailbox", "open mailbox", "north", "east", "open window", "east")
@@ -23,6 +23,12 @@ def test_attempts_world_changes_and_lesson_rooms(game_file: Path) -> None:
     assert opened.world_changes == ("small mailbox: opened",)
     assert window.world_changes == ("kitchen window: opened", "new exit: west", "new exit: in")
 
-    assert lesson_room(opened) == LessonRoom(opened.room_id_before, "West of House")
-    assert lesson_room(north) == LessonRoom(north.room_id_after, "North of House", "from West of House going north")
-    assert lesson_room(east).room_name == "Behind House"
+    assert event_rooms(opened) == EventRooms((opened.room_id_before, "West of House"), None, "open mailbox")
+    rooms = event_rooms(north)
+    assert rooms.ids == (north.room_id_before, north.room_id_after)
+    assert rooms.describe() == (
+        f"done in West of House (room {north.room_id_before}), led to North of House (room {north.room_id_after})"
+    )
+    assert rooms.arrived_from(north.room_id_after) == "from West of House going north"
+    assert rooms.arrived_from(north.room_id_before) is None  # filed where it was done: no prefix
+    assert event_rooms(east).name_of(east.room_id_after) == "Behind House"
