@@ -4,7 +4,10 @@ that the score, the current room on the map and the latest command appear and th
 
 What the page must show comes from Jericho itself (``walkthrough_turns``), not from the files
 the viewer reads. Screenshots go to the test's tmp folder (the path is printed); set
-``ZORKGPT_SCREENSHOT_DIR`` to keep them somewhere else (the README's come from there).
+``VIEWER_SCREENSHOT_DIR`` to keep them somewhere else (the README's come from there:
+``VIEWER_SCREENSHOT_DIR=/tmp/shots uv run pytest tests/test_viewer_browser.py``, then copy
+``viewer.png``, ``viewer-phone.png``, ``viewer-long-map.png`` and ``viewer-running.png`` to
+docs/images/). Not a ``ZORKGPT_`` name: those are configuration, and an unknown one is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from viewer.server import RunningViewer, start_viewer
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (uv sync installs it)")
 # Read at import: every test then runs with the ZORKGPT_* variables cleared (tests/conftest.py).
 CHROMIUM = os.environ.get("ZORKGPT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-SCREENSHOT_DIR = Path(os.environ["ZORKGPT_SCREENSHOT_DIR"]) if os.environ.get("ZORKGPT_SCREENSHOT_DIR") else None
+SCREENSHOT_DIR = Path(os.environ["VIEWER_SCREENSHOT_DIR"]) if os.environ.get("VIEWER_SCREENSHOT_DIR") else None
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)"
 )
@@ -386,7 +389,7 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
                 expect(page.locator("#objectives li.objective.active .badge")).to_have_text("active")
                 # Nothing wider than the screen.
                 assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
-                screenshot(page, tmp_path, f"viewer-{name}.png")
+                screenshot(page, tmp_path, "viewer.png" if name == "wide" else f"viewer-{name}.png")
             finally:
                 context.close()
             assert errors == []
@@ -400,6 +403,7 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
             expect(page.locator("#map g.room")).to_have_count(len(walkthrough_graph(game_file).rooms))
             expect(page.locator('#map g.room.current[data-room-id="203"]')).to_have_count(1)
             assert in_view(page, "#map g.room.current", "#map")
+            screenshot(page, tmp_path, "viewer-long-map.png")
             page.click("#map-whole")
             page.click("#map-zoom-in")
             page.mouse.move(700, 500)
@@ -411,7 +415,6 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
             page.mouse.up()
             page.click("#map-current")
             assert in_view(page, "#map g.room.current", "#map")
-            screenshot(page, tmp_path, "viewer-long-map.png")
         finally:
             context.close()
     finally:
