@@ -274,7 +274,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         page.goto(f"{running.url}#{episode.name}")
         expect(page.locator("#status")).to_have_text("finished: max_turns")
         # The figures: every failed call of the log, the made-up tool apart from the server.
-        expect(page.locator("#mcp-calls")).to_have_text("4")
+        expect(page.locator("#mcp-calls")).to_have_text("5")
         expect(page.locator("#mcp-errors")).to_have_text(str(len(failed)))
         expect(page.locator("#rejections")).to_have_text("2")
         table = page.locator("#figures table.tool-table")
@@ -306,6 +306,13 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         expect(steps.nth(0).locator("pre").first).to_contain_text('"count": "lots"')
         steps.nth(2).locator("summary").click()
         expect(steps.nth(2).locator("pre").nth(1)).to_have_text(ECHO_TEXT)
+
+        # A result the log kept shortened (no longer JSON) still reads as text, line breaks and all.
+        third = page.locator('#transcript article.turn[data-turn="3"] .steps details').nth(1)
+        third.locator("summary").click()
+        shortened = third.locator("pre").nth(1)
+        expect(shortened).to_contain_text(re.compile(r"^a line of a long answer\na line of a long answer"))
+        assert "\\n" not in shortened.inner_text()
 
         second = page.locator('#transcript article.turn[data-turn="2"]')
         expect(second.locator(".rejection")).to_have_text(f"> jump refused by the critic model: {CRITIC_REFUSAL}")

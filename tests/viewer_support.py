@@ -9,7 +9,8 @@ The four turns, from West of House:
    a line break and quotes); then "east" (the boarded door: the game engine check refuses
    it), then "north";
 2. "jump" (the scripted critic model refuses it), then "east": Behind House;
-3. ``misc.structured`` refused again, then "open window";
+3. ``misc.structured`` refused again, and ``misc.echo`` of a text too long for the log (kept
+   there shortened, so no longer JSON), then "open window";
 4. "west": the Kitchen, +10.
 """
 
@@ -28,6 +29,7 @@ CRITIC_MODEL = "scripted/critic"
 TURNS = 4
 BAD_ARGUMENTS = {"count": "lots"}
 ECHO_TEXT = 'line one\nsaid "two"'
+LONG_TEXT = "a line of a long answer\n" * 200
 UNKNOWN_TOOL = "oracle__predict"
 CRITIC_REFUSAL = "Jumping here achieves nothing."
 OBJECTIVE = "Get into the white house"
@@ -42,7 +44,7 @@ AGENT_SCRIPT: list[Any] = [
     "north",
     "jump",
     "east",
-    [("misc__structured", {"count": "many"})],
+    [("misc__structured", {"count": "many"}), ("misc__echo", {"text": LONG_TEXT})],
     "open window",
     "west",
 ]

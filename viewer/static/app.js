@@ -184,7 +184,7 @@ function toolOutcome(r) {
   if (r.event_type === "mcp_tool_timeout") {
     return { text: r.message || "timed out", error: true, label: `timed out after ${r.timeout_seconds ?? "?"} s` };
   }
-  if (r.event_type === "mcp_tool_error") return { text: unescapeJSON(String(r.error ?? r.message ?? "")), error: true, label: "failed" };
+  if (r.event_type === "mcp_tool_error") return { text: String(r.error ?? r.message ?? ""), error: true, label: "failed" };
   if (r.result == null) {
     return { text: `${r.result_length ?? "?"} characters (not kept in the log)`, error: Boolean(r.is_error), label: r.is_error ? "refused" : "ok" };
   }
@@ -195,7 +195,8 @@ function toolOutcome(r) {
       ? [readable(parsed.error), parsed.content != null ? readable(parsed.content) : null].filter(Boolean).join("\n\n")
       : readable(parsed && typeof parsed === "object" && "content" in parsed ? parsed.content : parsed);
   } catch {
-    text = unescapeJSON(String(r.result)); // shortened in the log, so no longer JSON: its escapes still read as text
+    // Shortened in the log, so no longer JSON: the answer's text with its escapes read as text.
+    text = unescapeJSON(String(r.result).replace(/^\{"(content|error)": "/, ""));
   }
   return { text, error: Boolean(r.is_error), label: r.is_error ? "refused" : "ok" };
 }
@@ -333,7 +334,7 @@ function renderTurn(n) {
   if (t && t.reasoning) {
     node.append(details("Reasoning", el("pre", { class: "reasoning", text: t.reasoning }), keepOpen("reasoning", isLatest), "reasoning"));
   }
-  for (const note of entry.notes) node.append(el("div", { class: `note ${note.level?.toLowerCase() || ""}`, text: unescapeJSON(String(note.message)) }));
+  for (const note of entry.notes) node.append(el("div", { class: `note ${note.level?.toLowerCase() || ""}`, text: String(note.message) }));
   node.hidden = !matchesFilter(node);
 
   if (previous) previous.replaceWith(node);
