@@ -105,12 +105,15 @@ def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
     tallies: dict[tuple[str | None, str], ToolTally] = {}
     # Calls waiting for their outcome, per (turn, logged tool name), first in first out.
     open_calls: dict[tuple[Any, str], list[tuple[str | None, str]]] = {}
+    servers: set[str] = set()
 
     def add(key: tuple[str | None, str], **values: Any) -> None:
         tallies[key] = tallies.get(key, ToolTally()).plus(**values)
 
     for event in events:
         kind = event.get("event_type")
+        if isinstance(event.get("server_name"), str):
+            servers.add(event["server_name"])
         if kind == "mcp_tool_call":
             key = _tool_of(event)
             add(key, calls=1)
@@ -119,7 +122,7 @@ def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
             waiting = open_calls.get((event.get("turn"), str(event.get("tool_name"))))
             if waiting:
                 key = waiting.pop(0)
-            else:  # failed before a call went out: still one call the model made
+            else:  # failed before a call went out (arguments it could not read): still a call the model made
                 key = _tool_of(event)
                 add(key, calls=1)
             failed = kind != "mcp_tool_result" or event.get("is_error") is True
@@ -127,11 +130,17 @@ def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
     by_server: dict[str, dict[str, ToolTally]] = {}
     unknown: dict[str, ToolTally] = {}
     for (server, tool), tally in sorted(tallies.items(), key=lambda item: (item[0][0] or "", item[0][1])):
+        prefix, _, rest = tool.partition(".")
+        if server is None and prefix in servers and rest:
+            # Such a failure is logged without its server; its "server.tool" name says which.
+            server, tool = prefix, rest
         if server is None:
             unknown[tool] = tally
         else:
-            by_server.setdefault(server, {})[tool] = tally
-    return ToolCallCounts(by_server, unknown)
+            tools = by_server.setdefault(server, {})
+            previous = tools.get(tool, ToolTally())
+            tools[tool] = previous.plus(tally.calls, tally.failed, tally.duration_ms)
+    return ToolCallCounts({server: dict(sorted(tools.items())) for server, tools in sorted(by_server.items())}, unknown)
 
 
 @dataclass(frozen=True)
