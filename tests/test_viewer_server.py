@@ -256,15 +256,9 @@ def test_page_and_assets_are_served_from_the_package(viewer: RunningViewer) -> N
 
 
 # ---------------------------------------------------------------------- the two entry points
-def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
-    workdir = played[0] / "game_files"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "viewer", str(workdir), "--port", "0"],
-        cwd=REPO,
-        env=clean_env({}),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _serve_and_list(argv: list[str], cwd: Path) -> None:
+    """Starts the viewer, lists its episodes over HTTP, stops it with Ctrl-C: exit 0, no traceback."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=clean_env({}), stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -275,8 +269,11 @@ def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path,
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
+    _serve_and_list([sys.executable, "-m", "viewer", str(played[0] / "game_files"), "--port", "0"], REPO)
 
 
 def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
@@ -289,24 +286,7 @@ def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, G
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert f"No game workdir at {elsewhere / 'game_files'}" in missing.stderr
     assert f"python {REPO / 'viewer'} path/to/game_files" in missing.stderr
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "viewer"), str(played[0] / "game_files"), "--port", "0"],
-        cwd=elsewhere,
-        env=clean_env({}),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
-        assert match, line
-        listing = json.loads(urlopen_text(f"http://{match[1]}:{match[2]}/api/episodes"))
-        assert [e["id"] for e in listing["episodes"]] == ["walk"]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0 and "Traceback" not in err, err
+    _serve_and_list([sys.executable, str(REPO / "viewer"), str(played[0] / "game_files"), "--port", "0"], elsewhere)
 
 
 def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(

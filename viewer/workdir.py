@@ -31,6 +31,7 @@ from orchestration.episode_records import (
     read_json,
 )
 from session.game_configuration import FilesSection
+from shared_utils import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
 
 logger = logging.getLogger("zorkgpt.viewer")
@@ -65,25 +66,6 @@ EVENT_FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """How deeply ``value`` nests lists and objects, counted without recursion; stops past ``limit``."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            break
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
 def event_problem(event: dict[str, Any]) -> str | None:
     """Why the page cannot show ``event``, or None when it can."""
     for name, kinds in EVENT_FIELD_TYPES.items():
@@ -92,7 +74,7 @@ def event_problem(event: dict[str, Any]) -> str | None:
             continue
         if not isinstance(value, kinds) or isinstance(value, bool):
             return f"{name} is {type(value).__name__}, not {' or '.join(kind.__name__ for kind in kinds)}"
-    if nesting_depth(event) > MAX_DEPTH:
+    if json_depth(event, MAX_DEPTH) > MAX_DEPTH:
         return f"nested more than {MAX_DEPTH} levels deep"
     return None
 
@@ -146,7 +128,7 @@ class GameWorkdir:
             data = read_json(target) if target is not None else None
         except RecursionError:  # nested beyond what the parser handles
             return None
-        return data if data is None or nesting_depth(data) <= MAX_DEPTH else None
+        return data if data is None or json_depth(data, MAX_DEPTH) <= MAX_DEPTH else None
 
     def _events(self, episode_id: str) -> tuple[list[dict[str, Any]], int]:
         path = self.inside(self.episode_dir(episode_id) / EVENTS_FILE)
