@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -295,3 +296,11 @@ def traced_observation(
             manager.__exit__(type(exc), exc, exc.__traceback__)
         raise
     manager.__exit__(None, None, None)
+
+
+@functools.cache
+def project_version() -> str:
+    """ZorkGPT's version, as ``pyproject.toml`` beside this file gives it (the project is not
+    installed as a package, so there is no distribution metadata to ask)."""
+    with (Path(__file__).resolve().parent / "pyproject.toml").open("rb") as fh:
+        return str(tomllib.load(fh)["project"]["version"])

@@ -46,7 +46,7 @@ from typing import Annotated, Any, NotRequired, TextIO, TypedDict
 
 from pydantic import Field
 
-from shared_utils import escape_control_chars, shorten
+from shared_utils import escape_control_chars, project_version, shorten
 
 THINK_DESCRIPTION = """Record one step of structured, reflective reasoning before choosing a game action.
 
@@ -280,6 +280,7 @@ def build_server():  # -> MCPServer, imported lazily
     boxes = SessionBoxes(log_stream)
     server = MCPServer(
         name="thoughtbox",
+        version=project_version(),
         instructions="Structured step-by-step reasoning: call think once per thought.",
         log_level="WARNING",
     )

@@ -46,7 +46,7 @@ from game_interface import (
 )
 from managers.map_graph import MapGraph, normalize_direction
 from mcp_servers import http_mode
-from shared_utils import has_control_chars, shorten
+from shared_utils import has_control_chars, project_version, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
@@ -462,6 +462,7 @@ def story_file_from(cli_path: str | None, environ: Mapping[str, str]) -> str | N
 def build_server(session: ZorkSession) -> MCPServer:
     server = MCPServer(
         name="zork",
+        version=project_version(),
         title="Zork I",
         instructions=(
             "Play Zork I, the classic text adventure. Send one command per play_action call "
