@@ -376,6 +376,30 @@ def test_a_reply_over_the_size_limit_over_http_is_refused_and_the_session_lives_
     assert after.content == "still here"
 
 
+def test_a_reply_over_the_size_limit_over_stdio_is_refused_and_the_session_lives_on(tmp_path: Path) -> None:
+    """The SDK's stdio reader kept a line whole, whatever its size; ours stops at the limit and
+    answers the call with an error, and the next call on the same session works."""
+    scenario = misbehaving_scenario(tmp_path, max_tool_reply_bytes=3_000_000)
+
+    async def body(m: MCPManager) -> tuple[str, ToolCallResult, ToolCallResult]:
+        with pytest.raises(MCPToolCallError) as refused:
+            await m.call_tool("misbehaving__huge", {"chars": 5_000_000})
+        return (
+            str(refused.value),
+            await m.call_tool("misbehaving__huge", {"chars": 2_000_000}),
+            await m.call_tool("misbehaving__echo", {"text": "still here"}),
+        )
+
+    message, under, after = scenario.run(body)
+    assert message.startswith("MCP tool misbehaving.huge replied with 5,000,")
+    assert message.endswith(
+        "bytes, over the limit of 3,000,000; the reply was dropped. Ask for less "
+        "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
+    )
+    assert under.content.endswith("[truncated by ZorkGPT: showing 8000 of 2000000 characters]")
+    assert after.content == "still here"
+
+
 def test_real_tool_names_are_wire_safe_and_callable_both_ways(tmp_path: Path) -> None:
     scenario = misbehaving_scenario(tmp_path)
 

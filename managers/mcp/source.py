@@ -22,10 +22,9 @@ only the SDK's own clean-up applies.) Every server also carries its manager's ow
 with which the sweeper (``sweeper.py``) ends them all when ZorkGPT is killed outright.
 
 Stray output. A stdio server that prints a banner or its log on stdout breaks the protocol's
-rule that stdout carries only MCP messages. The SDK hands each such line to the session's
-message handler (as the parse error), and also logs it with a traceback on its own logger;
-that log record is dropped by a filter on the SDK's logger, and the source warns once per
-server instead (with the first line, cut short), counting the rest at debug level.
+rule that stdout carries only MCP messages. Our stdio transport (``stdio.py``) hands each such
+line to the session's message handler as the parse error; the source warns once per server
+(with the first line, cut short) and counts the rest at debug level.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ from typing import IO, Any, Self
 import anyio
 import httpx2
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -58,6 +57,7 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
@@ -73,25 +73,11 @@ _INSTALL_HINTS = {
 }
 
 _STRAY_LINE_CHARS = 120
-# The SDK's stdio transport logs this, with a traceback, for every stdout line that is not an
-# MCP message; the session hands the same line to our message handler (see the module docstring).
-_SDK_STDIO_LOGGER = "mcp.client.stdio"
-_SDK_STRAY_LINE_MESSAGE = "Failed to parse JSONRPC message from server"
 
 Redactor = Callable[[str], str]
 
 # The words of the error the SDK ends a reply's stream with when one event is over its limit.
 _EVENT_TOO_LARGE = "Server-sent event exceeded the"
-
-
-class _StrayLineFilter(logging.Filter):
-    """Drops the SDK's per-line traceback for stdout lines that are not MCP messages."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != _SDK_STRAY_LINE_MESSAGE
-
-
-logging.getLogger(_SDK_STDIO_LOGGER).addFilter(_StrayLineFilter())
 
 
 @dataclass
@@ -113,8 +99,9 @@ class SourceSettings:
     """What every source of one episode shares: timeouts, where relative paths start, redaction."""
 
     startup_timeout: float
-    # Over streamable HTTP the SDK stops reading a server-sent event beyond this many bytes (by
-    # itself at 1 MiB); the other transports read each message whole.
+    # Our stdio transport skips a line beyond this many bytes and the SDK's streamable HTTP
+    # transport stops reading a server-sent event beyond it (by itself at 1 MiB); SSE and plain
+    # JSON bodies are read whole by the SDK and bounded only after (``tools.convert_call_result``).
     max_reply_bytes: int
     config_dir: Path
     config_file: str
@@ -315,6 +302,8 @@ class ToolSource(ABC):
             if exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"MCP tool {dotted} timed out after {timeout:g}s") from None
             limit = self._event_limit()
+            if exc.code == REPLY_TOO_LARGE:
+                raise MCPToolCallError(f"MCP tool {dotted} {exc.message}") from None
             if exc.code == CONNECTION_CLOSED and limit is not None and _EVENT_TOO_LARGE in exc.message:
                 # Only this reply's stream was cut; the session is fine.
                 raise MCPToolCallError(
@@ -423,20 +412,28 @@ class StdioSource(ToolSource):
             raise FileNotFoundError(
                 f"working directory not found: {params.cwd} ('cwd' of '{self.name}' in {self.settings.config_file})"
             )
-        async with stdio_client(params, errlog=self._errlog) as streams:  # type: ignore[arg-type]
-            self.pid = find_child_with_marker(MARKER_ENV_VAR, self._marker)
+        async with stdio_transport(
+            params, self._errlog, self.settings.max_reply_bytes, self._too_large, on_spawn=self._spawned
+        ) as streams:
             yield streams
+
+    def _spawned(self, pid: int) -> None:
+        self.pid = pid
+
+    def _too_large(self, size: int) -> str:
+        limit = self.settings.max_reply_bytes
+        return (
+            f"replied with {size:,} bytes, over the limit of {limit:,}; the reply was dropped. Ask for less "
+            "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
+        )
 
     def _abort_start(self) -> None:
         # A server that never finished its handshake has nothing to lose: it does not get the
         # SDK's grace period for a clean exit (seconds, for a server still importing).
-        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
         if self.pid is not None:
             _signal_group(self.pid, signal.SIGTERM)
 
     async def _after_close(self) -> None:
-        # Looked up again if the start was interrupted before the transport reported the process.
-        self.pid = self.pid or find_child_with_marker(MARKER_ENV_VAR, self._marker)
         if self.pid is not None:
             await end_process_group(self.pid)
         # Anything the server started that left its group (or a group we never learned) still
@@ -589,32 +586,6 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
     return list(unique.values())
 
 
-def find_child_with_marker(variable: str, marker: str) -> int | None:
-    """The pid of this process's child whose environment has ``variable=marker`` (Linux), else None.
-
-    The children files are read first (cheap); as they can miss a child forked a moment ago,
-    every process is searched when they do not have it.
-    """
-    needle = f"{variable}={marker}".encode()
-    tasks = Path("/proc/self/task")
-    if not tasks.is_dir():
-        return None
-    candidates: list[str] = []
-    for task in tasks.iterdir():
-        try:
-            candidates.extend((task / "children").read_text().split())
-        except OSError:
-            continue
-    for pid in candidates:
-        if _has_marker(pid, needle):
-            return int(pid)
-    own = str(os.getpid())
-    for pid in _all_pids():
-        if _has_marker(pid, needle) and _parent_of(pid) == own:
-            return int(pid)
-    return None
-
-
 def processes_with_marker(variable: str, marker: str) -> list[int]:
     """Every live process whose environment has ``variable=marker``: a server and whatever it started."""
     needle = f"{variable}={marker}".encode()
@@ -633,13 +604,6 @@ def _has_marker(pid: str, needle: bytes) -> bool:
         return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:  # gone, or not ours to read
         return False
-
-
-def _parent_of(pid: str) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-    except (OSError, IndexError):
-        return None
 
 
 async def end_process_group(pgid: int, group: bool = True) -> None:

@@ -22,10 +22,10 @@ resources as their URI and text (or size, for blobs). Structured content, when p
 is the result; the SDK's JSON-text echo of it is dropped. An oversized result is cut to
 ``max_chars`` with a marker saying how much was shown, so one tool cannot blow the context.
 A reply larger than ``max_reply_bytes`` is not converted at all: it becomes an error result
-naming its size and the setting, and is dropped with the SDK's copy of it. Over streamable HTTP
-the SDK stops reading an event at the same limit (``source``); its stdio transport reads each
-line whole and its HTTP transports a plain JSON body, before anything of ours sees them, and
-bounding those reads would mean replacing the transports: there this bounds what is kept.
+naming its size and the setting, and is dropped with the SDK's copy of it. Our stdio transport
+and the SDK's streamable HTTP events stop reading at the same limit (``stdio``, ``source``); the
+older SSE transport and a plain JSON body are read whole by the SDK before anything of ours sees
+them, so there this bounds what is kept.
 """
 
 from __future__ import annotations
