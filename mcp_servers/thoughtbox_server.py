@@ -11,6 +11,13 @@ structured content and as JSON text. Over HTTP (``--http PORT``) every MCP sessi
 client connection) gets its own history, freed when the session ends (the client closes it,
 or the server ends it after the idle time).
 
+Protocol revisions. Over stdio the server speaks both the 2025-11-25 handshake and the
+stateless 2026-07-28 revision: one process serves one client, so the process keeps one history
+whichever is spoken. Over HTTP a history needs a session to belong to, and the 2026-07-28
+revision has none, so the HTTP server does not offer it (``server/discover`` is answered "method
+not found", and a client asking in auto mode falls back to 2025-11-25); a ``think`` call that
+arrives without a session is refused with a message saying so.
+
 A history is bounded: beyond ``MAX_THOUGHTS`` thoughts or ``MAX_HISTORY_CHARS`` characters the
 oldest thoughts are dropped, and the result then carries ``droppedThoughts`` (how many so far)
 so the model knows the start is gone. Over HTTP all sessions together keep at most
@@ -270,11 +277,20 @@ def _connection_of(ctx: Any) -> Any:
     return ctx.request_context.session._connection
 
 
-def build_server():  # -> MCPServer, imported lazily
-    """The MCP server with its ``think`` tool (one history per session) and its ``thoughtbox://status``."""
+_NEEDS_A_SESSION = (
+    "thoughtbox over HTTP keeps one history per MCP session, and this request came without one "
+    "(the 2026-07-28 revision is stateless). Connect with the 2025-11-25 revision (a client in auto mode "
+    "does), or run thoughtbox over stdio, where it speaks both."
+)
+
+
+def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
+    """The MCP server with its ``think`` tool and its ``thoughtbox://status``. ``one_client``
+    (stdio): one history for the process; else one per MCP session (HTTP, see the module docstring)."""
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     log_stream = sys.stderr if thought_logging_enabled() else None
     boxes = SessionBoxes(log_stream)
@@ -297,8 +313,13 @@ def build_server():  # -> MCPServer, imported lazily
         branchId: Annotated[str | None, Field(description="Name of the branch")] = None,
         needsMoreThoughts: Annotated[bool | None, Field(description="More thoughts needed beyond the estimate")] = None,
     ) -> ThinkResult:
-        connection = _connection_of(ctx)
-        box = boxes.for_session(connection, connection.exit_stack.callback)
+        if one_client:
+            box = boxes.for_session(boxes, lambda _end: None)
+        else:
+            connection = _connection_of(ctx)
+            if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise ToolError(_NEEDS_A_SESSION)
+            box = boxes.for_session(connection, connection.exit_stack.callback)
         try:
             result = box.think(
                 Thought(
@@ -328,6 +349,14 @@ def build_server():  # -> MCPServer, imported lazily
         """How many sessions, thoughts and characters of thought this server keeps, and its bounds."""
         return json.dumps(boxes.status())
 
+    if not one_client:
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import METHOD_NOT_FOUND, RequestParams
+
+        async def no_discover(_ctx: Any, _params: RequestParams) -> Any:
+            raise MCPError(METHOD_NOT_FOUND, "this server speaks only the 2025-11-25 revision over HTTP")
+
+        server._lowlevel_server.add_request_handler("server/discover", RequestParams, no_discover)
     return server
 
 
@@ -338,7 +367,8 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m mcp_servers.thoughtbox_server", description=__doc__.splitlines()[0]
     )
     add_http_arguments(parser)
-    run(build_server(), parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    run(build_server(one_client=args.http is None and args.sse is None), args)
 
 
 if __name__ == "__main__":

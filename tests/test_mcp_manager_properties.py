@@ -203,7 +203,8 @@ def raw_config(tmp_path_factory: pytest.TempPathFactory) -> GameConfiguration:
 @given(texts=st.lists(st.text(max_size=30), max_size=3))
 def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, texts: list[str]) -> None:
     """Property 8: for any session, initialize (and its initialized notification) reaches the server
-    before tools/list, and discovery happens before any tool call."""
+    before tools/list, and discovery happens before any tool call. The raw server speaks only the
+    2025 revision: the client asks for 2026-07-28 first (server/discover) and falls back."""
     manager = MCPManager(raw_config, LOGGER)
 
     async def turn() -> list[str]:
@@ -216,8 +217,8 @@ def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, t
         methods = run_in_loop(turn())
     finally:
         manager.close()
-    assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
-    assert methods[3:] == ["tools/call"] * (len(texts) + 1)
+    assert methods[:4] == ["server/discover", "initialize", "notifications/initialized", "tools/list"]
+    assert methods[4:] == ["tools/call"] * (len(texts) + 1)
 
 
 session_steps = st.lists(st.sampled_from(["echo", "unknown", "pid", "end_turn"]), max_size=4)

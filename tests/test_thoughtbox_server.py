@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from managers.mcp import MCPManager, ToolCallResult
@@ -318,3 +319,54 @@ def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> No
     assert result.content["thoughtHistoryLength"] == 1
     assert "[thoughtbox] Thought 1/3: Try the window." in stderr
     assert f"({len(text)} characters)" in stderr and "w" * 1000 not in stderr
+
+
+# -- the two protocol revisions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
+    """One process serves one client: the 2026-07-28 revision has no session, and the history still
+    grows from call to call (it was one thought long per call before: keyed by a per-request connection)."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_servers.thoughtbox_server"],
+        cwd=str(REPO_ROOT),
+        env={"DISABLE_THOUGHT_LOGGING": "true"},
+    )
+
+    async def scenario() -> tuple[str, list[int]]:
+        async with Client(params, mode=mode) as client:
+            lengths = []
+            for n in (1, 2, 3):
+                result = await client.call_tool("think", think_call(n, f"step {n}"))
+                lengths.append(result.structured_content["thoughtHistoryLength"])
+            return client.protocol_version, lengths
+
+    version, lengths = asyncio.run(scenario())
+    assert version == ("2026-07-28" if mode != "legacy" else "2025-11-25")
+    assert lengths == [1, 2, 3]
+
+
+def test_over_http_thoughtbox_offers_only_the_2025_revision_and_says_why() -> None:
+    """Over HTTP a history belongs to a session, which 2026-07-28 does not have: a client in auto mode
+    falls back to 2025-11-25 and keeps its history; one pinned to 2026-07-28 is told what to do."""
+
+    async def scenario(url: str) -> tuple[str, list[int], Any]:
+        async with Client(url, mode="auto") as auto:
+            lengths = []
+            for n in (1, 2):
+                result = await auto.call_tool("think", think_call(n, f"step {n}"))
+                lengths.append(result.structured_content["thoughtHistoryLength"])
+            version = auto.protocol_version
+        async with Client(url, mode="2026-07-28") as pinned:
+            refused = await pinned.call_tool("think", think_call(1, "alone"))
+        return version, lengths, refused
+
+    with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
+        version, lengths, refused = asyncio.run(scenario(server.url))
+    assert version == "2025-11-25"
+    assert lengths == [1, 2]
+    assert refused.is_error
+    assert "2026-07-28 revision is stateless" in refused.content[0].text
+    assert "Connect with the 2025-11-25 revision" in refused.content[0].text

@@ -9,7 +9,8 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 ``headers``); ``type`` may say which: ``stdio``, ``http`` / ``streamable-http`` /
 ``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
-``excludeTools`` (tool names, as in Gemini CLI) and ``lifetime`` (``turn`` or ``episode``).
+``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``) and
+``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
@@ -49,6 +50,9 @@ PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 Lifetime = Literal["turn", "episode"]
+# Which protocol revision to speak: "auto" asks the server (the 2026-07-28 revision where it offers
+# it, the 2025-11-25 handshake otherwise); a revision pins it.
+Protocol = Literal["auto", "2025-11-25", "2026-07-28"]
 
 _DISABLE_HINT = "set enabled = false under [tool.zorkgpt.mcp] in pyproject.toml (or ZORKGPT_MCP_ENABLED=false)"
 _TYPE_ALIASES: dict[str, Transport] = {
@@ -86,6 +90,7 @@ class ServerEntry(BaseModel):
     include_tools: list[str] | None = Field(default=None, alias="includeTools", description="Only these tools")
     exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
     lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
+    protocol: Protocol = Field(default="auto", description="auto, 2025-11-25 or 2026-07-28")
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -113,6 +118,7 @@ class ServerConfig:
     include_tools: frozenset[str] | None = None
     exclude_tools: frozenset[str] = frozenset()
     lifetime: Lifetime | None = None
+    protocol: Protocol = "auto"
 
     @property
     def is_remote(self) -> bool:
@@ -343,6 +349,11 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         raise ValueError(f'type "{entry.type}" needs a "command"; for a remote server use type "http" or "sse".')
     if declared != "stdio" and not url:
         raise ValueError(f'type "{entry.type}" needs a "url" (for example "http://127.0.0.1:8000/mcp").')
+    if declared == "sse" and entry.protocol == "2026-07-28":
+        raise ValueError(
+            'protocol "2026-07-28" has no SSE transport: use type "http" for a server that speaks it, '
+            'or protocol "auto" (SSE then speaks 2025-11-25).'
+        )
     lifetime = entry.lifetime
     timeout = entry.timeout
     include = frozenset(entry.include_tools) if entry.include_tools is not None else None
@@ -360,6 +371,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             include_tools=include,
             exclude_tools=exclude,
             lifetime=lifetime,
+            protocol=entry.protocol,
         )
     assert url is not None
     expanded_url = expand(url, environ, "url")
@@ -375,6 +387,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         include_tools=include,
         exclude_tools=exclude,
         lifetime=lifetime,
+        protocol=entry.protocol,
     )
 
 

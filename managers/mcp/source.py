@@ -3,6 +3,17 @@
 Every source has the same small interface: ``connect()``, ``tools`` (the last listing),
 ``list_tools()``, ``call_tool()``, ``ping()``, ``close()``, and ``async with source:``.
 
+Protocol. Each source connects with the SDK's ``Client`` in auto mode: it asks the server for
+the 2026-07-28 revision (``server/discover``) and falls back to the 2025-11-25 handshake when
+the server does not offer it; an entry's ``protocol`` pins either, and SSE always speaks 2025.
+``protocol_version`` says what was agreed. Tool calls go through the ``Client`` so that a
+server's input-required rounds and a stale tool listing are handled as the SDK specifies.
+
+Timeouts and progress. A call's own timeout runs from its last sign of life: each progress
+notification the server sends moves it on, never past the hard deadline the caller gives (the
+turn's budget). A call cut by either is cancelled at the server too (the SDK sends
+``notifications/cancelled``, or closes the request's HTTP stream).
+
 Why a runner task. The SDK's transports and ``ClientSession`` are anyio context managers
 whose task groups and cancel scopes must be entered and exited in one task, in LIFO order.
 So one private task per source owns the whole connection: it enters the transport and the
@@ -46,20 +57,24 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError as SDKMCPError
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from shared_utils import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000
@@ -75,6 +90,8 @@ _INSTALL_HINTS = {
 _STRAY_LINE_CHARS = 120
 
 Redactor = Callable[[str], str]
+# What the caller learns of a call's progress: (progress, total, message), as the server sent them.
+ProgressReport = Callable[[float, float | None, str | None], None]
 
 # The words of the error the SDK ends a reply's stream with when one event is over its limit.
 _EVENT_TOO_LARGE = "Server-sent event exceeded the"
@@ -135,11 +152,13 @@ class ToolSource(ABC):
         self.tools: list[types.Tool] = []
         self.instructions: str | None = None  # what the server says it is for (MCP initialize)
         self.tools_changed = False  # the server sent notifications/tools/list_changed
+        self.protocol_version: str | None = None  # the revision agreed at connect
         self.connect_ms: float | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._startup_scope: anyio.CancelScope | None = None
         self._session: ClientSession | None = None
+        self._client: Client | None = None
         self._died: str | None = None
         self._closed = False
 
@@ -217,17 +236,22 @@ class ToolSource(ABC):
         self._startup_scope = startup
         try:
             with startup:
-                async with (
-                    self._transport() as (read, write),
-                    ClientSession(read, write, message_handler=self._on_message) as session,
-                ):
-                    self.instructions = (await session.initialize()).instructions
+                async with self._new_client() as client:
+                    session = client.session
+                    self.protocol_version = client.protocol_version
+                    self.instructions = client.instructions
                     self.tools = await list_all_tools(session)
-                    startup.deadline = math.inf  # started: from now on only the stop signal ends it
-                    self._startup_scope = None
-                    self._session = session
-                    ready.set_result(None)
-                    await self._stop.wait()
+                    async with anyio.create_task_group() as changes:
+                        if self._listens_for_changes(client):
+                            # Listening before the first call, so no change it makes goes unheard.
+                            await changes.start(self._listen, client)
+                        startup.deadline = math.inf  # started: from now on only the stop signal ends it
+                        self._startup_scope = None
+                        self._client = client
+                        self._session = session
+                        ready.set_result(None)
+                        await self._stop.wait()
+                        changes.cancel_scope.cancel()
             if not ready.done():
                 ready.set_exception(_StartupTimeoutError() if startup.cancel_called else RuntimeError("session closed"))
         except Exception as exc:  # noqa: BLE001 - handed to the waiting connect, or kept as the reason it died
@@ -238,10 +262,52 @@ class ToolSource(ABC):
                 self._died = f"the session ended unexpectedly: {self.settings.redact(repr(root_cause(exc)))}"
         finally:
             self._session = None
+            self._client = None
             if not ready.done():  # cancelled from outside before the session was ready
                 ready.set_exception(RuntimeError("the MCP session task was cancelled during startup"))
             if self._died is None and not self._stop.is_set():
                 self._died = "the session closed by itself"
+
+    def _new_client(self) -> Client:
+        return Client(
+            self._transport(),
+            mode=self._mode(),
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="ZorkGPT", version=project_version()),
+            # Tools are listed once per connection and again on list_changed; nothing to cache.
+            cache=None,
+        )
+
+    @staticmethod
+    def _listens_for_changes(client: Client) -> bool:
+        """A 2026-07-28 server has no session to send list_changed on: its changes come through a
+        ``subscriptions/listen`` stream, opened when it says its tool list can change."""
+        tools = client.server_capabilities.tools
+        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed)
+
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                async for _event in subscription:
+                    self.tools_changed = True
+        except (SDKMCPError, SubscriptionLost, ListenNotSupportedError, TimeoutError) as exc:
+            # The tools listed at connect stay offered; only later changes go unseen.
+            self.settings.logger.debug(
+                "MCP server '%s': no notice of tool changes (%s)",
+                self.name,
+                self.settings.redact(repr(exc)),
+                extra={"event_type": "mcp_listen_unavailable", "server_name": self.name},
+            )
+            with contextlib.suppress(RuntimeError):  # started already: the stream was lost later
+                task_status.started()
+
+    def _mode(self) -> str:
+        if self.server.transport == "sse" or self.server.protocol == "2025-11-25":
+            return "legacy"
+        return self.server.protocol
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -280,31 +346,66 @@ class ToolSource(ABC):
         assert session is not None
         try:
             with anyio.fail_after(timeout):
-                await session.send_ping()
+                if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    # 2026-07-28 has no ping; asking what the server offers is its cheapest request.
+                    await session.send_discover(self.protocol_version)
+                else:
+                    await session.send_ping()
         except (TimeoutError, SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             self._died = f"it did not answer a ping ({type(exc).__name__})"
             return False
         return True
 
-    async def call_tool(self, tool_name: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+    async def call_tool(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        *,
+        deadline: float | None = None,
+        on_progress: ProgressReport | None = None,
+    ) -> types.CallToolResult:
         """Run one tool by its own (unprefixed) name.
 
+        ``timeout`` runs from the call's start and again from each progress notification;
+        ``deadline`` (``time.monotonic()``) is a hard end no progress moves.
+
         Raises:
-            TimeoutError: the call took longer than ``timeout`` seconds.
+            TimeoutError: the call went ``timeout`` seconds without a sign of life, or passed ``deadline``.
             MCPServerDiedError: the server or its session is gone.
             MCPToolCallError: a protocol error or a malformed result.
         """
         dotted = f"{self.name}.{tool_name}"
-        session = self._require_session(dotted)
+        self._require_session(dotted)
+        client = self._client
+        assert client is not None
+        hard_end = math.inf if deadline is None else anyio.current_time() + (deadline - time.monotonic())
+        scope = anyio.CancelScope(deadline=min(anyio.current_time() + timeout, hard_end))
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            scope.deadline = min(anyio.current_time() + timeout, hard_end)
+            if on_progress is not None:
+                on_progress(progress, total, self.settings.redact(message) if message else message)
+
         try:
-            raw = await session.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
+            with scope:
+                raw = await client.call_tool(tool_name, arguments, progress_callback=progressed)
+            if scope.cancelled_caught:
+                if anyio.current_time() >= hard_end:
+                    raise TimeoutError(
+                        f"MCP tool {dotted} ran past the turn's time budget; the call was cancelled at the server"
+                    )
+                raise TimeoutError(
+                    f"MCP tool {dotted} timed out after {timeout:g}s without progress; "
+                    "the call was cancelled at the server"
+                )
         except SDKMCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                raise TimeoutError(f"MCP tool {dotted} timed out after {timeout:g}s") from None
             limit = self._event_limit()
             if exc.code == REPLY_TOO_LARGE:
                 raise MCPToolCallError(f"MCP tool {dotted} {exc.message}") from None
-            if exc.code == CONNECTION_CLOSED and limit is not None and _EVENT_TOO_LARGE in exc.message:
+            if limit is not None and (
+                (exc.code == CONNECTION_CLOSED and _EVENT_TOO_LARGE in exc.message) or TOO_LARGE_MARKER in exc.message
+            ):
                 # Only this reply's stream was cut; the session is fine.
                 raise MCPToolCallError(
                     f"MCP tool {dotted} replied with more than {limit:,} bytes; the reply was dropped. Ask for less "
@@ -531,7 +632,7 @@ class StreamableHTTPSource(_HTTPSource):
     async def _transport(self) -> AsyncIterator[Any]:
         assert self.server.url is not None
         async with (
-            create_mcp_http_client(headers=dict(self.server.headers)) as client,
+            bounded_http_client(dict(self.server.headers), self._event_limit()) as client,
             streamable_http_client(
                 self.server.url,
                 http_client=client,

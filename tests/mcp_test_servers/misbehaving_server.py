@@ -216,7 +216,9 @@ def build_server():  # -> MCPServer
             return "grown"
 
         server.add_tool(grown, name="grown", description="Added at run time.", structured_output=False)
+        # Both revisions: a 2025 session hears the notification, a 2026 client its listen stream.
         await ctx.request_context.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()
         return "grew"
 
     @server.tool(description="Return nothing.")
