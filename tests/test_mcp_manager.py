@@ -15,9 +15,8 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -35,8 +34,7 @@ from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
     THINK_FIELDS,
-    ListHandler,
-    assert_clean,
+    Scenario,
     async_hygiene,
     capture_logger,
     child_pids,
@@ -48,44 +46,6 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
-
-T = TypeVar("T")
-
-
-class Scenario:
-    """Runs one turn in ``asyncio.run`` and records the server processes it started."""
-
-    def __init__(self, manager: MCPManager, handler: ListHandler) -> None:
-        self.manager = manager
-        self.handler = handler
-        self.spawned: set[int] = set()
-        self.schemas: list[dict[str, Any]] = []
-        self.turn = 0
-
-    def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True, close: bool = True) -> T:
-        before = child_pids()
-        self.turn += 1
-
-        async def turn() -> T:
-            if connect:
-                self.schemas = await self.manager.open_turn(self.turn)
-                # The servers, not the sweeper watching over them (the check after close covers it).
-                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
-            return await body(self.manager)
-
-        with async_hygiene(self.handler) as report:
-            try:
-                result = asyncio.run(turn())
-            finally:
-                if close:
-                    self.manager.close()
-                else:
-                    self.manager.end_turn()
-        assert_clean(report)
-        if close:
-            assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
-            assert not (child_pids() - before), "a child process was left behind"
-        return result
 
 
 def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:

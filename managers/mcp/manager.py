@@ -31,6 +31,9 @@ from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
 from shared_utils import traced_observation
 
+# A tool may report progress hundreds of times a second; the log gets at most this often one line of it.
+PROGRESS_LOG_INTERVAL_SECONDS = 0.25
+
 
 class MCPManager:
     """Every enabled server of mcp_config.json, as one set of tools per turn (see the module docstring)."""
@@ -224,12 +227,19 @@ class MCPManager:
         return self.config.mcp.tool_call_timeout_seconds
 
     async def call_tool(
-        self, tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        timeout_seconds: float | None = None,
+        deadline: float | None = None,
     ) -> ToolCallResult:
-        """Run one tool, by wire name or dotted name.
+        """Run one tool, by wire name or dotted name. ``timeout_seconds`` (default: ``timeout_for``)
+        runs from the start and again from each progress notification the server sends;
+        ``deadline`` (``time.monotonic()``, the turn's budget) is an end no progress moves. Progress
+        goes to the log as ``mcp_tool_progress``, at most a few lines a second.
 
         Raises:
-            TimeoutError: the call took longer than ``timeout_seconds`` (default: ``timeout_for``).
+            TimeoutError: the call went ``timeout_seconds`` without progress, or passed ``deadline``.
             MCPServerDiedError: the tool's server or its session is gone.
             MCPToolCallError: unknown tool, bad arguments, or a protocol error.
         """
@@ -246,7 +256,7 @@ class MCPManager:
             input=arguments,
             metadata={"tool_name": display, "server_name": self.server_of(tool_name), "timeout_seconds": timeout},
         ) as observation:
-            result, duration_ms = await self._call_tool(tool_name, arguments, timeout)
+            result, duration_ms = await self._call_tool(tool_name, arguments, timeout, deadline)
             if observation is not None:
                 observation.update(
                     output=result.to_dict(),
@@ -256,14 +266,53 @@ class MCPManager:
             return result
 
     async def _call_tool(
-        self, tool_name: str, arguments: dict[str, Any], timeout: float
+        self, tool_name: str, arguments: dict[str, Any], timeout: float, deadline: float | None
     ) -> tuple[ToolCallResult, float]:
         """The call itself, on the session loop: the result and how long it took (ms)."""
         started = time.perf_counter()
-        _, raw = await self.runtime.run(self.toolbox.call(tool_name, arguments, timeout))
+        progress = _ProgressLog(self.logger, self.display_name(tool_name), self.server_of(tool_name), self._turn)
+        call = self.toolbox.call(tool_name, arguments, timeout, deadline=deadline, on_progress=progress)
+        _, raw = await self.runtime.run(call)
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
         mcp = self.config.mcp
         return convert_call_result(raw, mcp.max_tool_result_chars, mcp.max_tool_reply_bytes), duration_ms
+
+
+class _ProgressLog:
+    """One call's progress notifications as ``mcp_tool_progress`` events: the first, then at most
+    one per ``PROGRESS_LOG_INTERVAL_SECONDS`` (a server may send hundreds a second)."""
+
+    def __init__(self, logger: logging.Logger, tool: str, server: str | None, turn: int | None) -> None:
+        self.logger = logger
+        self.tool = tool
+        self.server = server
+        self.turn = turn
+        self._last: float | None = None
+        self.received = 0
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.received += 1
+        now = time.monotonic()
+        if self._last is not None and now - self._last < PROGRESS_LOG_INTERVAL_SECONDS:
+            return
+        self._last = now
+        amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        self.logger.info(
+            "MCP tool %s: %s%s",
+            self.tool,
+            amount,
+            f" · {message}" if message else "",
+            extra={
+                "event_type": "mcp_tool_progress",
+                "turn": self.turn,
+                "tool_name": self.tool,
+                "server_name": self.server,
+                "progress": progress,
+                "total": total,
+                "progress_message": message,
+                "notifications": self.received,
+            },
+        )
 
 
 async def _refresh(toolbox: Toolbox) -> TurnTools:

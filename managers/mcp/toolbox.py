@@ -40,7 +40,7 @@ from typing import Any, Literal
 import mcp.types as types
 
 from managers.mcp.config import Lifetime, ServerConfig
-from managers.mcp.source import ServerStartupTimeoutError, ToolSource
+from managers.mcp.source import ProgressReport, ServerStartupTimeoutError, ToolSource
 from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
@@ -336,11 +336,13 @@ class Toolbox:
         self._log(
             logging.INFO,
             "mcp_session_connect",
-            "MCP server '%s' connected with %d tools (%.0f ms)",
+            "MCP server '%s' connected with %d tools (%.0f ms, protocol %s)",
             slot.server.name,
             len(source.tools),
             source.connect_ms or 0.0,
+            source.protocol_version,
             server_name=slot.server.name,
+            protocol_version=source.protocol_version,
             tool_count=len(source.tools),
             tools=[f"{slot.server.name}.{tool.name}" for tool in source.tools],
             duration_ms=source.connect_ms,
@@ -432,8 +434,17 @@ class Toolbox:
     def route(self, name: str) -> ToolRoute | None:
         return self.turn_tools.names.resolve(name)
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> tuple[ToolRoute, Any]:
-        """Run the tool offered under ``name`` (wire or dotted); see ``ToolSource.call_tool`` for errors."""
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        *,
+        deadline: float | None = None,
+        on_progress: ProgressReport | None = None,
+    ) -> tuple[ToolRoute, Any]:
+        """Run the tool offered under ``name`` (wire or dotted); see ``ToolSource.call_tool`` for the
+        timeout, ``deadline`` and ``on_progress``, and for errors."""
         route = self.route(name)
         if route is None:
             known = ", ".join(f"{r.wire_name} ({r.dotted})" for r in self.turn_tools.names.routes) or "none"
@@ -443,7 +454,9 @@ class Toolbox:
         source = slot.source
         if source is None:
             raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.")
-        return route, await source.call_tool(route.tool_name, arguments, timeout)
+        return route, await source.call_tool(
+            route.tool_name, arguments, timeout, deadline=deadline, on_progress=on_progress
+        )
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})

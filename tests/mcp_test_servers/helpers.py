@@ -8,6 +8,7 @@ session, no "Event loop is closed" and no "cancel scope in a different task" any
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -17,13 +18,18 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from session.game_configuration import GameConfiguration
+
+if TYPE_CHECKING:
+    from managers.mcp import MCPManager
+
+T = TypeVar("T")
 
 SERVERS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = SERVERS_DIR.parent.parent
@@ -268,3 +274,39 @@ THINK_FIELDS = {
     "branchId",
     "needsMoreThoughts",
 }
+
+
+class Scenario:
+    """Runs one turn in ``asyncio.run`` and records the server processes it started."""
+
+    def __init__(self, manager: MCPManager, handler: ListHandler) -> None:
+        self.manager = manager
+        self.handler = handler
+        self.spawned: set[int] = set()
+        self.schemas: list[dict[str, Any]] = []
+        self.turn = 0
+
+    def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True, close: bool = True) -> T:
+        before = child_pids()
+        self.turn += 1
+
+        async def turn() -> T:
+            if connect:
+                self.schemas = await self.manager.open_turn(self.turn)
+                # The servers, not the sweeper watching over them (the check after close covers it).
+                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+            return await body(self.manager)
+
+        with async_hygiene(self.handler) as report:
+            try:
+                result = asyncio.run(turn())
+            finally:
+                if close:
+                    self.manager.close()
+                else:
+                    self.manager.end_turn()
+        assert_clean(report)
+        if close:
+            assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
+            assert not (child_pids() - before), "a child process was left behind"
+        return result
