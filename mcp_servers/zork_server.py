@@ -37,7 +37,15 @@ from typing import Annotated, Any
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import AnyUrl, BaseModel, Field
 
 from game_interface import (
@@ -567,29 +575,37 @@ DEFAULT_GOAL = (
 )
 
 
+# One line per piece of advice: clients show prompt text as is, and a model reads it the same.
+_HOW_TO_PLAY = (
+    "Send exactly one game command per play_action call, in plain words: 'look', 'north', 'open mailbox', "
+    "'take lamp', 'put egg in case'. Read the game's reply before choosing the next command.",
+    "memory() recaps where you are, your score, your last few commands and what you see now.",
+    "valid_exits() lists the directions that lead somewhere from here; it does not use a turn.",
+    "The zork://map resource (or get_map()) shows every room you have seen, the ways between them and the "
+    "exits you have not tried yet. Read it before heading somewhere new, and to find your way back.",
+    "The zork://inventory resource (or inventory()) shows what you carry, without using a turn.",
+    "The zork://transcript resource has every command played so far with the game's replies.",
+    "Before something risky (a fight, a jump, a dark place), call save_checkpoint with a name; "
+    "restore_checkpoint with that name brings that moment back if it goes wrong.",
+    "Zork's own save, restore, restart and quit are not played here: use the checkpoints and reset() instead.",
+    "When the game is over, reset() starts a new one.",
+)
+
+
 def play_zork_prompt(goal: str | None = None) -> str:
     """The ``play_zork`` prompt's text: how to play with this server, and what to aim for."""
     aim = (goal or "").strip() or DEFAULT_GOAL
-    return f"""Let's play Zork I, the classic text adventure, with the zork tools. Your goal: {aim}.
-
-How to play:
-- Send exactly one game command per play_action call, in plain words: 'look', 'north', 'open mailbox',
-  'take lamp', 'put egg in case'. Read the game's reply before choosing the next command.
-- memory() recaps where you are, your score, your last few commands and what you see now.
-- valid_exits() lists the directions that lead somewhere from here; it does not use a turn.
-- The zork://map resource (or get_map()) shows every room you have seen, the ways between them, and the
-  exits you have not tried yet. Read it before heading somewhere new, and to find your way back.
-- The zork://inventory resource (or inventory()) shows what you carry, without using a turn.
-- The zork://transcript resource has every command played so far and the game's replies.
-- Before something risky (a fight, a jump, a dark place), call save_checkpoint with a name;
-  restore_checkpoint with that name brings that moment back if it goes wrong.
-- Zork's own save, restore, restart and quit are not played here: use the checkpoints and reset() instead.
-- When the game is over, reset() starts a new one.
-"""
+    lines = [f"Let's play Zork I, the classic text adventure, with the zork tools. Your goal: {aim}.", ""]
+    lines += ["How to play:", *(f"- {advice}" for advice in _HOW_TO_PLAY)]
+    return "\n".join(lines)
 
 
 class ZorkServer(MCPServer):
-    """MCPServer whose answer to an unknown resource also names the resources there are."""
+    """MCPServer whose answer to an unknown resource or prompt names the ones there are.
+
+    Both are invalid-params errors (-32602), as the protocol asks; the SDK's own answer to an
+    unknown prompt is a bare "Internal server error".
+    """
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
@@ -598,6 +614,16 @@ class ZorkServer(MCPServer):
             return await super().read_resource(uri, context)
         except ResourceNotFoundError as exc:
             raise ResourceNotFoundError(f"{exc}. This server's resources are {', '.join(RESOURCE_URIS)}.") from exc
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        known = [prompt.name for prompt in await self.list_prompts()]
+        if name not in known:
+            raise MCPError(
+                INVALID_PARAMS, f"Unknown prompt {name!r}. This server's prompts: {', '.join(known)}.", {"name": name}
+            )
+        return await super().get_prompt(name, arguments, context)
 
 
 def build_server(session: ZorkSession) -> MCPServer:
@@ -728,37 +754,55 @@ def build_server(session: ZorkSession) -> MCPServer:
         except ZorkInputError as exc:  # e.g. no story file: the message says where to put it
             raise ResourceError(str(exc)) from exc
 
-    @server.resource(MAP_URI, name="map", title="Explored map", mime_type="application/json")
+    @server.resource(
+        MAP_URI,
+        name="map",
+        title="Explored map",
+        mime_type="application/json",
+        description="The rooms you have seen, keyed by the game's room ids (Zork repeats names such as "
+        "'Forest'), with the moves seen between them, the exits not taken yet and the room you are in: "
+        "the same JSON as get_map's structured result.",
+    )
     def game_map() -> str:
-        """The rooms you have seen, keyed by the game's room ids (Zork repeats names such as 'Forest'),
-        with the moves seen between them, the exits not taken yet and the room you are in: the same
-        JSON as get_map's structured result."""
         return read(session.map_json)
 
-    @server.resource(INVENTORY_URI, name="inventory", title="Inventory", mime_type="application/json")
+    @server.resource(
+        INVENTORY_URI,
+        name="inventory",
+        title="Inventory",
+        mime_type="application/json",
+        description='What you carry, as {"items": [...]}, including what is visible inside carried open '
+        "containers: the same JSON as the inventory tool's structured result.",
+    )
     def carried() -> str:
-        """What you carry, as {"items": [...]}, including what is visible inside carried open
-        containers: the same JSON as the inventory tool's structured result."""
         return read(session.inventory_json)
 
     # Plain text, not JSON: a transcript is read, by people and by models, and this is the form
     # Zork players know ("> open mailbox" then the reply), shown as is by any client. Programs
     # that want fields have the tools' structured results.
-    @server.resource(TRANSCRIPT_URI, name="transcript", title="Transcript", mime_type="text/plain")
+    @server.resource(
+        TRANSCRIPT_URI,
+        name="transcript",
+        title="Transcript",
+        mime_type="text/plain",
+        description="Every command played this session with the game's reply, from the game's opening text, "
+        f"noting new games and checkpoints saved and restored (the last {MAX_TRANSCRIPT_ENTRIES:,} entries).",
+    )
     def transcript() -> str:
-        """Every command played this session with the game's reply, from the game's opening text,
-        noting new games and checkpoints saved and restored (the last 2,000 entries)."""
         return read(session.transcript_text)
 
-    @server.prompt(name="play_zork", title="Play Zork I")
+    @server.prompt(
+        name="play_zork",
+        title="Play Zork I",
+        description="Start playing Zork I with this server: which tool does what, one command per "
+        "play_action call, and the map, inventory and transcript resources.",
+    )
     def play_zork(
         goal: Annotated[
             str | None,
             Field(description="what to aim for, e.g. 'get the jewel-encrusted egg' (default: win the game)"),
         ] = None,
     ) -> str:
-        """Start playing Zork I with this server: which tool does what, one command per play_action
-        call, and the map, inventory and transcript resources."""
         return play_zork_prompt(goal)
 
     return server
