@@ -1,7 +1,9 @@
 """Zork I as a stdio MCP server: play from Claude Desktop or any MCP client.
 
 Tools: ``play_action``, ``memory``, ``get_map``, ``inventory`` (the usual four for a text-adventure server), plus
-``reset``, ``valid_exits``, ``save_checkpoint`` and ``restore_checkpoint``. Facts come
+``reset``, ``valid_exits``, ``save_checkpoint`` and ``restore_checkpoint``. Resources show the same game
+without playing a turn: ``zork://map`` (JSON), ``zork://inventory`` (JSON) and ``zork://transcript`` (plain
+text); the prompt ``play_zork`` tells a model how to play with all of these. Facts come
 from the engine through ZorkGPT's own ``JerichoInterface`` and ``MapGraph``, so the map is
 keyed by Jericho's room ids (Zork has five rooms named "Forest"), exits are the engine's
 ground truth, and inventory names are clean.
@@ -27,15 +29,24 @@ import re
 import sys
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import AnyUrl, BaseModel, Field
 
 from game_interface import (
     GameInterfaceError,
@@ -57,6 +68,13 @@ MAX_CHECKPOINTS = 100
 HISTORY_LIMIT = 50
 RECENT_ACTIONS = 5
 RECENT_RESULT_CHARS = 60
+# The transcript keeps this many entries (a command with its reply, or a note such as a new
+# game); a whole winning game is about 400. Older entries go first, and the text says so.
+MAX_TRANSCRIPT_ENTRIES = 2000
+MAP_URI = "zork://map"
+TRANSCRIPT_URI = "zork://transcript"
+INVENTORY_URI = "zork://inventory"
+RESOURCE_URIS = (MAP_URI, TRANSCRIPT_URI, INVENTORY_URI)
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
 # What to do instead of each of Zork's session commands: one entry per game_interface
@@ -161,13 +179,26 @@ class _Checkpoint:
     history: tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One step of the session: a command and the game's reply, or (command None) a note
+    such as the game's opening text or a checkpoint restored."""
+
+    command: str | None
+    text: str
+
+
 class ZorkSession:
     """The server's one game: the engine, its map, its history and its checkpoints.
 
-    Created empty; the story file is resolved and the game started on first use, so a
-    client can list tools without the game, and a missing file becomes a tool error that
-    says where to put it. A lock serialises calls: the emulator is a C library with
-    global state, and the SDK may run handlers on worker threads.
+    Created empty; the story file is resolved and the game started on first use (a tool
+    call or a resource read), so a client can list tools without the game, and a missing
+    file becomes an error that says where to put it. A lock serialises calls: the emulator
+    is a C library with global state, and the SDK may run handlers on worker threads.
+
+    The transcript is a log of the whole session: unlike the map and the history, which
+    go back with a checkpoint or start over with reset, it only grows, and says where a
+    checkpoint was restored or a new game began.
     """
 
     def __init__(self, story_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> None:
@@ -178,6 +209,9 @@ class ZorkSession:
         self.graph = MapGraph()
         self.history: deque[tuple[str, str]] = deque(maxlen=HISTORY_LIMIT)
         self.checkpoints: dict[str, _Checkpoint] = {}
+        self.transcript: deque[TranscriptEntry] = deque(maxlen=MAX_TRANSCRIPT_ENTRIES)
+        self._transcript_total = 0  # entries ever written, so the text can say how many were dropped
+        self._announced: dict[str, object] = {}  # what each resource looked like when last reported
 
     @property
     def game(self) -> JerichoInterface:
@@ -188,9 +222,13 @@ class ZorkSession:
                 raise ZorkInputError(str(exc)) from exc
             logger.info("Starting %s from %s", GAME_NAME, path)
             game = JerichoInterface(path)
-            game.start()
+            intro = game.start()
             self._game = game
             self._observe_start()
+            self._note(intro)
+            # Nobody could read a resource before the game existed (reading one starts it),
+            # so the fresh game is the baseline that later changes are reported against.
+            self._announced = self._resource_fingerprints()
         return self._game
 
     def _observe_start(self) -> None:
@@ -238,6 +276,7 @@ class ZorkSession:
             died = game.last_response_was_death
             self._update_map(command, before.id, after.id, after.name, died)
             self.history.append((command, text))
+            self._write(TranscriptEntry(command, text))
             return PlayResult(action=command, points_gained=game.score - score_before, died=died, **self._status(text))
 
     def _update_map(self, command: str, before_id: int, after_id: int, after_name: str, died: bool) -> None:
@@ -271,19 +310,23 @@ class ZorkSession:
 
     def get_map(self) -> tuple[MapResult, str]:
         with self._lock:
-            current = self.game.get_location().id
-            rooms = [
-                MapRoom(
-                    id=room.id,
-                    name=room.name,
-                    visits=room.visits,
-                    current=room.id == current,
-                    exits=self.graph.neighbours(room.id),
-                    unexplored_exits=self.graph.unexplored_exits(room.id),
-                )
-                for room in sorted(self.graph.rooms.values(), key=lambda r: r.id)
-            ]
-            return MapResult(current_room_id=current, rooms=rooms), self.graph.render_text(current, max_rooms=1000)
+            result = self._map_result()
+            return result, self.graph.render_text(result.current_room_id, max_rooms=1000)
+
+    def _map_result(self) -> MapResult:
+        current = self.game.get_location().id
+        rooms = [
+            MapRoom(
+                id=room.id,
+                name=room.name,
+                visits=room.visits,
+                current=room.id == current,
+                exits=self.graph.neighbours(room.id),
+                unexplored_exits=self.graph.unexplored_exits(room.id),
+            )
+            for room in sorted(self.graph.rooms.values(), key=lambda r: r.id)
+        ]
+        return MapResult(current_room_id=current, rooms=rooms)
 
     def inventory(self) -> InventoryResult:
         with self._lock:
@@ -301,6 +344,8 @@ class ZorkSession:
             game = self.game
             intro = game.start()
             self._observe_start()
+            self._note("[New game]")
+            self._note(intro)
             return GameStatus(**self._status(intro))
 
     def save_checkpoint(self, name: str) -> CheckpointResult:
@@ -313,7 +358,11 @@ class ZorkSession:
                     f"({', '.join(sorted(self.checkpoints)[:10])}, ...)."
                 )
             self.checkpoints[label] = _Checkpoint(game.save_state(), self.graph.to_dict(), tuple(self.history))
-            return self._checkpoint_result(label)
+            result = self._checkpoint_result(label)
+            self._note(
+                f"[Saved checkpoint '{label}' at {result.location.name}, score {result.score}, moves {result.moves}]"
+            )
+            return result
 
     def restore_checkpoint(self, name: str) -> CheckpointResult:
         label = validate_checkpoint_name(name)
@@ -325,7 +374,12 @@ class ZorkSession:
             self.game.restore_state(checkpoint.snapshot)
             self.graph = MapGraph.from_dict(checkpoint.graph)
             self.history = deque(checkpoint.history, maxlen=HISTORY_LIMIT)
-            return self._checkpoint_result(label)
+            result = self._checkpoint_result(label)
+            self._note(
+                f"[Restored checkpoint '{label}': back at {result.location.name}, score {result.score}, "
+                f"moves {result.moves}]"
+            )
+            return result
 
     def _checkpoint_result(self, label: str) -> CheckpointResult:
         status = self._status(self.game.last_response)
@@ -337,6 +391,62 @@ class ZorkSession:
             observation=status["observation"],
             checkpoints=sorted(self.checkpoints),
         )
+
+    # ----------------------------------------------------------------- resources
+
+    def map_json(self) -> str:
+        """``zork://map``: the same JSON as get_map's structured result."""
+        with self._lock:
+            return self._map_result().model_dump_json(indent=2)
+
+    def inventory_json(self) -> str:
+        """``zork://inventory``: the same JSON as the inventory tool's structured result."""
+        with self._lock:
+            return InventoryResult(items=self.game.get_inventory()).model_dump_json(indent=2)
+
+    def transcript_text(self) -> str:
+        """``zork://transcript``: the session as a player saw it, '> command' then the reply."""
+        with self._lock:
+            _ = self.game  # started on first use, as by any tool or resource: the opening text comes first
+            blocks = [f"> {e.command}\n{e.text.strip()}" if e.command else e.text.strip() for e in self.transcript]
+            dropped = self._transcript_total - len(self.transcript)
+            if dropped:
+                blocks.insert(
+                    0,
+                    f"[{dropped} earlier entries are no longer kept; the transcript keeps the last "
+                    f"{MAX_TRANSCRIPT_ENTRIES}.]",
+                )
+            return "\n\n".join(blocks) + "\n"
+
+    def changed_resources(self) -> list[str]:
+        """The resources that changed since this was last asked (or since the game started).
+
+        Each caller gets the changes since the previous call, whoever made them, so under
+        concurrent calls every change is reported at least once.
+        """
+        with self._lock:
+            if self._game is None:
+                return []  # no game yet: nothing a client could have read has changed
+            now = self._resource_fingerprints()
+            changed = [uri for uri in RESOURCE_URIS if now[uri] != self._announced.get(uri)]
+            self._announced = now
+            return changed
+
+    def _resource_fingerprints(self) -> dict[str, object]:
+        # The transcript only grows, so its count of entries tells a change; the map and the
+        # inventory can change back and forth, so their content is compared.
+        return {
+            MAP_URI: self._map_result().model_dump_json(),
+            TRANSCRIPT_URI: self._transcript_total,
+            INVENTORY_URI: tuple(self.game.get_inventory()),
+        }
+
+    def _note(self, text: str) -> None:
+        self._write(TranscriptEntry(None, text))
+
+    def _write(self, entry: TranscriptEntry) -> None:
+        self.transcript.append(entry)
+        self._transcript_total += 1
 
     def close(self) -> None:
         with self._lock:
@@ -459,8 +569,65 @@ def story_file_from(cli_path: str | None, environ: Mapping[str, str]) -> str | N
     raise ZorkInputError(f"GAME={game!r} is not supported: this server plays Zork I only. Set GAME=zork1 or a path.")
 
 
+DEFAULT_GOAL = (
+    "explore the Great Underground Empire, find its treasures and put them in the trophy case in the "
+    "living room of the white house, for all 350 points"
+)
+
+
+# One line per piece of advice: clients show prompt text as is, and a model reads it the same.
+_HOW_TO_PLAY = (
+    "Send exactly one game command per play_action call, in plain words: 'look', 'north', 'open mailbox', "
+    "'take lamp', 'put egg in case'. Read the game's reply before choosing the next command.",
+    "memory() recaps where you are, your score, your last few commands and what you see now.",
+    "valid_exits() lists the directions that lead somewhere from here; it does not use a turn.",
+    "The zork://map resource (or get_map()) shows every room you have seen, the ways between them and the "
+    "exits you have not tried yet. Read it before heading somewhere new, and to find your way back.",
+    "The zork://inventory resource (or inventory()) shows what you carry, without using a turn.",
+    "The zork://transcript resource has every command played so far with the game's replies.",
+    "Before something risky (a fight, a jump, a dark place), call save_checkpoint with a name; "
+    "restore_checkpoint with that name brings that moment back if it goes wrong.",
+    "Zork's own save, restore, restart and quit are not played here: use the checkpoints and reset() instead.",
+    "When the game is over, reset() starts a new one.",
+)
+
+
+def play_zork_prompt(goal: str | None = None) -> str:
+    """The ``play_zork`` prompt's text: how to play with this server, and what to aim for."""
+    aim = (goal or "").strip() or DEFAULT_GOAL
+    lines = [f"Let's play Zork I, the classic text adventure, with the zork tools. Your goal: {aim}.", ""]
+    lines += ["How to play:", *(f"- {advice}" for advice in _HOW_TO_PLAY)]
+    return "\n".join(lines)
+
+
+class ZorkServer(MCPServer):
+    """MCPServer whose answer to an unknown resource or prompt names the ones there are.
+
+    Both are invalid-params errors (-32602), as the protocol asks; the SDK's own answer to an
+    unknown prompt is a bare "Internal server error".
+    """
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            raise ResourceNotFoundError(f"{exc}. This server's resources are {', '.join(RESOURCE_URIS)}.") from exc
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        known = [prompt.name for prompt in await self.list_prompts()]
+        if name not in known:
+            raise MCPError(
+                INVALID_PARAMS, f"Unknown prompt {name!r}. This server's prompts: {', '.join(known)}.", {"name": name}
+            )
+        return await super().get_prompt(name, arguments, context)
+
+
 def build_server(session: ZorkSession) -> MCPServer:
-    server = MCPServer(
+    server = ZorkServer(
         name="zork",
         version=project_version(),
         title="Zork I",
@@ -468,10 +635,20 @@ def build_server(session: ZorkSession) -> MCPServer:
             "Play Zork I, the classic text adventure. Send one command per play_action call "
             "('look', 'north', 'open mailbox', 'take lamp'). memory() recaps where you are, get_map() "
             "shows explored rooms by engine room id with unexplored exits, valid_exits() lists the ways "
-            "out the game itself confirms. save_checkpoint/restore_checkpoint let you try something risky."
+            "out the game itself confirms. save_checkpoint/restore_checkpoint let you try something risky. "
+            "The resources zork://map, zork://inventory and zork://transcript show the game without "
+            "playing a turn; the play_zork prompt explains all this."
         ),
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    async def announce_changes(ctx: Context) -> None:
+        # On the 2026-07-28 protocol a client follows resources with subscriptions/listen, which
+        # the SDK serves: what changed since the last report reaches the streams that asked for it.
+        # Earlier revisions follow them with resources/subscribe, which MCPServer does not serve,
+        # so for them the server declares no subscriptions and this reaches nobody.
+        for uri in session.changed_resources():
+            await ctx.notify_resource_updated(uri)
 
     def reply(text: str, model: BaseModel) -> CallToolResult:
         return CallToolResult(
@@ -494,10 +671,14 @@ def build_server(session: ZorkSession) -> MCPServer:
                 json_schema_extra={"minLength": 1, "maxLength": MAX_ACTION_CHARS},
             ),
         ],
+        ctx: Context,
     ) -> Annotated[CallToolResult, PlayResult]:
         """Run one Zork command. Returns the game's text, the score and moves, '+N points!' when points
         were gained, and GAME OVER or VICTORY when the game ends."""
-        result = run(session.play_action, action)
+        try:
+            result = run(session.play_action, action)
+        finally:
+            await announce_changes(ctx)
         return reply(format_play(result), result)
 
     @server.tool(annotations=read_only)
@@ -530,28 +711,99 @@ def build_server(session: ZorkSession) -> MCPServer:
         return reply(format_exits(result), result)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
-    async def reset() -> Annotated[CallToolResult, GameStatus]:
+    async def reset(ctx: Context) -> Annotated[CallToolResult, GameStatus]:
         """Start a new game from the beginning. The map and history start over; checkpoints are kept."""
-        result = run(session.reset)
+        try:
+            result = run(session.reset)
+        finally:
+            await announce_changes(ctx)
         return reply(format_status(result), result)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     async def save_checkpoint(
         name: Annotated[str, Field(description="checkpoint name: letters, digits, spaces, '_', '.', '-'")],
+        ctx: Context,
     ) -> Annotated[CallToolResult, CheckpointResult]:
         """Save the whole game under a name (kept in memory while the server runs; saving again under
         the same name replaces it)."""
-        result = run(session.save_checkpoint, name)
+        try:
+            result = run(session.save_checkpoint, name)
+        finally:
+            await announce_changes(ctx)  # the transcript notes the checkpoint
         return reply(format_checkpoint(result, "Saved"), result)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
     async def restore_checkpoint(
         name: Annotated[str, Field(description="a name given to save_checkpoint earlier")],
+        ctx: Context,
     ) -> Annotated[CallToolResult, CheckpointResult]:
         """Go back to a saved checkpoint: game, map and history return exactly to that point, including
         after a game over."""
-        result = run(session.restore_checkpoint, name)
+        try:
+            result = run(session.restore_checkpoint, name)
+        finally:
+            await announce_changes(ctx)
         return reply(format_checkpoint(result, "Restored"), result)
+
+    # Resources: the live game, read without playing a turn. Reading one starts the game if no
+    # tool has yet (as a tool would), and never changes it. Sync functions: the SDK runs them
+    # on a worker thread, and the session's lock keeps them apart from the tools.
+    def read(fn: Any) -> str:
+        try:
+            return fn()
+        except ZorkInputError as exc:  # e.g. no story file: the message says where to put it
+            raise ResourceError(str(exc)) from exc
+
+    @server.resource(
+        MAP_URI,
+        name="map",
+        title="Explored map",
+        mime_type="application/json",
+        description="The rooms you have seen, keyed by the game's room ids (Zork repeats names such as "
+        "'Forest'), with the moves seen between them, the exits not taken yet and the room you are in: "
+        "the same JSON as get_map's structured result.",
+    )
+    def game_map() -> str:
+        return read(session.map_json)
+
+    @server.resource(
+        INVENTORY_URI,
+        name="inventory",
+        title="Inventory",
+        mime_type="application/json",
+        description='What you carry, as {"items": [...]}, including what is visible inside carried open '
+        "containers: the same JSON as the inventory tool's structured result.",
+    )
+    def carried() -> str:
+        return read(session.inventory_json)
+
+    # Plain text, not JSON: a transcript is read, by people and by models, and this is the form
+    # Zork players know ("> open mailbox" then the reply), shown as is by any client. Programs
+    # that want fields have the tools' structured results.
+    @server.resource(
+        TRANSCRIPT_URI,
+        name="transcript",
+        title="Transcript",
+        mime_type="text/plain",
+        description="Every command played this session with the game's reply, from the game's opening text, "
+        f"noting new games and checkpoints saved and restored (the last {MAX_TRANSCRIPT_ENTRIES:,} entries).",
+    )
+    def transcript() -> str:
+        return read(session.transcript_text)
+
+    @server.prompt(
+        name="play_zork",
+        title="Play Zork I",
+        description="Start playing Zork I with this server: which tool does what, one command per "
+        "play_action call, and the map, inventory and transcript resources.",
+    )
+    def play_zork(
+        goal: Annotated[
+            str | None,
+            Field(description="what to aim for, e.g. 'get the jewel-encrusted egg' (default: win the game)"),
+        ] = None,
+    ) -> str:
+        return play_zork_prompt(goal)
 
     return server
 

@@ -37,7 +37,21 @@ SCENARIOS_2026 = (
     "resources-list",
     "prompts-list",
 )
-SCENARIOS_2025 = ("tools-list", "dns-rebinding-protection", "server-sse-multiple-streams", "resources-list")
+SCENARIOS_2025 = (
+    "tools-list",
+    "dns-rebinding-protection",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "prompts-list",
+)
+# Left out though they touch what we declare: resources-read-text, resources-read-binary,
+# resources-templates-read and the prompts-get-* scenarios read the reference server's own
+# fixtures (test://static-text, test://template/{id}/data, test_simple_prompt,
+# test_prompt_with_arguments...), which no real server has; reading our own resources, the
+# unknown-URI error and rendering play_zork are tested in test_zork_server.py instead.
+# resources-subscribe/-unsubscribe (2025-11-25) and completion-complete judge capabilities
+# neither server declares: resources/subscribe (MCPServer serves change notifications only
+# through the 2026-07-28 subscriptions/listen, which server-stateless covers) and completions.
 
 # Checks that call the reference server's `test_missing_capability` tool; a server without that
 # tool cannot be judged by them (the suite itself says "not testable" for the second).

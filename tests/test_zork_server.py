@@ -1,5 +1,5 @@
-"""The Zork MCP server as clients see it: the SDK's own stdio client against the real
-subprocess and the real game. A few pure checks of the session logic run in-process."""
+"""The Zork MCP server as clients see it: the SDK's own stdio and streamable HTTP clients against
+the real subprocess and the real game. A few pure checks of the session logic run in-process."""
 
 from __future__ import annotations
 
@@ -14,12 +14,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
+from mcp.client.subscriptions import Subscription, listen
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, LATEST_PROTOCOL_VERSION, CallToolResult, TextResourceContents
 
 from game_interface import META_COMMANDS, JerichoInterface
+from mcp_servers import zork_server
 from mcp_servers.zork_server import (
     _META_HINTS,
     MAX_ACTION_CHARS,
@@ -44,6 +48,9 @@ TOOLS = {
 }
 # Up the tree for the egg, then round the house and in through the kitchen window.
 OPENING = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "Open sack", "Get garlic", "W", "Get lamp"]
+MAP, TRANSCRIPT, INVENTORY = "zork://map", "zork://transcript", "zork://inventory"
+RESOURCES = {MAP: "application/json", TRANSCRIPT: "text/plain", INVENTORY: "application/json"}
+MAILBOX = ["open mailbox", "take leaflet", "north"]
 # Jumping at Canyon View kills; Zork resurrects the player in the forest twice, the third death ends the game.
 TO_CANYON = ["south", "east", "east", "east", "jump"]
 FOREST_TO_CANYON = ["north", "south", "south", "east", "east", "east", "jump"]
@@ -80,6 +87,29 @@ async def zork_client(
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
+
+
+@asynccontextmanager
+async def connected(transport: str, game_file: Path, tmp_path: Path) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session with a fresh server, over stdio or streamable HTTP."""
+    if transport == "stdio":
+        async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file)) as session:
+            yield session
+        return
+    with http_server(SERVER_MODULE, "--game-file", str(game_file), "--log-level", "WARNING") as server:
+        async with streamable_http_client(server.url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def _read(session: ClientSession, uri: str) -> str:
+    """A resource's text, checking it is one text content of the declared type for that URI."""
+    result = await session.read_resource(uri)
+    assert len(result.contents) == 1, result
+    content = result.contents[0]
+    assert isinstance(content, TextResourceContents), content
+    assert (content.uri, content.mime_type) == (uri, RESOURCES[uri])
+    return content.text
 
 
 def _text(result: CallToolResult) -> str:
@@ -339,6 +369,15 @@ async def test_missing_story_file_is_explained_in_the_tool_result(tmp_path: Path
         assert "ZORKGPT_GAME_FILE" in message
         message = await _error(session, "memory", {})
         assert "ZORKGPT_GAME_FILE" in message
+        # The resources are listed without the game; reading one says what is wrong, as the tools do.
+        assert {resource.uri for resource in (await session.list_resources()).resources} == set(RESOURCES)
+        for uri in RESOURCES:
+            with pytest.raises(MCPError) as unreadable:
+                await session.read_resource(uri)
+            assert unreadable.value.error.code == INTERNAL_ERROR
+            assert str(missing) in unreadable.value.error.message
+            assert "ZORKGPT_GAME_FILE" in unreadable.value.error.message
+        assert "play_action" in (await session.get_prompt("play_zork")).messages[0].content.text  # no game needed
     assert _server_children() == []
 
 
@@ -462,10 +501,215 @@ def test_over_http_one_game_outlives_client_reconnects(game_file: Path) -> None:
             assert not result.is_error, result
             return result.content[0].text
 
+    async def read_resource(url: str, uri: str) -> str:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await _read(session, uri)
+
     with http_server(SERVER_MODULE, "--game-file", str(game_file), "--log-level", "WARNING") as server:
         assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
         opened = asyncio.run(call(server.url, "play_action", {"action": "open mailbox"}))
         taken = asyncio.run(call(server.url, "play_action", {"action": "take leaflet"}))
         recap = asyncio.run(call(server.url, "memory", {}))
+        carried = asyncio.run(read_resource(server.url, INVENTORY))
+        transcript = asyncio.run(read_resource(server.url, TRANSCRIPT))
     assert "leaflet" in opened.lower() and "taken" in taken.lower()
     assert "open mailbox" in recap and "take leaflet" in recap  # three connections, one game
+    assert json.loads(carried) == {"items": ["leaflet"]}  # and the resources show that same game
+    assert "> open mailbox\n" in transcript and "> take leaflet\n" in transcript
+
+
+# ----------------------------------------------------------------- resources and the prompt
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_resources_show_the_live_game_and_reading_them_plays_nothing(
+    transport: str, game_file: Path, tmp_path: Path
+) -> None:
+    truth = _engine_rooms(game_file, MAILBOX)
+    west_of_house, north_of_house = _engine_rooms(game_file, ["look"])[0], truth[-1]
+    async with connected(transport, game_file, tmp_path) as session:
+        listed = {resource.uri: resource for resource in (await session.list_resources()).resources}
+        assert {uri: resource.mime_type for uri, resource in listed.items()} == RESOURCES
+        for resource in listed.values():
+            assert resource.name and resource.title
+            assert resource.description and len(resource.description) > 40
+        assert (await session.list_resource_templates()).resource_templates == []
+
+        # Read before any move: the game starts, and nothing is played.
+        assert json.loads(await _read(session, INVENTORY)) == {"items": []}
+        start = json.loads(await _read(session, MAP))
+        assert [(room["id"], room["name"]) for room in start["rooms"]] == [west_of_house]
+        opening = await _read(session, TRANSCRIPT)
+        assert "West of House" in opening and "mailbox" in opening
+        assert "\n> " not in opening  # no command yet
+        assert (await _call(session, "memory")).structured_content["moves"] == 0
+
+        for command in MAILBOX:
+            await _call(session, "play_action", action=command)
+        moves = (await _call(session, "memory")).structured_content["moves"]
+        reads = {uri: await _read(session, uri) for uri in RESOURCES}
+        assert {uri: await _read(session, uri) for uri in RESOURCES} == reads  # reading twice: the same
+        assert (await _call(session, "memory")).structured_content["moves"] == moves  # and nothing played
+
+        assert json.loads(reads[INVENTORY]) == {"items": ["leaflet"]}
+        assert json.loads(reads[INVENTORY]) == (await _call(session, "inventory")).structured_content
+        game_map = json.loads(reads[MAP])
+        assert game_map == (await _call(session, "get_map")).structured_content
+        assert game_map["current_room_id"] == north_of_house[0]
+        rooms = {room["id"]: room for room in game_map["rooms"]}
+        assert {room_id: room["name"] for room_id, room in rooms.items()} == dict([west_of_house, north_of_house])
+        assert rooms[west_of_house[0]]["exits"] == {"north": north_of_house[0]}
+        assert rooms[north_of_house[0]]["current"] and not rooms[west_of_house[0]]["current"]
+
+        transcript = reads[TRANSCRIPT]
+        assert transcript.startswith(opening.rstrip("\n"))  # the opening text, then the session
+        played = transcript[len(opening) :]
+        assert "> open mailbox\nOpening the small mailbox reveals a leaflet." in played
+        assert "> take leaflet\nTaken." in played
+        assert f"> north\n{north_of_house[1]}" in played
+        assert played.index("> open mailbox") < played.index("> take leaflet") < played.index("> north")
+
+        # An unknown URI is a protocol error naming the resources there are, and the server carries on.
+        for uri in ("zork://nowhere", "file:///etc/passwd", "zork://map/extra"):
+            with pytest.raises(MCPError) as unknown:
+                await session.read_resource(uri)
+            assert unknown.value.error.code == INVALID_PARAMS
+            assert unknown.value.error.data == {"uri": uri}
+            assert uri in unknown.value.error.message
+            assert all(known in unknown.value.error.message for known in RESOURCES)
+        assert json.loads(await _read(session, INVENTORY)) == {"items": ["leaflet"]}
+
+
+@pytest.mark.asyncio
+async def test_transcript_keeps_the_session_while_the_map_follows_checkpoints_and_resets(
+    game_file: Path, tmp_path: Path
+) -> None:
+    async with zork_client(tmp_path / "stderr.log", "--game-file", str(game_file)) as session:
+        await _call(session, "play_action", action="north")
+        await _call(session, "save_checkpoint", name="a")
+        saved_map = await _read(session, MAP)
+        for command in ["north", "up", "take egg"]:
+            await _call(session, "play_action", action=command)
+        assert json.loads(await _read(session, INVENTORY)) == {"items": ["jewel-encrusted egg"]}
+        assert len(json.loads(await _read(session, MAP))["rooms"]) == 4
+
+        await _call(session, "restore_checkpoint", name="a")
+        assert await _read(session, MAP) == saved_map
+        assert json.loads(await _read(session, INVENTORY)) == {"items": []}
+        await _call(session, "reset")
+        assert [room["name"] for room in json.loads(await _read(session, MAP))["rooms"]] == ["West of House"]
+
+        transcript = await _read(session, TRANSCRIPT)
+    steps = [
+        "> north\nNorth of House",
+        "[Saved checkpoint 'a' at North of House, score 0, moves 1]",
+        "> north\nForest Path",
+        "> up\nUp a Tree",
+        "> take egg\nTaken.",
+        "[Restored checkpoint 'a': back at North of House, score 0, moves 1]",
+        "[New game]\n\nCopyright",
+    ]
+    places = [transcript.index(step) for step in steps]
+    assert places == sorted(places)
+    assert transcript.count("West of House\nYou are standing in an open field") == 2  # both openings
+
+
+def test_transcript_says_when_its_oldest_entries_are_gone(game_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zork_server, "MAX_TRANSCRIPT_ENTRIES", 3)
+    session = ZorkSession(game_file, environ={})
+    try:
+        for command in ["open mailbox", "take leaflet", "north", "north", "up"]:
+            session.play_action(command)
+        text = session.transcript_text()
+    finally:
+        session.close()
+    # The opening and five commands: the last three are kept.
+    assert text.startswith("[3 earlier entries are no longer kept; the transcript keeps the last 3.]\n\n> north\n")
+    assert [line for line in text.splitlines() if line.startswith("> ")] == ["> north", "> north", "> up"]
+
+
+async def _next_updates(subscription: Subscription, count: int) -> list[str]:
+    updates = []
+    with anyio.fail_after(30):  # guards against a hang only; the events are on their way
+        for _ in range(count):
+            updates.append((await anext(subscription)).uri)
+    return updates
+
+
+@pytest.mark.asyncio
+async def test_changes_are_announced_to_clients_that_listen(game_file: Path, tmp_path: Path) -> None:
+    """On the 2026-07-28 protocol a client listens for resource updates: each tool call that changes
+    a resource announces exactly those, in order; reads, refused commands and recaps announce nothing.
+
+    The SDK's client folds an update into one still unread for the same URI, so the updates are read
+    after each call. One stream delivers in order: anything announced that should not have been
+    would come before the next expected update.
+    """
+    params = StdioServerParameters(command=sys.executable, args=["-m", SERVER_MODULE, "--game-file", str(game_file)])
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            discovered = await session.discover()
+            assert discovered.capabilities.resources is not None and discovered.capabilities.resources.subscribe
+            async with listen(session, resource_subscriptions=list(RESOURCES)) as updates:
+
+                async def play(command: str, *announced: str) -> None:
+                    await _call(session, "play_action", action=command)
+                    assert await _next_updates(updates, len(announced)) == list(announced), command
+
+                await play("look", TRANSCRIPT)  # the first call also starts the game: that is no change
+                await play("open mailbox", TRANSCRIPT)
+                await play("take leaflet", TRANSCRIPT, INVENTORY)
+                # Nothing changes here: a refused command, reads, recaps.
+                await _error(session, "play_action", {"action": "save"})
+                for uri in RESOURCES:
+                    await _read(session, uri)
+                for tool in ("memory", "get_map", "inventory", "valid_exits"):
+                    await _call(session, tool)
+                await play("north", MAP, TRANSCRIPT)
+                await play("drop leaflet", TRANSCRIPT, INVENTORY)
+                await _call(session, "save_checkpoint", name="here")
+                assert await _next_updates(updates, 1) == [TRANSCRIPT]  # the transcript notes it
+                await play("north", MAP, TRANSCRIPT)
+                await _call(session, "restore_checkpoint", name="here")
+                assert await _next_updates(updates, 2) == [MAP, TRANSCRIPT]
+                await play("take leaflet", TRANSCRIPT, INVENTORY)  # it lies where it was dropped
+                await _call(session, "reset")
+                assert await _next_updates(updates, 3) == [MAP, TRANSCRIPT, INVENTORY]
+                await play("look", TRANSCRIPT)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_play_zork_prompt_lists_and_renders(transport: str, game_file: Path, tmp_path: Path) -> None:
+    async with connected(transport, game_file, tmp_path) as session:
+        prompts = (await session.list_prompts()).prompts
+        assert [prompt.name for prompt in prompts] == ["play_zork"]
+        (prompt,) = prompts
+        assert prompt.description and "play_action" in prompt.description
+        assert prompt.arguments is not None
+        assert [(arg.name, arg.required) for arg in prompt.arguments] == [("goal", False)]
+        assert prompt.arguments[0].description
+
+        plain = await session.get_prompt("play_zork")
+        aimed = await session.get_prompt("play_zork", {"goal": "get the jewel-encrusted egg"})
+        blank = await session.get_prompt("play_zork", {"goal": "  "})
+        texts = {}
+        for name, rendered in (("plain", plain), ("aimed", aimed), ("blank", blank)):
+            assert [message.role for message in rendered.messages] == ["user"]
+            content = rendered.messages[0].content
+            assert content.type == "text"
+            texts[name] = content.text
+        for text in texts.values():
+            for needed in ("play_action", "one game command", "zork://map", "zork://inventory", "save_checkpoint"):
+                assert needed in text, (needed, text)
+        assert "Your goal: get the jewel-encrusted egg." in texts["aimed"]
+        assert "trophy case" in texts["plain"] and "trophy case" not in texts["aimed"]
+        assert texts["blank"] == texts["plain"]
+
+        with pytest.raises(MCPError) as unknown:
+            await session.get_prompt("play_chess")
+        assert unknown.value.error.code == INVALID_PARAMS
+        assert "play_chess" in unknown.value.error.message and "play_zork" in unknown.value.error.message
+        assert (await _call(session, "memory")).structured_content["moves"] == 0  # still serving
