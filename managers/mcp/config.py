@@ -9,7 +9,8 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 ``headers``); ``type`` may say which: ``stdio``, ``http`` / ``streamable-http`` /
 ``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
-``excludeTools`` (tool names, as in Gemini CLI) and ``lifetime`` (``turn`` or ``episode``).
+``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``) and
+``allowDestructive`` (run the server's tools that declare ``destructiveHint: true``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
@@ -86,6 +87,9 @@ class ServerEntry(BaseModel):
     include_tools: list[str] | None = Field(default=None, alias="includeTools", description="Only these tools")
     exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
     lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
+    allow_destructive: StrictBool = Field(
+        default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
+    )
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -113,6 +117,7 @@ class ServerConfig:
     include_tools: frozenset[str] | None = None
     exclude_tools: frozenset[str] = frozenset()
     lifetime: Lifetime | None = None
+    allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
 
     @property
     def is_remote(self) -> bool:
@@ -360,6 +365,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             include_tools=include,
             exclude_tools=exclude,
             lifetime=lifetime,
+            allow_destructive=entry.allow_destructive,
         )
     assert url is not None
     expanded_url = expand(url, environ, "url")
@@ -375,6 +381,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         include_tools=include,
         exclude_tools=exclude,
         lifetime=lifetime,
+        allow_destructive=entry.allow_destructive,
     )
 
 
