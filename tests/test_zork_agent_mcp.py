@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import LLMClientWrapper
 from managers.mcp import MCPError, MCPManager, MCPServerStartupError
+from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
@@ -46,7 +47,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent, tools_prompt
+from zork_agent import AgentResponse, ZorkAgent, tools_prompt
 
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
 SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"

@@ -39,13 +39,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
 from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
+from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from managers.mcp.tools import ToolCallResult
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
-from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
+from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
 SERVER = "fake"
 STATE = "West of House\nThere is a small mailbox here."
@@ -319,10 +320,19 @@ class FakeLLM:
         return self.supports_tools
 
 
+class NoAnnotations:
+    """The toolbox as the tool loop reads it for annotations: the fake's tools declare none,
+    so every reply's calls run in order and none is refused."""
+
+    def route(self, name: str) -> None:
+        return None
+
+
 class FakeMCPManager:
     """The MCPManager interface the agent uses, in process; records order, loops and concurrency."""
 
     server_name = SERVER
+    toolbox = NoAnnotations()
 
     def __init__(self, scenario: Scenario, events: list[tuple[Any, ...]], traced: MCPManager | None = None) -> None:
         self.scenario = scenario
