@@ -592,6 +592,36 @@ def test_read_only_calls_of_one_reply_run_at_once_and_answer_in_the_models_order
     assert len(run.events("mcp_tool_result")) == 3 and not run.events("mcp_tool_error")
 
 
+def test_a_timeout_among_read_only_calls_skips_none_of_the_others(
+    llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns], tmp_path: Path
+) -> None:
+    """Calls run at once have all started when one times out: each keeps its own answer
+    (in order, one after another, the later ones would be skipped)."""
+    llm_server.script(
+        completion(
+            tool_calls=[
+                tool_call("annotated__read_sign", {"meeting": "nobody", "expected": 3, "give_up_seconds": 600}, "c1"),
+                tool_call("annotated__read_map", {"meeting": "myself", "expected": 1}, "c2"),
+            ]
+        ),
+        agent_reply("up"),
+    )
+    config_file = write_mcp_config(tmp_path / "mcp", {"annotated": annotated_entry(tmp_path / "record.txt")})
+    run = loops(config_file=config_file, tool_call_timeout_seconds=0.5)
+    decision = run.turn()
+
+    assert decision.action == "up"
+    results = tool_messages(llm_server.bodies[1])
+    assert results == {
+        "c1": {"error": "Tool call timed out after 0.5s", "content": None},
+        "c2": {"content": {"tool": "read_map", "met": True}},
+    }
+    assert [r.tool_name for r in run.events("mcp_tool_timeout")] == ["annotated.read_sign"]
+    assert not run.events("mcp_batch_aborted") and not run.events("mcp_turn_budget_exhausted")
+    assert "tools" in llm_server.bodies[1], "the loop goes on with its tools"
+    assert [c.is_error for c in decision.tool_calls] == [True, False]
+
+
 def test_a_reply_that_mixes_read_only_and_other_tools_runs_in_order(
     llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns], tmp_path: Path
 ) -> None:
