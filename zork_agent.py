@@ -4,34 +4,27 @@
 LLM call (JSON-schema response format) exactly as before MCP existed. With MCP enabled it is
 the single ``asyncio.run`` boundary of the agent call: inside it the turn's tools are opened
 (the MCP manager's own background loop owns the sessions, so the blocking model call here
-never holds up a server), the tool-calling loop runs within the turn budget
-(``turn_timeout_seconds``), and the sessions stay open for the critic's re-asks of the same
-turn; the orchestrator ends the turn.
+never holds up a server), the tool-calling loop (``managers.mcp.tool_loop``) runs within the
+turn budget (``turn_timeout_seconds``), and the sessions stay open for the critic's re-asks of
+the same turn; the orchestrator ends the turn. The agent owns what the loop asks (model,
+sampling, the answer's schema) and how the final answer is read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import math
 import re
-import time
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse
-from session.errors import (
-    ConfigError,
-    MCPConfigError,
-    MCPServerDiedError,
-    MCPToolCallError,
-)
+from llm_client import LLMClientWrapper
+from managers.mcp.tool_loop import ToolLoop, ToolLoopOutcome, json_type
+from session.errors import ConfigError, MCPConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -40,7 +33,6 @@ from shared_utils import (
     cap_text,
     create_json_schema,
     extract_json_object,
-    json_depth,
     shorten,
     traced_observation,
 )
@@ -51,17 +43,7 @@ if TYPE_CHECKING:
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.
 MAX_LOGGED_REPLY_CHARS = 2_000
-# How much of a tool call's arguments the log keeps (the server still gets them whole).
-MAX_LOGGED_TOOL_ARGUMENTS_CHARS = 2_000
-TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
-FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-
-TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
-# How deeply a tool call's arguments may nest objects and lists. Real tool schemas nest a few
-# levels; the MCP SDK's serializer gives up near 255 with an error from deep inside the call,
-# so deeper arguments go back to the model as a tool error before they reach a server.
-MAX_TOOL_ARGUMENT_DEPTH = 32
 
 
 class AgentResponse(BaseModel):
@@ -86,28 +68,6 @@ class AgentResponse(BaseModel):
 
 class AgentRuntimeError(RuntimeError):
     """The agent was used in a way that cannot work (e.g. called inside a running event loop)."""
-
-
-@dataclass
-class ToolLoopStats:
-    """What one turn's tool loop did so far (the decision keeps the calls, the trace the rest)."""
-
-    iterations: int = 0
-    calls: list[ToolCallRecord] = field(default_factory=list)
-    forced_final: bool = False
-    budget_exhausted: bool = False
-    deadline: float = math.inf  # time.monotonic() when the turn budget is spent
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    @property
-    def tool_calls(self) -> int:
-        return len(self.calls)
-
-    @property
-    def tools_used(self) -> list[str]:
-        return sorted({call.tool for call in self.calls})
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -160,14 +120,6 @@ def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | Non
     return "\n".join(lines)
 
 
-def _loggable_arguments(arguments: dict[str, Any], raw: str) -> dict[str, Any] | str:
-    """A tool call's arguments for the episode log: the object itself, or, when its JSON is
-    longer than the log keeps, that JSON cut with a marker."""
-    if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS:
-        return arguments
-    return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
-
-
 def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
     """The reply as an ``AgentResponse``, keeping a valid action when the rest is not usable.
 
@@ -181,7 +133,7 @@ def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
     dropped: list[str] = []
     thinking = fields.get("thinking")
     if not isinstance(thinking, str):
-        dropped.append("thinking (missing)" if thinking is None else f"thinking ({_json_type(thinking)}, not text)")
+        dropped.append("thinking (missing)" if thinking is None else f"thinking ({json_type(thinking)}, not text)")
         fields["thinking"] = ""
     objective = fields.get("new_objective")
     if objective is not None and not isinstance(objective, str):
@@ -189,37 +141,9 @@ def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
             ObjectiveProposal.model_validate(objective)
         except ValidationError:
             shown = shorten(json.dumps(objective), 80)
-            dropped.append(f"new_objective ({_json_type(objective)}, not a goal with done_when steps): {shown}")
+            dropped.append(f"new_objective ({json_type(objective)}, not a goal with done_when steps): {shown}")
             fields["new_objective"] = None
     return AgentResponse.model_validate(fields), dropped
-
-
-def _read_arguments(raw: str) -> dict[str, Any]:
-    """A tool call's arguments as an object; ``ValueError`` saying what is wrong with them."""
-    try:
-        arguments = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not a JSON object ({exc})") from None
-    except RecursionError:
-        raise ValueError(
-            f"they nest objects and lists far deeper than the limit of {MAX_TOOL_ARGUMENT_DEPTH} levels. "
-            "Send flatter arguments."
-        ) from None
-    if not isinstance(arguments, dict):
-        raise ValueError(f"not a JSON object (got {_json_type(arguments)})")
-    depth = json_depth(arguments, MAX_TOOL_ARGUMENT_DEPTH)
-    if depth > MAX_TOOL_ARGUMENT_DEPTH:
-        raise ValueError(
-            f"they nest objects and lists more than {MAX_TOOL_ARGUMENT_DEPTH} levels deep (the limit). "
-            "Send flatter arguments."
-        )
-    return arguments
-
-
-def _json_type(value: Any) -> str:
-    """A parsed JSON value's type in words ("a number", "an object")."""
-    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
-    return names.get(type(value), f"a {type(value).__name__}")
 
 
 class ZorkAgent:
@@ -246,6 +170,19 @@ class ZorkAgent:
         self._base_prompt = self._load_prompt(config)
         self.knowledge_text = knowledge_text
         self.current_turn = 0
+        self.tool_loop = (
+            ToolLoop(
+                client,
+                mcp_manager,
+                config.mcp,
+                self.logger,
+                request_args=self._client_args,
+                read_answer=self._parse_response,
+                episode_id=episode_id,
+            )
+            if mcp_manager is not None
+            else None
+        )
 
     # -- prompt ------------------------------------------------------------------------
     @staticmethod
@@ -378,28 +315,28 @@ class ZorkAgent:
     # -- MCP tool-calling path -----------------------------------------------------------
     async def _generate_action_async(self, game_state_text: str, relevant_memories: str | None = None) -> AgentDecision:
         """Open the turn's tools and run the tool loop; the sessions stay open for this turn's re-asks."""
-        assert self.mcp_manager is not None
+        assert self.mcp_manager is not None and self.tool_loop is not None
         messages = self._build_messages(game_state_text, relevant_memories)
-        stats = ToolLoopStats()
         with self._session_observation() as span:
             tools = await self._open_tools()
             if tools is None:
                 response = self.client.chat.completions.create(**self._client_args(messages))
-                decision = self._parse_response(response.content)
+                outcome = ToolLoopOutcome(self._parse_response(response.content))
             else:
                 # Only now is it known which tools are offered: the prompt says so, in the servers' words.
                 about = tools_prompt(tools, self.mcp_manager.server_instructions())
                 messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
-                decision = await self._tool_loop(messages, tools, stats)
+                outcome = await self.tool_loop.run(messages, tools, self.current_turn)
+            decision = outcome.decision
             if span is not None:
                 span.update(
                     output={"action": decision.action},
                     metadata={
-                        "iterations_used": stats.iterations,
-                        "tools_called": stats.tool_calls,
-                        "tools_used": stats.tools_used,
-                        "forced_final": stats.forced_final,
-                        "turn_budget_exhausted": stats.budget_exhausted,
+                        "iterations_used": outcome.iterations,
+                        "tools_called": outcome.tool_calls,
+                        "tools_used": outcome.tools_used,
+                        "forced_final": outcome.forced_final,
+                        "turn_budget_exhausted": outcome.budget_exhausted,
                         "final_action": decision.action,
                     },
                 )
@@ -453,312 +390,9 @@ class ZorkAgent:
             },
         )
 
-    async def _tool_loop(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stats: ToolLoopStats
-    ) -> AgentDecision:
-        """Ask, run the requested tools in order, repeat until the model answers, the cap or the budget."""
-        max_iterations = self.config.mcp.max_tool_iterations
-        budget = self.config.mcp.turn_timeout_seconds
-        stats.deadline = time.monotonic() + budget
-        turn = self.current_turn
-        self._log(
-            "info",
-            "mcp_session_start",
-            "Turn %s: MCP session started (max %s iterations)",
-            turn,
-            max_iterations,
-            max_iterations=max_iterations,
-        )
-        args = self._client_args(messages, response_format=None, tools=tools, tool_choice="auto")
-        response: LLMResponse | None = None
-        tools_left = True
-        while stats.iterations < max_iterations and tools_left:
-            if stats.remaining() <= 0:
-                self._budget_exhausted(stats)
-                break
-            stats.iterations += 1
-            self._log(
-                "debug",
-                "mcp_iteration_start",
-                "Turn %s: tool-calling iteration %s/%s",
-                turn,
-                stats.iterations,
-                max_iterations,
-                iteration=stats.iterations,
-                max_iterations=max_iterations,
-            )
-            response = self.client.chat.completions.create(**args)
-            if response.tool_calls:
-                messages.append(
-                    {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
-                )
-                servers_lost = await self._run_tool_batch(response.tool_calls, messages, stats)
-                if stats.budget_exhausted:
-                    break
-                if servers_lost:
-                    # A server went away: its tools are no longer offered; the other servers' still are.
-                    assert self.mcp_manager is not None
-                    tools = await self.mcp_manager.open_turn(turn)
-                    tools_left = bool(tools)
-                    args["tools"] = tools or None
-                    args["tool_choice"] = "auto" if tools else None
-                continue
-            if response.content:
-                break
-            self._log(
-                "warning",
-                "mcp_unexpected_state",
-                "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
-                turn,
-                response.finish_reason,
-                finish_reason=response.finish_reason,
-                iteration=stats.iterations,
-            )
-            break
-
-        if response is None or not response.content or response.tool_calls or stats.budget_exhausted:
-            self._log(
-                "warning",
-                "mcp_no_content",
-                "Turn %s: forcing final action after %s iterations without an answer",
-                turn,
-                stats.iterations,
-                iterations=stats.iterations,
-            )
-            stats.forced_final = True
-            messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
-            response = self.client.chat.completions.create(**self._client_args(messages, tools=None, tool_choice=None))
-        decision = self._parse_response(response.content, tuple(stats.calls))
-        self._log(
-            "info",
-            "mcp_session_complete",
-            "Turn %s: MCP session complete (%s iterations, %s tool calls)",
-            turn,
-            stats.iterations,
-            stats.tool_calls,
-            iterations=stats.iterations,
-            tool_calls_count=stats.tool_calls,
-            tools_used=stats.tools_used,
-            forced_final=stats.forced_final,
-            turn_budget_exhausted=stats.budget_exhausted,
-            final_action=decision.action,
-        )
-        # The episode log closes each MCP session with the action it produced.
-        self._log(
-            "info", "mcp_agent_action", "Turn %s: Agent action: %s", turn, decision.action, action=decision.action
-        )
-        return decision
-
-    def _budget_exhausted(self, stats: ToolLoopStats) -> None:
-        if stats.budget_exhausted:
-            return
-        stats.budget_exhausted = True
-        budget = self.config.mcp.turn_timeout_seconds
-        self._log(
-            "warning",
-            "mcp_turn_budget_exhausted",
-            "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
-            self.current_turn,
-            budget,
-            stats.iterations,
-            turn_timeout_seconds=budget,
-            iterations=stats.iterations,
-            tool_calls_count=stats.tool_calls,
-        )
-
-    async def _run_tool_batch(
-        self, tool_calls: list[Any], messages: list[dict[str, Any]], stats: ToolLoopStats
-    ) -> bool:
-        """Run one response's tool calls in order. Returns True when a server went away during it.
-
-        Every tool_call id gets a ``role: "tool"`` reply, even the ones skipped after a timeout:
-        providers reject a history where an assistant tool call has no matching result. A
-        server that died only skips the rest of its own tools' calls; the other servers' run.
-        """
-        from managers.mcp.tools import ToolCallResult
-
-        assert self.mcp_manager is not None
-        manager = self.mcp_manager
-        turn, iteration = self.current_turn, stats.iterations
-        abort_reason: str | None = None
-        gone: dict[str, str] = {}  # server -> why its later calls in this batch are skipped
-        cap = self.config.mcp.max_tool_calls_per_reply
-        over_cap = (
-            f"Skipped: this reply asked for {len(tool_calls)} tool calls and only the first {cap} run "
-            "([tool.zorkgpt.mcp] max_tool_calls_per_reply). Call again for the ones you still need."
-        )
-        if len(tool_calls) > cap:
-            self._log(
-                "warning",
-                "mcp_tool_calls_capped",
-                "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
-                "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
-                turn,
-                iteration,
-                len(tool_calls),
-                cap,
-                requested=len(tool_calls),
-                max_tool_calls_per_reply=cap,
-                iteration=iteration,
-            )
-        for position, tool_call in enumerate(tool_calls):
-            name = self._display_name(tool_call.function.name)
-            server = manager.server_of(tool_call.function.name)
-            skip = over_cap if position >= cap else abort_reason or (gone.get(server) if server else None)
-            if skip is None and stats.remaining() <= 0:  # the model's own call used up the budget
-                self._budget_exhausted(stats)
-                skip = abort_reason = "Skipped: the turn's time budget is spent"
-            if skip is not None:
-                self._append_tool_result(messages, tool_call.id, ToolCallResult(None, True, skip))
-                continue
-
-            answer = functools.partial(self._answer, messages, stats, tool_call.id, server, name)
-            raw_arguments = tool_call.function.arguments or ""
-            try:
-                arguments = _read_arguments(raw_arguments)
-                if tool_call.function.name == MALFORMED_TOOL_NAME:
-                    # The client could not read this call; the model hears why instead of a crash.
-                    raise ValueError(str(arguments.get("error") or "unreadable tool call"))
-            except ValueError as exc:
-                self._log(
-                    "warning",
-                    "mcp_tool_error",
-                    "Turn %s Iteration %s: invalid arguments for %s: %s",
-                    turn,
-                    iteration,
-                    name,
-                    exc,
-                    tool_name=name,
-                    error=f"invalid arguments: {exc}",
-                    iteration=iteration,
-                )
-                malformed = tool_call.function.name == MALFORMED_TOOL_NAME
-                problem = str(exc) if malformed else f"Invalid tool arguments: {exc}"
-                answer(ToolCallResult(None, True, problem), cap_text(raw_arguments, MAX_LOGGED_TOOL_ARGUMENTS_CHARS))
-                continue
-            # The server's own timeout (or the configured one), cut to what is left of the turn budget.
-            server_timeout = manager.timeout_for(tool_call.function.name)
-            timeout = min(server_timeout, stats.remaining())
-            self._log(
-                "info",
-                "mcp_tool_call",
-                "Turn %s Iteration %s: Agent calling tool %s",
-                turn,
-                iteration,
-                name,
-                tool_name=name,
-                server_name=server,
-                arguments=_loggable_arguments(arguments, raw_arguments),
-                iteration=iteration,
-            )
-            self.logger.debug("Turn %s Iteration %s: Tool arguments: %s", turn, iteration, json.dumps(arguments)[:500])
-            started = time.perf_counter()
-            try:
-                result = await manager.call_tool(name, arguments, timeout_seconds=timeout)
-            except TimeoutError:
-                self._log(
-                    "warning",
-                    "mcp_tool_timeout",
-                    "Turn %s Iteration %s: Tool call timeout: %s",
-                    turn,
-                    iteration,
-                    name,
-                    tool_name=name,
-                    server_name=server,
-                    iteration=iteration,
-                    timeout_seconds=timeout,
-                )
-                answer(ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s"), arguments)
-                if timeout < server_timeout:  # it was the turn budget that ran out
-                    self._budget_exhausted(stats)
-                    abort_reason = "Skipped: the turn's time budget is spent"
-                else:
-                    abort_reason = f"Skipped: an earlier tool call in this batch ({name}) timed out"
-                if position + 1 < len(tool_calls):
-                    self._log(
-                        "info",
-                        "mcp_batch_aborted",
-                        "Turn %s: Skipping remaining tools in batch after timeout",
-                        turn,
-                        tool_name=name,
-                        skipped=len(tool_calls) - position - 1,
-                        iteration=iteration,
-                    )
-                continue
-            except (MCPToolCallError, OSError) as exc:
-                # The tool-call boundary: a call that failed (the MCP family, or a pipe or socket
-                # failing under the SDK) becomes an error result the model reads, and the turn
-                # goes on. Anything else is a bug in ZorkGPT and propagates.
-                self._log(
-                    "warning",
-                    "mcp_tool_error",
-                    "Turn %s Iteration %s: Tool call failed: %s - %s",
-                    turn,
-                    iteration,
-                    name,
-                    exc,
-                    tool_name=name,
-                    server_name=server,
-                    error=str(exc),
-                    iteration=iteration,
-                    exc_info=not isinstance(exc, MCPToolCallError),  # a transport failure: keep its traceback
-                )
-                answer(ToolCallResult(None, True, f"Tool call failed: {exc}"), arguments)
-                if isinstance(exc, MCPServerDiedError) and server is not None:
-                    gone[server] = f"Skipped: the MCP server '{server}' stopped during {name}"
-                continue
-            duration = time.perf_counter() - started
-            answer(result, arguments)
-            self._log(
-                "info",
-                "mcp_tool_result",
-                "Turn %s Iteration %s: Tool result received (%.1fs)",
-                turn,
-                iteration,
-                duration,
-                tool_name=name,
-                server_name=server,
-                result_type=type(result.content).__name__,
-                result_length=len(str(result.content)),
-                # What the model saw, shortened: the episode log (and the web viewer) show it.
-                result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
-                is_error=result.is_error,
-                duration_ms=round(duration * 1000, 1),
-                iteration=iteration,
-            )
-        return bool(gone)
-
-    def _display_name(self, wire_name: str) -> str:
-        return self.mcp_manager.display_name(wire_name) if self.mcp_manager else wire_name
-
-    def _answer(
-        self,
-        messages: list[dict[str, Any]],
-        stats: ToolLoopStats,
-        call_id: str,
-        server: str | None,
-        name: str,
-        result: Any,
-        arguments: dict[str, Any] | str,
-    ) -> None:
-        """A call's ``role: "tool"`` message for the model, and its record in the decision."""
-        self._append_tool_result(messages, call_id, result)
-        stats.calls.append(ToolCallRecord(server, name, arguments, _summary(result), result.is_error))
-
-    @staticmethod
-    def _append_tool_result(messages: list[dict[str, Any]], call_id: str, result: Any) -> None:
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result.to_dict(), default=str)})
-
     def _log(
         self, level: str, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
     ) -> None:
         """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
         extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
         getattr(self.logger, level)(message, *args, exc_info=exc_info, extra=extra)
-
-
-def _summary(result: Any) -> str:
-    """The start of a tool call's result for the turn's record: the error, or the content as JSON."""
-    if result.is_error:
-        return shorten(result.error_message or "Tool call failed", TOOL_SUMMARY_CHARS)
-    return shorten(json.dumps(result.to_dict()["content"], default=str, ensure_ascii=False), TOOL_SUMMARY_CHARS)

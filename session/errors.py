@@ -226,7 +226,7 @@ POLICY: dict[type[ZorkGPTError], Consequence] = {
 """Each class's consequence; a class not listed has its nearest listed ancestor's.
 
 Where the consequences are carried out:
-- ``TURN_CONTINUES``: the tool loop (``zork_agent.py``) turns ``MCPToolCallError`` into the
+- ``TURN_CONTINUES``: the tool loop (``managers/mcp/tool_loop.py``) turns ``MCPToolCallError`` into the
   call's error result; the orchestrator turns ``GameInterfaceError`` from sending a command
   into the turn's reply.
 - ``TOOL_SERVER_DOWN``: the tool loop stops calling tools after ``MCPServerDiedError``; the

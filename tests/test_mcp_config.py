@@ -318,6 +318,10 @@ def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: 
         ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, "mcpServers.a.timeout: Input should be greater"),
         ({"mcpServers": {"a": {"command": "x", "includeTools": "t"}}}, "mcpServers.a.includeTools: Input should be"),
         ({"mcpServers": {"a": {"command": "x", "lifetime": "forever"}}}, "mcpServers.a.lifetime: Input should be"),
+        (
+            {"mcpServers": {"a": {"command": "x", "allowDestructive": "yes"}}},
+            "mcpServers.a.allowDestructive: Input should be a valid boolean",
+        ),
         ({"mcpServers": {"a": {"command": "x", "autoApprove": "all"}}}, "mcpServers.a.autoApprove: Input should be"),
         ({"mcpServers": {"a": "npx server"}}, "mcpServers.a: must be an object with a command or a url"),
         ({"mcpServers": ["a"]}, "mcpServers: must be an object mapping server names"),

@@ -1,4 +1,8 @@
-"""ZorkAgent's MCP tool-calling loop with real parts: real HTTP and real stdio MCP servers.
+"""ZorkAgent's MCP path with real parts: real HTTP and real stdio MCP servers.
+
+The tool loop's own behaviour (caps, timeouts, failures, hostile replies, annotations) is
+tested in tests/test_tool_loop.py; here, what the agent adds around it: the turn's tools
+opened, the prompt, the fallbacks without tools, the Langfuse session span, re-asks.
 
 The model is the scripted chat-completions server (``llm_server``) reached through the real
 ``LLMClientWrapper``; the tools are the shipped thoughtbox server (started from the repo's
@@ -32,7 +36,6 @@ from managers.mcp import MCPError, MCPManager, MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
-from shared_utils import cap_text, create_json_schema
 from tests.mcp_test_servers.helpers import (
     FORBIDDEN_TEXT,
     REPO_ROOT,
@@ -46,7 +49,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from zork_agent import FINAL_ACTION_PROMPT, AgentResponse, ZorkAgent, tools_prompt
+from zork_agent import ZorkAgent, tools_prompt
 
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
 SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
@@ -134,9 +137,9 @@ class AgentTurns:
                 # The servers, not the sweeper watching over them (the check after close covers it).
                 self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
 
-        async def call_spy(tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None) -> Any:
+        async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
             self.tool_calls.append(tool_name)
-            return await real_call(tool_name, arguments, timeout_seconds=timeout_seconds)
+            return await real_call(tool_name, arguments, **options)
 
         self.manager.open_turn = open_spy  # type: ignore[method-assign]
         self.manager.call_tool = call_spy  # type: ignore[method-assign]
@@ -364,130 +367,7 @@ def test_tools_prompt_names_each_server_and_its_tools() -> None:
     ]
 
 
-def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
-) -> None:
-    def always_think(body: dict[str, Any], index: int) -> dict[str, Any]:
-        if "tools" in body:
-            return completion(tool_calls=[tool_call("thoughtbox__think", think(index + 1, 9, True), f"c{index}")])
-        return agent_reply("north", thinking="enough thinking")
-
-    llm_server.respond_with(always_think)
-    run = turns(max_tool_iterations=2)
-    result = run.turn(turn=3)
-
-    assert result.action == "north"
-    bodies = llm_server.bodies
-    assert len(bodies) == 3, "two loop calls, then exactly one forced final call"
-    for body in bodies[:2]:
-        assert body["tools"][0]["function"]["name"] == "thoughtbox__think"
-        assert body["tool_choice"] == "auto"
-        assert "response_format" not in body
-    final = bodies[2]
-    assert "tools" not in final and "tool_choice" not in final
-    assert final["response_format"] == create_json_schema(AgentResponse)
-    assert final["response_format"]["type"] == "json_schema"
-    assert final["response_format"]["json_schema"]["name"] == "AgentResponse"
-    assert final["messages"][-1]["role"] == "user"
-    assert text_of(final["messages"][-1]) == FINAL_ACTION_PROMPT
-    # Both tool results are in the forced call's history, answered in order.
-    assert list(tool_messages(final)) == ["c0", "c1"]
-    assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
-    assert len(run.events("mcp_no_content")) == 1
-    (complete,) = run.events("mcp_session_complete")
-    assert complete.iterations == 2 and complete.tool_calls_count == 2 and complete.forced_final is True
-
-
-def test_an_empty_reply_in_the_loop_is_a_warning_then_the_forced_final_call(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
-) -> None:
-    """Requirement 5.10 through the real client: a reply with neither content nor tool_calls
-    (after the client's own retries) ends the loop with a warning, then the forced final call."""
-    llm_server.script(
-        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "c0")]),
-        completion(content=None, finish_reason="length"),
-        agent_reply("west"),
-    )
-    run = turns()
-    assert run.turn(turn=4).action == "west"
-    bodies = llm_server.bodies
-    assert len(bodies) == 3
-    assert "tools" in bodies[1] and "tools" not in bodies[2]
-    assert bodies[2]["response_format"]["json_schema"]["name"] == "AgentResponse"
-    (warning,) = run.events("mcp_unexpected_state")
-    assert "no content and no tool_calls" in warning.getMessage()
-    assert len(run.events("mcp_no_content")) == 1
-
-
 # -- the misbehaving server ----------------------------------------------------------------------------
-
-
-def test_timeout_aborts_the_rest_of_the_batch_and_the_model_is_asked_again(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    llm_server.script(
-        completion(
-            tool_calls=[
-                tool_call("misbehaving__hang", {"seconds": 60}, "call_hang"),
-                tool_call("misbehaving__echo", {"text": "never sent"}, "call_echo"),
-                tool_call("misbehaving__pid", {}, "call_pid"),
-            ]
-        ),
-        agent_reply("wait", thinking="the tool hung"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path), tool_call_timeout_seconds=0.5)
-    result = run.turn(turn=2)
-
-    assert result.action == "wait"
-    assert run.tool_calls == ["misbehaving.hang"], "calls after the timeout must not be executed"
-    (hang,) = result.tool_calls  # the skipped calls were never made
-    assert hang.tool == "misbehaving.hang" and hang.is_error and hang.result_summary == "Tool call timed out after 0.5s"
-    bodies = llm_server.bodies
-    assert len(bodies) == 2
-    retry = bodies[1]
-    assert retry["tool_choice"] == "auto" and "response_format" not in retry  # the loop goes on
-    results = tool_messages(retry)
-    assert list(results) == ["call_hang", "call_echo", "call_pid"], "every tool call needs a tool message"
-    assert results["call_hang"] == {"error": "Tool call timed out after 0.5s", "content": None}
-    for skipped in ("call_echo", "call_pid"):
-        assert "timed out" in results[skipped]["error"] and "Skipped" in results[skipped]["error"]
-        assert results[skipped]["content"] is None
-    (timeout,) = run.events("mcp_tool_timeout")
-    assert timeout.tool_name == "misbehaving.hang" and timeout.timeout_seconds == 0.5
-    assert [r.tool_name for r in run.events("mcp_tool_call")] == ["misbehaving.hang"]
-
-
-def test_server_exiting_mid_call_becomes_an_error_then_a_forced_final_action(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    llm_server.script(
-        completion(
-            tool_calls=[
-                tool_call("misbehaving__exit_now", {"code": 1}, "call_exit"),
-                tool_call("misbehaving__echo", {"text": "too late"}, "call_echo"),
-            ]
-        ),
-        agent_reply("south", thinking="no tools left"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path))
-    result = run.turn(turn=4)
-
-    assert result.action == "south"
-    assert run.tool_calls == ["misbehaving.exit_now"]
-    bodies = llm_server.bodies
-    assert len(bodies) == 2
-    final = bodies[1]
-    assert "tools" not in final and "tool_choice" not in final
-    assert final["response_format"]["json_schema"]["name"] == "AgentResponse"
-    assert text_of(final["messages"][-1]) == FINAL_ACTION_PROMPT
-    results = tool_messages(final)
-    assert list(results) == ["call_exit", "call_echo"]
-    assert results["call_exit"]["error"].startswith("Tool call failed: MCP server 'misbehaving' is no longer available")
-    assert "Skipped" in results["call_echo"]["error"]
-    (error,) = run.events("mcp_tool_error")
-    assert error.tool_name == "misbehaving.exit_now" and "no longer available" in error.error
-    (complete,) = run.events("mcp_session_complete")
-    assert complete.forced_final is True
 
 
 def test_first_turn_startup_failure_raises_out_of_the_agent(
@@ -529,49 +409,6 @@ def test_later_turn_failure_after_the_retry_disables_mcp_and_the_turn_still_play
     assert all(r.levelname == "WARNING" for r in fallbacks)
     assert len(run.events("mcp_server_disabled")) == 1
     assert run.tool_calls == []
-
-
-def test_error_results_and_embedded_resources_reach_the_model_as_json(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    llm_server.script(
-        completion(
-            tool_calls=[
-                tool_call("misbehaving__fail", {"message": "the door is nailed shut"}, "call_fail"),
-                tool_call("misbehaving__resource", {}, "call_resource"),
-                tool_call("misbehaving__echo", "{not json", "call_bad_args"),
-                tool_call("misbehaving__structured", {"count": 5}, "call_structured"),
-            ]
-        ),
-        agent_reply("examine door"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path))
-    assert run.turn(turn=5).action == "examine door"
-
-    # An is_error result and invalid arguments do not stop the batch (property 23).
-    assert run.tool_calls == ["misbehaving.fail", "misbehaving.resource", "misbehaving.structured"]
-    results = tool_messages(llm_server.bodies[1])
-    assert list(results) == ["call_fail", "call_resource", "call_bad_args", "call_structured"]
-    assert results["call_fail"] == {"error": "the door is nailed shut", "content": None}
-    assert results["call_resource"] == {
-        "content": [
-            {"type": "resource", "uri": "file:///notes.txt", "mime_type": "text/plain", "text": "the notes"},
-            {
-                "type": "resource",
-                "uri": "file:///blob.bin",
-                "mime_type": "application/octet-stream",
-                "size_bytes": 4,
-                "note": "binary resource omitted (4 bytes)",
-            },
-        ]
-    }
-    assert results["call_bad_args"]["content"] is None
-    assert "Invalid tool arguments" in results["call_bad_args"]["error"]
-    assert results["call_structured"] == {"content": {"ok": True, "count": 5}}
-    flagged = {r.tool_name: r.is_error for r in run.events("mcp_tool_result")}
-    assert flagged == {"misbehaving.fail": True, "misbehaving.resource": False, "misbehaving.structured": False}
-    (bad_args,) = run.events("mcp_tool_error")
-    assert bad_args.tool_name == "misbehaving.echo"
 
 
 def test_server_without_tools_plays_the_turn_without_tools_and_says_why(
@@ -692,157 +529,3 @@ def test_critic_reasks_reuse_the_turns_sessions(
     first, reask, next_turn = pids[0], pids[1], pids[2]
     assert first == reask and next_turn != first
     assert len([r for r in run.events("mcp_turn_ready")]) == 2  # one per turn, none for the re-ask
-
-
-def test_turn_budget_ends_the_tool_loop_with_the_forced_final_call(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    llm_server.script(
-        completion(tool_calls=[tool_call("misbehaving__hang", {"seconds": 60}, "call_hang")]),
-        agent_reply("wait"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path), turn_timeout_seconds=3)
-    assert run.turn(turn=3).action == "wait"
-
-    hang_body, final_body = llm_server.bodies
-    assert hang_body["tools"]
-    (budget,) = run.events("mcp_turn_budget_exhausted")
-    assert budget.turn_timeout_seconds == 3 and budget.levelname == "WARNING"
-    assert "turn budget of 3s spent" in budget.getMessage()
-    # The hanging call was cut at the budget (not the 30 s call timeout), then the model answered at once.
-    error = tool_messages(final_body)["call_hang"]["error"]
-    assert "timed out after" in error or "time budget is spent" in error
-    assert final_body["messages"][-1]["content"] == FINAL_ACTION_PROMPT
-    assert "tools" not in final_body and final_body["response_format"]["json_schema"]["name"] == "AgentResponse"
-    (complete,) = run.events("mcp_session_complete")
-    assert complete.forced_final is True and complete.turn_budget_exhausted is True
-
-
-def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Only failed calls (the MCP family, a broken pipe) become error results; a programming error
-    inside ZorkGPT's own call path is not the model's to handle and must surface with its traceback."""
-    import managers.mcp.manager
-
-    def buggy_conversion(*args: Any, **kwargs: Any) -> Any:
-        raise TypeError("a bug in the result conversion")
-
-    monkeypatch.setattr(managers.mcp.manager, "convert_call_result", buggy_conversion)
-    llm_server.script(
-        completion(tool_calls=[tool_call("misbehaving__echo", {"text": "hello"}, "call_echo")]),
-        agent_reply("north"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path))
-    error = run.failing_turn(TypeError)
-
-    assert "a bug in the result conversion" in str(error)
-    assert run.tool_calls == ["misbehaving.echo"]
-    assert len(llm_server.requests) == 1, "the bug must not be sent to the model as a tool result"
-    assert run.events("mcp_tool_error") == []
-
-
-def test_a_huge_tool_argument_reaches_the_server_whole_but_is_logged_cut(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
-) -> None:
-    huge_thought = "ponder " * 300_000  # 2.1 MB of one thought
-    llm_server.script(
-        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False, huge_thought), "call_1")]),
-        agent_reply("open mailbox"),
-    )
-    run = turns()
-    assert run.turn().action == "open mailbox"
-    (call,) = run.events("mcp_tool_call")
-    logged = call.arguments
-    assert isinstance(logged, str) and len(logged) < 2_100
-    assert logged.endswith("characters, the first 2,000 kept]") and "[…cut: 2,1" in logged
-    # The server took the whole thought: the model got a normal result, not an error.
-    (result,) = tool_messages(llm_server.bodies[1]).values()
-    assert not result.get("is_error"), result
-
-
-# -- hostile replies: deep arguments, too many calls, huge results ----------------------------------------
-
-
-def test_deeply_nested_tool_arguments_go_back_to_the_model_as_tool_errors(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    """300 levels (620 characters) used to end the episode with the MCP SDK's "Maximum serialization
-    depth exceeded"; 50,000 levels with a RecursionError from reading them. Both are the model's to fix."""
-    deep_300 = '{"text": ' + "[" * 299 + "]" * 299 + "}"
-    deep_50000 = '{"text": ' + "[" * 50_000 + "]" * 50_000 + "}"
-    flat_enough = {"text": json.loads("[" * 31 + "]" * 31)}  # 32 levels with the object itself: the limit
-    llm_server.script(
-        completion(
-            tool_calls=[
-                tool_call("raw__echo", deep_300, "call_300"),
-                tool_call("raw__echo", deep_50000, "call_50000"),
-                tool_call("raw__echo", flat_enough, "call_32"),
-                tool_call("raw__echo", {"text": "still here"}, "call_after"),
-            ]
-        ),
-        agent_reply("open mailbox"),
-    )
-    run = turns(config_file=write_mcp_config(tmp_path / "mcp", {"raw": raw_entry()}))
-    decision = run.turn()
-
-    assert decision.action == "open mailbox"
-    results = tool_messages(llm_server.bodies[1])
-    assert list(results) == ["call_300", "call_50000", "call_32", "call_after"]
-    assert "more than 32 levels deep (the limit). Send flatter arguments." in results["call_300"]["error"]
-    assert "far deeper than the limit of 32 levels" in results["call_50000"]["error"]
-    assert results["call_after"] == {"content": "still here"}
-    assert "error" not in results["call_32"]
-    assert run.tool_calls == ["raw.echo", "raw.echo"], "the deep ones never reached the server"
-    refused = {call.arguments for call in decision.tool_calls if call.is_error}
-    assert refused == {deep_300, cap_text(deep_50000, 2_000)}, "the record keeps their text, cut like the log's"
-
-
-def test_tool_calls_beyond_the_cap_each_get_an_error_saying_how_to_raise_it(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    calls = [tool_call("raw__echo", {"text": f"call {i}"}, f"call_{i}") for i in range(40)]
-    llm_server.script(completion(tool_calls=calls), agent_reply("north"))
-    run = turns(config_file=write_mcp_config(tmp_path / "mcp", {"raw": raw_entry()}), max_tool_calls_per_reply=3)
-    assert run.turn().action == "north"
-
-    assert run.tool_calls == ["raw.echo"] * 3
-    results = tool_messages(llm_server.bodies[1])
-    assert list(results) == [f"call_{i}" for i in range(40)], "every call id gets exactly one answer, in order"
-    assert [results[f"call_{i}"] for i in range(3)] == [{"content": f"call {i}"} for i in range(3)]
-    for i in range(3, 40):
-        error = results[f"call_{i}"]["error"]
-        assert "asked for 40 tool calls and only the first 3 run" in error
-        assert "[tool.zorkgpt.mcp] max_tool_calls_per_reply" in error
-    (capped,) = run.events("mcp_tool_calls_capped")
-    assert capped.levelname == "WARNING" and capped.requested == 40 and capped.max_tool_calls_per_reply == 3
-
-
-def test_a_tool_reply_over_the_size_limit_is_dropped_and_the_model_reads_why(
-    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns], tmp_path: Path
-) -> None:
-    llm_server.script(
-        completion(
-            tool_calls=[
-                tool_call("misbehaving__huge", {"chars": 3_000_000}, "call_huge"),
-                tool_call("misbehaving__huge", {"chars": 900_000}, "call_big"),
-            ]
-        ),
-        agent_reply("look"),
-    )
-    run = turns(config_file=misbehaving_config(tmp_path), max_tool_reply_bytes=1_000_000)
-    decision = run.turn()
-
-    results = tool_messages(llm_server.bodies[1])
-    # Over stdio the reply is stopped while it is read (its JSON framing counts in its size).
-    assert results["call_huge"]["content"] is None
-    assert results["call_huge"]["error"].startswith("Tool call failed: MCP tool misbehaving.huge replied with 3,000,")
-    assert results["call_huge"]["error"].endswith(
-        " bytes, over the limit of 1,000,000; the reply was dropped. Ask for less "
-        "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
-    )
-    # Under the limit: kept, and cut to what the model reads as before.
-    assert results["call_big"]["content"].endswith("[truncated by ZorkGPT: showing 8000 of 900000 characters]")
-    huge, big = decision.tool_calls
-    assert huge.is_error and len(huge.result_summary) <= 200
-    assert not big.is_error

@@ -39,13 +39,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
 from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
+from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from managers.mcp.tools import ToolCallResult
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
-from zork_agent import FALLBACK_ACTION, FINAL_ACTION_PROMPT, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
+from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
 
 SERVER = "fake"
 STATE = "West of House\nThere is a small mailbox here."
@@ -363,6 +364,9 @@ class FakeMCPManager:
     def timeout_for(self, name: str) -> float:
         return self.scenario.timeout
 
+    def tool_annotations(self, name: str) -> None:
+        return None  # the fake's tools declare nothing: every reply runs in order, none is refused
+
     def server_instructions(self) -> dict[str, str]:
         return {SERVER: "A fake server for the agent's properties."}
 
@@ -371,15 +375,19 @@ class FakeMCPManager:
         return f"{SERVER}.{name[len(prefix) :]}" if name.startswith(prefix) else name
 
     async def call_tool(
-        self, tool_name: str, arguments: dict[str, Any], timeout_seconds: float | None = None
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        timeout_seconds: float | None = None,
+        deadline: float | None = None,
     ) -> ToolCallResult:
         self.events.append(("call", tool_name, copy.deepcopy(arguments), timeout_seconds))
         if self.traced is not None:
-            return await self.traced.call_tool(tool_name, arguments, timeout_seconds=timeout_seconds)
+            return await self.traced.call_tool(tool_name, arguments, timeout_seconds=timeout_seconds, deadline=deadline)
         return await self._outcome(tool_name, arguments)
 
     async def _transport(
-        self, tool_name: str, arguments: dict[str, Any], timeout: float
+        self, tool_name: str, arguments: dict[str, Any], timeout: float, deadline: float | None
     ) -> tuple[ToolCallResult, float]:
         return await self._outcome(tool_name, arguments), 1.0
 

@@ -6,6 +6,7 @@
 * ``runtime``: the background event loop that owns every session;
 * ``manager``: ``MCPManager``, what the agent and the orchestrator use;
 * ``tools``: names, schemas and results between MCP and the chat API;
+* ``tool_loop``: ``ToolLoop``, the agent's tool-calling loop over the manager;
 * ``sweeper``: the watcher that ends every server when ZorkGPT is killed outright.
 """
 

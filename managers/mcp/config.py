@@ -9,8 +9,9 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 ``headers``); ``type`` may say which: ``stdio``, ``http`` / ``streamable-http`` /
 ``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
-``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``) and
-``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``).
+``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``),
+``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``) and ``allowDestructive`` (run the
+server's tools that declare ``destructiveHint: true``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
@@ -91,6 +92,9 @@ class ServerEntry(BaseModel):
     exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
     lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
     protocol: Protocol = Field(default="auto", description="auto, 2025-11-25 or 2026-07-28")
+    allow_destructive: StrictBool = Field(
+        default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
+    )
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -119,6 +123,7 @@ class ServerConfig:
     exclude_tools: frozenset[str] = frozenset()
     lifetime: Lifetime | None = None
     protocol: Protocol = "auto"
+    allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
 
     @property
     def is_remote(self) -> bool:
@@ -372,6 +377,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             exclude_tools=exclude,
             lifetime=lifetime,
             protocol=entry.protocol,
+            allow_destructive=entry.allow_destructive,
         )
     assert url is not None
     expanded_url = expand(url, environ, "url")
@@ -388,6 +394,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         exclude_tools=exclude,
         lifetime=lifetime,
         protocol=entry.protocol,
+        allow_destructive=entry.allow_destructive,
     )
 
 

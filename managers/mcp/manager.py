@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Any
 
+import mcp.types as types
+
 from managers.mcp.config import MCPConfig, ServerConfig
 from managers.mcp.runtime import SessionLoop
 from managers.mcp.source import SourceSettings, ToolSource, make_source
@@ -216,6 +218,11 @@ class MCPManager:
     def server_of(self, name: str) -> str | None:
         route = self.toolbox.route(name)
         return route.server_name if route else None
+
+    def tool_annotations(self, name: str) -> types.ToolAnnotations | None:
+        """What the server declared about the tool offered under ``name`` (read-only, destructive...);
+        None when it declared nothing or there is no such tool."""
+        return self.toolbox.annotations(name)
 
     def timeout_for(self, name: str) -> float:
         """Seconds allowed for one call of ``name``: the server's ``timeout``, else the configured default."""

@@ -434,6 +434,17 @@ class Toolbox:
     def route(self, name: str) -> ToolRoute | None:
         return self.turn_tools.names.resolve(name)
 
+    def annotations(self, name: str) -> types.ToolAnnotations | None:
+        """The annotations of the tool offered under ``name``, from its server's latest listing."""
+        route = self.route(name)
+        source = self._slots[route.server_name].source if route is not None else None
+        if route is None or source is None:
+            return None
+        for tool in source.tools:
+            if tool.name == route.tool_name:
+                return tool.annotations
+        return None
+
     async def call(
         self,
         name: str,
