@@ -169,7 +169,9 @@ class ZorkOrchestratorV2:
         self.mcp_manager = None
         if cfg.mcp.enabled:
             # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
-            self.mcp_manager = MCPManager(config=cfg, logger=log, langfuse_client=self.langfuse_client)
+            self.mcp_manager = MCPManager(
+                config=cfg, logger=log, langfuse_client=self.langfuse_client, models=self.clients
+            )
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
     def _initialize_game_components(self) -> None:

@@ -322,6 +322,17 @@ def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: 
             {"mcpServers": {"a": {"command": "x", "allowDestructive": "yes"}}},
             "mcpServers.a.allowDestructive: Input should be a valid boolean",
         ),
+        ({"mcpServers": {"a": {"command": "x", "protocol": "2024"}}}, "mcpServers.a.protocol: Input should be 'auto'"),
+        ({"mcpServers": {"a": {"url": "http://h/", "type": "sse", "protocol": "2026-07-28"}}}, "no SSE transport"),
+        ({"mcpServers": {"a": {"command": "x", "elicitation": "human"}}}, "mcpServers.a.elicitation: Input should be"),
+        (
+            {"mcpServers": {"a": {"command": "x", "sampling": {"role": "wizard"}}}},
+            "mcpServers.a.sampling.role: Input should be 'agent', 'critic', 'extractor' or 'memory'",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "sampling": {"maxPerTurn": 0}}}},
+            "mcpServers.a.sampling.maxPerTurn: Input should be greater than or equal to 1",
+        ),
         ({"mcpServers": {"a": {"command": "x", "autoApprove": "all"}}}, "mcpServers.a.autoApprove: Input should be"),
         ({"mcpServers": {"a": "npx server"}}, "mcpServers.a: must be an object with a command or a url"),
         ({"mcpServers": ["a"]}, "mcpServers: must be an object mapping server names"),

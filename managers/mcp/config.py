@@ -10,8 +10,10 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 ``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``),
-``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``) and ``allowDestructive`` (run the
-server's tools that declare ``destructiveHint: true``).
+``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``), ``allowDestructive`` (run the
+server's tools that declare ``destructiveHint: true``), ``elicitation`` (``decline`` or
+``agent``) and ``sampling`` (``{"role": ..., "maxPerTurn": ..., "maxTokens": ...}``): what
+ZorkGPT answers when the server asks (``server_requests.py``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
@@ -72,6 +74,19 @@ _KNOWN_FOREIGN_KEYS: dict[str, str] = {
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+Role = Literal["agent", "critic", "extractor", "memory"]
+
+
+class SamplingEntry(BaseModel):
+    """An entry's ``sampling``: the server may ask this role's model for completions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    role: Role = Field(default="agent", description="whose model answers: agent, critic, extractor or memory")
+    max_per_turn: int = Field(default=3, ge=1, le=50, alias="maxPerTurn", description="requests answered per turn")
+    max_tokens: int | None = Field(default=None, ge=1, le=32_000, alias="maxTokens", description="cap per answer")
+
+
 class ServerEntry(BaseModel):
     """One server entry as written in the file (before ``${VAR}`` expansion)."""
 
@@ -92,6 +107,8 @@ class ServerEntry(BaseModel):
     exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
     lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
     protocol: Protocol = Field(default="auto", description="auto, 2025-11-25 or 2026-07-28")
+    elicitation: Literal["decline", "agent"] = Field(default="decline", description="who fills a server's forms")
+    sampling: SamplingEntry | None = Field(default=None, description="lets the server ask a role's model")
     allow_destructive: StrictBool = Field(
         default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
     )
@@ -123,6 +140,8 @@ class ServerConfig:
     exclude_tools: frozenset[str] = frozenset()
     lifetime: Lifetime | None = None
     protocol: Protocol = "auto"
+    elicitation: Literal["decline", "agent"] = "decline"
+    sampling: SamplingEntry | None = None
     allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
 
     @property
@@ -377,6 +396,8 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             exclude_tools=exclude,
             lifetime=lifetime,
             protocol=entry.protocol,
+            elicitation=entry.elicitation,
+            sampling=entry.sampling,
             allow_destructive=entry.allow_destructive,
         )
     assert url is not None
@@ -394,6 +415,8 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         exclude_tools=exclude,
         lifetime=lifetime,
         protocol=entry.protocol,
+        elicitation=entry.elicitation,
+        sampling=entry.sampling,
         allow_destructive=entry.allow_destructive,
     )
 

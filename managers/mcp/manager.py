@@ -18,12 +18,14 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import mcp.types as types
 
 from managers.mcp.config import MCPConfig, ServerConfig
 from managers.mcp.runtime import SessionLoop
+from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.sweeper import Sweeper
 from managers.mcp.toolbox import Toolbox, TurnTools
@@ -45,7 +47,11 @@ class MCPManager:
         config: GameConfiguration,
         logger: logging.Logger,
         langfuse_client: Any | None = None,
+        models: Mapping[str, Any] | None = None,
     ) -> None:
+        """``models``: each role's LLM client (agent, critic, extractor, memory), for the servers
+        whose entries let them ask for a form to be filled or a completion (``server_requests.py``);
+        without them every such request is declined."""
         self.config = config
         self.logger = logger
         self.langfuse_client = langfuse_client
@@ -62,6 +68,15 @@ class MCPManager:
             redact=self.redact,
             logger=logger,
             owner=self._sweeper.owner,
+            answers=ServerRequestAnswers(
+                {role: config.model_for(role) for role in models},
+                models,
+                logger,
+                turn=lambda: self._turn,
+                redact=self.redact,
+            )
+            if models
+            else None,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(

@@ -71,6 +71,7 @@ from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
 from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
+from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
@@ -126,6 +127,8 @@ class SourceSettings:
     logger: logging.Logger
     stray_output: StrayOutput = field(default_factory=StrayOutput)
     owner: str | None = None  # the manager's marker, for the sweeper (``sweeper.py``)
+    # How servers' requests are answered (elicitation, sampling); None: the SDK's defaults (refused).
+    answers: ServerRequestAnswers | None = None
 
 
 class _StartupTimeoutError(Exception):
@@ -269,11 +272,14 @@ class ToolSource(ABC):
                 self._died = "the session closed by itself"
 
     def _new_client(self) -> Client:
+        answers = self.settings.answers
         return Client(
             self._transport(),
             mode=self._mode(),
             message_handler=self._on_message,
             client_info=types.Implementation(name="ZorkGPT", version=project_version()),
+            elicitation_callback=answers.elicitation(self.server) if answers is not None else None,
+            sampling_callback=answers.sampling(self.server) if answers is not None else None,
             # Tools are listed once per connection and again on list_changed; nothing to cache.
             cache=None,
         )

@@ -10,12 +10,16 @@ Tools:
 * ``ask(question)``: asks the client to fill a form (elicitation) and answers what came back.
 * ``sample(prompt)``: asks the client's model (sampling) and answers what it said.
 
+Both ask as each revision does: a request to the client in 2025-11-25, an input-required
+result (and the client's second call with the answer) in 2026-07-28.
+
 Run as ``python protocol_server.py [--http PORT]``; over stdio it speaks both protocol revisions.
 """
 
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -25,7 +29,17 @@ NOTES_ENV = "PROTOCOL_SERVER_NOTES"
 def build_server():  # -> MCPServer
     import anyio
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.types import SamplingMessage, TextContent
+    from mcp.types import (
+        CreateMessageRequest,
+        CreateMessageRequestParams,
+        ElicitRequest,
+        ElicitRequestFormParams,
+        ElicitResult,
+        InputRequiredResult,
+        SamplingMessage,
+        TextContent,
+    )
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
     from pydantic import BaseModel, Field
 
     server = MCPServer(name="protocol", log_level="WARNING")
@@ -54,18 +68,29 @@ def build_server():  # -> MCPServer
         answer: str = Field(description="The answer to the question")
 
     @server.tool(description="Ask the client a question through elicitation.", structured_output=False)
-    async def ask(ctx: Context, question: str = "What is your name?") -> str:
-        result = await ctx.elicit(message=question, schema=Answer)
-        if result.action == "accept":
-            return f"accepted: {result.data.answer}"
-        return result.action
+    async def ask(ctx: Context, question: str = "What is your name?") -> Any:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2025: a request to the client
+            answered = await ctx.elicit(message=question, schema=Answer)
+            return f"accepted: {answered.data.answer}" if answered.action == "accept" else answered.action
+        # 2026-07-28 has no server-to-client requests: the call answers "input required", and the
+        # client calls again with the answer.
+        if not ctx.input_responses:
+            form = ElicitRequestFormParams(message=question, requested_schema=Answer.model_json_schema())
+            return InputRequiredResult(input_requests={"answer": ElicitRequest(params=form)})
+        answered = ctx.input_responses["answer"]
+        assert isinstance(answered, ElicitResult)
+        return f"accepted: {answered.content['answer']}" if answered.action == "accept" else answered.action
 
     @server.tool(description="Ask the client's model through sampling.", structured_output=False)
-    async def sample(ctx: Context, prompt: str = "Say hello") -> str:
-        result = await ctx.session.create_message(
-            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
-            max_tokens=50,
-        )
+    async def sample(ctx: Context, prompt: str = "Say hello") -> Any:
+        message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            result = await ctx.session.create_message(messages=[message], max_tokens=50)
+        elif not ctx.input_responses:
+            request = CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=50))
+            return InputRequiredResult(input_requests={"sample": request})
+        else:
+            result = ctx.input_responses["sample"]
         content = result.content
         return f"model said: {content.text}" if isinstance(content, TextContent) else "model said something else"
 

@@ -1,0 +1,133 @@
+"""Requests from servers: elicitation declined or filled by the agent's model, sampling opted in
+per entry with a per-turn cap, in both protocol revisions (a legacy server request, and the
+2026-07-28 input-required round). Real protocol test server, real HTTP to the scripted model."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_client import LLMClientWrapper
+from managers.mcp import MCPManager
+from session.errors import MCPToolCallError
+from tests.config_support import scripted_config
+from tests.mcp_test_servers.helpers import SERVERS_DIR, Scenario, capture_logger, write_mcp_config
+from tests.mcp_test_servers.protocol_server import NOTES_ENV
+from tests.scripted_llm import ScriptedLLMServer, completion
+
+PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
+REVISIONS = ["2025-11-25", "2026-07-28"]
+ROLES = ("agent", "critic", "extractor", "memory")
+
+
+def scenario_for(tmp_path: Path, llm: ScriptedLLMServer, **entry: Any) -> tuple[Scenario, LLMClientWrapper]:
+    notes = tmp_path / "notes"
+    notes.mkdir(exist_ok=True)
+    server = {"command": "python", "args": [str(PROTOCOL_SERVER)], "env": {NOTES_ENV: str(notes)}, **entry}
+    config_path = write_mcp_config(tmp_path / "cfg", {"p": server})
+    config = scripted_config(
+        tmp_path,
+        llm.base_url,
+        mcp={
+            "enabled": True,
+            "config_file": str(config_path),
+            "session_lifetime": "episode",
+            "server_startup_timeout_seconds": 120,
+        },
+    )
+    client = LLMClientWrapper(config, base_url=llm.base_url, api_key="test-key")
+    logger, handler = capture_logger(f"test.mcp.requests.{uuid.uuid4().hex}")
+    manager = MCPManager(config, logger, models=dict.fromkeys(ROLES, client))
+    return Scenario(manager, handler), client
+
+
+def events(scenario: Scenario, kind: str) -> list[Any]:
+    return [r for r in scenario.handler.records if getattr(r, "event_type", None) == kind]
+
+
+async def ask(m: MCPManager) -> Any:
+    return (await m.call_tool("p__ask", {"question": "What is your name, adventurer?"})).content
+
+
+@pytest.mark.parametrize("protocol", REVISIONS)
+def test_elicitation_is_declined_by_default_and_logged(
+    tmp_path: Path, llm_server: ScriptedLLMServer, protocol: str
+) -> None:
+    scenario, _ = scenario_for(tmp_path, llm_server, protocol=protocol)
+    assert scenario.run(ask) == "decline"
+    (declined,) = events(scenario, "mcp_elicitation_declined")
+    assert declined.server_name == "p"
+    assert "What is your name, adventurer?" in declined.getMessage()
+    assert 'does not say "elicitation": "agent"' in declined.reason
+    assert llm_server.bodies == []  # nobody's model was asked
+
+
+@pytest.mark.parametrize("protocol", REVISIONS)
+def test_the_agents_model_fills_a_form_when_the_entry_says_so(
+    tmp_path: Path, llm_server: ScriptedLLMServer, protocol: str
+) -> None:
+    llm_server.script(completion(json.dumps({"answer": "Adventurer", "extra": "dropped"})))
+    scenario, client = scenario_for(tmp_path, llm_server, protocol=protocol, elicitation="agent")
+    assert scenario.run(ask) == "accepted: Adventurer"
+    (request,) = llm_server.bodies
+    assert request["model"] == "scripted/agent"
+    assert "What is your name, adventurer?" in request["messages"][-1]["content"]
+    assert '"answer"' in request["messages"][-1]["content"]  # the form's schema went to the model
+    assert client.usage_by_name["mcp-elicitation"].total_tokens == 15  # counted in the run's usage
+    (answered,) = events(scenario, "mcp_elicitation_answered")
+    assert answered.fields == ["answer"]
+
+
+def test_a_form_answer_that_does_not_fit_is_declined(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    llm_server.script(completion(json.dumps({"name": "wrong field"})))
+    scenario, _ = scenario_for(tmp_path, llm_server, elicitation="agent")
+    assert scenario.run(ask) == "decline"
+    (declined,) = events(scenario, "mcp_elicitation_declined")
+    assert "did not fit the form (missing answer)" in declined.reason
+
+
+@pytest.mark.parametrize("protocol", REVISIONS)
+def test_sampling_answers_with_the_roles_model_up_to_its_cap_per_turn(
+    tmp_path: Path, llm_server: ScriptedLLMServer, protocol: str
+) -> None:
+    llm_server.script(completion("Hello, sailor."))
+    scenario, client = scenario_for(
+        tmp_path, llm_server, protocol=protocol, sampling={"role": "memory", "maxPerTurn": 1, "maxTokens": 20}
+    )
+
+    async def body(m: MCPManager) -> tuple[Any, str]:
+        first = await m.call_tool("p__sample", {"prompt": "Greet the player"})
+        with pytest.raises(MCPToolCallError) as second:
+            await m.call_tool("p__sample", {"prompt": "Again"})
+        return first, str(second.value)
+
+    first, second = scenario.run(body)
+    assert first.content == "model said: Hello, sailor."
+    assert "at most 1 sampling requests per turn from 'p' (its entry's sampling.maxPerTurn)" in second
+    (request,) = llm_server.bodies
+    assert request["model"] == "scripted/memory"
+    assert request["max_tokens"] == 20  # the entry's cap under the server's 50
+    assert [(m["role"], m["content"]) for m in request["messages"]] == [("user", "Greet the player")]
+    assert client.usage_by_name["mcp-sampling"].total_tokens == 15
+    assert [e.role for e in events(scenario, "mcp_sampling_answered")] == ["memory"]
+    assert len(events(scenario, "mcp_sampling_refused")) == 1
+
+
+@pytest.mark.parametrize("protocol", REVISIONS)
+def test_sampling_is_not_offered_without_the_entry_opting_in(
+    tmp_path: Path, llm_server: ScriptedLLMServer, protocol: str
+) -> None:
+    scenario, _ = scenario_for(tmp_path, llm_server, protocol=protocol)
+
+    async def body(m: MCPManager) -> str:
+        with pytest.raises(MCPToolCallError) as refused:
+            await m.call_tool("p__sample", {"prompt": "Greet the player"})
+        return str(refused.value)
+
+    # A clear answer to the server (which fails its tool with it), never a hang.
+    assert "not supported" in scenario.run(body).lower()
+    assert llm_server.bodies == []
