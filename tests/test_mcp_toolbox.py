@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from tests.mcp_test_servers.helpers import (
     async_hygiene,
     capture_logger,
     child_pids,
+    free_port,
     http_server,
     make_config,
     misbehaving_entry,
@@ -592,3 +594,49 @@ def test_unreachable_remote_server_fails_fast_with_its_address(tmp_path: Path) -
     assert "http://127.0.0.1:9/mcp" in message
     assert "token=abc" not in message and "k3y-value" not in message
     assert json.dumps(message)
+
+
+class _RestartOnBackoff(logging.Handler):
+    """Brings the remote server back the moment the toolbox says it will try again: the test
+    needs no clock, only the order of events."""
+
+    def __init__(self, start: Callable[[], None]) -> None:
+        super().__init__()
+        self.start = start
+        self.done = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "event_type", None) == "mcp_reconnect_backoff" and not self.done:
+            self.done = True
+            self.start()
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_a_dropped_remote_server_gets_tries_with_backoff_before_a_failure_counts(tmp_path: Path, protocol: str) -> None:
+    port = free_port()
+    servers = ExitStack()
+
+    def start() -> str:
+        return servers.enter_context(http_server("tests.mcp_test_servers.protocol_server", port=port)).url
+
+    url = start()
+    episode = Episode(tmp_path, {"p": {"url": url, "protocol": protocol}}, session_lifetime="episode")
+    restart = _RestartOnBackoff(lambda: start() and None)
+    episode.logger.addHandler(restart)
+
+    async def steady(m: MCPManager) -> Any:
+        return (await m.call_tool("p__steady", {"steps": 1, "interval": 0})).content
+
+    try:
+        assert episode.play(steady) == "done after 1"
+        servers.close()  # the server goes away between turns: the connection drops
+        assert episode.play(steady) == "done after 1"
+    finally:
+        episode.manager.close()
+        servers.close()  # ours, not the episode's: gone before the episode checks its children
+        episode.close()
+    assert restart.done
+    (backoff,) = episode.events("mcp_reconnect_backoff")
+    assert backoff.wait_seconds == 1.0 and backoff.server_name == "p"
+    assert episode.events("mcp_server_disabled") == []
+    assert episode.events("mcp_session_connect_failed") == []

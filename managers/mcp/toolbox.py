@@ -8,7 +8,10 @@ of all of them; ``call`` routes a wire or dotted name back to its server.
 Rules, per server (``connect_by_rules``): the first connect of an episode that fails stops
 the run with the server's command named (the configuration is probably wrong). After a
 good connect, a failed connect is retried once; when the retry fails too, that server
-alone is disabled for the rest of the episode. The other servers never notice.
+alone is disabled for the rest of the episode. The other servers never notice. A remote
+server that was reached before gets a few tries 1, 2 and 4 s apart before a connect counts
+as failed: a dropped HTTP connection (a restarted server, a network blip) usually comes back.
+In the 2026-07-28 revision, which has no ping, the check asks ``server/discover`` instead.
 
 Lifetimes, per server:
 
@@ -49,6 +52,7 @@ CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
 _NAMES_SHOWN = 10  # servers named in a message about many; the rest are counted
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
+RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
 
 
@@ -65,14 +69,19 @@ async def connect_by_rules(
     health: ServerHealth,
     attempt: Callable[[], Awaitable[ToolSource]],
     log: Callable[..., None],
+    backoff: tuple[float, ...] = (),
 ) -> tuple[Outcome, ToolSource | None]:
-    """Connect one server under the per-server rules (see the module docstring).
+    """Connect one server under the per-server rules (see the module docstring). ``backoff``:
+    the waits between tries of a server that was reached before in this episode (a remote one
+    whose connection dropped comes back by itself more often than not) before a failure counts.
 
     Raises:
         MCPServerStartupError: the episode's first connect of this server failed.
     """
     if health.disabled:
         return "skipped", None
+    if health.ever_connected and backoff:
+        attempt = _with_backoff(name, attempt, log, backoff)
     try:
         source = await attempt()
     except MCPServerStartupError as first:
@@ -116,6 +125,30 @@ async def connect_by_rules(
         return "retried", source
     health.ever_connected = True
     return "connected", source
+
+
+def _with_backoff(
+    name: str, attempt: Callable[[], Awaitable[ToolSource]], log: Callable[..., None], waits: tuple[float, ...]
+) -> Callable[[], Awaitable[ToolSource]]:
+    async def patient() -> ToolSource:
+        for wait in waits:
+            try:
+                return await attempt()
+            except MCPServerStartupError as exc:
+                log(
+                    logging.INFO,
+                    "mcp_reconnect_backoff",
+                    "MCP server '%s' is not reachable; trying again in %gs: %s",
+                    name,
+                    wait,
+                    str(exc).splitlines()[0],
+                    server_name=name,
+                    wait_seconds=wait,
+                )
+                await asyncio.sleep(wait)
+        return await attempt()
+
+    return patient
 
 
 @dataclass
@@ -247,7 +280,9 @@ class Toolbox:
             )
             slot.source = None
             self._close_later(source)
-        _, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
+        _, slot.source = await connect_by_rules(
+            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server)
+        )
 
     async def _checked(self, slot: _Slot) -> None:
         """Wait for the slot's health check, if one runs. Cancelling the waiter leaves the check be."""
@@ -280,7 +315,9 @@ class Toolbox:
         old, slot.source = slot.source, None
         if old is not None:
             self._close_later(old)
-        outcome, slot.source = await connect_by_rules(slot.server.name, slot.health, self._connector(slot), self._log)
+        outcome, slot.source = await connect_by_rules(
+            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server)
+        )
         if outcome == "disabled":
             while slot.spares:
                 self._track(_close_spare(slot.spares.popleft()), slot.server.name)
@@ -471,6 +508,12 @@ class Toolbox:
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
+
+
+def _backoff_for(server: ServerConfig) -> tuple[float, ...]:
+    """A remote server gets a few tries, 1, 2 and 4 s apart, before a failed connect counts; a
+    local one is started afresh, and waiting would not bring a broken command back."""
+    return RECONNECT_BACKOFF_SECONDS if server.is_remote else ()
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:

@@ -13,6 +13,7 @@ import gc
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -56,10 +57,12 @@ class HTTPServer:
 
 
 @contextmanager
-def http_server(module: str, *args: str, sse: bool = False, env: dict[str, str] | None = None) -> Iterator[HTTPServer]:
-    """One of our servers in HTTP mode on a free port; its URL once it listens. Ended by pid after."""
+def http_server(
+    module: str, *args: str, sse: bool = False, env: dict[str, str] | None = None, port: int = 0
+) -> Iterator[HTTPServer]:
+    """One of our servers in HTTP mode on ``port`` (0: a free one); its URL once it listens. Ended by pid after."""
     process = subprocess.Popen(
-        [sys.executable, "-m", module, "--sse" if sse else "--http", "0", *args],
+        [sys.executable, "-m", module, "--sse" if sse else "--http", str(port), *args],
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -310,3 +313,10 @@ class Scenario:
             assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
             assert not (child_pids() - before), "a child process was left behind"
         return result
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
