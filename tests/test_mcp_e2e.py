@@ -14,9 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
+from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     assert_clean,
@@ -172,3 +175,40 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
     assert "[INFO] Turn 8 Iteration 1: Agent calling tool tools.echo" in human_log
     assert "[INFO] Turn 4: MCP session complete (2 iterations, 1 tool calls)" in human_log
     assert "[INFO] Turn 5: MCP session complete (1 iterations, 0 tool calls)" in human_log
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, protocol: str
+) -> None:
+    """main.py as a user runs it, MCP on with the shipped thoughtbox pinned to one revision: the
+    model thinks every 25th turn and plays the walkthrough; the game is won with the full score."""
+    commands = walkthrough(game_file)
+    think = [("thoughtbox__think", THINK_ARGS)]
+    model = ThinkingWalkthroughModel(commands, every=25, rotation=think)
+    llm_server.respond_with(model)
+    mcp_file = write_mcp_config(tmp_path / "mcp-config", {"thoughtbox": {**thoughtbox_entry(), "protocol": protocol}})
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+        ZORKGPT_MCP_SESSION_LIFETIME="episode",
+        ZORKGPT_GAMEPLAY_STUCK_LIMIT_TURNS="1000",
+        ZORKGPT_GAMEPLAY_STUCK_WARNING_TURNS="1000",
+    )
+    done = run_main(
+        ["--max-turns", str(len(commands) + 5), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (episode,) = [p for p in (tmp_path / "runs").rglob("episode_log.jsonl")]
+    events = read_events(episode.parent)
+    turns = [e for e in events if e["event_type"] == "turn"]
+    assert turns[-1]["score"] == 350
+    connects = [e for e in events if e["event_type"] == "mcp_session_connect"]
+    assert connects and {e["protocol_version"] for e in connects} == {protocol}
+    results = [e for e in events if e["event_type"] == "mcp_tool_result" and e.get("tool_name") == "thoughtbox.think"]
+    assert len(results) == len(model.thinking_turns) >= len(commands) // 25
+    assert not any(e.get("is_error") for e in results)
