@@ -17,10 +17,12 @@ beyond the same agent call with MCP off is the MCP overhead. Scenarios, side by 
 
 With one server (the shipped thoughtbox over stdio) and with three (thoughtbox over stdio, the
 npm sequential-thinking server when npx has it cached, else a second thoughtbox, and the
-thoughtbox in HTTP mode as a remote server). Then one tool call per server, for scale.
+thoughtbox in HTTP mode as a remote server). Then one tool call per server, for scale. Last,
+episode lifetime and one tool call for each protocol revision (thoughtbox over stdio pinned to
+2025-11-25, then to 2026-07-28; ``--revisions-only`` runs just that part).
 Prints medians and p95 in milliseconds and the ratios the goals are stated in.
 
-    uv run python benchmarks/mcp_overhead.py [--turns 10] [--model-seconds 1.0]
+    uv run python benchmarks/mcp_overhead.py [--turns 10] [--model-seconds 1.0] [--revisions-only]
 """
 
 from __future__ import annotations
@@ -199,7 +201,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=10, help="turns per scenario (default 10)")
     parser.add_argument("--model-seconds", type=float, default=1.0, help="model seconds in the started-ahead cases")
+    parser.add_argument("--revisions-only", action="store_true", help="only the per-revision figures")
     args = parser.parse_args()
+    if args.revisions_only:
+        with tempfile.TemporaryDirectory() as folder:
+            bench = Bench(Path(folder), args.model_seconds)
+            try:
+                base = Figures.of(bench.turns(None, "turn", args.turns * 3))
+                revisions = revision_figures(bench, args.turns)
+            finally:
+                bench.stop()
+        print(f"MCP cost per turn by protocol revision ({args.turns} turns each)")
+        print(f"  no MCP (base):                      {base}")
+        print_revisions(base, revisions)
+        return
 
     npm = npm_sequential_thinking()
     with (
@@ -231,6 +246,7 @@ def main() -> None:
                 for name, entry in three.items()
             }
             calls = bench.tool_calls(three, args.turns)
+            revisions = revision_figures(bench, args.turns)
         finally:
             bench.stop()
 
@@ -264,6 +280,28 @@ def main() -> None:
     print("  one tool call, episode lifetime:")
     for name, figures in calls.items():
         print(f"    {name:<10} {figures}")
+    print_revisions(base, revisions)
+
+
+REVISIONS = ("2025-11-25", "2026-07-28")
+
+
+def revision_figures(bench: Bench, turns: int) -> dict[str, tuple[Figures, Figures]]:
+    """Per revision: episode-lifetime turns (after the first) and one tool call, thoughtbox over stdio."""
+    figures = {}
+    for revision in REVISIONS:
+        servers = {"thoughtbox": {**THOUGHTBOX, "protocol": revision}}
+        episode = bench.turns(servers, "episode", turns + 1)
+        calls = bench.tool_calls(servers, turns)["thoughtbox"]
+        figures[revision] = (Figures.of(episode[1:]), calls)
+    return figures
+
+
+def print_revisions(base: Figures, figures: dict[str, tuple[Figures, Figures]]) -> None:
+    print("  by protocol revision (thoughtbox over stdio, episode lifetime):")
+    for revision, (episode, call) in figures.items():
+        extra = episode.median - base.median
+        print(f"    {revision}: per turn {episode}   (+{extra:.1f} ms, goal <= 5); one tool call {call}")
 
 
 if __name__ == "__main__":
