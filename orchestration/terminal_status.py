@@ -50,6 +50,7 @@ class _Episode:
     def __init__(self, number: int) -> None:
         self.number = number
         self.figures: TurnFigures | None = None
+        self.progress: str | None = None  # the running tool call's latest progress, until the turn ends
         self.started = time.monotonic()
         self.received = self.started
 
@@ -99,7 +100,15 @@ class TerminalStatus:
     def update(self, number: int, figures: TurnFigures) -> None:
         with self._lock:
             row = self._rows.setdefault(number, _Episode(number))
-            row.figures, row.received = figures, time.monotonic()
+            row.figures, row.received, row.progress = figures, time.monotonic(), None
+        self._live.refresh()
+
+    def show_progress(self, text: str) -> None:
+        """A tool call's progress, under the episode that runs (one at a time in this process)."""
+        with self._lock:
+            running = [row for row in self._rows.values() if row.figures is None or row.figures.end_reason is None]
+            if running:
+                running[-1].progress = text
         self._live.refresh()
 
     def finish(self, number: int) -> None:
@@ -129,8 +138,13 @@ class TerminalStatus:
     def _block(self, row: _Episode) -> list[Text]:
         label = f"Episode {row.number}/{self.episodes}"
         figures = row.figures
+        progress = (
+            [Text(f"  … {_safe(row.progress)}", style="dim italic", no_wrap=True, overflow="ellipsis")]
+            if row.progress
+            else []
+        )
         if figures is None:
-            return [Text(f"{label} · starting · {_clock(row.elapsed())}", style="bold")]
+            return [Text(f"{label} · starting · {_clock(row.elapsed())}", style="bold"), *progress]
         delta = f" ({figures.score_delta:+d})" if figures.score_delta else ""
         head = Text.assemble(
             (label, "bold"),
@@ -153,7 +167,7 @@ class TerminalStatus:
             last.append(f"> {_safe(figures.command)}", style="bold")
             last.append(f"  {_safe(figures.reply)}")
         last.no_wrap, last.overflow = True, "ellipsis"
-        return [head, last, usage]
+        return [head, last, usage, *progress]
 
 
 class _LineWriter(io.TextIOBase):
@@ -172,12 +186,17 @@ class _LineWriter(io.TextIOBase):
 
 
 class _AboveStatus(logging.Handler):
+    shows_progress = True  # a tool's progress goes into the status (``show_progress``), not above it
+
     def __init__(self, status: TerminalStatus) -> None:
         super().__init__()
         self.status = status
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            if getattr(record, "event_type", None) == "mcp_tool_progress":
+                self.status.show_progress(record.getMessage())
+                return
             self.status.print(self.format(record))
         except Exception:  # noqa: BLE001 - logging must never crash the game loop (handleError reports it)
             self.handleError(record)

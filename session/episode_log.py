@@ -61,6 +61,11 @@ class ConsoleOptions:
     handler: logging.Handler | None = None
 
 
+def is_progress(record: logging.LogRecord) -> bool:
+    """A tool's progress notification (``mcp_tool_progress``)."""
+    return getattr(record, "event_type", None) == "mcp_tool_progress"
+
+
 def is_mcp_detail(record: logging.LogRecord) -> bool:
     """One of the per-call lines of an MCP session: an informational ``mcp_*`` event of a turn.
     Warnings (a tool that failed or timed out) are never detail."""
@@ -283,7 +288,9 @@ def setup_episode_logger(
         stream.addFilter(redactor)
         stream.addFilter(lambda record: getattr(record, CONSOLE, True))
         if not options.mcp_detail:
-            stream.addFilter(lambda record: not is_mcp_detail(record))
+            # A live status shows a tool's progress in its own line instead of printing it.
+            shows_progress = getattr(stream, "shows_progress", False)
+            stream.addFilter(lambda record: not is_mcp_detail(record) or (shows_progress and is_progress(record)))
         logger.addHandler(stream)
     return logger
 

@@ -21,7 +21,8 @@ import pytest
 from orchestration.turn_figures import TurnFigures
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
-from tests.mcp_test_servers.helpers import thoughtbox_entry, write_mcp_config
+from tests.mcp_test_servers.helpers import SERVERS_DIR, thoughtbox_entry, write_mcp_config
+from tests.mcp_test_servers.protocol_server import NOTES_ENV
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
 
 SECRET = "sk-or-v1-terminal-secret-0123456789"
@@ -153,6 +154,41 @@ def test_verbose_shows_each_mcp_tool_call(llm_server: ScriptedLLMServer, tmp_pat
         assert f"Turn {turn} Iteration 1: Agent calling tool thoughtbox.think" in screen
         assert f"Turn {turn} Iteration 1: Tool result received" in screen
     assert "tools this turn 1" in screen
+
+
+class SteadyModel(WalkthroughModel):
+    """The walkthrough, but the first turn first calls a tool that reports its progress."""
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        fresh = body.get("model") == AGENT_MODEL and not any(m["role"] == "tool" for m in body["messages"])
+        if fresh and body.get("tools") and index == 0:
+            return completion(tool_calls=[tool_call("p__steady", {"steps": 6, "interval": 0.3}, "call_steady")])
+        return super().__call__(body, index)
+
+
+def test_a_tools_progress_shows_in_the_status_and_is_not_printed_above_it(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(SteadyModel(walkthrough(game_file)[:TURNS]))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    server = {"command": "python", "args": [str(SERVERS_DIR / "protocol_server.py")], "env": {NOTES_ENV: str(notes)}}
+    path = write_mcp_config(tmp_path / "mcp", {"p": server})
+    env = _env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(path),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="120",
+    )
+    code, raw = run_in_terminal(_args(), env, tmp_path, timeout=300)
+    screen = shown(raw)
+    assert code == 0, screen
+    # Drawn under the episode's block while the call runs (one of the six, at least the first).
+    assert re.search(r"… MCP tool p\.steady: [1-6]/6 · step [1-6]", screen), screen[-3000:]
+    # Not a scrolling log line: no line starts with the progress text.
+    assert not re.search(r"(?m)^MCP tool p\.steady:", screen)
 
 
 def test_a_pipe_gets_plain_lines_one_per_turn_without_mcp_detail(

@@ -215,7 +215,7 @@ function addEvents(events) {
   const latestBefore = view.turns.size ? Math.max(...view.turns.keys()) : null;
   for (const ev of events) {
     if (ev.event_type === "mcp_session_connect" && ev.server_name) {
-      const revision = ev.protocol_version ?? ev.protocol_revision ?? ev.negotiated_protocol_version;
+      const revision = ev.protocol_version;
       if (revision) view.revisions.set(ev.server_name, String(revision));
     }
     const n = ev.turn;
@@ -265,7 +265,7 @@ function details(summary, body, open = false, key = "") {
 
 function progressText(p) {
   const amount = p.progress != null ? `${p.progress}${p.total != null ? ` / ${p.total}` : ""}` : "";
-  return [amount, p.progress_message ?? p.detail ?? p.message].filter(Boolean).join(" · ");
+  return [amount, p.progress_message].filter(Boolean).join(" · ");
 }
 
 function toolStep(step, i, n, keepOpen) {
