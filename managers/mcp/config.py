@@ -13,15 +13,16 @@ own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``), ``allowDestructive`` (run the
 server's tools that declare ``destructiveHint: true``), ``elicitation`` (``decline`` or
 ``agent``) and ``sampling`` (``{"role": ..., "maxPerTurn": ..., "maxTokens": ...}``): what
-ZorkGPT answers when the server asks (``server_requests.py``).
+ZorkGPT answers when the server asks (``server_requests.py``). A remote entry may have ``oauth``
+(``OAuthEntry``): who ZorkGPT is to the server's authorization server (``oauth.py``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
-``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
-without a default is a start-up error naming it. Keys other clients use that mean nothing
-here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once as ignored; a known
-key with a value of the wrong type is an error naming the key. A key written twice in one
-object (JSON keeps the last, silently) and a file whose every entry is disabled are errors too,
-as a file with no entry is.
+``args``, ``env``, ``cwd``, ``url``, ``headers`` and the strings of ``oauth`` of every enabled
+entry; an unset variable without a default is a start-up error naming it. Keys other clients
+use that mean nothing here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once
+as ignored; a known key with a value of the wrong type is an error naming the key. A key
+written twice in one object (JSON keeps the last, silently) and a file whose every entry is
+disabled are errors too, as a file with no entry is.
 
 Launch decisions that make the shipped config work from any working directory: a stdio
 server runs in the config file's folder (or in its ``cwd``, resolved against that folder),
@@ -71,6 +72,7 @@ _KNOWN_FOREIGN_KEYS: dict[str, str] = {
     "autoApprove": "ZorkGPT never asks before a tool call",
     "alwaysAllow": "ZorkGPT never asks before a tool call",
 }
+_SECRET_OAUTH_KEYS = frozenset({"clientSecret", "client_secret", "privateKey", "private_key"})
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -85,6 +87,44 @@ class SamplingEntry(BaseModel):
     role: Role = Field(default="agent", description="whose model answers: agent, critic, extractor or memory")
     max_per_turn: int = Field(default=3, ge=1, le=50, alias="maxPerTurn", description="requests answered per turn")
     max_tokens: int | None = Field(default=None, ge=1, le=32_000, alias="maxTokens", description="cap per answer")
+
+
+class OAuthEntry(BaseModel):
+    """A remote entry's ``oauth``: how ZorkGPT identifies itself to the server's authorization server.
+
+    Without it a remote server that answers 401 still gets the spec's flow (discovery, dynamic
+    registration, a login with ``--mcp-login``); with it, the login is known to be needed, so a
+    start without one stops before playing. Strings take ``${VAR}`` like ``headers``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        default="authorization_code",
+        description="authorization_code: a person logs in once (--mcp-login); client_credentials: no person",
+    )
+    client_id: str | None = Field(default=None, alias="clientId", min_length=1, description="pre-registered id")
+    client_secret: str | None = Field(default=None, alias="clientSecret", repr=False, description="its secret")
+    client_metadata_url: str | None = Field(
+        default=None, alias="clientMetadataUrl", description="https URL of a client ID metadata document"
+    )
+    private_key: str | None = Field(
+        default=None, alias="privateKey", repr=False, description="PEM key signing client_credentials assertions"
+    )
+    private_key_file: str | None = Field(
+        default=None, alias="privateKeyFile", description="file holding that PEM key, relative to the config's folder"
+    )
+    signing_algorithm: str = Field(default="RS256", alias="signingAlgorithm", description="JWT algorithm of the key")
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post"] = Field(
+        default="client_secret_basic",
+        alias="tokenEndpointAuthMethod",
+        description="how a clientSecret is sent to the token endpoint",
+    )
+    issuer: str | None = Field(default=None, description="the authorization server the client credentials belong to")
+    scopes: list[str] | None = Field(default=None, description="asked for besides what the server asks for")
+    callback_port: int = Field(
+        default=33418, alias="callbackPort", ge=1, le=65535, description="port of the login's redirect on 127.0.0.1"
+    )
 
 
 class ServerEntry(BaseModel):
@@ -112,6 +152,7 @@ class ServerEntry(BaseModel):
     allow_destructive: StrictBool = Field(
         default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
     )
+    oauth: OAuthEntry | None = Field(default=None, description="client identity for a remote server's OAuth")
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -143,6 +184,10 @@ class ServerConfig:
     elicitation: Literal["decline", "agent"] = "decline"
     sampling: SamplingEntry | None = None
     allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
+    # A remote server's OAuth client identity, expanded (the defaults when the entry has none);
+    # ``oauth_declared``: the entry has an ``oauth`` key, so a login is known to be needed.
+    oauth: OAuthEntry | None = field(default=None, repr=False)
+    oauth_declared: bool = False
 
     @property
     def is_remote(self) -> bool:
@@ -157,6 +202,8 @@ class ServerConfig:
     def secrets(self) -> list[str]:
         """Values that must never be shown: header values and the entry's own env values."""
         values = [*self.headers.values(), *(self.env or {}).values()]
+        if self.oauth is not None:
+            values += [value for value in (self.oauth.client_secret, self.oauth.private_key) if value]
         return [value for value in values if len(value) >= 6]
 
     def offers(self, tool_name: str) -> bool:
@@ -333,7 +380,7 @@ def _describe(err: Any, prefix: str) -> str:
     if err.get("type") == "missing":
         return f"  - {path}: required but missing."
     # Values under env and headers may be secrets: name the key, never echo the value.
-    secret = bool(loc) and loc[0] in ("env", "headers")
+    secret = bool(loc) and (loc[0] in ("env", "headers") or (loc[0] == "oauth" and loc[-1] in _SECRET_OAUTH_KEYS))
     got = "" if secret else f" (got {err.get('input')!r})"
     return f"  - {path}: {err.get('msg')}{got}."
 
@@ -382,6 +429,8 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
     timeout = entry.timeout
     include = frozenset(entry.include_tools) if entry.include_tools is not None else None
     exclude = frozenset(entry.exclude_tools or ())
+    if declared == "stdio" and entry.oauth is not None:
+        raise ValueError('"oauth" is for remote servers (a "url"); give a stdio server its credentials in "env".')
     if declared == "stdio":
         assert entry.command is not None
         return ServerConfig(
@@ -418,7 +467,57 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         elicitation=entry.elicitation,
         sampling=entry.sampling,
         allow_destructive=entry.allow_destructive,
+        oauth=_resolve_oauth(entry.oauth or OAuthEntry(), base_dir, environ),
+        oauth_declared=entry.oauth is not None,
     )
+
+
+def _resolve_oauth(oauth: OAuthEntry, base_dir: Path, environ: Mapping[str, str]) -> OAuthEntry:
+    """``oauth`` with ``${VAR}`` expanded, ``privateKeyFile`` resolved, and its combinations checked."""
+    strings = ("client_id", "client_secret", "client_metadata_url", "private_key", "private_key_file", "issuer")
+    update: dict[str, Any] = {}
+    for name in strings:
+        value = getattr(oauth, name)
+        if value is not None:
+            alias = OAuthEntry.model_fields[name].alias or name
+            update[name] = expand(value, environ, f"oauth.{alias}")
+    if oauth.scopes is not None:
+        update["scopes"] = [expand(scope, environ, f"oauth.scopes[{i}]") for i, scope in enumerate(oauth.scopes)]
+    if update.get("private_key_file"):
+        update["private_key_file"] = str(resolve_cwd(update["private_key_file"], base_dir))
+    resolved = oauth.model_copy(update=update)
+    has_key = bool(resolved.private_key or resolved.private_key_file)
+    if resolved.client_secret and not resolved.client_id:
+        raise ValueError('oauth has a "clientSecret" but no "clientId": give the id the secret belongs to.')
+    if resolved.private_key and resolved.private_key_file:
+        raise ValueError('oauth has both "privateKey" and "privateKeyFile": keep one.')
+    if resolved.grant == "client_credentials":
+        if not resolved.client_id:
+            raise ValueError(
+                'oauth.grant "client_credentials" needs the "clientId" the authorization server gave this '
+                'account, and its "clientSecret" (or a "privateKey" / "privateKeyFile" to sign with).'
+            )
+        if bool(resolved.client_secret) == has_key:
+            raise ValueError(
+                'oauth.grant "client_credentials" needs exactly one of "clientSecret" and '
+                '"privateKey" / "privateKeyFile".'
+            )
+    elif has_key:
+        raise ValueError(
+            'oauth "privateKey" / "privateKeyFile" sign client-credentials requests: add "grant": '
+            '"client_credentials", or remove the key.'
+        )
+    url = resolved.client_metadata_url
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.netloc or parts.path in ("", "/"):
+            raise ValueError(
+                f"oauth.clientMetadataUrl {url!r} must be an https URL with a path (the client ID metadata "
+                "document's address, for example https://example.com/zorkgpt/client.json)."
+            )
+    if resolved.issuer is not None and urlsplit(resolved.issuer).scheme not in ("http", "https"):
+        raise ValueError(f"oauth.issuer {resolved.issuer!r} must be the authorization server's http(s) issuer URL.")
+    return resolved
 
 
 def safe_url(url: str) -> str:
