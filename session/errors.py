@@ -17,8 +17,9 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     │   ├── MCPServerStartupError    the server did not start on the episode's first connect
     │   │   ├── ServerStartupTimeoutError  (managers/mcp/source.py) its start ran out of time
     │   │   └── MCPServerDisabledError   a later connect and its retry failed: no tools this episode
-    │   └── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
-    │       └── MCPServerDiedError   the server went away during the turn
+    │   ├── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
+    │   │   └── MCPServerDiedError   the server went away during the turn
+    │   └── MCPAuthError             a remote server's login is missing, can no longer be refreshed, or failed
     ├── GameError                    the game could not be played
     │   ├── StoryFileError           the story file is missing, unreadable or not Zork I
     │   │   └── StoryDataError       (game_interface/story_data.py) not a version 3 story
@@ -176,6 +177,16 @@ class MCPServerDiedError(MCPToolCallError):
     turn would fail the same way, so the agent stops calling tools until the next turn."""
 
 
+class MCPAuthError(MCPError):
+    """A remote server wants an OAuth login that nobody did (or whose tokens can no longer be
+    refreshed), or the login itself failed. Only a person can fix it, so it stops the start;
+    the message names the server and the command to run (``main.py --mcp-login NAME``)."""
+
+    def __init__(self, message: str, server_name: str = "") -> None:
+        super().__init__(message)
+        self.server_name = server_name
+
+
 # -- the game ----------------------------------------------------------------------------
 
 
@@ -219,6 +230,7 @@ POLICY: dict[type[ZorkGPTError], Consequence] = {
     MCPServerDisabledError: Consequence.TOOL_SERVER_DOWN,
     MCPToolCallError: Consequence.TURN_CONTINUES,
     MCPServerDiedError: Consequence.TOOL_SERVER_DOWN,
+    MCPAuthError: Consequence.SETUP_FAILS,
     StoryFileError: Consequence.SETUP_FAILS,
     GameInterfaceError: Consequence.TURN_CONTINUES,
     LearningFileError: Consequence.SETUP_FAILS,

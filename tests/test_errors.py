@@ -35,6 +35,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("managers.mcp", "MCPServerDisabledError", Consequence.TOOL_SERVER_DOWN),
     ("managers.mcp", "MCPToolCallError", Consequence.TURN_CONTINUES),
     ("managers.mcp", "MCPServerDiedError", Consequence.TOOL_SERVER_DOWN),
+    ("managers.mcp.oauth", "MCPAuthError", Consequence.SETUP_FAILS),
     ("session.errors", "GameError", Consequence.EPISODE_ENDS),
     ("game_interface", "StoryFileError", Consequence.SETUP_FAILS),
     ("game_interface.story_data", "StoryDataError", Consequence.SETUP_FAILS),

@@ -1,0 +1,889 @@
+"""OAuth for remote MCP servers: log in once, then play unattended.
+
+A remote server may sit behind OAuth 2.1 as the MCP authorization spec describes. The flow
+itself is the SDK's ``OAuthClientProvider`` (protected-resource and authorization-server
+discovery, PKCE, the ``resource`` parameter, ``iss`` checks, scope selection and step-up,
+dynamic client registration, client ID metadata documents) and its client-credentials
+extensions; this module decides how ZorkGPT uses it:
+
+* **Who ZorkGPT is** comes from the entry's ``oauth`` (``config.OAuthEntry``): a pre-registered
+  ``clientId`` (and ``clientSecret``), a ``clientMetadataUrl`` where the authorization server
+  takes one, dynamic registration otherwise; ``"grant": "client_credentials"`` for accounts
+  with no person behind them (a secret, or a key that signs a JWT).
+* **A person logs in once**, with ``main.py --mcp-login NAME`` (``run_login``): it prints the
+  authorization URL, opens a browser where there is a display, takes the redirect on
+  ``http://127.0.0.1:<callbackPort>/callback`` and stores the tokens. Playing never waits on a
+  browser: an episode's provider uses and refreshes the stored tokens, and when only a person
+  could help (no login yet, a refresh refused, more scope asked for) it stops with
+  ``MCPAuthError`` naming the server and the command to run. ``check_logins`` stops a start
+  before playing when an entry with ``oauth`` was never logged in.
+* **Tokens are kept** in one JSON file per server under the user's state folder
+  (``$ZORKGPT_OAUTH_DIR``, else ``$XDG_STATE_HOME/zorkgpt/oauth``, else
+  ``~/.local/state/zorkgpt/oauth``), folder 0700 and file 0600, written whole through a
+  temporary file and a rename. Beside the tokens the file keeps the client registration, when
+  the access token expires and the discovered metadata, so a later process refreshes at the
+  right token endpoint before the token runs out (the SDK alone keeps those in memory). Token
+  values never reach a log line, an error message or the game's files.
+
+Without an ``oauth`` key a remote server gets none of this until it answers 401 (or a login
+for it is stored): the provider holds a lock across each request, which must not serialise the
+calls of a server that never asked for a login.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+import warnings
+import webbrowser
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from hashlib import sha256
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
+
+from managers.mcp.config import MCPConfig, ServerConfig, safe_url
+from session.errors import MCPAuthError, MCPConfigError
+
+__all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
+
+logger = logging.getLogger(__name__)
+
+TOKEN_DIR_ENV_VAR = "ZORKGPT_OAUTH_DIR"
+CALLBACK_PATH = "/callback"
+LOGIN_WAIT_SECONDS = 300.0
+_DEFAULT_COMMAND = "uv run python main.py"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class _QuietFlowErrors(logging.Filter):
+    """The SDK logs every failed flow with its traceback; ZorkGPT reports it once, as an
+    ``MCPAuthError`` saying what to do, so that record would only repeat it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "OAuth flow error"
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietFlowErrors())
+
+
+# -- where tokens live ---------------------------------------------------------------------
+
+
+def token_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder of the token files: ``$ZORKGPT_OAUTH_DIR``, else the user's state folder."""
+    env = os.environ if environ is None else environ
+    if env.get(TOKEN_DIR_ENV_VAR):
+        return Path(env[TOKEN_DIR_ENV_VAR]).expanduser()
+    state = Path(env["XDG_STATE_HOME"]).expanduser() if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
+    return state / "zorkgpt" / "oauth"
+
+
+def token_file(server_name: str, environ: Mapping[str, str] | None = None) -> Path:
+    """One file per server name; a name that is not plain letters and digits gets a hash, so
+    two names never share a file."""
+    safe = _SAFE_NAME.sub("_", server_name)
+    if safe != server_name or safe.startswith("."):
+        safe = f"{safe.lstrip('.')}-{sha256(server_name.encode()).hexdigest()[:12]}"
+    return token_dir(environ) / f"{safe}.json"
+
+
+class StoredLogin(BaseModel):
+    """A token file: one server's login, as ``FileTokenStorage`` writes it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    server: str
+    url: str  # the login is for this address only: an entry pointed elsewhere needs a new one
+    saved_at: float
+    tokens: OAuthToken | None = None
+    expires_at: float | None = None  # when the access token runs out (seconds since the epoch)
+    client: OAuthClientInformationFull | None = None  # a dynamic registration (or client ID document)
+    authorization_server_url: str | None = None
+    authorization_server: OAuthMetadata | None = None
+    resource: ProtectedResourceMetadata | None = None
+    no_login_needed: bool = False  # the login found a server that never asked for one
+
+    @property
+    def logged_in(self) -> bool:
+        return self.tokens is not None or self.no_login_needed
+
+
+class FileTokenStorage:
+    """The SDK's ``TokenStorage`` over one server's token file (see the module docstring).
+
+    The file is small and read or written a few times per session, so the methods do plain
+    file I/O; ``latest`` re-reads it only when it changed, which lets every connection to a
+    server (and every process) pick up the tokens another one refreshed.
+    """
+
+    def __init__(self, server: ServerConfig, path: Path | None = None) -> None:
+        assert server.url is not None
+        self.server_name = server.name
+        self.url = server.url
+        self.path = path or token_file(server.name)
+        self.context: OAuthContext | None = None  # the provider's, once bound: what to save with the tokens
+        self._seen: int | None = None  # the file's mtime_ns when last read
+
+    # -- the file ----------------------------------------------------------------------
+
+    def load(self) -> StoredLogin | None:
+        """The stored login for this server's address; None if there is none (or it is unreadable)."""
+        try:
+            stat = self.path.stat()
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("Cannot read the MCP login of '%s' in %s: %s", self.server_name, self.path, exc.strerror)
+            return None
+        self._seen = stat.st_mtime_ns
+        try:
+            stored = StoredLogin.model_validate_json(text)
+        except ValidationError:
+            # Never echo the content: it holds tokens.
+            logger.warning(
+                "The MCP login of '%s' in %s is damaged; it is ignored (log in again to replace it)",
+                self.server_name,
+                self.path,
+            )
+            return None
+        return stored if stored.url == self.url else None
+
+    def save(self, **changes: Any) -> None:
+        """Write the file whole with ``changes``: a temporary file (0600) renamed over the old one,
+        so a reader sees the old login or the new one, never half of either."""
+        current = self.load()
+        data = (current.model_dump() if current else {}) | changes
+        data.update(server=self.server_name, url=self.url, saved_at=time.time())
+        stored = StoredLogin.model_validate(data)
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(stored.model_dump_json(indent=2, exclude_none=True))
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        with contextlib.suppress(OSError):
+            self._seen = self.path.stat().st_mtime_ns
+
+    def changed(self) -> bool:
+        """Whether the file changed since this storage last read or wrote it."""
+        try:
+            return self.path.stat().st_mtime_ns != self._seen
+        except OSError:
+            return False
+
+    def forget_tokens(self) -> None:
+        if self.load() is not None:
+            self.save(tokens=None, expires_at=None, no_login_needed=False)
+
+    # -- TokenStorage ------------------------------------------------------------------
+
+    async def get_tokens(self) -> OAuthToken | None:
+        stored = self.load()
+        return stored.tokens if stored else None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        context = self.context
+        changes: dict[str, Any] = {"tokens": tokens, "no_login_needed": False}
+        if context is not None:
+            changes["expires_at"] = context.token_expiry_time
+            if context.oauth_metadata is not None:
+                changes["authorization_server"] = context.oauth_metadata
+            if context.protected_resource_metadata is not None:
+                changes["resource"] = context.protected_resource_metadata
+            if context.auth_server_url is not None:
+                changes["authorization_server_url"] = context.auth_server_url
+        self.save(**changes)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        stored = self.load()
+        return stored.client if stored else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.save(client=client_info)
+
+
+# -- the providers -------------------------------------------------------------------------
+
+
+@dataclass
+class _Interactive:
+    """How a login reaches the person: show them the URL, then wait for the redirect."""
+
+    redirect: Callable[[str], Awaitable[None]]
+    callback: Callable[[], Awaitable[AuthorizationCodeResult]]
+
+
+class _ClientMetadata(OAuthClientMetadata):
+    """The registration metadata, whose ``scope`` always includes the entry's ``scopes``.
+
+    The SDK sets ``scope`` to what the server asks for (``WWW-Authenticate``, else its metadata)
+    just before it registers and authorizes; the entry's scopes are asked for on top of that.
+    """
+
+    _extra_scopes: str | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "scope" and self._extra_scopes:
+            value = union_scopes(value, self._extra_scopes)
+        super().__setattr__(name, value)
+
+
+def _with_scopes(metadata: OAuthClientMetadata, scopes: list[str] | None) -> _ClientMetadata:
+    extended = _ClientMetadata.model_validate(metadata.model_dump())
+    if scopes:
+        extended._extra_scopes = " ".join(scopes)
+        extended.scope = metadata.scope
+    return extended
+
+
+class _ZorkGPTAuth:
+    """What every provider here adds to the SDK's (a mixin; see the module docstring):
+
+    * the stored expiry and metadata restored, and tokens another connection refreshed adopted;
+    * an episode never waits on a person: a 401 it cannot answer by refreshing, or a request
+      for more scope, stops at once with ``MCPAuthError`` naming the command to run;
+    * every failure of the flow as an ``MCPAuthError`` that says what to do.
+    """
+
+    context: OAuthContext
+    _storage: FileTokenStorage
+    _server: ServerConfig
+    _interactive: bool
+
+    def _setup(self, server: ServerConfig, storage: FileTokenStorage, interactive: bool) -> None:
+        self._server = server
+        self._storage = storage
+        self._interactive = interactive
+        storage.context = self.context
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[misc]
+        self._restore(self._storage.load())
+
+    def _restore(self, stored: StoredLogin | None) -> None:
+        if stored is None:
+            return
+        context = self.context
+        if stored.tokens is not None and context.current_tokens == stored.tokens:
+            context.token_expiry_time = stored.expires_at
+        if context.oauth_metadata is None:
+            context.oauth_metadata = stored.authorization_server
+        if context.protected_resource_metadata is None:
+            context.protected_resource_metadata = stored.resource
+        if context.auth_server_url is None:
+            context.auth_server_url = stored.authorization_server_url
+
+    def _adopt_newer_tokens(self) -> None:
+        """Tokens another connection (or process) stored since: use them, not ours."""
+        if not self._storage.changed():
+            return
+        stored = self._storage.load()
+        if stored is not None and stored.tokens is not None and stored.tokens != self.context.current_tokens:
+            self.context.current_tokens = stored.tokens
+            self.context.token_expiry_time = stored.expires_at
+
+    def _needs_person(self, response: httpx2.Response) -> MCPAuthError | None:
+        """In an episode: the error to stop with when only a login can answer ``response``."""
+        return None
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if getattr(self, "_initialized", False):
+            self._adopt_newer_tokens()
+        flow = super()._auth_flow(request)  # type: ignore[misc]
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request and not self._interactive:
+                    stop = self._needs_person(response)
+                    if stop is not None:
+                        raise stop
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        except OAuthFlowError as exc:
+            raise self._explain(exc) from None
+        finally:
+            await flow.aclose()
+
+    def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
+        return MCPAuthError(
+            f"MCP server '{self._server.name}' ({safe_url(self._server.url or '')}): the OAuth login failed: "
+            f"{_short(exc)}. {self._what_to_do()}",
+            self._server.name,
+        )
+
+    def _what_to_do(self) -> str:
+        return f"Log in again with: {login_command(self._server.name)}"
+
+
+class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
+    """A person's login (authorization code + PKCE), refreshed without them afterwards."""
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        storage: FileTokenStorage,
+        interactive: _Interactive | None,
+        client: OAuthClientInformationFull | None,
+    ) -> None:
+        oauth = server.oauth
+        assert oauth is not None and server.url is not None
+        metadata = OAuthClientMetadata(
+            client_name="ZorkGPT",
+            redirect_uris=[AnyUrl(redirect_uri(oauth.callback_port))],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+        )
+        super().__init__(
+            server.url,
+            _with_scopes(metadata, oauth.scopes),
+            storage,
+            redirect_handler=interactive.redirect if interactive else _never,
+            callback_handler=interactive.callback if interactive else _never_called,
+            client_metadata_url=oauth.client_metadata_url,
+        )
+        self._setup(server, storage, interactive is not None)
+        self._fixed_client = client
+        self._failed_refresh: set[str] = set()
+        self._refreshing: str | None = None
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        if self._fixed_client is not None:
+            # A pre-registered client comes from the entry every time: its secret is never stored.
+            self.context.client_info = self._fixed_client
+
+    def _refreshable(self) -> str | None:
+        tokens = self.context.current_tokens
+        token = tokens.refresh_token if tokens else None
+        return token if token and token not in self._failed_refresh and self.context.client_info else None
+
+    def _needs_person(self, response: httpx2.Response) -> MCPAuthError | None:
+        name = self._server.name
+        if response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
+            wanted = extract_field_from_www_auth(response, "scope")
+            scopes = f' ("{wanted}")' if wanted else ""
+            return MCPAuthError(
+                f"MCP server '{name}' asks for more access{scopes} than its login gave. Add the scopes to "
+                f'"oauth": {{"scopes": [...]}} in its entry, then log in again with: {login_command(name)}',
+                name,
+            )
+        if response.status_code == 401 and self._refreshable() is None:
+            tokens = self.context.current_tokens
+            why = (
+                "needs a login"
+                if tokens is None
+                else "needs a new login (its token was refused and cannot be refreshed)"
+            )
+            return MCPAuthError(
+                f"MCP server '{name}' ({safe_url(self._server.url or '')}) {why}. Run once: {login_command(name)}\n"
+                "It shows the authorization page (in a browser where there is one); after that, episodes use "
+                "and refresh the login by themselves.",
+                name,
+            )
+        return None
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        # An episode answers a refused token by refreshing it (the SDK would ask for a new login).
+        refresh = None if self._interactive else self._refreshable()
+        if refresh is not None:
+            self._refreshing = refresh
+            return await self._refresh_token()
+        return await super()._perform_authorization()
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        used, self._refreshing = self._refreshing, None
+        if used is None:
+            await super()._handle_token_response(response)
+            return
+        if not await self._handle_refresh_response(response):
+            self._failed_refresh.add(used)
+            raise MCPAuthError(
+                f"MCP server '{self._server.name}': its login could not be refreshed (the authorization server "
+                f"answered HTTP {response.status_code}). Log in again with: {login_command(self._server.name)}",
+                self._server.name,
+            )
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        refreshed = await super()._handle_refresh_response(response)
+        if not refreshed and used:
+            self._failed_refresh.add(used)
+        return refreshed
+
+    def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
+        if isinstance(exc, OAuthRegistrationError):
+            oauth = self._server.oauth
+            port = oauth.callback_port if oauth else 0
+            return MCPAuthError(
+                f"MCP server '{self._server.name}': its authorization server did not register ZorkGPT as a client "
+                f"({_short(exc)}). Register a client there with the redirect URI {redirect_uri(port)}, put its id "
+                'in the entry as "oauth": {"clientId": "..."} (and "clientSecret" if it has one), then log in '
+                f"with: {login_command(self._server.name)}",
+                self._server.name,
+            )
+        return super()._explain(exc)
+
+
+class _HeadlessAuth(_ZorkGPTAuth):
+    """Client credentials: no person, so a failure is the entry's to fix."""
+
+    def _what_to_do(self) -> str:
+        return (
+            f'Check "clientId", "clientSecret" (or the key) and "issuer" under "oauth" in the entry of '
+            f"'{self._server.name}'; an account with client credentials needs no login."
+        )
+
+
+class _ClientSecretProvider(_HeadlessAuth, ClientCredentialsOAuthProvider):
+    """A headless account: client credentials with a secret."""
+
+
+class _SignedJWTProvider(_HeadlessAuth, PrivateKeyJWTOAuthProvider):
+    """A headless account: client credentials with a JWT signed by the entry's key."""
+
+
+async def _never(url: str) -> None:
+    raise AssertionError("an episode never asks for a login")  # _needs_person stops it first
+
+
+async def _never_called() -> AuthorizationCodeResult:
+    raise AssertionError("an episode never waits for a login")
+
+
+def redirect_uri(port: int) -> str:
+    return f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def build_provider(
+    server: ServerConfig, storage: FileTokenStorage | None = None, interactive: _Interactive | None = None
+) -> OAuthClientProvider:
+    """The SDK provider for ``server``'s ``oauth`` (an episode's when ``interactive`` is None)."""
+    oauth = server.oauth
+    assert oauth is not None and server.url is not None
+    storage = storage or FileTokenStorage(server)
+    if oauth.grant == "authorization_code":
+        client = None
+        if oauth.client_id:
+            client = OAuthClientInformationFull(
+                client_id=oauth.client_id,
+                client_secret=oauth.client_secret,
+                redirect_uris=[AnyUrl(redirect_uri(oauth.callback_port))],
+                grant_types=["authorization_code", "refresh_token"],
+                token_endpoint_auth_method=oauth.token_endpoint_auth_method if oauth.client_secret else "none",
+            )
+        return _AuthorizationCodeProvider(server, storage, interactive, client)
+    assert oauth.client_id is not None
+    provider: _ClientSecretProvider | _SignedJWTProvider
+    with warnings.catch_warnings():
+        # Without "issuer" the SDK warns that the server picks the authorization server; the
+        # README says to set it, and a warning on every connect would say nothing new.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        if oauth.client_secret:
+            provider = _ClientSecretProvider(
+                server.url,
+                storage,
+                oauth.client_id,
+                oauth.client_secret,
+                token_endpoint_auth_method=oauth.token_endpoint_auth_method,
+                issuer=oauth.issuer,
+            )
+        else:
+            provider = _SignedJWTProvider(
+                server.url, storage, oauth.client_id, _assertion_provider(server), issuer=oauth.issuer
+            )
+    provider.context.client_metadata = _with_scopes(provider.context.client_metadata, oauth.scopes)
+    provider._setup(server, storage, interactive=False)
+    return provider
+
+
+def _assertion_provider(server: ServerConfig) -> Callable[[str], Awaitable[str]]:
+    oauth = server.oauth
+    assert oauth is not None and oauth.client_id is not None
+
+    async def sign(audience: str) -> str:
+        try:
+            key = oauth.private_key or Path(oauth.private_key_file or "").read_text(encoding="utf-8")
+            parameters = SignedJWTParameters(
+                issuer=oauth.client_id or "",
+                subject=oauth.client_id or "",
+                signing_key=key,
+                signing_algorithm=oauth.signing_algorithm,
+            )
+            return await parameters.create_assertion_provider()(audience)
+        except OSError as exc:
+            raise OAuthFlowError(f"cannot read oauth.privateKeyFile {oauth.private_key_file}: {exc.strerror}") from None
+        except Exception as exc:  # noqa: BLE001 - PyJWT and cryptography raise many kinds for a bad key
+            raise OAuthFlowError(
+                f"cannot sign with the oauth key ({type(exc).__name__}); it must be a PEM private key "
+                f"for {oauth.signing_algorithm}"
+            ) from None
+
+    return sign
+
+
+class _OnDemandAuth(httpx2.Auth):
+    """The provider, from the first 401 (or 403 asking for scope) on; until then requests pass
+    untouched. An entry with ``oauth``, or a stored login, engages it from the start."""
+
+    def __init__(self, provider: OAuthClientProvider, engaged: bool) -> None:
+        self.provider = provider
+        self.engaged = engaged
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if not self.engaged:
+            response = yield request
+            if response.status_code not in (401, 403) or (
+                response.status_code == 403 and extract_field_from_www_auth(response, "error") != "insufficient_scope"
+            ):
+                return
+            self.engaged = True  # the provider sends the request again, with what the answer asked for
+        flow = self.provider.async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+
+def episode_auth(server: ServerConfig) -> httpx2.Auth | None:
+    """The ``httpx2.Auth`` a remote server's connection uses during play (None for stdio)."""
+    if not server.is_remote or server.oauth is None:
+        return None
+    storage = FileTokenStorage(server)
+    stored = storage.load()
+    provider = build_provider(server, storage)
+    return _OnDemandAuth(provider, engaged=server.oauth_declared or (stored is not None and stored.tokens is not None))
+
+
+# -- checks before playing -----------------------------------------------------------------
+
+_login_prefix = _DEFAULT_COMMAND
+
+
+def set_login_command(config_file: str | None) -> None:
+    """How ``main.py`` was started, so messages name the login command exactly (its ``--config``)."""
+    global _login_prefix
+    _login_prefix = (
+        _DEFAULT_COMMAND
+        if not config_file or config_file == "pyproject.toml"
+        else (f"{_DEFAULT_COMMAND} --config {shlex.quote(config_file)}")
+    )
+
+
+def login_command(server_name: str) -> str:
+    """The command that logs in to ``server_name``, as the user types it."""
+    return f"{_login_prefix} --mcp-login {shlex.quote(server_name)}"
+
+
+def needs_login(server: ServerConfig) -> bool:
+    """An entry with ``oauth`` whose login (a person's) was never done for its address."""
+    if not (server.is_remote and server.oauth_declared and server.oauth is not None):
+        return False
+    if server.oauth.grant != "authorization_code":
+        return False
+    stored = FileTokenStorage(server).load()
+    return stored is None or not stored.logged_in
+
+
+def check_logins(mcp_config: MCPConfig) -> None:
+    """Stop before playing when a server's entry says it needs a login that nobody did."""
+    missing = [server for server in mcp_config.servers if needs_login(server)]
+    if not missing:
+        return
+    commands = "\n".join(f"  {login_command(server.name)}" for server in missing)
+    names = ", ".join(f"'{server.name}'" for server in missing)
+    raise MCPAuthError(
+        f'Nobody has logged in to MCP server {names} yet (its entry has "oauth"). Run once:\n{commands}\n'
+        "It shows the authorization page (in a browser where there is one); episodes then use and refresh the "
+        f"login by themselves. Logins are kept in {token_dir()}.",
+        missing[0].name,
+    )
+
+
+# -- the login ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoginResult:
+    server: str
+    path: Path
+    asked: bool  # the server asked for a login (False: it works without one)
+    tools: tuple[str, ...]
+
+
+class _CallbackServer:
+    """The redirect's end: ``http://127.0.0.1:<port>/callback`` answers the browser once."""
+
+    def __init__(self, server_name: str) -> None:
+        self.server_name = server_name
+        self.result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, port: int) -> None:
+        try:
+            self._server = await asyncio.start_server(self._answer, "127.0.0.1", port)
+        except OSError as exc:
+            raise MCPAuthError(
+                f"Cannot take the login's redirect on 127.0.0.1:{port} ({exc.strerror}). Close what uses that "
+                f'port, or set another in the entry of \'{self.server_name}\': "oauth": {{"callbackPort": ...}} '
+                "(a pre-registered client needs that redirect URI registered too).",
+                self.server_name,
+            ) from None
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
+            parts = urlsplit(target)
+            query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+            if parts.path != CALLBACK_PATH or self.result.done():
+                await _respond(writer, 404, "Nothing here.")
+                return
+            if "error" in query:
+                description = query.get("error_description", "")
+                self.result.set_exception(
+                    MCPAuthError(
+                        f"MCP server '{self.server_name}': the authorization server refused the login: "
+                        f"{query['error']}{f' ({description})' if description else ''}. Try again, or check "
+                        "the entry's oauth settings with the server's operator.",
+                        self.server_name,
+                    )
+                )
+                await _respond(writer, 400, "The login was refused. You can close this tab.")
+                return
+            if "code" not in query:
+                await _respond(writer, 400, "This address expects the authorization server's redirect.")
+                return
+            self.result.set_result(
+                AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+            )
+            await _respond(writer, 200, f"Logged in to {self.server_name}. You can close this tab.")
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, IndexError):
+            pass  # a connection that was not a browser's request: nothing to answer
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+
+async def _respond(writer: asyncio.StreamWriter, status: int, text: str) -> None:
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
+    body = f"<!doctype html><title>ZorkGPT</title><p>{text}</p>\n".encode()
+    writer.write(
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+
+
+def _has_display() -> bool:
+    """A browser can open here: not over SSH without a display, where a text browser would take
+    over the terminal."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _default_open(url: str) -> None:
+    if _has_display():
+        with contextlib.suppress(webbrowser.Error):
+            webbrowser.open(url)
+
+
+async def login(
+    server: ServerConfig,
+    open_url: Callable[[str], Any] | None = None,
+    out: TextIO | None = None,
+    wait_seconds: float = LOGIN_WAIT_SECONDS,
+) -> LoginResult:
+    """Log in to ``server`` once: the flow the server asks for, with the person (or, for client
+    credentials, without); tokens stored. ``open_url`` stands for the browser."""
+    oauth = server.oauth
+    if not server.is_remote or oauth is None:
+        raise MCPConfigError(f"MCP server '{server.name}' runs as a command (stdio); it needs no login.")
+    stream = out or sys.stderr
+    storage = FileTokenStorage(server)
+    storage.forget_tokens()
+    callback: _CallbackServer | None = None
+    interactive: _Interactive | None = None
+    if oauth.grant == "authorization_code":
+        stored = storage.load()
+        if stored is not None and stored.client is not None:
+            uris = [str(uri) for uri in stored.client.redirect_uris or []]
+            if redirect_uri(oauth.callback_port) not in uris and stored.client.client_id != oauth.client_metadata_url:
+                storage.save(client=None)  # registered for another callback port: register again
+        callback = _CallbackServer(server.name)
+        await callback.start(oauth.callback_port)
+        opener = open_url or _default_open
+        waiting = callback
+
+        async def show(url: str) -> None:
+            print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
+            result = opener(url)
+            if asyncio.iscoroutine(result):
+                await result
+
+        async def wait() -> AuthorizationCodeResult:
+            try:
+                return await asyncio.wait_for(asyncio.shield(waiting.result), wait_seconds)
+            except TimeoutError:
+                raise MCPAuthError(
+                    f"No login for MCP server '{server.name}' within {wait_seconds:g} s: the browser never came "
+                    f"back to {redirect_uri(oauth.callback_port)}. Run the command again.",
+                    server.name,
+                ) from None
+
+        interactive = _Interactive(show, wait)
+    provider = build_provider(server, storage, interactive)
+    try:
+        tools = await _list_tools(server, provider)
+    finally:
+        if callback is not None:
+            await callback.close()
+    stored = storage.load()
+    asked = stored is not None and stored.tokens is not None
+    if not asked:
+        storage.save(no_login_needed=True)
+    return LoginResult(server.name, storage.path, asked, tools)
+
+
+async def _list_tools(server: ServerConfig, auth: httpx2.Auth) -> tuple[str, ...]:
+    """Connect as an episode does, with ``auth``, and list the tools (proof the login works)."""
+    assert server.url is not None
+    headers = dict(server.headers)
+    mode = "legacy" if server.transport == "sse" or server.protocol == "2025-11-25" else server.protocol
+    if server.transport == "sse":
+        transport: contextlib.AbstractAsyncContextManager[Any] = sse_client(server.url, headers=headers, auth=auth)
+        async with Client(transport, mode="legacy") as client:
+            return tuple(tool.name for tool in (await client.list_tools()).tools)
+    async with (
+        httpx2.AsyncClient(
+            headers=headers, auth=auth, timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        ) as http,
+        Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
+    ):
+        return tuple(tool.name for tool in (await client.list_tools()).tools)
+
+
+def find_server(mcp_config: MCPConfig, name: str) -> ServerConfig:
+    """The enabled remote entry called ``name``; an error listing the ones there are otherwise."""
+    remote = [server.name for server in mcp_config.servers if server.is_remote]
+    where = mcp_config.source or "the MCP config"
+    try:
+        server = mcp_config.server(name)
+    except KeyError:
+        disabled = ' It is disabled ("disabled": true); enable it first.' if name in mcp_config.disabled else ""
+        known = f"Remote servers there: {', '.join(remote)}." if remote else 'It has no remote server (a "url").'
+        raise MCPConfigError(f"No MCP server '{name}' in {where}.{disabled} {known}") from None
+    if not server.is_remote:
+        raise MCPConfigError(
+            f"MCP server '{name}' in {where} runs as a command (stdio); only remote servers (a \"url\") log in."
+        )
+    return server
+
+
+def run_login(
+    mcp_config: MCPConfig,
+    name: str,
+    out: TextIO | None = None,
+    open_url: Callable[[str], Any] | None = None,
+    wait_seconds: float = LOGIN_WAIT_SECONDS,
+) -> LoginResult:
+    """``main.py --mcp-login NAME``: log in and say where the login is kept."""
+    server = find_server(mcp_config, name)
+    stream = out or sys.stderr
+    try:
+        result = asyncio.run(login(server, open_url, stream, wait_seconds))
+    except MCPAuthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the transports' task groups wrap what failed; the leaf is the news
+        raise _login_failure(server, exc) from None
+    if result.asked:
+        print(
+            f"Logged in to MCP server '{name}'. The login is kept in {result.path} (readable only by you); "
+            f"episodes use and refresh it. Tools: {', '.join(result.tools) or 'none'}.",
+            file=stream,
+        )
+    else:
+        print(
+            f"MCP server '{name}' did not ask for a login; it works as it is. Tools: {', '.join(result.tools)}.",
+            file=stream,
+        )
+    return result
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _login_failure(server: ServerConfig, error: BaseException) -> MCPAuthError:
+    leaves = _leaves(error)
+    for leaf in leaves:
+        if isinstance(leaf, MCPAuthError):
+            return leaf
+    cause = leaves[0]
+    return MCPAuthError(
+        f"Could not log in to MCP server '{server.name}' at {safe_url(server.url or '')}: "
+        f"{type(cause).__name__}: {_short(cause)}. Check that the server is running and its url is right.",
+        server.name,
+    )
