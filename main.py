@@ -87,6 +87,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also print each MCP tool call and its result as it happens",
     )
+    parser.add_argument(
+        "--mcp-login",
+        default=None,
+        metavar="NAME",
+        help="log in once to the remote MCP server NAME of mcp_config.json (OAuth: shows the authorization "
+        "page) and exit; episodes then use and refresh that login",
+    )
     # For --parallel: a child episode reports each turn's figures on stdout, one JSON line per
     # turn, so the parent's live status can show it. Not for users.
     parser.add_argument("--turn-figures", action="store_true", help=argparse.SUPPRESS)
@@ -146,9 +153,13 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         config = GameConfiguration.from_toml(args.config)
     except ConfigError as exc:
         return report(exc)
+    if args.mcp_login is not None:
+        return mcp_login(args, config)
     if not config.api_key and config.api_key_required:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
+    if (code := check_mcp_logins(args, config)) is not None:
+        return code
     if args.view is None:
         return play(args, config, signals)
 
@@ -164,6 +175,44 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         return play(args, config, signals)
     finally:
         viewer.close()
+
+
+def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
+    """``--mcp-login NAME``: the OAuth login of one remote MCP server, then exit (no game, no API key)."""
+    from managers.mcp.config import MCPConfig
+    from managers.mcp.oauth import run_login, set_login_command
+    from session.game_configuration import process_environ
+
+    set_login_command(args.config)
+    try:
+        mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
+        run_login(mcp_config, args.mcp_login)
+    except ZorkGPTError as exc:
+        return report(exc)
+    return EXIT_OK
+
+
+def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int | None:
+    """Exit 2 (naming the command to run) when a remote MCP server's entry has "oauth" and nobody
+    logged in to it; None to play on. A config that does not load is the episode's to report."""
+    from managers.mcp.oauth import set_login_command
+
+    set_login_command(args.config)
+    if not config.mcp.enabled:
+        return None
+    from managers.mcp.config import MCPConfig
+    from managers.mcp.oauth import check_logins
+    from session.game_configuration import process_environ
+
+    try:
+        mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
+    except ConfigError:  # an unusable mcp_config.json (an MCPConfigError) is reported as it always is
+        return None
+    try:
+        check_logins(mcp_config)
+    except ZorkGPTError as exc:
+        return report(exc)
+    return None
 
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:

@@ -38,10 +38,12 @@ class _QuietTooLarge(logging.Filter):
 logging.getLogger(_SDK_LOGGER).addFilter(_QuietTooLarge())
 
 
-def bounded_http_client(headers: dict[str, str], limit: int) -> httpx2.AsyncClient:
-    """An AsyncClient like the SDK's (same timeouts) whose JSON bodies stop at ``limit`` bytes."""
+def bounded_http_client(headers: dict[str, str], limit: int, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+    """An AsyncClient like the SDK's (same timeouts) whose JSON bodies stop at ``limit`` bytes;
+    ``auth`` signs its requests (a remote server's OAuth, ``oauth.episode_auth``)."""
     return httpx2.AsyncClient(
         headers=headers,
+        auth=auth,
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         transport=_BoundedTransport(httpx2.AsyncHTTPTransport(), limit),
     )

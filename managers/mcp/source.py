@@ -71,10 +71,11 @@ from pydantic import ValidationError
 
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
 from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
+from managers.mcp.oauth import episode_auth
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
-from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from shared_utils import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
@@ -617,13 +618,21 @@ class StdioSource(ToolSource):
 class _HTTPSource(ToolSource):
     """Shared by the remote transports: headers, and messages that never show them."""
 
+    _login_needed = False
+
     def _hint(self, details: str) -> str:
+        if self._login_needed:
+            return "Then start again."
         return (
             f"Check that the server is running and reachable at {safe_url(self.server.url or '')}, "
             f"and that its type ({self.server.transport}) and headers are right."
         )
 
     def _describe_failure(self, cause: BaseException) -> str:
+        # Its OAuth login (oauth.py): the message says which command a person must run.
+        self._login_needed = isinstance(cause, MCPAuthError)
+        if self._login_needed:
+            return str(cause)
         if isinstance(cause, httpx2.ConnectError):
             return f"could not connect to {safe_url(self.server.url or '')} ({cause})"
         if isinstance(cause, httpx2.HTTPStatusError):
@@ -638,7 +647,7 @@ class StreamableHTTPSource(_HTTPSource):
     async def _transport(self) -> AsyncIterator[Any]:
         assert self.server.url is not None
         async with (
-            bounded_http_client(dict(self.server.headers), self._event_limit()) as client,
+            bounded_http_client(dict(self.server.headers), self._event_limit(), episode_auth(self.server)) as client,
             streamable_http_client(
                 self.server.url,
                 http_client=client,
@@ -656,7 +665,12 @@ class SSESource(_HTTPSource):
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         assert self.server.url is not None
-        return sse_client(self.server.url, headers=dict(self.server.headers), timeout=self.settings.startup_timeout)
+        return sse_client(
+            self.server.url,
+            headers=dict(self.server.headers),
+            timeout=self.settings.startup_timeout,
+            auth=episode_auth(self.server),
+        )
 
 
 def make_source(server: ServerConfig, settings: SourceSettings) -> ToolSource:
