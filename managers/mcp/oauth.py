@@ -18,8 +18,8 @@ extensions; this module decides how ZorkGPT uses it:
   ``MCPAuthError`` naming the server and the command to run. ``check_logins`` stops a start
   before playing when an entry with ``oauth`` was never logged in.
 * **Tokens are kept** in one JSON file per server under the user's state folder
-  (``$ZORKGPT_OAUTH_DIR``, else ``$XDG_STATE_HOME/zorkgpt/oauth``, else
-  ``~/.local/state/zorkgpt/oauth``), folder 0700 and file 0600, written whole through a
+  (``$XDG_STATE_HOME/zorkgpt/oauth``, else ``~/.local/state/zorkgpt/oauth``: tests point
+  ``XDG_STATE_HOME`` elsewhere), folder 0700 and file 0600, written whole through a
   temporary file and a rename. Beside the tokens the file keeps the client registration, when
   the access token expires and the discovered metadata, so a later process refreshes at the
   right token endpoint before the token runs out (the SDK alone keeps those in memory). Token
@@ -81,7 +81,6 @@ __all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run
 
 logger = logging.getLogger(__name__)
 
-TOKEN_DIR_ENV_VAR = "ZORKGPT_OAUTH_DIR"
 CALLBACK_PATH = "/callback"
 LOGIN_WAIT_SECONDS = 300.0
 _DEFAULT_COMMAND = "uv run python main.py"
@@ -103,10 +102,9 @@ logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietFlowErrors())
 
 
 def token_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The folder of the token files: ``$ZORKGPT_OAUTH_DIR``, else the user's state folder."""
+    """The folder of the token files, in the user's state folder (XDG): never the game's workdir,
+    whose files are shared and shown in the viewer."""
     env = os.environ if environ is None else environ
-    if env.get(TOKEN_DIR_ENV_VAR):
-        return Path(env[TOKEN_DIR_ENV_VAR]).expanduser()
     state = Path(env["XDG_STATE_HOME"]).expanduser() if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
     return state / "zorkgpt" / "oauth"
 
