@@ -1,0 +1,460 @@
+"""OAuth for remote MCP servers (managers/mcp/oauth.py), against a real protected MCP server and
+its own authorization server (tests/mcp_test_servers/oauth_server.py), over real HTTP.
+
+The tests play the user's browser: they follow the authorization URL ZorkGPT prints, and the
+authorization server (which approves at once) redirects to ZorkGPT's callback on 127.0.0.1.
+Token files go to a folder of the test's own (``XDG_STATE_HOME``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import socket
+import stat
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from managers.mcp import MCPManager, MCPServerStartupError
+from managers.mcp.config import MCPConfig
+from managers.mcp.oauth import (
+    FileTokenStorage,
+    MCPAuthError,
+    StoredLogin,
+    check_logins,
+    login_command,
+    needs_login,
+    run_login,
+    token_dir,
+    token_file,
+)
+from session.errors import MCPConfigError
+from tests.mcp_test_servers.helpers import (
+    HTTPServer,
+    Scenario,
+    capture_logger,
+    free_port,
+    http_server,
+    make_config,
+    write_mcp_config,
+)
+from tests.mcp_test_servers.oauth_server import SECRET_WORD
+
+OAUTH_SERVER = "tests.mcp_test_servers.oauth_server"
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's state folder for this test: where token files go."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    return folder
+
+
+@dataclass(frozen=True)
+class Protected:
+    server: HTTPServer
+    authorization_server: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def log(self) -> list[dict[str, Any]]:
+        return httpx2.get(f"{self.authorization_server}/test/log", timeout=10).json()
+
+    def grants(self) -> list[str]:
+        return [event["grant"] for event in self.log() if event["event"] == "token"]
+
+    def expire(self) -> None:
+        httpx2.post(f"{self.authorization_server}/test/expire", timeout=10).raise_for_status()
+
+    def revoke(self) -> None:
+        httpx2.post(f"{self.authorization_server}/test/revoke", timeout=10).raise_for_status()
+
+
+@contextmanager
+def protected_server(*args: str, sse: bool = False) -> Iterator[Protected]:
+    with http_server(OAUTH_SERVER, *args, sse=sse) as server:
+        found = re.search(r"authorization server at (\S+)", server.startup)
+        assert found, server.startup
+        yield Protected(server, found.group(1))
+
+
+def browse(url: str) -> httpx2.Response:
+    """What the user's browser does: open the page and follow where it leads (the callback)."""
+    return httpx2.get(url, follow_redirects=True, timeout=30)
+
+
+def log_in(mcp_config: MCPConfig, name: str) -> tuple[str, list[httpx2.Response]]:
+    """``--mcp-login NAME`` in this process, the test as the browser; what it printed, and the
+    browser's last page."""
+    pages: list[httpx2.Response] = []
+    threads: list[threading.Thread] = []
+
+    def open_url(url: str) -> None:
+        # The login waits for the callback on its own event loop: the browser is another thread.
+        thread = threading.Thread(target=lambda: pages.append(browse(url)), daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    out = io.StringIO()
+    run_login(mcp_config, name, out=out, open_url=open_url, wait_seconds=60)
+    for thread in threads:
+        thread.join(30)
+    return out.getvalue(), pages
+
+
+def config_of(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> tuple[Path, MCPConfig]:
+    path = write_mcp_config(tmp_path / "cfg", servers)
+    return path, MCPConfig.from_file(path, environ={})
+
+
+def episode(tmp_path: Path, config_path: Path, **mcp: Any) -> Scenario:
+    mcp.setdefault("session_lifetime", "episode")
+    logger, handler = capture_logger(f"test.mcp.oauth.{uuid.uuid4().hex}")
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+
+
+async def secret(manager: MCPManager) -> str:
+    result = await manager.call_tool("protected__secret_word", {})
+    assert not result.is_error, result.content
+    return result.content
+
+
+def stored(server_name: str) -> StoredLogin:
+    return StoredLogin.model_validate_json(token_file(server_name).read_text())
+
+
+# -- where logins are kept -------------------------------------------------------------------
+
+
+def test_logins_live_in_the_users_state_folder(tmp_path: Path) -> None:
+    assert token_dir({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "zorkgpt" / "oauth"
+    assert token_dir({}) == Path.home() / ".local" / "state" / "zorkgpt" / "oauth"
+
+
+def test_each_server_has_its_own_file_and_names_never_share_one(state: Path) -> None:
+    names = ["remote", "remote/evil", "remote_evil", "..", "a b"]
+    files = {token_file(name) for name in names}
+    assert len(files) == len(names)
+    assert all(file.parent == token_dir() for file in files)
+
+
+def _server(tmp_path: Path, name: str = "remote", url: str = "https://mcp.example.com/mcp") -> Any:
+    return config_of(tmp_path, {name: {"url": url, "oauth": {}}})[1].server(name)
+
+
+def _save_login(storage: FileTokenStorage, access: str) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    storage.save(tokens=OAuthToken(access_token=access, refresh_token=f"refresh-{access}", expires_in=60))
+
+
+def test_a_login_is_one_file_readable_only_by_its_owner(tmp_path: Path, state: Path) -> None:
+    first, second = _server(tmp_path, "first"), _server(tmp_path, "second")
+    _save_login(FileTokenStorage(first), "token-one")
+    _save_login(FileTokenStorage(second), "token-two")
+    files = sorted(token_dir().iterdir())
+    assert [f.name for f in files] == ["first.json", "second.json"]
+    assert stat.S_IMODE(token_dir().stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+    assert stored("first").tokens is not None and stored("first").tokens.access_token == "token-one"
+    assert stored("second").tokens is not None and stored("second").tokens.access_token == "token-two"
+
+
+def test_a_save_replaces_the_file_whole(tmp_path: Path, state: Path) -> None:
+    """Written beside and renamed over: a reader holding the old file reads all of the old login,
+    the path gives all of the new one, and no temporary file is left behind."""
+    storage = FileTokenStorage(_server(tmp_path))
+    _save_login(storage, "old-token")
+    with storage.path.open(encoding="utf-8") as old:
+        inode = os.fstat(old.fileno()).st_ino
+        _save_login(storage, "new-token")
+        assert StoredLogin.model_validate_json(old.read()).tokens.access_token == "old-token"  # type: ignore[union-attr]
+    assert storage.path.stat().st_ino != inode
+    assert stored("remote").tokens.access_token == "new-token"  # type: ignore[union-attr]
+    assert [f.name for f in token_dir().iterdir()] == ["remote.json"]
+
+
+def test_a_login_for_another_address_does_not_count(tmp_path: Path, state: Path) -> None:
+    _save_login(FileTokenStorage(_server(tmp_path, url="https://old.example.com/mcp")), "old-token")
+    moved = _server(tmp_path, url="https://new.example.com/mcp")
+    assert FileTokenStorage(moved).load() is None
+    assert needs_login(moved)
+
+
+def test_a_damaged_file_is_ignored_without_showing_it(tmp_path: Path, state: Path, caplog: Any) -> None:
+    server = _server(tmp_path)
+    path = token_file("remote")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"tokens": {"access_token": "sekrit-value"', encoding="utf-8")
+    assert FileTokenStorage(server).load() is None
+    assert "damaged" in caplog.text and "sekrit-value" not in caplog.text
+    assert needs_login(server)
+
+
+# -- the entry's "oauth" -----------------------------------------------------------------
+
+
+def _invalid(tmp_path: Path, entry: dict[str, Any], environ: dict[str, str] | None = None) -> str:
+    path = write_mcp_config(tmp_path / "bad", {"remote": entry})
+    with pytest.raises(MCPConfigError) as caught:
+        MCPConfig.from_file(path, environ=environ or {})
+    return str(caught.value)
+
+
+def test_oauth_values_are_expanded_and_secrets_redacted(tmp_path: Path) -> None:
+    path = write_mcp_config(
+        tmp_path,
+        {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {"clientId": "${ID}", "clientSecret": "${SECRET}"}}},
+    )
+    server = MCPConfig.from_file(path, environ={"ID": "zork-client", "SECRET": "s3cret-value"}).server("remote")
+    assert server.oauth is not None and server.oauth_declared
+    assert (server.oauth.client_id, server.oauth.client_secret) == ("zork-client", "s3cret-value")
+    assert "s3cret-value" in server.secrets()
+    assert "s3cret-value" not in repr(server)
+
+
+@pytest.mark.parametrize(
+    ("oauth", "words"),
+    [
+        ({"grant": "client_credentials"}, '"clientId"'),
+        ({"grant": "client_credentials", "clientId": "a"}, 'exactly one of "clientSecret"'),
+        ({"clientSecret": "s3cret-value"}, 'no "clientId"'),
+        ({"clientId": "a", "privateKey": "k"}, '"grant": "client_credentials"'),
+        ({"clientMetadataUrl": "http://example.com/client.json"}, "https URL with a path"),
+        ({"callbackPort": 0}, "callbackPort"),
+        ({"clientId": "a", "clientSecret": 12}, "clientSecret"),
+        ({"scope": "read"}, "scope"),
+    ],
+)
+def test_an_unusable_oauth_entry_is_a_config_error_naming_it(tmp_path: Path, oauth: dict[str, Any], words: str) -> None:
+    message = _invalid(tmp_path, {"url": "https://mcp.example.com/mcp", "oauth": oauth})
+    assert words in message
+    assert "s3cret-value" not in message
+
+
+def test_oauth_is_for_remote_servers(tmp_path: Path) -> None:
+    assert "remote servers" in _invalid(tmp_path, {"command": "python", "oauth": {}})
+
+
+# -- logging in ----------------------------------------------------------------------------
+
+
+def test_logging_in_stores_the_login_and_episodes_use_it(tmp_path: Path, state: Path) -> None:
+    port = free_port()
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": port}}}
+        )
+        with pytest.raises(MCPAuthError) as missing:
+            check_logins(mcp_config)
+        assert login_command("protected") in str(missing.value)
+
+        printed, pages = log_in(mcp_config, "protected")
+        assert f"open this page:\n{protected.authorization_server}/authorize?" in printed
+        assert "Logged in to MCP server 'protected'" in printed and "secret_word" in printed
+        assert pages[-1].status_code == 200 and "Logged in to protected" in pages[-1].text
+        check_logins(mcp_config)  # nothing missing now
+
+        # The spec's flow: registered dynamically, the resource named, the server's scope asked for.
+        log = protected.log()
+        assert [e["event"] for e in log] == ["register", "authorize", "token"]
+        assert log[1]["resource"] == protected.url and log[1]["scope"] == "zork"
+        login = stored("protected")
+        assert login.tokens is not None and login.tokens.refresh_token and login.client is not None
+        assert login.expires_at is not None and login.authorization_server is not None
+
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
+        assert protected.grants() == ["authorization_code"]  # the stored token, as it was
+
+
+def test_a_token_refused_mid_episode_is_refreshed_and_the_call_goes_through(tmp_path: Path, state: Path) -> None:
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        first = stored("protected").tokens
+        scenario = episode(tmp_path, config_path)
+
+        async def two_calls(manager: MCPManager) -> list[str]:
+            before = await secret(manager)
+            protected.expire()  # the access token runs out while the session is open
+            return [before, await secret(manager)]
+
+        assert scenario.run(two_calls) == [SECRET_WORD, SECRET_WORD]
+        assert protected.grants() == ["authorization_code", "refresh_token"]
+        refreshed = stored("protected").tokens
+        assert refreshed is not None and first is not None
+        assert refreshed.access_token != first.access_token and refreshed.refresh_token != first.refresh_token
+
+
+def test_a_token_that_ran_out_while_nobody_played_is_refreshed_before_the_first_request(
+    tmp_path: Path, state: Path
+) -> None:
+    """The file says when the token runs out; a later process refreshes it up front, at the token
+    endpoint the file remembers (the SDK alone would send it, and meet a 401)."""
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        storage = FileTokenStorage(mcp_config.server("protected"))
+        storage.save(expires_at=1.0)  # long ago
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
+        assert protected.grants() == ["authorization_code", "refresh_token"]
+        assert stored("protected").expires_at > 1.0  # type: ignore[operator]
+
+
+def test_a_refused_refresh_stops_the_start_naming_the_login_command(tmp_path: Path, state: Path) -> None:
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        tokens = stored("protected").tokens
+        protected.revoke()
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode(tmp_path, config_path).run(secret)
+        message = str(caught.value)
+        assert "could not be refreshed" in message and login_command("protected") in message
+        assert tokens is not None and tokens.access_token not in message and str(tokens.refresh_token) not in message
+
+
+def test_a_server_that_asks_without_an_oauth_entry_gets_the_flow_too(tmp_path: Path, state: Path) -> None:
+    """No "oauth" key: the first 401 starts the spec's flow; an episode cannot log in, so it says
+    how; after the login the episode plays with the stored tokens."""
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(tmp_path, {"protected": {"url": protected.url}})
+        check_logins(mcp_config)  # nothing declared: known only once the server answers
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode(tmp_path, config_path).run(secret)
+        assert "needs a login" in str(caught.value) and login_command("protected") in str(caught.value)
+        assert protected.log() == []  # the episode neither registered nor asked for anything
+        # The default callback port (33418) may be taken on this machine; a login picks its own.
+        _, with_port = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(with_port, "protected")
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
+
+
+def test_a_pre_registered_client_logs_in_and_its_secret_is_never_stored(tmp_path: Path, state: Path) -> None:
+    port = free_port()
+    redirect = f"http://127.0.0.1:{port}/callback"
+    secret_value = "pre-registered-s3cret"
+    args = ("--no-registration", "--client-id", "zorkgpt", "--client-secret", secret_value, "--redirect-uri", redirect)
+    with protected_server(*args) as protected:
+        entry = {
+            "url": protected.url,
+            "oauth": {"clientId": "zorkgpt", "clientSecret": "${SECRET}", "callbackPort": port},
+        }
+        config_path = write_mcp_config(tmp_path / "cfg", {"protected": entry})
+        mcp_config = MCPConfig.from_file(config_path, environ={"SECRET": secret_value})
+        log_in(mcp_config, "protected")
+        assert [e["event"] for e in protected.log()] == ["authorize", "token"]
+        assert secret_value not in token_file("protected").read_text()
+        os.environ["SECRET"] = secret_value  # the episode expands ${SECRET} from the environment
+        try:
+            protected.expire()
+            assert episode(tmp_path, config_path).run(secret) == SECRET_WORD  # refreshed with the entry's secret
+        finally:
+            del os.environ["SECRET"]
+        assert protected.grants() == ["authorization_code", "refresh_token"]
+
+
+def test_a_server_that_registers_nobody_says_how_to_register(tmp_path: Path, state: Path) -> None:
+    with protected_server("--no-registration") as protected:
+        port = free_port()
+        _, mcp_config = config_of(tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": port}}})
+        with pytest.raises(MCPAuthError) as caught:
+            log_in(mcp_config, "protected")
+        message = str(caught.value)
+        assert f"http://127.0.0.1:{port}/callback" in message and '"clientId"' in message
+
+
+def test_a_busy_callback_port_is_named_with_the_setting_that_moves_it(tmp_path: Path, state: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        _, mcp_config = config_of(
+            tmp_path, {"protected": {"url": "http://127.0.0.1:9/mcp", "oauth": {"callbackPort": port}}}
+        )
+        with pytest.raises(MCPAuthError) as caught:
+            run_login(mcp_config, "protected", out=io.StringIO(), open_url=lambda url: None)
+    assert f"127.0.0.1:{port}" in str(caught.value) and "callbackPort" in str(caught.value)
+
+
+def test_only_a_remote_server_logs_in(tmp_path: Path, state: Path) -> None:
+    _, mcp_config = config_of(tmp_path, {"local": {"command": "python", "args": ["-V"]}})
+    with pytest.raises(MCPConfigError, match="stdio"):
+        run_login(mcp_config, "local", out=io.StringIO())
+    with pytest.raises(MCPConfigError, match="No MCP server 'nope'"):
+        run_login(mcp_config, "nope", out=io.StringIO())
+
+
+# -- accounts without a person -------------------------------------------------------------
+
+
+def _key_pair(folder: Path) -> tuple[Path, Path]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = folder / "client.pem"
+    public = folder / "client.pub.pem"
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return private, public
+
+
+@pytest.mark.parametrize("proof", ["secret", "signed-jwt"])
+def test_client_credentials_need_no_login(tmp_path: Path, state: Path, proof: str) -> None:
+    private, public = _key_pair(tmp_path)
+    server_args = ["--cc-client-id", "robot"]
+    oauth: dict[str, Any] = {"grant": "client_credentials", "clientId": "robot"}
+    if proof == "secret":
+        server_args += ["--cc-client-secret", "robot-s3cret"]
+        oauth["clientSecret"] = "robot-s3cret"
+    else:
+        server_args += ["--cc-public-key", str(public)]
+        oauth["privateKeyFile"] = str(private)
+    with protected_server(*server_args) as protected:
+        oauth["issuer"] = protected.authorization_server
+        config_path, mcp_config = config_of(tmp_path, {"protected": {"url": protected.url, "oauth": oauth}})
+        check_logins(mcp_config)  # nobody needs to log in
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
+        (grant,) = [e for e in protected.log() if e["event"] == "token"]
+        assert grant["grant"] == "client_credentials" and grant["resource"] == protected.url
+        assert "robot-s3cret" not in token_file("protected").read_text()
+
+
+def test_wrong_client_credentials_say_what_to_check(tmp_path: Path, state: Path) -> None:
+    with protected_server("--cc-client-id", "robot", "--cc-client-secret", "right") as protected:
+        oauth = {"grant": "client_credentials", "clientId": "robot", "clientSecret": "wrong-s3cret"}
+        config_path, _ = config_of(tmp_path, {"protected": {"url": protected.url, "oauth": oauth}})
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode(tmp_path, config_path).run(secret)
+        message = str(caught.value)
+        assert '"clientSecret"' in message and "needs no login" in message and "wrong-s3cret" not in message
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text())
