@@ -9,9 +9,9 @@ Token files go to a folder of the test's own (``XDG_STATE_HOME``).
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
+import shlex
 import socket
 import stat
 import threading
@@ -39,6 +39,8 @@ from managers.mcp.oauth import (
     token_file,
 )
 from session.errors import MCPConfigError
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     Scenario,
@@ -49,6 +51,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.oauth_server import SECRET_WORD
+from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
 
 OAUTH_SERVER = "tests.mcp_test_servers.oauth_server"
 
@@ -456,5 +459,102 @@ def test_wrong_client_credentials_say_what_to_check(tmp_path: Path, state: Path)
         assert '"clientSecret"' in message and "needs no login" in message and "wrong-s3cret" not in message
 
 
-def _json(path: Path) -> Any:
-    return json.loads(path.read_text())
+# -- the whole thing, through main.py ----------------------------------------------------
+
+
+class SecretAskingModel:
+    """Plays the walkthrough; on the first ``asking`` turns it first calls the protected tool.
+    Before the second call it makes the authorization server expire every access token, so that
+    call meets a refused token in the middle of the episode."""
+
+    def __init__(self, commands: list[str], protected: Protected, asking: int = 2) -> None:
+        self.walkthrough = WalkthroughModel(commands)
+        self.protected = protected
+        self.asking = asking
+        self.turns = 0
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        fresh_turn = body.get("model") == AGENT_MODEL and not any(m["role"] == "tool" for m in body["messages"])
+        if fresh_turn:
+            self.turns += 1
+            if self.turns <= self.asking and body.get("tools"):
+                if self.turns == 2:
+                    self.protected.expire()
+                return completion(tool_calls=[tool_call("protected__secret_word", {}, f"call_{self.turns}")])
+        return self.walkthrough(body, index)
+
+
+def _login_secrets(name: str) -> set[str]:
+    login = stored(name)
+    values = set()
+    if login.tokens is not None:
+        values |= {login.tokens.access_token, login.tokens.refresh_token or ""}
+    if login.client is not None and login.client.client_secret:
+        values.add(login.client.client_secret)
+    return {value for value in values if value}
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path, transport: str
+) -> None:
+    """A user's whole day: the start stops asking for a login, ``--mcp-login`` logs in (the test
+    is the browser), and an episode calls the protected tool twice, the token refused and
+    refreshed in between. No token or secret reaches any file of the game's, nor the terminal."""
+    config = str(REPO / "pyproject.toml")
+    with protected_server(sse=transport == "sse") as protected:
+        entry: dict[str, Any] = {"url": protected.url, "oauth": {"callbackPort": free_port()}}
+        if transport == "sse":
+            entry["type"] = "sse"
+        mcp_file = write_mcp_config(tmp_path / "mcp-config", {"protected": entry})
+        env = scripted_env(
+            llm_server,
+            tmp_path,
+            game_file,
+            **NO_LEARNING,
+            ZORKGPT_MCP_ENABLED="true",
+            ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+            ZORKGPT_MCP_SESSION_LIFETIME="episode",
+            XDG_STATE_HOME=str(state),
+        )
+
+        unready = run_main(["--config", config, "--max-turns", "3"], env, tmp_path)
+        assert unready.returncode == 2, unready.stderr[-2000:]
+        assert f"uv run python main.py --config {shlex.quote(config)} --mcp-login protected" in unready.stderr
+        assert llm_server.requests == [] and protected.log() == []
+
+        login = MainProcess(["--config", config, "--mcp-login", "protected"], env, tmp_path)
+        try:
+            login.wait_for_stderr("/authorize?")
+            found = re.search(r"^(http://\S+/authorize\?\S+)$", login.stderr, re.MULTILINE)
+            assert found, login.stderr
+            assert browse(found.group(1)).status_code == 200
+            assert login.wait(60) == 0, login.stderr
+        finally:
+            login.kill()
+        assert "Logged in to MCP server 'protected'" in login.stderr and str(token_file("protected")) in login.stderr
+        secrets = _login_secrets("protected")
+
+        llm_server.respond_with(SecretAskingModel(walkthrough(game_file), protected))
+        done = run_main(["--config", config, "--max-turns", "3"], env, tmp_path, timeout=180)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert protected.grants() == ["authorization_code", "refresh_token"]
+
+    (log_file,) = (tmp_path / "runs").rglob("episode_log.jsonl")
+    events = read_events(log_file.parent)
+    results = [e for e in events if e["event_type"] == "mcp_tool_result"]
+    assert [e.get("tool_name") for e in results] == ["protected.secret_word"] * 2
+    assert not any(e.get("is_error") for e in results)
+    answers = [m["content"] for body in llm_server.bodies for m in body.get("messages", []) if m["role"] == "tool"]
+    assert sum(SECRET_WORD in answer for answer in answers) >= 2
+    secrets |= _login_secrets("protected")
+    assert len(secrets) >= 5  # the login's access and refresh tokens, the refreshed pair, the client secret
+    assert token_file("protected").is_relative_to(state)
+    written = [path for path in (tmp_path / "runs").rglob("*") if path.is_file()]
+    assert written
+    for path in written:
+        content = path.read_bytes()
+        leaked = [value for value in secrets if value.encode() in content]
+        assert not leaked, f"{path} holds a token or secret"
+    for output in (unready.stdout, unready.stderr, login.stderr, done.stdout, done.stderr):
+        assert not [value for value in secrets if value in output]
