@@ -8,9 +8,11 @@ it then judges what reached its server.
 Everything here goes through ZorkGPT's own path, as a game turn does: an ``mcp_config.json``
 with one ``url`` entry for the suite's server, a ``GameConfiguration`` with MCP on, an
 ``MCPManager``, ``open_turn``, and the agent's ``ToolLoop`` running the tool calls a model asks
-for. The model is a stand-in that asks for the scenario's calls, one per reply, then answers.
-The only thing that differs between scenarios is which tools it asks for with which
-arguments (``PLANS``); the protocol revision, the headers and the schemas are ZorkGPT's own.
+for. The model is a stand-in behind the tests' scripted chat-completions server, reached
+through the agent's real LLM client: it reads the tools from the request as a provider gets
+them, asks for the scenario's calls, one per reply, then answers. The only thing that differs
+between scenarios is which tools it asks for with which arguments (``PLANS``); the protocol
+revision, the headers and the schemas are ZorkGPT's own.
 
 Exit status: 0 when the turn ran every planned call and each got a result that is not an
 error; 1 when the server could not be reached, a planned tool was not offered, or a call
@@ -25,24 +27,27 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
     sys.path.insert(0, str(REPO_ROOT))
 
-from llm_client import FunctionCall, LLMClientWrapper, LLMResponse, ToolCall  # noqa: E402
+from llm_client import LLMClientWrapper  # noqa: E402
 from managers.mcp import MCPManager  # noqa: E402
 from managers.mcp.tool_loop import ToolLoop  # noqa: E402
 from managers.mcp.tools import wire_name  # noqa: E402
 from session.errors import MCPServerStartupError  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
+from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
 
 SERVER_NAME = "conformance"
+MODEL = "stand-in/model"
 MAX_REPLIES = 100  # the most max_tool_iterations allows
 FINAL_ANSWER = json.dumps({"action": "look"})
 
@@ -106,57 +111,41 @@ PLANS: dict[str, Plan] = {
 
 @dataclass
 class StandInModel:
-    """The model of the turn: one planned call per reply, then the final answer.
+    """The model of the turn, behind the scripted chat-completions server: one planned call per
+    reply, then the final answer.
 
-    It reads the tools the loop offers, as a model does, so a plan can depend on them; the
-    calls it makes are by the wire names ZorkGPT gave the tools.
+    It reads the tools from the request the agent's LLM client sent, as a provider receives
+    them, so a plan sees what a real model would see; it calls them by the wire names ZorkGPT
+    gave them. It answers on the scripted server's thread, one request at a time.
     """
 
     plan: Plan
     context: dict[str, Any]
     planned: list[Call] | None = None
     missing: list[str] | None = None
-    replies: int = 0
 
-    @property
-    def chat(self) -> StandInModel:
-        return self
-
-    @property
-    def completions(self) -> StandInModel:
-        return self
-
-    def create(self, **request: Any) -> LLMResponse:
-        tools = request.get("tools") or []
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        tools = body.get("tools") or []
         if self.planned is None:
+            prefix = wire_name(SERVER_NAME, "")
             offered = {
-                _tool_name(function["function"]["name"]): function["function"]
-                for function in tools
-                if function["function"]["name"].startswith(wire_name(SERVER_NAME, ""))
+                tool["function"]["name"].removeprefix(prefix): tool["function"]
+                for tool in tools
+                if tool["function"]["name"].startswith(prefix)
             }
-            self.planned = self.plan(offered, self.context)
-            if len(self.planned) >= MAX_REPLIES:
-                raise ValueError(f"{len(self.planned)} calls planned; one turn makes at most {MAX_REPLIES - 1}")
-            self.missing = [name for name, _ in self.planned if name not in offered]
-            self.planned = [(name, args) for name, args in self.planned if name in offered]
-        self.replies += 1
+            planned = self.plan(offered, self.context)
+            if len(planned) >= MAX_REPLIES:
+                raise ValueError(f"{len(planned)} calls planned; one turn makes at most {MAX_REPLIES - 1}")
+            self.missing = [name for name, _ in planned if name not in offered]
+            self.planned = [(name, args) for name, args in planned if name in offered]
         if tools and self.planned:
             name, arguments = self.planned.pop(0)
-            call = ToolCall(
-                id=f"call_{self.replies}",
-                type="function",
-                function=FunctionCall(name=wire_name(SERVER_NAME, name), arguments=json.dumps(arguments)),
-            )
-            return LLMResponse(content=None, model="stand-in", tool_calls=[call], finish_reason="tool_calls")
-        return LLMResponse(content=FINAL_ANSWER, model="stand-in", finish_reason="stop")
-
-
-def _tool_name(wire: str) -> str:
-    return wire.removeprefix(wire_name(SERVER_NAME, ""))
+            return completion(tool_calls=[tool_call(wire_name(SERVER_NAME, name), arguments, f"call_{index}")])
+        return completion(FINAL_ANSWER)
 
 
 def _request_args(messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
-    return {"model": "stand-in", "messages": messages, "name": "Agent"} | overrides
+    return {"model": MODEL, "messages": messages, "name": "Agent"} | overrides
 
 
 def _read_answer(content: str | None, tool_calls: tuple[ToolCallRecord, ...]) -> AgentDecision:
@@ -164,12 +153,14 @@ def _read_answer(content: str | None, tool_calls: tuple[ToolCallRecord, ...]) ->
     return AgentDecision(action=action, reasoning="", raw_response=content, tool_calls=tool_calls)
 
 
-def _configuration(folder: Path, server_url: str) -> GameConfiguration:
+def _configuration(folder: Path, server_url: str, model_url: str) -> GameConfiguration:
     """ZorkGPT's settings with MCP on and one server, the suite's, as a user would write it."""
     config_file = folder / "mcp_config.json"
     config_file.write_text(json.dumps({"mcpServers": {SERVER_NAME: {"url": server_url}}}), encoding="utf-8")
     return GameConfiguration.from_mapping(
         {
+            "llm": {"base_url": model_url, "agent_model": MODEL},
+            "retry": {"max_retries": 0, "initial_delay": 0.0, "max_delay": 0.0},
             "mcp": {
                 "enabled": True,
                 "config_file": str(config_file),
@@ -179,11 +170,20 @@ def _configuration(folder: Path, server_url: str) -> GameConfiguration:
                 # Well inside the suite's own limit for the whole run (30 s unless told otherwise).
                 "server_startup_timeout_seconds": 20,
                 "tool_call_timeout_seconds": 20,
-            }
+            },
         },
         base_dir=folder,
         environ={},
     )
+
+
+@contextmanager
+def _running(chat: ScriptedLLMServer) -> Iterator[None]:
+    chat.start()
+    try:
+        yield
+    finally:
+        chat.stop()
 
 
 def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging.Logger) -> int:
@@ -192,11 +192,13 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
         logger.error("no plan for scenario %r; known: %s", scenario, ", ".join(sorted(PLANS)))
         return 1
     model = StandInModel(plan, context)
-    with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-") as folder:
-        config = _configuration(Path(folder), server_url)
+    chat = ScriptedLLMServer()
+    chat.respond_with(model)
+    with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-") as folder, _running(chat):
+        config = _configuration(Path(folder), server_url, chat.base_url)
         manager = MCPManager(config, logger)
         loop = ToolLoop(
-            cast(LLMClientWrapper, model),
+            LLMClientWrapper(config, logger=logger),
             manager,
             config.mcp,
             logger,
@@ -207,6 +209,9 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
 
         async def turn() -> AgentDecision:
             tools = await manager.open_turn(1)
+            if not tools:  # as the agent does: a turn without tools runs no tool loop
+                logger.info("the server offers no tools")
+                return AgentDecision(action="", reasoning="")
             messages = [{"role": "system", "content": "Conformance run."}, {"role": "user", "content": scenario}]
             return (await loop.run(messages, tools, 1)).decision
 
