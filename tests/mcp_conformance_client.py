@@ -44,6 +44,7 @@ from managers.mcp.tools import wire_name  # noqa: E402
 from session.errors import MCPServerStartupError  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
+from tests.e2e_support import minimal_instance  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
 
 SERVER_NAME = "conformance"
@@ -125,6 +126,9 @@ class StandInModel:
     missing: list[str] | None = None
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        form = _form_schema(body)
+        if form is not None:  # a server asked for a form, and the entry lets the agent's model fill it
+            return completion(json.dumps(_fill(form)))
         tools = body.get("tools") or []
         if self.planned is None:
             prefix = wire_name(SERVER_NAME, "")
@@ -144,6 +148,23 @@ class StandInModel:
         return completion(FINAL_ANSWER)
 
 
+def _form_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The form's schema when ``body`` is ZorkGPT asking the model to fill in a server's form."""
+    messages = body.get("messages") or []
+    if not messages or "fill in a form" not in str(messages[0].get("content", "")):
+        return None
+    text = str(messages[-1].get("content", ""))
+    return json.loads(text.split("Form schema:\n", 1)[1])
+
+
+def _fill(schema: dict[str, Any]) -> dict[str, Any]:
+    """What a careful model writes into a form: each field's default where the form gives one."""
+    return {
+        name: prop["default"] if "default" in prop else minimal_instance(prop, schema)
+        for name, prop in schema.get("properties", {}).items()
+    }
+
+
 def _request_args(messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
     return {"model": MODEL, "messages": messages, "name": "Agent"} | overrides
 
@@ -156,7 +177,9 @@ def _read_answer(content: str | None, tool_calls: tuple[ToolCallRecord, ...]) ->
 def _configuration(folder: Path, server_url: str, model_url: str) -> GameConfiguration:
     """ZorkGPT's settings with MCP on and one server, the suite's, as a user would write it."""
     config_file = folder / "mcp_config.json"
-    config_file.write_text(json.dumps({"mcpServers": {SERVER_NAME: {"url": server_url}}}), encoding="utf-8")
+    # A server asking for a form gets the agent's model's answer, as an unattended user would set it up.
+    entry = {"url": server_url, "elicitation": "agent"}
+    config_file.write_text(json.dumps({"mcpServers": {SERVER_NAME: entry}}), encoding="utf-8")
     return GameConfiguration.from_mapping(
         {
             "llm": {"base_url": model_url, "agent_model": MODEL},
@@ -196,9 +219,10 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
     chat.respond_with(model)
     with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-") as folder, _running(chat):
         config = _configuration(Path(folder), server_url, chat.base_url)
-        manager = MCPManager(config, logger)
+        client = LLMClientWrapper(config, logger=logger)
+        manager = MCPManager(config, logger, models={"agent": client})
         loop = ToolLoop(
-            LLMClientWrapper(config, logger=logger),
+            client,
             manager,
             config.mcp,
             logger,
