@@ -341,7 +341,7 @@ def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
     assert run_report.main(["report", str(episode), "--out", str(out)]) == 0
     (row,) = list(csv.DictReader((out / "results.csv").open()))
     # Two calls the server refused (is_error results) and one to a tool no server offers.
-    assert (row["mcp_calls"], row["mcp_errors"], row["mcp_calls_by_server"]) == ("5", "3", "misc=4")
+    assert (row["mcp_calls"], row["mcp_errors"], row["mcp_calls_by_server"]) == ("6", "3", "misc=4;steady=1")
     report = (out / "report.md").read_text()
-    assert "MCP calls: 5 (1.25 per turn; 3 failed; by server: misc 4)" in report
-    assert "| 5 (3 failed) |" in report
+    assert "MCP calls: 6 (1.50 per turn; 3 failed; by server: misc 4, steady 1)" in report
+    assert "| 6 (3 failed) |" in report

@@ -274,7 +274,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         page.goto(f"{running.url}#{episode.name}")
         expect(page.locator("#status")).to_have_text("finished: max_turns")
         # The figures: every failed call of the log, the made-up tool apart from the server.
-        expect(page.locator("#mcp-calls")).to_have_text("5")
+        expect(page.locator("#mcp-calls")).to_have_text("6")
         expect(page.locator("#mcp-errors")).to_have_text(str(len(failed)))
         expect(page.locator("#rejections")).to_have_text("2")
         table = page.locator("#figures table.tool-table")
@@ -313,6 +313,13 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         shortened = third.locator("pre").nth(1)
         expect(shortened).to_contain_text(re.compile(r"^a line of a long answer\na line of a long answer"))
         assert "\\n" not in shortened.inner_text()
+        # The call that reported progress: its revision and its progress, as the log has them.
+        progressed = page.locator('#transcript article.turn[data-turn="3"] .steps details').nth(2)
+        progressed.locator("summary").click()
+        expect(progressed).to_contain_text("MCP revision 2025-11-25")
+        expect(progressed.locator("ul.progress li").first).to_have_text("1 / 3 · step 1")
+        echo = page.locator('#transcript article.turn[data-turn="3"] .steps details').nth(1)
+        expect(echo).to_contain_text("MCP revision 2026-07-28")
 
         second = page.locator('#transcript article.turn[data-turn="2"]')
         expect(second.locator(".rejection")).to_have_text(f"> jump refused by the critic model: {CRITIC_REFUSAL}")

@@ -560,7 +560,7 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
         BAD_ARGUMENTS,
         {"count": "many"},
     ]
-    assert len(refused) == 2 and kinds.count("mcp_tool_error") == 1 and kinds.count("mcp_tool_call") == 5
+    assert len(refused) == 2 and kinds.count("mcp_tool_error") == 1 and kinds.count("mcp_tool_call") == 6
     rejections = [(e["source"], e["action"]) for e in events if e["event_type"] == "critic_rejection"]
     assert rejections == [("object_tree", "east"), ("llm", "jump")]
 
@@ -571,8 +571,8 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     finally:
         running.close()
     for figures in (listed, detail["episode"]):
-        assert (figures["mcp_calls"], figures["mcp_errors"], figures["unknown_tool_calls"]) == (5, 3, 1)
-        assert figures["mcp_calls_by_server"] == {"misc": 4}  # the made-up tool is no server
+        assert (figures["mcp_calls"], figures["mcp_errors"], figures["unknown_tool_calls"]) == (6, 3, 1)
+        assert figures["mcp_calls_by_server"] == {"misc": 4, "steady": 1}  # the made-up tool is no server
         tools = figures["tool_calls"]
         assert tools["by_server"]["misc"]["tools"]["structured"] | {"duration_ms": 0} == {
             "calls": 2,
@@ -593,6 +593,6 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     summary = detail["summary"]
     assert summary["tool_calls"] == listed["tool_calls"] and summary["critic"] == listed["critic"]
     markdown = (critic_and_tools / "episode_summary.md").read_text()
-    assert "- Calls: 5, failed: 3" in markdown
+    assert "- Calls: 6, failed: 3" in markdown
     assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
     assert "- Rejected: 2 (critic model 1, game engine check 1)" in markdown

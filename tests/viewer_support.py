@@ -9,8 +9,9 @@ The four turns, from West of House:
    a line break and quotes); then "east" (the boarded door: the game engine check refuses
    it), then "north";
 2. "jump" (the scripted critic model refuses it), then "east": Behind House;
-3. ``misc.structured`` refused again, and ``misc.echo`` of a text too long for the log (kept
-   there shortened, so no longer JSON), then "open window";
+3. ``misc.structured`` refused again, ``misc.echo`` of a text too long for the log (kept
+   there shortened, so no longer JSON), and ``steady.steady``, which reports its progress (a
+   second server, pinned to the 2025-11-25 revision), then "open window";
 4. "west": the Kitchen, +10.
 """
 
@@ -22,7 +23,8 @@ from typing import Any
 
 from tests.e2e_support import AGENT_MODEL, minimal_instance
 from tests.main_support import NO_LEARNING, run_main, scripted_env
-from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
+from tests.mcp_test_servers.helpers import SERVERS_DIR, misbehaving_entry, write_mcp_config
+from tests.mcp_test_servers.protocol_server import NOTES_ENV
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema, tool_call
 
 CRITIC_MODEL = "scripted/critic"
@@ -44,7 +46,11 @@ AGENT_SCRIPT: list[Any] = [
     "north",
     "jump",
     "east",
-    [("misc__structured", {"count": "many"}), ("misc__echo", {"text": LONG_TEXT})],
+    [
+        ("misc__structured", {"count": "many"}),
+        ("misc__echo", {"text": LONG_TEXT}),
+        ("steady__steady", {"steps": 3, "interval": 0.05}),
+    ],
     "open window",
     "west",
 ]
@@ -76,7 +82,16 @@ class CriticAndToolsModel:
 def play_critic_and_tools(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> Path:
     """Plays the episode with ``main.py``; returns its folder (``<workdir>/episodes/<id>``)."""
     llm_server.respond_with(CriticAndToolsModel())
-    config = write_mcp_config(tmp_path / "mcp", {"misc": misbehaving_entry()})
+    notes = tmp_path / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    # A second server whose tool reports progress, pinned to the 2025 revision (misc speaks 2026-07-28).
+    steady = {
+        "command": "python",
+        "args": [str(SERVERS_DIR / "protocol_server.py")],
+        "env": {NOTES_ENV: str(notes)},
+        "protocol": "2025-11-25",
+    }
+    config = write_mcp_config(tmp_path / "mcp", {"misc": misbehaving_entry(), "steady": steady})
     env = scripted_env(
         llm_server,
         tmp_path,

@@ -68,15 +68,15 @@ class MCPManager:
             redact=self.redact,
             logger=logger,
             owner=self._sweeper.owner,
+            # Always there: without the roles' models every form is declined (and said so), and
+            # sampling is not offered.
             answers=ServerRequestAnswers(
-                {role: config.model_for(role) for role in models},
-                models,
+                {role: config.model_for(role) for role in models or {}},
+                models or {},
                 logger,
                 turn=lambda: self._turn,
                 redact=self.redact,
-            )
-            if models
-            else None,
+            ),
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(

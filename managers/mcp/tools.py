@@ -13,7 +13,10 @@ Logs, Langfuse and the episode log show the *dotted* name.
 Schemas. ``parameters`` is the tool's real ``input_schema`` (deep-copied); a schema
 without a root ``type`` becomes an object schema, and an object schema gets ``properties``
 if it lacks them, because providers reject an object schema without them. It is never
-empty.
+empty. Nothing else changes: JSON Schema 2020-12 keywords (``$schema``, ``$defs``, ``$anchor``,
+``$ref``, ``allOf``/``anyOf``, ``if``/``then``/``else``, ``additionalProperties``...) reach the
+model as the server sent them, and a ``$ref`` is never resolved (nor fetched). The MCP
+conformance suite checks this (tests/test_mcp_conformance_client.py).
 
 Results. Every MCP content type becomes JSON: text as text; image and audio as their MIME
 type and size (base64 payloads would only burn context: a chat model cannot see an image
