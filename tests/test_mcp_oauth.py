@@ -9,6 +9,7 @@ Token files go to a folder of the test's own (``XDG_STATE_HOME``).
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
 import shlex
@@ -25,7 +26,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from managers.mcp import MCPManager, MCPServerStartupError
+from managers.mcp import MCPError, MCPManager, MCPServerStartupError
 from managers.mcp.config import MCPConfig
 from managers.mcp.oauth import (
     FileTokenStorage,
@@ -334,6 +335,66 @@ def test_a_refused_refresh_stops_the_start_naming_the_login_command(tmp_path: Pa
         message = str(caught.value)
         assert "could not be refreshed" in message and login_command("protected") in message
         assert tokens is not None and tokens.access_token not in message and str(tokens.refresh_token) not in message
+
+
+async def secret_or_error(manager: MCPManager) -> str:
+    """The tool's answer, or what the failed call says."""
+    try:
+        result = await manager.call_tool("protected__secret_word", {})
+    except MCPError as exc:
+        return f"error: {exc}"
+    return f"error: {result.content}" if result.is_error else result.content
+
+
+def test_a_login_revoked_mid_episode_stops_the_calls_and_the_next_start(
+    tmp_path: Path, state: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The session ends (the call in flight reads that), the terminal says why and what to run,
+    the next connect says it again, and so does the next start, before playing."""
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+
+        async def calls(manager: MCPManager) -> list[str]:
+            before = await secret_or_error(manager)
+            protected.revoke()
+            return [before, await secret_or_error(manager)]
+
+        with caplog.at_level(logging.WARNING, logger="managers.mcp.oauth"):
+            before, after = episode(tmp_path, config_path).run(calls)
+        assert before == SECRET_WORD
+        assert after.startswith("error: MCP server 'protected' is no longer available")
+        (warning,) = [r.getMessage() for r in caplog.records if getattr(r, "event_type", "") == "mcp_login_needed"]
+        assert "could not be refreshed" in warning and login_command("protected") in warning
+        with pytest.raises(MCPServerStartupError) as reconnect:
+            episode(tmp_path, config_path).run(secret)
+        assert login_command("protected") in str(reconnect.value)
+        with pytest.raises(MCPAuthError) as caught:
+            check_logins(mcp_config)
+        assert "could not be refreshed" in str(caught.value) and login_command("protected") in str(caught.value)
+        log_in(mcp_config, "protected")
+        check_logins(mcp_config)
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
+
+
+def test_more_access_asked_for_mid_episode_is_asked_for_at_the_next_login(tmp_path: Path, state: Path) -> None:
+    """Step-up: a tool call needs a scope the login lacks; the episode cannot log in, so it says
+    how, and remembers the scope: the next login asks for it beside the first one."""
+    with protected_server("--call-scope", "write") as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        assert episode(tmp_path, config_path).run(secret_or_error).startswith("error: ")
+        with pytest.raises(MCPAuthError) as caught:
+            check_logins(mcp_config)
+        assert "more access (scope write)" in str(caught.value) and login_command("protected") in str(caught.value)
+        log_in(mcp_config, "protected")
+        scopes = [event["scope"] for event in protected.log() if event["event"] == "authorize"]
+        assert scopes == ["zork", "zork write"]
+        assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
 
 
 def test_a_server_that_asks_without_an_oauth_entry_gets_the_flow_too(tmp_path: Path, state: Path) -> None:

@@ -133,10 +133,14 @@ class StoredLogin(BaseModel):
     authorization_server: OAuthMetadata | None = None
     resource: ProtectedResourceMetadata | None = None
     no_login_needed: bool = False  # the login found a server that never asked for one
+    # An episode found that only a new login helps (why, for the next start's message), and
+    # the scopes the server asked for beyond the login's (the next login asks for them too).
+    login_needed: str | None = None
+    wanted_scopes: list[str] = []
 
     @property
     def logged_in(self) -> bool:
-        return self.tokens is not None or self.no_login_needed
+        return (self.tokens is not None or self.no_login_needed) and self.login_needed is None
 
 
 class FileTokenStorage:
@@ -214,6 +218,13 @@ class FileTokenStorage:
         if self.load() is not None:
             self.save(tokens=None, expires_at=None, no_login_needed=False)
 
+    def need_login(self, why: str, scopes: str | None = None) -> None:
+        """Remember that only a person can go on (and which scopes the server asked for)."""
+        current = self.load()
+        wanted = list(current.wanted_scopes) if current else []
+        wanted += [scope for scope in (scopes or "").split() if scope not in wanted]
+        self.save(login_needed=why, wanted_scopes=wanted)
+
     # -- TokenStorage ------------------------------------------------------------------
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -222,7 +233,7 @@ class FileTokenStorage:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         context = self.context
-        changes: dict[str, Any] = {"tokens": tokens, "no_login_needed": False}
+        changes: dict[str, Any] = {"tokens": tokens, "no_login_needed": False, "login_needed": None}
         if context is not None:
             changes["expires_at"] = context.token_expiry_time
             if context.oauth_metadata is not None:
@@ -325,16 +336,30 @@ class _ZorkGPTAuth:
         """In an episode: the error to stop with when only a login can answer ``response``."""
         return None
 
+    def _refused_again(self, response: httpx2.Response) -> MCPAuthError:
+        """The server refused the request again with the token the flow just got."""
+        return MCPAuthError(
+            f"MCP server '{self._server.name}' refused the token its authorization server just issued "
+            f"(HTTP {response.status_code}{_scope_note(response)}). {self._what_to_do()}",
+            self._server.name,
+        )
+
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if getattr(self, "_initialized", False):
             self._adopt_newer_tokens()
         flow = super()._auth_flow(request)  # type: ignore[misc]
+        sent = 0
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
-                if outgoing is request and not self._interactive:
-                    stop = self._needs_person(response)
+                if outgoing is request:
+                    sent += 1
+                    if sent > 1 and response.status_code in (401, 403):
+                        # The SDK tries once with a new token and hands a second refusal on as it is,
+                        # which the transport reports as a bare server error.
+                        raise self._refused_again(response)
+                    stop = None if self._interactive else self._needs_person(response)
                     if stop is not None:
                         raise stop
                 outgoing = await flow.asend(response)
@@ -365,6 +390,7 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
         storage: FileTokenStorage,
         interactive: _Interactive | None,
         client: OAuthClientInformationFull | None,
+        scopes: list[str] | None,
     ) -> None:
         oauth = server.oauth
         assert oauth is not None and server.url is not None
@@ -376,7 +402,7 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
         )
         super().__init__(
             server.url,
-            _with_scopes(metadata, oauth.scopes),
+            _with_scopes(metadata, scopes),
             storage,
             redirect_handler=interactive.redirect if interactive else _never,
             callback_handler=interactive.callback if interactive else _never_called,
@@ -398,38 +424,65 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
         token = tokens.refresh_token if tokens else None
         return token if token and token not in self._failed_refresh and self.context.client_info else None
 
-    def _needs_person(self, response: httpx2.Response) -> MCPAuthError | None:
+    def _login_needed(self, why: str, scopes: str | None = None) -> MCPAuthError:
+        """The error that stops an episode when only a person can go on; remembered in the token
+        file, so the next start says so at once and the next login asks for ``scopes`` too."""
         name = self._server.name
+        self._storage.need_login(why, scopes)
+        # The session ends with this error (the toolbox reconnects, then leaves the server out),
+        # and a call in flight reads only that the connection closed: say why at once.
+        logger.warning(
+            "MCP server '%s' %s. Run once: %s",
+            name,
+            why,
+            login_command(name),
+            extra={"event_type": "mcp_login_needed", "server_name": name},
+        )
+        return MCPAuthError(
+            f"MCP server '{name}' ({safe_url(self._server.url or '')}) {why}. Run once: {login_command(name)}\n"
+            "It shows the authorization page (in a browser where there is one); after that, episodes use and "
+            "refresh the login by themselves.",
+            name,
+        )
+
+    def _needs_person(self, response: httpx2.Response) -> MCPAuthError | None:
         if response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
             wanted = extract_field_from_www_auth(response, "scope")
-            scopes = f' ("{wanted}")' if wanted else ""
-            return MCPAuthError(
-                f"MCP server '{name}' asks for more access{scopes} than its login gave. Add the scopes to "
-                f'"oauth": {{"scopes": [...]}} in its entry, then log in again with: {login_command(name)}',
-                name,
+            return self._login_needed(
+                f"needs a new login: it asks for more access{f' (scope {wanted})' if wanted else ''} than the "
+                "last login gave",
+                wanted,
             )
         if response.status_code == 401 and self._refreshable() is None:
-            tokens = self.context.current_tokens
-            why = (
-                "needs a login"
-                if tokens is None
-                else "needs a new login (its token was refused and cannot be refreshed)"
-            )
-            return MCPAuthError(
-                f"MCP server '{name}' ({safe_url(self._server.url or '')}) {why}. Run once: {login_command(name)}\n"
-                "It shows the authorization page (in a browser where there is one); after that, episodes use "
-                "and refresh the login by themselves.",
-                name,
-            )
+            if self.context.current_tokens is None:
+                return self._login_needed("needs a login")
+            return self._login_needed("needs a new login: its token was refused and cannot be refreshed")
         return None
 
+    def _refused_again(self, response: httpx2.Response) -> MCPAuthError:
+        if not self._interactive:
+            return self._login_needed(
+                f"needs a new login: it refused even a refreshed token (HTTP {response.status_code}"
+                f"{_scope_note(response)})",
+                extract_field_from_www_auth(response, "scope") if response.status_code == 403 else None,
+            )
+        return MCPAuthError(
+            f"MCP server '{self._server.name}' refused the token of this very login (HTTP {response.status_code}"
+            f"{_scope_note(response)}): the authorization server did not grant what the server asks for. Ask the "
+            "server's operator for that access, or check the entry's oauth.scopes.",
+            self._server.name,
+        )
+
     async def _perform_authorization(self) -> httpx2.Request:
+        if self._interactive:
+            return await super()._perform_authorization()
         # An episode answers a refused token by refreshing it (the SDK would ask for a new login).
-        refresh = None if self._interactive else self._refreshable()
-        if refresh is not None:
-            self._refreshing = refresh
-            return await self._refresh_token()
-        return await super()._perform_authorization()
+        refresh = self._refreshable()
+        if refresh is None:
+            # Discovery found nothing to refresh with (the authorization server changed, say).
+            raise self._login_needed("needs a new login: its token was refused and cannot be refreshed")
+        self._refreshing = refresh
+        return await self._refresh_token()
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         used, self._refreshing = self._refreshing, None
@@ -438,10 +491,9 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
             return
         if not await self._handle_refresh_response(response):
             self._failed_refresh.add(used)
-            raise MCPAuthError(
-                f"MCP server '{self._server.name}': its login could not be refreshed (the authorization server "
-                f"answered HTTP {response.status_code}). Log in again with: {login_command(self._server.name)}",
-                self._server.name,
+            raise self._login_needed(
+                f"needs a new login: its login could not be refreshed (the authorization server answered "
+                f"HTTP {response.status_code})"
             )
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
@@ -495,6 +547,11 @@ def redirect_uri(port: int) -> str:
     return f"http://127.0.0.1:{port}{CALLBACK_PATH}"
 
 
+def _scope_note(response: httpx2.Response) -> str:
+    scope = extract_field_from_www_auth(response, "scope")
+    return f', scope "{scope}"' if scope and response.status_code == 403 else ""
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text if len(text) <= 300 else text[:300] + "..."
@@ -517,7 +574,12 @@ def build_provider(
                 grant_types=["authorization_code", "refresh_token"],
                 token_endpoint_auth_method=oauth.token_endpoint_auth_method if oauth.client_secret else "none",
             )
-        return _AuthorizationCodeProvider(server, storage, interactive, client)
+        scopes = list(oauth.scopes or [])
+        stored = storage.load() if interactive is not None else None
+        if stored is not None:
+            # What the server asked for beyond the last login (a 403 in an episode): this login asks too.
+            scopes += [scope for scope in stored.wanted_scopes if scope not in scopes]
+        return _AuthorizationCodeProvider(server, storage, interactive, client, scopes)
     assert oauth.client_id is not None
     provider: _ClientSecretProvider | _SignedJWTProvider
     with warnings.catch_warnings():
@@ -625,28 +687,33 @@ def login_command(server_name: str) -> str:
     return f"{_login_prefix} --mcp-login {shlex.quote(server_name)}"
 
 
-def needs_login(server: ServerConfig) -> bool:
-    """An entry with ``oauth`` whose login (a person's) was never done for its address."""
-    if not (server.is_remote and server.oauth_declared and server.oauth is not None):
-        return False
-    if server.oauth.grant != "authorization_code":
-        return False
+def needs_login(server: ServerConfig) -> str | None:
+    """Why ``server`` needs a person's login before playing, or None: its entry has ``oauth`` and
+    nobody logged in (for its address), or an episode found that only a new login helps."""
+    oauth = server.oauth
+    if not server.is_remote or oauth is None or oauth.grant != "authorization_code":
+        return None
     stored = FileTokenStorage(server).load()
-    return stored is None or not stored.logged_in
+    if stored is not None and stored.login_needed:
+        return stored.login_needed
+    if server.oauth_declared and (stored is None or not stored.logged_in):
+        return 'needs a login (its entry has "oauth" and nobody has logged in yet)'
+    return None
 
 
 def check_logins(mcp_config: MCPConfig) -> None:
-    """Stop before playing when a server's entry says it needs a login that nobody did."""
-    missing = [server for server in mcp_config.servers if needs_login(server)]
+    """Stop before playing when a remote server needs a login that nobody did."""
+    missing = [(server, why) for server in mcp_config.servers if (why := needs_login(server))]
     if not missing:
         return
-    commands = "\n".join(f"  {login_command(server.name)}" for server in missing)
-    names = ", ".join(f"'{server.name}'" for server in missing)
+    lines = "\n".join(
+        f"  MCP server '{server.name}' {why}:\n    {login_command(server.name)}" for server, why in missing
+    )
     raise MCPAuthError(
-        f'Nobody has logged in to MCP server {names} yet (its entry has "oauth"). Run once:\n{commands}\n'
-        "It shows the authorization page (in a browser where there is one); episodes then use and refresh the "
-        f"login by themselves. Logins are kept in {token_dir()}.",
-        missing[0].name,
+        f"Log in before playing; run once for each server:\n{lines}\n"
+        "The command shows the authorization page (in a browser where there is one); episodes then use and "
+        f"refresh the login by themselves. Logins are kept in {token_dir()}.",
+        missing[0][0].name,
     )
 
 
@@ -764,10 +831,14 @@ async def login(
     interactive: _Interactive | None = None
     if oauth.grant == "authorization_code":
         stored = storage.load()
-        if stored is not None and stored.client is not None:
+        if stored is not None and stored.client is not None and stored.client.client_id != oauth.client_metadata_url:
             uris = [str(uri) for uri in stored.client.redirect_uris or []]
-            if redirect_uri(oauth.callback_port) not in uris and stored.client.client_id != oauth.client_metadata_url:
-                storage.save(client=None)  # registered for another callback port: register again
+            registered = set((stored.client.scope or "").split())
+            wanted = set(oauth.scopes or []) | set(stored.wanted_scopes)
+            if redirect_uri(oauth.callback_port) not in uris or (registered and not wanted <= registered):
+                # Registered for another callback port, or for fewer scopes than this login asks
+                # for (which the authorization server would refuse): register again.
+                storage.save(client=None)
         callback = _CallbackServer(server.name)
         await callback.start(oauth.callback_port)
         opener = open_url or _default_open

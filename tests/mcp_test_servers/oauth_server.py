@@ -6,7 +6,8 @@ with a token verifier, its protected-resource metadata pointing at the first). N
 anything: ``/authorize`` approves at once and redirects to the client's ``redirect_uri`` with
 the code, ``state`` and ``iss``, so a test plays the user's browser by following redirects.
 
-Tools: ``secret_word()`` answers "The secret word is plugh." (only with a valid token).
+Tools: ``secret_word()`` answers "The secret word is plugh." (only with a valid token; with
+``--call-scope SCOPE`` a tool call also needs that scope, and is answered 403 without it).
 
 For the tests, on the authorization server's port:
 
@@ -169,8 +170,9 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
             token_endpoint_auth_method="client_secret_basic" if args.client_secret else "none",
             scope=args.scope,
         )
+    valid_scopes = [args.scope, *([args.call_scope] if args.call_scope else [])]
     registration = ClientRegistrationOptions(
-        enabled=not args.no_registration, valid_scopes=[args.scope], default_scopes=[args.scope]
+        enabled=not args.no_registration, valid_scopes=valid_scopes, default_scopes=[args.scope]
     )
     routes = create_auth_routes(provider, issuer, client_registration_options=registration)
     sdk_token = TokenHandler(provider, ClientAuthenticator(provider))
@@ -233,7 +235,52 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
         mcp_app = server.sse_app(host="127.0.0.1", transport_security=security)
     else:
         mcp_app = server.streamable_http_app(host="127.0.0.1", transport_security=security)
+    if args.call_scope:
+        mcp_app = _CallScope(mcp_app, args.call_scope, provider, resource_url)
     return authorization_server, mcp_app
+
+
+class _CallScope:
+    """A tool call needs one more scope than the rest (``--call-scope``): without it the answer is
+    403 ``insufficient_scope`` naming it, as a server asking for step-up authorization does."""
+
+    def __init__(self, app: Any, scope: str, provider: Any, resource_url: str) -> None:
+        self.app, self.scope, self.provider, self.resource_url = app, scope, provider, resource_url
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[dict[str, Any]] = []
+        while True:
+            message = await receive()
+            chunks.append(message)
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        body = b"".join(chunk.get("body", b"") for chunk in chunks)
+        headers = dict(scope["headers"])
+        bearer = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        token = await self.provider.load_access_token(bearer) if bearer else None
+        if b'"tools/call"' in body and token is not None and self.scope not in token.scopes:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.resource_url)
+            metadata = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+            challenge = f'Bearer error="insufficient_scope", scope="{self.scope}", resource_metadata="{metadata}"'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [(b"www-authenticate", challenge.encode()), (b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+            return
+
+        async def replay() -> dict[str, Any]:
+            return chunks.pop(0) if chunks else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def _client_credentials_id(request: Any, form: Any, args: argparse.Namespace, issuer: str, jwt: Any) -> str | None:
@@ -297,6 +344,7 @@ def main() -> None:
     group.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP (ports are always free ones)")
     group.add_argument("--sse", type=int, metavar="PORT", help="HTTP+SSE")
     parser.add_argument("--scope", default="zork", help="the scope the MCP server requires")
+    parser.add_argument("--call-scope", help="a further scope that tool calls need (step-up)")
     parser.add_argument("--token-seconds", type=int, default=3600, help="access tokens' lifetime")
     parser.add_argument("--no-registration", action="store_true", help="no dynamic client registration")
     parser.add_argument("--client-id", help="a pre-registered client (authorization code)")
