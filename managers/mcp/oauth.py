@@ -729,12 +729,18 @@ class LoginResult:
 
 
 class _CallbackServer:
-    """The redirect's end: ``http://127.0.0.1:<port>/callback`` answers the browser once."""
+    """The redirect's end: ``http://127.0.0.1:<port>/callback``, one answer per authorization
+    (a login may take two: a server whose authorization server changed asks again)."""
 
     def __init__(self, server_name: str) -> None:
         self.server_name = server_name
         self.result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
         self._server: asyncio.Server | None = None
+
+    def expect(self) -> None:
+        """A new authorization starts: the next redirect is its answer."""
+        if self.result.done():
+            self.result = asyncio.get_running_loop().create_future()
 
     async def start(self, port: int) -> None:
         try:
@@ -845,6 +851,7 @@ async def login(
         waiting = callback
 
         async def show(url: str) -> None:
+            waiting.expect()
             print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
             result = opener(url)
             if asyncio.iscoroutine(result):

@@ -1,0 +1,248 @@
+"""ZorkGPT's OAuth judged by the official conformance suite: its ``auth/*`` client scenarios.
+
+Each scenario starts a protected MCP server and its authorization server(s) and runs this file
+as the client (``python tests/test_mcp_conformance_auth.py <server-url>``). As a script it is a
+user of ZorkGPT with a protected server, doing what ZorkGPT tells them:
+
+1. the server's entry has ``oauth`` (a pre-registered id and secret, or a client-credentials
+   account, when the scenario gives them; a client ID metadata document's address otherwise,
+   used where the authorization server takes one);
+2. where a login is needed, it runs ZorkGPT's login (``--mcp-login``'s flow), acting as the
+   browser: it opens the authorization URL and follows the redirect to ZorkGPT's callback;
+3. it plays a turn through ``tests/mcp_conformance_client.py`` (the protocol driver: the
+   ``MCPManager`` and the agent's tool loop, a stand-in model calling every offered tool);
+4. when the turn ends with the server needing a new login (more scope, a changed authorization
+   server), it logs in again and plays again, as the message says: at most three logins.
+
+Exit status 0 when the turn's calls all succeeded; 1 otherwise (a scenario that expects ZorkGPT
+to refuse a forged answer passes when ZorkGPT refuses, whatever the exit status).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
+    sys.path.insert(0, str(REPO_ROOT))
+
+import pytest  # noqa: E402
+
+import tests.mcp_conformance_client as driver  # noqa: E402
+from tests.conformance_support import Conformance, conformance_suite, failures  # noqa: E402
+
+REVISION = "2026-07-28"
+# The auth scenarios the 2026-07-28 revision requires of a client (held to the suite's list below).
+REQUIRED = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+)
+# Accounts with no person behind them (an extension of the spec): a secret, or a signed JWT.
+CLIENT_CREDENTIALS = ("auth/client-credentials-basic", "auth/client-credentials-jwt")
+# Scenarios that cannot pass yet, with why; xfail(strict=True) turns each into a failure the day
+# it passes. None today.
+NOT_YET_PASSING: dict[str, str] = {}
+
+CLIENT_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
+CLIENT_TIMEOUT_MS = 60_000
+# The address a user would publish their client ID metadata document at (the suite's own:
+# its authorization servers take it without fetching it).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+MAX_LOGINS = 3
+
+
+# -- the suite -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def suite() -> Conformance:
+    return conformance_suite()
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_the_required_list_is_the_suites(suite: Conformance) -> None:
+    """What the pinned suite requires of a client's OAuth at 2026-07-28 is what runs here."""
+    proc = subprocess.run(
+        [str(suite.node), str(suite.cli), "list", "--requirements", REVISION],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
+    assert tuple(re.findall(r"^\s+- (auth/\S+)$", section, re.MULTILINE)) == REQUIRED
+
+
+def _cases() -> list[object]:
+    return [
+        pytest.param(
+            scenario,
+            marks=[pytest.mark.xfail(reason=NOT_YET_PASSING[scenario], strict=True)]
+            if scenario in NOT_YET_PASSING
+            else [],
+            id=scenario.removeprefix("auth/"),
+        )
+        for scenario in (*REQUIRED, *CLIENT_CREDENTIALS)
+    ]
+
+
+@pytest.mark.parametrize("scenario", _cases())
+def test_zorkgpt_passes_the_auth_scenario(suite: Conformance, scenario: str) -> None:
+    revision = [] if scenario in CLIENT_CREDENTIALS else ["--spec-version", REVISION, "--force"]
+    proc, checks = suite.run(
+        "client",
+        "--command",
+        CLIENT_COMMAND,
+        "--scenario",
+        scenario,
+        *revision,
+        "--timeout",
+        str(CLIENT_TIMEOUT_MS),
+    )
+    output = _plain(proc.stdout[-3000:] + proc.stderr[-8000:])
+    assert checks, f"the suite ran no check for {scenario}:\n{output}"
+    assert failures(checks) == [], output
+
+
+# -- the client the suite runs ---------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def oauth_entry(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
+    """The entry's ``oauth`` a user of this server would write, from what the scenario gives."""
+    client_id = context.get("client_id")
+    if context.get("private_key_pem"):
+        return {
+            "grant": "client_credentials",
+            "clientId": client_id,
+            "privateKey": context["private_key_pem"],
+            "signingAlgorithm": context.get("signing_algorithm", "ES256"),
+        }
+    if scenario == "auth/client-credentials-basic":
+        return {"grant": "client_credentials", "clientId": client_id, "clientSecret": context["client_secret"]}
+    entry: dict[str, Any] = {"callbackPort": _free_port()}
+    if client_id:
+        entry.update(clientId=client_id, clientSecret=context.get("client_secret"))
+    else:
+        entry["clientMetadataUrl"] = CLIENT_METADATA_URL
+    return {key: value for key, value in entry.items() if value is not None}
+
+
+def _browser(pages: list[threading.Thread]) -> Any:
+    """The user's browser: opens the authorization page and follows it back to ZorkGPT."""
+    import httpx2
+
+    def follow(url: str) -> None:
+        try:
+            httpx2.get(url, follow_redirects=True, timeout=30)
+        except httpx2.HTTPError as exc:
+            logging.getLogger("zorkgpt.conformance").info("the browser stopped: %s", exc)
+
+    def open_url(url: str) -> None:
+        # ZorkGPT waits for the callback on its own event loop: the browser is another thread.
+        thread = threading.Thread(target=follow, args=(url,), daemon=True)
+        thread.start()
+        pages.append(thread)
+
+    return open_url
+
+
+def play_as_a_user(server_url: str, scenario: str, context: dict[str, Any], logger: logging.Logger) -> int:
+    from managers.mcp.config import MCPConfig
+    from managers.mcp.oauth import MCPAuthError, needs_login, run_login
+
+    oauth = oauth_entry(scenario, context)
+    mcp_config = MCPConfig.from_mapping({"mcpServers": {driver.SERVER_NAME: {"url": server_url, "oauth": oauth}}})
+    server = mcp_config.server(driver.SERVER_NAME)
+    written = driver._configuration
+
+    def with_oauth(folder: Path, url: str, model_url: str) -> Any:
+        # The driver writes the plain entry a server without a login needs; this user's has oauth.
+        config = written(folder, url, model_url)
+        file = config.resolve_path(config.mcp.config_file)
+        data = json.loads(file.read_text(encoding="utf-8"))
+        data["mcpServers"][driver.SERVER_NAME]["oauth"] = oauth
+        file.write_text(json.dumps(data), encoding="utf-8")
+        return config
+
+    driver._configuration = with_oauth
+    # The servers of these scenarios offer one tool or another: the stand-in model calls each.
+    driver.PLANS.setdefault(scenario, driver._every_offered_tool)
+    pages: list[threading.Thread] = []
+    code = 1
+    for _ in range(MAX_LOGINS):
+        why = needs_login(server)
+        if why:
+            logger.info("MCP server %s: logging in, as ZorkGPT asks", why)
+            try:
+                run_login(mcp_config, driver.SERVER_NAME, open_url=_browser(pages), wait_seconds=30)
+            except MCPAuthError as exc:
+                logger.error("%s", exc)
+                return 1
+        code = driver.run(server_url, scenario, context, logger)
+        if code == 0 or not needs_login(server):
+            return code
+    return code
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("mcp").setLevel(logging.DEBUG)
+    logger = logging.getLogger("zorkgpt.conformance")
+    logger.setLevel(logging.DEBUG)
+    if len(argv) < 2:
+        logger.error("usage: %s <server-url> (the conformance suite appends it)", argv[0])
+        return 1
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    raw_context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    context = json.loads(raw_context) if raw_context else {}
+    with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-state-") as state:
+        os.environ["XDG_STATE_HOME"] = state  # this run's logins, nobody else's
+        return play_as_a_user(argv[-1], scenario, context, logger)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
