@@ -1,4 +1,5 @@
-"""ZorkGPT's OAuth judged by the official conformance suite: its ``auth/*`` client scenarios.
+"""ZorkGPT's OAuth judged by the official conformance suite: its ``auth/*`` client scenarios
+(``--suite auth``, every one the 2026-07-28 revision requires, and the client-credentials extension).
 
 Each scenario starts a protected MCP server and its authorization server(s) and runs this file
 as the client (``python tests/test_mcp_conformance_auth.py <server-url>``). As a script it is a
@@ -109,6 +110,17 @@ def test_the_required_list_is_the_suites(suite: Conformance) -> None:
     assert proc.returncode == 0, proc.stderr
     section = proc.stdout.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
     assert tuple(re.findall(r"^\s+- (auth/\S+)$", section, re.MULTILINE)) == REQUIRED
+
+
+def test_zorkgpt_passes_the_auth_suite(suite: Conformance) -> None:
+    """``conformance client --suite auth``: the suite's own selection (at its default revision's
+    wire), run by the suite in parallel."""
+    proc, checks = suite.run(
+        "client", "--command", CLIENT_COMMAND, "--suite", "auth", "--timeout", str(CLIENT_TIMEOUT_MS), timeout=600
+    )
+    output = _plain(proc.stdout[-4000:] + proc.stderr[-4000:])
+    assert proc.returncode == 0 and "0 failed" in output, output
+    assert len({check.get("id") for check in checks}) > 20 and failures(checks) == [], output
 
 
 def _cases() -> list[object]:
