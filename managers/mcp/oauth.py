@@ -14,9 +14,11 @@ extensions; this module decides how ZorkGPT uses it:
   authorization URL, opens a browser where there is a display, takes the redirect on
   ``http://127.0.0.1:<callbackPort>/callback`` and stores the tokens. Playing never waits on a
   browser: an episode's provider uses and refreshes the stored tokens, and when only a person
-  could help (no login yet, a refresh refused, more scope asked for) it stops with
-  ``MCPAuthError`` naming the server and the command to run. ``check_logins`` stops a start
-  before playing when an entry with ``oauth`` was never logged in.
+  could help (no login yet, a refresh refused, more scope asked for, a new authorization
+  server) it stops with ``MCPAuthError`` naming the server and the command to run, and notes
+  why in the token file, with the scopes the server asked for, which the next login asks for
+  too (step-up without a person in the loop). ``check_logins`` stops a start before playing
+  when an entry with ``oauth`` was never logged in, or an episode noted that it needs a login.
 * **Tokens are kept** in one JSON file per server under the user's state folder
   (``$XDG_STATE_HOME/zorkgpt/oauth``, else ``~/.local/state/zorkgpt/oauth``: tests point
   ``XDG_STATE_HOME`` elsewhere), folder 0700 and file 0600, written whole through a
