@@ -10,8 +10,11 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 ``streamableHttp`` (streamable HTTP, also the default for a ``url``) or ``sse``. ZorkGPT's
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``),
-``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``) and ``allowDestructive`` (run the
-server's tools that declare ``destructiveHint: true``).
+``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``), ``allowDestructive`` (run the
+server's tools that declare ``destructiveHint: true``), ``includeResources`` / ``excludeResources``
+(URI glob patterns: which of the server's resources the model may list and read) and ``prompts``
+(the server's prompts whose text joins the agent's system prompt: names, or
+``{"name": ..., "arguments": {...}}``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` of every enabled entry; an unset variable
@@ -30,6 +33,7 @@ holding ZorkGPT's own secrets (a tool server gets those only if its entry names 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -72,6 +76,16 @@ _KNOWN_FOREIGN_KEYS: dict[str, str] = {
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+class PromptEntry(BaseModel):
+    """One prompt of ``prompts``: its name and the arguments it is asked with (strings, as MCP wants)."""
+
+    # A misspelt key ("args") would silently ask for the prompt without its arguments.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="The prompt's name on the server")
+    arguments: dict[str, str] = Field(default_factory=dict, description="Its arguments, all strings")
+
+
 class ServerEntry(BaseModel):
     """One server entry as written in the file (before ``${VAR}`` expansion)."""
 
@@ -95,6 +109,13 @@ class ServerEntry(BaseModel):
     allow_destructive: StrictBool = Field(
         default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
     )
+    include_resources: list[str] | None = Field(
+        default=None, alias="includeResources", description="Only resources whose URI matches one of these globs"
+    )
+    exclude_resources: list[str] | None = Field(
+        default=None, alias="excludeResources", description="Never resources whose URI matches one of these globs"
+    )
+    prompts: list[PromptEntry] | None = Field(default=None, description="Prompts added to the agent's system prompt")
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -104,6 +125,28 @@ class ServerEntry(BaseModel):
         if value is not None and value.strip().lower() not in _TYPE_ALIASES:
             raise ValueError("Input should be 'stdio', 'http', 'streamable-http' or 'sse'")
         return value
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _prompt_names(cls, value: Any) -> Any:
+        """A plain string names a prompt that takes no arguments."""
+        if not isinstance(value, list):
+            return value
+        for item in value:
+            if not isinstance(item, str | dict):
+                raise ValueError(
+                    'each prompt is a name ("play_zork") or an object ({"name": "play_zork", "arguments": '
+                    f'{{"goal": "..."}}}}), not {type(item).__name__} {item!r}'
+                )
+        return [{"name": item} if isinstance(item, str) else item for item in value]
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """One prompt to ask a server for at the start of an episode."""
+
+    name: str
+    arguments: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,6 +167,9 @@ class ServerConfig:
     lifetime: Lifetime | None = None
     protocol: Protocol = "auto"
     allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
+    include_resources: tuple[str, ...] | None = None  # URI globs
+    exclude_resources: tuple[str, ...] = ()
+    prompts: tuple[PromptRequest, ...] = ()
 
     @property
     def is_remote(self) -> bool:
@@ -145,6 +191,29 @@ class ServerConfig:
         if self.include_tools is not None and tool_name not in self.include_tools:
             return False
         return tool_name not in self.exclude_tools
+
+    def shows_resource(self, uri: str) -> bool:
+        """Whether ``includeResources`` / ``excludeResources`` let the model list and read ``uri``.
+
+        Case-sensitive on every system (``fnmatchcase``): a URI's path is, and a config must
+        mean the same on Windows as on Linux.
+        """
+        if self.include_resources is not None and not _matches(uri, self.include_resources):
+            return False
+        return not _matches(uri, self.exclude_resources)
+
+    def resource_refusal(self, uri: str) -> str | None:
+        """Why the model may not read ``uri`` (naming the entry's key that says so), else None."""
+        if self.include_resources is not None and not _matches(uri, self.include_resources):
+            return f'{uri} matches none of the "includeResources" patterns of the entry "{self.name}"'
+        excluded = [pattern for pattern in self.exclude_resources if fnmatch.fnmatchcase(uri, pattern)]
+        if excluded:
+            return f'{uri} matches "{excluded[0]}" in "excludeResources" of the entry "{self.name}"'
+        return None
+
+
+def _matches(uri: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(uri, pattern) for pattern in patterns)
 
 
 @dataclass(frozen=True)
@@ -363,6 +432,12 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
     timeout = entry.timeout
     include = frozenset(entry.include_tools) if entry.include_tools is not None else None
     exclude = frozenset(entry.exclude_tools or ())
+    # Resource filters and prompts mean the same for every transport.
+    shared: dict[str, Any] = {
+        "include_resources": tuple(entry.include_resources) if entry.include_resources is not None else None,
+        "exclude_resources": tuple(entry.exclude_resources or ()),
+        "prompts": tuple(PromptRequest(p.name, dict(p.arguments)) for p in entry.prompts or ()),
+    }
     if declared == "stdio":
         assert entry.command is not None
         return ServerConfig(
@@ -378,6 +453,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             lifetime=lifetime,
             protocol=entry.protocol,
             allow_destructive=entry.allow_destructive,
+            **shared,
         )
     assert url is not None
     expanded_url = expand(url, environ, "url")
@@ -395,6 +471,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         lifetime=lifetime,
         protocol=entry.protocol,
         allow_destructive=entry.allow_destructive,
+        **shared,
     )
 
 
