@@ -286,18 +286,30 @@ class ToolSource(ABC):
             cache=None,
         )
 
-    @staticmethod
-    def _listens_for_changes(client: Client) -> bool:
+    def _listens_for_changes(self, client: Client) -> bool:
         """A 2026-07-28 server has no session to send list_changed on: its changes come through a
         ``subscriptions/listen`` stream, opened when it says its tools, resources or prompts can change."""
-        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and any(_changing(client).values())
+        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and any(self._changing(client).values())
+
+    def _changing(self, client: Client) -> dict[str, bool]:
+        """Which of its lists the server says can change, as ``Client.listen`` filters. Where the
+        entry pins 2026-07-28 the SDK connects without asking the server what it offers: then every
+        change is asked for, and the server's answer says which it honours."""
+        if self._mode() in MODERN_PROTOCOL_VERSIONS:
+            return dict.fromkeys(("tools_list_changed", "resources_list_changed", "prompts_list_changed"), True)
+        capabilities = client.server_capabilities
+        return {
+            "tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
+            "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed),
+            "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+        }
 
     async def _listen(
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
             # Only what the server says can change: a server may refuse a filter it cannot honour.
-            async with client.listen(**_changing(client)) as subscription:
+            async with client.listen(**self._changing(client)) as subscription:
                 task_status.started()
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
@@ -510,9 +522,13 @@ class ToolSource(ABC):
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
-        """What the server said it offers at connect (None before connect and after close)."""
+        """What the server said it offers at connect; None when that is unknown: where the entry pins
+        2026-07-28 the SDK connects without asking (no ``server/discover``), so what the server offers
+        is found by asking for it."""
         client = self._client
-        return client.server_capabilities if client is not None else None
+        if client is None or self._mode() in MODERN_PROTOCOL_VERSIONS:
+            return None
+        return client.server_capabilities
 
     async def list_resources(self, timeout: float, *, deadline: float | None = None) -> tuple[types.Resource, ...]:
         """Every resource, following pagination cursors (kept as ``resources``); a repeated URI keeps
@@ -787,16 +803,6 @@ def make_source(server: ServerConfig, settings: SourceSettings) -> ToolSource:
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def _changing(client: Client) -> dict[str, bool]:
-    """Which of its lists the server says can change, as ``Client.listen`` filters."""
-    caps = client.server_capabilities
-    return {
-        "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
-        "resources_list_changed": bool(caps.resources and caps.resources.list_changed),
-        "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed),
-    }
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -195,6 +195,7 @@ class Toolbox:
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
+        self._prompt_warnings: set[str] = set()  # given this episode
 
     @property
     def all_disabled(self) -> bool:
@@ -208,6 +209,7 @@ class Toolbox:
 
     def reset_episode(self) -> None:
         """Forget the rules' memory: the next connect of every server is a first connect again."""
+        self._prompt_warnings.clear()
         for slot in self._slots.values():
             slot.health = ServerHealth()
             slot.prompts_changed = False
@@ -319,8 +321,8 @@ class Toolbox:
         """List the server's resources (kept on the source), if it declares any; a failure leaves
         its resource tools out until the next listing, and its own tools offered."""
         capabilities = source.capabilities
-        if capabilities is None or capabilities.resources is None:
-            return
+        if capabilities is not None and capabilities.resources is None:
+            return  # None: not known (see ToolSource.capabilities), so asked
         name = slot.server.name
         try:
             resources = await source.list_resources(source.settings.startup_timeout)
@@ -596,13 +598,13 @@ class Toolbox:
         server = slot.server
         where = f'"prompts" of the entry "{server.name}" in {config_file}'
         source = slot.source
-        capabilities = source.capabilities if source is not None and source.is_alive else None
-        if source is None or capabilities is None:
+        if source is None or not source.is_alive:
             self._prompt_warning(
                 server, None, f"MCP server '{server.name}' is not connected, so its prompts were not added"
             )
             return ()
-        if capabilities.prompts is None:
+        capabilities = source.capabilities  # None: not known (see ToolSource.capabilities), so asked
+        if capabilities is not None and capabilities.prompts is None:
             self._prompt_warning(
                 server,
                 None,
@@ -632,6 +634,10 @@ class Toolbox:
         return tuple(prompts)
 
     def _prompt_warning(self, server: ServerConfig, prompt: str | None, message: str) -> None:
+        """Warn once per episode: a prompt asked for again after a change fails the same way."""
+        if message in self._prompt_warnings:
+            return
+        self._prompt_warnings.add(message)
         self._log(
             logging.WARNING,
             "mcp_prompt_unavailable",
@@ -689,7 +695,7 @@ def describe_resource(resource: types.Resource) -> dict[str, Any]:
         "mimeType": resource.mime_type,
         "description": resource.description,
     }
-    return {key: value for key, value in fields.items() if value is not None}
+    return {key: value for key, value in fields.items() if value}
 
 
 def _tool_error(message: str) -> types.CallToolResult:
@@ -756,10 +762,9 @@ async def _prompt_failure(
         if prompt is not None
         else ""
     )
-    return (
-        f"MCP server '{name}' could not give the prompt \"{request.name}\": {error}. Check its arguments in "
-        f"{where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
-    )
+    if isinstance(error, MCPServerDiedError | TimeoutError):
+        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
+    return f"{error}. Check its arguments in {where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:
