@@ -28,8 +28,9 @@ Lifetimes, per server:
   start counts as a failed connect, and the retry takes the next spare. Sessions of a
   finished turn close in the background.
 
-Resources. A server that declares resources and lists at least one (after its entry's
-``includeResources`` / ``excludeResources``) gets two more tools: ``list_resources`` and
+Resources. A server that declares resources and lists at least one for the model (after its
+entry's ``includeResources`` / ``excludeResources``, and leaving out those it marks for the
+user alone: ``audience: ["user"]``) gets two more tools: ``list_resources`` and
 ``read_resource``, offered, routed and counted like its own (``call``), read-only. They are
 left out where the server has a tool of that name itself (its own wins), where the entry's
 ``includeTools`` / ``excludeTools`` leave them out, and for a server that lists no resource:
@@ -447,7 +448,7 @@ class Toolbox:
         """``list_resources`` and ``read_resource`` for this server, where they are offered (see the
         module docstring)."""
         server = slot.server
-        shown = [resource for resource in source.resources if server.shows_resource(resource.uri)]
+        shown = [resource for resource in source.resources if for_model(server, resource)]
         if not shown:
             return []
         own = {tool.name for tool in source.tools}.intersection(RESOURCE_TOOLS)
@@ -687,6 +688,13 @@ def resource_tool_definitions(server_name: str, resources: list[types.Resource])
     ]
 
 
+def for_model(server: ServerConfig, resource: types.Resource) -> bool:
+    """Whether the model is shown ``resource``: the entry's filters let it through, and the server
+    did not mark it for the user alone (MCP's ``audience`` annotation without ``assistant``)."""
+    audience = resource.annotations.audience if resource.annotations is not None else None
+    return server.shows_resource(resource.uri) and (audience is None or "assistant" in audience)
+
+
 def describe_resource(resource: types.Resource) -> dict[str, Any]:
     """What list_resources says of one resource (MCP's own key names; absent fields left out)."""
     fields = {
@@ -714,7 +722,7 @@ async def _resource_call(
     then shows text inline, blobs by type and size, and applies the caps)."""
     if tool == LIST_RESOURCES:
         resources = await source.list_resources(timeout, deadline=deadline)
-        shown = [describe_resource(r) for r in resources if server.shows_resource(r.uri)]
+        shown = [describe_resource(r) for r in resources if for_model(server, r)]
         listing = {"resources": shown}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(listing, ensure_ascii=False))],
