@@ -18,11 +18,14 @@ Tools:
   list changed, both ways: a 2025-11-25 session hears ``notifications/resources/list_changed``,
   a 2026-07-28 client its ``subscriptions/listen`` stream;
 * ``change_guide(tail)``: the ``guide`` prompt's second message becomes ``tail``, and the
-  prompt list is said to have changed, both ways.
+  prompt list is said to have changed, both ways;
+* ``list_resources`` (only with ``RESOURCE_SERVER_OWN_LIST=1`` in its environment): the server's
+  own tool of that name, answering ``OWN_LISTING``.
 
 Run as ``python resource_server.py [--http PORT]``; over stdio it speaks both protocol revisions.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,6 +35,7 @@ README_TEXT = "The mailbox holds a leaflet."
 SECRET_TEXT = "The combination is 12-34-56."
 GUIDE_TAIL = "Read every sign you find."
 LONG_CHARS = 5_000
+OWN_LISTING = "the server's own listing"
 # A 1x1 transparent PNG.
 PNG_BYTES = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -87,6 +91,17 @@ def build_server():  # -> MCPServer
         await ctx.notify_prompts_changed()
         return "changed"
 
+    if os.environ.get("RESOURCE_SERVER_OWN_LIST") == "1":
+
+        def own_list_resources() -> str:
+            return OWN_LISTING
+
+        server.add_tool(
+            own_list_resources,
+            name="list_resources",
+            description="The server's own list_resources.",
+            structured_output=False,
+        )
     return server
 
 
