@@ -40,6 +40,9 @@ from tests.test_zork_agent_mcp import AgentTurns, text_of, tool_messages
 
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"
 PINNED = ["2025-11-25", "2026-07-28"]
+# How each revision hears of a change: a 2025-11-25 session by notification, a 2026-07-28 client on
+# its listen stream (the test server announces in that way alone, so each path is tested by itself).
+ANNOUNCED = {"2025-11-25": "session", "2026-07-28": "listen", "auto": "listen"}
 EVERY_URI = ["notes://readme", "notes://long", "notes://secret", "images://lamp.png"]
 
 
@@ -214,7 +217,8 @@ def test_a_resource_the_server_adds_and_announces_is_offered_the_next_turn(tmp_p
     s = scenario(tmp_path, {"r": resource_entry(protocol=protocol, includeResources=["notes://added/*"])})
 
     async def add(m: MCPManager) -> Any:
-        return (await m.call_tool("r__add_note", {"name": "plan", "text": "go north"})).content
+        arguments = {"name": "plan", "text": "go north", "how": ANNOUNCED[protocol]}
+        return (await m.call_tool("r__add_note", arguments)).content
 
     assert s.run(add, close=False) in ("added notes://added/plan", {"result": "added notes://added/plan"})
     assert "r__read_resource" not in offered(s)
@@ -252,13 +256,15 @@ def system_prompt(body: dict[str, Any]) -> str:
     return text_of(body["messages"][0])
 
 
-@pytest.mark.parametrize("protocol", PINNED)
+@pytest.mark.parametrize("protocol", ["auto", *PINNED])
 def test_a_prompt_reaches_the_system_prompt_and_a_changed_one_is_fetched_again(
     llm_server: ScriptedLLMServer, agent_turns: Callable[..., AgentTurns], protocol: str
 ) -> None:
     entry = resource_entry(protocol=protocol, prompts=[{"name": "guide", "arguments": {"goal": "the jewelled egg"}}])
     llm_server.script(
-        completion(tool_calls=[tool_call("r__change_guide", {"tail": "Mind the grue."}, "call_1")]),
+        completion(
+            tool_calls=[tool_call("r__change_guide", {"tail": "Mind the grue.", "how": ANNOUNCED[protocol]}, "call_1")]
+        ),
         agent_reply("open mailbox"),
         agent_reply("north"),
     )

@@ -311,6 +311,7 @@ class ToolSource(ABC):
             # Only what the server says can change: a server may refuse a filter it cannot honour.
             async with client.listen(**self._changing(client)) as subscription:
                 task_status.started()
+                # The SDK hands each event's notification to _on_message as well; either marks the change.
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
                         self.tools_changed = True

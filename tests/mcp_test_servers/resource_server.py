@@ -14,11 +14,13 @@ Prompts:
 
 Tools:
 
-* ``add_note(name, text)``: adds the resource ``notes://added/{name}`` and says the resource
-  list changed, both ways: a 2025-11-25 session hears ``notifications/resources/list_changed``,
-  a 2026-07-28 client its ``subscriptions/listen`` stream;
-* ``change_guide(tail)``: the ``guide`` prompt's second message becomes ``tail``, and the
-  prompt list is said to have changed, both ways;
+* ``add_note(name, text, how)``: adds the resource ``notes://added/{name}`` and says the resource
+  list changed: ``how="session"`` as a 2025-11-25 session hears it (``notifications/resources/
+  list_changed``), ``"listen"`` as a 2026-07-28 client does (its ``subscriptions/listen``
+  stream), ``"both"`` (the default) both ways. Over stdio a 2026-07-28 client hears the session
+  notification too, so a test of the listen stream asks for ``"listen"`` alone;
+* ``change_guide(tail, how)``: the ``guide`` prompt's second message becomes ``tail``, and the
+  prompt list is said to have changed (``how`` as for ``add_note``);
 * ``list_resources`` (only with ``RESOURCE_SERVER_OWN_LIST=1`` in its environment): the server's
   own tool of that name, answering ``OWN_LISTING``.
 
@@ -77,18 +79,21 @@ def build_server():  # -> MCPServer
         return [UserMessage(ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"))]
 
     @server.tool(description="Add the resource notes://added/{name} and say the resource list changed.")
-    async def add_note(ctx: Context, name: str, text: str = "added") -> str:
+    async def add_note(ctx: Context, name: str, text: str = "added", how: str = "both") -> str:
         server.add_resource(TextResource(uri=f"notes://added/{name}", name=name, text=text, mime_type="text/plain"))
-        # Both revisions: a 2025 session hears the notification, a 2026 client its listen stream.
-        await ctx.request_context.session.send_resource_list_changed()
-        await ctx.notify_resources_changed()
+        if how in ("session", "both"):
+            await ctx.request_context.session.send_resource_list_changed()
+        if how in ("listen", "both"):
+            await ctx.notify_resources_changed()
         return f"added notes://added/{name}"
 
     @server.tool(description="Change the guide prompt's last message and say the prompts changed.")
-    async def change_guide(ctx: Context, tail: str) -> str:
+    async def change_guide(ctx: Context, tail: str, how: str = "both") -> str:
         guide_tail[0] = tail
-        await ctx.request_context.session.send_prompt_list_changed()
-        await ctx.notify_prompts_changed()
+        if how in ("session", "both"):
+            await ctx.request_context.session.send_prompt_list_changed()
+        if how in ("listen", "both"):
+            await ctx.notify_prompts_changed()
         return "changed"
 
     if os.environ.get("RESOURCE_SERVER_OWN_LIST") == "1":
