@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from managers.mcp import MCPManager
+from managers.mcp import MCPConfig, MCPConfigError, MCPManager, MCPToolCallError
+from managers.mcp.config import PromptRequest
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SERVERS_DIR,
@@ -124,8 +125,6 @@ def test_an_unknown_uri_is_a_tool_error_in_the_servers_words(tmp_path: Path) -> 
     s = scenario(tmp_path, {"r": resource_entry()})
 
     async def body(m: MCPManager) -> str:
-        from managers.mcp import MCPToolCallError
-
         with pytest.raises(MCPToolCallError) as caught:
             await read(m, "notes://nowhere")
         return str(caught.value)
@@ -350,3 +349,57 @@ def test_zork_inventory_is_read_through_the_offered_tool_and_play_zork_reaches_t
     assert [r.tool_name for r in run.events("mcp_tool_result")][-1] == "zork.read_resource"
     assert "# Prompt play_zork of MCP server zork\nLet's play Zork I" in system_prompt(last)
     assert "Your goal: get the leaflet." in system_prompt(last)
+
+
+# -- the entry keys -----------------------------------------------------------------------------
+
+
+def test_prompts_are_names_or_names_with_arguments_and_patterns_are_kept_as_written() -> None:
+    config = MCPConfig.from_mapping(
+        {
+            "mcpServers": {
+                "z": {
+                    "command": "x",
+                    "includeResources": ["zork://*"],
+                    "excludeResources": ["zork://transcript"],
+                    "prompts": ["play_zork", {"name": "hint", "arguments": {"room": "Kitchen"}}],
+                }
+            }
+        }
+    )
+    (server,) = config.servers
+    assert server.prompts == (PromptRequest("play_zork", {}), PromptRequest("hint", {"room": "Kitchen"}))
+    assert server.shows_resource("zork://map") and not server.shows_resource("zork://transcript")
+    assert not server.shows_resource("ZORK://map"), "patterns match case-sensitively on every system"
+    assert not server.shows_resource("file:///map")
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"prompts": "play_zork"}, "mcpServers.z.prompts: Input should be a valid list"),
+        ({"prompts": [3]}, 'each prompt is a name ("play_zork") or an object'),
+        ({"prompts": [{"name": "p", "args": {"goal": "x"}}]}, "mcpServers.z.prompts.0.args: Extra inputs"),
+        ({"prompts": [{"name": ""}]}, "mcpServers.z.prompts.0.name: String should have at least 1 character"),
+        ({"prompts": [{"name": "p", "arguments": {"n": 3}}]}, "mcpServers.z.prompts.0.arguments.n: Input should be"),
+        ({"includeResources": "zork://*"}, "mcpServers.z.includeResources: Input should be a valid list"),
+        ({"excludeResources": [1]}, "mcpServers.z.excludeResources.0: Input should be a valid string"),
+    ],
+)
+def test_a_wrong_resource_or_prompt_key_is_an_error_naming_it(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(MCPConfigError) as caught:
+        MCPConfig.from_mapping({"mcpServers": {"z": {"command": "x", **entry}}})
+    assert message in str(caught.value)
+
+
+def test_the_readme_documents_every_entry_key_and_its_example_is_a_valid_config() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Servers: `mcp_config.json`") :]
+    start = section.index("```json\n", section.index("example mixing everything")) + len("```json\n")
+    example = section[start : section.index("\n```", start)]
+    config = MCPConfig.from_mapping(json.loads(example), environ={"NOTES_TOKEN": "secret-token"})
+    zork = config.server("zork")
+    assert zork.prompts[0].name == "play_zork" and zork.exclude_resources == ("zork://transcript",)
+    table = section[: section.index("\n\n", section.index("| key | meaning |"))]
+    for key in ("includeResources", "excludeResources", "prompts", "includeTools", "allowDestructive"):
+        assert f"`{key}`" in table
