@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from managers.mcp import MCPConfig, MCPConfigError, MCPManager, MCPToolCallError
 from managers.mcp.config import PromptRequest
@@ -317,6 +318,35 @@ def test_prompts_that_cannot_be_had_are_warnings_naming_the_entry_and_the_fix(
     system = system_prompt(llm_server.bodies[0])
     assert "# Prompt guide of MCP server r\nAim for the lamp." in system
     assert system.count("# Prompt ") == 1
+
+
+def test_a_resource_read_is_a_tool_call_like_any_other_in_logs_and_langfuse(
+    llm_server: ScriptedLLMServer,
+    agent_turns: Callable[..., AgentTurns],
+    langfuse_exporter: tuple[Any, InMemorySpanExporter],
+) -> None:
+    langfuse, exporter = langfuse_exporter
+    llm_server.script(
+        completion(tool_calls=[tool_call("r__read_resource", {"uri": "notes://readme"}, "call_1")]),
+        agent_reply("open mailbox"),
+    )
+    # Turn lifetime: the servers started ahead list their resources while they start.
+    run = agent_turns({"r": resource_entry()}, session_lifetime="turn", langfuse=langfuse)
+
+    result = run.turn(turn=3)
+    langfuse.flush()
+
+    assert result.action == "open mailbox"
+    assert [(c.server, c.tool, c.is_error) for c in result.tool_calls] == [("r", "r.read_resource", False)]
+    assert tool_messages(llm_server.bodies[1])["call_1"] == {"content": README_TEXT}
+    (call,) = run.events("mcp_tool_call")
+    assert call.tool_name == "r.read_resource" and call.arguments == {"uri": "notes://readme"}
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.tool_calls_count == 1 and complete.tools_used == ["r.read_resource"]
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "mcp-tool-r.read_resource"]
+    attributes = dict(span.attributes or {})
+    assert attributes["langfuse.observation.type"] == "tool"
+    assert json.loads(attributes["langfuse.observation.output"]) == {"content": README_TEXT}
 
 
 # -- the shipped Zork server --------------------------------------------------------------------
