@@ -406,7 +406,13 @@ class Toolbox:
     async def _connect_new(self, slot: _Slot) -> ToolSource:
         source = self._make_source(slot.server)
         await source.connect()
-        await self._list_resources(slot, source)
+        try:
+            await self._list_resources(slot, source)
+        except BaseException:
+            # Cancelled (a server started ahead for a turn that will not come): connect() undoes
+            # only its own start, so a server cancelled after it is closed here.
+            await source.close()
+            raise
         self._log(
             logging.INFO,
             "mcp_session_connect",
