@@ -326,7 +326,8 @@ class Toolbox:
             return  # None: not known (see ToolSource.capabilities), so asked
         name = slot.server.name
         try:
-            resources = await source.list_resources(source.settings.startup_timeout)
+            # A healthy server lists in milliseconds; one that hangs here must not hold up its start for long.
+            resources = await source.list_resources(min(source.settings.startup_timeout, PING_TIMEOUT_SECONDS))
         except (MCPToolCallError, TimeoutError) as exc:  # MCPServerDiedError included: the next check sees it
             self._log(
                 logging.DEBUG,
