@@ -39,6 +39,7 @@ from shared_utils import (
 
 if TYPE_CHECKING:
     from managers.mcp import MCPManager
+    from managers.mcp.toolbox import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.
@@ -118,6 +119,12 @@ def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | Non
         about = shorten((instructions or {}).get(server, ""), TOOL_DESCRIPTION_CHARS)
         lines.append(f"- {server}: {about + ' ' if about else ''}Tools: {'; '.join(names)}.")
     return "\n".join(lines)
+
+
+def server_prompts_text(prompts: list[ServerPrompt]) -> str:
+    """The configured MCP prompts for the system prompt, each under a heading naming its server and
+    prompt (the servers' own words, as they gave them)."""
+    return "\n\n".join(f"# Prompt {prompt.name} of MCP server {prompt.server}\n{prompt.text}" for prompt in prompts)
 
 
 def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
@@ -319,13 +326,17 @@ class ZorkAgent:
         messages = self._build_messages(game_state_text, relevant_memories)
         with self._session_observation() as span:
             tools = await self._open_tools()
+            # The prompts the config names, fetched when the episode's first turn opened its tools.
+            prompts = server_prompts_text(self.mcp_manager.server_prompts())
+            system = f"{self.system_prompt}\n\n{prompts}" if prompts else self.system_prompt
             if tools is None:
+                messages[0]["content"] = system
                 response = self.client.chat.completions.create(**self._client_args(messages))
                 outcome = ToolLoopOutcome(self._parse_response(response.content))
             else:
                 # Only now is it known which tools are offered: the prompt says so, in the servers' words.
                 about = tools_prompt(tools, self.mcp_manager.server_instructions())
-                messages[0]["content"] = f"{self.system_prompt}\n\n{about}"
+                messages[0]["content"] = f"{system}\n\n{about}"
                 outcome = await self.tool_loop.run(messages, tools, self.current_turn)
             decision = outcome.decision
             if span is not None:

@@ -290,6 +290,7 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import Annotations
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     log_stream = sys.stderr if thought_logging_enabled() else None
@@ -344,7 +345,11 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
     think.__annotations__["ctx"] = Context
     server.add_tool(think, name="think", description=THINK_DESCRIPTION)
 
-    @server.resource("thoughtbox://status", name="status", mime_type="application/json")
+    # For whoever runs the server, not for the model thinking with it: a client that offers
+    # resources to its model (ZorkGPT does) leaves this one out.
+    @server.resource(
+        "thoughtbox://status", name="status", mime_type="application/json", annotations=Annotations(audience=["user"])
+    )
     def status() -> str:
         """How many sessions, thoughts and characters of thought this server keeps, and its bounds."""
         return json.dumps(boxes.status())

@@ -370,6 +370,9 @@ class FakeMCPManager:
     def server_instructions(self) -> dict[str, str]:
         return {SERVER: "A fake server for the agent's properties."}
 
+    def server_prompts(self) -> list[Any]:
+        return []  # the fake's entry names no prompts
+
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
         return f"{SERVER}.{name[len(prefix) :]}" if name.startswith(prefix) else name

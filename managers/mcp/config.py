@@ -13,8 +13,11 @@ own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``), ``allowDestructive`` (run the
 server's tools that declare ``destructiveHint: true``), ``elicitation`` (``decline`` or
 ``agent``) and ``sampling`` (``{"role": ..., "maxPerTurn": ..., "maxTokens": ...}``): what
-ZorkGPT answers when the server asks (``server_requests.py``). A remote entry may have ``oauth``
-(``OAuthEntry``): who ZorkGPT is to the server's authorization server (``oauth.py``).
+ZorkGPT answers when the server asks (``server_requests.py``), ``includeResources`` /
+``excludeResources`` (URI glob patterns: which of the server's resources the model may list and
+read) and ``prompts`` (the server's prompts whose text joins the agent's system prompt: names, or
+``{"name": ..., "arguments": {...}}``). A remote entry may have ``oauth`` (``OAuthEntry``): who
+ZorkGPT is to the server's authorization server (``oauth.py``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url``, ``headers`` and the strings of ``oauth`` of every enabled
@@ -33,6 +36,7 @@ holding ZorkGPT's own secrets (a tool server gets those only if its entry names 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -126,6 +130,15 @@ class OAuthEntry(BaseModel):
         default=33418, alias="callbackPort", ge=1, le=65535, description="port of the login's redirect on 127.0.0.1"
     )
 
+class PromptEntry(BaseModel):
+    """One prompt of ``prompts``: its name and the arguments it is asked with (strings, as MCP wants)."""
+
+    # A misspelt key ("args") would silently ask for the prompt without its arguments.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="The prompt's name on the server")
+    arguments: dict[str, str] = Field(default_factory=dict, description="Its arguments, all strings")
+
 
 class ServerEntry(BaseModel):
     """One server entry as written in the file (before ``${VAR}`` expansion)."""
@@ -153,6 +166,13 @@ class ServerEntry(BaseModel):
         default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
     )
     oauth: OAuthEntry | None = Field(default=None, description="client identity for a remote server's OAuth")
+    include_resources: list[str] | None = Field(
+        default=None, alias="includeResources", description="Only resources whose URI matches one of these globs"
+    )
+    exclude_resources: list[str] | None = Field(
+        default=None, alias="excludeResources", description="Never resources whose URI matches one of these globs"
+    )
+    prompts: list[PromptEntry] | None = Field(default=None, description="Prompts added to the agent's system prompt")
     auto_approve: list[str] | None = Field(default=None, alias="autoApprove")
     always_allow: list[str] | None = Field(default=None, alias="alwaysAllow")
 
@@ -162,6 +182,28 @@ class ServerEntry(BaseModel):
         if value is not None and value.strip().lower() not in _TYPE_ALIASES:
             raise ValueError("Input should be 'stdio', 'http', 'streamable-http' or 'sse'")
         return value
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _prompt_names(cls, value: Any) -> Any:
+        """A plain string names a prompt that takes no arguments."""
+        if not isinstance(value, list):
+            return value
+        for item in value:
+            if not isinstance(item, str | dict):
+                raise ValueError(
+                    'each prompt is a name ("play_zork") or an object ({"name": "play_zork", "arguments": '
+                    f'{{"goal": "..."}}}}), not {type(item).__name__} {item!r}'
+                )
+        return [{"name": item} if isinstance(item, str) else item for item in value]
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """One prompt to ask a server for at the start of an episode."""
+
+    name: str
+    arguments: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +230,9 @@ class ServerConfig:
     # ``oauth_declared``: the entry has an ``oauth`` key, so a login is known to be needed.
     oauth: OAuthEntry | None = field(default=None, repr=False)
     oauth_declared: bool = False
+    include_resources: tuple[str, ...] | None = None  # URI globs
+    exclude_resources: tuple[str, ...] = ()
+    prompts: tuple[PromptRequest, ...] = ()
 
     @property
     def is_remote(self) -> bool:
@@ -211,6 +256,29 @@ class ServerConfig:
         if self.include_tools is not None and tool_name not in self.include_tools:
             return False
         return tool_name not in self.exclude_tools
+
+    def shows_resource(self, uri: str) -> bool:
+        """Whether ``includeResources`` / ``excludeResources`` let the model list and read ``uri``.
+
+        Case-sensitive on every system (``fnmatchcase``): a URI's path is, and a config must
+        mean the same on Windows as on Linux.
+        """
+        if self.include_resources is not None and not _matches(uri, self.include_resources):
+            return False
+        return not _matches(uri, self.exclude_resources)
+
+    def resource_refusal(self, uri: str) -> str | None:
+        """Why the model may not read ``uri`` (naming the entry's key that says so), else None."""
+        if self.include_resources is not None and not _matches(uri, self.include_resources):
+            return f'{uri} matches none of the "includeResources" patterns of the entry "{self.name}"'
+        excluded = [pattern for pattern in self.exclude_resources if fnmatch.fnmatchcase(uri, pattern)]
+        if excluded:
+            return f'{uri} matches "{excluded[0]}" in "excludeResources" of the entry "{self.name}"'
+        return None
+
+
+def _matches(uri: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(uri, pattern) for pattern in patterns)
 
 
 @dataclass(frozen=True)
@@ -431,6 +499,12 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
     exclude = frozenset(entry.exclude_tools or ())
     if declared == "stdio" and entry.oauth is not None:
         raise ValueError('"oauth" is for remote servers (a "url"); give a stdio server its credentials in "env".')
+    # Resource filters and prompts mean the same for every transport.
+    shared: dict[str, Any] = {
+        "include_resources": tuple(entry.include_resources) if entry.include_resources is not None else None,
+        "exclude_resources": tuple(entry.exclude_resources or ()),
+        "prompts": tuple(PromptRequest(p.name, dict(p.arguments)) for p in entry.prompts or ()),
+    }
     if declared == "stdio":
         assert entry.command is not None
         return ServerConfig(
@@ -448,6 +522,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             elicitation=entry.elicitation,
             sampling=entry.sampling,
             allow_destructive=entry.allow_destructive,
+            **shared,
         )
     assert url is not None
     expanded_url = expand(url, environ, "url")
@@ -469,6 +544,7 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
         allow_destructive=entry.allow_destructive,
         oauth=_resolve_oauth(entry.oauth or OAuthEntry(), base_dir, environ),
         oauth_declared=entry.oauth is not None,
+        **shared,
     )
 
 

@@ -9,6 +9,11 @@ Everything MCP happens on one background event loop (``runtime.SessionLoop``) th
 as long as the episode: the agent's own ``asyncio.run`` per turn only awaits results from
 it. Which servers, how they are reached and the per-server rules are the toolbox's
 (``managers.mcp.toolbox``); how each transport works is the sources' (``managers.mcp.source``).
+
+The servers' resources reach the model as two more tools per server (the toolbox offers them;
+they run through ``call_tool`` like any other). The prompts an entry names are asked for on the
+episode's first turn and whenever their server says they changed; ``server_prompts()`` has
+their text for the agent's system prompt.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from managers.mcp.runtime import SessionLoop
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.sweeper import Sweeper
-from managers.mcp.toolbox import Toolbox, TurnTools
+from managers.mcp.toolbox import ServerPrompt, Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
 from session.episode_log import known_secrets, redact
 from session.errors import MCPToolCallError
@@ -90,6 +95,8 @@ class MCPManager:
         self._runtime_lock = threading.Lock()
         self._turn: int | None = None
         self._turn_tools: TurnTools | None = None
+        # The configured prompts' text by server; None until the episode's first turn asked for them.
+        self._prompts: dict[str, tuple[ServerPrompt, ...]] | None = None
 
     def _log_loaded(self) -> None:
         config = self.mcp_config
@@ -150,6 +157,7 @@ class MCPManager:
         """A new episode: sessions of the last one closed, every server's next connect a first one."""
         self.close()
         self.toolbox.reset_episode()
+        self._prompts = None
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -180,6 +188,8 @@ class MCPManager:
         started = time.perf_counter()
         tools = await self.runtime.run(self.toolbox.begin_turn())
         self._turn_tools = tools
+        if any(server.prompts for server in self.mcp_config.servers):
+            await self._update_prompts()
         self.logger.debug(
             "Turn %d: MCP tools ready from %d servers in %.1f ms",
             turn,
@@ -219,6 +229,24 @@ class MCPManager:
                     runtime.stop()
         finally:
             self._sweeper.stop()  # ends whatever is somehow still running, then exits itself
+
+    async def _update_prompts(self) -> None:
+        """Ask for the configured prompts: all of them on the episode's first turn, later only those
+        of servers that said their prompts changed."""
+        mcp = self.config.mcp
+        fetch = self.toolbox.fetch_prompts(
+            everything=self._prompts is None,
+            timeout=mcp.tool_call_timeout_seconds,
+            max_chars=mcp.max_tool_result_chars,
+            config_file=str(self.config_path),
+        )
+        fetched = await self.runtime.run(fetch)
+        self._prompts = {**(self._prompts or {}), **fetched}
+
+    def server_prompts(self) -> list[ServerPrompt]:
+        """The text of every prompt the config names that its server gave, in config order."""
+        prompts = self._prompts or {}
+        return [prompt for server in self.server_names for prompt in prompts.get(server, ())]
 
     # -- tools -----------------------------------------------------------------------------
 

@@ -50,11 +50,11 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Self
+from typing import IO, Any, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -63,7 +63,13 @@ import mcp.types as types
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.client.subscriptions import (
+    ListenNotSupportedError,
+    PromptsListChanged,
+    ResourcesListChanged,
+    SubscriptionLost,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError as SDKMCPError
 from mcp.types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -90,6 +96,8 @@ _INSTALL_HINTS = {
 }
 
 _STRAY_LINE_CHARS = 120
+_MAX_PAGES = 1000  # pages of one resource or prompt listing: beyond them, the server is paging in circles
+_T = TypeVar("_T")
 
 Redactor = Callable[[str], str]
 # What the caller learns of a call's progress: (progress, total, message), as the server sent them.
@@ -285,25 +293,43 @@ class ToolSource(ABC):
             cache=None,
         )
 
-    @staticmethod
-    def _listens_for_changes(client: Client) -> bool:
+    def _listens_for_changes(self, client: Client) -> bool:
         """A 2026-07-28 server has no session to send list_changed on: its changes come through a
-        ``subscriptions/listen`` stream, opened when it says its tool list can change."""
-        tools = client.server_capabilities.tools
-        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed)
+        ``subscriptions/listen`` stream, opened when it says its tools, resources or prompts can change."""
+        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and any(self._changing(client).values())
+
+    def _changing(self, client: Client) -> dict[str, bool]:
+        """Which of its lists the server says can change, as ``Client.listen`` filters. Where the
+        entry pins 2026-07-28 the SDK connects without asking the server what it offers: then every
+        change is asked for, and the server's answer says which it honours."""
+        if self._mode() in MODERN_PROTOCOL_VERSIONS:
+            return dict.fromkeys(("tools_list_changed", "resources_list_changed", "prompts_list_changed"), True)
+        capabilities = client.server_capabilities
+        return {
+            "tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
+            "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed),
+            "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+        }
 
     async def _listen(
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            # Only what the server says can change: a server may refuse a filter it cannot honour.
+            async with client.listen(**self._changing(client)) as subscription:
                 task_status.started()
-                async for _event in subscription:
-                    self.tools_changed = True
+                # The SDK hands each event's notification to _on_message as well; either marks the change.
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self.tools_changed = True
+                    elif isinstance(event, ResourcesListChanged):
+                        self.resources_changed = True
+                    elif isinstance(event, PromptsListChanged):
+                        self.prompts_changed = True
         except (SDKMCPError, SubscriptionLost, ListenNotSupportedError, TimeoutError) as exc:
-            # The tools listed at connect stay offered; only later changes go unseen.
+            # What was listed at connect stays offered; only later changes go unseen.
             self.settings.logger.debug(
-                "MCP server '%s': no notice of tool changes (%s)",
+                "MCP server '%s': no notice of tool, resource or prompt changes (%s)",
                 self.name,
                 self.settings.redact(repr(exc)),
                 extra={"event_type": "mcp_listen_unavailable", "server_name": self.name},
@@ -319,6 +345,10 @@ class ToolSource(ABC):
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed = True
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.resources_changed = True
+        elif isinstance(message, types.PromptListChangedNotification):
+            self.prompts_changed = True
         elif isinstance(message, Exception):
             self._on_transport_error(message)
 
@@ -490,6 +520,117 @@ class ToolSource(ABC):
         during = f" during {dotted}" if dotted else ""
         reason = self._died or "the session is closed"
         return f"MCP server '{self.name}' is no longer available{during} ({reason})."
+
+    # -- resources and prompts -------------------------------------------------------------
+    # Class-level defaults (replaced per instance when they change): what the server listed of
+    # its resources, and whether it has said since that its resources or prompts changed.
+    resources: tuple[types.Resource, ...] = ()
+    resources_changed: bool = False  # notifications/resources/list_changed, or its listen event
+    prompts_changed: bool = False  # notifications/prompts/list_changed, or its listen event
+
+    @property
+    def capabilities(self) -> types.ServerCapabilities | None:
+        """What the server said it offers at connect; None when that is unknown: where the entry pins
+        2026-07-28 the SDK connects without asking (no ``server/discover``), so what the server offers
+        is found by asking for it."""
+        client = self._client
+        if client is None or self._mode() in MODERN_PROTOCOL_VERSIONS:
+            return None
+        return client.server_capabilities
+
+    async def list_resources(self, timeout: float, *, deadline: float | None = None) -> tuple[types.Resource, ...]:
+        """Every resource, following pagination cursors (kept as ``resources``); a repeated URI keeps
+        its first entry. Errors and ``deadline`` as for ``call_tool``."""
+        client = self._live_client("listing resources")
+        # Cleared first: a change announced while this listing runs is heard on the next turn.
+        self.resources_changed = False
+
+        async def every_page() -> list[types.Resource]:
+            result = await client.list_resources()
+            found = list(result.resources)
+            cursors: set[str] = set()
+            # A server repeating a cursor would page forever; what it listed so far is kept.
+            while result.next_cursor and result.next_cursor not in cursors and len(cursors) < _MAX_PAGES:
+                cursors.add(result.next_cursor)
+                result = await client.list_resources(cursor=result.next_cursor)
+                found.extend(result.resources)
+            return found
+
+        unique: dict[str, types.Resource] = {}
+        for resource in await self._request("listing its resources", every_page, timeout, deadline):
+            unique.setdefault(resource.uri, resource)
+        self.resources = tuple(unique.values())
+        return self.resources
+
+    async def read_resource(
+        self, uri: str, timeout: float, *, deadline: float | None = None
+    ) -> types.ReadResourceResult:
+        """The contents of one resource. Errors and ``deadline`` as for ``call_tool``."""
+        client = self._live_client(f"reading {uri}")
+        return await self._request(f"reading {uri}", lambda: client.read_resource(uri), timeout, deadline)
+
+    async def list_prompts(self, timeout: float) -> list[types.Prompt]:
+        """Every prompt, following pagination cursors (as ``list_resources``)."""
+        client = self._live_client("listing prompts")
+
+        async def every_page() -> list[types.Prompt]:
+            result = await client.list_prompts()
+            found = list(result.prompts)
+            cursors: set[str] = set()
+            while result.next_cursor and result.next_cursor not in cursors and len(cursors) < _MAX_PAGES:
+                cursors.add(result.next_cursor)
+                result = await client.list_prompts(cursor=result.next_cursor)
+                found.extend(result.prompts)
+            return found
+
+        return await self._request("listing its prompts", every_page, timeout, None)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str], timeout: float) -> types.GetPromptResult:
+        """One prompt's messages (MCP ``prompts/get``). Errors as for ``call_tool``."""
+        client = self._live_client(f"getting the prompt {name!r}")
+        # Cleared first, as in list_resources.
+        self.prompts_changed = False
+        return await self._request(
+            f"getting the prompt {name!r}", lambda: client.get_prompt(name, arguments or None), timeout, None
+        )
+
+    def _live_client(self, doing: str) -> Client:
+        self._require_session(doing)
+        client = self._client
+        assert client is not None  # set together with the session
+        return client
+
+    async def _request(
+        self, doing: str, send: Callable[[], Awaitable[_T]], timeout: float, deadline: float | None
+    ) -> _T:
+        """One request that is not a tool call, under ``timeout`` and the hard ``deadline``
+        (``time.monotonic()``); its failures in the words ``call_tool`` uses."""
+        hard_end = math.inf if deadline is None else anyio.current_time() + (deadline - time.monotonic())
+        scope = anyio.CancelScope(deadline=min(anyio.current_time() + timeout, hard_end))
+        what = f"MCP server '{self.name}'"
+        try:
+            with scope:
+                result = await send()
+            if scope.cancelled_caught:
+                raise TimeoutError(
+                    f"{what} ran past the turn's time budget while {doing}"
+                    if anyio.current_time() >= hard_end
+                    else f"{what} did not finish {doing} within {timeout:g}s"
+                )
+        except SDKMCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._died = f"connection closed while {doing}"
+                raise MCPServerDiedError(self._died_message(doing)) from None
+            message = self.settings.redact(exc.message)
+            raise MCPToolCallError(f"{what} failed {doing}: {message} (code {exc.code})") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            self._died = f"transport closed while {doing}"
+            raise MCPServerDiedError(self._died_message(doing)) from exc
+        except ValidationError as exc:
+            raise MCPToolCallError(f"{what} answered malformed while {doing}: {exc}") from None
+        except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
+            raise MCPToolCallError(f"{what} failed {doing}: {self.settings.redact(str(exc))}") from None
+        return result
 
 
 class StdioSource(ToolSource):

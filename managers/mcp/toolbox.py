@@ -21,7 +21,8 @@ Lifetimes, per server:
   runs, and a call to it waits for the answer. A dead one (found either way) is reconnected
   under the rules above before any call reaches it. A ping round trip through the SDK costs
   a few milliseconds, which would otherwise be the whole per-turn cost of a kept session.
-  A ``tools/list_changed`` notification makes the next turn list its tools again first.
+  A ``tools/list_changed`` notification makes the next turn list its tools again first, and a
+  ``resources/list_changed`` its resources.
 * ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
   (``ahead`` of them; two by default in the settings) as soon as this turn's is ready, so they start while the
   model is thinking and a turn only takes over the oldest. Two rather than one because a
@@ -29,11 +30,26 @@ Lifetimes, per server:
   ahead, a model answering in a second still waits for it. A spare that died or failed to
   start counts as a failed connect, and the retry takes the next spare. Sessions of a
   finished turn close in the background.
+
+Resources. A server that declares resources and lists at least one for the model (after its
+entry's ``includeResources`` / ``excludeResources``, and leaving out those it marks for the
+user alone: ``audience: ["user"]``) gets two more tools: ``list_resources`` and
+``read_resource``, offered, routed and counted like its own (``call``), read-only. They are
+left out where the server has a tool of that name itself (its own wins), where the entry's
+``includeTools`` / ``excludeTools`` leave them out, and for a server that lists no resource:
+every server built on the Python SDK declares resources, and two tools that can only answer
+"nothing" would cost the model's context on every turn. The listing is made at connect,
+beside the tool listing (for turn-lifetime servers, while they start ahead).
+
+Prompts. The prompts an entry names (``prompts``) are asked for once per episode, on its first
+turn, and again after the server says its prompts changed; ``fetch_prompts`` returns their
+text for the agent's system prompt, and a prompt that cannot be had is a warning, not a stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -42,14 +58,20 @@ from typing import Any, Literal
 
 import mcp.types as types
 
-from managers.mcp.config import Lifetime, ServerConfig
+from managers.mcp.config import Lifetime, PromptRequest, ServerConfig
 from managers.mcp.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
+from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool, truncate_text
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
 _NAMES_SHOWN = 10  # servers named in a message about many; the rest are counted
+LIST_RESOURCES = "list_resources"
+READ_RESOURCE = "read_resource"
+RESOURCE_TOOLS = (LIST_RESOURCES, READ_RESOURCE)
+# Both only read, so the tool loop runs them beside other read-only calls and never refuses them.
+RESOURCE_TOOL_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+_URIS_DESCRIBED = 10  # resource URIs named in read_resource's description; beyond that, list_resources names them
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
@@ -161,6 +183,10 @@ class _Slot:
     check: asyncio.Task[None] | None = None
     # Turn lifetime: fresh servers started ahead for the coming turns, oldest first.
     spares: deque[asyncio.Task[ToolSource]] = field(default_factory=deque)
+    # A closed turn's server said its prompts changed: the next turn asks for them again.
+    prompts_changed: bool = False
+    # Its own tool of a resource tool's name was already reported (debug, once per episode).
+    shadowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,6 +196,16 @@ class TurnTools:
     schemas: list[dict[str, Any]]
     names: ToolNameMap
     servers: tuple[str, ...]  # the servers whose tools are offered
+    resource_tools: frozenset[str] = frozenset()  # wire names of the offered resource tools
+
+
+@dataclass(frozen=True)
+class ServerPrompt:
+    """The text of one configured prompt of one server, for the agent's system prompt."""
+
+    server: str
+    name: str
+    text: str
 
 
 class Toolbox:
@@ -193,6 +229,7 @@ class Toolbox:
         self.turn_tools = TurnTools([], ToolNameMap([]), ())
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
+        self._prompt_warnings: set[str] = set()  # given this episode
 
     @property
     def all_disabled(self) -> bool:
@@ -206,8 +243,11 @@ class Toolbox:
 
     def reset_episode(self) -> None:
         """Forget the rules' memory: the next connect of every server is a first connect again."""
+        self._prompt_warnings.clear()
         for slot in self._slots.values():
             slot.health = ServerHealth()
+            slot.prompts_changed = False
+            slot.shadowed = False
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -258,7 +298,7 @@ class Toolbox:
     async def _ready_episode(self, slot: _Slot) -> None:
         await self._checked(slot)
         source = slot.source
-        if source is not None and source.is_alive and not source.tools_changed:
+        if source is not None and source.is_alive and not (source.tools_changed or source.resources_changed):
             slot.check = asyncio.get_running_loop().create_task(self._check(slot), name=f"mcp-check-{slot.server.name}")
             return
         await self._check(slot)
@@ -270,6 +310,8 @@ class Toolbox:
             if await source.ping(PING_TIMEOUT_SECONDS):
                 if source.tools_changed:
                     await self._relist(slot, source)
+                if source.resources_changed:
+                    await self._list_resources(slot, source, changed=True)
                 return
             self._log(
                 logging.WARNING,
@@ -311,9 +353,41 @@ class Toolbox:
             server_name=slot.server.name,
         )
 
+    async def _list_resources(self, slot: _Slot, source: ToolSource, changed: bool = False) -> None:
+        """List the server's resources (kept on the source), if it declares any; a failure leaves
+        its resource tools out until the next listing, and its own tools offered."""
+        capabilities = source.capabilities
+        if capabilities is not None and capabilities.resources is None:
+            return  # None: not known (see ToolSource.capabilities), so asked
+        name = slot.server.name
+        try:
+            # A healthy server lists in milliseconds; one that hangs here must not hold up its start for long.
+            resources = await source.list_resources(min(source.settings.startup_timeout, PING_TIMEOUT_SECONDS))
+        except (MCPToolCallError, TimeoutError) as exc:  # MCPServerDiedError included: the next check sees it
+            self._log(
+                logging.DEBUG,
+                "mcp_resource_listing_failed",
+                "MCP server '%s': its resources are not offered (%s)",
+                name,
+                str(exc),
+                server_name=name,
+            )
+            return
+        if changed:
+            self._log(
+                logging.INFO,
+                "mcp_resources_changed",
+                "MCP server '%s' changed its resources; it now lists %d",
+                name,
+                len(resources),
+                server_name=name,
+                resource_count=len(resources),
+            )
+
     async def _ready_turn(self, slot: _Slot) -> None:
         old, slot.source = slot.source, None
         if old is not None:
+            slot.prompts_changed |= old.prompts_changed
             self._close_later(old)
         outcome, slot.source = await connect_by_rules(
             slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server)
@@ -370,6 +444,13 @@ class Toolbox:
     async def _connect_new(self, slot: _Slot) -> ToolSource:
         source = self._make_source(slot.server)
         await source.connect()
+        try:
+            await self._list_resources(slot, source)
+        except BaseException:
+            # Cancelled (a server started ahead for a turn that will not come): connect() undoes
+            # only its own start, so a server cancelled after it is closed here.
+            await source.close()
+            raise
         self._log(
             logging.INFO,
             "mcp_session_connect",
@@ -389,6 +470,7 @@ class Toolbox:
     def refresh_tools(self) -> TurnTools:
         """The offered tools of every live server, in config order (filters applied)."""
         offered: list[tuple[str, types.Tool]] = []
+        resource_tools: list[tuple[str, types.Tool]] = []  # after every server's own tools
         servers: list[str] = []
         for name, slot in self._slots.items():
             source = slot.source
@@ -396,17 +478,45 @@ class Toolbox:
                 continue
             servers.append(name)
             offered.extend((name, tool) for tool in source.tools if slot.server.offers(tool.name))
+            resource_tools.extend((name, tool) for tool in self._resource_tools(slot, source))
+        offered.extend(resource_tools)
         names = ToolNameMap((server, tool.name) for server, tool in offered)
         schemas = [translate_tool(server, tool, names) for server, tool in offered]
-        self.turn_tools = TurnTools(schemas, names, tuple(servers))
+        wire = frozenset(names.wire_for(server, tool.name) for server, tool in resource_tools)
+        self.turn_tools = TurnTools(schemas, names, tuple(servers), wire)
         if names.routes:
             self.known_names = names
         return self.turn_tools
+
+    def _resource_tools(self, slot: _Slot, source: ToolSource) -> list[types.Tool]:
+        """``list_resources`` and ``read_resource`` for this server, where they are offered (see the
+        module docstring)."""
+        server = slot.server
+        shown = [resource for resource in source.resources if for_model(server, resource)]
+        if not shown:
+            return []
+        own = {tool.name for tool in source.tools}.intersection(RESOURCE_TOOLS)
+        if own and not slot.shadowed:
+            slot.shadowed = True
+            self._log(
+                logging.DEBUG,
+                "mcp_resource_tool_shadowed",
+                "MCP server '%s' has its own %s tool; ZorkGPT's resource tool of that name is not offered",
+                server.name,
+                " and ".join(sorted(own)),
+                server_name=server.name,
+            )
+        return [
+            tool
+            for tool in resource_tool_definitions(server.name, shown)
+            if tool.name not in own and server.offers(tool.name)
+        ]
 
     def end_turn(self) -> None:
         """Turn-lifetime servers are done with this turn: close them in the background."""
         for slot in self._slots.values():
             if slot.lifetime == "turn" and slot.source is not None:
+                slot.prompts_changed |= slot.source.prompts_changed
                 self._close_later(slot.source)
                 slot.source = None
 
@@ -477,6 +587,8 @@ class Toolbox:
         source = self._slots[route.server_name].source if route is not None else None
         if route is None or source is None:
             return None
+        if route.wire_name in self.turn_tools.resource_tools:
+            return RESOURCE_TOOL_ANNOTATIONS
         for tool in source.tools:
             if tool.name == route.tool_name:
                 return tool.annotations
@@ -502,8 +614,82 @@ class Toolbox:
         source = slot.source
         if source is None:
             raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.")
+        if route.wire_name in self.turn_tools.resource_tools:
+            return route, await _resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
         return route, await source.call_tool(
             route.tool_name, arguments, timeout, deadline=deadline, on_progress=on_progress
+        )
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    async def fetch_prompts(
+        self, everything: bool, timeout: float, max_chars: int, config_file: str
+    ) -> dict[str, tuple[ServerPrompt, ...]]:
+        """The configured prompts, by server: of every server that has some (``everything``: the
+        episode's first turn), else only of those that said their prompts changed. A prompt that
+        cannot be had is logged as a warning (naming the entry and the fix) and left out; the
+        texts are cut to ``max_chars`` each, as tool results are."""
+        wanted = []
+        for slot in self._slots.values():
+            source = slot.source
+            changed = slot.prompts_changed or (source is not None and source.prompts_changed)
+            if slot.server.prompts and (everything or changed) and not slot.health.disabled:
+                slot.prompts_changed = False
+                wanted.append(slot)
+        fetched = await asyncio.gather(*(self._fetch(slot, timeout, max_chars, config_file) for slot in wanted))
+        return {slot.server.name: prompts for slot, prompts in zip(wanted, fetched, strict=True)}
+
+    async def _fetch(self, slot: _Slot, timeout: float, max_chars: int, config_file: str) -> tuple[ServerPrompt, ...]:
+        server = slot.server
+        where = f'"prompts" of the entry "{server.name}" in {config_file}'
+        source = slot.source
+        if source is None or not source.is_alive:
+            self._prompt_warning(
+                server, None, f"MCP server '{server.name}' is not connected, so its prompts were not added"
+            )
+            return ()
+        capabilities = source.capabilities  # None: not known (see ToolSource.capabilities), so asked
+        if capabilities is not None and capabilities.prompts is None:
+            self._prompt_warning(
+                server,
+                None,
+                f"MCP server '{server.name}' offers no prompts, so {where} adds nothing. Remove \"prompts\" from "
+                "the entry, or check that it starts the server you meant",
+            )
+            return ()
+        prompts: list[ServerPrompt] = []
+        for request in server.prompts:
+            try:
+                result = await source.get_prompt(request.name, dict(request.arguments), server.timeout or timeout)
+            except (MCPToolCallError, TimeoutError) as exc:
+                self._prompt_warning(server, request.name, await _prompt_failure(source, request, exc, where, timeout))
+                if isinstance(exc, MCPServerDiedError):
+                    break
+                continue
+            text = prompt_text(result)
+            if not text:
+                self._prompt_warning(
+                    server,
+                    request.name,
+                    f"The prompt \"{request.name}\" of MCP server '{server.name}' has no text to add; remove it "
+                    f"from {where}",
+                )
+                continue
+            prompts.append(ServerPrompt(server.name, request.name, truncate_text(text, max_chars)))
+        return tuple(prompts)
+
+    def _prompt_warning(self, server: ServerConfig, prompt: str | None, message: str) -> None:
+        """Warn once per episode: a prompt asked for again after a change fails the same way."""
+        if message in self._prompt_warnings:
+            return
+        self._prompt_warnings.add(message)
+        self._log(
+            logging.WARNING,
+            "mcp_prompt_unavailable",
+            "%s; the game goes on without it.",
+            message,
+            server_name=server.name,
+            prompt_name=prompt,
         )
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
@@ -514,6 +700,129 @@ def _backoff_for(server: ServerConfig) -> tuple[float, ...]:
     """A remote server gets a few tries, 1, 2 and 4 s apart, before a failed connect counts; a
     local one is started afresh, and waiting would not bring a broken command back."""
     return RECONNECT_BACKOFF_SECONDS if server.is_remote else ()
+
+
+def resource_tool_definitions(server_name: str, resources: list[types.Resource]) -> list[types.Tool]:
+    """The two resource tools of one server, as if it listed them itself."""
+    uris = [resource.uri for resource in resources]
+    named = (
+        f"Its resources: {', '.join(uris)}."
+        if len(uris) <= _URIS_DESCRIBED
+        else f"It has {len(uris)} resources; {LIST_RESOURCES} names them."
+    )
+    return [
+        types.Tool(
+            name=LIST_RESOURCES,
+            description=(
+                f"List the resources of MCP server '{server_name}': the name, uri, mimeType and description of each. "
+                f"Read one with {READ_RESOURCE}."
+            ),
+            input_schema={"type": "object", "properties": {}},
+            annotations=RESOURCE_TOOL_ANNOTATIONS,
+        ),
+        types.Tool(
+            name=READ_RESOURCE,
+            description=(
+                f"Read one resource of MCP server '{server_name}' by its URI: text as it is, binary content "
+                f"described by its type and size. {named}"
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string", "description": f"The resource's URI, as {LIST_RESOURCES} gives it"}
+                },
+                "required": ["uri"],
+            },
+            annotations=RESOURCE_TOOL_ANNOTATIONS,
+        ),
+    ]
+
+
+def for_model(server: ServerConfig, resource: types.Resource) -> bool:
+    """Whether the model is shown ``resource``: the entry's filters let it through, and the server
+    did not mark it for the user alone (MCP's ``audience`` annotation without ``assistant``)."""
+    audience = resource.annotations.audience if resource.annotations is not None else None
+    return server.shows_resource(resource.uri) and (audience is None or "assistant" in audience)
+
+
+def describe_resource(resource: types.Resource) -> dict[str, Any]:
+    """What list_resources says of one resource (MCP's own key names; absent fields left out)."""
+    fields = {
+        "name": resource.name,
+        "uri": resource.uri,
+        "mimeType": resource.mime_type,
+        "description": resource.description,
+    }
+    return {key: value for key, value in fields.items() if value}
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def _resource_call(
+    server: ServerConfig,
+    source: ToolSource,
+    tool: str,
+    arguments: dict[str, Any],
+    timeout: float,
+    deadline: float | None,
+) -> types.CallToolResult:
+    """One call of a resource tool, answered as a tool's result would be (``tools.convert_call_result``
+    then shows text inline, blobs by type and size, and applies the caps)."""
+    if tool == LIST_RESOURCES:
+        resources = await source.list_resources(timeout, deadline=deadline)
+        shown = [describe_resource(r) for r in resources if for_model(server, r)]
+        listing = {"resources": shown}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(listing, ensure_ascii=False))],
+            structured_content=listing,
+        )
+    uri = arguments.get("uri")
+    if not isinstance(uri, str) or not uri.strip():
+        return _tool_error(f'{READ_RESOURCE} needs "uri": the URI of one resource, as {LIST_RESOURCES} gives it.')
+    refusal = server.resource_refusal(uri)
+    if refusal is not None:
+        return _tool_error(f"Not read: {refusal} in ZorkGPT's MCP config.")
+    contents = list((await source.read_resource(uri, timeout, deadline=deadline)).contents)
+    if len(contents) == 1 and isinstance(contents[0], types.TextResourceContents):
+        # The usual case: one text, shown as it is (and cut with a marker like any long result).
+        return types.CallToolResult(content=[types.TextContent(type="text", text=contents[0].text)])
+    return types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=item) for item in contents])
+
+
+def prompt_text(result: types.GetPromptResult) -> str:
+    """The text messages of a prompt, in order (images, audio and embedded resources left out)."""
+    texts = [message.content.text for message in result.messages if isinstance(message.content, types.TextContent)]
+    return "\n\n".join(text.strip() for text in texts if text.strip())
+
+
+async def _prompt_failure(
+    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float
+) -> str:
+    """Why a prompt could not be had, and the fix: a name the server does not have, else its arguments."""
+    name = source.name
+    try:
+        known = await source.list_prompts(timeout)
+    except (MCPToolCallError, TimeoutError):
+        known = None
+    if known is not None and request.name not in {prompt.name for prompt in known}:
+        offered = ", ".join(prompt.name for prompt in known) or "none"
+        return (
+            f"MCP server '{name}' has no prompt \"{request.name}\" (its prompts: {offered}). Fix the name in "
+            f"{where}, or remove it"
+        )
+    prompt = next((p for p in known or [] if p.name == request.name), None)
+    takes = (
+        ", ".join(
+            f"{argument.name}{' (required)' if argument.required else ''}" for argument in (prompt.arguments or [])
+        )
+        if prompt is not None
+        else ""
+    )
+    if isinstance(error, MCPServerDiedError | TimeoutError):
+        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
+    return f"{error}. Check its arguments in {where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:
