@@ -3,6 +3,7 @@
 from game_interface.jericho_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
+    ExitProbe,
     GameInterfaceError,
     GameObject,
     GameSnapshot,
@@ -18,6 +19,7 @@ __all__ = [
     "CANONICAL_MD5",
     "DIRECTIONS",
     "DOWNLOAD_URL",
+    "ExitProbe",
     "MAX_COMMAND_BYTES",
     "META_COMMANDS",
     "GameInterfaceError",
