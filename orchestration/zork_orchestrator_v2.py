@@ -13,7 +13,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
@@ -353,6 +353,7 @@ class ZorkOrchestratorV2:
         state.inventory_shown = list(info.inventory_shown)
         state.visible_objects = list(info.visible_objects)
         state.exits = list(info.exits)
+        state.exit_probes = [astuple(probe) for probe in info.ways]
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat

@@ -110,6 +110,8 @@ class GameState:
     inventory_shown: list[str] = field(default_factory=list)
     visible_objects: list[str] = field(default_factory=list)
     exits: list[str] = field(default_factory=list)
+    # The engine's exit probe in full: (direction, room reached or 0, refusal, door, room behind the door).
+    exit_probes: list[tuple[str, int, str, str, int]] = field(default_factory=list)
     score: int = 0
     max_score: int = 0
     moves: int = 0
@@ -169,4 +171,5 @@ class GameState:
         data["inventory_shown"] = list(self.inventory_shown)
         data["visible_objects"] = list(self.visible_objects)
         data["exits"] = list(self.exits)
+        data["exit_probes"] = [list(p) for p in self.exit_probes]
         return data

@@ -56,11 +56,13 @@ def _kitchen_graph() -> MapGraph:
     return graph
 
 
-def test_unexplored_exits_are_verified_exits_without_an_edge() -> None:
+def test_unexplored_exits_lead_to_rooms_not_yet_visited() -> None:
     graph = _kitchen_graph()
     assert graph.unexplored_exits(1) == ["east", "west", "up", "out"]  # canonical order
     assert graph.record_move(1, "w", 2)
     graph.add_room(2, "Living Room")
+    assert graph.unexplored_exits(1) == ["east", "west", "up", "out"]  # known, but never entered
+    graph.visit(2, "Living Room")
     assert graph.neighbours(1) == {"west": 2}
     assert graph.unexplored_exits(1) == ["east", "up", "out"]
     assert graph.unexplored_exits(2) == []  # nothing verified there yet
@@ -76,13 +78,14 @@ def test_record_move_reports_changes_only() -> None:
     assert not graph.record_move(1, "west", 1)  # not a move
 
 
-def test_non_direction_moves_are_labelled_by_the_action() -> None:
+def test_commands_that_are_not_directions_are_never_stored_as_ways() -> None:
     graph = MapGraph()
-    graph.add_room(5, "Forest Path")
-    graph.set_verified_exits(5, ["up"])
-    graph.record_move(5, "Climb  Tree", 6)
-    assert graph.neighbours(5) == {"climb tree": 6}
-    assert graph.unexplored_exits(5) == ["up"]  # "climb tree" is not the verified "up"
+    graph.visit(5, "Altar")
+    graph.set_verified_exits(5, ["north", "down"])
+    assert not graph.record_move(5, "pray", 6)  # it moved the player, but it is no way of the Altar
+    assert not graph.record_move(5, "Climb  Tree", 6)
+    assert graph.edges == {}
+    assert [w.label for w in graph.ways(5)] == ["north", "down"]
 
 
 def test_failed_exits_are_pruned_after_the_threshold() -> None:
@@ -130,8 +133,10 @@ def test_render_text_marks_current_room_and_lists_unexplored() -> None:
     text = graph.render_text(2)
     lines = text.splitlines()
     assert lines[0].startswith("Map (2 rooms known")
-    assert lines[1] == "* Living Room (#2): east -> Kitchen (#1); unexplored: down"
-    assert lines[2] == "  Kitchen (#1): west -> Living Room (#2); unexplored: east, up, out"
+    assert lines[1] == "* Living Room (#2): east -> Kitchen (#1); down -> unexplored"
+    assert lines[2] == (
+        "  Kitchen (#1): east -> unexplored; west -> Living Room (#2); up -> unexplored; out -> unexplored"
+    )
     assert MapGraph().render_text(None) == "Map: nothing explored yet."
 
 
@@ -152,13 +157,13 @@ def test_render_mermaid() -> None:
     graph = _kitchen_graph()
     graph.add_room(2, 'The "Living" Room')
     graph.record_move(1, "west", 2)
-    graph.record_move(2, "pray | hope", 1)
+    graph.record_move(2, "pray | hope", 1)  # no direction: not drawn
     text = graph.render_mermaid(current_room_id=1)
     assert text.splitlines()[0] == "graph LR"
     assert '  R1["Kitchen #1"]' in text
     assert '  R2["The #quot;Living#quot; Room #2"]' in text
     assert '  R1 -->|"west"| R2' in text
-    assert '  R2 -->|"pray / hope"| R1' in text
+    assert "pray" not in text
     assert "  class R1 current" in text
 
 
