@@ -253,6 +253,16 @@ class MapGraph:
         found += [Way(d, r.door_to, r.text, r.door) for d, r in room.refused.items()]
         return sorted(found, key=lambda w: _direction_sort_key(w.label))
 
+    def probed_edges(self) -> dict[int, dict[str, int]]:
+        """Open ways the probe found to known rooms, where no move was made that way yet."""
+        found: dict[int, dict[str, int]] = {}
+        for room_id, room in self.rooms.items():
+            walked = self.edges.get(room_id, {})
+            for label, to_id in room.leads_to.items():
+                if label in room.verified_exits and label not in walked and to_id in self.rooms:
+                    found.setdefault(room_id, {})[label] = to_id
+        return found
+
     def route(self, from_id: int, to_ids: set[int]) -> list[Way] | None:
         """The shortest way (fewest moves) to any of ``to_ids`` over ways the engine confirmed
         open; failing that, one that goes through doors the story names (the kitchen window),
