@@ -6,8 +6,11 @@ memory, objective and knowledge models give real answers), then checks every age
 against the engine, replayed independently here with raw Jericho calls:
 
 - exits: the "Valid exits" line equals the directions the engine lets the player take;
-- map: every way out shown in the map section is a move observed this game, or is marked
-  probable; ways marked "blocked now" are not open, and unmarked directions are open;
+- map: every way out shown in the map section is the engine's: "north -> Kitchen" leads there
+  now, when the player has been there, "north -> unexplored" leads to a room not yet visited,
+  "east: blocked — ..." leads nowhere now and the text is the game's own reply to trying it;
+  every open direction is shown; nothing is inferred. Each route and each way to the nearest
+  unexplored exits is walked in the engine from that turn: every step must move the player;
 - objects: the "Visible objects" line names every object the player can see in the room (its
   children and the doors, windows, containers and creatures it shares with other rooms), each
   where it sits (in or on what, carried by which creature) and with its open/closed/on/off state;
@@ -68,7 +71,18 @@ from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
 SIZE_TURNS = (1, 100, 200, 400)
-CHECKS = ("exits", "map", "objects", "inventory", "objectives", "memory", "helpers_saw", "completed_shown", "repeats")
+CHECKS = (
+    "exits",
+    "map",
+    "routes",
+    "objects",
+    "inventory",
+    "objectives",
+    "memory",
+    "helpers_saw",
+    "completed_shown",
+    "repeats",
+)
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -87,6 +101,9 @@ class TurnTruth:
     exits: set[str]
     objects: set[str]
     inventory: set[str]
+    leads_to: dict[str, int] = field(default_factory=dict)  # direction -> room reached
+    replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
+    state: Any = None  # the engine's state then, to walk the routes shown
 
 
 @dataclass
@@ -105,6 +122,7 @@ class EngineTruth:
     # (room name, direction) -> destination names seen up to each turn: edges[turn] holds the moves before it.
     moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
     room_names: dict[int, str] = field(default_factory=dict)
+    probed_names: dict[int, str] = field(default_factory=dict)  # every room an exit probe reached
     world_changed: set[int] = field(default_factory=set)
     # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
     things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
@@ -190,16 +208,34 @@ class Oracle:
                 seen[self.name(number)] = ("", self.states(number, attrs))
         return carried, seen
 
-    def exits(self) -> set[str]:
+    def exits(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
         here = self.room(self.tree())
         state = self.env.get_state()
-        found: set[str] = set()
+        found: dict[str, int] = {}
+        replies: dict[str, str] = {}
         for direction in DIRECTIONS:
-            self.env.step(direction)
-            if not self.env.game_over() and self.room(self.tree()) != here:
-                found.add(direction)
+            reply = self.env.step(direction)[0]
+            now = self.room(self.tree())
+            if not self.env.game_over() and "You have died" not in reply and now != here:
+                found[direction] = now
+            else:
+                replies[direction] = reply.strip()
             self.env.set_state(state)
-        return found
+        return found, replies
+
+    def walk(self, state: Any, steps: list[str]) -> bool:
+        """Does every step, from ``state``, move the player to another room (alive)?"""
+        self.env.set_state(state)
+        try:
+            for step in steps:
+                here = self.room(self.tree())
+                reply = self.env.step(step)[0]
+                if self.env.game_over() or "You have died" in reply or self.room(self.tree()) == here:
+                    return False
+            return True
+        finally:
+            self.env.set_state(state)
 
     def near(self, tree: Tree, room: int) -> set[int]:
         """Everything in the room or carried, at any depth, visible or not, and the room's local globals."""
@@ -220,9 +256,20 @@ class Oracle:
             room = self.room(tree)
             truth.room_names[room] = self.name(room)
             carried = {self.name(n) for n in self.visible_below(tree, self.player)}
+            leads, replies = self.exits()
             truth.turns[turn] = TurnTruth(
-                turn, room, self.name(room), self.exits(), self.interactive(tree, room), carried
+                turn,
+                room,
+                self.name(room),
+                set(leads),
+                self.interactive(tree, room),
+                carried,
+                leads,
+                replies,
+                self.env.get_state(),
             )
+            for reached in leads.values():
+                truth.probed_names[reached] = self.name(reached)
             truth.moves_before[turn] = set(moves)
             truth.things[turn] = self.things(tree, room)
             response = self.env.step(command)[0]
@@ -374,32 +421,60 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
     exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
     if exits != facts.exits:
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
+
+
+_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
+_NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
+_ROUTE = re.compile(r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+ on the way\))?$")
+
+
+def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, oracle: Oracle) -> None:
+    """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
+    facts = truth.turns[turn]
+    names = truth.probed_names
+    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
     ways = _line(prompt, "Ways from here: ")
+    shown_open: set[str] = set()
     for way in ways.split("; ") if ways and ways != "none known" else []:
         verdicts.checked["map"] += 1
+        where = f"turn {turn} in {facts.room}: {way!r}"
+        blocked = _BLOCKED.match(way)
+        if blocked:
+            label, text = blocked.group("label"), blocked.group("text")
+            if label in facts.exits:
+                verdicts.disagree("map", f"{where} is shown blocked but leads to {names[facts.leads_to[label]]}")
+            elif text not in facts.replies.get(label, "").splitlines():
+                verdicts.disagree("map", f"{where}: the game says {facts.replies.get(label, '')!r}")
+            continue
         match = _WAY.match(way)
-        if match is None:
-            verdicts.disagree("map", f"turn {turn}: unreadable way {way!r}")
+        if match is None or match.group("marks") or match.group("label") not in DIRECTIONS:
+            verdicts.disagree("map", f"{where}: not a way the engine showed (unreadable, marked or no direction)")
             continue
-        label, to, marks = match.group("label"), match.group("to"), (match.group("marks") or "").split(", ")
-        if to == "unexplored":
-            if label not in facts.exits:
-                verdicts.disagree("map", f"turn {turn} in {facts.room}: unexplored {label} is no exit")
+        label, to = match.group("label"), match.group("to")
+        shown_open.add(label)
+        if label not in facts.exits:
+            verdicts.disagree("map", f"{where} leads nowhere now")
             continue
-        if "probable" not in marks:
-            observed = {
-                truth.room_names[b] for a, lbl, b in truth.moves_before[turn] if a == facts.room_id and lbl == label
-            }
-            if to not in observed:
-                verdicts.disagree(
-                    "map", f"turn {turn} in {facts.room}: {way} was never observed and is not marked probable"
-                )
-        if label in DIRECTIONS:
-            blocked = "blocked now" in marks
-            if blocked == (label in facts.exits):
-                verdicts.disagree(
-                    "map", f"turn {turn} in {facts.room}: {way} but the engine says open={label in facts.exits}"
-                )
+        reached = facts.leads_to[label]
+        expected = names[reached] if reached in visited else "unexplored"
+        if to != expected:
+            verdicts.disagree("map", f"{where}: the engine leads to {names[reached]} (visited: {reached in visited})")
+    if ways is not None and shown_open != facts.exits:
+        verdicts.disagree(
+            "map", f"turn {turn} in {facts.room}: open ways shown {sorted(shown_open)}, engine {sorted(facts.exits)}"
+        )
+    section = prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0] if "\n## Map" in prompt else ""
+    for line in section.splitlines():
+        nearby, route = _NEARBY.match(line), _ROUTE.match(line)
+        if route and not route.group("door"):
+            steps = [s.strip() for s in route.group("steps").split(",")]
+        elif nearby:
+            steps = [s.strip() for s in nearby.group("steps").split(",")]
+        else:
+            continue
+        verdicts.checked["routes"] += 1
+        if not oracle.walk(facts.state, steps):
+            verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r} does not walk in the engine")
 
 
 def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
@@ -656,6 +731,7 @@ def main() -> None:
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
+        check_map(turn, user, truth, verdicts, oracle)
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
     check_helper_requests(run["bodies"], truth, verdicts)
