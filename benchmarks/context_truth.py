@@ -39,6 +39,7 @@ import re
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
+EXAMPLES = 5
 SIZE_TURNS = (1, 100, 200, 400)
 CHECKS = (
     "exits",
@@ -224,16 +226,25 @@ class Oracle:
             self.env.set_state(state)
         return found, replies
 
-    def walk(self, state: Any, steps: list[str]) -> bool:
-        """Does every step, from ``state``, move the player to another room (alive)?"""
+    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str]:
+        """Walk ``steps`` from ``state``; ``confirmed(room)`` is where each direction led when the
+        engine last probed that room. Returns ("", "") when every step moves the player on, else
+        ("wrong", ...) when a step was never a way the engine confirmed there (the map's fault), or
+        ("changed", ...) when it was, but the world changed since (a door shut, the lamp went out
+        and a grue came, the bat carried the player off): no map can know that without going back."""
         self.env.set_state(state)
         try:
-            for step in steps:
+            for index, step in enumerate(steps, start=1):
                 here = self.room(self.tree())
+                expected = confirmed(here).get(step)
+                where = f"step {index} ({step}) from {self.name(here)}"
+                if expected is None:
+                    return "wrong", f"{where}: the engine never showed that way there"
                 reply = self.env.step(step)[0]
-                if self.env.game_over() or "You have died" in reply or self.room(self.tree()) == here:
-                    return False
-            return True
+                now = self.room(self.tree())
+                if self.env.game_over() or "You have died" in reply or now != expected:
+                    return "changed", f"{where}: {' '.join(reply.split())[:80]}"
+            return "", ""
         finally:
             self.env.set_state(state)
 
@@ -407,11 +418,13 @@ class Verdicts:
     counts: Counter[str] = field(default_factory=Counter)
     checked: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    # Routes over ways the engine confirmed that the world has changed since (not the map's fault).
+    changed_since: list[str] = field(default_factory=list)
 
     def disagree(self, check: str, detail: str) -> None:
         self.counts[check] += 1
         self.examples.setdefault(check, [])
-        if len(self.examples[check]) < 5:
+        if len(self.examples[check]) < EXAMPLES:
             self.examples[check].append(detail)
 
 
@@ -426,6 +439,15 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
 _BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
 _ROUTE = re.compile(r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+ on the way\))?$")
+
+
+def _last_probe(truth: EngineTruth, room: int, turn: int) -> dict[str, int]:
+    """Where each direction led when the player was last in ``room``, up to ``turn``."""
+    for t in range(turn, 0, -1):
+        facts = truth.turns.get(t)
+        if facts is not None and facts.room_id == room:
+            return facts.leads_to
+    return {}
 
 
 def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, oracle: Oracle) -> None:
@@ -473,8 +495,11 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         else:
             continue
         verdicts.checked["routes"] += 1
-        if not oracle.walk(facts.state, steps):
-            verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r} does not walk in the engine")
+        kind, detail = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
+        if kind == "wrong":
+            verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r}: {detail}")
+        elif kind == "changed":
+            verdicts.changed_since.append(f"turn {turn} in {facts.room}: {line!r}: {detail}")
 
 
 def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
@@ -758,6 +783,10 @@ def main() -> None:
         "checked": {check: verdicts.checked.get(check, 0) for check in CHECKS},
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
+        "routes_changed_since_confirmed": {
+            "count": len(verdicts.changed_since),
+            "examples": verdicts.changed_since[:EXAMPLES],
+        },
         "prompt_tokens_estimate_chars_div_4": sizes,
         "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
     }
