@@ -22,6 +22,9 @@ against the engine, replayed independently here with raw Jericho calls:
   appeared or vanished, or the game's own state changed) was offered to the memory model;
 - helpers_saw: no memory, knowledge or objective request tells of an object moving to or from
   a room the player had not been in by then, or of a hiding flag;
+- turn_numbers: one turn number everywhere: the agent's prompt "Turn N" is answered with the
+  walkthrough's Nth command, the episode log records that command as turn N, and the memory
+  helper is told "Turn N in <the room the engine had then>: > <that command>";
 - repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
 
 It prints the disagreements per check (the goal is 0 everywhere), the agent's prompt size in
@@ -77,6 +80,7 @@ CHECKS = (
     "exits",
     "map",
     "routes",
+    "turn_numbers",
     "objects",
     "inventory",
     "objectives",
@@ -502,6 +506,39 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
             verdicts.changed_since.append(f"turn {turn} in {facts.room}: {line!r}: {detail}")
 
 
+def _reply_action(reply: dict[str, Any]) -> str:
+    """The command in a scripted agent reply (its JSON content's "action")."""
+    try:
+        return str(json.loads(reply["choices"][0]["message"]["content"]).get("action", ""))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return ""
+
+
+_MEMORY_TURN = re.compile(r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > (?P<action>.+)$", re.MULTILINE)
+
+
+def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTruth, verdicts: Verdicts) -> None:
+    """The prompt's turn number, the log's and the memory helper's name the same turn."""
+    for turn, action in sorted(run["agent_actions"].items()):
+        verdicts.checked["turn_numbers"] += 1
+        # The agent plays commands lower-cased; the turn is what is compared.
+        logged = str(run["logged_turns"].get(turn, ""))
+        if action.lower() != commands[turn - 1].lower() or logged.lower() != action.lower():
+            verdicts.disagree(
+                "turn_numbers",
+                f"prompt turn {turn} answered {action!r}; walkthrough {commands[turn - 1]!r}; "
+                f"log's turn {turn}: {run['logged_turns'].get(turn)!r}",
+            )
+    for body in run["bodies"]:
+        if not body.get("response_format") or schema_name(body) != "MemoryBatchReply":
+            continue
+        for match in _MEMORY_TURN.finditer(user_text(body)):
+            turn, room = int(match.group("turn")), int(match.group("room"))
+            verdicts.checked["turn_numbers"] += 1
+            if match.group("action").lower() != commands[turn - 1].lower() or room != truth.turns[turn].room_id:
+                verdicts.disagree("turn_numbers", f"memory batch: {match.group(0)[:120]!r}")
+
+
 def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
     offered: set[int] = set()
     for body in bodies:
@@ -683,7 +720,14 @@ def prompt_sections(system: str, user: str) -> dict[str, int]:
 
 def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
     server = ScriptedLLMServer().start()
-    server.respond_with(model)
+    answered: list[tuple[dict[str, Any], Any]] = []
+
+    def recording(body: dict[str, Any], index: int) -> Any:
+        reply = model(body, index)
+        answered.append((body, reply))
+        return reply
+
+    server.respond_with(recording)
     full_maps: dict[int, tuple[str, str]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -714,18 +758,26 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
             try:
                 state = orchestrator.play_episode()
                 objectives = json.loads((config.workdir / "objectives.json").read_text(encoding="utf-8"))
+                logged = [
+                    json.loads(line)
+                    for path in config.workdir.rglob("episode_log.jsonl")
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()
+                ]
             finally:
                 orchestrator.close()
     finally:
         server.stop()
     prompts: dict[int, tuple[str, str]] = {}
-    for body in server.bodies:
+    agent_actions: dict[int, str] = {}
+    for body, reply in answered:
         if body.get("model") != AGENT_MODEL:
             continue
         system, user = body["messages"][0]["content"], user_text(body)
         match = _TURN_LINE.search(user)
         if match:
             prompts[int(match.group(1))] = (system if isinstance(system, str) else json.dumps(system), user)
+            agent_actions[int(match.group(1))] = _reply_action(reply)
     if show_turn is not None and show_turn in prompts:
         print(f"--- the agent's prompt at turn {show_turn} (system, then user) ---")
         print(prompts[show_turn][0])
@@ -739,6 +791,8 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
         "bodies": server.bodies,
+        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
+        "agent_actions": agent_actions,
     }
 
 
@@ -760,6 +814,7 @@ def main() -> None:
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
     check_helper_requests(run["bodies"], truth, verdicts)
+    check_turn_numbers(run, commands, truth, verdicts)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
     for turn in sorted(truth.world_changed - run["memory_offered"]):
