@@ -192,6 +192,7 @@ class JerichoInterface:
         self._exits_cache: tuple[ExitProbe, ...] | None = None
         self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
         self._last_changes: tuple[WorldChange, ...] = ()
+        self._entered: tuple[Location, ...] = ()
 
     @property
     def env(self) -> FrotzEnv:
@@ -221,10 +222,12 @@ class JerichoInterface:
         meta = self.find_session_command(command)
         if meta is not None:
             raise RefusedCommandError(command, meta)
+        self._entered = ()
         if self._game_over:
             self._last_changes = ()
             return GAME_OVER_TEXT
         env = self.env
+        room_before = self.get_location().id
         before = self._tree()
         raw, _, _, _ = env.step(command)
         hidden_change = bool(env._get_world_diff()[3])  # read now: an exit probe would overwrite it
@@ -234,6 +237,8 @@ class JerichoInterface:
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
         self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
+        if self.last_response_was_death:
+            self._entered = self._room_died_in(room_before, text)
         if env.victory():
             self._victory = True
             self._game_over = True
@@ -269,6 +274,33 @@ class JerichoInterface:
 
     def is_victory(self) -> bool:
         return self._victory
+
+    def last_rooms_entered(self) -> tuple[Location, ...]:
+        """Rooms the last command took the player into that the location after it cannot show:
+        a room entered and died in (the Gas Room with a torch lit), as the player is then moved on."""
+        return self._entered
+
+    def _room_died_in(self, room_before: int, text: str) -> tuple[Location, ...]:
+        """The room whose name heads a line of the reply before the death, if it is not the room
+        the command started in. Several rooms share a name ("Forest"): the one a way out of the
+        room before leads to is taken, and a shared name with no such way is not guessed."""
+        before_death = _DEATH.split(text, maxsplit=1)[0]
+        static = self._story.objects.get(room_before)
+        destinations = {way.to for _, way in static.exits} if static else set()
+        tree = self._tree()
+        for line in before_death.splitlines():
+            name = line.strip()
+            if not name or len(name) > 40:
+                continue
+            rooms = [
+                n
+                for n, entry in tree.items()
+                if entry[0] == self._rooms_root and self._name(n) == name and n != room_before
+            ]
+            chosen = [n for n in rooms if n in destinations] or (rooms if len(rooms) == 1 else [])
+            if chosen:
+                return (Location(chosen[0], name),)
+        return ()
 
     def last_world_changes(self) -> tuple[WorldChange, ...]:
         """What the last command changed near the player (empty for a look, a refusal, a plain move)."""
@@ -606,6 +638,7 @@ class JerichoInterface:
         self._exits_cache = None
         self._tree_cache = None
         self._last_changes = ()
+        self._entered = ()
 
     def get_valid_exits(self) -> list[str]:
         """Directions that lead to another room from here, found by trying each one."""

@@ -115,6 +115,10 @@ class EpisodeSynthesizer(BaseManager):
         turn, action = result.turn, result.action
         # Rooms are learned from results: reset may run before the game's first facts exist.
         self.rooms.setdefault(result.room_id_before, result.room_name_before)
+        for room_id, name in result.rooms_entered:  # a room entered and died in counts as visited
+            if room_id not in self.rooms:
+                self.rooms[room_id] = name
+                self.events.append(KeyEvent(turn, "new_room", f"reached {name} ('{action}')"))
         if result.room_id_after not in self.rooms:
             self.rooms[result.room_id_after] = result.room_name_after
             self.events.append(KeyEvent(turn, "new_room", f"reached {result.room_name_after} ('{action}')"))

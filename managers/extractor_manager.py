@@ -74,6 +74,8 @@ class ExtractedInfo:
     inventory_shown: tuple[str, ...] = ()
     # The exit probe in full: each way's room reached, or the game's refusal (empty with probing off).
     ways: tuple[ExitProbe, ...] = ()
+    # Rooms entered that the location no longer shows (one entered and died in).
+    rooms_entered: tuple[Location, ...] = ()
 
 
 def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
@@ -165,6 +167,7 @@ class ExtractorManager(BaseManager):
             world_changes=game.last_world_changes() if action is not None else (),
             inventory_shown=tuple(game.describe_inventory()),
             ways=tuple(ways),
+            rooms_entered=game.last_rooms_entered() if action is not None else (),
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:

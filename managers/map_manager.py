@@ -102,6 +102,8 @@ class MapManager(BaseManager):
         changed |= self._change("add_room", result.room_id_before, result.room_name_before)
         changed |= self._change("add_room", result.room_id_after, result.room_name_after)
         direction = normalize_direction(result.action)
+        for room_id, name in result.rooms_entered:  # entered and died in: a visit, though no passage is known
+            changed |= self._change("visit", room_id, name)
         if result.moved:
             changed |= self._change("visit", result.room_id_after, result.room_name_after)
             # Dying moves the player too (to the forest), but that is no passage.

@@ -316,6 +316,7 @@ class ZorkOrchestratorV2:
             died=info.died,
             victory=info.victory,
             world_changes=describe_world_changes(info, state.current_room_id, state.exits),
+            rooms_entered=tuple((room.id, room.name) for room in info.rooms_entered),
         )
         self._apply_facts(info, response)
         state.record_turn(result)

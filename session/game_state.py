@@ -77,6 +77,8 @@ class TurnResult:
     # What the command changed near the player, from the engine's object tree and exit probe:
     # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
     world_changes: tuple[str, ...] = ()
+    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died in.
+    rooms_entered: tuple[tuple[int, str], ...] = ()
 
     @property
     def moved(self) -> bool:
@@ -140,10 +142,11 @@ class GameState:
             )
         )
         self.reasoning_history.append(result.reasoning)
-        new_room = result.room_id_after not in self.visited_room_ids
+        entered = {result.room_id_after} | {room_id for room_id, _ in result.rooms_entered}
+        new_room = bool(entered - self.visited_room_ids)
         if result.score_delta or new_room:
             self.last_progress_turn = result.turn
-        self.visited_room_ids.add(result.room_id_after)
+        self.visited_room_ids |= entered
         if result.died:
             self.death_count += 1
 

@@ -285,3 +285,18 @@ def test_the_cyclops_fleeing_opens_the_way_up_on_the_same_turn(
     assert "up" in after.exits
     treasure_room = game.find_rooms("Treasure Room")[0].id
     assert ("up", treasure_room) in [(w.direction, w.to) for w in after.ways]
+
+
+def test_a_room_entered_and_died_in_is_reported(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
+    game.start()
+    walkthrough = game.get_walkthrough()
+    play(game, [*walkthrough[: walkthrough.index("Put torch in basket")], "north"])
+    assert extractor.extract("north", game.last_response).rooms_entered == ()  # a plain move: the location says it
+    text = game.send_command("down")  # the Gas Room, with the torch lit
+    info = extractor.extract("down", text)
+    assert info.died and info.location.name != "Gas Room"
+    assert [room.name for room in info.rooms_entered] == ["Gas Room"]
+    assert info.rooms_entered[0].id == game.find_rooms("Gas Room")[0].id

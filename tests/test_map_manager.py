@@ -93,6 +93,7 @@ class Driver:
                 game_over=self.game.is_game_over(),
                 died=self.game.last_response_was_death,
                 victory=self.game.is_victory(),
+                rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
             )
             self._apply()
             state.record_turn(result)
@@ -374,3 +375,17 @@ def test_the_agent_sees_a_compact_map_not_every_room(
     manager.route_targets = lambda: [("Up a Tree", {88}), ("Behind House", {79})]
     routes = [line for line in (manager.context_section() or "").splitlines() if line.startswith("Route to")]
     assert routes == ["Route to Up a Tree: east, east, north, north, up", "Route to Behind House: east, east"]
+
+
+def test_a_room_entered_and_died_in_counts_as_visited(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    walkthrough = game.get_walkthrough()
+    shaft = walkthrough.index("Put torch in basket")  # still carrying the lit torch before this
+    driver.play([*walkthrough[:shaft], "north", "down"])  # into the Gas Room with a flame: it explodes
+    assert game.get_location().name != "Gas Room"  # the player is moved on, dead
+    gas_room = game.find_rooms("Gas Room")[0].id
+    assert manager.graph.rooms[gas_room].visits == 1
+    assert gas_room in driver.state.visited_room_ids
+    assert "down" not in manager.graph.edges.get(game.find_rooms("Smelly Room")[0].id, {})  # dying is no passage
