@@ -235,3 +235,39 @@ def test_any_graph_survives_json(
     for room_id in graph.rooms:
         assert copy.unexplored_exits(room_id) == graph.unexplored_exits(room_id)
         assert copy.render_text(room_id) == graph.render_text(room_id)
+
+
+def test_a_map_saved_before_ways_came_from_the_engine_loads_without_its_guesses() -> None:
+    old = {
+        "version": 1,
+        "rooms": {
+            "1": {"name": "North of House", "visits": 2, "verified_exits": ["north", "west"], "probed": True},
+            "2": {"name": "West of House", "visits": 1, "verified_exits": ["north"], "probed": True},
+            "3": {"name": "Altar", "visits": 1, "verified_exits": [], "probed": True},
+        },
+        "edges": {"2": {"north": 1}, "3": {"pray": 4}},
+        "probable_edges": {"1": {"south": 2}},  # the boarded windows, once guessed as the way back
+        "failed_exits": [],
+    }
+    graph = MapGraph.from_dict(old)
+    assert [(w.label, w.to_id) for w in graph.ways(1)] == [("north", 0), ("west", 0)]
+    assert graph.edges[3] == {}  # "pray" is no way of the Altar
+    assert graph.to_dict()["version"] == 2 and "probable_edges" not in graph.to_dict()
+    assert MapGraph.from_dict(graph.to_dict()).to_dict() == graph.to_dict()
+
+
+def test_probed_ways_and_refusals_survive_a_save(tmp_path: Path) -> None:
+    graph = MapGraph()
+    graph.visit(79, "Behind House")
+    window = ("west", 0, "The kitchen window is closed.", "kitchen window", 203)
+    assert graph.set_probed_ways(79, [("north", 81, "", "", 0), window])
+    assert not graph.set_probed_ways(79, [("north", 81, "", "", 0), window])  # nothing new
+    graph.save(tmp_path / "map.json")
+    loaded = MapGraph.load(tmp_path / "map.json")
+    assert [(w.label, w.to_id, w.refusal, w.door) for w in loaded.ways(79)] == [
+        ("north", 81, "", ""),
+        ("west", 203, "The kitchen window is closed.", "kitchen window"),
+    ]
+    assert loaded.render_compact(79).splitlines()[1] == (
+        "Ways from here: north -> unexplored; west: blocked — The kitchen window is closed."
+    )
