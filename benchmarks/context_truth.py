@@ -10,7 +10,10 @@ against the engine, replayed independently here with raw Jericho calls:
   now, when the player has been there, "north -> unexplored" leads to a room not yet visited,
   "east: blocked — ..." leads nowhere now and the text is the game's own reply to trying it;
   every open direction is shown; nothing is inferred. Each route and each way to the nearest
-  unexplored exits is walked in the engine from that turn: every step must move the player;
+  unexplored exits is walked in the engine from that turn: every step must be a way the engine
+  showed in that room (one the world changed since, a door shut or darkness, is counted apart),
+  the walk must end in the room named, and the directions listed there must lead, at that
+  room's last probe, to rooms not visited yet;
 - objects: the "Visible objects" line names every object the player can see in the room (its
   children and the doors, windows, containers and creatures it shares with other rooms), each
   where it sits (in or on what, carried by which creature) and with its open/closed/on/off state;
@@ -230,12 +233,13 @@ class Oracle:
             self.env.set_state(state)
         return found, replies
 
-    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str]:
+    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str, int]:
         """Walk ``steps`` from ``state``; ``confirmed(room)`` is where each direction led when the
         engine last probed that room. Returns ("", "") when every step moves the player on, else
         ("wrong", ...) when a step was never a way the engine confirmed there (the map's fault), or
         ("changed", ...) when it was, but the world changed since (a door shut, the lamp went out
-        and a grue came, the bat carried the player off): no map can know that without going back."""
+        and a grue came, the bat carried the player off): no map can know that without going back.
+        The third item is the room the walk ended in."""
         self.env.set_state(state)
         try:
             for index, step in enumerate(steps, start=1):
@@ -243,12 +247,12 @@ class Oracle:
                 expected = confirmed(here).get(step)
                 where = f"step {index} ({step}) from {self.name(here)}"
                 if expected is None:
-                    return "wrong", f"{where}: the engine never showed that way there"
+                    return "wrong", f"{where}: the engine never showed that way there", here
                 reply = self.env.step(step)[0]
                 now = self.room(self.tree())
                 if self.env.game_over() or "You have died" in reply or now != expected:
-                    return "changed", f"{where}: {' '.join(reply.split())[:80]}"
-            return "", ""
+                    return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
+            return "", "", self.room(self.tree())
         finally:
             self.env.set_state(state)
 
@@ -499,11 +503,22 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         else:
             continue
         verdicts.checked["routes"] += 1
-        kind, detail = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
+        kind, detail, end = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
         if kind == "wrong":
             verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r}: {detail}")
         elif kind == "changed":
             verdicts.changed_since.append(f"turn {turn} in {facts.room}: {line!r}: {detail}")
+        elif nearby:
+            # The walk ends in the room named, and each direction listed led, at its last probe,
+            # to a room not visited yet.
+            probe = _last_probe(truth, end, turn)
+            listed = [d.strip() for d in nearby.group("dirs").split(",")]
+            wrong = [d for d in listed if d not in probe or probe[d] in visited]
+            if names.get(end, truth.room_names.get(end)) != nearby.group("room") or wrong:
+                verdicts.disagree(
+                    "routes",
+                    f"turn {turn} in {facts.room}: {line!r} ends in {oracle.name(end)}; not unexplored: {wrong}",
+                )
 
 
 def _reply_action(reply: dict[str, Any]) -> str:
