@@ -6,8 +6,14 @@ memory, objective and knowledge models give real answers), then checks every age
 against the engine, replayed independently here with raw Jericho calls:
 
 - exits: the "Valid exits" line equals the directions the engine lets the player take;
-- map: every way out shown in the map section is a move observed this game, or is marked
-  probable; ways marked "blocked now" are not open, and unmarked directions are open;
+- map: every way out shown in the map section is the engine's: "north -> Kitchen" leads there
+  now, when the player has been there, "north -> unexplored" leads to a room not yet visited,
+  "east: blocked — ..." leads nowhere now and the text is the game's own reply to trying it;
+  every open direction is shown; nothing is inferred. Each route and each way to the nearest
+  unexplored exits is walked in the engine from that turn: every step must be a way the engine
+  showed in that room (one the world changed since, a door shut or darkness, is counted apart),
+  the walk must end in the room named, and the directions listed there must lead, at that
+  room's last probe, to rooms not visited yet;
 - objects: the "Visible objects" line names every object the player can see in the room (its
   children and the doors, windows, containers and creatures it shares with other rooms), each
   where it sits (in or on what, carried by which creature) and with its open/closed/on/off state;
@@ -19,6 +25,9 @@ against the engine, replayed independently here with raw Jericho calls:
   appeared or vanished, or the game's own state changed) was offered to the memory model;
 - helpers_saw: no memory, knowledge or objective request tells of an object moving to or from
   a room the player had not been in by then, or of a hiding flag;
+- turn_numbers: one turn number everywhere: the agent's prompt "Turn N" is answered with the
+  walkthrough's Nth command, the episode log records that command as turn N, and the memory
+  helper is told "Turn N in <the room the engine had then>: > <that command>";
 - repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
 
 It prints the disagreements per check (the goal is 0 everywhere), the agent's prompt size in
@@ -36,6 +45,7 @@ import re
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,8 +77,21 @@ from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
+EXAMPLES = 5
 SIZE_TURNS = (1, 100, 200, 400)
-CHECKS = ("exits", "map", "objects", "inventory", "objectives", "memory", "helpers_saw", "completed_shown", "repeats")
+CHECKS = (
+    "exits",
+    "map",
+    "routes",
+    "turn_numbers",
+    "objects",
+    "inventory",
+    "objectives",
+    "memory",
+    "helpers_saw",
+    "completed_shown",
+    "repeats",
+)
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -87,6 +110,9 @@ class TurnTruth:
     exits: set[str]
     objects: set[str]
     inventory: set[str]
+    leads_to: dict[str, int] = field(default_factory=dict)  # direction -> room reached
+    replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
+    state: Any = None  # the engine's state then, to walk the routes shown
 
 
 @dataclass
@@ -105,6 +131,7 @@ class EngineTruth:
     # (room name, direction) -> destination names seen up to each turn: edges[turn] holds the moves before it.
     moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
     room_names: dict[int, str] = field(default_factory=dict)
+    probed_names: dict[int, str] = field(default_factory=dict)  # every room an exit probe reached
     world_changed: set[int] = field(default_factory=set)
     # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
     things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
@@ -190,16 +217,44 @@ class Oracle:
                 seen[self.name(number)] = ("", self.states(number, attrs))
         return carried, seen
 
-    def exits(self) -> set[str]:
+    def exits(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
         here = self.room(self.tree())
         state = self.env.get_state()
-        found: set[str] = set()
+        found: dict[str, int] = {}
+        replies: dict[str, str] = {}
         for direction in DIRECTIONS:
-            self.env.step(direction)
-            if not self.env.game_over() and self.room(self.tree()) != here:
-                found.add(direction)
+            reply = self.env.step(direction)[0]
+            now = self.room(self.tree())
+            if not self.env.game_over() and "You have died" not in reply and now != here:
+                found[direction] = now
+            else:
+                replies[direction] = reply.strip()
             self.env.set_state(state)
-        return found
+        return found, replies
+
+    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str, int]:
+        """Walk ``steps`` from ``state``; ``confirmed(room)`` is where each direction led when the
+        engine last probed that room. Returns ("", "") when every step moves the player on, else
+        ("wrong", ...) when a step was never a way the engine confirmed there (the map's fault), or
+        ("changed", ...) when it was, but the world changed since (a door shut, the lamp went out
+        and a grue came, the bat carried the player off): no map can know that without going back.
+        The third item is the room the walk ended in."""
+        self.env.set_state(state)
+        try:
+            for index, step in enumerate(steps, start=1):
+                here = self.room(self.tree())
+                expected = confirmed(here).get(step)
+                where = f"step {index} ({step}) from {self.name(here)}"
+                if expected is None:
+                    return "wrong", f"{where}: the engine never showed that way there", here
+                reply = self.env.step(step)[0]
+                now = self.room(self.tree())
+                if self.env.game_over() or "You have died" in reply or now != expected:
+                    return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
+            return "", "", self.room(self.tree())
+        finally:
+            self.env.set_state(state)
 
     def near(self, tree: Tree, room: int) -> set[int]:
         """Everything in the room or carried, at any depth, visible or not, and the room's local globals."""
@@ -220,9 +275,20 @@ class Oracle:
             room = self.room(tree)
             truth.room_names[room] = self.name(room)
             carried = {self.name(n) for n in self.visible_below(tree, self.player)}
+            leads, replies = self.exits()
             truth.turns[turn] = TurnTruth(
-                turn, room, self.name(room), self.exits(), self.interactive(tree, room), carried
+                turn,
+                room,
+                self.name(room),
+                set(leads),
+                self.interactive(tree, room),
+                carried,
+                leads,
+                replies,
+                self.env.get_state(),
             )
+            for reached in leads.values():
+                truth.probed_names[reached] = self.name(reached)
             truth.moves_before[turn] = set(moves)
             truth.things[turn] = self.things(tree, room)
             response = self.env.step(command)[0]
@@ -360,11 +426,13 @@ class Verdicts:
     counts: Counter[str] = field(default_factory=Counter)
     checked: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    # Routes over ways the engine confirmed that the world has changed since (not the map's fault).
+    changed_since: list[str] = field(default_factory=list)
 
     def disagree(self, check: str, detail: str) -> None:
         self.counts[check] += 1
         self.examples.setdefault(check, [])
-        if len(self.examples[check]) < 5:
+        if len(self.examples[check]) < EXAMPLES:
             self.examples[check].append(detail)
 
 
@@ -374,32 +442,116 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
     exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
     if exits != facts.exits:
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
+
+
+_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
+_NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
+_ROUTE = re.compile(r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+ on the way\))?$")
+
+
+def _last_probe(truth: EngineTruth, room: int, turn: int) -> dict[str, int]:
+    """Where each direction led when the player was last in ``room``, up to ``turn``."""
+    for t in range(turn, 0, -1):
+        facts = truth.turns.get(t)
+        if facts is not None and facts.room_id == room:
+            return facts.leads_to
+    return {}
+
+
+def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, oracle: Oracle) -> None:
+    """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
+    facts = truth.turns[turn]
+    names = truth.probed_names
+    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
     ways = _line(prompt, "Ways from here: ")
+    shown_open: set[str] = set()
     for way in ways.split("; ") if ways and ways != "none known" else []:
         verdicts.checked["map"] += 1
+        where = f"turn {turn} in {facts.room}: {way!r}"
+        blocked = _BLOCKED.match(way)
+        if blocked:
+            label, text = blocked.group("label"), blocked.group("text")
+            if label in facts.exits:
+                verdicts.disagree("map", f"{where} is shown blocked but leads to {names[facts.leads_to[label]]}")
+            elif text not in facts.replies.get(label, "").splitlines():
+                verdicts.disagree("map", f"{where}: the game says {facts.replies.get(label, '')!r}")
+            continue
         match = _WAY.match(way)
-        if match is None:
-            verdicts.disagree("map", f"turn {turn}: unreadable way {way!r}")
+        if match is None or match.group("marks") or match.group("label") not in DIRECTIONS:
+            verdicts.disagree("map", f"{where}: not a way the engine showed (unreadable, marked or no direction)")
             continue
-        label, to, marks = match.group("label"), match.group("to"), (match.group("marks") or "").split(", ")
-        if to == "unexplored":
-            if label not in facts.exits:
-                verdicts.disagree("map", f"turn {turn} in {facts.room}: unexplored {label} is no exit")
+        label, to = match.group("label"), match.group("to")
+        shown_open.add(label)
+        if label not in facts.exits:
+            verdicts.disagree("map", f"{where} leads nowhere now")
             continue
-        if "probable" not in marks:
-            observed = {
-                truth.room_names[b] for a, lbl, b in truth.moves_before[turn] if a == facts.room_id and lbl == label
-            }
-            if to not in observed:
+        reached = facts.leads_to[label]
+        expected = names[reached] if reached in visited else "unexplored"
+        if to != expected:
+            verdicts.disagree("map", f"{where}: the engine leads to {names[reached]} (visited: {reached in visited})")
+    if ways is not None and shown_open != facts.exits:
+        verdicts.disagree(
+            "map", f"turn {turn} in {facts.room}: open ways shown {sorted(shown_open)}, engine {sorted(facts.exits)}"
+        )
+    section = prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0] if "\n## Map" in prompt else ""
+    for line in section.splitlines():
+        nearby, route = _NEARBY.match(line), _ROUTE.match(line)
+        if route and not route.group("door"):
+            steps = [s.strip() for s in route.group("steps").split(",")]
+        elif nearby:
+            steps = [s.strip() for s in nearby.group("steps").split(",")]
+        else:
+            continue
+        verdicts.checked["routes"] += 1
+        kind, detail, end = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
+        if kind == "wrong":
+            verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r}: {detail}")
+        elif kind == "changed":
+            verdicts.changed_since.append(f"turn {turn} in {facts.room}: {line!r}: {detail}")
+        elif nearby:
+            # The walk ends in the room named, and each direction listed led, at its last probe,
+            # to a room not visited yet.
+            probe = _last_probe(truth, end, turn)
+            listed = [d.strip() for d in nearby.group("dirs").split(",")]
+            wrong = [d for d in listed if d not in probe or probe[d] in visited]
+            if names.get(end, truth.room_names.get(end)) != nearby.group("room") or wrong:
                 verdicts.disagree(
-                    "map", f"turn {turn} in {facts.room}: {way} was never observed and is not marked probable"
+                    "routes",
+                    f"turn {turn} in {facts.room}: {line!r} ends in {oracle.name(end)}; not unexplored: {wrong}",
                 )
-        if label in DIRECTIONS:
-            blocked = "blocked now" in marks
-            if blocked == (label in facts.exits):
-                verdicts.disagree(
-                    "map", f"turn {turn} in {facts.room}: {way} but the engine says open={label in facts.exits}"
-                )
+
+
+def _reply_action(reply: dict[str, Any]) -> str:
+    """The command in a scripted agent reply (its JSON content's "action")."""
+    try:
+        return str(json.loads(reply["choices"][0]["message"]["content"]).get("action", ""))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return ""
+
+
+_MEMORY_TURN = re.compile(r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > (?P<action>.+)$", re.MULTILINE)
+
+
+def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTruth, verdicts: Verdicts) -> None:
+    """The prompt's turn number, the log's and the memory helper's name the same turn."""
+    for turn, action in sorted(run["agent_actions"].items()):
+        verdicts.checked["turn_numbers"] += 1
+        # The agent plays commands lower-cased; the turn is what is compared.
+        logged = str(run["logged_turns"].get(turn, ""))
+        if action.lower() != commands[turn - 1].lower() or logged.lower() != action.lower():
+            verdicts.disagree(
+                "turn_numbers",
+                f"prompt turn {turn} answered {action!r}; walkthrough {commands[turn - 1]!r}; "
+                f"log's turn {turn}: {run['logged_turns'].get(turn)!r}",
+            )
+    for body in run["bodies"]:
+        if not body.get("response_format") or schema_name(body) != "MemoryBatchReply":
+            continue
+        for match in _MEMORY_TURN.finditer(user_text(body)):
+            turn, room = int(match.group("turn")), int(match.group("room"))
+            verdicts.checked["turn_numbers"] += 1
+            if match.group("action").lower() != commands[turn - 1].lower() or room != truth.turns[turn].room_id:
+                verdicts.disagree("turn_numbers", f"memory batch: {match.group(0)[:120]!r}")
 
 
 def offered_memory_turns(bodies: list[dict[str, Any]]) -> set[int]:
@@ -583,7 +735,14 @@ def prompt_sections(system: str, user: str) -> dict[str, int]:
 
 def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
     server = ScriptedLLMServer().start()
-    server.respond_with(model)
+    answered: list[tuple[dict[str, Any], Any]] = []
+
+    def recording(body: dict[str, Any], index: int) -> Any:
+        reply = model(body, index)
+        answered.append((body, reply))
+        return reply
+
+    server.respond_with(recording)
     full_maps: dict[int, tuple[str, str]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -614,18 +773,26 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
             try:
                 state = orchestrator.play_episode()
                 objectives = json.loads((config.workdir / "objectives.json").read_text(encoding="utf-8"))
+                logged = [
+                    json.loads(line)
+                    for path in config.workdir.rglob("episode_log.jsonl")
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()
+                ]
             finally:
                 orchestrator.close()
     finally:
         server.stop()
     prompts: dict[int, tuple[str, str]] = {}
-    for body in server.bodies:
+    agent_actions: dict[int, str] = {}
+    for body, reply in answered:
         if body.get("model") != AGENT_MODEL:
             continue
         system, user = body["messages"][0]["content"], user_text(body)
         match = _TURN_LINE.search(user)
         if match:
             prompts[int(match.group(1))] = (system if isinstance(system, str) else json.dumps(system), user)
+            agent_actions[int(match.group(1))] = _reply_action(reply)
     if show_turn is not None and show_turn in prompts:
         print(f"--- the agent's prompt at turn {show_turn} (system, then user) ---")
         print(prompts[show_turn][0])
@@ -639,6 +806,8 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
         "bodies": server.bodies,
+        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
+        "agent_actions": agent_actions,
     }
 
 
@@ -656,9 +825,11 @@ def main() -> None:
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
+        check_map(turn, user, truth, verdicts, oracle)
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
     check_helper_requests(run["bodies"], truth, verdicts)
+    check_turn_numbers(run, commands, truth, verdicts)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
     for turn in sorted(truth.world_changed - run["memory_offered"]):
@@ -682,6 +853,10 @@ def main() -> None:
         "checked": {check: verdicts.checked.get(check, 0) for check in CHECKS},
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
+        "routes_changed_since_confirmed": {
+            "count": len(verdicts.changed_since),
+            "examples": verdicts.changed_since[:EXAMPLES],
+        },
         "prompt_tokens_estimate_chars_div_4": sizes,
         "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
     }

@@ -3,6 +3,7 @@
 from game_interface.jericho_interface import (
     DIRECTIONS,
     MAX_COMMAND_BYTES,
+    ExitProbe,
     GameInterfaceError,
     GameObject,
     GameSnapshot,
@@ -20,6 +21,7 @@ __all__ = [
     "DOWNLOAD_URL",
     "MAX_COMMAND_BYTES",
     "META_COMMANDS",
+    "ExitProbe",
     "GameInterfaceError",
     "GameObject",
     "GameSnapshot",

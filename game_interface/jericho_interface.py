@@ -62,6 +62,7 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 # death it does not resurrect from); a resurrection continues without it.
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
+_NO_WAY = "You can't go that way."
 GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again."
 
 
@@ -113,6 +114,26 @@ class GameObject:
     def label(self) -> str:
         """The name with its state ("kitchen window (closed)", "brass lantern (on)")."""
         return f"{self.name} ({', '.join(self.states)})" if self.states else self.name
+
+
+@dataclass(frozen=True)
+class ExitProbe:
+    """Where one direction leads from the player's room, as the engine showed when it was tried
+    (and undone): ``to`` is the room reached; or, for a way the story may open later (a door, a
+    creature in the way, a flag) that refused now, ``to`` is 0 and ``refusal`` is the game's own
+    words ("The troll fends you off with a menacing gesture."). ``door`` names the door or window
+    that has to be opened first, when the story says the way goes through one, and ``door_to``
+    the room it leads to then."""
+
+    direction: str
+    to: int = 0
+    refusal: str = ""
+    door: str = ""
+    door_to: int = 0
+
+    @property
+    def leads(self) -> bool:
+        return self.to != 0
 
 
 @dataclass(frozen=True)
@@ -168,9 +189,10 @@ class JerichoInterface:
         self._victory = False
         self.last_response_was_death = False
         self.last_response = ""
-        self._exits_cache: list[str] | None = None
+        self._exits_cache: tuple[ExitProbe, ...] | None = None
         self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
         self._last_changes: tuple[WorldChange, ...] = ()
+        self._entered: tuple[Location, ...] = ()
 
     @property
     def env(self) -> FrotzEnv:
@@ -200,10 +222,12 @@ class JerichoInterface:
         meta = self.find_session_command(command)
         if meta is not None:
             raise RefusedCommandError(command, meta)
+        self._entered = ()
         if self._game_over:
             self._last_changes = ()
             return GAME_OVER_TEXT
         env = self.env
+        room_before = self.get_location().id
         before = self._tree()
         raw, _, _, _ = env.step(command)
         hidden_change = bool(env._get_world_diff()[3])  # read now: an exit probe would overwrite it
@@ -213,6 +237,8 @@ class JerichoInterface:
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
         self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
+        if self.last_response_was_death:
+            self._entered = self._room_died_in(room_before, text)
         if env.victory():
             self._victory = True
             self._game_over = True
@@ -248,6 +274,33 @@ class JerichoInterface:
 
     def is_victory(self) -> bool:
         return self._victory
+
+    def last_rooms_entered(self) -> tuple[Location, ...]:
+        """Rooms the last command took the player into that the location after it cannot show:
+        a room entered and died in (the Gas Room with a torch lit), as the player is then moved on."""
+        return self._entered
+
+    def _room_died_in(self, room_before: int, text: str) -> tuple[Location, ...]:
+        """The room whose name heads a line of the reply before the death, if it is not the room
+        the command started in. Several rooms share a name ("Forest"): the one a way out of the
+        room before leads to is taken, and a shared name with no such way is not guessed."""
+        before_death = _DEATH.split(text, maxsplit=1)[0]
+        static = self._story.objects.get(room_before)
+        destinations = {way.to for _, way in static.exits} if static else set()
+        tree = self._tree()
+        for line in before_death.splitlines():
+            name = line.strip()
+            if not name or len(name) > 40:
+                continue
+            rooms = [
+                n
+                for n, entry in tree.items()
+                if entry[0] == self._rooms_root and self._name(n) == name and n != room_before
+            ]
+            chosen = [n for n in rooms if n in destinations] or (rooms if len(rooms) == 1 else [])
+            if chosen:
+                return (Location(chosen[0], name),)
+        return ()
 
     def last_world_changes(self) -> tuple[WorldChange, ...]:
         """What the last command changed near the player (empty for a look, a refusal, a plain move)."""
@@ -585,31 +638,53 @@ class JerichoInterface:
         self._exits_cache = None
         self._tree_cache = None
         self._last_changes = ()
+        self._entered = ()
 
     def get_valid_exits(self) -> list[str]:
-        """Directions that lead to another room from here, found by trying each one.
+        """Directions that lead to another room from here, found by trying each one."""
+        return [probe.direction for probe in self.probe_exits() if probe.leads]
+
+    def probe_exits(self) -> tuple[ExitProbe, ...]:
+        """Each direction tried from here and undone: the ones that lead to another room, with
+        the room reached, then the ways the story may open later that refuse now, with the
+        game's refusal (its first line: a creature's attack may follow it).
 
         The full engine state (memory, stack, random generator, pending text) is restored
-        after every probe. A probe that kills the player (a grue, a fall) is not an exit.
-        The result is cached until the next command or restore.
+        after every probe. A probe that kills the player (a grue, a fall) is no exit, even when
+        Zork resurrects the player elsewhere. Directions the story never makes a way ("The
+        windows are all boarded.") or answers with "You can't go that way." are left out. The
+        result is cached until the next command or restore, and read fresh after a command
+        that changed the world (the Cyclops fleeing opens the staircase at once).
         """
         if self._exits_cache is not None:
-            return list(self._exits_cache)
+            return self._exits_cache
         if self._game_over:
-            return []
+            return ()
         env = self.env
         here = self.get_location().id
+        static = self._story.objects.get(here)
         state = env.get_state()
-        exits: list[str] = []
+        found: list[ExitProbe] = []
         for direction in DIRECTIONS:
             try:
-                env.step(direction)
-                if not env.game_over() and self.get_location().id != here:
-                    exits.append(direction)
+                raw = env.step(direction)[0]
+                died = env.game_over() or bool(_DEATH.search(raw))
+                now = self.get_location().id
             finally:
                 env.set_state(state)
-        self._exits_cache = exits
-        return list(exits)
+            if died:
+                continue
+            if now != here:
+                found.append(ExitProbe(direction, to=now))
+                continue
+            way = static.exit(direction) if static else None
+            refusal = clean_text(raw).split("\n", 1)[0].strip()
+            if way is None or not way.can_open or not refusal or refusal == _NO_WAY:
+                continue
+            door = self._name(way.door) if way.door else ""
+            found.append(ExitProbe(direction, refusal=refusal, door=door, door_to=way.to if door else 0))
+        self._exits_cache = tuple(found)
+        return self._exits_cache
 
     def close(self) -> None:
         """Release the emulator. Jericho's own finaliser shuts the library down and unloads it."""

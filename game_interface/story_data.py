@@ -43,6 +43,43 @@ class StoryDataError(StoryFileError):
     """The story file is not a version 3 Z-machine story this decoder understands."""
 
 
+# Zork I's direction properties (ZIL's DIRECTIONS, numbered down from 31).
+DIRECTION_PROPERTIES: dict[int, str] = {
+    31: "north",
+    30: "east",
+    29: "west",
+    28: "south",
+    27: "northeast",
+    26: "northwest",
+    25: "southeast",
+    24: "southwest",
+    23: "up",
+    22: "down",
+    21: "in",
+    20: "out",
+}
+# A direction property's length says its kind: ZIL's UEXIT (1 byte: the room), NEXIT (2: only a
+# message, never a way), FEXIT (3: a routine decides), CEXIT (4: the room if a flag is set, else
+# a message), DEXIT (5: the room through a door, else a message or "The door is closed.").
+_EXIT_KINDS = {1: "open", 2: "never", 3: "routine", 4: "conditional", 5: "door"}
+
+
+@dataclass(frozen=True)
+class StaticExit:
+    """One way out of a room as the story file defines it. ``kind`` is "open", "never" (a message
+    only, like "The windows are all boarded."), "routine", "conditional" or "door"; ``to`` is the
+    destination room when the story names one, ``door`` the door object of a "door" way."""
+
+    kind: str
+    to: int = 0
+    door: int = 0
+
+    @property
+    def can_open(self) -> bool:
+        """A way the game may refuse now and allow later (a flag, a door, a routine)."""
+        return self.kind in ("routine", "conditional", "door")
+
+
 @dataclass(frozen=True)
 class StaticObject:
     id: int
@@ -51,6 +88,11 @@ class StaticObject:
     adjectives: frozenset[str]
     local_globals: tuple[int, ...] = ()
     capacity: int = 0
+    # Rooms only: direction -> how the story defines that way out (see ``StaticExit``).
+    exits: tuple[tuple[str, StaticExit], ...] = ()
+
+    def exit(self, direction: str) -> StaticExit | None:
+        return dict(self.exits).get(direction)
 
     @cached_property
     def words(self) -> frozenset[str]:
@@ -222,6 +264,11 @@ class StoryData:
                 adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
                 local_globals=tuple(n for n in properties.get(_PROP_GLOBAL, b"") if n),
                 capacity=int.from_bytes(properties.get(_PROP_CAPACITY, b""), "big"),
+                exits=tuple(
+                    (direction, _static_exit(properties[prop]))
+                    for prop, direction in DIRECTION_PROPERTIES.items()
+                    if prop in properties and len(properties[prop]) in _EXIT_KINDS
+                ),
             )
         return objects
 
@@ -233,3 +280,9 @@ class StoryData:
             found[size_byte & 31] = self._d[addr + 1 : addr + 1 + size]
             addr += 1 + size
         return found
+
+
+def _static_exit(data: bytes) -> StaticExit:
+    kind = _EXIT_KINDS[len(data)]
+    to = data[0] if kind in ("open", "conditional", "door") else 0
+    return StaticExit(kind, to, data[1] if kind == "door" else 0)

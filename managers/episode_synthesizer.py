@@ -115,6 +115,10 @@ class EpisodeSynthesizer(BaseManager):
         turn, action = result.turn, result.action
         # Rooms are learned from results: reset may run before the game's first facts exist.
         self.rooms.setdefault(result.room_id_before, result.room_name_before)
+        for room_id, name in result.rooms_entered:  # a room entered and died in counts as visited
+            if room_id not in self.rooms:
+                self.rooms[room_id] = name
+                self.events.append(KeyEvent(turn, "new_room", f"reached {name} ('{action}')"))
         if result.room_id_after not in self.rooms:
             self.rooms[result.room_id_after] = result.room_name_after
             self.events.append(KeyEvent(turn, "new_room", f"reached {result.room_name_after} ('{action}')"))
@@ -228,7 +232,7 @@ class EpisodeSynthesizer(BaseManager):
             "moves": state.moves,
             "deaths": state.death_count,
             "rooms_visited": len(rooms),
-            "room_names": sorted(set(rooms.values())),
+            "room_names": _room_names(rooms),
             "turns_without_progress": state.turns_without_progress,
             "key_events": [asdict(event) for event in self.events],
             "llm_usage": self._usage_summary(turns),
@@ -384,3 +388,10 @@ def _cost_cell(usage: Mapping[str, Any]) -> str:
             f"unknown ({unpriced} of {usage['calls']} calls unpriced; the rest {format_cost(usage['priced_cost_usd'])})"
         )
     return "unknown (no price for this model: set [tool.zorkgpt.pricing])" if unpriced else format_cost(0.0)
+
+
+def _room_names(rooms: dict[int, str]) -> list[str]:
+    """Each visited room once, told apart by its id when several share a name (Zork has five
+    "Forest" rooms): "Forest (room 76)", "Forest (room 77)"."""
+    shared = {name for name in rooms.values() if list(rooms.values()).count(name) > 1}
+    return sorted(f"{name} (room {room_id})" if name in shared else name for room_id, name in rooms.items())

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from game_interface import GameObject, JerichoInterface, Location, WorldChange
+from game_interface import ExitProbe, GameObject, JerichoInterface, Location, WorldChange
 from game_interface.jericho_interface import ACTORBIT
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
@@ -72,6 +72,10 @@ class ExtractedInfo:
     world_changes: tuple[WorldChange, ...] = ()
     # What the agent reads: each carried item with its state and, nested, what it holds.
     inventory_shown: tuple[str, ...] = ()
+    # The exit probe in full: each way's room reached, or the game's refusal (empty with probing off).
+    ways: tuple[ExitProbe, ...] = ()
+    # Rooms entered that the location no longer shows (one entered and died in).
+    rooms_entered: tuple[Location, ...] = ()
 
 
 def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
@@ -144,6 +148,9 @@ class ExtractorManager(BaseManager):
         game = self.game
         location = game.get_location()
         visible = game.get_visible_objects()
+        # Probed after every command, the world-changing ones included: the Cyclops fleeing opens
+        # the staircase, and the way up is shown on the same turn.
+        ways = game.probe_exits() if self.config.gameplay.exit_probe else ()
         return ExtractedInfo(
             location=location,
             inventory=tuple(game.get_inventory()),
@@ -151,7 +158,7 @@ class ExtractorManager(BaseManager):
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
-            exits=tuple(game.get_valid_exits()) if self.config.gameplay.exit_probe else (),
+            exits=tuple(p.direction for p in ways if p.leads),
             game_over=game.is_game_over(),
             victory=game.is_victory(),
             died=game.last_response_was_death,
@@ -159,6 +166,8 @@ class ExtractorManager(BaseManager):
             is_room_description=is_room_description(response, location.name),
             world_changes=game.last_world_changes() if action is not None else (),
             inventory_shown=tuple(game.describe_inventory()),
+            ways=tuple(ways),
+            rooms_entered=game.last_rooms_entered() if action is not None else (),
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:

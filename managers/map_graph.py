@@ -2,17 +2,20 @@
 
 Rooms are keyed by Jericho's object numbers, not by the first line of text: Zork has
 five rooms called "Forest" and many called "Maze", and a text key would merge them.
-Two kinds of knowledge are kept apart:
+Every way the map knows comes from the engine, nothing is inferred:
 
-- *verified exits*: directions the engine confirmed lead somewhere (probed each turn);
-- *edges*: moves actually observed, ``from_id --direction--> to_id``;
-- *probable edges*: the way back, inferred from an observed move (going north from A to B
-  suggests south from B leads to A). Zork has one-way and twisting passages, so these are
-  kept apart and marked "probable" until a move confirms or corrects them.
+- *probed ways*: each turn the engine tries every direction from the player's room and
+  undoes it; a direction that leads somewhere is kept with the room it reached, and a way
+  the story may open later (a door, the troll, the cyclops) that refuses now is kept with
+  the game's own refusal ("The troll fends you off with a menacing gesture.");
+- *edges*: moves in a plain direction actually made, ``from_id --direction--> to_id``. They
+  stand in for the probe where it never ran (probing off); where it ran, the probe's latest
+  word wins (a trap door that closed).
 
-A verified exit without an edge or a probable edge is unexplored — the cheapest thing to
-suggest to the agent. A known edge whose direction the engine no longer offers (a trap door
-that closed) is *blocked now*: shown as such, never as open. Failed attempts are counted per (room, direction); after
+Zork's houses, forests and mazes do not follow "south undoes north", so no way back is ever
+guessed. A way to a room the player has not been to is *unexplored* — the cheapest thing to
+suggest to the agent. Commands that are not plain directions ("pray", "climb tree") are never
+stored as ways. Failed attempts are counted per (room, direction); after
 ``FAILED_EXIT_PRUNE_THRESHOLD`` failures the direction is no longer offered, until the
 engine newly confirms it (a door was opened) or a move that way succeeds.
 
@@ -32,7 +35,9 @@ from session.errors import LearningFileError
 from shared_utils import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
-MAP_FORMAT_VERSION = 1
+MAP_FORMAT_VERSION = 2
+# Version 1 maps also held "probable" reverse ways; those are dropped when such a map is read.
+_READABLE_VERSIONS = (1, 2)
 
 # One list of directions for the whole project: the engine probes them, the map names them.
 CANONICAL_DIRECTIONS: tuple[str, ...] = DIRECTIONS
@@ -59,10 +64,6 @@ _ALIASES: dict[str, str] = {
 # Verbs that only say "move": "go north", "walk n", "climb up".
 _MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel", "proceed"})
 _ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
-_PAIRS = (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"))
-REVERSE_DIRECTION: dict[str, str] = dict(
-    [*_PAIRS, ("up", "down"), ("in", "out")] + [(b, a) for a, b in (*_PAIRS, ("up", "down"), ("in", "out"))]
-)
 
 
 class MapGraphError(LearningFileError):
@@ -87,6 +88,15 @@ def _direction_sort_key(label: str) -> tuple[int, str]:
     return (_ORDER.get(label, len(_ORDER)), label)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A way the story may open later that the engine refused at the latest probe."""
+
+    text: str  # the game's own words
+    door: str = ""  # the door or window to open first, when the story says the way goes through one
+    door_to: int = 0  # where that way leads once the door is open
+
+
 @dataclass
 class Room:
     id: int
@@ -94,30 +104,36 @@ class Room:
     visits: int = 0
     verified_exits: set[str] = field(default_factory=set)
     # False until the engine's exit probe has run here: without a probe an absent direction
-    # says nothing, so no edge may be called blocked.
+    # says nothing.
     probed: bool = False
+    # direction -> the room the probe reached (for each verified exit).
+    leads_to: dict[str, int] = field(default_factory=dict)
+    # direction -> the game's refusal, for ways that may open later.
+    refused: dict[str, Refusal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Way:
-    """One way out of a room as the map knows it."""
+    """One way out of a room as the engine showed it: to ``to_id`` (0 when not known), or refused
+    with the game's words (``refusal``), possibly until ``door`` is opened."""
 
     label: str
     to_id: int
-    probable: bool = False
-    blocked: bool = False
+    refusal: str = ""
+    door: str = ""
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.refusal)
 
 
 class MapGraph:
-    """Rooms, observed moves and engine-verified exits; persisted as JSON."""
+    """Rooms, observed moves and the engine's probed ways; persisted as JSON."""
 
     def __init__(self) -> None:
         self.rooms: dict[int, Room] = {}
-        # from_id -> label -> to_id. Labels are canonical directions, or the action text for
-        # moves that are not plain directions ("climb tree", "pray").
+        # from_id -> direction -> to_id: moves made in plain directions.
         self.edges: dict[int, dict[str, int]] = {}
-        # from_id -> direction -> to_id, inferred as the reverse of an observed move.
-        self.probable: dict[int, dict[str, int]] = {}
         self.failed_exits: dict[tuple[int, str], int] = {}
 
     # ----------------------------------------------------------------- updates
@@ -138,26 +154,18 @@ class MapGraph:
         self.rooms[room_id].visits += 1
 
     def record_move(self, from_id: int, action: str, to_id: int) -> bool:
-        """An observed move; a plain direction is stored under its canonical name.
-
-        The move confirms (or corrects) a probable edge the same way, and its reverse is
-        inferred as probable unless the destination already has a known edge that way.
-        """
-        label = normalize_direction(action) or " ".join(action.strip().lower().split())
-        if not label or from_id == to_id:
+        """An observed move in a plain direction, stored under its canonical name. Anything else
+        ("pray", "climb tree") is no way of the room and is not stored."""
+        label = normalize_direction(action)
+        if label is None or from_id == to_id:
             return False
         for room_id in (from_id, to_id):
             if room_id not in self.rooms:
                 self.add_room(room_id, "")
         changed = self.failed_exits.pop((from_id, label), None) is not None
-        changed |= self.probable.get(from_id, {}).pop(label, None) is not None
         routes = self.edges.setdefault(from_id, {})
         if routes.get(label) != to_id:
             routes[label] = to_id
-            changed = True
-        back = REVERSE_DIRECTION.get(label)
-        if back and back not in self.edges.get(to_id, {}) and back not in self.probable.get(to_id, {}):
-            self.probable.setdefault(to_id, {})[back] = from_id
             changed = True
         return changed
 
@@ -173,17 +181,35 @@ class MapGraph:
         return True
 
     def set_verified_exits(self, room_id: int, exits: list[str] | set[str]) -> bool:
-        """Replace a room's engine-verified exits. A newly confirmed direction clears its
-        failure count: whatever blocked it (a closed door) is gone."""
+        """Replace a room's engine-verified exits (directions only, destinations unknown)."""
+        return self.set_probed_ways(room_id, [(d, 0, "", "", 0) for d in exits])
+
+    def set_probed_ways(self, room_id: int, ways: list[tuple[str, int, str, str, int]]) -> bool:
+        """Replace a room's ways with the engine's latest probe: (direction, room reached or 0,
+        refusal, door, room behind the door) each. A newly confirmed direction clears its failure
+        count: whatever blocked it (a closed door) is gone."""
         if room_id not in self.rooms:
             self.add_room(room_id, "")
         room = self.rooms[room_id]
-        new = {d for d in (normalize_direction(e) for e in exits) if d}
-        if new == room.verified_exits and room.probed:
+        leads: dict[str, int] = {}
+        refused: dict[str, Refusal] = {}
+        for direction, to_id, refusal, door, door_to in ways:
+            label = normalize_direction(direction)
+            if label is None:
+                continue
+            if refusal:
+                refused[label] = Refusal(refusal, door, door_to)
+            else:
+                leads[label] = to_id
+        new = set(leads)
+        known = {d: t for d, t in leads.items() if t}
+        if room.probed and new == room.verified_exits and known == room.leads_to and refused == room.refused:
             return False
         for direction in new - room.verified_exits:
             self.failed_exits.pop((room_id, direction), None)
         room.verified_exits = new
+        room.leads_to = known
+        room.refused = refused
         room.probed = True
         return True
 
@@ -197,35 +223,53 @@ class MapGraph:
         room = self.rooms.get(room_id)
         return room is not None and room.probed and label in _ORDER and label not in room.verified_exits
 
+    def been_to(self, room_id: int) -> bool:
+        room = self.rooms.get(room_id)
+        return room is not None and room.visits > 0
+
     def unexplored_exits(self, room_id: int) -> list[str]:
-        """Verified exits not yet taken nor inferred (and not pruned), in canonical order."""
+        """Ways out that lead to rooms not yet visited (or not yet known), not pruned, in canonical order."""
+        return [
+            w.label
+            for w in self.ways(room_id)
+            if not w.blocked and not self.been_to(w.to_id) and not self.is_pruned(room_id, w.label)
+        ]
+
+    def neighbours(self, room_id: int) -> dict[str, int]:
+        """Where each open way out leads, when known."""
+        return {w.label: w.to_id for w in self.ways(room_id) if not w.blocked and w.to_id}
+
+    def ways(self, room_id: int) -> list[Way]:
+        """Every way out of a room the engine showed: where the probe ran, its latest word (each
+        verified exit with the room it reached, or the room a move that way reached; then the
+        refused ways with the game's words); elsewhere the moves made from it."""
         room = self.rooms.get(room_id)
         if room is None:
             return []
-        known = self.edges.get(room_id, {}).keys() | self.probable.get(room_id, {}).keys()
-        return sorted(
-            (d for d in room.verified_exits if d not in known and not self.is_pruned(room_id, d)),
-            key=_direction_sort_key,
-        )
-
-    def neighbours(self, room_id: int) -> dict[str, int]:
-        """Confirmed edges only."""
-        return dict(self.edges.get(room_id, {}))
-
-    def ways(self, room_id: int) -> list[Way]:
-        """Every known way out of a room: confirmed edges, then probable ones not contradicted."""
-        confirmed = self.edges.get(room_id, {})
-        found = [Way(label, to, False, self.is_blocked(room_id, label)) for label, to in confirmed.items()]
-        found += [
-            Way(label, to, True, self.is_blocked(room_id, label))
-            for label, to in self.probable.get(room_id, {}).items()
-            if label not in confirmed
-        ]
+        moved = self.edges.get(room_id, {})
+        if not room.probed:
+            return sorted((Way(d, to) for d, to in moved.items()), key=lambda w: _direction_sort_key(w.label))
+        found = [Way(d, room.leads_to.get(d) or moved.get(d, 0)) for d in room.verified_exits]
+        found += [Way(d, r.door_to, r.text, r.door) for d, r in room.refused.items()]
         return sorted(found, key=lambda w: _direction_sort_key(w.label))
 
+    def probed_edges(self) -> dict[int, dict[str, int]]:
+        """Open ways the probe found to known rooms, where no move was made that way yet."""
+        found: dict[int, dict[str, int]] = {}
+        for room_id, room in self.rooms.items():
+            walked = self.edges.get(room_id, {})
+            for label, to_id in room.leads_to.items():
+                if label in room.verified_exits and label not in walked and to_id in self.rooms:
+                    found.setdefault(room_id, {})[label] = to_id
+        return found
+
     def route(self, from_id: int, to_ids: set[int]) -> list[Way] | None:
-        """The shortest known way (fewest moves) to any of ``to_ids``, avoiding ways blocked at
-        their room's last probe; probable edges are used. None if the map knows no way."""
+        """The shortest way (fewest moves) to any of ``to_ids`` over ways the engine confirmed
+        open; failing that, one that goes through doors the story names (the kitchen window),
+        each such step a refused ``Way`` with its door. None if the map knows no way."""
+        return self._search(from_id, to_ids, doors=False) or self._search(from_id, to_ids, doors=True)
+
+    def _search(self, from_id: int, to_ids: set[int], doors: bool) -> list[Way] | None:
         if from_id in to_ids:
             return []
         previous: dict[int, tuple[int, Way]] = {}
@@ -235,7 +279,8 @@ class MapGraph:
             following: list[int] = []
             for room_id in frontier:
                 for way in self.ways(room_id):
-                    if way.blocked or way.to_id in seen:
+                    usable = way.to_id and (not way.blocked or (doors and way.door))
+                    if not usable or way.to_id in seen:
                         continue
                     seen.add(way.to_id)
                     previous[way.to_id] = (room_id, way)
@@ -251,7 +296,8 @@ class MapGraph:
         return None
 
     def nearest_unexplored(self, from_id: int, limit: int) -> list[tuple[int, list[Way]]]:
-        """Up to ``limit`` other rooms with unexplored exits, nearest first, with the way there."""
+        """Up to ``limit`` other visited rooms with unexplored exits, nearest first, with the way
+        there over open ways."""
         found: list[tuple[int, list[Way]]] = []
         paths: dict[int, list[Way]] = {from_id: []}
         frontier = [from_id]
@@ -259,7 +305,7 @@ class MapGraph:
             following: list[int] = []
             for room_id in frontier:
                 for way in self.ways(room_id):
-                    if way.blocked or way.to_id in paths:
+                    if way.blocked or not self.been_to(way.to_id) or way.to_id in paths:
                         continue
                     paths[way.to_id] = [*paths[room_id], way]
                     following.append(way.to_id)
@@ -279,14 +325,12 @@ class MapGraph:
         return (room.name if room else "") or f"room #{room_id}"
 
     def _way_text(self, way: Way, label: Callable[[int], str]) -> str:
-        marks = [m for m, on in (("probable", way.probable), ("blocked now", way.blocked)) if on]
-        return f"{way.label} -> {label(way.to_id)}" + (f" ({', '.join(marks)})" if marks else "")
+        if way.blocked:
+            return f"{way.label}: blocked — {way.refusal}"
+        return f"{way.label} -> {label(way.to_id) if self.been_to(way.to_id) else 'unexplored'}"
 
     def _room_line(self, room_id: int) -> str:
         parts = [self._way_text(way, self._label) for way in self.ways(room_id)]
-        unexplored = self.unexplored_exits(room_id)
-        if unexplored:
-            parts.append("unexplored: " + ", ".join(unexplored))
         return f"{self._label(room_id)}: " + ("; ".join(parts) if parts else "no known exits")
 
     def render_text(self, current_room_id: int | None = None, max_rooms: int = 40) -> str:
@@ -316,7 +360,6 @@ class MapGraph:
             return "## Map\nNothing explored here yet."
         lines = [f"## Map around {self._name(current_room_id)}"]
         ways = [self._way_text(way, self._name) for way in self.ways(current_room_id)]
-        ways += [f"{d} -> unexplored" for d in self.unexplored_exits(current_room_id)]
         lines.append("Ways from here: " + ("; ".join(ways) if ways else "none known"))
         near = self.nearest_unexplored(current_room_id, nearby)
         if near:
@@ -329,24 +372,21 @@ class MapGraph:
                 continue
             path = self.route(current_room_id, room_ids)
             if path is not None:
-                probable = " (via probable ways)" if any(w.probable for w in path) else ""
-                lines.append(f"Route to {name}: {', '.join(w.label for w in path)}{probable}")
+                doors = list(dict.fromkeys(w.door for w in path if w.blocked))
+                first = f" (open the {' and the '.join(doors)} on the way)" if doors else ""
+                lines.append(f"Route to {name}: {', '.join(w.label for w in path)}{first}")
         return "\n".join(lines)
 
     def render_mermaid(self, current_room_id: int | None = None) -> str:
-        """A Mermaid flowchart of rooms and observed moves."""
+        """A Mermaid flowchart of rooms and the ways between them (probed or walked)."""
         lines = ["graph LR"]
         for room_id in sorted(self.rooms):
             name = (self.rooms[room_id].name or "?").replace('"', "#quot;")
             lines.append(f'  R{room_id}["{name} #{room_id}"]')
-        for from_id in sorted(self.edges):
-            for label in sorted(self.edges[from_id], key=_direction_sort_key):
-                text = label.replace('"', "#quot;").replace("|", "/")
-                lines.append(f'  R{from_id} -->|"{text}"| R{self.edges[from_id][label]}')
-        for from_id in sorted(self.probable):
-            for label, to_id in sorted(self.probable[from_id].items(), key=lambda item: _direction_sort_key(item[0])):
-                if label not in self.edges.get(from_id, {}):
-                    lines.append(f'  R{from_id} -.->|"{label}?"| R{to_id}')
+        for from_id in sorted(self.rooms):
+            for way in self.ways(from_id):
+                if way.to_id in self.rooms and not way.blocked:
+                    lines.append(f'  R{from_id} -->|"{way.label}"| R{way.to_id}')
         if current_room_id is not None and current_room_id in self.rooms:
             lines.append("  classDef current stroke-width:4px")
             lines.append(f"  class R{current_room_id} current")
@@ -363,11 +403,14 @@ class MapGraph:
                     "visits": r.visits,
                     "verified_exits": sorted(r.verified_exits, key=_direction_sort_key),
                     "probed": r.probed,
+                    "leads_to": dict(r.leads_to),
+                    "refused": {
+                        d: {"text": x.text, "door": x.door, "door_to": x.door_to} for d, x in r.refused.items()
+                    },
                 }
                 for r in self.rooms.values()
             },
             "edges": {str(f): dict(routes) for f, routes in self.edges.items()},
-            "probable_edges": {str(f): dict(routes) for f, routes in self.probable.items() if routes},
             "failed_exits": [
                 {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
             ],
@@ -378,7 +421,7 @@ class MapGraph:
         """Rebuild a graph; raises ``MapGraphError`` naming the first malformed part."""
         if not isinstance(data, dict):
             raise MapGraphError("the top level must be a JSON object")
-        if data.get("version", MAP_FORMAT_VERSION) != MAP_FORMAT_VERSION:
+        if data.get("version", MAP_FORMAT_VERSION) not in _READABLE_VERSIONS:
             raise MapGraphError(f"unsupported map version {data.get('version')!r} (expected {MAP_FORMAT_VERSION})")
         graph = cls()
         try:
@@ -389,12 +432,22 @@ class MapGraph:
                 # Maps saved before "probed" existed: a room with exits on record was probed.
                 probed = bool(room.get("probed", bool(exits)))
                 graph.rooms[int(key)] = Room(
-                    int(key), str(room["name"]), int(room.get("visits", 0)), set(exits), probed
+                    int(key),
+                    str(room["name"]),
+                    int(room.get("visits", 0)),
+                    set(exits),
+                    probed,
+                    {str(d): int(to) for d, to in dict(room.get("leads_to", {})).items()},
+                    {
+                        str(d): Refusal(str(x["text"]), str(x.get("door", "")), int(x.get("door_to", 0)))
+                        for d, x in dict(room.get("refused", {})).items()
+                    },
                 )
             for key, routes in dict(data.get("edges", {})).items():
-                graph.edges[int(key)] = {str(label): int(to_id) for label, to_id in dict(routes).items()}
-            for key, routes in dict(data.get("probable_edges", {})).items():
-                graph.probable[int(key)] = {str(label): int(to_id) for label, to_id in dict(routes).items()}
+                # Older maps stored any command that moved the player ("pray"): only directions are ways.
+                graph.edges[int(key)] = {
+                    str(label): int(to_id) for label, to_id in dict(routes).items() if str(label) in _ORDER
+                }
             for entry in list(data.get("failed_exits", [])):
                 graph.failed_exits[(int(entry["room_id"]), str(entry["direction"]))] = int(entry["count"])
         except MapGraphError:

@@ -13,7 +13,9 @@ onto the map as it is on disk. The result, every run's rooms and exits, is writt
 becomes this run's map too.
 
 The agent sees a compact view each turn (``context_section``): the current room's ways out
-and where they lead, the nearest unexplored exits and the route to its objectives' rooms.
+as the engine's exit probe found them (where each leads, or the game's words for a way refused
+now), the nearest unexplored exits and the route to its objectives' rooms over ways the
+engine confirmed.
 Repeating the whole map every turn grew to three quarters of the prompt by the end of a
 game; the whole map stays in ``map_state.json`` and ``map.mmd``.
 """
@@ -84,7 +86,11 @@ class MapManager(BaseManager):
         # With probing off the exits list is empty for lack of data, not for lack of exits;
         # at game over it is empty too. Neither may wipe what the engine confirmed earlier.
         if self.config.gameplay.exit_probe and not state.game_over:
-            changed |= self._change("set_verified_exits", state.current_room_id, list(state.exits))
+            if state.exit_probes:
+                probes = [tuple(p) for p in state.exit_probes]
+                changed |= self._change("set_probed_ways", state.current_room_id, probes)
+            else:
+                changed |= self._change("set_verified_exits", state.current_room_id, list(state.exits))
         return changed
 
     def process_turn(self, result: TurnResult) -> None:
@@ -96,6 +102,8 @@ class MapManager(BaseManager):
         changed |= self._change("add_room", result.room_id_before, result.room_name_before)
         changed |= self._change("add_room", result.room_id_after, result.room_name_after)
         direction = normalize_direction(result.action)
+        for room_id, name in result.rooms_entered:  # entered and died in: a visit, though no passage is known
+            changed |= self._change("visit", room_id, name)
         if result.moved:
             changed |= self._change("visit", result.room_id_after, result.room_name_after)
             # Dying moves the player too (to the forest), but that is no passage.

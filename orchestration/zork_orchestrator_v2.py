@@ -13,7 +13,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
@@ -316,6 +316,7 @@ class ZorkOrchestratorV2:
             died=info.died,
             victory=info.victory,
             world_changes=describe_world_changes(info, state.current_room_id, state.exits),
+            rooms_entered=tuple((room.id, room.name) for room in info.rooms_entered),
         )
         self._apply_facts(info, response)
         state.record_turn(result)
@@ -353,6 +354,7 @@ class ZorkOrchestratorV2:
         state.inventory_shown = list(info.inventory_shown)
         state.visible_objects = list(info.visible_objects)
         state.exits = list(info.exits)
+        state.exit_probes = [astuple(probe) for probe in info.ways]
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat

@@ -77,6 +77,8 @@ class TurnResult:
     # What the command changed near the player, from the engine's object tree and exit probe:
     # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
     world_changes: tuple[str, ...] = ()
+    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died in.
+    rooms_entered: tuple[tuple[int, str], ...] = ()
 
     @property
     def moved(self) -> bool:
@@ -110,6 +112,8 @@ class GameState:
     inventory_shown: list[str] = field(default_factory=list)
     visible_objects: list[str] = field(default_factory=list)
     exits: list[str] = field(default_factory=list)
+    # The engine's exit probe in full: (direction, room reached or 0, refusal, door, room behind the door).
+    exit_probes: list[tuple[str, int, str, str, int]] = field(default_factory=list)
     score: int = 0
     max_score: int = 0
     moves: int = 0
@@ -138,10 +142,11 @@ class GameState:
             )
         )
         self.reasoning_history.append(result.reasoning)
-        new_room = result.room_id_after not in self.visited_room_ids
+        entered = {result.room_id_after} | {room_id for room_id, _ in result.rooms_entered}
+        new_room = bool(entered - self.visited_room_ids)
         if result.score_delta or new_room:
             self.last_progress_turn = result.turn
-        self.visited_room_ids.add(result.room_id_after)
+        self.visited_room_ids |= entered
         if result.died:
             self.death_count += 1
 
@@ -169,4 +174,5 @@ class GameState:
         data["inventory_shown"] = list(self.inventory_shown)
         data["visible_objects"] = list(self.visible_objects)
         data["exits"] = list(self.exits)
+        data["exit_probes"] = [list(p) for p in self.exit_probes]
         return data

@@ -85,6 +85,10 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config
     rooms = {r.room_id_before for r in results} | {r.room_id_after for r in results}
     assert summary["rooms_visited"] == len(rooms)
     assert "West of House" in summary["room_names"] and "Stone Barrow" in summary["room_names"]
+    # Rooms are told apart by id: each visited Forest is listed, not merged into one name.
+    assert len(summary["room_names"]) == len(rooms)
+    forests = [name for name in summary["room_names"] if name.startswith("Forest (room ")]
+    assert len(forests) == len({r.room_id_after for r in results if r.room_name_after == "Forest"}) > 1
 
     events = summary["key_events"]
     score_events = [e for e in events if e["kind"] == "score"]

@@ -244,3 +244,59 @@ def test_the_agent_reads_the_inventory_nested_and_the_room_with_places(
     assert "Inventory: brass lantern (on), brown sack (open, containing: lunch, clove of garlic)" in build_context(
         state
     )
+
+
+def test_the_exit_probe_keeps_where_each_way_leads_and_the_games_refusals(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
+    game.start()
+    text = play(game, TO_TROLL)
+    info = extractor.extract("N", text)
+    assert info.location.name == "The Troll Room"
+    cellar = game.find_rooms("Cellar")[0].id
+    ways = {w.direction: (w.to, w.refusal) for w in info.ways}
+    # The engine's refusal, in its own words, while the troll lives; south really leads back to the cellar.
+    assert ways == {
+        "south": (cellar, ""),
+        "east": (0, "The troll fends you off with a menacing gesture."),
+        "west": (0, "The troll fends you off with a menacing gesture."),
+    }
+    assert info.exits == ("south",)
+
+
+def test_the_cyclops_fleeing_opens_the_way_up_on_the_same_turn(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
+    game.start()
+    walkthrough = game.get_walkthrough()
+    spell = next(i for i, c in enumerate(walkthrough) if c.lower() in ("ulysses", "odysseus"))
+    play(game, walkthrough[:spell])
+    before = extractor.extract(walkthrough[spell - 1], game.last_response)
+    assert before.location.name == "Cyclops Room"
+    assert "up" not in before.exits
+    assert ("up", "The cyclops doesn't look like he'll let you past.") in [
+        (w.direction, w.refusal) for w in before.ways
+    ]
+
+    text = game.send_command(walkthrough[spell])
+    after = extractor.extract(walkthrough[spell], text)
+    assert "up" in after.exits
+    treasure_room = game.find_rooms("Treasure Room")[0].id
+    assert ("up", treasure_room) in [(w.direction, w.to) for w in after.ways]
+
+
+def test_a_room_entered_and_died_in_is_reported(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    extractor = make_extractor(make_config(**SAMPLING), game, None)
+    game.start()
+    walkthrough = game.get_walkthrough()
+    play(game, [*walkthrough[: walkthrough.index("Put torch in basket")], "north"])
+    assert extractor.extract("north", game.last_response).rooms_entered == ()  # a plain move: the location says it
+    text = game.send_command("down")  # the Gas Room, with the torch lit
+    info = extractor.extract("down", text)
+    assert info.died and info.location.name != "Gas Room"
+    assert [room.name for room in info.rooms_entered] == ["Gas Room"]
+    assert info.rooms_entered[0].id == game.find_rooms("Gas Room")[0].id

@@ -445,3 +445,16 @@ def test_every_object_is_found_by_its_own_name(game: JerichoInterface) -> None:
     """The agent names targets as the visible-objects line shows them ("jewel-encrusted egg", "bird's nest")."""
     for name in ("jewel-encrusted egg", "bird's nest", "brass lantern", "trophy case", "kitchen window"):
         assert name in [obj.name for obj in game.find_objects(name)]
+
+
+def test_probe_exits_names_the_door_a_refused_way_goes_through(game: JerichoInterface) -> None:
+    for command in ("north", "east"):
+        game.send_command(command)
+    assert game.get_location().name == "Behind House"
+    window = [p for p in game.probe_exits() if p.direction == "west"]
+    kitchen = game.find_rooms("Kitchen")[0].id
+    assert [(p.to, p.refusal, p.door, p.door_to) for p in window] == [
+        (0, "The kitchen window is closed.", "kitchen window", kitchen)
+    ]
+    game.send_command("north")  # North of House: its south is boarded windows, never a way
+    assert "south" not in [p.direction for p in game.probe_exits()]

@@ -56,11 +56,13 @@ def _kitchen_graph() -> MapGraph:
     return graph
 
 
-def test_unexplored_exits_are_verified_exits_without_an_edge() -> None:
+def test_unexplored_exits_lead_to_rooms_not_yet_visited() -> None:
     graph = _kitchen_graph()
     assert graph.unexplored_exits(1) == ["east", "west", "up", "out"]  # canonical order
     assert graph.record_move(1, "w", 2)
     graph.add_room(2, "Living Room")
+    assert graph.unexplored_exits(1) == ["east", "west", "up", "out"]  # known, but never entered
+    graph.visit(2, "Living Room")
     assert graph.neighbours(1) == {"west": 2}
     assert graph.unexplored_exits(1) == ["east", "up", "out"]
     assert graph.unexplored_exits(2) == []  # nothing verified there yet
@@ -76,13 +78,14 @@ def test_record_move_reports_changes_only() -> None:
     assert not graph.record_move(1, "west", 1)  # not a move
 
 
-def test_non_direction_moves_are_labelled_by_the_action() -> None:
+def test_commands_that_are_not_directions_are_never_stored_as_ways() -> None:
     graph = MapGraph()
-    graph.add_room(5, "Forest Path")
-    graph.set_verified_exits(5, ["up"])
-    graph.record_move(5, "Climb  Tree", 6)
-    assert graph.neighbours(5) == {"climb tree": 6}
-    assert graph.unexplored_exits(5) == ["up"]  # "climb tree" is not the verified "up"
+    graph.visit(5, "Altar")
+    graph.set_verified_exits(5, ["north", "down"])
+    assert not graph.record_move(5, "pray", 6)  # it moved the player, but it is no way of the Altar
+    assert not graph.record_move(5, "Climb  Tree", 6)
+    assert graph.edges == {}
+    assert [w.label for w in graph.ways(5)] == ["north", "down"]
 
 
 def test_failed_exits_are_pruned_after_the_threshold() -> None:
@@ -130,8 +133,10 @@ def test_render_text_marks_current_room_and_lists_unexplored() -> None:
     text = graph.render_text(2)
     lines = text.splitlines()
     assert lines[0].startswith("Map (2 rooms known")
-    assert lines[1] == "* Living Room (#2): east -> Kitchen (#1); unexplored: down"
-    assert lines[2] == "  Kitchen (#1): west -> Living Room (#2); unexplored: east, up, out"
+    assert lines[1] == "* Living Room (#2): east -> Kitchen (#1); down -> unexplored"
+    assert lines[2] == (
+        "  Kitchen (#1): east -> unexplored; west -> Living Room (#2); up -> unexplored; out -> unexplored"
+    )
     assert MapGraph().render_text(None) == "Map: nothing explored yet."
 
 
@@ -152,13 +157,13 @@ def test_render_mermaid() -> None:
     graph = _kitchen_graph()
     graph.add_room(2, 'The "Living" Room')
     graph.record_move(1, "west", 2)
-    graph.record_move(2, "pray | hope", 1)
+    graph.record_move(2, "pray | hope", 1)  # no direction: not drawn
     text = graph.render_mermaid(current_room_id=1)
     assert text.splitlines()[0] == "graph LR"
     assert '  R1["Kitchen #1"]' in text
     assert '  R2["The #quot;Living#quot; Room #2"]' in text
     assert '  R1 -->|"west"| R2' in text
-    assert '  R2 -->|"pray / hope"| R1' in text
+    assert "pray" not in text
     assert "  class R1 current" in text
 
 
@@ -230,3 +235,39 @@ def test_any_graph_survives_json(
     for room_id in graph.rooms:
         assert copy.unexplored_exits(room_id) == graph.unexplored_exits(room_id)
         assert copy.render_text(room_id) == graph.render_text(room_id)
+
+
+def test_a_map_saved_before_ways_came_from_the_engine_loads_without_its_guesses() -> None:
+    old = {
+        "version": 1,
+        "rooms": {
+            "1": {"name": "North of House", "visits": 2, "verified_exits": ["north", "west"], "probed": True},
+            "2": {"name": "West of House", "visits": 1, "verified_exits": ["north"], "probed": True},
+            "3": {"name": "Altar", "visits": 1, "verified_exits": [], "probed": True},
+        },
+        "edges": {"2": {"north": 1}, "3": {"pray": 4}},
+        "probable_edges": {"1": {"south": 2}},  # the boarded windows, once guessed as the way back
+        "failed_exits": [],
+    }
+    graph = MapGraph.from_dict(old)
+    assert [(w.label, w.to_id) for w in graph.ways(1)] == [("north", 0), ("west", 0)]
+    assert graph.edges[3] == {}  # "pray" is no way of the Altar
+    assert graph.to_dict()["version"] == 2 and "probable_edges" not in graph.to_dict()
+    assert MapGraph.from_dict(graph.to_dict()).to_dict() == graph.to_dict()
+
+
+def test_probed_ways_and_refusals_survive_a_save(tmp_path: Path) -> None:
+    graph = MapGraph()
+    graph.visit(79, "Behind House")
+    window = ("west", 0, "The kitchen window is closed.", "kitchen window", 203)
+    assert graph.set_probed_ways(79, [("north", 81, "", "", 0), window])
+    assert not graph.set_probed_ways(79, [("north", 81, "", "", 0), window])  # nothing new
+    graph.save(tmp_path / "map.json")
+    loaded = MapGraph.load(tmp_path / "map.json")
+    assert [(w.label, w.to_id, w.refusal, w.door) for w in loaded.ways(79)] == [
+        ("north", 81, "", ""),
+        ("west", 203, "The kitchen window is closed.", "kitchen window"),
+    ]
+    assert loaded.render_compact(79).splitlines()[1] == (
+        "Ways from here: north -> unexplored; west: blocked — The kitchen window is closed."
+    )

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,7 @@ class Driver:
         self.state.current_room_id, self.state.current_room_name = location.id, location.name
         self.state.inventory = self.game.get_inventory()
         self.state.exits = self.game.get_valid_exits() if self.probe else []
+        self.state.exit_probes = [astuple(p) for p in self.game.probe_exits()] if self.probe else []
         self.state.score, self.state.moves = self.game.score, self.game.moves
         self.state.game_over = self.game.is_game_over()
 
@@ -91,6 +93,7 @@ class Driver:
                 game_over=self.game.is_game_over(),
                 died=self.game.last_response_was_death,
                 victory=self.game.is_victory(),
+                rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
             )
             self._apply()
             state.record_turn(result)
@@ -139,15 +142,15 @@ def test_opening_builds_the_map_from_engine_ids(
     assert graph.rooms[west].visits == 1
     # Exits come from the engine's probe, so the kitchen's untaken ways are listed.
     assert graph.rooms[kitchen].verified_exits == {"east", "west", "up", "out"}
-    # West was taken, and east is the probable way back out of the window we came in by.
-    assert graph.unexplored_exits(kitchen) == ["up", "out"]
+    # East and out lead back to Behind House (the engine says so), west was taken: only up is new.
+    assert graph.unexplored_exits(kitchen) == ["up"]
     # Every room the engine reported is in the map under its id, with its name.
     assert {room_id: graph.rooms[room_id].name for room_id, _ in rooms} == dict(rooms)
 
     context = manager.context_section()
     assert context is not None
     assert context.splitlines()[0] == "## Map around Living Room"
-    assert context.splitlines()[1] == "Ways from here: east -> Kitchen (probable)"
+    assert context.splitlines()[1] == "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
     assert manager.get_status()["rooms_known"] == len(set(rooms))
 
 
@@ -195,7 +198,16 @@ def test_every_save_writes_the_map_as_mermaid_beside_the_json(
     arrows = [re.match(r'^  R(\d+) -->\|"(.+)"\| R(\d+)$', line) for line in lines if "-->" in line]
     edges = {(int(m.group(1)), m.group(2), int(m.group(3))) for m in arrows if m}
     assert len(edges) == len(arrows)
-    assert edges == {(int(f), label, to) for f, routes in saved["edges"].items() for label, to in routes.items()}
+    # Every way the engine showed between two known rooms, walked or probed.
+    graph = manager.graph
+    assert edges == {
+        (room_id, way.label, way.to_id)
+        for room_id in graph.rooms
+        for way in graph.ways(room_id)
+        if way.to_id in graph.rooms and not way.blocked
+    }
+    walked = {(int(f), label, to) for f, routes in saved["edges"].items() for label, to in routes.items()}
+    assert walked < edges
     assert lines[-1] == f"  class R{game.get_location().id} current"
 
     driver.play(["E"])  # back to the kitchen: the Mermaid file follows the JSON
@@ -298,34 +310,23 @@ def _ways_line(context: str | None) -> str:
     return next(line for line in context.splitlines() if line.startswith("Ways from here: "))
 
 
-def test_the_way_back_is_inferred_as_probable_not_unexplored(
+def test_no_way_back_is_guessed(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     manager, driver = _started(game, tmp_path, logger[0])
-    driver.play(["north", "north"])  # West of House -> North of House -> Forest Path
-    assert driver.state.current_room_name == "Forest Path"
-    path, north_of_house = driver.state.current_room_id, manager.graph.neighbours(81)["north"]
-    assert north_of_house == path
-    assert "south" in driver.state.exits  # the engine offers it...
-    assert "south" not in manager.graph.unexplored_exits(path)  # ...and the map knows where it probably leads
-    assert "south -> North of House (probable)" in _ways_line(manager.context_section())
-
-    driver.play(["south"])  # traversing it confirms the guess
-    assert manager.graph.neighbours(path)["south"] == 81
-    assert "south" not in manager.graph.probable.get(path, {})
-
-
-def test_a_wrong_guess_is_corrected_on_traversal() -> None:
-    graph = MapGraph()
-    graph.record_move(1, "north", 2)
-    assert graph.probable[2] == {"south": 1}
-    graph.record_move(2, "south", 3)  # a twisting passage
-    assert graph.neighbours(2) == {"south": 3}
-    assert "south" not in graph.probable.get(2, {})
-    assert [(w.label, w.to_id, w.probable) for w in graph.ways(2)] == [("south", 3, False)]
+    driver.play(["north"])  # West of House -> North of House: south is boarded windows, not the way back
+    assert driver.state.current_room_name == "North of House"
+    ways = _ways_line(manager.context_section())
+    assert "south ->" not in ways and "south:" not in ways
+    assert ways == (
+        "Ways from here: north -> unexplored; east -> unexplored; west -> West of House; southeast -> unexplored; "
+        "southwest -> West of House"
+    )
+    driver.play(["north"])
+    assert "south -> North of House" in _ways_line(manager.context_section())  # the engine's word, not a guess
 
 
-def test_a_passage_that_closed_is_shown_blocked_now(
+def test_a_window_that_closed_is_shown_blocked_in_the_games_words(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     manager, driver = _started(game, tmp_path, logger[0])
@@ -335,8 +336,27 @@ def test_a_passage_that_closed_is_shown_blocked_now(
     driver.play(["close window"])
     assert "west" not in driver.state.exits
     ways = _ways_line(manager.context_section())
-    assert "west -> Kitchen (blocked now)" in ways
-    assert manager.graph.route(driver.state.current_room_id, {203}) is None  # no route through a shut window
+    assert "west: blocked — The kitchen window is closed." in ways
+    path = manager.graph.route(driver.state.current_room_id, {203})
+    assert path is not None and [(w.label, w.door) for w in path] == [("west", "kitchen window")]
+    manager.route_targets = lambda: [("the kitchen", {203})]
+    assert "Route to the kitchen: west (open the kitchen window on the way)" in (manager.context_section() or "")
+
+
+def test_the_troll_room_shows_the_ways_the_troll_blocks(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    driver.play(["north", "east", "open window", "west", "west", "take lamp", "move rug", "open trap door"])
+    driver.play(["turn on lamp", "down"])
+    assert driver.state.current_room_name == "Cellar"
+    assert "up: blocked — The trap door is closed." in _ways_line(manager.context_section())
+    driver.play(["north"])
+    assert driver.state.current_room_name == "The Troll Room"
+    ways = _ways_line(manager.context_section())
+    assert "east: blocked — The troll fends you off with a menacing gesture." in ways
+    assert "west: blocked — The troll fends you off with a menacing gesture." in ways
+    assert "south -> Cellar" in ways
 
 
 def test_the_agent_sees_a_compact_map_not_every_room(
@@ -349,10 +369,23 @@ def test_the_agent_sees_a_compact_map_not_every_room(
     assert context is not None
     assert "Up a Tree" not in context  # not near, no unexplored exit: not repeated every turn
     assert "Unexplored exits nearby:" in context
-    assert "- Kitchen (east): up, out" in context.splitlines()
+    assert "- Kitchen (east): up" in context.splitlines()
 
-    # Behind House's "west" was taken into the kitchen, so the map knows no way back to the
-    # tree (the real one is "north" from Behind House): no route is made up.
+    # Routes follow the engine's ways only: Behind House's north was probed, never walked.
     manager.route_targets = lambda: [("Up a Tree", {88}), ("Behind House", {79})]
     routes = [line for line in (manager.context_section() or "").splitlines() if line.startswith("Route to")]
-    assert routes == ["Route to Behind House: east, east (via probable ways)"]
+    assert routes == ["Route to Up a Tree: east, east, north, north, up", "Route to Behind House: east, east"]
+
+
+def test_a_room_entered_and_died_in_counts_as_visited(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _started(game, tmp_path, logger[0])
+    walkthrough = game.get_walkthrough()
+    shaft = walkthrough.index("Put torch in basket")  # still carrying the lit torch before this
+    driver.play([*walkthrough[:shaft], "north", "down"])  # into the Gas Room with a flame: it explodes
+    assert game.get_location().name != "Gas Room"  # the player is moved on, dead
+    gas_room = game.find_rooms("Gas Room")[0].id
+    assert manager.graph.rooms[gas_room].visits == 1
+    assert gas_room in driver.state.visited_room_ids
+    assert "down" not in manager.graph.edges.get(game.find_rooms("Smelly Room")[0].id, {})  # dying is no passage

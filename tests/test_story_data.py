@@ -47,3 +47,22 @@ def test_verb_numbers_group_synonyms(story: StoryData) -> None:
     assert verb("q") == verb("quit") is not None
     assert verb("take") == verb("grab") != verb("quit")
     assert verb("lamp") is None
+
+
+def test_rooms_know_how_each_way_out_is_defined(story: StoryData) -> None:
+    def room(name: str) -> int:
+        return next(n for n, o in story.objects.items() if o.name == name and o.exits)
+
+    north_of_house, behind_house, kitchen = room("North of House"), room("Behind House"), room("Kitchen")
+    troll_room, cellar = room("The Troll Room"), room("Cellar")
+    # "The windows are all boarded.": a message only, never a way.
+    assert story.objects[north_of_house].exit("south").kind == "never"
+    assert not story.objects[north_of_house].exit("south").can_open
+    assert story.objects[north_of_house].exit("west").kind == "open"
+    window = story.objects[behind_house].exit("west")
+    assert (window.kind, window.to, story.objects[window.door].name) == ("door", kitchen, "kitchen window")
+    # The troll's ways depend on a flag, and lead on once it is set.
+    east = story.objects[troll_room].exit("east")
+    assert east.kind == "conditional" and east.can_open and east.to != 0
+    assert story.objects[troll_room].exit("south").to == cellar
+    assert story.objects[north_of_house].exit("up") is None

@@ -90,9 +90,9 @@ def _free_cell_near(x: int, y: int, taken: set[tuple[int, int]]) -> tuple[int, i
 
 
 def _moves(graph: MapGraph) -> list[tuple[int, str, int]]:
-    """Every move between two different known rooms: observed ones, then the probable reverses."""
+    """Every way between two different known rooms: moves made, then ways the engine's probe found."""
     moves = []
-    for edges in (graph.edges, graph.probable):
+    for edges in (graph.edges, graph.probed_edges()):
         for from_id, routes in sorted(edges.items()):
             for label, to_id in sorted(routes.items()):
                 if from_id != to_id and from_id in graph.rooms and to_id in graph.rooms:

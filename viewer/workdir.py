@@ -249,9 +249,10 @@ class GameWorkdir:
         ]
         bent = {(m.from_id, m.label, m.to_id) for m in misfits(graph, placed)}
         name = graph.rooms
-        # A passage walked both ways is one line with both labels; a reverse only inferred is "probable".
+        # A passage walked (or probed by the engine) both ways is one line with both labels. Nothing
+        # is inferred any more, so "probable" stays false; the field is kept for the page's sake.
         edges: dict[tuple[int, int], dict[str, Any]] = {}
-        for probable, source in ((False, graph.edges), (True, graph.probable)):
+        for source in (graph.edges, graph.probed_edges()):
             for from_id, routes in sorted(source.items()):
                 for label, to_id in sorted(routes.items()):
                     if from_id == to_id or from_id not in name or to_id not in name:
@@ -264,15 +265,12 @@ class GameWorkdir:
                             "to": to_id,
                             "labels": [],
                             "two_way": False,
-                            "probable": probable,
+                            "probable": False,
                             "names": [],  # moves that are not compass directions, drawn with their name
                             "misfit": False,
                         }
-                    if probable:
-                        edge["labels"].append(f"{name[from_id].name} → {label} (probable)")
-                    else:
-                        edge["labels"].append(f"{name[from_id].name} → {label}")
-                        edge["two_way"] |= from_id != edge["from"]
+                    edge["labels"].append(f"{name[from_id].name} → {label}")
+                    edge["two_way"] |= from_id != edge["from"]
                     if not is_compass(label) and label not in edge["names"]:
                         edge["names"].append(label)
                     edge["misfit"] |= (from_id, label, to_id) in bent
