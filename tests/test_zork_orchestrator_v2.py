@@ -344,3 +344,36 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
     markdown = (episode / "episode_summary.md").read_text()
     assert "| Agent | 4 |" in markdown and f"${4 * per_call:.4f}" in markdown
     assert "LLM cost: unknown (2 of 6 calls unpriced" in markdown
+
+
+def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """One command per turn: the game makes one move, and the model hears, once, what was not played."""
+    llm_server.script(agent_reply("go s, go w, take leaflet and read it"), agent_reply("look"), agent_reply("look"))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    orchestrator = ZorkOrchestratorV2(episode_id="chain", config=config, console=False, max_turns_per_episode=3)
+    moves_after: list[int] = []
+    original = orchestrator._process_turn
+
+    def process_and_count() -> bool:
+        outcome = original()
+        moves_after.append(orchestrator.game.moves)
+        return outcome
+
+    orchestrator._process_turn = process_and_count  # type: ignore[method-assign]
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+    assert moves_after == [1, 2, 3]  # the game's own count: one move per turn
+    assert state.current_room_name == "South of House" and state.moves == 3
+    turns = [e for e in read_events(tmp_path / "game_files" / "episodes" / "chain") if e["event_type"] == "turn"]
+    assert [t["action"] for t in turns] == ["go s", "look", "look"]
+    text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
+    users = [text(body["messages"][-1]) for body in llm_server.bodies if body["model"] == "scripted/agent"]
+    note = users[1].splitlines()[0]
+    assert 'only the first, "go s", was played' in note
+    assert '"go w"; "take leaflet"; "read it"' in note
+    assert "Note:" not in users[0] and "Note:" not in users[2]  # said once, on the turn after
