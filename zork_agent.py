@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,52 +73,86 @@ class AgentRuntimeError(RuntimeError):
 
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
-# Zork runs "take lamp. north" or "take lamp then north" as several moves; a turn is one command.
-_NEXT_COMMAND = re.compile(r"\s*(?:[.;!]|\bthen\b)\s*", re.IGNORECASE)
+# Without the story's dictionary (an agent built without a game), commands are split only where
+# Zork always splits them ("then", a period, a quote mark) and at ";", "!" and "?"; the game's own
+# reading (``JerichoInterface.commands_in``) also splits at the commas and "and"s that start a command.
+_SENTENCE_BREAK = re.compile(r"\s*(?:[.;!?\"]|\bthen\b)\s*", re.IGNORECASE)
 # Zork's parser reads short lines; longer "actions" are prose, not commands (and the engine refuses them).
 MAX_ACTION_CHARS = 120
+QUOTES = "\"'“”‘’"
 
 
 def clean_action(raw: str | None) -> str:
-    """One lower-case game command: the first command of the first non-empty line, without
-    quotes, markdown or trailing punctuation."""
+    """The first non-empty line of a reply's action, lower-case, without quotes around it,
+    markdown, an "Action:" label or trailing punctuation. It may still chain several commands:
+    the agent's ``read_commands`` splits them."""
     if not raw:
         return ""
     for line in str(raw).splitlines():
-        line = _MARKDOWN.sub("", line).strip().strip("\"'“”‘’").strip()
+        line = _MARKDOWN.sub("", line).strip().strip(QUOTES).strip()
         line = re.sub(r"^(action|command)\s*:\s*", "", line, flags=re.IGNORECASE)
-        line = _NEXT_COMMAND.split(line, maxsplit=1)[0]
-        line = re.sub(r"\s+", " ", line).strip().strip("\"'“”‘’").strip()
+        line = re.sub(r"\s+", " ", line).strip().rstrip(".;!?").strip().strip(QUOTES).strip()
         if line:
             return line.lower()
     return ""
 
 
+def sentence_commands(line: str) -> list[str]:
+    """The commands of ``line`` where no story dictionary is at hand (see ``_SENTENCE_BREAK``)."""
+    return [part for part in (p.strip() for p in _SENTENCE_BREAK.split(line)) if part]
+
+
+def unplayed_note(played: str, unplayed: tuple[str, ...]) -> str:
+    """The line that tells the model, on its next turn, what of its last action the game did not play."""
+    rest = "; ".join(f'"{command}"' for command in unplayed)
+    return (
+        f'Note: your last action chained several commands; only the first, "{played}", was played '
+        f"(one command per turn). Not played: {rest}."
+    )
+
+
 TOOL_DESCRIPTION_CHARS = 200  # a tool's first sentence is its purpose; schemas carry the rest
+# A server without instructions says what it is for only through its tools' descriptions: those are given whole.
+TOOL_FULL_DESCRIPTION_CHARS = 600
 
 
-def tools_prompt(tools: list[dict[str, Any]], instructions: dict[str, str] | None = None) -> str:
+def tools_prompt(
+    tools: list[dict[str, Any]],
+    instructions: dict[str, str] | None = None,
+    server_of: Callable[[str], str | None] | None = None,
+) -> str:
     """What the system prompt says when MCP tools are offered: that they may be called before
-    answering, that the final answer is still the JSON object, and what each server is for, in
-    the servers' own words (their ``instructions`` and their tools' descriptions).
+    answering, that the final answer is still the JSON object, and each tool by the name the
+    model must call it by, grouped by server and described in the servers' own words: a
+    server's ``instructions`` and each tool's first sentence, or, for a server that gives no
+    instructions, each tool's whole description.
 
-    ``tools`` are the OpenAI function tools sent with the request; a wire name
-    ``server__tool`` names its server.
+    ``tools`` are the OpenAI function tools sent with the request. ``server_of(wire_name)``
+    names a tool's server (the MCP manager's routing); without it a wire name
+    ``server__tool`` is read as naming its server.
     """
-    by_server: dict[str, list[str]] = {}
+    instructions = instructions or {}
+    by_server: dict[str, list[tuple[str, str]]] = {}
     for tool in tools:
         function = tool.get("function", {})
-        server, _, name = str(function.get("name", "")).rpartition("__")
-        purpose = shorten(re.split(r"(?<=[.!?])\s", str(function.get("description") or ""))[0], TOOL_DESCRIPTION_CHARS)
-        by_server.setdefault(server or "tools", []).append(f"{name or server}" + (f" ({purpose})" if purpose else ""))
+        wire = str(function.get("name", ""))
+        server = (server_of(wire) if server_of else None) or wire.rpartition("__")[0] or "tools"
+        by_server.setdefault(server, []).append((wire, str(function.get("description") or "").strip()))
     lines = [
         "# Tools",
         "With this request you are offered tools. You may call them before answering, as often as they help; they "
-        "do not act in the game. When you are done, answer as above: the single JSON object with your game command.",
+        "do not act in the game. Call each by the name given here. When you are done, answer as above: the single "
+        "JSON object with your game command.",
     ]
-    for server, names in by_server.items():
-        about = shorten((instructions or {}).get(server, ""), TOOL_DESCRIPTION_CHARS)
-        lines.append(f"- {server}: {about + ' ' if about else ''}Tools: {'; '.join(names)}.")
+    for server, named in by_server.items():
+        about = shorten(instructions.get(server, ""), TOOL_DESCRIPTION_CHARS)
+        lines.append(f"- Server {server}" + (f": {about}" if about else ""))
+        for wire, description in named:
+            if about:
+                description = shorten(re.split(r"(?<=[.!?])\s", description)[0], TOOL_DESCRIPTION_CHARS)
+            else:
+                description = shorten(" ".join(description.split()), TOOL_FULL_DESCRIPTION_CHARS)
+            lines.append(f"  - {wire}" + (f": {description}" if description else ""))
     return "\n".join(lines)
 
 
@@ -125,6 +160,15 @@ def server_prompts_text(prompts: list[ServerPrompt]) -> str:
     """The configured MCP prompts for the system prompt, each under a heading naming its server and
     prompt (the servers' own words, as they gave them)."""
     return "\n\n".join(f"# Prompt {prompt.name} of MCP server {prompt.server}\n{prompt.text}" for prompt in prompts)
+
+
+def rejections_prompt(rejections: Sequence[str]) -> str:
+    """The re-ask's message: every proposal the critic sent back this turn, with its reason."""
+    listed = "\n".join(f"- {rejection}" for rejection in rejections)
+    return (
+        "The critic sent your proposal back. Proposals rejected this turn, with the critic's reasons:\n"
+        f"{listed}\nPropose a different action (not one of these), answering with the JSON object as before."
+    )
 
 
 def read_agent_reply(data: dict[str, Any]) -> tuple[AgentResponse, list[str]]:
@@ -164,7 +208,10 @@ class ZorkAgent:
         langfuse_client: Any = None,
         model: str | None = None,
         knowledge_text: str = "",
+        read_commands: Callable[[str], list[str]] | None = None,
     ) -> None:
+        """``read_commands(line)``: the commands a line chains, as the game reads it
+        (``JerichoInterface.commands_in``); without it, only sentence breaks split a line."""
         self.config = config
         self.client = client
         self.logger = logger or logging.getLogger("zorkgpt.agent")
@@ -177,6 +224,10 @@ class ZorkAgent:
         self._base_prompt = self._load_prompt(config)
         self.knowledge_text = knowledge_text
         self.current_turn = 0
+        self.read_commands = read_commands or sentence_commands
+        # This turn's conversation so far (turn, messages): a critic's re-ask goes on with it, so the
+        # model sees the tool calls it already made and every proposal the critic sent back.
+        self._conversation: tuple[int, list[dict[str, Any]]] | None = None
         self.tool_loop = (
             ToolLoop(
                 client,
@@ -245,15 +296,26 @@ class ZorkAgent:
 
     # -- public API --------------------------------------------------------------------
     def get_action_with_reasoning(
-        self, game_state_text: str, relevant_memories: str | None = None, turn: int | None = None
+        self,
+        game_state_text: str,
+        relevant_memories: str | None = None,
+        turn: int | None = None,
+        rejections: Sequence[str] = (),
     ) -> AgentDecision:
-        """One game command for this state, with the reasoning and the tool calls behind it."""
+        """One game command for this state, with the reasoning and the tool calls behind it.
+
+        ``rejections``: every proposal the critic sent back this turn, with its reason. Then the
+        request goes on with this turn's conversation (its tool calls and replies) and ends with
+        the list; a first ask (no rejections) starts the turn's conversation afresh.
+        """
         if turn is not None:
             self.current_turn = turn
+        kept = self._conversation
+        going_on = bool(rejections) and kept is not None and kept[0] == self.current_turn
+        messages = self._turn_messages(game_state_text, relevant_memories, rejections if going_on else ())
         if not self.mcp_enabled:
-            messages = self._build_messages(game_state_text, relevant_memories)
             response = self.client.chat.completions.create(**self._client_args(messages))
-            return self._parse_response(response.content)
+            return self._remember(messages, self._parse_response(response.content))
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -263,7 +325,22 @@ class ZorkAgent:
                 "get_action_with_reasoning() was called inside a running event loop. It owns the turn's "
                 "asyncio.run boundary; from async code, await agent._generate_action_async(...) instead."
             )
-        return asyncio.run(self._generate_action_async(game_state_text, relevant_memories))
+        return asyncio.run(self._generate_action_async(messages, first_ask=not going_on))
+
+    def _turn_messages(
+        self, game_state_text: str, relevant_memories: str | None, rejections: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """A first ask's system and user messages, or, with ``rejections`` (a re-ask of the turn
+        whose conversation is kept), that conversation and the critic's rejections."""
+        if not rejections or self._conversation is None:
+            return self._build_messages(game_state_text, relevant_memories)
+        return [*self._conversation[1], {"role": "user", "content": rejections_prompt(rejections)}]
+
+    def _remember(self, messages: list[dict[str, Any]], decision: AgentDecision) -> AgentDecision:
+        """Keeps the turn's conversation, the model's final answer included, for a re-ask."""
+        answer = {"role": "assistant", "content": decision.raw_response or ""}
+        self._conversation = (self.current_turn, [*messages, answer])
+        return decision
 
     # -- parsing -----------------------------------------------------------------------
     def _parse_response(self, content: str | None, tool_calls: tuple[ToolCallRecord, ...] = ()) -> AgentDecision:
@@ -272,9 +349,10 @@ class ZorkAgent:
             if data is None:
                 raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
             parsed, dropped = read_agent_reply(data)
-            action = clean_action(parsed.action)
-            if not action:
+            commands = self.read_commands(clean_action(parsed.action))
+            if not commands:
                 raise ValueError("the reply's action is empty")
+            action, unplayed = commands[0].lower(), tuple(commands[1:])
             if len(action) > MAX_ACTION_CHARS:
                 raise ValueError(f"the reply's action is {len(action)} characters long (limit {MAX_ACTION_CHARS})")
         except (ValidationError, ValueError) as exc:
@@ -311,8 +389,23 @@ class ZorkAgent:
                     "turn": self.current_turn,
                 },
             )
+        if unplayed:
+            self.logger.info(
+                "Turn %s: the agent chained %s commands; playing only the first, '%s'",
+                self.current_turn,
+                len(commands),
+                action,
+                extra={
+                    "event_type": "agent_commands_cut",
+                    "action": action,
+                    "unplayed": list(unplayed),
+                    "episode_id": self.episode_id,
+                    "turn": self.current_turn,
+                },
+            )
         return AgentDecision(
             action=action,
+            unplayed=unplayed,
             reasoning=parsed.thinking,
             new_objective=parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None,
             raw_response=content,
@@ -320,23 +413,26 @@ class ZorkAgent:
         )
 
     # -- MCP tool-calling path -----------------------------------------------------------
-    async def _generate_action_async(self, game_state_text: str, relevant_memories: str | None = None) -> AgentDecision:
-        """Open the turn's tools and run the tool loop; the sessions stay open for this turn's re-asks."""
+    async def _generate_action_async(self, messages: list[dict[str, Any]], first_ask: bool = True) -> AgentDecision:
+        """Open the turn's tools and run the tool loop on ``messages``; the sessions stay open for this
+        turn's re-asks. ``first_ask``: the turn's first request (its system prompt gets the tools)."""
         assert self.mcp_manager is not None and self.tool_loop is not None
-        messages = self._build_messages(game_state_text, relevant_memories)
         with self._session_observation() as span:
             tools = await self._open_tools()
             # The prompts the config names, fetched when the episode's first turn opened its tools.
             prompts = server_prompts_text(self.mcp_manager.server_prompts())
             system = f"{self.system_prompt}\n\n{prompts}" if prompts else self.system_prompt
             if tools is None:
-                messages[0]["content"] = system
+                if first_ask:
+                    messages[0] = {"role": "system", "content": system}
                 response = self.client.chat.completions.create(**self._client_args(messages))
                 outcome = ToolLoopOutcome(self._parse_response(response.content))
             else:
-                # Only now is it known which tools are offered: the prompt says so, in the servers' words.
-                about = tools_prompt(tools, self.mcp_manager.server_instructions())
-                messages[0]["content"] = f"{system}\n\n{about}"
+                if first_ask:
+                    # Only now is it known which tools are offered: the prompt names them as they must be
+                    # called, in the servers' words. A re-ask keeps the prompt its conversation began with.
+                    about = tools_prompt(tools, self.mcp_manager.server_instructions(), self.mcp_manager.server_of)
+                    messages[0] = {"role": "system", "content": f"{system}\n\n{about}"}
                 outcome = await self.tool_loop.run(messages, tools, self.current_turn)
             decision = outcome.decision
             if span is not None:
@@ -351,7 +447,7 @@ class ZorkAgent:
                         "final_action": decision.action,
                     },
                 )
-        return decision
+        return self._remember(messages, decision)
 
     async def _open_tools(self) -> list[dict[str, Any]] | None:
         """This turn's tools from every server; None means the turn plays without tools (logged why).

@@ -16,6 +16,7 @@ from typing import Any
 
 from jericho import FrotzEnv
 
+from game_interface.commands import CommandReader
 from game_interface.session_commands import META_COMMANDS, SessionCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
@@ -179,6 +180,7 @@ class JerichoInterface:
         self.seed = seed
         self._story = StoryData(self.story_file.read_bytes())
         self._session_commands = SessionCommands(self._story)
+        self._command_reader = CommandReader(self._story)
         self._env: FrotzEnv | None = FrotzEnv(str(self.story_file), seed=seed)
         self._player_id = self._env.player_obj_num
         self._rooms_root = self._env.get_object(self._env.get_object(self._player_id).parent).parent
@@ -253,6 +255,11 @@ class JerichoInterface:
         ``say "restore"``, ``n "save`` and "look. restoration" all name one.
         """
         return self._session_commands.find(command)
+
+    def commands_in(self, line: str) -> list[str]:
+        """The commands the game would play one after another for ``line`` ("go s, go sw" is two;
+        "take lamp, sword" one), read as the story's parser reads it (``game_interface.commands``)."""
+        return self._command_reader.commands(line)
 
     # ----------------------------------------------------------------- status
 

@@ -60,6 +60,8 @@ _SENTENCE_BREAK = re.compile(r"[.;,]|\bthen\b")
 _QUOTED = re.compile(r"\"[^\"]*\"?")
 _PLAIN_WORD = re.compile(r"^[a-z]+$")
 _SCOPE_REFUSAL = re.compile(r"You can't see any .* here!")
+# The context is written to the agent ("Your previous reasoning: ..."); the critic reads it as the agent's.
+_ADDRESSED_TO_AGENT = re.compile(r"^(#+ )?Your ", re.MULTILINE)
 
 CRITIC_SYSTEM_PROMPT = (
     "You are the critic for an agent playing the text adventure Zork I. Given the current game context and the "
@@ -285,8 +287,9 @@ class Critic:
         if self._llm is None:
             return CriticVerdict(score=0.0, justification="", source="none", rejected=False)
         failed_here = game_state.failed_actions_by_room.get(game_state.current_room_id, [])
+        shown = _ADDRESSED_TO_AGENT.sub(r"\1The agent's ", context)
         user = (
-            f"{context}\n\n"
+            f"What the agent was shown this turn:\n{shown}\n\n"
             f"Actions that already failed in this room: {', '.join(failed_here) if failed_here else 'none'}\n"
             f"Proposed action: {action}"
         )

@@ -69,16 +69,18 @@ class CriticManager(BaseManager):
         self._pending = None
 
     def choose_action(
-        self, propose: Callable[[str | None], AgentDecision], context: str
+        self, propose: Callable[[tuple[str, ...]], AgentDecision], context: str
     ) -> tuple[AgentDecision, CriticReview]:
         """The agent's decision after the critic had its say, and the critic's review of it.
 
-        ``propose(feedback)`` asks the agent: feedback is None first, then the reason the
-        previous proposal was rejected.
+        ``propose(rejections)`` asks the agent: with no rejections first, then with every
+        proposal the critic sent back this turn and why (not only the latest: a proposal
+        refused in the first round must not come back in the third).
         """
         turn = self.game_state.turn_count + 1
         max_rounds = self.config.gameplay.max_rejection_rounds
-        proposal = propose(None)
+        proposal = propose(())
+        rejections: list[str] = []
         rounds = 0
         while True:
             action = proposal.action
@@ -110,7 +112,8 @@ class CriticManager(BaseManager):
                     "round": rounds,
                 },
             )
-            proposal = propose(f'"{action}" — {verdict.justification}')
+            rejections.append(f'"{action}": {verdict.justification}')
+            proposal = propose(tuple(rejections))
         return proposal, CriticReview(
             score=verdict.score,
             justification=verdict.justification,

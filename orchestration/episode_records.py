@@ -123,6 +123,7 @@ class EpisodeFigures:
     mcp_enabled: bool | None = None
     max_turns: int | None = None
     turns: int = 0
+    moves: int = 0  # the game's own move count: a turn is one command, but the game counts its moves itself
     score: int = 0
     max_score: int | None = None
     deaths: int = 0
@@ -189,6 +190,7 @@ class EpisodeFigures:
                 deaths += bool(event.get("died"))
                 fields_.update(
                     turns=turn,
+                    moves=_int(event.get("moves"), fields_.get("moves", 0)),
                     score=score,
                     room_id=event.get("room_id"),
                     room_name=event.get("room_name"),
@@ -211,6 +213,7 @@ class EpisodeFigures:
                     score=_int(event.get("score"), fields_.get("score", 0)),
                     max_score=event.get("max_score"),
                     turns=_int(event.get("turns"), fields_.get("turns", 0)),
+                    moves=_int(event.get("moves"), fields_.get("moves", 0)),
                     victory=bool(event.get("victory")),
                 )
                 deaths = _int(event.get("deaths"), deaths)
@@ -238,6 +241,7 @@ class EpisodeFigures:
             "mcp_enabled": self.mcp_enabled,
             "max_turns": self.max_turns,
             "turns": self.turns,
+            "moves": self.moves,
             "score": self.score,
             "max_score": self.max_score,
             "deaths": self.deaths,

@@ -116,6 +116,7 @@ class EpisodeRow:
     score: int
     max_score: int
     turns: int
+    moves: int | None  # the game's moves; None in a results.csv written before the column
     deaths: int
     llm_calls: int
     prompt_tokens: int
@@ -162,6 +163,7 @@ class EpisodeRow:
             score=0,
             max_score=350,
             turns=0,
+            moves=0,
             deaths=0,
             llm_calls=0,
             prompt_tokens=0,
@@ -187,6 +189,7 @@ class EpisodeRow:
             score=figures.score,
             max_score=figures.max_score or 350,
             turns=figures.turns,
+            moves=figures.moves,
             deaths=figures.deaths,
             llm_calls=figures.llm_calls,
             prompt_tokens=figures.prompt_tokens,
@@ -217,8 +220,10 @@ class EpisodeRow:
         }
         values: dict[str, Any] = {}
         for name in CSV_FIELDS:
-            raw = row[name]
-            if name in _BOOL_FIELDS:
+            raw = row.get(name, "") if name in _OPTIONAL_FIELDS else row[name]
+            if name in _OPTIONAL_FIELDS and not raw:
+                values[name] = None
+            elif name in _BOOL_FIELDS:
                 values[name] = raw == "true"
             elif name == "cost":
                 values[name] = float(raw) if raw else None
@@ -231,6 +236,7 @@ class EpisodeRow:
 
 CSV_FIELDS = [f.name for f in fields(EpisodeRow)]
 _BOOL_FIELDS = {"mcp_enabled", "victory"}
+_OPTIONAL_FIELDS = {"moves"}  # columns added later: absent (None) in an older results.csv
 _TEXT_FIELDS = {"status", "status_detail", "episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
 
 
@@ -285,6 +291,11 @@ class RunSummary:
     @property
     def turns(self) -> Spread:
         return Spread.of([r.turns for r in self.finished])
+
+    @property
+    def moves(self) -> Spread:
+        """The game's moves: beside turns, they show whether a turn was one move."""
+        return Spread.of([r.moves for r in self.finished if r.moves is not None])
 
     @property
     def deaths(self) -> Spread:
@@ -447,6 +458,7 @@ def run_table(summary: RunSummary) -> str:
     rows = [
         ("score", summary.score),
         ("turns", summary.turns),
+        ("game moves", summary.moves),
         ("deaths", summary.deaths),
     ]
     spread_rows = [(label, _num(s.mean), _num(s.median), _num(s.minimum), _num(s.maximum)) for label, s in rows]
@@ -472,6 +484,7 @@ def episodes_table(summary: RunSummary) -> str:
         "how it ended",
         "score",
         "turns",
+        "moves",
         "deaths",
         "end",
         "LLM calls/turn",
@@ -486,6 +499,7 @@ def episodes_table(summary: RunSummary) -> str:
             _cell(r.how_it_ended),
             f"{r.score}/{r.max_score}",
             str(r.turns),
+            "?" if r.moves is None else str(r.moves),
             str(r.deaths),
             _cell(r.end_reason),
             f"{_per_turn(r.llm_calls, r.turns):.2f}",
@@ -497,7 +511,7 @@ def episodes_table(summary: RunSummary) -> str:
         else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))
         for r in summary.rows
     ]
-    return _markdown_table(header, rows, "rllrrrlrrrr")
+    return _markdown_table(header, rows, "rllrrrrlrrrr")
 
 
 def _cell(text: str) -> str:
@@ -523,6 +537,7 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         "median",
         "max",
         "turns mean",
+        "moves mean",
         "deaths mean",
         "victories",
         "LLM calls/turn",
@@ -541,6 +556,7 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
             _num(run.score.median),
             _num(run.score.maximum),
             _num(run.turns.mean),
+            _num(run.moves.mean),
             _num(run.deaths.mean, 2),
             str(run.victories),
             f"{run.llm_calls_per_turn:.2f}",
@@ -550,7 +566,7 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         )
         for run in runs
     ]
-    return _markdown_table(header, rows, "lllrrrrrrrrrrrr")
+    return _markdown_table(header, rows, "lllrrrrrrrrrrrrr")
 
 
 # ---------------------------------------------------------------------- plots

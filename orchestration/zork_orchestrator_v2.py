@@ -42,7 +42,7 @@ from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_co
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from shared_utils import atomic_write_json, cap_text, get_langfuse_client
-from zork_agent import ZorkAgent
+from zork_agent import ZorkAgent, unplayed_note
 
 # Replies that mean the parser or the world refused the command.
 _FAILURE = re.compile(
@@ -100,6 +100,8 @@ class ZorkOrchestratorV2:
         self.on_turn = on_turn
         self._started = time.monotonic()
         self._last_figures: TurnFigures | None = None
+        # What of the last action the game did not play (one command per turn), told the agent once.
+        self._unplayed_note: str | None = None
         self._finished = False
         self.discard_episode_folder = False
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
@@ -183,6 +185,7 @@ class ZorkOrchestratorV2:
             mcp_manager=self.mcp_manager,
             langfuse_client=self.langfuse_client,
             knowledge_text=self.knowledge.knowledge_text() if self.knowledge else "",
+            read_commands=self.game.commands_in,
         )
 
     # -- episode -----------------------------------------------------------------------
@@ -245,6 +248,7 @@ class ZorkOrchestratorV2:
     def _start_episode(self) -> None:
         intro = self.game.start()
         self._started = time.monotonic()
+        self._unplayed_note = None
         for manager in self.managers:
             manager.reset_episode(self.game_state)
         if self.mcp_manager is not None:
@@ -272,6 +276,9 @@ class ZorkOrchestratorV2:
         if self.write_failures:
             return True  # building the context saved the map, and that failed: no model call for this turn
         decision, review = self._choose_action(context, turn)
+        # The agent plays the first command of a chained action (``ZorkAgent.read_commands``); its next
+        # context starts with what was not played, so it neither assumes those moves nor loses them.
+        self._unplayed_note = unplayed_note(decision.action, decision.unplayed) if decision.unplayed else None
         if self.mcp_manager is not None:
             self.mcp_manager.end_turn()  # the critic's re-asks are over: this turn's sessions may go
         response = self._execute(decision.action, turn)
@@ -287,9 +294,12 @@ class ZorkOrchestratorV2:
         """The agent proposes (with MCP tools when enabled); the critic may send it back."""
         memories = self.memory.context_section() if self.memory else None
 
-        def propose(feedback: str | None) -> AgentDecision:
-            text = context if feedback is None else f"{context}\n\nYour previous proposal was rejected: {feedback}"
-            return self.agent.get_action_with_reasoning(text, relevant_memories=memories, turn=turn)
+        text = context if self._unplayed_note is None else f"{self._unplayed_note}\n{context}"
+
+        def propose(rejections: tuple[str, ...]) -> AgentDecision:
+            return self.agent.get_action_with_reasoning(
+                text, relevant_memories=memories, turn=turn, rejections=rejections
+            )
 
         return self.critic.choose_action(propose, context)
 

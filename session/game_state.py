@@ -42,6 +42,8 @@ class AgentDecision:
     new_objective: ObjectiveProposal | None = None  # a goal and the steps that show it is done
     raw_response: str | None = None  # the model's final reply, as sent
     tool_calls: tuple[ToolCallRecord, ...] = ()  # in the order they were made
+    # The commands the reply chained after its first: the game plays one per turn, so these were not sent.
+    unplayed: tuple[str, ...] = ()
 
 
 @dataclass

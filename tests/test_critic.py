@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from game_interface import GameSnapshot, JerichoInterface
 from llm_client import LLMClientWrapper
 from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker
+from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.conftest import ConfigFactory
@@ -288,3 +289,24 @@ def test_critic_response_schema_bounds() -> None:
     assert CriticResponse(score=-1.0, justification="x").score == -1.0
     with pytest.raises(ValueError):
         CriticResponse(score=1.01, justification="x")
+
+
+def test_the_critic_reads_the_agents_context_as_the_agents(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    """The context is written to the agent; the critic's request must not call the agent's
+    reasoning "Your previous reasoning" (the critic would take it for its own)."""
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    critic = make_critic(config, game, llm_server)
+    llm_server.script(critic_reply(0.5))
+    state = state_of(game)
+    state.reasoning_history.append("The mailbox may hold a leaflet.")
+    context = build_context(state)
+    assert "Your previous reasoning: The mailbox may hold a leaflet." in context  # what the agent reads
+
+    critic.evaluate("open mailbox", context, state)
+
+    (user,) = [m["content"] for m in llm_server.bodies[0]["messages"] if m["role"] == "user"]
+    text = user if isinstance(user, str) else " ".join(part["text"] for part in user)
+    assert "The agent's previous reasoning: The mailbox may hold a leaflet." in text
+    assert "Your previous reasoning" not in text

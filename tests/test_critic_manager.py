@@ -20,13 +20,13 @@ from tests.scripted_llm import completion
 
 
 class Agent:
-    """Proposes the given actions in order (repeating the last) and records the feedback it got."""
+    """Proposes the given actions in order (repeating the last) and records the rejections it was shown."""
 
     def __init__(self, *actions: str) -> None:
         self.actions = list(actions)
-        self.feedback: list[str | None] = []
+        self.feedback: list[tuple[str, ...]] = []
 
-    def __call__(self, feedback: str | None) -> AgentDecision:
+    def __call__(self, feedback: tuple[str, ...]) -> AgentDecision:
         self.feedback.append(feedback)
         action = self.actions[min(len(self.feedback), len(self.actions)) - 1]
         return AgentDecision(action=action, reasoning=f"try {action}", new_objective=None, raw_response="{}")
@@ -66,11 +66,11 @@ def test_accepted_first_time_costs_one_proposal(
     decision, review = manager.choose_action(agent, "context")
     assert decision.action == "open mailbox" and decision.reasoning == "try open mailbox"
     assert asdict(review) == {"score": 0.0, "justification": "", "source": "none", "rounds": 0, "overridden": False}
-    assert agent.feedback == [None]
+    assert agent.feedback == [()]
     assert llm_server.requests == []  # default config: no LLM critic
 
 
-def test_rejection_re_asks_with_the_reason(
+def test_each_re_ask_lists_every_rejection_of_the_turn(
     tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
     manager = make_manager(make_config(), game)
@@ -80,9 +80,12 @@ def test_rejection_re_asks_with_the_reason(
 
     assert decision.action == "north"
     assert review.rounds == 2 and review.overridden is False
-    assert agent.feedback[0] is None
-    assert '"take lamp"' in agent.feedback[1] and "lamp" in agent.feedback[1]
-    assert '"east"' in agent.feedback[2] and "no exit east" in agent.feedback[2]
+    assert agent.feedback[0] == ()
+    (first,) = agent.feedback[1]
+    assert first.startswith('"take lamp": ') and "lamp" in first
+    # The second re-ask still shows the first rejection: the agent must not propose "take lamp" again.
+    assert agent.feedback[2][0] == first
+    assert agent.feedback[2][1].startswith('"east": ') and "no exit east" in agent.feedback[2][1]
     rejections = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_rejection"]
     assert [(r.action, r.source, r.round) for r in rejections] == [
         ("take lamp", "object_tree", 1),

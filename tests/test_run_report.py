@@ -24,6 +24,7 @@ from orchestration.run_report import (
     SCORE_PNG,
     SCORES_CSV,
     RunSummary,
+    episodes_table,
     mean_curve,
     read_run,
     summarize_episodes,
@@ -100,6 +101,9 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
         (name, score, turns, deaths, reason) for name, score, turns, deaths, reason in finals
     ]
     assert all(int(r["llm_calls"]) == TURNS and r["model"] == AGENT_MODEL and r["cost"] == "" for r in rows)
+    # The game's own moves beside the turns (one command per turn: as many, but counted by the game).
+    moves = [read_events(folder)[-1]["moves"] for folder in episode_dirs]
+    assert [int(r["moves"]) for r in rows] == moves and all(0 < m <= TURNS for m in moves)
     with (run_dir / SCORES_CSV).open(newline="") as fh:
         scores = list(csv.DictReader(fh))
     assert len(scores) == 3 * (TURNS + 1)
@@ -109,6 +113,7 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5.
     assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
     assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
+    assert "| game moves |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
     assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
@@ -299,7 +304,7 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
 
     folder = tmp_path / "old-run"
     folder.mkdir()
-    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail")]
+    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail", "moves")]
     rows = [
         {name: "0" for name in old_fields}
         | {"episode_id": episode_id, "end_reason": reason, "model": "m", "cost": "", "mcp_calls_by_server": ""}
@@ -314,6 +319,9 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
     summary = read_run(folder)
     assert [(r.number, r.status, r.episode_id) for r in summary.rows] == [(1, "finished", "a"), (2, "unfinished", "b")]
     assert summary.turns.mean == 6 and len(summary.not_finished) == 1
+    # No moves column then: unknown, not zero.
+    assert [r.moves for r in summary.rows] == [None, None]
+    assert "| 6 | ? |" in episodes_table(summary)
 
 
 def test_no_known_secret_reaches_the_run_folder_from_an_error_line(

@@ -12,7 +12,7 @@ import pytest
 from llm_client import LLMClientWrapper
 from session.game_configuration import ConfigError, GameConfiguration
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
-from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
+from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action, sentence_commands
 
 
 def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> ZorkAgent:
@@ -35,15 +35,26 @@ def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> Z
         ("Action: Read Leaflet", "read leaflet"),
         ("  \n\n  up  ", "up"),
         ("", ""),
-        # One turn is one command: Zork would run every sentence as its own move.
-        ("North. East", "north"),
-        ("take leaflet then go west", "take leaflet"),
-        ("open mailbox; read leaflet", "open mailbox"),
-        ("take lamp, sword", "take lamp, sword"),
+        ("North.", "north"),
+        # Chained commands stay whole here: the agent's read_commands splits them.
+        ("North. East", "north. east"),
     ],
 )
 def test_clean_action(raw: str, expected: str) -> None:
     assert clean_action(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "commands"),
+    [
+        ("north. east", ["north", "east"]),
+        ("take leaflet then go west", ["take leaflet", "go west"]),
+        ("open mailbox; read leaflet", ["open mailbox", "read leaflet"]),
+        ("take lamp, sword", ["take lamp, sword"]),  # commas need the game's dictionary to be judged
+    ],
+)
+def test_without_a_game_only_sentence_breaks_split_a_line(line: str, commands: list[str]) -> None:
+    assert sentence_commands(line) == commands
 
 
 def test_plain_turn_sends_schema_and_parses(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:

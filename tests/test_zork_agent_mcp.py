@@ -346,24 +346,33 @@ def test_the_system_prompt_says_tools_are_offered_and_what_they_are_for(
     tools_part = systems[0].split("# Tools\n", 1)[1]
     assert "You may call them before answering" in tools_part
     assert "the single JSON object with your game command" in tools_part
-    # The purposes come from the server itself: its MCP instructions and its tool's description.
-    assert "- thoughtbox: Structured step-by-step reasoning: call think once per thought." in tools_part
+    # The purposes come from the server itself: its MCP instructions and its tool's description;
+    # the tool is named as the model must call it (the wire name the request offers).
+    assert "- Server thoughtbox: Structured step-by-step reasoning: call think once per thought." in tools_part
     first_sentence = THINK_DESCRIPTION.splitlines()[0]
     assert first_sentence.endswith(".")
-    assert f"Tools: think ({first_sentence})." in tools_part
+    offered = [tool["function"]["name"] for tool in llm_server.bodies[0]["tools"]]
+    assert offered == ["thoughtbox__think"]
+    assert f"  - thoughtbox__think: {first_sentence}" in tools_part.splitlines()
     assert systems[0].startswith(run.agent.system_prompt)  # the rest of the prompt is unchanged
 
 
-def test_tools_prompt_names_each_server_and_its_tools() -> None:
+def test_tools_prompt_names_each_tool_by_its_wire_name_and_describes_servers_without_instructions() -> None:
     tools = [
-        {"type": "function", "function": {"name": "maps__route", "description": "Find a route. Long details."}},
-        {"type": "function", "function": {"name": "maps__rooms", "description": ""}},
-        {"type": "function", "function": {"name": "notes__add", "description": "Add a note!"}},
+        {"type": "function", "function": {"name": "zork_maps__route", "description": "Find a route. Long details."}},
+        {"type": "function", "function": {"name": "zork_maps__rooms", "description": ""}},
+        {"type": "function", "function": {"name": "notes__add", "description": "Add a note! Notes last\n  a game."}},
     ]
-    text = tools_prompt(tools, {"maps": "Zork maps.", "other": "unused"})
+    servers = {"zork_maps__route": "zork.maps", "zork_maps__rooms": "zork.maps", "notes__add": "notes"}
+    text = tools_prompt(tools, {"zork.maps": "Zork maps.", "other": "unused"}, servers.get)
     assert text.splitlines()[2:] == [
-        "- maps: Zork maps. Tools: route (Find a route.); rooms.",
-        "- notes: Tools: add (Add a note!).",
+        # The server's name as configured (the manager's routing), not as read back from the wire name.
+        "- Server zork.maps: Zork maps.",
+        "  - zork_maps__route: Find a route.",
+        "  - zork_maps__rooms",
+        # No instructions: the tool's whole description says what the server is for.
+        "- Server notes",
+        "  - notes__add: Add a note! Notes last a game.",
     ]
 
 

@@ -46,12 +46,12 @@ from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from shared_utils import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
-from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action
+from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action, sentence_commands
 
 SERVER = "fake"
 STATE = "West of House\nThere is a small mailbox here."
 AGENT_SCHEMA = create_json_schema(AgentResponse)
-RESULT_KEYS = {"action", "reasoning", "new_objective", "raw_response", "tool_calls"}
+RESULT_KEYS = {"action", "reasoning", "new_objective", "raw_response", "tool_calls", "unplayed"}
 BEHAVIOURS = ("ok", "fail", "timeout", "die")
 INVALID_ARGUMENTS = ("{not json", "[1, 2]", "null", '"a string"', "42", '{"unclosed": ')
 
@@ -276,7 +276,8 @@ def parsed_answer(content: str | None) -> dict[str, Any]:
         response = AgentResponse.model_validate(data)
     except Exception:  # noqa: BLE001 - any validation failure means the fallback
         return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
-    action = clean_action(response.action)
+    # The first command of the line (an agent without a game splits only at sentence breaks).
+    action = next(iter(sentence_commands(clean_action(response.action))), "")
     if not action:
         return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
     return {

@@ -9,7 +9,8 @@ import pytest
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion
+from tests.main_support import REPO
+from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
 
 
 def test_walkthrough_episode_wins_with_full_score(
@@ -190,20 +191,22 @@ def test_session_commands_from_the_model_are_refused_turns(
     """The model answers Zork's session commands in forms the parser would run: none reaches the
     engine, the score and the egg stay, no file appears in the working directory."""
     monkeypatch.chdir(tmp_path)  # Jericho would write zork1.qzl or a transcript here
-    hostile = ['say "restore"', 'n "save', 'yell "restart"', "y", 'say "script"', "take lamp and save", "wait, q"]
-    actions = ["north", "north", "up", "take egg", *hostile]
+    # Chained: the session command is not the first command, so it is never played (one command per turn).
+    chained = {'say "restore"': "say", 'i "save': "i", 'yell "restart"': "yell", 'say "script"': "say"}
+    chained |= {"examine egg and save": "examine egg", "wait, q": "wait"}
+    direct = ["restoration", "q", "$verify"]  # the parser reads "restor"; "q" is quit
+    actions = ["north", "north", "up", "take egg", *chained, "y", *direct]
     _, state = play_script(llm_server, tmp_path, game_file, [*actions, "look"])
     turns = state.action_history
-    # The agent drops a closing quote ('say "restore'); the engine would still restore on that.
-    assert [t.action for t in turns[: len(actions)]] == [a.removesuffix('"') for a in actions]
+    assert [t.action for t in turns[: len(actions)]] == [*actions[:4], *chained.values(), "y", *direct]
     for turn in turns[4 : len(actions)]:
-        if turn.action != "y":
+        if turn.action in direct:
             assert turn.response.startswith("[ZorkGPT]") and "session commands" in turn.response, turn
         assert turn.score == 5, turn
     assert state.score == 5 and "jewel-encrusted egg" in state.inventory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
     events = read_events(tmp_path / "game_files" / "episodes" / "script")
-    assert sum(e["event_type"] == "command_refused" for e in events) == len(hostile) - 1
+    assert sum(e["event_type"] == "command_refused" for e in events) == len(direct)
 
 
 def test_a_huge_reply_is_stored_cut_with_its_length(
@@ -344,3 +347,78 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
     markdown = (episode / "episode_summary.md").read_text()
     assert "| Agent | 4 |" in markdown and f"${4 * per_call:.4f}" in markdown
     assert "LLM cost: unknown (2 of 6 calls unpriced" in markdown
+
+
+def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """One command per turn: the game makes one move, and the model hears, once, what was not played."""
+    llm_server.script(agent_reply("go s, go w, take leaflet and read it"), agent_reply("look"), agent_reply("look"))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file)
+    orchestrator = ZorkOrchestratorV2(episode_id="chain", config=config, console=False, max_turns_per_episode=3)
+    moves_after: list[int] = []
+    original = orchestrator._process_turn
+
+    def process_and_count() -> bool:
+        outcome = original()
+        moves_after.append(orchestrator.game.moves)
+        return outcome
+
+    orchestrator._process_turn = process_and_count  # type: ignore[method-assign]
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+    assert moves_after == [1, 2, 3]  # the game's own count: one move per turn
+    assert state.current_room_name == "South of House" and state.moves == 3
+    turns = [e for e in read_events(tmp_path / "game_files" / "episodes" / "chain") if e["event_type"] == "turn"]
+    assert [t["action"] for t in turns] == ["go s", "look", "look"]
+    text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
+    users = [text(body["messages"][-1]) for body in llm_server.bodies if body["model"] == "scripted/agent"]
+    note = users[1].splitlines()[0]
+    assert 'only the first, "go s", was played' in note
+    assert '"go w"; "take leaflet"; "read it"' in note
+    assert "Note:" not in users[0] and "Note:" not in users[2]  # said once, on the turn after
+
+
+def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_rejection(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The turn is one conversation: after a tool call and two proposals the engine refutes ("take lamp":
+    no lamp here; "east": no such exit), the third request still holds the tool call and its result, both
+    earlier answers, and ends with both rejections."""
+    think = {"thought": "Where next?", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think, "call_1")]),
+        agent_reply("take lamp"),
+        agent_reply("east"),
+        agent_reply("north"),
+    )
+    mcp = {"enabled": True, "config_file": str(REPO / "mcp_config.json"), "server_startup_timeout_seconds": 120}
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, mcp=mcp)
+    orchestrator = ZorkOrchestratorV2(episode_id="reask", config=config, console=False, max_turns_per_episode=1)
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+
+    assert state.current_room_name == "North of House"
+    bodies = [body for body in llm_server.bodies if body["model"] == "scripted/agent"]
+    assert len(bodies) == 4
+    text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
+    system = text(bodies[0]["messages"][0])
+    assert "  - thoughtbox__think: " in system  # named as the model must call it
+    last = bodies[3]["messages"]
+    assert [m["role"] for m in last] == [
+        "system", "user", "assistant", "tool", "assistant", "user", "assistant", "user"
+    ]  # fmt: skip
+    assert text(last[0]) == system and text(last[1]) == text(bodies[0]["messages"][1])
+    assert last[2]["tool_calls"][0]["function"]["name"] == "thoughtbox__think"
+    assert last[3]["tool_call_id"] == "call_1"
+    assert '"take lamp"' in text(last[4]) and '"east"' in text(last[6])
+    rejected = text(last[7]).splitlines()
+    assert [line.split(":")[0] for line in rejected if line.startswith("- ")] == ['- "take lamp"', '- "east"']
+    assert "no exit east" in text(last[7]) and "lamp" in rejected[1]
+    turns = [e for e in read_events(tmp_path / "game_files" / "episodes" / "reask") if e["event_type"] == "turn"]
+    assert turns[0]["action"] == "north" and turns[0]["critic"]["rounds"] == 2

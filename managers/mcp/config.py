@@ -130,6 +130,7 @@ class OAuthEntry(BaseModel):
         default=33418, alias="callbackPort", ge=1, le=65535, description="port of the login's redirect on 127.0.0.1"
     )
 
+
 class PromptEntry(BaseModel):
     """One prompt of ``prompts``: its name and the arguments it is asked with (strings, as MCP wants)."""
 
