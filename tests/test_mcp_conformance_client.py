@@ -1,7 +1,8 @@
 """ZorkGPT's MCP client judged by the official conformance suite (``conformance client``).
 
 Every client scenario that the 2026-07-28 and 2025-11-25 requirement sets run (scored or not),
-but the ``auth/*`` ones: ZorkGPT has no OAuth client. Each runs at its revision's wire, as
+but the ``auth/*`` ones, which tests/test_mcp_conformance_auth.py runs with ZorkGPT's login.
+Each runs at its revision's wire, as
 ``conformance client --requirements REVISION`` runs it (that flag cannot be combined with
 ``--scenario``, so each scenario runs alone with ``--spec-version REVISION --force``, which is
 what the requirement set does for each of its scenarios). The client under test is
