@@ -334,7 +334,8 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
         "| turns | 6 | 6 | 6 | 6 |",  # the finished episodes' 6 turns, not the killed one's 5
     ):
         assert text in report and text in stdout
-    assert f"| {killed['number']} | {victim} | killed (SIGKILL) | 0/350 | 5 | 0 | unfinished |" in report
+    # Its turns and the game's moves (one per turn), deaths, and an end it never reached.
+    assert f"| {killed['number']} | {victim} | killed (SIGKILL) | 0/350 | 5 | 5 | 0 | unfinished |" in report
     assert "| 6 | – | never started | – |" in report
     # The means are the finished episodes': a comparison says over how many, and how many did not finish.
     summary = read_run(run_dir)

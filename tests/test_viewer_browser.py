@@ -382,7 +382,7 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
                 page.goto(f"{running.url}#{episode.name}")
                 expect(page.locator("#status")).to_have_text("finished: max_turns")
                 # The map: engine directions, the contradiction said in words, ways and stubs apart.
-                expect(page.locator("#map-misfits")).to_contain_text("Behind House → west leads to Kitchen")
+                expect(page.locator("#map-misfits")).to_contain_text("North of House → east leads to Behind House")
                 expect(page.locator("#map path.edge.misfit")).to_have_count(1)
                 expect(
                     page.locator('#map g.room[data-room-id="203"] g.stub.named[data-direction="up"] text')
