@@ -15,8 +15,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     ├── MCPError                     a tool server failed
     │   ├── MCPConfigError
     │   ├── MCPServerStartupError    the server did not start on the episode's first connect
-    │   │   ├── ServerStartupTimeoutError  (managers/mcp/source.py) its start ran out of time
-    │   │   └── MCPServerDisabledError   a later connect and its retry failed: no tools this episode
+    │   │   └── ServerStartupTimeoutError  (managers/mcp/source.py) its start ran out of time
     │   ├── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
     │   │   └── MCPServerDiedError   the server went away during the turn
     │   └── MCPAuthError             a remote server's login is missing, can no longer be refreshed, or failed
@@ -159,11 +158,6 @@ class MCPServerStartupError(MCPError):
     """
 
 
-class MCPServerDisabledError(MCPServerStartupError):
-    """A connect after a good one failed, and so did its retry: the server is disabled for the
-    rest of the episode and the agent plays without its tools."""
-
-
 class MCPToolCallError(MCPError):
     """A tool call could not be made or the server answered with a protocol error.
 
@@ -227,7 +221,6 @@ POLICY: dict[type[ZorkGPTError], Consequence] = {
     LLMError: Consequence.EPISODE_ENDS,
     ToolsNotSupportedError: Consequence.SETUP_FAILS,
     MCPServerStartupError: Consequence.SETUP_FAILS,
-    MCPServerDisabledError: Consequence.TOOL_SERVER_DOWN,
     MCPToolCallError: Consequence.TURN_CONTINUES,
     MCPServerDiedError: Consequence.TOOL_SERVER_DOWN,
     MCPAuthError: Consequence.SETUP_FAILS,
@@ -241,8 +234,9 @@ Where the consequences are carried out:
 - ``TURN_CONTINUES``: the tool loop (``managers/mcp/tool_loop.py``) turns ``MCPToolCallError`` into the
   call's error result; the orchestrator turns ``GameInterfaceError`` from sending a command
   into the turn's reply.
-- ``TOOL_SERVER_DOWN``: the tool loop stops calling tools after ``MCPServerDiedError``; the
-  agent plays the turn without tools after ``MCPServerDisabledError``.
+- ``TOOL_SERVER_DOWN``: the tool loop stops calling that server's tools after ``MCPServerDiedError``
+  (a server whose connect and retry failed later in an episode is left out by the toolbox itself,
+  which logs ``mcp_server_disabled``; no exception reaches the agent).
 - ``EPISODE_ENDS`` and ``SETUP_FAILS``: the orchestrator's episode loop records the error as
   the ``end_reason`` and re-raises it; ``main.py`` prints it and exits with ``exit_code``.
 

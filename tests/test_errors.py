@@ -32,7 +32,6 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("managers.mcp", "MCPError", Consequence.EPISODE_ENDS),
     ("managers.mcp", "MCPServerStartupError", Consequence.SETUP_FAILS),
     ("managers.mcp.source", "ServerStartupTimeoutError", Consequence.SETUP_FAILS),
-    ("managers.mcp", "MCPServerDisabledError", Consequence.TOOL_SERVER_DOWN),
     ("managers.mcp", "MCPToolCallError", Consequence.TURN_CONTINUES),
     ("managers.mcp", "MCPServerDiedError", Consequence.TOOL_SERVER_DOWN),
     ("managers.mcp.oauth", "MCPAuthError", Consequence.SETUP_FAILS),

@@ -19,7 +19,6 @@ from session.errors import (
     MCPConfigError,
     MCPError,
     MCPServerDiedError,
-    MCPServerDisabledError,
     MCPServerStartupError,
     MCPToolCallError,
 )
@@ -30,7 +29,6 @@ __all__ = [
     "MCPError",
     "MCPManager",
     "MCPServerDiedError",
-    "MCPServerDisabledError",
     "MCPServerStartupError",
     "MCPToolCallError",
     "SSESource",
