@@ -206,18 +206,19 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~current_umask()
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Write ``data`` so a reader (or a kill mid-write) sees the old or the new file, never half.
 
     The temp file lives in the same folder so ``os.replace`` is a rename on one filesystem.
-    A file that exists keeps its mode; a new one gets the umask's, as with ``open``.
+    A file that exists keeps its mode; a new one gets the umask's, as with ``open``; ``mode``
+    sets it instead (0o600 for a file of secrets), from the first byte written.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), _mode_for(target))
+            os.fchmod(fh.fileno(), _mode_for(target) if mode is None else mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -227,9 +228,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, encoding: str = "utf-8", mode: int | None = None
+) -> None:
     """``atomic_write_bytes`` for text."""
-    atomic_write_bytes(path, text.encode(encoding))
+    atomic_write_bytes(path, text.encode(encoding), mode)
 
 
 def json_text(data: Any) -> str:

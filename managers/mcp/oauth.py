@@ -41,7 +41,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 import warnings
 import webbrowser
@@ -78,6 +77,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from managers.mcp.config import MCPConfig, ServerConfig, safe_url
 from session.errors import MCPAuthError, MCPConfigError
+from shared_utils import atomic_write_text
 
 __all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
 
@@ -195,17 +195,7 @@ class FileTokenStorage:
         stored = StoredLogin.model_validate(data)
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(stored.model_dump_json(indent=2, exclude_none=True))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        atomic_write_text(self.path, stored.model_dump_json(indent=2, exclude_none=True), mode=0o600)
         with contextlib.suppress(OSError):
             self._seen = self.path.stat().st_mtime_ns
 
