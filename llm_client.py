@@ -45,7 +45,7 @@ from session.errors import (
 from session.errors import LLMError as LLMError  # the client's errors stay importable from here
 from session.game_configuration import GameConfiguration, ModelPrice, RetrySection, Sampling
 from session.providers import GENERIC, ProviderPreset, StructuredMode
-from shared_utils import MAX_JSON_DEPTH, json_depth, shorten, traced_observation
+from shared_utils import MAX_JSON_DEPTH, fenced_blocks, json_depth, shorten, traced_observation
 
 # -- wire shapes -------------------------------------------------------------------------
 
@@ -496,7 +496,6 @@ _TEXT_TOOL_CALL_BLOCKS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\[TOOL_CALLS\]\s*(.*)$", re.DOTALL),
 )
 _FUNCTION_TAG = re.compile(r"<function=([^>\s]+)>\s*(.*?)\s*</function>", re.DOTALL)
-_FENCED_JSON = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def _malformed_call(reason: str, name: str | None = None) -> tuple[str, str]:
@@ -592,7 +591,7 @@ def parse_text_tool_calls(content: str, tool_names: frozenset[str]) -> list[tupl
             break
     if found:
         return found
-    for text in (content.strip(), *(m.strip() for m in _FENCED_JSON.findall(content))):
+    for text in (content.strip(), *fenced_blocks(content)):
         value = _loads(text)
         values = value if isinstance(value, list) else [value]
         if values and all(isinstance(v, Mapping) and v.get("name") in tool_names for v in values):

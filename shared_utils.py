@@ -120,6 +120,12 @@ def _close_objects(node: Any) -> None:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
+def fenced_blocks(text: str) -> list[str]:
+    """The contents of the Markdown code fences in ``text`` (```json or plain), stripped: where
+    models put JSON when asked for JSON."""
+    return [match.strip() for match in _FENCE.findall(text)]
+
+
 # How deeply JSON from a model may nest objects and lists. No reply, tool call or chat
 # completion body nests anywhere near this; Python's JSON reader and writer recurse (about
 # 1,000 levels before a RecursionError) and pydantic's serializer stops at a few hundred, so a
@@ -157,7 +163,7 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     if not text:
         return None
     candidates = [text.strip()]
-    candidates += [m.strip() for m in _FENCE.findall(text)]
+    candidates += fenced_blocks(text)
     for candidate in candidates:
         try:
             value = json.loads(candidate)
