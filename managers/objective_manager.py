@@ -66,7 +66,6 @@ from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
 from shared_utils import json_text, shorten, whole_sentences
 
-OBJECTIVES_FILE_NAME = "objectives.json"
 MAX_EPISODES_KEPT = 50
 RECENT_TURNS = 15
 MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shortened at a word boundary
@@ -235,7 +234,7 @@ class ObjectiveManager(LearningManager):
 
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:
-        return config.workdir / OBJECTIVES_FILE_NAME
+        return config.workdir / config.files.objectives_file
 
     def load(self) -> None:
         # Objectives are per episode and not reloaded, but a file this run could never add its

@@ -141,6 +141,7 @@ class FilesSection(_Section):
     knowledge_file: str = "knowledgebase.md"
     map_file: str = "map_state.json"
     memories_file: str = "memories.md"
+    objectives_file: str = "objectives.json"
     agent_prompt_file: str = "prompts/agent.md"
 
 

@@ -22,6 +22,7 @@ from urllib.request import urlopen
 import pytest
 
 from orchestration.episode_records import read_events
+from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, MainProcess, clean_env, scripted_env
@@ -156,6 +157,22 @@ def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path, played: 
         assert rest["unreadable_lines"] == 1
         # No current_state.json, no summary, no map yet: still an answer, not an error.
         assert rest["state"] is None and rest["summary"] is None and rest["map"]["rooms"] == []
+    finally:
+        running.close()
+
+
+def test_the_objectives_file_is_the_one_the_settings_name(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
+    """[tool.zorkgpt.files] objectives_file, like the other learning files: the viewer reads the one named."""
+    workdir = tmp_path / "game_files"
+    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    (workdir / "episodes" / "two").mkdir(parents=True)
+    (workdir / "episodes" / "two" / "episode_log.jsonl").write_text(source.read_text())
+    mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
+    (workdir / "goals.json").write_text(json.dumps({"objectives": [mine]}))
+    (workdir / "objectives.json").write_text(json.dumps({"objectives": [{**mine, "text": "not this file"}]}))
+    running = start_viewer(workdir, port=0, files=FilesSection(objectives_file="goals.json"))
+    try:
+        assert get_json(running, "/api/episodes/two")["learning"]["objectives"] == [mine]
     finally:
         running.close()
 

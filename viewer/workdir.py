@@ -21,7 +21,6 @@ from typing import Any
 from managers.knowledge_manager import KnowledgeDocument
 from managers.map_graph import MapGraph, MapGraphError
 from managers.memory_manager import parse_memories
-from managers.objective_manager import OBJECTIVES_FILE_NAME
 from orchestration.episode_records import (
     EVENTS_FILE,
     STATE_FILE,
@@ -290,7 +289,7 @@ class GameWorkdir:
     def learning(self, episode_id: str) -> dict[str, Any]:
         """The files that carry over between episodes (memories, knowledge base), and this
         episode's objectives from the shared objectives file."""
-        saved = self.read_json(self.root / OBJECTIVES_FILE_NAME) or {}
+        saved = self.read_json(self.root / self.files.objectives_file) or {}
         entries = saved.get("objectives") if isinstance(saved.get("objectives"), list) else []
         # Each objective names its episode; a file from before that names it once at the top.
         objectives = [
