@@ -256,6 +256,18 @@ class JerichoInterface:
         """
         return self._session_commands.find(command)
 
+    def dictionary_words(self) -> frozenset[str]:
+        """Every word the story's parser knows (the critic refuses an action with no known verb)."""
+        return frozenset(word.word for word in self.env.get_dictionary())
+
+    def player_container(self) -> int:
+        """What the player is directly in: the room, or a vehicle in it (the boat)."""
+        return int(self.env.get_player_object().parent)
+
+    def world_state_hash(self) -> str:
+        """A fingerprint of the whole game state: equal before and after a turn that changed nothing."""
+        return str(self.env.get_world_state_hash())
+
     def commands_in(self, line: str) -> list[str]:
         """The commands the game would play one after another for ``line`` ("go s, go sw" is two;
         "take lamp, sword" one), read as the story's parser reads it (``game_interface.commands``)."""

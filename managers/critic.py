@@ -97,7 +97,7 @@ class ObjectTreeCheck:
 
     def __init__(self, game: JerichoInterface) -> None:
         self.game = game
-        self._dictionary = frozenset(word.word for word in game.env.get_dictionary())
+        self._dictionary = game.dictionary_words()
 
     def check(self, action: str, exits: list[str] | None) -> CriticVerdict | None:
         """A rejecting verdict, or None when the action may work.
@@ -153,7 +153,7 @@ class ObjectTreeCheck:
 
     def _player_place(self) -> tuple[int, int]:
         """The room and the player's direct container (the room itself, or a vehicle in it)."""
-        return self.game.get_location().id, self.game.env.get_player_object().parent
+        return self.game.get_location().id, self.game.player_container()
 
     def _check_objects(self, text: str) -> CriticVerdict | None:
         words = [w for w in _QUOTED.sub(" ", text).split() if w not in ARTICLES]
@@ -189,17 +189,8 @@ class ObjectTreeCheck:
 
     def _in_this_room(self, object_id: int) -> bool:
         """True if the object lies somewhere under the player's room (carried things included)."""
-        env = self.game.env
         here = self.game.get_location().id
-        current, hops = object_id, 0
-        while current and hops < 64:  # the tree is shallow; the bound only guards a corrupt tree
-            if current == here:
-                return True
-            obj = env.get_object(current)
-            if obj is None:
-                return False
-            current, hops = obj.parent, hops + 1
-        return False
+        return object_id == here or self.game.is_inside(object_id, here)
 
 
 def _noun_phrases(words: list[str]) -> list[list[str]]:

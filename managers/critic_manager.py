@@ -125,7 +125,7 @@ class CriticManager(BaseManager):
     def _override(self, turn: int, action: str, verdict: CriticVerdict, rounds: int) -> None:
         self.overrides += 1
         if verdict.source == "llm":
-            self._pending = _PendingOverride(turn, action, self.game.env.get_world_state_hash())
+            self._pending = _PendingOverride(turn, action, self.game.world_state_hash())
         self.logger.info(
             "Turn %d: playing '%s' despite the critic (%s) after %d rejection rounds",
             turn,
@@ -148,7 +148,7 @@ class CriticManager(BaseManager):
         pending, self._pending = self._pending, None
         if pending is None or pending.turn != result.turn or pending.action != result.action:
             return
-        world_changed = self.game.env.get_world_state_hash() != pending.world_hash
+        world_changed = self.game.world_state_hash() != pending.world_hash
         succeeded = not result.died and (
             result.score_delta > 0 or result.moved or result.inventory_changed or world_changed
         )

@@ -458,3 +458,16 @@ def test_probe_exits_names_the_door_a_refused_way_goes_through(game: JerichoInte
     ]
     game.send_command("north")  # North of House: its south is boarded windows, never a way
     assert "south" not in [p.direction for p in game.probe_exits()]
+
+
+def test_what_the_critic_asks_of_the_engine(game: JerichoInterface) -> None:
+    """The dictionary, the player's direct container and a fingerprint of the world: the critic's
+    questions, answered here so nothing else reads Jericho's raw environment."""
+    words = game.dictionary_words()
+    assert {"lamp", "open", "north"} <= words  # a version 3 story keeps six letters of each ("mailbo")
+    assert game.player_container() == game.get_location().id  # standing in the room, not in a vehicle
+    before = game.world_state_hash()
+    game.send_command("look")
+    assert game.world_state_hash() == before  # looking changes nothing
+    game.send_command("open mailbox")
+    assert game.world_state_hash() != before
