@@ -11,6 +11,7 @@ from game_interface.jericho_interface import (
     Location,
     RefusedCommandError,
     WorldChange,
+    sounds_refused,
 )
 from game_interface.session_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
@@ -31,4 +32,5 @@ __all__ = [
     "StoryFileError",
     "WorldChange",
     "resolve_story_file",
+    "sounds_refused",
 ]

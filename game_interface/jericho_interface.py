@@ -64,6 +64,21 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
 _NO_WAY = "You can't go that way."
+# Zork's replies when the parser or the world refuses a command ("You can't go that way.",
+# "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
+_REFUSAL = re.compile(
+    r"you can't go that way|i don't know the word|you can't see any|there is no|that's not something|"
+    r"i don't understand|you can't do that|that sentence isn't one i recognize|it is already|"
+    r"you don't have|nothing happens|the .* is locked|you can't",
+    re.IGNORECASE,
+)
+
+
+def sounds_refused(reply: str) -> bool:
+    """Whether the game's reply is one of its refusals (the parser's or the world's)."""
+    return bool(_REFUSAL.search(reply))
+
+
 GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again."
 
 

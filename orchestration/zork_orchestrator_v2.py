@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
-from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file
+from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
@@ -44,15 +43,6 @@ from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnRes
 from shared_utils import atomic_write_json, cap_text, get_langfuse_client
 from zork_agent import ZorkAgent, unplayed_note
 
-# Replies that mean the parser or the world refused the command.
-_FAILURE = re.compile(
-    r"you can't go that way|i don't know the word|you can't see any|there is no|that's not something|"
-    r"i don't understand|you can't do that|that sentence isn't one i recognize|it is already|"
-    r"you don't have|nothing happens|the .* is locked|you can't",
-    re.IGNORECASE,
-)
-
-
 # What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
 # a model can send megabytes, and current_state.json is rewritten every turn. Longer text is cut
 # with a marker that gives its length.
@@ -66,7 +56,7 @@ def is_failed_action(result: TurnResult) -> bool:
     if result.response.startswith(REFUSED_PREFIX):
         return True
     changed = result.moved or result.score_delta or result.inventory_changed
-    return not changed and bool(_FAILURE.search(result.response))
+    return not changed and sounds_refused(result.response)
 
 
 class ZorkOrchestratorV2:

@@ -16,6 +16,7 @@ from game_interface import (
     JerichoInterface,
     RefusedCommandError,
     StoryFileError,
+    sounds_refused,
 )
 from game_interface.jericho_interface import GAME_OVER_TEXT, HIDDEN_STATE_CHANGE, clean_text
 
@@ -471,3 +472,10 @@ def test_what_the_critic_asks_of_the_engine(game: JerichoInterface) -> None:
     assert game.world_state_hash() == before  # looking changes nothing
     game.send_command("open mailbox")
     assert game.world_state_hash() != before
+
+
+def test_the_games_refusals_are_told_from_its_answers(game: JerichoInterface) -> None:
+    """A reply that refuses the command (remembered as a failed action) versus one that did something."""
+    assert sounds_refused(game.send_command("east"))  # the boarded front door
+    assert sounds_refused(game.send_command("xyzzyq"))  # "I don't know the word ..."
+    assert not sounds_refused(game.send_command("open mailbox"))
