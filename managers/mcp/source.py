@@ -50,11 +50,11 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Self, TypeVar
+from typing import IO, Any, Protocol, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -96,8 +96,17 @@ _INSTALL_HINTS = {
 }
 
 _STRAY_LINE_CHARS = 120
-_MAX_PAGES = 1000  # pages of one resource or prompt listing: beyond them, the server is paging in circles
+_MAX_PAGES = 1000  # pages of one tool, resource or prompt listing: beyond them, the server is paging in circles
 _T = TypeVar("_T")
+
+
+class _Page(Protocol):
+    """A page of an MCP listing (tools, resources, prompts)."""
+
+    next_cursor: str | None
+
+
+_R = TypeVar("_R", bound=_Page)
 
 Redactor = Callable[[str], str]
 # What the caller learns of a call's progress: (progress, total, message), as the server sent them.
@@ -413,11 +422,8 @@ class ToolSource(ABC):
             MCPToolCallError: a protocol error or a malformed result.
         """
         dotted = f"{self.name}.{tool_name}"
-        self._require_session(dotted)
-        client = self._client
-        assert client is not None
-        hard_end = math.inf if deadline is None else anyio.current_time() + (deadline - time.monotonic())
-        scope = anyio.CancelScope(deadline=min(anyio.current_time() + timeout, hard_end))
+        client = self._live_client(dotted)
+        scope, hard_end = _deadline_scope(timeout, deadline)
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             scope.deadline = min(anyio.current_time() + timeout, hard_end)
@@ -546,15 +552,10 @@ class ToolSource(ABC):
         self.resources_changed = False
 
         async def every_page() -> list[types.Resource]:
-            result = await client.list_resources()
-            found = list(result.resources)
-            cursors: set[str] = set()
-            # A server repeating a cursor would page forever; what it listed so far is kept.
-            while result.next_cursor and result.next_cursor not in cursors and len(cursors) < _MAX_PAGES:
-                cursors.add(result.next_cursor)
-                result = await client.list_resources(cursor=result.next_cursor)
-                found.extend(result.resources)
-            return found
+            return await all_pages(
+                lambda cursor: client.list_resources(cursor=cursor) if cursor else client.list_resources(),
+                lambda result: result.resources,
+            )
 
         unique: dict[str, types.Resource] = {}
         for resource in await self._request("listing its resources", every_page, timeout, deadline):
@@ -574,14 +575,10 @@ class ToolSource(ABC):
         client = self._live_client("listing prompts")
 
         async def every_page() -> list[types.Prompt]:
-            result = await client.list_prompts()
-            found = list(result.prompts)
-            cursors: set[str] = set()
-            while result.next_cursor and result.next_cursor not in cursors and len(cursors) < _MAX_PAGES:
-                cursors.add(result.next_cursor)
-                result = await client.list_prompts(cursor=result.next_cursor)
-                found.extend(result.prompts)
-            return found
+            return await all_pages(
+                lambda cursor: client.list_prompts(cursor=cursor) if cursor else client.list_prompts(),
+                lambda result: result.prompts,
+            )
 
         return await self._request("listing its prompts", every_page, timeout, None)
 
@@ -605,8 +602,7 @@ class ToolSource(ABC):
     ) -> _T:
         """One request that is not a tool call, under ``timeout`` and the hard ``deadline``
         (``time.monotonic()``); its failures in the words ``call_tool`` uses."""
-        hard_end = math.inf if deadline is None else anyio.current_time() + (deadline - time.monotonic())
-        scope = anyio.CancelScope(deadline=min(anyio.current_time() + timeout, hard_end))
+        scope, hard_end = _deadline_scope(timeout, deadline)
         what = f"MCP server '{self.name}'"
         try:
             with scope:
@@ -826,9 +822,29 @@ def make_source(server: ServerConfig, settings: SourceSettings) -> ToolSource:
 # -- helpers ------------------------------------------------------------------------------
 
 
+def _deadline_scope(timeout: float, deadline: float | None) -> tuple[anyio.CancelScope, float]:
+    """A cancel scope ending ``timeout`` seconds from now, or at ``deadline`` (``time.monotonic()``)
+    if sooner; and that hard end in anyio's clock (``math.inf`` without one), for moving it later."""
+    hard_end = math.inf if deadline is None else anyio.current_time() + (deadline - time.monotonic())
+    return anyio.CancelScope(deadline=min(anyio.current_time() + timeout, hard_end)), hard_end
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[_R]], items: Callable[[_R], Sequence[_T]]) -> list[_T]:
+    """Every item of a paginated MCP listing: ``fetch(None)`` for the first page, ``fetch(cursor)``
+    for the next. A server repeating a cursor would page forever: what it listed so far is kept."""
+    result = await fetch(None)
+    found = list(items(result))
+    cursors: set[str] = set()
+    while result.next_cursor and result.next_cursor not in cursors and len(cursors) < _MAX_PAGES:
+        cursors.add(result.next_cursor)
+        result = await fetch(result.next_cursor)
+        found.extend(items(result))
+    return found
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:
@@ -837,11 +853,12 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
     Providers reject two functions with one name, so a server listing a name twice must
     not turn into a request the model API refuses.
     """
-    result = await session.list_tools()
-    tools = list(result.tools)
-    while result.next_cursor:
-        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=result.next_cursor))
-        tools.extend(result.tools)
+    tools = await all_pages(
+        lambda cursor: (
+            session.list_tools(params=types.PaginatedRequestParams(cursor=cursor)) if cursor else session.list_tools()
+        ),
+        lambda result: result.tools,
+    )
     unique: dict[str, types.Tool] = {}
     for tool in tools:
         unique.setdefault(tool.name, tool)
