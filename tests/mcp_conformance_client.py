@@ -256,7 +256,9 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
     return 1 if failed or model.missing else 0
 
 
-def main(argv: list[str]) -> int:
+def invocation(argv: list[str]) -> tuple[logging.Logger, str, str, dict[str, Any]] | None:
+    """What the suite hands a client: (the logger, the server URL, the scenario, its context);
+    None, after saying why, when the URL is missing. Sets up the logging the suite shows."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # The SDK's debug lines show every message sent and received: what to read when a check fails.
     logging.getLogger("mcp").setLevel(logging.DEBUG)
@@ -264,11 +266,18 @@ def main(argv: list[str]) -> int:
     logger.setLevel(logging.DEBUG)
     if len(argv) < 2:
         logger.error("usage: %s <server-url> (the conformance suite appends it)", argv[0])
-        return 1
-    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+        return None
     raw_context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
     context = json.loads(raw_context) if raw_context else {}
-    return run(argv[-1], scenario, context, logger)
+    return logger, argv[-1], os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), context
+
+
+def main(argv: list[str]) -> int:
+    called = invocation(argv)
+    if called is None:
+        return 1
+    logger, server_url, scenario, context = called
+    return run(server_url, scenario, context, logger)
 
 
 if __name__ == "__main__":

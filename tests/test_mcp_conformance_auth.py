@@ -241,19 +241,13 @@ def play_as_a_user(server_url: str, scenario: str, context: dict[str, Any], logg
 
 
 def main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("mcp").setLevel(logging.DEBUG)
-    logger = logging.getLogger("zorkgpt.conformance")
-    logger.setLevel(logging.DEBUG)
-    if len(argv) < 2:
-        logger.error("usage: %s <server-url> (the conformance suite appends it)", argv[0])
+    called = driver.invocation(argv)
+    if called is None:
         return 1
-    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    raw_context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
-    context = json.loads(raw_context) if raw_context else {}
+    logger, server_url, scenario, context = called
     with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-state-") as state:
         os.environ["XDG_STATE_HOME"] = state  # this run's logins, nobody else's
-        return play_as_a_user(argv[-1], scenario, context, logger)
+        return play_as_a_user(server_url, scenario, context, logger)
 
 
 if __name__ == "__main__":
