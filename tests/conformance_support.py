@@ -52,6 +52,19 @@ class Conformance:
             checks = [c for f in sorted(Path(out).rglob("checks.json")) for c in json.loads(f.read_text())]
         return proc, checks
 
+    def requirements(self, revision: str) -> str:
+        """What ``conformance list --requirements REVISION`` prints (``list`` saves no results and
+        takes no output folder, so not ``run``); a failure is an assertion naming the suite's error."""
+        proc = subprocess.run(
+            [str(self.node), str(self.cli), "list", "--requirements", revision],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
 
 def conformance_suite() -> Conformance:
     """The suite and its Node, installed into the per-user cache on first use; else a skip."""
