@@ -1,12 +1,12 @@
 """The agent: turns the game state into one Zork command, optionally reasoning with MCP tools.
 
-``get_action_with_reasoning`` is the public, synchronous API. With MCP disabled it makes one
-LLM call (JSON-schema response format) exactly as before MCP existed. With MCP enabled it is
-the single ``asyncio.run`` boundary of the agent call: inside it the turn's tools are opened
-(the MCP manager's own background loop owns the sessions, so the blocking model call here
-never holds up a server), the tool-calling loop (``managers.mcp.tool_loop``) runs within the
-turn budget (``turn_timeout_seconds``), and the sessions stay open for the critic's re-asks of
-the same turn; the orchestrator ends the turn. The agent owns what the loop asks (model,
+``get_action_with_reasoning`` is the public, synchronous API. Without tools it makes one LLM
+call (JSON-schema response format). With the turn's tools (a ``Toolset`` the episode runner
+opened for the turn and closes after it) it is the single ``asyncio.run`` boundary of the
+agent call: the tool-calling loop (``managers.mcp.tool_loop``) runs in it within the turn
+budget (``turn_timeout_seconds``); the MCP manager's own background loop owns the sessions, so
+the blocking model call here never holds up a server. The critic's re-asks of the same turn go
+on with the turn's conversation and the same tools. The agent owns what the loop asks (model,
 sampling, the answer's schema) and how the final answer is read.
 """
 
@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llm_client import LLMClientWrapper
-from managers.mcp.tool_loop import ToolLoop, ToolLoopOutcome, json_type
+from managers.mcp.tool_events import ToolLoopEvents
+from managers.mcp.tool_loop import ToolLoop, json_type
+from managers.mcp.toolset import Toolset
 from session.errors import ConfigError, MCPConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
@@ -39,7 +41,6 @@ from shared_utils import (
 )
 
 if TYPE_CHECKING:
-    from managers.mcp import MCPManager
     from managers.mcp.toolbox import ServerPrompt
 
 FALLBACK_ACTION = "look"
@@ -204,7 +205,6 @@ class ZorkAgent:
         client: LLMClientWrapper,
         logger: logging.Logger | None = None,
         episode_id: str = "unknown",
-        mcp_manager: MCPManager | None = None,
         langfuse_client: Any = None,
         model: str | None = None,
         knowledge_text: str = "",
@@ -216,8 +216,6 @@ class ZorkAgent:
         self.client = client
         self.logger = logger or logging.getLogger("zorkgpt.agent")
         self.episode_id = episode_id
-        self.mcp_manager = mcp_manager
-        self.mcp_enabled = config.mcp.enabled and mcp_manager is not None
         self.langfuse_client = langfuse_client
         self.model = model or config.llm.agent_model
         self.sampling = config.sampling_for("agent")
@@ -228,18 +226,12 @@ class ZorkAgent:
         # This turn's conversation so far (turn, messages): a critic's re-ask goes on with it, so the
         # model sees the tool calls it already made and every proposal the critic sent back.
         self._conversation: tuple[int, list[dict[str, Any]]] | None = None
-        self.tool_loop = (
-            ToolLoop(
-                client,
-                mcp_manager,
-                config.mcp,
-                self.logger,
-                request_args=self._client_args,
-                read_answer=self._parse_response,
-                episode_id=episode_id,
-            )
-            if mcp_manager is not None
-            else None
+        self.tool_loop = ToolLoop(
+            client,
+            config.mcp,
+            ToolLoopEvents(self.logger, episode_id),
+            request_args=self._client_args,
+            read_answer=self._parse_response,
         )
 
     # -- prompt ------------------------------------------------------------------------
@@ -301,19 +293,24 @@ class ZorkAgent:
         relevant_memories: str | None = None,
         turn: int | None = None,
         rejections: Sequence[str] = (),
+        tools: Toolset | None = None,
     ) -> AgentDecision:
         """One game command for this state, with the reasoning and the tool calls behind it.
 
         ``rejections``: every proposal the critic sent back this turn, with its reason. Then the
         request goes on with this turn's conversation (its tool calls and replies) and ends with
         the list; a first ask (no rejections) starts the turn's conversation afresh.
+        ``tools``: the turn's tools, opened and closed by the episode runner (None: MCP is off).
         """
         if turn is not None:
             self.current_turn = turn
         kept = self._conversation
         going_on = bool(rejections) and kept is not None and kept[0] == self.current_turn
         messages = self._turn_messages(game_state_text, relevant_memories, rejections if going_on else ())
-        if not self.mcp_enabled:
+        if tools is not None and not going_on:
+            # Only now is it known which tools are offered; a re-ask keeps the prompt its conversation began with.
+            messages[0] = {"role": "system", "content": self._system_prompt_with(tools)}
+        if tools is None or not tools.schemas:
             response = self.client.chat.completions.create(**self._client_args(messages))
             return self._remember(messages, self._parse_response(response.content))
         try:
@@ -323,9 +320,9 @@ class ZorkAgent:
         else:
             raise AgentRuntimeError(
                 "get_action_with_reasoning() was called inside a running event loop. It owns the turn's "
-                "asyncio.run boundary; from async code, await agent._generate_action_async(...) instead."
+                "asyncio.run boundary; from async code, await agent.ask_with_tools(messages, tools) instead."
             )
-        return asyncio.run(self._generate_action_async(messages, first_ask=not going_on))
+        return self._remember(messages, asyncio.run(self.ask_with_tools(messages, tools)))
 
     def _turn_messages(
         self, game_state_text: str, relevant_memories: str | None, rejections: Sequence[str]
@@ -344,30 +341,18 @@ class ZorkAgent:
 
     # -- parsing -----------------------------------------------------------------------
     def _parse_response(self, content: str | None, tool_calls: tuple[ToolCallRecord, ...] = ()) -> AgentDecision:
-        data = extract_json_object(content or "")
+        """The decision in the model's reply; an unusable reply plays ``FALLBACK_ACTION`` (logged why)."""
         try:
-            if data is None:
-                raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
-            parsed, dropped = read_agent_reply(data)
-            commands = self.read_commands(clean_action(parsed.action))
-            if not commands:
-                raise ValueError("the reply's action is empty")
-            action, unplayed = commands[0].lower(), tuple(commands[1:])
-            if len(action) > MAX_ACTION_CHARS:
-                raise ValueError(f"the reply's action is {len(action)} characters long (limit {MAX_ACTION_CHARS})")
+            parsed, dropped, commands = self._read_reply(content)
         except (ValidationError, ValueError) as exc:
-            self.logger.error(
-                "Turn %s: could not parse the agent's reply (%s); falling back to '%s'",
-                self.current_turn,
+            self._log_event(
+                logging.ERROR,
+                "agent_parse_error",
+                "could not parse the agent's reply (%s); falling back to '%s'",
                 exc,
                 FALLBACK_ACTION,
-                extra={
-                    "event_type": "agent_parse_error",
-                    "error": str(exc),
-                    "raw_response": cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
-                    "episode_id": self.episode_id,
-                    "turn": self.current_turn,
-                },
+                error=str(exc),
+                raw_response=cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
             )
             return AgentDecision(
                 action=FALLBACK_ACTION,
@@ -375,104 +360,72 @@ class ZorkAgent:
                 raw_response=content,
                 tool_calls=tool_calls,
             )
+        action, unplayed = commands[0].lower(), tuple(commands[1:])
         if dropped:
-            self.logger.warning(
-                "Turn %s: kept the agent's action '%s' and dropped what was unusable in its reply: %s",
-                self.current_turn,
+            self._log_event(
+                logging.WARNING,
+                "agent_reply_partial",
+                "kept the agent's action '%s' and dropped what was unusable in its reply: %s",
                 action,
                 "; ".join(dropped),
-                extra={
-                    "event_type": "agent_reply_partial",
-                    "dropped": dropped,
-                    "action": action,
-                    "episode_id": self.episode_id,
-                    "turn": self.current_turn,
-                },
+                dropped=dropped,
+                action=action,
             )
         if unplayed:
-            self.logger.info(
-                "Turn %s: the agent chained %s commands; playing only the first, '%s'",
-                self.current_turn,
+            self._log_event(
+                logging.INFO,
+                "agent_commands_cut",
+                "the agent chained %s commands; playing only the first, '%s'",
                 len(commands),
                 action,
-                extra={
-                    "event_type": "agent_commands_cut",
-                    "action": action,
-                    "unplayed": list(unplayed),
-                    "episode_id": self.episode_id,
-                    "turn": self.current_turn,
-                },
+                action=action,
+                unplayed=list(unplayed),
             )
+        objective = parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None
         return AgentDecision(
             action=action,
             unplayed=unplayed,
             reasoning=parsed.thinking,
-            new_objective=parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None,
+            new_objective=objective,
             raw_response=content,
             tool_calls=tool_calls,
         )
 
+    def _read_reply(self, content: str | None) -> tuple[AgentResponse, list[str], list[str]]:
+        """The reply, what of it was dropped as unusable, and the commands its action chains.
+
+        Raises ``ValueError`` (or pydantic's ``ValidationError``) saying why there is no action."""
+        data = extract_json_object(content or "")
+        if data is None:
+            raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
+        parsed, dropped = read_agent_reply(data)
+        commands = self.read_commands(clean_action(parsed.action))
+        if not commands:
+            raise ValueError("the reply's action is empty")
+        if len(commands[0]) > MAX_ACTION_CHARS:
+            raise ValueError(f"the reply's action is {len(commands[0])} characters long (limit {MAX_ACTION_CHARS})")
+        return parsed, dropped, commands
+
+    def _log_event(self, level: int, event_type: str, message: str, *args: Any, **fields: Any) -> None:
+        """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
+        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
+        self.logger.log(level, f"Turn %s: {message}", self.current_turn, *args, extra=extra)
+
     # -- MCP tool-calling path -----------------------------------------------------------
-    async def _generate_action_async(self, messages: list[dict[str, Any]], first_ask: bool = True) -> AgentDecision:
-        """Open the turn's tools and run the tool loop on ``messages``; the sessions stay open for this
-        turn's re-asks. ``first_ask``: the turn's first request (its system prompt gets the tools)."""
-        assert self.mcp_manager is not None and self.tool_loop is not None
-        with self._session_observation() as span:
-            tools = await self._open_tools()
-            # The prompts the config names, fetched when the episode's first turn opened its tools.
-            prompts = server_prompts_text(self.mcp_manager.server_prompts())
-            system = f"{self.system_prompt}\n\n{prompts}" if prompts else self.system_prompt
-            if tools is None:
-                if first_ask:
-                    messages[0] = {"role": "system", "content": system}
-                response = self.client.chat.completions.create(**self._client_args(messages))
-                outcome = ToolLoopOutcome(self._parse_response(response.content))
-            else:
-                if first_ask:
-                    # Only now is it known which tools are offered: the prompt names them as they must be
-                    # called, in the servers' words. A re-ask keeps the prompt its conversation began with.
-                    about = tools_prompt(tools, self.mcp_manager.server_instructions(), self.mcp_manager.server_of)
-                    messages[0] = {"role": "system", "content": f"{system}\n\n{about}"}
-                outcome = await self.tool_loop.run(messages, tools, self.current_turn)
-            decision = outcome.decision
-            if span is not None:
-                span.update(
-                    output={"action": decision.action},
-                    metadata={
-                        "iterations_used": outcome.iterations,
-                        "tools_called": outcome.tool_calls,
-                        "tools_used": outcome.tools_used,
-                        "forced_final": outcome.forced_final,
-                        "turn_budget_exhausted": outcome.budget_exhausted,
-                        "final_action": decision.action,
-                    },
-                )
-        return self._remember(messages, decision)
+    def _system_prompt_with(self, tools: Toolset) -> str:
+        """The system prompt with the prompts the configuration names, in the servers' words, and
+        the tools offered, named as they must be called."""
+        parts = [self.system_prompt, server_prompts_text(list(tools.prompts))]
+        if tools.schemas:
+            parts.append(tools_prompt(tools.schemas, dict(tools.instructions), lambda name: tools.tool(name).server))
+        return "\n\n".join(part for part in parts if part)
 
-    async def _open_tools(self) -> list[dict[str, Any]] | None:
-        """This turn's tools from every server; None means the turn plays without tools (logged why).
+    async def ask_with_tools(self, messages: list[dict[str, Any]], tools: Toolset) -> AgentDecision:
+        """Run the tool loop on ``messages`` with the turn's ``tools`` (``messages`` grows with it).
 
-        Raises ``MCPServerStartupError`` when a server failed to start on the episode's first
-        connect, and ``MCPConfigError`` when the model cannot call tools: the run cannot go on
-        as configured (``session.errors`` has the policy).
+        Raises ``MCPConfigError`` when the model cannot call tools: the run cannot go on as
+        configured (``session.errors`` has the policy).
         """
-        assert self.mcp_manager is not None
-        turn = self.current_turn
-        tools = [] if self.mcp_manager.is_disabled else await self.mcp_manager.open_turn(turn)
-        if self.mcp_manager.is_disabled:  # every server disabled after repeated failures
-            self._log("warning", "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools", turn)
-            return None
-        if not tools:  # working servers that offer no tools: nothing is disabled
-            servers = self.mcp_manager.server_names
-            self._log(
-                "warning",
-                "mcp_no_tools",
-                "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
-                turn,
-                ", ".join(servers),
-                server_names=servers,
-            )
-            return None
         if not self.client._supports_tool_calling(self.model):
             raise MCPConfigError(
                 f"Model '{self.model}' does not support tool calling.\n"
@@ -481,7 +434,21 @@ class ZorkAgent:
                 "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
                 "  3. Set mcp.force_tool_support = true if the detection is wrong"
             )
-        return tools
+        with self._session_observation() as span:
+            outcome = await self.tool_loop.run(messages, tools, self.current_turn)
+            if span is not None:
+                span.update(
+                    output={"action": outcome.decision.action},
+                    metadata={
+                        "iterations_used": outcome.iterations,
+                        "tools_called": outcome.tool_calls,
+                        "tools_used": outcome.tools_used,
+                        "forced_final": outcome.forced_final,
+                        "turn_budget_exhausted": outcome.budget_exhausted,
+                        "final_action": outcome.decision.action,
+                    },
+                )
+        return outcome.decision
 
     def _session_observation(self) -> AbstractContextManager[Any]:
         return traced_observation(
@@ -490,16 +457,8 @@ class ZorkAgent:
             as_type="span",
             name="agent-tool-calling-session",
             metadata={
-                "mcp_enabled": self.mcp_enabled,
                 "max_iterations": self.config.mcp.max_tool_iterations,
                 "turn": self.current_turn,
                 "episode_id": self.episode_id,
             },
         )
-
-    def _log(
-        self, level: str, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
-    ) -> None:
-        """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
-        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
-        getattr(self.logger, level)(message, *args, exc_info=exc_info, extra=extra)

@@ -2,8 +2,9 @@
 
 Each turn is a real agent call (``ZorkAgent.get_action_with_reasoning``) against a local
 scripted model that answers at once (or after ``--model-seconds`` for the started-ahead cases)
-without calling a tool, followed by the orchestrator's ``end_turn()``. What a turn costs
-beyond the same agent call with MCP off is the MCP overhead. Scenarios, side by side:
+without calling a tool, inside the turn's tools as the episode runner holds them
+(``MCPManager.turn``). What a turn costs beyond the same agent call with MCP off is the MCP
+overhead. Scenarios, side by side:
 
 * no MCP: the base;
 * turn lifetime, cold: every turn starts its servers and waits for them (no server started
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +136,7 @@ class Bench:
         logger = quiet_logger()
         manager = MCPManager(config, logger) if servers is not None else None
         client = LLMClientWrapper(config, logger=logger)
-        return ZorkAgent(config, client, logger=logger, mcp_manager=manager), manager
+        return ZorkAgent(config, client, logger=logger), manager
 
     def turns(
         self,
@@ -152,9 +154,9 @@ class Bench:
         try:
             for turn in range(1, turns + 1):
                 started = time.perf_counter()
-                agent.get_action_with_reasoning(STATE, turn=turn)
-                if manager is not None:
-                    manager.end_turn()
+                # As the episode runner does: the turn's tools held for the agent's ask, then let go.
+                with manager.turn(turn) if manager is not None else nullcontext() as tools:
+                    agent.get_action_with_reasoning(STATE, turn=turn, tools=tools)
                 times.append((time.perf_counter() - started - delay) * 1000)
                 if cold and manager is not None:
                     # Outside the timer: a turn-lifetime session closes in the background after its
@@ -175,7 +177,7 @@ class Bench:
         per_server: dict[str, list[float]] = {name: [] for name in servers}
 
         async def run() -> None:
-            schemas = await manager.open_turn(1)
+            schemas = (await manager.open_turn(1)).schemas
             first = {}
             for schema in schemas:
                 server = manager.server_of(schema["function"]["name"])

@@ -25,6 +25,7 @@ from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
+from managers.mcp.toolset import Toolset
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
@@ -172,7 +173,6 @@ class ZorkOrchestratorV2:
             client=self.client,
             logger=self.logger,
             episode_id=self.game_state.episode_id,
-            mcp_manager=self.mcp_manager,
             langfuse_client=self.langfuse_client,
             knowledge_text=self.knowledge.knowledge_text() if self.knowledge else "",
             read_commands=self.game.commands_in,
@@ -265,12 +265,11 @@ class ZorkOrchestratorV2:
         context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
         if self.write_failures:
             return True  # building the context saved the map, and that failed: no model call for this turn
-        decision, review = self._choose_action(context, turn)
+        with self._turn_tools(turn) as tools:  # the agent's asks and the critic's re-asks share them
+            decision, review = self._choose_action(context, turn, tools)
         # The agent plays the first command of a chained action (``ZorkAgent.read_commands``); its next
         # context starts with what was not played, so it neither assumes those moves nor loses them.
         self._unplayed_note = unplayed_note(decision.action, decision.unplayed) if decision.unplayed else None
-        if self.mcp_manager is not None:
-            self.mcp_manager.end_turn()  # the critic's re-asks are over: this turn's sessions may go
         response = self._execute(decision.action, turn)
         result = self._observe(turn, decision, response)
         self._update_managers(result, decision)
@@ -280,15 +279,19 @@ class ZorkOrchestratorV2:
         self._report_figures(result, len(decision.tool_calls))
         return not self.game_state.game_over
 
-    def _choose_action(self, context: str, turn: int) -> tuple[AgentDecision, CriticReview]:
-        """The agent proposes (with MCP tools when enabled); the critic may send it back."""
+    def _turn_tools(self, turn: int) -> contextlib.AbstractContextManager[Toolset | None]:
+        """The turn's MCP tools, held until its action is chosen (no tools when MCP is off)."""
+        return self.mcp_manager.turn(turn) if self.mcp_manager is not None else contextlib.nullcontext()
+
+    def _choose_action(self, context: str, turn: int, tools: Toolset | None) -> tuple[AgentDecision, CriticReview]:
+        """The agent proposes (with the turn's tools when MCP is on); the critic may send it back."""
         memories = self.memory.context_section() if self.memory else None
 
         text = context if self._unplayed_note is None else f"{self._unplayed_note}\n{context}"
 
         def propose(rejections: tuple[str, ...]) -> AgentDecision:
             return self.agent.get_action_with_reasoning(
-                text, relevant_memories=memories, turn=turn, rejections=rejections
+                text, relevant_memories=memories, turn=turn, rejections=rejections, tools=tools
             )
 
         return self.critic.choose_action(propose, context)

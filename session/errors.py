@@ -139,10 +139,15 @@ class CircuitOpenError(LLMError):
 
 
 class MCPError(ZorkGPTError):
-    """Base of every error of the MCP client side."""
+    """Base of every error of the MCP client side. ``server_name`` names the server it concerns
+    ("" when it concerns none, or several): whoever handles the error needs no second lookup."""
 
     kind = "mcp_error"
     title = "MCP error"
+
+    def __init__(self, message: str, server_name: str = "") -> None:
+        super().__init__(message)
+        self.server_name = server_name
 
 
 class MCPConfigError(MCPError, ConfigError):
@@ -175,10 +180,6 @@ class MCPAuthError(MCPError):
     """A remote server wants an OAuth login that nobody did (or whose tokens can no longer be
     refreshed), or the login itself failed. Only a person can fix it, so it stops the start;
     the message names the server and the command to run (``main.py --mcp-login NAME``)."""
-
-    def __init__(self, message: str, server_name: str = "") -> None:
-        super().__init__(message)
-        self.server_name = server_name
 
 
 # -- the game ----------------------------------------------------------------------------

@@ -39,6 +39,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the projec
 
 from llm_client import LLMClientWrapper  # noqa: E402
 from managers.mcp import MCPManager  # noqa: E402
+from managers.mcp.tool_events import ToolLoopEvents  # noqa: E402
 from managers.mcp.tool_loop import ToolLoop  # noqa: E402
 from managers.mcp.tools import wire_name  # noqa: E402
 from session.errors import MCPServerStartupError  # noqa: E402
@@ -223,17 +224,15 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
         manager = MCPManager(config, logger, models={"agent": client})
         loop = ToolLoop(
             client,
-            manager,
             config.mcp,
-            logger,
+            ToolLoopEvents(logger, f"conformance-{scenario}"),
             request_args=_request_args,
             read_answer=_read_answer,
-            episode_id=f"conformance-{scenario}",
         )
 
         async def turn() -> AgentDecision:
             tools = await manager.open_turn(1)
-            if not tools:  # as the agent does: a turn without tools runs no tool loop
+            if not tools.schemas:  # as the agent does: a turn without tools runs no tool loop
                 logger.info("the server offers no tools")
                 return AgentDecision(action="", reasoning="")
             messages = [{"role": "system", "content": "Conformance run."}, {"role": "user", "content": scenario}]

@@ -184,7 +184,9 @@ def test_server_exiting_mid_call_raises_server_died(tmp_path: Path) -> None:
     async def body(m: MCPManager) -> tuple[str, list[dict[str, Any]], BaseException]:
         with pytest.raises(MCPServerDiedError) as died:
             await m.call_tool("misbehaving__exit_now", {"code": 7})
-        left = await m.open_turn(scenario.turn)  # the critic's re-ask: the dead server's tools are gone
+        assert scenario.toolset is not None
+        await scenario.toolset.drop_lost_servers()  # the tool loop's step: the dead server's tools are gone
+        left = scenario.toolset.schemas
         with pytest.raises(MCPToolCallError) as again:
             await m.call_tool("misbehaving__echo", {"text": "anyone?"})
         return str(died.value), left, again.value

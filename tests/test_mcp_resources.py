@@ -84,7 +84,7 @@ def test_resources_are_listed_and_read_through_the_manager(tmp_path: Path, proto
     s = scenario(tmp_path, {"r": resource_entry(protocol=protocol)})
 
     async def body(m: MCPManager) -> tuple[Any, ...]:
-        return await listed(m), await read(m, "notes://readme"), m.tool_annotations("r__read_resource")
+        return await listed(m), await read(m, "notes://readme"), m.tool("r__read_resource").annotations
 
     resources, readme, annotations = s.run(body)
 

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
+from managers.mcp.manager import TurnToolset
 from managers.mcp.source import ServerStartupTimeoutError
 from managers.mcp.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
 from tests.mcp_test_servers.helpers import (
@@ -58,6 +59,7 @@ class Episode:
         self.spawned: set[int] = set()
         self.turn = 0
         self.schemas: list[dict[str, Any]] = []
+        self.toolset: TurnToolset | None = None
 
     @property
     def tool_names(self) -> list[str]:
@@ -68,7 +70,8 @@ class Episode:
         self.turn += 1
 
         async def turn() -> Any:
-            self.schemas = await self.manager.open_turn(self.turn)
+            self.toolset = await self.manager.open_turn(self.turn)
+            self.schemas = self.toolset.schemas
             self.spawned |= child_pids() - self.before
             return await body(self.manager) if body is not None else None
 
@@ -180,11 +183,13 @@ def test_a_crashing_server_costs_only_its_own_tools(tmp_path: Path) -> None:
         async def crash(m: MCPManager) -> tuple[BaseException, str, list[dict[str, Any]]]:
             with pytest.raises(MCPServerDiedError) as died:
                 await m.call_tool("crashy__exit_now", {})
-            left = await m.open_turn(episode.turn)  # a re-ask in the same turn: only the live servers' tools
+            assert episode.toolset is not None
+            await episode.toolset.drop_lost_servers()  # the tool loop's step: only the live servers' tools
+            left = episode.toolset.schemas
             return died.value, (await m.call_tool("steady__echo", {"text": "still here"})).content, left
 
         died, echoed, left = episode.play(crash)
-        assert "crashy.exit_now" in str(died)
+        assert "crashy.exit_now" in str(died) and died.server_name == "crashy"  # whoever handles it needs no lookup
         assert echoed == "still here"
         assert [s["function"]["name"] for s in left] == ["steady__echo", "steady__methods", "steady__pid"]
 

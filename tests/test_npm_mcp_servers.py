@@ -148,7 +148,7 @@ def test_npm_servers_over_stdio_and_http_in_one_toolbox(npx: str, everything_htt
     thought = {"thought": "Open the mailbox.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
     async def turn() -> tuple[list[dict[str, Any]], list[Any]]:
-        schemas = await manager.open_turn(1)
+        schemas = (await manager.open_turn(1)).schemas
         spawned.update(child_pids() - before - {manager.sweeper_pid})  # the sweeper: checked after close
         results = [
             await manager.call_tool("sequential-thinking__sequentialthinking", thought),

@@ -15,7 +15,7 @@ from tests.main_support import REPO, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
-def test_enabled_mcp_creates_a_manager_and_hands_it_to_the_agent(tmp_path: Path, game_file: Path) -> None:
+def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path, game_file: Path) -> None:
     config = e2e_config(
         tmp_path,
         "http://127.0.0.1:9/v1",
@@ -25,7 +25,8 @@ def test_enabled_mcp_creates_a_manager_and_hands_it_to_the_agent(tmp_path: Path,
     orchestrator = ZorkOrchestratorV2(episode_id="mcp-on", config=config, console=False)
     try:
         assert isinstance(orchestrator.mcp_manager, MCPManager)
-        assert orchestrator.agent.mcp_manager is orchestrator.mcp_manager and orchestrator.agent.mcp_enabled
+        with orchestrator._turn_tools(1) as tools:  # what each turn hands the agent and the critic's re-asks
+            assert tools is not None and "thoughtbox__think" in [t["function"]["name"] for t in tools.schemas]
     finally:
         orchestrator.close()
     kinds = [e["event_type"] for e in read_events(tmp_path / "game_files" / "episodes" / "mcp-on")]
@@ -39,7 +40,8 @@ def test_disabled_mcp_never_reads_the_mcp_config(tmp_path: Path, game_file: Path
     orchestrator = ZorkOrchestratorV2(episode_id="mcp-off", config=config, console=False)
     try:
         assert orchestrator.mcp_manager is None
-        assert orchestrator.agent.mcp_enabled is False
+        with orchestrator._turn_tools(1) as tools:
+            assert tools is None  # the agent asks without tools
     finally:
         orchestrator.close()
 

@@ -156,7 +156,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
     spawned: set[int] = set()
 
     async def turn() -> list[Any]:
-        schemas = await manager.open_turn(1)
+        schemas = (await manager.open_turn(1)).schemas
         spawned.update(child_pids() - before - {manager.sweeper_pid})  # the server, not the sweeper
         return [schemas] + [await manager.call_tool("thoughtbox__think", call) for call in calls]
 

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 from llm_client import LLMClientWrapper
 from managers.episode_counts import ToolTally, tool_call_counts
 from managers.mcp import MCPManager
-from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome, is_destructive, is_read_only
+from managers.mcp.tool_events import ToolLoopEvents
+from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils import cap_text, create_json_schema
@@ -130,12 +130,10 @@ class LoopTurns:
         self.manager = MCPManager(self.config, self.logger)
         self.loop = ToolLoop(
             LLMClientWrapper(self.config, logger=self.logger),
-            self.manager,
             self.config.mcp,
-            self.logger,
+            ToolLoopEvents(self.logger, "tool-loop-test"),
             request_args=self.request_args,
             read_answer=read_answer,
-            episode_id="tool-loop-test",
         )
         self.children_before = child_pids()
         self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
@@ -144,7 +142,7 @@ class LoopTurns:
         real_call = self.manager.call_tool
 
         async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
-            self.tool_calls.append(tool_name)
+            self.tool_calls.append(self.manager.display_name(tool_name))
             return await real_call(tool_name, arguments, **options)
 
         self.manager.call_tool = call_spy  # type: ignore[method-assign]
@@ -712,23 +710,3 @@ def test_a_destructive_tool_is_refused_unless_its_server_entry_allows_it(
     counts = tool_call_counts(r.__dict__ for r in run.all_events())
     assert counts.by_server["locked"]["burn_leaflet"] == ToolTally(calls=1, failed=1)
     assert counts.by_server["trusted"]["burn_leaflet"].failed == 0
-
-
-@pytest.mark.parametrize(
-    ("annotations", "read_only", "destructive"),
-    [
-        (None, False, False),  # most servers annotate nothing
-        (ToolAnnotations(), False, False),
-        (ToolAnnotations(read_only_hint=False), False, False),  # MCP's default says destructive: not applied
-        (ToolAnnotations(destructive_hint=True), False, True),
-        (ToolAnnotations(read_only_hint=False, destructive_hint=True), False, True),
-        (ToolAnnotations(read_only_hint=True, destructive_hint=True), True, False),  # read-only wins
-        (ToolAnnotations(read_only_hint=True), True, False),
-        (ToolAnnotations(destructive_hint=False), False, False),
-    ],
-)
-def test_which_annotations_mean_read_only_and_which_destructive(
-    annotations: ToolAnnotations | None, read_only: bool, destructive: bool
-) -> None:
-    assert is_read_only(annotations) is read_only
-    assert is_destructive(annotations) is destructive

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from llm_client import LLMClientWrapper
 from session.game_configuration import ConfigError, GameConfiguration
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
-from zork_agent import AgentResponse, AgentRuntimeError, ZorkAgent, clean_action, sentence_commands
+from zork_agent import AgentResponse, ZorkAgent, clean_action, sentence_commands
 
 
 def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> ZorkAgent:
@@ -215,17 +214,6 @@ def test_custom_prompt_file(llm_server: ScriptedLLMServer, tmp_path: Path) -> No
 def test_missing_custom_prompt_file_is_a_config_error(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"agent_prompt_file = 'my_prmpt\.md'"):
         make_agent(llm_server, tmp_path, files={"agent_prompt_file": "my_prmpt.md"})
-
-
-def test_mcp_path_refuses_a_running_event_loop(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
-    agent = make_agent(llm_server, tmp_path)
-    agent.mcp_enabled = True  # the guard is about the event loop, not the manager
-
-    async def inside_loop() -> None:
-        agent.get_action_with_reasoning("state")
-
-    with pytest.raises(AgentRuntimeError, match="running event loop"):
-        asyncio.run(inside_loop())
 
 
 def test_agent_response_model_fields() -> None:

@@ -25,6 +25,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import LLMClientWrapper
 from managers.mcp import MCPError, MCPManager, MCPServerStartupError
+from managers.mcp.manager import TurnToolset
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
@@ -108,12 +110,12 @@ class AgentTurns:
             LLMClientWrapper(self.config, langfuse_client=langfuse, logger=self.logger),
             logger=self.logger,
             episode_id="agent-mcp-test",
-            mcp_manager=self.manager,
             langfuse_client=langfuse,
         )
         self.children_before = child_pids()
         self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
         self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
+        self._held: tuple[int, ExitStack, TurnToolset] | None = None  # the open turn, as the runner holds it
         self._install_spies()
         self.asyncio_runs = 0
         real_run = asyncio.run
@@ -127,38 +129,52 @@ class AgentTurns:
         monkeypatch.setattr(asyncio, "run", counting_run)
 
     def _install_spies(self) -> None:
-        real_open, real_call = self.manager.open_turn, self.manager.call_tool
-
-        async def open_spy(turn: int) -> list[dict[str, Any]]:
-            before = child_pids()
-            try:
-                return await real_open(turn)
-            finally:
-                # The servers, not the sweeper watching over them (the check after close covers it).
-                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+        real_call = self.manager.call_tool
 
         async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
-            self.tool_calls.append(tool_name)
+            self.tool_calls.append(self.manager.display_name(tool_name))
             return await real_call(tool_name, arguments, **options)
 
-        self.manager.open_turn = open_spy  # type: ignore[method-assign]
         self.manager.call_tool = call_spy  # type: ignore[method-assign]
 
     # -- turns ------------------------------------------------------------------------------
+    def tools_for(self, turn: int) -> TurnToolset:
+        """The turn's tools as the episode runner holds them: opened by its first ask, kept for
+        the critic's re-asks, ended with the turn."""
+        if self._held is None or self._held[0] != turn:
+            self.end_turn()
+            stack = ExitStack()
+            before = child_pids()
+            try:
+                tools = stack.enter_context(self.manager.turn(turn))
+            finally:
+                # The servers, not the sweeper watching over them (the check after close covers it).
+                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+            self._held = (turn, stack, tools)
+        return self._held[2]
+
+    def end_turn(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].close()
+
+    def ask(self, turn: int, state: str = STATE) -> Any:
+        return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn))
+
     def turn(self, turn: int = 1, state: str = STATE) -> dict[str, Any]:
-        return self._run(lambda: self.agent.get_action_with_reasoning(state, turn=turn))
+        return self._run(lambda: self.ask(turn, state))
 
     def failing_turn(self, error: type[BaseException], turn: int = 1) -> BaseException:
         def call() -> BaseException:
             with pytest.raises(error) as caught:
-                self.agent.get_action_with_reasoning(STATE, turn=turn)
+                self.ask(turn)
             return caught.value
 
         return self._run(call)
 
     def reask(self, turn: int, state: str = STATE) -> dict[str, Any]:
         """The critic sends the proposal back: the same turn again, before the turn ends."""
-        return self._run(lambda: self.agent.get_action_with_reasoning(state, turn=turn), end_turn=False)
+        return self._run(lambda: self.ask(turn, state), end_turn=False)
 
     def _run(self, call: Callable[[], Any], end_turn: bool = True) -> Any:
         runs, records = self.asyncio_runs, len(self.caplog.records)
@@ -166,10 +182,12 @@ class AgentTurns:
             try:
                 outcome = call()
             finally:
+                offered = self._held is not None and bool(self._held[2].schemas)
                 if end_turn:
-                    self.manager.end_turn()
+                    self.end_turn()
         assert_clean(report)
-        assert self.asyncio_runs == runs + 1, "the MCP path must be exactly one asyncio.run per turn"
+        # Property 40: one asyncio.run per ask that offers tools; an ask without tools needs none.
+        assert self.asyncio_runs == runs + offered, "the MCP path must be exactly one asyncio.run per ask"
         out, err = self.capfd.readouterr()
         texts = [out, err, *(r.getMessage() for r in self.caplog.records[records:])]
         for text in texts:

@@ -41,6 +41,7 @@ from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCa
 from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
 from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from managers.mcp.tools import ToolCallResult
+from managers.mcp.toolset import ToolInfo, Toolset
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -321,10 +322,9 @@ class FakeLLM:
         return self.supports_tools
 
 
-class FakeMCPManager:
-    """The MCPManager interface the agent uses, in process; records order, loops and concurrency."""
-
-    server_name = SERVER
+class FakeToolset(Toolset):
+    """One turn's tools as the agent sees them, in process; records order, loops and concurrency.
+    The test plays the episode runner: it opens the toolset (the "open" event) and hands it over."""
 
     def __init__(self, scenario: Scenario, events: list[tuple[Any, ...]], traced: MCPManager | None = None) -> None:
         self.scenario = scenario
@@ -335,56 +335,37 @@ class FakeMCPManager:
         self.in_flight = 0
         self.max_in_flight = 0
         self.loops: set[asyncio.AbstractEventLoop] = set()
-        self._disabled = False
         self.died = False
+        self.offered = copy.deepcopy(scenario.tools)
         self.traced = traced
         if traced is not None:  # property 31: the real call_tool, with only its transport replaced
             traced._call_tool = self._transport  # type: ignore[method-assign]
 
     @property
-    def is_disabled(self) -> bool:
-        return self._disabled
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.offered
 
-    def reset_episode(self) -> None:
-        self._disabled = False
-
-    server_names = (SERVER,)
-
-    async def open_turn(self, turn: int) -> list[dict[str, Any]]:
-        self.loops.add(asyncio.get_running_loop())
-        self.events.append(("open", turn))
-        # Like the real manager: a server that died this turn no longer offers its tools.
-        return [] if self.died else copy.deepcopy(self.scenario.tools)
-
-    def end_turn(self) -> None:
-        self.events.append(("end_turn",))
-
-    def server_of(self, name: str) -> str:
-        return SERVER
-
-    def timeout_for(self, name: str) -> float:
-        return self.scenario.timeout
-
-    def tool_annotations(self, name: str) -> None:
-        return None  # the fake's tools declare nothing: every reply runs in order, none is refused
-
-    def server_instructions(self) -> dict[str, str]:
+    @property
+    def instructions(self) -> dict[str, str]:
         return {SERVER: "A fake server for the agent's properties."}
 
-    def server_prompts(self) -> list[Any]:
-        return []  # the fake's entry names no prompts
+    def tool(self, name: str) -> ToolInfo:
+        # The fake's tools declare nothing: every reply runs in order, none is refused.
+        return ToolInfo(name, self.display_name(name), SERVER, self.scenario.timeout)
+
+    async def drop_lost_servers(self) -> None:
+        self.events.append(("drop_lost",))
+        # Like the real toolset: a server that died this turn no longer offers its tools.
+        self.offered = [] if self.died else self.offered
 
     def display_name(self, name: str) -> str:
         prefix = f"{SERVER}__"
         return f"{SERVER}.{name[len(prefix) :]}" if name.startswith(prefix) else name
 
-    async def call_tool(
-        self,
-        tool_name: str,
-        arguments: dict[str, Any],
-        timeout_seconds: float | None = None,
-        deadline: float | None = None,
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, timeout_seconds: float, deadline: float | None = None
     ) -> ToolCallResult:
+        tool_name = self.display_name(name)
         self.events.append(("call", tool_name, copy.deepcopy(arguments), timeout_seconds))
         if self.traced is not None:
             return await self.traced.call_tool(tool_name, arguments, timeout_seconds=timeout_seconds, deadline=deadline)
@@ -426,7 +407,7 @@ class Run:
     result: AgentDecision | None
     error: BaseException | None
     llm: FakeLLM
-    manager: FakeMCPManager
+    manager: FakeToolset
     events: list[tuple[Any, ...]]
     records: list[logging.LogRecord]
 
@@ -472,19 +453,22 @@ def run_scenario(
     HANDLER.records.clear()
     events: list[tuple[Any, ...]] = []
     llm = FakeLLM(scenario, events)
-    manager = FakeMCPManager(scenario, events, traced=traced)
     agent = ZorkAgent(
         mcp_config(scenario, enabled),
         llm,  # type: ignore[arg-type]
         logger=LOGGER,
         episode_id="properties",
-        mcp_manager=manager if with_manager else None,  # type: ignore[arg-type]
         langfuse_client=langfuse,
     )
     result: AgentDecision | None = None
     error: BaseException | None = None
+    # The episode runner's part: with MCP on, it opens the turn's tools and hands them to the agent.
+    manager = FakeToolset(scenario, events, traced=traced)
+    tools = manager if enabled and with_manager else None
+    if tools is not None:
+        events.append(("open", 3))
     try:
-        result = agent.get_action_with_reasoning(STATE, turn=3)
+        result = agent.get_action_with_reasoning(STATE, turn=3, tools=tools)
     except LLMRetryExhaustedError as exc:
         error = exc
     return Run(scenario, expect(scenario), result, error, llm, manager, events, list(HANDLER.records))
@@ -535,15 +519,15 @@ def test_property_03_tool_results_in_history_before_the_next_llm_call(scenario: 
 
 @given(scenarios(llm_errors=True))
 def test_property_06_turn_opened_first_and_left_open_for_the_critic(scenario: Scenario) -> None:
-    """Property 6 (Req 3.1, 3.5): the turn's tools are opened before anything else; the agent leaves
-    the turn open (the critic may send the proposal back), the orchestrator ends it, even on errors."""
+    """Property 6 (Req 3.1, 3.5): the turn's tools are opened before anything else, by the episode
+    runner, which also ends the turn (the critic may send the proposal back first); the agent only
+    uses them, even on errors."""
     run = run_scenario(scenario)
     kinds = [e[0] for e in run.events]
     assert kinds[0] == "open"
-    # Opened once more only after a server died, to offer what is left.
+    # Opened once; asked again for what is left only after a server died.
     died = any(c.behaviour == "die" for c in run.expected.executed)
-    assert kinds.count("open") == 1 + int(died)
-    assert "end_turn" not in kinds
+    assert kinds.count("open") == 1 and kinds.count("drop_lost") == int(died)
     assert (run.error is not None) == run.expected.llm_error
     if run.error is None:
         assert run.result is not None
@@ -779,17 +763,17 @@ def test_property_40_no_nested_event_loops(scenario: Scenario) -> None:
     """Property 40 (Req 10.5): one loop per turn, closed when the sync call returns; a call from
     inside a running loop is refused before it touches the LLM or the server."""
     run = run_scenario(scenario)
-    (loop,) = run.manager.loops  # connect, every tool call and disconnect: one loop
-    assert loop.is_closed()
+    loops = run.manager.loops  # every tool call of the ask: one loop, closed when the call returns
+    assert len(loops) == (1 if run.expected.executed else 0) and all(loop.is_closed() for loop in loops)
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()  # control is back in plain synchronous code
 
     async def inside_a_loop() -> tuple[BaseException, FakeLLM, list[tuple[Any, ...]]]:
         events: list[tuple[Any, ...]] = []
         llm = FakeLLM(scenario, events)
-        agent = ZorkAgent(mcp_config(scenario), llm, logger=LOGGER, mcp_manager=FakeMCPManager(scenario, events))  # type: ignore[arg-type]
+        agent = ZorkAgent(mcp_config(scenario), llm, logger=LOGGER)  # type: ignore[arg-type]
         with pytest.raises(AgentRuntimeError) as caught:
-            agent.get_action_with_reasoning(STATE)
+            agent.get_action_with_reasoning(STATE, tools=FakeToolset(scenario, events))
         return caught.value, llm, events
 
     error, llm, events = asyncio.run(inside_a_loop())

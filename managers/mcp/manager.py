@@ -1,13 +1,14 @@
-"""MCPManager: the agent's view of every configured MCP server, turn by turn.
+"""MCPManager: every configured MCP server, as one set of tools per turn.
 
-The agent asks for the turn's tools with ``await open_turn(turn)`` and runs them with
-``await call_tool(name, arguments)``; the orchestrator says ``end_turn()`` once the turn's
-action is chosen and ``close()`` when the episode ends. Calls with the same turn number
-(the critic sending a proposal back) reuse that turn's sessions.
+The episode runner holds each turn's tools with ``with manager.turn(n) as tools:``: entering
+connects (or reuses) every server and gives the turn's ``Toolset`` (``managers.mcp.toolset``),
+which the agent and the critic's re-asks of that turn use; leaving ends the turn, and
+turn-lifetime sessions close in the background. ``close()`` ends everything when the episode
+ends. Code that already runs an event loop awaits ``open_turn(n)`` and says ``end_turn()``.
 
 Everything MCP happens on one background event loop (``runtime.SessionLoop``) that lives
-as long as the episode: the agent's own ``asyncio.run`` per turn only awaits results from
-it. Which servers, how they are reached and the per-server rules are the toolbox's
+as long as the episode: the agent's own ``asyncio.run`` per ask only awaits results from it.
+Which servers, how they are reached and the per-server rules are the toolbox's
 (``managers.mcp.toolbox``); how each transport works is the sources' (``managers.mcp.source``).
 
 The servers' resources reach the model as two more tools per server (the toolbox offers them;
@@ -23,10 +24,10 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
-
-import mcp.types as types
 
 from managers.mcp.config import MCPConfig, ServerConfig
 from managers.mcp.runtime import SessionLoop
@@ -35,6 +36,7 @@ from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.sweeper import Sweeper
 from managers.mcp.toolbox import ServerPrompt, Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
+from managers.mcp.toolset import ToolInfo, Toolset
 from session.episode_log import known_secrets, redact
 from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
@@ -94,7 +96,6 @@ class MCPManager:
         self._runtime: SessionLoop | None = None
         self._runtime_lock = threading.Lock()
         self._turn: int | None = None
-        self._turn_tools: TurnTools | None = None
         # The configured prompts' text by server; None until the episode's first turn asked for them.
         self._prompts: dict[str, tuple[ServerPrompt, ...]] | None = None
 
@@ -172,42 +173,68 @@ class MCPManager:
                 atexit.register(self.close)
             return self._runtime
 
-    async def open_turn(self, turn: int) -> list[dict[str, Any]]:
-        """The tools for ``turn`` as OpenAI function schemas, every server connected or reused.
-
-        A server that fails later in the episode only loses its own tools (see the toolbox).
+    @contextmanager
+    def turn(self, turn: int) -> Iterator[TurnToolset]:
+        """The episode runner's hold on one turn's tools: opened on entry (every server connected or
+        reused), closed on exit, once the turn's action is chosen and the critic's re-asks are over.
 
         Raises:
             MCPServerStartupError: a server's first connect of the episode failed.
         """
-        if self._turn == turn and self._turn_tools is not None:
-            # The critic sent the proposal back: same turn, same sessions (minus any that died).
-            self._turn_tools = await self.runtime.run(_refresh(self.toolbox))
-            return self._turn_tools.schemas
-        self._turn, self._turn_tools = turn, None
+        toolset = self.runtime.call(self._begin_turn(turn))
+        try:
+            yield toolset
+        finally:
+            self.end_turn()
+
+    async def open_turn(self, turn: int) -> TurnToolset:
+        """``turn``'s opening, awaited from another event loop (tests, benchmarks, the conformance
+        client); whoever opens it says ``end_turn()``."""
+        return await self.runtime.run(self._begin_turn(turn))
+
+    async def _begin_turn(self, turn: int) -> TurnToolset:
+        """On the session loop: the turn's tools from every server, and its prompts on the
+        episode's first turn. A server that fails later in the episode only loses its own tools
+        (see the toolbox). When there are none, the turn plays without tools and the log says why."""
+        self._turn = turn
+        if self.toolbox.all_disabled:
+            self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
+            return TurnToolset(self, None)
         started = time.perf_counter()
-        tools = await self.runtime.run(self.toolbox.begin_turn())
-        self._turn_tools = tools
+        tools = await self.toolbox.begin_turn()
         if any(server.prompts for server in self.mcp_config.servers):
             await self._update_prompts()
+        duration_ms = round((time.perf_counter() - started) * 1000, 2)
         self.logger.debug(
             "Turn %d: MCP tools ready from %d servers in %.1f ms",
             turn,
             len(tools.servers),
-            (time.perf_counter() - started) * 1000,
+            duration_ms,
             extra={
                 "event_type": "mcp_turn_ready",
                 "turn": turn,
                 "servers": list(tools.servers),
                 "tool_count": len(tools.schemas),
-                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "duration_ms": duration_ms,
             },
         )
-        return tools.schemas
+        if self.toolbox.all_disabled:  # every server disabled after repeated failures
+            self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
+        elif not tools.schemas:  # working servers that offer no tools: nothing is disabled
+            self._log_no_tools(
+                turn,
+                "mcp_no_tools",
+                "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
+                ", ".join(self.server_names),
+            )
+        return TurnToolset(self, tools)
+
+    def _log_no_tools(self, turn: int, event_type: str, message: str, *args: Any) -> None:
+        extra = {"event_type": event_type, "turn": turn, "server_names": self.server_names}
+        self.logger.warning(message, turn, *args, extra=extra)
 
     def end_turn(self) -> None:
         """The turn's action is chosen: turn-lifetime sessions close in the background."""
-        self._turn_tools = None
         self._turn = None
         runtime = self._runtime
         if runtime is not None and runtime.is_running:
@@ -215,7 +242,7 @@ class MCPManager:
 
     def close(self) -> None:
         """Close every session, end every server and stop the background loop. Idempotent."""
-        self._turn, self._turn_tools = None, None
+        self._turn = None
         with self._runtime_lock:
             runtime, self._runtime = self._runtime, None
         if runtime is None:
@@ -240,7 +267,7 @@ class MCPManager:
             max_chars=mcp.max_tool_result_chars,
             config_file=str(self.config_path),
         )
-        fetched = await self.runtime.run(fetch)
+        fetched = await fetch
         self._prompts = {**(self._prompts or {}), **fetched}
 
     def server_prompts(self) -> list[ServerPrompt]:
@@ -262,10 +289,19 @@ class MCPManager:
         route = self.toolbox.route(name)
         return route.server_name if route else None
 
-    def tool_annotations(self, name: str) -> types.ToolAnnotations | None:
-        """What the server declared about the tool offered under ``name`` (read-only, destructive...);
-        None when it declared nothing or there is no such tool."""
-        return self.toolbox.annotations(name)
+    def tool(self, name: str) -> ToolInfo:
+        """What is known of the tool offered under ``name`` (wire or dotted) before it is called."""
+        route = self.toolbox.route(name)
+        server = route.server_name if route else None
+        wire = route.wire_name if route else name
+        info = ToolInfo(wire, self.display_name(name), server, self.timeout_for(name), self.toolbox.annotations(name))
+        if server is None or not info.destructive or self.mcp_config.server(server).allow_destructive:
+            return info
+        refusal = (
+            f"{info.name} is marked destructive; ZorkGPT plays alone with nobody to confirm it. To allow it, set "
+            f'"allowDestructive": true in its entry of {self.config_path.name}'
+        )
+        return replace(info, refusal=refusal)
 
     def timeout_for(self, name: str) -> float:
         """Seconds allowed for one call of ``name``: the server's ``timeout``, else the configured default."""
@@ -365,9 +401,41 @@ class _ProgressLog:
         )
 
 
-async def _refresh(toolbox: Toolbox) -> TurnTools:
-    return toolbox.refresh_tools()
-
-
 async def _end_turn(toolbox: Toolbox) -> None:
     toolbox.end_turn()
+
+
+class TurnToolset(Toolset):
+    """One turn's tools from every configured server (``MCPManager.turn``); ``None`` tools: the
+    turn plays without any."""
+
+    def __init__(self, manager: MCPManager, tools: TurnTools | None) -> None:
+        self._manager = manager
+        self._tools = tools
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._tools.schemas if self._tools is not None else []
+
+    @property
+    def instructions(self) -> Mapping[str, str]:
+        return self._manager.server_instructions()
+
+    @property
+    def prompts(self) -> Sequence[ServerPrompt]:
+        return self._manager.server_prompts()
+
+    def tool(self, name: str) -> ToolInfo:
+        return self._manager.tool(name)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, timeout_seconds: float, deadline: float | None = None
+    ) -> ToolCallResult:
+        return await self._manager.call_tool(name, arguments, timeout_seconds=timeout_seconds, deadline=deadline)
+
+    async def drop_lost_servers(self) -> None:
+        self._tools = await self._manager.runtime.run(_refresh(self._manager.toolbox))
+
+
+async def _refresh(toolbox: Toolbox) -> TurnTools:
+    return toolbox.refresh_tools()

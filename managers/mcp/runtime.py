@@ -61,8 +61,14 @@ class SessionLoop:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the session loop and wait for its result (from sync code)."""
-        return self.submit(coro).result(timeout)
+        """Run ``coro`` on the session loop and wait for its result (from sync code). An interrupt
+        (Ctrl-C) or the timeout cancels the coroutine there too: nothing goes on unwatched."""
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the session loop and await it from another event loop.

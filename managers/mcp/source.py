@@ -158,8 +158,7 @@ class ServerStartupTimeoutError(MCPServerStartupError):
     machine starting too many at once."""
 
     def __init__(self, message: str, server_name: str, timeout: float, config_file: str) -> None:
-        super().__init__(message)
-        self.server_name = server_name
+        super().__init__(message, server_name)
         self.timeout = timeout
         self.config_file = config_file
 
@@ -237,7 +236,7 @@ class ToolSource(ABC):
                 raise ServerStartupTimeoutError(
                     message, self.name, self.settings.startup_timeout, self.settings.config_file
                 ) from cause
-            raise MCPServerStartupError(message) from cause
+            raise MCPServerStartupError(message, server_name=self.name) from cause
         self.connect_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def close(self) -> None:
@@ -380,7 +379,7 @@ class ToolSource(ABC):
             self.tools = await list_all_tools(session)
         except (SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             self._died = f"listing tools failed: {exc!r}"
-            raise MCPServerDiedError(self._died_message(None)) from None
+            raise MCPServerDiedError(self._died_message(None), server_name=self.name) from None
         self.tools_changed = False
         return self.tools
 
@@ -442,38 +441,50 @@ class ToolSource(ABC):
                     f"MCP tool {dotted} timed out after {timeout:g}s without progress; "
                     "the call was cancelled at the server"
                 )
-        except SDKMCPError as exc:
-            limit = self._event_limit()
-            if exc.code == REPLY_TOO_LARGE:
-                raise MCPToolCallError(f"MCP tool {dotted} {exc.message}") from None
-            if limit is not None and (
-                (exc.code == CONNECTION_CLOSED and _EVENT_TOO_LARGE in exc.message) or TOO_LARGE_MARKER in exc.message
-            ):
-                # Only this reply's stream was cut; the session is fine.
-                raise MCPToolCallError(
-                    f"MCP tool {dotted} replied with more than {limit:,} bytes; the reply was dropped. Ask for less "
-                    "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
-                ) from None
-            if exc.code == CONNECTION_CLOSED:
-                self._died = f"connection closed during {dotted}"
-                raise MCPServerDiedError(self._died_message(dotted)) from None
-            message = self.settings.redact(exc.message)
-            raise MCPToolCallError(f"MCP tool {dotted} failed: {message} (code {exc.code})") from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            self._died = f"transport closed during {dotted}"
-            raise MCPServerDiedError(self._died_message(dotted)) from exc
+        except (SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise self._call_failure(exc, dotted) from (exc if not isinstance(exc, SDKMCPError) else None)
         except ValidationError as exc:
-            raise MCPToolCallError(f"MCP tool {dotted} returned a malformed result: {exc}") from None
+            raise MCPToolCallError(
+                f"MCP tool {dotted} returned a malformed result: {exc}", server_name=self.name
+            ) from None
         except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
-            raise MCPToolCallError(f"MCP tool {dotted} failed: {self.settings.redact(str(exc))}") from None
+            raise MCPToolCallError(
+                f"MCP tool {dotted} failed: {self.settings.redact(str(exc))}", server_name=self.name
+            ) from None
         if not isinstance(raw, types.CallToolResult):
-            raise MCPToolCallError(f"MCP tool {dotted} returned an unsupported result type {type(raw).__name__}.")
+            raise MCPToolCallError(
+                f"MCP tool {dotted} returned an unsupported result type {type(raw).__name__}.", server_name=self.name
+            )
         return raw
+
+    def _call_failure(self, exc: Exception, dotted: str) -> MCPToolCallError:
+        """What a failed tool call means: a reply too large (the session is fine), the session gone
+        (``MCPServerDiedError``, and the source marked dead), or the server's own error."""
+        if not isinstance(exc, SDKMCPError):
+            self._died = f"transport closed during {dotted}"
+            return MCPServerDiedError(self._died_message(dotted), server_name=self.name)
+        limit = self._event_limit()
+        if exc.code == REPLY_TOO_LARGE:
+            return MCPToolCallError(f"MCP tool {dotted} {exc.message}", server_name=self.name)
+        if limit is not None and (
+            (exc.code == CONNECTION_CLOSED and _EVENT_TOO_LARGE in exc.message) or TOO_LARGE_MARKER in exc.message
+        ):
+            # Only this reply's stream was cut; the session is fine.
+            return MCPToolCallError(
+                f"MCP tool {dotted} replied with more than {limit:,} bytes; the reply was dropped. Ask for less "
+                "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes.",
+                server_name=self.name,
+            )
+        if exc.code == CONNECTION_CLOSED:
+            self._died = f"connection closed during {dotted}"
+            return MCPServerDiedError(self._died_message(dotted), server_name=self.name)
+        message = self.settings.redact(exc.message)
+        return MCPToolCallError(f"MCP tool {dotted} failed: {message} (code {exc.code})", server_name=self.name)
 
     def _require_session(self, dotted: str | None) -> ClientSession:
         session = self._session
         if session is None or self._died is not None:
-            raise MCPServerDiedError(self._died_message(dotted))
+            raise MCPServerDiedError(self._died_message(dotted), server_name=self.name)
         return session
 
     # -- per transport ---------------------------------------------------------------------
@@ -616,16 +627,20 @@ class ToolSource(ABC):
         except SDKMCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 self._died = f"connection closed while {doing}"
-                raise MCPServerDiedError(self._died_message(doing)) from None
+                raise MCPServerDiedError(self._died_message(doing), server_name=self.name) from None
             message = self.settings.redact(exc.message)
-            raise MCPToolCallError(f"{what} failed {doing}: {message} (code {exc.code})") from None
+            raise MCPToolCallError(
+                f"{what} failed {doing}: {message} (code {exc.code})", server_name=self.name
+            ) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             self._died = f"transport closed while {doing}"
-            raise MCPServerDiedError(self._died_message(doing)) from exc
+            raise MCPServerDiedError(self._died_message(doing), server_name=self.name) from exc
         except ValidationError as exc:
-            raise MCPToolCallError(f"{what} answered malformed while {doing}: {exc}") from None
+            raise MCPToolCallError(f"{what} answered malformed while {doing}: {exc}", server_name=self.name) from None
         except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
-            raise MCPToolCallError(f"{what} failed {doing}: {self.settings.redact(str(exc))}") from None
+            raise MCPToolCallError(
+                f"{what} failed {doing}: {self.settings.redact(str(exc))}", server_name=self.name
+            ) from None
         return result
 
 

@@ -437,7 +437,8 @@ class Toolbox:
         if not source.is_alive:
             await source.close()
             raise MCPServerStartupError(
-                f"MCP server '{source.name}' was started for this turn but exited before the turn began."
+                f"MCP server '{source.name}' was started for this turn but exited before the turn began.",
+                server_name=source.name,
             )
         return source
 
@@ -613,7 +614,7 @@ class Toolbox:
         await self._checked(slot)
         source = slot.source
         if source is None:
-            raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.")
+            raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.", route.server_name)
         if route.wire_name in self.turn_tools.resource_tools:
             return route, await _resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
         return route, await source.call_tool(

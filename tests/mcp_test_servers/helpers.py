@@ -29,6 +29,7 @@ from session.game_configuration import GameConfiguration
 
 if TYPE_CHECKING:
     from managers.mcp import MCPManager
+    from managers.mcp.manager import TurnToolset
 
 T = TypeVar("T")
 
@@ -287,6 +288,7 @@ class Scenario:
         self.handler = handler
         self.spawned: set[int] = set()
         self.schemas: list[dict[str, Any]] = []
+        self.toolset: TurnToolset | None = None
         self.turn = 0
 
     def run(self, body: Callable[[MCPManager], Awaitable[T]], connect: bool = True, close: bool = True) -> T:
@@ -295,7 +297,8 @@ class Scenario:
 
         async def turn() -> T:
             if connect:
-                self.schemas = await self.manager.open_turn(self.turn)
+                self.toolset = await self.manager.open_turn(self.turn)
+                self.schemas = self.toolset.schemas
                 # The servers, not the sweeper watching over them (the check after close covers it).
                 self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
             return await body(self.manager)

@@ -1,0 +1,281 @@
+"""What the tool loop reports, as episode log events.
+
+The loop (``managers.mcp.tool_loop``) says what happened in one call each (a tool called, a
+result, a timeout...); this module decides how that reads in the log: the message, its level,
+and the event's fields, which the episode log, the run report and the web viewer read by
+``event_type``. Keeping them here leaves the loop's code about the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from managers.mcp.tools import ToolCallResult
+from managers.mcp.toolset import ToolInfo
+from session.errors import MCPToolCallError
+from session.game_state import AgentDecision
+from shared_utils import cap_text, shorten
+
+if TYPE_CHECKING:
+    from managers.mcp.tool_loop import ToolLoopStats
+
+TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
+# How much of a tool call's arguments the log keeps (the server still gets them whole).
+MAX_LOGGED_TOOL_ARGUMENTS_CHARS = 2_000
+
+
+def logged_arguments(raw: str) -> str:
+    """A tool call's arguments' JSON as the log keeps it: cut, with a marker, past the limit."""
+    return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
+
+
+@dataclass(frozen=True)
+class ToolLoopEvents:
+    """The tool loop's reports for one episode's log (see the module docstring)."""
+
+    logger: logging.Logger
+    episode_id: str = "unknown"
+
+    def started(self, stats: ToolLoopStats, max_iterations: int) -> None:
+        self._log(
+            logging.INFO,
+            "mcp_session_start",
+            "Turn %s: MCP session started (max %s iterations)",
+            stats.turn,
+            max_iterations,
+            turn=stats.turn,
+            max_iterations=max_iterations,
+        )
+
+    def iteration(self, stats: ToolLoopStats, max_iterations: int) -> None:
+        self._log(
+            logging.DEBUG,
+            "mcp_iteration_start",
+            "Turn %s: tool-calling iteration %s/%s",
+            stats.turn,
+            stats.iterations,
+            max_iterations,
+            turn=stats.turn,
+            iteration=stats.iterations,
+            max_iterations=max_iterations,
+        )
+
+    def capped(self, stats: ToolLoopStats, requested: int, cap: int) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_tool_calls_capped",
+            "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
+            "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
+            stats.turn,
+            stats.iterations,
+            requested,
+            cap,
+            turn=stats.turn,
+            requested=requested,
+            max_tool_calls_per_reply=cap,
+            iteration=stats.iterations,
+        )
+
+    def at_once(self, stats: ToolLoopStats, tools: list[str]) -> None:
+        self._log(
+            logging.DEBUG,
+            "mcp_tool_calls_concurrent",
+            "Turn %s Iteration %s: %s read-only tool calls run at once",
+            stats.turn,
+            stats.iterations,
+            len(tools),
+            turn=stats.turn,
+            iteration=stats.iterations,
+            tool_names=tools,
+        )
+
+    def invalid_arguments(self, stats: ToolLoopStats, tool: ToolInfo, problem: str) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_tool_error",
+            "Turn %s Iteration %s: invalid arguments for %s: %s",
+            stats.turn,
+            stats.iterations,
+            tool.name,
+            problem,
+            turn=stats.turn,
+            tool_name=tool.name,
+            error=f"invalid arguments: {problem}",
+            iteration=stats.iterations,
+        )
+
+    def refused(self, stats: ToolLoopStats, tool: ToolInfo) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_tool_error",
+            "Turn %s Iteration %s: refused %s: %s",
+            stats.turn,
+            stats.iterations,
+            tool.name,
+            tool.refusal,
+            turn=stats.turn,
+            tool_name=tool.name,
+            server_name=tool.server,
+            error=tool.refusal,
+            refused="destructive",
+            iteration=stats.iterations,
+        )
+
+    def calling(self, stats: ToolLoopStats, tool: ToolInfo, arguments: dict[str, Any], raw: str) -> None:
+        """``raw``: the arguments' JSON as the model sent it; the event keeps the arguments, or
+        that JSON cut when it is longer than the log keeps."""
+        self._log(
+            logging.INFO,
+            "mcp_tool_call",
+            "Turn %s Iteration %s: Agent calling tool %s",
+            stats.turn,
+            stats.iterations,
+            tool.name,
+            turn=stats.turn,
+            tool_name=tool.name,
+            server_name=tool.server,
+            arguments=arguments if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(raw),
+            iteration=stats.iterations,
+        )
+        self.logger.debug(
+            "Turn %s Iteration %s: Tool arguments: %s", stats.turn, stats.iterations, json.dumps(arguments)[:500]
+        )
+
+    def timed_out(self, stats: ToolLoopStats, tool: ToolInfo, timeout: float) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_tool_timeout",
+            "Turn %s Iteration %s: Tool call timeout: %s",
+            stats.turn,
+            stats.iterations,
+            tool.name,
+            turn=stats.turn,
+            tool_name=tool.name,
+            server_name=tool.server,
+            iteration=stats.iterations,
+            timeout_seconds=timeout,
+        )
+
+    def failed(self, stats: ToolLoopStats, tool: ToolInfo, error: Exception) -> None:
+        """A failed call; a transport failure (not one of ours) keeps its traceback."""
+        self._log(
+            logging.WARNING,
+            "mcp_tool_error",
+            "Turn %s Iteration %s: Tool call failed: %s - %s",
+            stats.turn,
+            stats.iterations,
+            tool.name,
+            error,
+            turn=stats.turn,
+            tool_name=tool.name,
+            server_name=getattr(error, "server_name", None) or tool.server,
+            error=str(error),
+            iteration=stats.iterations,
+            exc_info=not isinstance(error, MCPToolCallError),
+        )
+
+    def result(self, stats: ToolLoopStats, tool: ToolInfo, result: ToolCallResult, seconds: float) -> None:
+        self._log(
+            logging.INFO,
+            "mcp_tool_result",
+            "Turn %s Iteration %s: Tool result received (%.1fs)",
+            stats.turn,
+            stats.iterations,
+            seconds,
+            turn=stats.turn,
+            tool_name=tool.name,
+            server_name=tool.server,
+            result_type=type(result.content).__name__,
+            result_length=len(str(result.content)),
+            # What the model saw, shortened: the episode log (and the web viewer) show it.
+            result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
+            is_error=result.is_error,
+            duration_ms=round(seconds * 1000, 1),
+            iteration=stats.iterations,
+        )
+
+    def batch_aborted(self, stats: ToolLoopStats, tool: ToolInfo, skipped: int) -> None:
+        self._log(
+            logging.INFO,
+            "mcp_batch_aborted",
+            "Turn %s: Skipping remaining tools in batch after timeout",
+            stats.turn,
+            turn=stats.turn,
+            tool_name=tool.name,
+            skipped=skipped,
+            iteration=stats.iterations,
+        )
+
+    def budget_exhausted(self, stats: ToolLoopStats, budget: float) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_turn_budget_exhausted",
+            "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
+            stats.turn,
+            budget,
+            stats.iterations,
+            turn=stats.turn,
+            turn_timeout_seconds=budget,
+            iterations=stats.iterations,
+            tool_calls_count=stats.tool_calls,
+        )
+
+    def no_answer(self, stats: ToolLoopStats, finish_reason: str | None) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_unexpected_state",
+            "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
+            stats.turn,
+            finish_reason,
+            turn=stats.turn,
+            finish_reason=finish_reason,
+            iteration=stats.iterations,
+        )
+
+    def forcing_final(self, stats: ToolLoopStats) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_no_content",
+            "Turn %s: forcing final action after %s iterations without an answer",
+            stats.turn,
+            stats.iterations,
+            turn=stats.turn,
+            iterations=stats.iterations,
+        )
+
+    def finished(self, stats: ToolLoopStats, decision: AgentDecision) -> None:
+        self._log(
+            logging.INFO,
+            "mcp_session_complete",
+            "Turn %s: MCP session complete (%s iterations, %s tool calls)",
+            stats.turn,
+            stats.iterations,
+            stats.tool_calls,
+            turn=stats.turn,
+            iterations=stats.iterations,
+            tool_calls_count=stats.tool_calls,
+            tools_used=stats.tools_used,
+            forced_final=stats.forced_final,
+            turn_budget_exhausted=stats.budget_exhausted,
+            final_action=decision.action,
+        )
+        # The episode log closes each MCP session with the action it produced.
+        self._log(
+            logging.INFO,
+            "mcp_agent_action",
+            "Turn %s: Agent action: %s",
+            stats.turn,
+            decision.action,
+            turn=stats.turn,
+            action=decision.action,
+        )
+
+    def _log(
+        self, level: int, event_type: str, message: str, *args: Any, turn: int, exc_info: bool = False, **fields: Any
+    ) -> None:
+        """Log ``message % args`` as an event of ``turn``; ``fields`` go into the event."""
+        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": turn, **fields}
+        self.logger.log(level, message, *args, exc_info=exc_info, extra=extra)
