@@ -41,7 +41,7 @@ from shared_utils import (
 )
 
 if TYPE_CHECKING:
-    from managers.mcp.toolbox import ServerPrompt
+    from managers.mcp.toolset import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.

@@ -34,9 +34,9 @@ from managers.mcp.runtime import SessionLoop
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.source import SourceSettings, ToolSource, make_source
 from managers.mcp.sweeper import Sweeper
-from managers.mcp.toolbox import ServerPrompt, Toolbox, TurnTools
+from managers.mcp.toolbox import Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
-from managers.mcp.toolset import ToolInfo, Toolset
+from managers.mcp.toolset import ServerPrompt, ToolInfo, Toolset
 from session.episode_log import known_secrets, redact
 from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
 
 from managers.mcp.tools import ToolCallResult
 from managers.mcp.toolset import ToolInfo
 from session.errors import MCPToolCallError
-from session.game_state import AgentDecision
+from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils import cap_text, shorten
-
-if TYPE_CHECKING:
-    from managers.mcp.tool_loop import ToolLoopStats
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 # How much of a tool call's arguments the log keeps (the server still gets them whole).
@@ -30,6 +29,29 @@ MAX_LOGGED_TOOL_ARGUMENTS_CHARS = 2_000
 def logged_arguments(raw: str) -> str:
     """A tool call's arguments' JSON as the log keeps it: cut, with a marker, past the limit."""
     return cap_text(raw, MAX_LOGGED_TOOL_ARGUMENTS_CHARS)
+
+
+@dataclass
+class ToolLoopStats:
+    """What one turn's tool loop did so far (the decision keeps the calls, the trace the rest)."""
+
+    turn: int = 0
+    iterations: int = 0
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    forced_final: bool = False
+    budget_exhausted: bool = False
+    deadline: float = math.inf  # time.monotonic() when the turn budget is spent
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.calls)
+
+    @property
+    def tools_used(self) -> list[str]:
+        return sorted({call.tool for call in self.calls})
 
 
 @dataclass(frozen=True)

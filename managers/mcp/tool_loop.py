@@ -39,11 +39,11 @@ import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse, ToolCall
-from managers.mcp.tool_events import ToolLoopEvents, logged_arguments
+from managers.mcp.tool_events import ToolLoopEvents, ToolLoopStats, logged_arguments
 from managers.mcp.tools import ToolCallResult
 from managers.mcp.toolset import ToolInfo, Toolset
 from session.errors import MCPServerDiedError, MCPToolCallError
@@ -61,29 +61,6 @@ BUDGET_SPENT = "Skipped: the turn's time budget is spent"
 
 RequestArgs = Callable[..., dict[str, Any]]
 ReadAnswer = Callable[[str | None, tuple[ToolCallRecord, ...]], AgentDecision]
-
-
-@dataclass
-class ToolLoopStats:
-    """What one turn's tool loop did so far (the decision keeps the calls, the trace the rest)."""
-
-    turn: int = 0
-    iterations: int = 0
-    calls: list[ToolCallRecord] = field(default_factory=list)
-    forced_final: bool = False
-    budget_exhausted: bool = False
-    deadline: float = math.inf  # time.monotonic() when the turn budget is spent
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    @property
-    def tool_calls(self) -> int:
-        return len(self.calls)
-
-    @property
-    def tools_used(self) -> list[str]:
-        return sorted({call.tool for call in self.calls})
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ import mcp.types as types
 from managers.mcp.config import Lifetime, PromptRequest, ServerConfig
 from managers.mcp.source import ProgressReport, ServerStartupTimeoutError, ToolSource
 from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool, truncate_text
+from managers.mcp.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 
 PING_TIMEOUT_SECONDS = 5.0
@@ -197,15 +198,6 @@ class TurnTools:
     names: ToolNameMap
     servers: tuple[str, ...]  # the servers whose tools are offered
     resource_tools: frozenset[str] = frozenset()  # wire names of the offered resource tools
-
-
-@dataclass(frozen=True)
-class ServerPrompt:
-    """The text of one configured prompt of one server, for the agent's system prompt."""
-
-    server: str
-    name: str
-    text: str
 
 
 class Toolbox:

@@ -17,8 +17,16 @@ from typing import Any
 
 import mcp.types as types
 
-from managers.mcp.toolbox import ServerPrompt
 from managers.mcp.tools import ToolCallResult
+
+
+@dataclass(frozen=True)
+class ServerPrompt:
+    """The text of one configured prompt of one server, for the agent's system prompt."""
+
+    server: str
+    name: str
+    text: str
 
 
 @dataclass(frozen=True)
