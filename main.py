@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from orchestration.run_report import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
+    from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
     from session.episode_log import ConsoleOptions
+    from session.game_state import GameState
 
 EPILOG = """\
 exit codes:
@@ -296,76 +298,98 @@ def play_in_turn(
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
     leaves here is in it."""
-    from orchestration.run_report import EpisodeEnd, EpisodeStatus
-    from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
+    from orchestration.zork_orchestrator_v2 import configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)
-    game_file = Path(args.game_file).resolve() if args.game_file else None
-    for episode in range(args.episodes):
+    for episode in range(1, args.episodes + 1):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
         if status is not None:
-            status.finish(episode)  # the previous episode's block: its summary is above
-            status.start_episode(episode + 1)
-        try:
-            orchestrator = ZorkOrchestratorV2(
-                max_turns_per_episode=args.max_turns,
-                config=config,
-                game_file=game_file,
-                console_options=console_options(args, status),
-                on_turn=figures_listener(args, status, episode + 1),
-                episode_id=args.episode_id,
-            )
-        except ZorkGPTError as exc:
-            ends.append(EpisodeEnd(episode + 1, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))
-            return report(exc)
-        ends.append(EpisodeEnd(episode + 1, EpisodeStatus.CRASHED, "", orchestrator.episode_dir))
-        orchestrator.stop_requested = signals.stop_requested
-        signals.on_stop = orchestrator.request_stop
-        label = f"Episode {episode + 1}/{args.episodes}"
-        try:
-            state = orchestrator.play_episode()
-        except ZorkGPTError as exc:
-            # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
-            # what ended this episode (the provider failing after its retries...) would end the next.
-            if not orchestrator.discard_episode_folder:
-                print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
-            ends[-1] = ends[-1].with_detail(f"{exc.title}: {exc}")
-            return report(exc)
-        except UserAbort:
-            print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
-            raise
-        finally:
-            signals.on_stop = None
-            orchestrator.close()
-        ends[-1] = EpisodeEnd(episode + 1, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
-        print(
-            # The end reason may quote a provider's error text: never raw control characters on a terminal.
-            escape_control_chars(
-                f"{label} ({state.episode_id}): {state.end_reason}, "
-                f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
-                f"Logs: {orchestrator.episode_dir}"
-            ),
-            file=sys.stderr,
-        )
-        if failures := orchestrator.write_failures:
-            # A full or read-only disk: the episode stopped after the turn that met it (what was
-            # written is whole), and the next episode would meet it too.
-            print(
-                f"{label}: {len(failures)} file(s) could not be written ({failures[0]}), so the episode "
-                f"stopped after turn {state.turn_count}. Free space in (or fix the permissions of) "
-                f"{config.workdir}, then run again.",
-                file=sys.stderr,
-            )
-            # The same status a child process gets for this exit code under --parallel.
-            ends[-1] = EpisodeEnd(
-                episode + 1,
-                EpisodeStatus.CRASHED,
-                f"{len(failures)} file(s) could not be written",
-                orchestrator.episode_dir,
-            )
-            return EXIT_RUN_FAILED
+            status.finish(episode - 1)  # the previous episode's block: its summary is above
+            status.start_episode(episode)
+        failed = play_one(args, config, signals, status, ends, episode)
+        if failed is not None:
+            return failed
     return EXIT_OK
+
+
+def play_one(
+    args: argparse.Namespace,
+    config: GameConfiguration,
+    signals: StopSignals,
+    status: TerminalStatus | None,
+    ends: list[EpisodeEnd],
+    episode: int,
+) -> int | None:
+    """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
+    must stop here, None when the next episode may follow."""
+    from orchestration.run_report import EpisodeEnd, EpisodeStatus
+    from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+
+    try:
+        orchestrator = ZorkOrchestratorV2(
+            max_turns_per_episode=args.max_turns,
+            config=config,
+            game_file=Path(args.game_file).resolve() if args.game_file else None,
+            console_options=console_options(args, status),
+            on_turn=figures_listener(args, status, episode),
+            episode_id=args.episode_id,
+        )
+    except ZorkGPTError as exc:
+        ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))
+        return report(exc)
+    ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", orchestrator.episode_dir))
+    orchestrator.stop_requested = signals.stop_requested
+    signals.on_stop = orchestrator.request_stop
+    label = f"Episode {episode}/{args.episodes}"
+    try:
+        state = orchestrator.play_episode()
+    except ZorkGPTError as exc:
+        # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
+        # what ended this episode (the provider failing after its retries...) would end the next.
+        if not orchestrator.discard_episode_folder:
+            print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
+        ends[-1] = ends[-1].with_detail(f"{exc.title}: {exc}")
+        return report(exc)
+    except UserAbort:
+        print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
+        raise
+    finally:
+        signals.on_stop = None
+        orchestrator.close()
+    ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
+    print(
+        # The end reason may quote a provider's error text: never raw control characters on a terminal.
+        escape_control_chars(
+            f"{label} ({state.episode_id}): {state.end_reason}, "
+            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+            f"Logs: {orchestrator.episode_dir}"
+        ),
+        file=sys.stderr,
+    )
+    return stopped_by_write_failures(orchestrator, state, config, ends, label)
+
+
+def stopped_by_write_failures(
+    orchestrator: ZorkOrchestratorV2, state: GameState, config: GameConfiguration, ends: list[EpisodeEnd], label: str
+) -> int | None:
+    """A full or read-only disk: the episode stopped after the turn that met it (what was written
+    is whole), and the next episode would meet it too: the run's exit code, else None."""
+    from orchestration.run_report import EpisodeEnd, EpisodeStatus
+
+    failures = orchestrator.write_failures
+    if not failures:
+        return None
+    print(
+        f"{label}: {len(failures)} file(s) could not be written ({failures[0]}), so the episode "
+        f"stopped after turn {state.turn_count}. Free space in (or fix the permissions of) "
+        f"{config.workdir}, then run again.",
+        file=sys.stderr,
+    )
+    # The same status a child process gets for this exit code under --parallel.
+    detail = f"{len(failures)} file(s) could not be written"
+    ends[-1] = EpisodeEnd(ends[-1].number, EpisodeStatus.CRASHED, detail, orchestrator.episode_dir)
+    return EXIT_RUN_FAILED
 
 
 if __name__ == "__main__":
