@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,22 +25,16 @@ from pydantic import BaseModel
 
 from llm_client import LLMClientWrapper
 from managers.episode_counts import ToolTally, tool_call_counts
-from managers.mcp import MCPManager
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
-from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils import cap_text, create_json_schema
 from tests.mcp_test_servers.helpers import (
-    FORBIDDEN_TEXT,
     REPO_ROOT,
     SERVERS_DIR,
-    assert_clean,
-    async_hygiene,
-    child_pids,
+    ManagerTurns,
     misbehaving_entry,
     raw_entry,
-    wait_gone,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
@@ -96,8 +88,9 @@ def annotated_entry(record: Path, **keys: Any) -> dict[str, Any]:
     return {"command": "python", "args": [str(ANNOTATED_SERVER), "--record", str(record)], **keys}
 
 
-class LoopTurns:
-    """A ToolLoop wired to a real MCPManager and the scripted server; runs turns with hygiene checks."""
+class LoopTurns(ManagerTurns):
+    """A ToolLoop over a real MCPManager and the scripted server (see ``ManagerTurns``); the loop's
+    owner is played here: it asks with ``ANSWER_FORMAT`` and reads ``{"action": ...}`` replies."""
 
     def __init__(
         self,
@@ -108,26 +101,7 @@ class LoopTurns:
         config_file: Path = SHIPPED_MCP_CONFIG,
         **mcp: Any,
     ) -> None:
-        self.caplog, self.capfd = caplog, capfd
-        self.config = GameConfiguration.from_mapping(
-            {
-                "llm": {"base_url": llm_server.base_url, "agent_model": "scripted/agent"},
-                "retry": {"max_retries": 0, "initial_delay": 0.0},
-                "mcp": {
-                    "enabled": True,
-                    "config_file": str(config_file),
-                    "server_startup_timeout_seconds": 120,
-                    "session_lifetime": "episode",
-                    **mcp,
-                },
-            },
-            base_dir=tmp_path,
-            environ={"OPENROUTER_API_KEY": API_KEY},
-        )
-        self.logger = logging.getLogger(f"test.tool_loop.{uuid.uuid4().hex}")
-        self.logger.setLevel(logging.DEBUG)
-        caplog.set_level(logging.DEBUG, logger=self.logger.name)
-        self.manager = MCPManager(self.config, self.logger)
+        super().__init__(llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, **mcp)
         self.loop = ToolLoop(
             LLMClientWrapper(self.config, logger=self.logger),
             self.config.mcp,
@@ -135,17 +109,7 @@ class LoopTurns:
             request_args=self.request_args,
             read_answer=read_answer,
         )
-        self.children_before = child_pids()
-        self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
-        self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
         self.outcomes: list[ToolLoopOutcome] = []
-        real_call = self.manager.call_tool
-
-        async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
-            self.tool_calls.append(self.manager.display_name(tool_name))
-            return await real_call(tool_name, arguments, **options)
-
-        self.manager.call_tool = call_spy  # type: ignore[method-assign]
 
     def request_args(self, messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
         """What the loop's owner asks with: the loop overrides tools, tool_choice and, while
@@ -154,60 +118,23 @@ class LoopTurns:
             overrides
         )
 
-    # -- turns ------------------------------------------------------------------------------
-    async def _turn(self, turn: int) -> ToolLoopOutcome:
-        before = child_pids()
-        try:
-            tools = await self.manager.open_turn(turn)
-        finally:
-            self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+    def _turn(self, turn: int) -> ToolLoopOutcome:
+        tools = self.tools_for(turn)
         messages = [{"role": "system", "content": "Play Zork."}, {"role": "user", "content": STATE}]
-        return await self.loop.run(messages, tools, turn)
+        return asyncio.run(self.loop.run(messages, tools, turn))
 
     def turn(self, turn: int = 1) -> AgentDecision:
-        outcome = self._run(lambda: asyncio.run(self._turn(turn)))
+        outcome = self.checked(lambda: self._turn(turn))
         self.outcomes.append(outcome)
         return outcome.decision
 
     def failing_turn(self, error: type[BaseException], turn: int = 1) -> BaseException:
         def call() -> BaseException:
             with pytest.raises(error) as caught:
-                asyncio.run(self._turn(turn))
+                self._turn(turn)
             return caught.value
 
-        return self._run(call)
-
-    def _run(self, call: Callable[[], Any]) -> Any:
-        records = len(self.caplog.records)
-        with async_hygiene() as report:
-            try:
-                outcome = call()
-            finally:
-                self.manager.end_turn()
-        assert_clean(report)
-        out, err = self.capfd.readouterr()
-        for text in [out, err, *(r.getMessage() for r in self.caplog.records[records:])]:
-            assert not any(bad in text.lower() for bad in FORBIDDEN_TEXT), text
-        return outcome
-
-    def finish(self) -> None:
-        """The episode ends: every session closed, no server process left."""
-        with async_hygiene() as report:
-            self.manager.close()
-        assert_clean(report)
-        assert not wait_gone(self.spawned, 5.0), "a server process outlived the episode"
-        assert not (child_pids() - self.children_before), "a child process was left behind"
-
-    # -- log records ------------------------------------------------------------------------
-    def events(self, event_type: str) -> list[logging.LogRecord]:
-        return [
-            r
-            for r in self.caplog.records
-            if r.name == self.logger.name and getattr(r, "event_type", None) == event_type
-        ]
-
-    def all_events(self) -> list[logging.LogRecord]:
-        return [r for r in self.caplog.records if r.name == self.logger.name and getattr(r, "event_type", None)]
+        return self.checked(call)
 
 
 @pytest.fixture

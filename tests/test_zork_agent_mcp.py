@@ -22,10 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import logging
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +30,15 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClientWrapper
-from managers.mcp import MCPError, MCPManager, MCPServerStartupError
-from managers.mcp.manager import TurnToolset
+from managers.mcp import MCPError, MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
-from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import (
-    FORBIDDEN_TEXT,
     REPO_ROOT,
     THINK_FIELDS,
-    assert_clean,
-    async_hygiene,
-    child_pids,
+    ManagerTurns,
     misbehaving_entry,
     raw_entry,
-    wait_gone,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
@@ -70,8 +61,8 @@ def text_of(message: dict[str, Any]) -> str:
     return content or ""
 
 
-class AgentTurns:
-    """A ZorkAgent wired to a real MCPManager and the scripted server; runs turns with hygiene checks."""
+class AgentTurns(ManagerTurns):
+    """A ZorkAgent over a real MCPManager and the scripted server (see ``ManagerTurns``)."""
 
     def __init__(
         self,
@@ -85,26 +76,9 @@ class AgentTurns:
         langfuse: Any = None,
         **mcp: Any,
     ) -> None:
-        self.caplog, self.capfd = caplog, capfd
-        self.config = GameConfiguration.from_mapping(
-            {
-                "llm": {"base_url": llm_server.base_url, "agent_model": agent_model},
-                "retry": {"max_retries": 0, "initial_delay": 0.0},
-                "mcp": {
-                    "enabled": True,
-                    "config_file": str(config_file),
-                    "server_startup_timeout_seconds": 120,
-                    "session_lifetime": "episode",
-                    **mcp,
-                },
-            },
-            base_dir=tmp_path,
-            environ={"OPENROUTER_API_KEY": API_KEY},
+        super().__init__(
+            llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, agent_model, langfuse, **mcp
         )
-        self.logger = logging.getLogger(f"test.agent.mcp.{uuid.uuid4().hex}")
-        self.logger.setLevel(logging.DEBUG)
-        caplog.set_level(logging.DEBUG, logger=self.logger.name)
-        self.manager = MCPManager(self.config, self.logger, langfuse_client=langfuse)
         self.agent = ZorkAgent(
             self.config,
             LLMClientWrapper(self.config, langfuse_client=langfuse, logger=self.logger),
@@ -112,12 +86,8 @@ class AgentTurns:
             episode_id="agent-mcp-test",
             langfuse_client=langfuse,
         )
-        self.children_before = child_pids()
-        self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
-        self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
-        self._held: tuple[int, ExitStack, TurnToolset] | None = None  # the open turn, as the runner holds it
-        self._install_spies()
         self.asyncio_runs = 0
+        self.offered = False  # whether the last ask had tools to offer
         real_run = asyncio.run
 
         def counting_run(main: Any, **kwargs: Any) -> Any:
@@ -127,36 +97,6 @@ class AgentTurns:
             return real_run(main, **kwargs)
 
         monkeypatch.setattr(asyncio, "run", counting_run)
-
-    def _install_spies(self) -> None:
-        real_call = self.manager.call_tool
-
-        async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
-            self.tool_calls.append(self.manager.display_name(tool_name))
-            return await real_call(tool_name, arguments, **options)
-
-        self.manager.call_tool = call_spy  # type: ignore[method-assign]
-
-    # -- turns ------------------------------------------------------------------------------
-    def tools_for(self, turn: int) -> TurnToolset:
-        """The turn's tools as the episode runner holds them: opened by its first ask, kept for
-        the critic's re-asks, ended with the turn."""
-        if self._held is None or self._held[0] != turn:
-            self.end_turn()
-            stack = ExitStack()
-            before = child_pids()
-            try:
-                tools = stack.enter_context(self.manager.turn(turn))
-            finally:
-                # The servers, not the sweeper watching over them (the check after close covers it).
-                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
-            self._held = (turn, stack, tools)
-        return self._held[2]
-
-    def end_turn(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            held[1].close()
 
     def ask(self, turn: int, state: str = STATE) -> Any:
         return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn))
@@ -177,38 +117,19 @@ class AgentTurns:
         return self._run(lambda: self.ask(turn, state), end_turn=False)
 
     def _run(self, call: Callable[[], Any], end_turn: bool = True) -> Any:
-        runs, records = self.asyncio_runs, len(self.caplog.records)
-        with async_hygiene() as report:
+        runs = self.asyncio_runs
+
+        def counted() -> Any:
             try:
-                outcome = call()
+                return call()
             finally:
-                offered = self._held is not None and bool(self._held[2].schemas)
-                if end_turn:
-                    self.end_turn()
-        assert_clean(report)
+                self.offered = self._held is not None and bool(self._held[2].schemas)
+
+        self.offered = False
+        outcome = self.checked(counted, end_turn)
         # Property 40: one asyncio.run per ask that offers tools; an ask without tools needs none.
-        assert self.asyncio_runs == runs + offered, "the MCP path must be exactly one asyncio.run per ask"
-        out, err = self.capfd.readouterr()
-        texts = [out, err, *(r.getMessage() for r in self.caplog.records[records:])]
-        for text in texts:
-            assert not any(bad in text.lower() for bad in FORBIDDEN_TEXT), text
+        assert self.asyncio_runs == runs + self.offered, "the MCP path must be exactly one asyncio.run per ask"
         return outcome
-
-    def finish(self) -> None:
-        """The episode ends: every session closed, no server process left."""
-        with async_hygiene() as report:
-            self.manager.close()
-        assert_clean(report)
-        assert not wait_gone(self.spawned, 5.0), "a server process outlived the episode"
-        assert not (child_pids() - self.children_before), "a child process was left behind"
-
-    # -- log records ------------------------------------------------------------------------
-    def events(self, event_type: str) -> list[logging.LogRecord]:
-        return [
-            r
-            for r in self.caplog.records
-            if r.name == self.logger.name and getattr(r, "event_type", None) == event_type
-        ]
 
     def human_lines(self) -> list[str]:
         formatter = HumanFormatter()

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -323,3 +324,110 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+class ManagerTurns:
+    """A real ``MCPManager`` turn by turn, held as the episode runner holds it, with hygiene checks.
+
+    The shared part of the harnesses that drive the tool loop (tests/test_tool_loop.py) and the
+    agent (tests/test_zork_agent_mcp.py): the configuration (the scripted model at ``base_url``,
+    MCP on), a logger whose records ``caplog`` keeps, the server processes each turn started,
+    the tool names that reached ``MCPManager.call_tool``, and the checks after each turn (no
+    "Event loop is closed"/"cancel scope" text anywhere) and at the end (no process left).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        tmp_path: Path,
+        caplog: Any,
+        capfd: Any,
+        config_file: Path,
+        api_key: str,
+        agent_model: str = "scripted/agent",
+        langfuse: Any = None,
+        **mcp: Any,
+    ) -> None:
+        from managers.mcp import MCPManager
+
+        self.caplog, self.capfd = caplog, capfd
+        self.config = GameConfiguration.from_mapping(
+            {
+                "llm": {"base_url": base_url, "agent_model": agent_model},
+                "retry": {"max_retries": 0, "initial_delay": 0.0},
+                "mcp": {
+                    "enabled": True,
+                    "config_file": str(config_file),
+                    "server_startup_timeout_seconds": 120,
+                    "session_lifetime": "episode",
+                    **mcp,
+                },
+            },
+            base_dir=tmp_path,
+            environ={"OPENROUTER_API_KEY": api_key},
+        )
+        self.logger = logging.getLogger(f"test.mcp.turns.{uuid.uuid4().hex}")
+        self.logger.setLevel(logging.DEBUG)
+        caplog.set_level(logging.DEBUG, logger=self.logger.name)
+        self.manager = MCPManager(self.config, self.logger, langfuse_client=langfuse)
+        self.children_before = child_pids()
+        self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
+        self.tool_calls: list[str] = []  # the tools that reached MCPManager.call_tool, by dotted name, in order
+        self._held: tuple[int, ExitStack, TurnToolset] | None = None  # the open turn
+        real_call = self.manager.call_tool
+
+        async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
+            self.tool_calls.append(self.manager.display_name(tool_name))
+            return await real_call(tool_name, arguments, **options)
+
+        self.manager.call_tool = call_spy  # type: ignore[method-assign]
+
+    def tools_for(self, turn: int) -> TurnToolset:
+        """The turn's tools as the episode runner holds them: opened by the turn's first ask, kept
+        for the critic's re-asks, let go by ``end_turn``."""
+        if self._held is None or self._held[0] != turn:
+            self.end_turn()
+            stack = ExitStack()
+            before = child_pids()
+            try:
+                tools = stack.enter_context(self.manager.turn(turn))
+            finally:
+                # The servers, not the sweeper watching over them (the check after close covers it).
+                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+            self._held = (turn, stack, tools)
+        return self._held[2]
+
+    def end_turn(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].close()
+
+    def checked(self, call: Callable[[], T], end_turn: bool = True) -> T:
+        """``call()``, then the turn ended (unless a re-ask follows) and its hygiene checked."""
+        records = len(self.caplog.records)
+        with async_hygiene() as report:
+            try:
+                outcome = call()
+            finally:
+                if end_turn:
+                    self.end_turn()
+        assert_clean(report)
+        out, err = self.capfd.readouterr()
+        for text in [out, err, *(r.getMessage() for r in self.caplog.records[records:])]:
+            assert not any(bad in text.lower() for bad in FORBIDDEN_TEXT), text
+        return outcome
+
+    def finish(self) -> None:
+        """The episode ends: every session closed, no server process left."""
+        self.end_turn()
+        with async_hygiene() as report:
+            self.manager.close()
+        assert_clean(report)
+        assert not wait_gone(self.spawned, 5.0), "a server process outlived the episode"
+        assert not (child_pids() - self.children_before), "a child process was left behind"
+
+    def events(self, event_type: str) -> list[logging.LogRecord]:
+        return [r for r in self.all_events() if r.event_type == event_type]
+
+    def all_events(self) -> list[logging.LogRecord]:
+        return [r for r in self.caplog.records if r.name == self.logger.name and getattr(r, "event_type", None)]
