@@ -36,7 +36,8 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from orchestration.episode_records import EVENTS_FILE, EpisodeFigures, read_events
+from orchestration.episode_records import EpisodeFigures, read_events
+from session.episode_folder import EpisodeFolder
 from session.episode_log import redact
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from shared_utils import atomic_write_text, escape_control_chars
@@ -689,9 +690,9 @@ def main(argv: list[str] | None = None) -> int:
             print(escape_control_chars(compare_runs(args.runs, args.out)))
             print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
         else:
-            missing = [str(p) for p in args.episodes if not (p / EVENTS_FILE).is_file()]
+            missing = [str(p) for p in args.episodes if not EpisodeFolder(p).log.is_file()]
             if missing:
-                print(f"Not episode folders (no episode_log.jsonl): {', '.join(missing)}", file=sys.stderr)
+                print(f"Not episode folders (no {EpisodeFolder.LOG}): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
             print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
             print(f"Written: {args.out}", file=sys.stderr)

@@ -29,6 +29,7 @@ from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
 from orchestration.turn_figures import TurnFigures, first_line
+from session.episode_folder import EpisodeFolder
 from session.episode_log import (
     ConsoleOptions,
     close_episode_logger,
@@ -79,7 +80,7 @@ class ZorkOrchestratorV2:
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
         # The story file first: a missing or wrong file must not leave an empty episode folder.
         story = resolve_story_file(game_file or self._configured_game_file())
-        self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
+        self.episode = EpisodeFolder.under(self.config.workdir, self.game_state.episode_id)
         self.logger = setup_episode_logger(
             self.episode_dir,
             console=console,
@@ -109,6 +110,11 @@ class ZorkOrchestratorV2:
             self.discard_episode_folder = True
             self.close()
             raise
+
+    @property
+    def episode_dir(self) -> Path:
+        """The episode folder (its files are named by ``self.episode``)."""
+        return self.episode.path
 
     def _configured_game_file(self) -> Path | None:
         configured = self.config.files.game_file
@@ -549,7 +555,7 @@ class ZorkOrchestratorV2:
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
             "disabled_servers": self.mcp_manager.disabled_servers() if self.mcp_manager else [],
         }
-        path = self.episode_dir / "current_state.json"
+        path = self.episode.state
         try:
             atomic_write_json(path, data)
         except OSError as exc:

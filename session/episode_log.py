@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from session.episode_folder import EpisodeFolder
 from session.errors import ConfigError
 from session.game_configuration import API_KEY_ENV_VARS
 from shared_utils import CONTROL_CHARS, escape_control_chars
@@ -263,9 +264,9 @@ def setup_episode_logger(
         new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (episode_dir, *episode_dir.parents)))
         episode_dir.mkdir(parents=True, exist_ok=True)
         check_free_space(episode_dir)
-        jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
+        jsonl = JSONLHandler(EpisodeFolder(episode_dir).log, redactor)
         logger.addHandler(jsonl)
-        human = _HumanLogHandler(episode_dir / "episode.log")
+        human = _HumanLogHandler(EpisodeFolder(episode_dir).human_log)
     except OSError as exc:
         close_episode_logger(logger)
         if new_folders:
