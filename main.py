@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
     from session.episode_log import ConsoleOptions
+    from session.redaction import Redactor
 
 EPILOG = """\
 exit codes:
@@ -218,11 +219,15 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
     from orchestration.run_report import EpisodeStatus, report_run
+    from session.redaction import Redactor
+
+    # The run's secrets, gathered once: every episode's logs and files and the run report use it.
+    redactor = Redactor.for_run(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        return (report_run(config.workdir, ends, args.episodes) or code) if args.episodes > 1 else code
+        return (report_run(config.workdir, ends, args.episodes, redactor) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
         if args.parallel > 1 and args.episodes > 1:
@@ -242,7 +247,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return end_of_run(result.ends, result.exit_code)
         ends: list[EpisodeEnd] = []
         try:
-            code = play_in_turn(args, config, signals, status, ends)
+            code = play_in_turn(args, config, signals, status, ends, redactor)
         except Exception as exc:
             # A bug, or an episode's close that failed: the report first, then the traceback.
             if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
@@ -292,6 +297,7 @@ def play_in_turn(
     signals: StopSignals,
     status: TerminalStatus | None,
     ends: list[EpisodeEnd],
+    redactor: Redactor,
 ) -> int:
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
@@ -315,6 +321,7 @@ def play_in_turn(
                 console_options=console_options(args, status),
                 on_turn=figures_listener(args, status, episode + 1),
                 episode_id=args.episode_id,
+                redactor=redactor,
             )
         except ZorkGPTError as exc:
             ends.append(EpisodeEnd(episode + 1, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))

@@ -10,6 +10,7 @@ import pytest
 
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.episode_log import close_episode_logger, setup_episode_logger
+from session.redaction import Redactor
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -38,7 +39,9 @@ def test_secrets_are_scrubbed_from_messages_nested_extras_and_child_loggers(
     env_secret = "sk-or-v1-from-the-environment"
     dotenv_secret = "sk-or-v1-only-in-a-dotenv-file"
     monkeypatch.setenv("OPENROUTER_API_KEY", env_secret)
-    logger = setup_episode_logger(tmp_path, name="test.eplog.secret", console=True, secrets=[dotenv_secret])
+    logger = setup_episode_logger(
+        tmp_path, name="test.eplog.secret", console=True, redactor=Redactor.from_environment([dotenv_secret])
+    )
     try:
         logger.warning(f"request failed with key {env_secret}", extra={"event_type": "llm_retry"})
         logger.info("tool call", extra={"event_type": "mcp_tool_call", "arguments": {"token": dotenv_secret}})

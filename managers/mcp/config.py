@@ -50,10 +50,10 @@ from urllib.parse import urlsplit, urlunsplit
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from session import episode_log
+from session import redaction
 from session.errors import MCPConfigError
 
-SECRET_ENV_VARS: frozenset[str] = frozenset(episode_log.SECRET_ENV_VARS)
+SECRET_ENV_VARS: frozenset[str] = frozenset(redaction.SECRET_ENV_VARS)
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]
