@@ -218,11 +218,11 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
+    from managers.mcp.config import run_redactor
     from orchestration.run_report import EpisodeStatus, report_run
-    from session.redaction import Redactor
 
     # The run's secrets, gathered once: every episode's logs and files and the run report use it.
-    redactor = Redactor.for_run(config)
+    redactor = run_redactor(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).

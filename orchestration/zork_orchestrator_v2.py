@@ -25,6 +25,7 @@ from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
+from managers.mcp.config import run_redactor
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
@@ -79,7 +80,7 @@ class ZorkOrchestratorV2:
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
-        self.redactor = redactor or Redactor.for_run(self.config)
+        self.redactor = redactor or run_redactor(self.config)
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
         # The story file first: a missing or wrong file must not leave an empty episode folder.
         story = resolve_story_file(game_file or self._configured_game_file())

@@ -1,6 +1,6 @@
 """Which values are secrets, and taking them out of text before it is written anywhere.
 
-A run builds one ``Redactor`` (``Redactor.for_run(config)``: the LLM API key, the provider and
+A run builds one ``Redactor`` (``managers.mcp.config.run_redactor(config)``: the LLM API key, the provider and
 Langfuse keys in the environment or ``.env``, and the header, env and OAuth secret values of
 the MCP servers' entries) and hands it to everything that writes: the episode logger, the
 learning files, the MCP manager, the live status, the run report.
@@ -8,19 +8,13 @@ learning files, the MCP manager, the live status, the run report.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from session.errors import ConfigError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
-
-if TYPE_CHECKING:
-    from managers.mcp.config import MCPConfig
 
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
 # MCP server subprocess must not inherit (managers.mcp.config).
@@ -70,30 +64,12 @@ class Redactor:
         return cls.of(*known_secrets(environ), *extra)
 
     @classmethod
-    def for_run(cls, config: GameConfiguration, mcp_config: MCPConfig | None = None) -> Redactor:
-        """Every secret a run knows of: the API key, the keys in the environment and ``.env``,
-        and the secret values of the MCP servers' entries (``mcp_config``, else the configured
-        file when MCP is on)."""
+    def for_run(cls, config: GameConfiguration, mcp_secrets: Iterable[str] = ()) -> Redactor:
+        """Every secret a run knows of: the API key, the keys in the environment and ``.env``, and
+        ``mcp_secrets`` (the MCP servers' header, env and OAuth values: ``managers.mcp.config.run_redactor``
+        adds them from the configured file)."""
         environ = process_environ()
-        if mcp_config is None:
-            servers = mcp_servers_secrets(config, environ)
-        else:
-            servers = [secret for server in mcp_config.servers for secret in server.secrets()]
-        return cls.from_environment([config.api_key, *servers], environ)
-
-
-def mcp_servers_secrets(config: GameConfiguration, environ: Mapping[str, str]) -> list[str]:
-    """The header, env and OAuth secret values of the enabled MCP servers' entries ([] when MCP is
-    off, or the file does not load: the MCP manager reports that when it loads the same file)."""
-    if not config.mcp.enabled:
-        return []
-    # Imported here: the MCP package sits above the session layer and imports from it.
-    from managers.mcp.config import MCPConfig
-
-    with contextlib.suppress(ConfigError, OSError):
-        mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=dict(environ))
-        return [secret for server in mcp_config.servers for secret in server.secrets()]
-    return []
+        return cls.from_environment([config.api_key, *mcp_secrets], environ)
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:

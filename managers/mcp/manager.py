@@ -28,7 +28,7 @@ from typing import Any
 
 import mcp.types as types
 
-from managers.mcp.config import MCPConfig, ServerConfig
+from managers.mcp.config import MCPConfig, ServerConfig, run_redactor
 from managers.mcp.runtime import SessionLoop
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.source import SourceSettings, ToolSource, make_source
@@ -65,7 +65,7 @@ class MCPManager:
         self.config_path = config.resolve_path(config.mcp.config_file)
         # ${VAR} in the file comes from the environment and .env, as the API key does.
         self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
-        self.redact = redactor or Redactor.for_run(config, self.mcp_config)
+        self.redact = redactor or run_redactor(config, self.mcp_config)
         self._sweeper = Sweeper(owner=uuid.uuid4().hex)
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
