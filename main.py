@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
     from session.episode_log import ConsoleOptions
     from session.game_state import GameState
+    from session.redaction import Redactor
 
 EPILOG = """\
 exit codes:
@@ -219,12 +220,16 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
+    from managers.mcp.config import run_redactor
     from orchestration.run_report import EpisodeStatus, report_run
+
+    # The run's secrets, gathered once: every episode's logs and files and the run report use it.
+    redactor = run_redactor(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        return (report_run(config.workdir, ends, args.episodes) or code) if args.episodes > 1 else code
+        return (report_run(config.workdir, ends, args.episodes, redactor) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
         if args.parallel > 1 and args.episodes > 1:
@@ -244,7 +249,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return end_of_run(result.ends, result.exit_code)
         ends: list[EpisodeEnd] = []
         try:
-            code = play_in_turn(args, config, signals, status, ends)
+            code = play_in_turn(args, config, signals, status, ends, redactor)
         except Exception as exc:
             # A bug, or an episode's close that failed: the report first, then the traceback.
             if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
@@ -294,6 +299,7 @@ def play_in_turn(
     signals: StopSignals,
     status: TerminalStatus | None,
     ends: list[EpisodeEnd],
+    redactor: Redactor,
 ) -> int:
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
@@ -307,7 +313,7 @@ def play_in_turn(
         if status is not None:
             status.finish(episode - 1)  # the previous episode's block: its summary is above
             status.start_episode(episode)
-        failed = play_one(args, config, signals, status, ends, episode)
+        failed = play_one(args, config, signals, status, ends, episode, redactor)
         if failed is not None:
             return failed
     return EXIT_OK
@@ -320,6 +326,7 @@ def play_one(
     status: TerminalStatus | None,
     ends: list[EpisodeEnd],
     episode: int,
+    redactor: Redactor,
 ) -> int | None:
     """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
     must stop here, None when the next episode may follow."""
@@ -334,6 +341,7 @@ def play_one(
             console_options=console_options(args, status),
             on_turn=figures_listener(args, status, episode),
             episode_id=args.episode_id,
+            redactor=redactor,
         )
     except ZorkGPTError as exc:
         ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))

@@ -232,6 +232,23 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(target.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable: until the folder itself is synced, a power loss can
+    bring back the old file (or none) although the new one's bytes are on disk. Filesystems that
+    cannot sync a folder (some network and FUSE ones) refuse it; the rename still happened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # EINVAL/ENOTSUP: this filesystem does not sync folders
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(

@@ -71,6 +71,7 @@ from game_interface.jericho_interface import (
 )
 from game_interface.story_data import StoryData
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
@@ -772,10 +773,10 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
             orchestrator.map.context_section = both_maps  # type: ignore[method-assign]
             try:
                 state = orchestrator.play_episode()
-                objectives = json.loads((config.workdir / "objectives.json").read_text(encoding="utf-8"))
+                objectives = json.loads((config.workdir / config.files.objectives_file).read_text(encoding="utf-8"))
                 logged = [
                     json.loads(line)
-                    for path in config.workdir.rglob("episode_log.jsonl")
+                    for path in episodes_dir(config.workdir).glob(f"*/{EpisodeFolder.LOG}")
                     for line in path.read_text(encoding="utf-8").splitlines()
                     if line.strip()
                 ]

@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -51,7 +52,7 @@ def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir
         sys.stderr.write(proc.stderr[-3000:])
     played = sum(
         log.read_text(encoding="utf-8").count('"event_type": "turn"')
-        for log in (workdir / "episodes").glob("*/episode_log.jsonl")
+        for log in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
     )
     return wall, played, proc.returncode
 

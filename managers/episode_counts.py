@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-EVENTS_FILE = "episode_log.jsonl"  # written by session.episode_log.setup_episode_logger
+from session.episode_folder import EpisodeFolder
+
 OUTCOME_EVENTS = frozenset({"mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"})
 # What the critic's verdict sources stand for, in users' words.
 REJECTION_CAUSES = {"object_tree": "game engine check", "llm": "critic model"}
@@ -184,7 +185,7 @@ def critic_counts(events: Iterable[Mapping[str, Any]]) -> CriticCounts:
 def logged_events(episode_dir: Path) -> list[dict[str, Any]]:
     """The complete events of an episode's log: a half-written last line or a broken one is left out."""
     try:
-        raw = (episode_dir / EVENTS_FILE).read_bytes()
+        raw = EpisodeFolder(episode_dir).log.read_bytes()
     except FileNotFoundError:
         return []
     events = []

@@ -25,12 +25,11 @@ from typing import Any
 from llm_client import UsageStats
 from managers.base_manager import BaseManager
 from managers.episode_counts import REJECTION_CAUSES, critic_counts, logged_events, tool_call_counts
+from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils import atomic_write_json, atomic_write_text, shorten
 
-SUMMARY_JSON = "episode_summary.json"
-SUMMARY_MD = "episode_summary.md"
 RESPONSE_EXCERPT_CHARS = 160  # enough to say how a death happened, short enough for a one-line event
 
 UsageSource = Callable[[], Mapping[str, Any]]
@@ -84,7 +83,7 @@ class EpisodeSynthesizer(BaseManager):
         usage_source: UsageSource | None = None,
     ) -> None:
         super().__init__(config, logger, game_state)
-        self.episode_dir = Path(episode_dir)
+        self.episode = EpisodeFolder(episode_dir)
         self.usage_source = usage_source
         self._start_episode()
 
@@ -241,7 +240,7 @@ class EpisodeSynthesizer(BaseManager):
 
     def _log_figures(self) -> dict[str, Any]:
         """Tool calls and critic verdicts, counted from the episode's own log (as the viewer counts them)."""
-        events = logged_events(self.episode_dir)
+        events = logged_events(self.episode.path)
         return {"tool_calls": tool_call_counts(events).as_dict(), "critic": critic_counts(events).as_dict()}
 
     def _usage_summary(self, turns: int) -> dict[str, Any]:
@@ -259,8 +258,8 @@ class EpisodeSynthesizer(BaseManager):
     def finalize_episode(self) -> None:
         """Writes the summary as JSON and Markdown beside the episode log (atomic writes)."""
         summary = self.summary()
-        atomic_write_json(self.episode_dir / SUMMARY_JSON, summary)
-        atomic_write_text(self.episode_dir / SUMMARY_MD, render_markdown(summary))
+        atomic_write_json(self.episode.summary, summary)
+        atomic_write_text(self.episode.summary_md, render_markdown(summary))
         total = summary["llm_usage"]["total"]
         self.logger.info(
             "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn, LLM cost %s",
@@ -273,7 +272,7 @@ class EpisodeSynthesizer(BaseManager):
             _cost_cell(total),
             extra={
                 "event_type": "episode_summary",
-                "path": str(self.episode_dir / SUMMARY_JSON),
+                "path": str(self.episode.summary),
                 "llm_calls_per_turn": total["calls_per_turn"],
                 "llm_cost_usd": total["cost_usd"],
                 "llm_unpriced_calls": total["unpriced_calls"],

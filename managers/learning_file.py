@@ -10,7 +10,7 @@ read-merge-write:
 3. merge this run's change into what was read (each manager knows how: memories and
    bullets are added to what is there, map moves are replayed onto the map on disk,
    objectives are kept per episode), so neither side's work is lost;
-4. remove secrets (the configured API key, the provider keys in the environment) from
+4. remove secrets (the run's ``Redactor``: the API key, the keys in the environment...) from
    the result: a model that echoes the key must not plant it in a file that is later fed
    back into prompts;
 5. refuse a result larger than the size cap (logged; the file keeps its last good state);
@@ -26,9 +26,7 @@ Reads need no lock: thanks to the rename a reader sees the old or the new file, 
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -37,10 +35,10 @@ from filelock import FileLock, Timeout
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager, read_manager_file
 from managers.structured_llm import StructuredLLM
-from session.episode_log import known_secrets
 from session.errors import LearningFileError
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import Redactor
 from shared_utils import atomic_write_text
 
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -48,7 +46,6 @@ LOCK_TIMEOUT_SECONDS = 10.0
 # and far below what could fill a disk or a prompt by accident: one model reply cannot
 # make a file grow without bound.
 MAX_LEARNING_FILE_BYTES = 1_000_000
-REDACTED = "[REDACTED]"
 
 
 class LearningFile:
@@ -66,7 +63,7 @@ class LearningFile:
         logger: logging.Logger,
         name: str,
         *,
-        secrets: Sequence[str | None] = (),
+        redactor: Redactor | None = None,
         companions: Sequence[Path] = (),
         max_bytes: int = MAX_LEARNING_FILE_BYTES,
     ) -> None:
@@ -75,9 +72,7 @@ class LearningFile:
         self.name = name
         self.companions = tuple(companions)
         self.max_bytes = max_bytes
-        # Like the log redaction, values shorter than 8 characters are not treated as secrets:
-        # replacing a short test key everywhere would mangle ordinary words.
-        self._secrets = [s for s in secrets if s and len(s) >= 8]
+        self.scrub = redactor or Redactor.from_environment()  # applied to every text written
         self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
         self.write_failures: list[str] = []
         """Writes that failed (a full disk), one line each: ``<file>: <reason>``."""
@@ -87,16 +82,6 @@ class LearningFile:
     def read(self) -> str:
         """The file's text, "" when it does not exist yet; ``ManagerFileError`` naming the fix when unreadable."""
         return read_manager_file(self.path)
-
-    def scrub(self, text: str) -> str:
-        """``text`` without any known secret, in any letter case (the map lowercases actions) and
-        in its JSON-escaped spelling."""
-        secrets = {s for s in (*known_secrets(), *self._secrets) if s}
-        spellings = secrets | {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets}
-        if not spellings:
-            return text
-        pattern = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
-        return re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
 
     # -- writing -------------------------------------------------------------------------
     def update(
@@ -228,10 +213,12 @@ class LearningManager(BaseManager):
         game_state: GameState,
         client: LLMClientWrapper,
         path: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
+        """``redactor``: the run's (built from the configuration when not given)."""
         super().__init__(config, logger, game_state)
         self.path = path or self.default_path(config)
-        self.file = LearningFile(self.path, logger, self.name, secrets=[config.api_key])
+        self.file = LearningFile(self.path, logger, self.name, redactor=redactor or Redactor.for_run(config))
         # Langfuse traces are named after the class: MemoryManager, KnowledgeManager, ObjectiveManager.
         self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=type(self).__name__)
         self.load()

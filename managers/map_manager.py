@@ -32,6 +32,7 @@ from managers.learning_file import LearningFile
 from managers.map_graph import MapGraph, normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from session.redaction import Redactor
 from shared_utils import json_text
 
 MERMAID_FILE_NAME = "map.mmd"
@@ -48,12 +49,18 @@ class MapManager(BaseManager):
         logger: logging.Logger,
         game_state: GameState,
         map_path: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
+        """``redactor``: the run's (built from the configuration when not given)."""
         super().__init__(config, logger, game_state)
         self.map_path = map_path or config.workdir / config.files.map_file
         self.mermaid_path = self.map_path.with_name(MERMAID_FILE_NAME)
         self.file = LearningFile(
-            self.map_path, logger, self.name, secrets=[config.api_key], companions=[self.mermaid_path]
+            self.map_path,
+            logger,
+            self.name,
+            redactor=redactor or Redactor.for_run(config),
+            companions=[self.mermaid_path],
         )
         self.graph = MapGraph.load(self.map_path)
         # Changes not yet on disk, as (MapGraph method, arguments): replayed onto the file's map at the next save.

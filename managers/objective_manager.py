@@ -64,6 +64,7 @@ from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
+from session.redaction import Redactor
 from shared_utils import json_text, shorten, whole_sentences
 
 MAX_EPISODES_KEPT = 50
@@ -228,9 +229,10 @@ class ObjectiveManager(LearningManager):
         client: LLMClientWrapper,
         game: JerichoInterface,
         path: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.game = game  # the engine the steps are checked against; set before the base resets the episode
-        super().__init__(config, logger, game_state, client, path)
+        super().__init__(config, logger, game_state, client, path, redactor)
 
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:

@@ -21,11 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from managers.episode_counts import EVENTS_FILE, CriticCounts, ToolCallCounts, critic_counts, tool_call_counts
-from managers.episode_synthesizer import SUMMARY_JSON
-
-STATE_FILE = "current_state.json"  # written by the orchestrator after every turn
-SUMMARY_FILE = SUMMARY_JSON
+from managers.episode_counts import CriticCounts, ToolCallCounts, critic_counts, tool_call_counts
+from session.episode_folder import EpisodeFolder
 
 
 class EventTail:
@@ -80,7 +77,7 @@ class EventTail:
 
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:
     """Every complete event an episode has logged so far (``[]`` when there is no log yet)."""
-    return EventTail(episode_dir / EVENTS_FILE).refresh().events
+    return EventTail(EpisodeFolder(episode_dir).log).refresh().events
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from orchestration.run_report import EpisodeEnd, EpisodeStatus, one_line
 from orchestration.turn_figures import TurnFigures
+from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.game_state import new_episode_id
 from session.stop_signals import StopSignals, UserAbort
@@ -232,7 +233,7 @@ class ParallelRunner:
         while episode_id <= self._last_id:  # two launches in one microsecond: ids stay unique and in order
             episode_id = new_episode_id()
         self._last_id = episode_id
-        return self.workdir / "episodes" / episode_id
+        return EpisodeFolder.under(self.workdir, episode_id).path
 
     def run(self, signals: StopSignals) -> ParallelResult:
         """Play; ``signals`` (installed by the caller) stops the run as it stops one episode."""

@@ -36,9 +36,10 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from orchestration.episode_records import EVENTS_FILE, EpisodeFigures, read_events
-from session.episode_log import redact
+from orchestration.episode_records import EpisodeFigures, read_events
+from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from session.redaction import Redactor
 from shared_utils import atomic_write_text, escape_control_chars
 
 RESULTS_CSV = "results.csv"
@@ -363,7 +364,9 @@ class RunSummary:
 
 
 # ---------------------------------------------------------------------- building and reading
-def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd]) -> RunSummary:
+def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], redactor: Redactor | None = None) -> RunSummary:
+    """``redactor``: the run's (else the secrets in the environment), for the end details."""
+    redact = redactor or Redactor.from_environment()
     rows, scores = [], {}
     for end in sorted(episodes, key=lambda e: e.number):
         # The detail may quote a child's stderr: no known secret goes into the files.
@@ -403,9 +406,9 @@ def read_run(folder: Path) -> RunSummary:
     return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()})
 
 
-def write_run(folder: Path, episodes: Sequence[EpisodeEnd]) -> RunSummary:
+def write_run(folder: Path, episodes: Sequence[EpisodeEnd], redactor: Redactor | None = None) -> RunSummary:
     """Write the run folder for these episodes; returns its summary."""
-    summary = summarize_episodes(folder.name, episodes)
+    summary = summarize_episodes(folder.name, episodes, redactor)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / RESULTS_CSV, _csv(CSV_FIELDS, [row.to_csv() for row in summary.rows]))
     score_rows = [
@@ -650,7 +653,7 @@ def new_run_folder(workdir: Path) -> Path:
     return workdir / "runs" / datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
 
 
-def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int) -> int:
+def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int, redactor: Redactor | None = None) -> int:
     """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
     and print the table (stdout); the exit code. A run where no episode started has no report:
     what stopped it is on the terminal."""
@@ -659,7 +662,7 @@ def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int) -> int
         return EXIT_OK
     folder = new_run_folder(workdir)
     try:
-        summary = write_run(folder, episodes)
+        summary = write_run(folder, episodes, redactor)
     except OSError as exc:
         print(f"The episodes were played, but the run report could not be written to {folder}: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -689,9 +692,9 @@ def main(argv: list[str] | None = None) -> int:
             print(escape_control_chars(compare_runs(args.runs, args.out)))
             print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
         else:
-            missing = [str(p) for p in args.episodes if not (p / EVENTS_FILE).is_file()]
+            missing = [str(p) for p in args.episodes if not EpisodeFolder(p).log.is_file()]
             if missing:
-                print(f"Not episode folders (no episode_log.jsonl): {', '.join(missing)}", file=sys.stderr)
+                print(f"Not episode folders (no {EpisodeFolder.LOG}): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
             print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
             print(f"Written: {args.out}", file=sys.stderr)

@@ -25,22 +25,23 @@ from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
+from managers.mcp.config import run_redactor
 from managers.mcp.toolset import Toolset
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import build_context
 from orchestration.turn_figures import TurnFigures, first_line
+from session.episode_folder import EpisodeFolder
 from session.episode_log import (
     ConsoleOptions,
     close_episode_logger,
-    known_secrets,
     log_write_failures,
-    redact,
     setup_episode_logger,
 )
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
+from session.redaction import Redactor
 from shared_utils import atomic_write_json, cap_text, get_langfuse_client
 from zork_agent import ZorkAgent, unplayed_note
 
@@ -72,20 +73,24 @@ class ZorkOrchestratorV2:
         client: LLMClientWrapper | None = None,
         console_options: ConsoleOptions | None = None,
         on_turn: Callable[[TurnFigures], None] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         """``on_turn`` hears each turn's figures, and the final ones when the episode ends
-        (the live terminal status); ``console_options`` say what of the log reaches the console."""
+        (the live terminal status); ``console_options`` say what of the log reaches the console;
+        ``redactor`` is the run's (built from the configuration when not given)."""
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
+        # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
+        self.redactor = redactor or run_redactor(self.config)
         self.game_state = GameState(episode_id=episode_id or new_episode_id())
         # The story file first: a missing or wrong file must not leave an empty episode folder.
         story = resolve_story_file(game_file or self._configured_game_file())
-        self.episode_dir = self.config.workdir / "episodes" / self.game_state.episode_id
+        self.episode = EpisodeFolder.under(self.config.workdir, self.game_state.episode_id)
         self.logger = setup_episode_logger(
             self.episode_dir,
             console=console,
             console_options=console_options,
-            secrets=[self.config.api_key] if self.config.api_key else None,
+            redactor=self.redactor,
         )
         self.stop_requested = False
         self.on_turn = on_turn
@@ -110,6 +115,11 @@ class ZorkOrchestratorV2:
             self.discard_episode_folder = True
             self.close()
             raise
+
+    @property
+    def episode_dir(self) -> Path:
+        """The episode folder (its files are named by ``self.episode``)."""
+        return self.episode.path
 
     def _configured_game_file(self) -> Path | None:
         configured = self.config.files.game_file
@@ -140,15 +150,21 @@ class ZorkOrchestratorV2:
         cfg, log, state, clients = self.config, self.logger, self.game_state, self.clients
         self.extractor = ExtractorManager(cfg, log, state, self.game, clients["extractor"])
         self.critic = CriticManager(cfg, log, state, self.game, clients["critic"])
-        self.map = MapManager(cfg, log, state)
+        self.map = MapManager(cfg, log, state, redactor=self.redactor)
         memory_client = clients["memory"]
-        self.memory = MemoryManager(cfg, log, state, memory_client) if cfg.memory.enabled else None
+        self.memory = (
+            MemoryManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.memory.enabled else None
+        )
         self.objectives = (
-            ObjectiveManager(cfg, log, state, memory_client, self.game) if cfg.objectives.enabled else None
+            ObjectiveManager(cfg, log, state, memory_client, self.game, redactor=self.redactor)
+            if cfg.objectives.enabled
+            else None
         )
         if self.objectives is not None:
             self.map.route_targets = self.objectives.target_rooms  # routes to where the objectives lead
-        self.knowledge = KnowledgeManager(cfg, log, state, memory_client) if cfg.knowledge.enabled else None
+        self.knowledge = (
+            KnowledgeManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.knowledge.enabled else None
+        )
         self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
         self.managers: list[BaseManager] = [
             m
@@ -163,7 +179,11 @@ class ZorkOrchestratorV2:
         if cfg.mcp.enabled:
             # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
             self.mcp_manager = MCPManager(
-                config=cfg, logger=log, langfuse_client=self.langfuse_client, models=self.clients
+                config=cfg,
+                logger=log,
+                langfuse_client=self.langfuse_client,
+                models=self.clients,
+                redactor=self.redactor,
             )
             log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
 
@@ -507,10 +527,10 @@ class ZorkOrchestratorV2:
         costs = [s.cost for s in stats]
         last = self._last_figures
         # Text from the game and the model, as in the logs: no secret in it.
-        secrets = known_secrets() + ([self.config.api_key] if self.config.api_key else [])
+        redact = self.redactor
         if result is not None:
             delta = result.score_delta
-            command, reply = redact(result.action, secrets), redact(first_line(result.response), secrets)
+            command, reply = redact(result.action), redact(first_line(result.response))
         elif last is not None:  # the episode's end: its last turn stays on the status
             delta, command, reply, tool_calls = last.score_delta, last.command, last.reply, last.tool_calls
         else:
@@ -522,7 +542,7 @@ class ZorkOrchestratorV2:
             score=state.score,
             max_score=state.max_score,
             score_delta=delta,
-            room=redact(state.current_room_name, secrets),
+            room=redact(state.current_room_name),
             command=command,
             reply=reply,
             tool_calls=tool_calls,
@@ -530,7 +550,7 @@ class ZorkOrchestratorV2:
             tokens=sum(s.total_tokens for s in stats),
             cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
             elapsed_seconds=round(time.monotonic() - self._started, 3),
-            end_reason=None if result else redact(state.end_reason or "", secrets),
+            end_reason=None if result else redact(state.end_reason or ""),
         )
         self.on_turn(self._last_figures)
 
@@ -552,7 +572,7 @@ class ZorkOrchestratorV2:
             "disabled_after_failures": bool(self.mcp_manager and self.mcp_manager.is_disabled),
             "disabled_servers": self.mcp_manager.disabled_servers() if self.mcp_manager else [],
         }
-        path = self.episode_dir / "current_state.json"
+        path = self.episode.state
         try:
             atomic_write_json(path, data)
         except OSError as exc:

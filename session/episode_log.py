@@ -5,7 +5,7 @@ the handlers here turn that into
 - ``game_files/episodes/<episode_id>/episode_log.jsonl`` (one event per line, flushed per
   event so a killed run loses nothing), and
 - ``episode.log`` beside it plus the console, human-readable.
-Known secrets are redacted from both before anything is written.
+The run's ``Redactor`` takes its secrets out of both before anything is written.
 """
 
 from __future__ import annotations
@@ -24,17 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from session.episode_folder import EpisodeFolder
 from session.errors import ConfigError
-from session.game_configuration import API_KEY_ENV_VARS
+
+# known_secrets and redact: llm_client still imports them from here.
+from session.redaction import SECRET_ENV_VARS, Redactor, known_secrets, redact  # noqa: F401
 from shared_utils import CONTROL_CHARS, escape_control_chars
 
 _TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-# Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
-# MCP server subprocess must not inherit (managers.mcp.config).
-SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
-
 
 # What a start must be able to write (and then deletes): the first turns' logs, state and map
 # take a few tens of kilobytes, so a disk with less free is full for an episode's purpose.
@@ -73,49 +72,29 @@ def is_mcp_detail(record: logging.LogRecord) -> bool:
     return record.levelno < logging.WARNING and event_type.startswith("mcp_") and hasattr(record, "turn")
 
 
-def known_secrets() -> list[str]:
-    """Secret values present in this process's environment (long enough to be real)."""
-    return [v for k in SECRET_ENV_VARS if len(v := os.environ.get(k, "")) >= 8]
-
-
-def redact(text: str, secrets: list[str] | None = None) -> str:
-    for secret in known_secrets() if secrets is None else secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
-    return text
-
-
 def record_extras(record: logging.LogRecord) -> dict[str, Any]:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS and not k.startswith("_")}
 
 
 class RedactingFilter(logging.Filter):
-    """Removes secret values from the message and extras of every record.
+    """Removes the run's secrets from the message and extras of every record."""
 
-    ``extra_secrets`` covers keys that never were in the environment (a ``.env`` file, a
-    config passed in code).
-    """
-
-    def __init__(self, extra_secrets: list[str] | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
         super().__init__()
-        self.extra_secrets = [s for s in extra_secrets or [] if s and len(s) >= 8]
-
-    def scrub(self, text: str) -> str:
-        return redact(text, known_secrets() + self.extra_secrets)
+        self.scrub = redactor or Redactor.from_environment()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and not record.exc_text:
             # Formatted once here so every handler writes the same, redacted traceback.
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
-        secrets = known_secrets() + self.extra_secrets
-        if secrets:
-            record.msg = redact(record.getMessage(), secrets)
+        if self.scrub.secrets:
+            record.msg = self.scrub(record.getMessage())
             record.args = None
             if record.exc_text:
-                record.exc_text = redact(record.exc_text, secrets)
+                record.exc_text = self.scrub(record.exc_text)
             for key, value in record_extras(record).items():
                 if isinstance(value, str):
-                    setattr(record, key, redact(value, secrets))
+                    setattr(record, key, self.scrub(value))
         return True
 
 
@@ -244,11 +223,12 @@ def setup_episode_logger(
     name: str = "zorkgpt",
     console: bool = True,
     console_options: ConsoleOptions | None = None,
-    secrets: list[str] | None = None,
+    redactor: Redactor | None = None,
 ) -> logging.Logger:
     """A logger writing to ``episode_dir`` (JSONL + human log) and optionally the console
     (as ``console_options`` say: by default INFO lines without MCP per-call detail, on stderr).
 
+    ``redactor`` (the run's; else the secrets in the environment) cleans every record.
     Calling it again for a new episode replaces the previous episode's handlers.
     """
     logger = logging.getLogger(name)
@@ -257,15 +237,15 @@ def setup_episode_logger(
     logger.propagate = False
     # Filters go on the handlers, not the logger: a logger's own filters are skipped for
     # records propagated from child loggers (zorkgpt.llm, zorkgpt.mcp, ...).
-    redactor = RedactingFilter(secrets)
+    redacting = RedactingFilter(redactor)
     new_folders: list[Path] = []  # removed again when the start fails here: no empty episode folder is left
     try:
         new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (episode_dir, *episode_dir.parents)))
         episode_dir.mkdir(parents=True, exist_ok=True)
         check_free_space(episode_dir)
-        jsonl = JSONLHandler(episode_dir / "episode_log.jsonl", redactor)
+        jsonl = JSONLHandler(EpisodeFolder(episode_dir).log, redacting)
         logger.addHandler(jsonl)
-        human = _HumanLogHandler(episode_dir / "episode.log")
+        human = _HumanLogHandler(EpisodeFolder(episode_dir).human_log)
     except OSError as exc:
         close_episode_logger(logger)
         if new_folders:
@@ -274,10 +254,10 @@ def setup_episode_logger(
                 with contextlib.suppress(OSError):
                     folder.rmdir()
         raise _workdir_error(episode_dir, exc) from exc
-    jsonl.addFilter(redactor)
+    jsonl.addFilter(redacting)
     human.setLevel(logging.DEBUG)
     human.setFormatter(HumanFormatter(tracebacks=True))
-    human.addFilter(redactor)
+    human.addFilter(redacting)
     logger.addHandler(human)
 
     if console:
@@ -285,7 +265,7 @@ def setup_episode_logger(
         stream = options.handler or logging.StreamHandler(sys.stderr)
         stream.setLevel(options.level)
         stream.setFormatter(HumanFormatter())
-        stream.addFilter(redactor)
+        stream.addFilter(redacting)
         stream.addFilter(lambda record: getattr(record, CONSOLE, True))
         if not options.mcp_detail:
             # A live status shows a tool's progress in its own line instead of printing it.

@@ -10,6 +10,7 @@ from typing import Any
 import jericho
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import scripted_config
@@ -98,7 +99,7 @@ class WalkthroughModel:
 
 
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:
-    lines = (episode_dir / "episode_log.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = EpisodeFolder(episode_dir).log.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.episode_log import close_episode_logger, setup_episode_logger
+from session.redaction import Redactor
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -20,14 +22,14 @@ def test_events_are_flushed_per_event_and_plain_records_skipped(tmp_path: Path) 
     try:
         logger.info("Turn 1 | > look", extra={"event_type": "turn", "turn": 1, "inventory": ["lamp"]})
         # Read while the handler is still open: nothing may sit in a buffer.
-        (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+        (event,) = read_jsonl(EpisodeFolder(tmp_path).log)
         assert event["event_type"] == "turn" and event["turn"] == 1 and event["inventory"] == ["lamp"]
         assert event["message"] == "Turn 1 | > look" and event["level"] == "INFO" and "timestamp" in event
         logger.info("no event type here")
-        assert len(read_jsonl(tmp_path / "episode_log.jsonl")) == 1
+        assert len(read_jsonl(EpisodeFolder(tmp_path).log)) == 1
     finally:
         close_episode_logger(logger)
-    human = (tmp_path / "episode.log").read_text().splitlines()
+    human = EpisodeFolder(tmp_path).human_log.read_text().splitlines()
     assert human == ["[INFO] Turn 1 | > look", "[INFO] no event type here"]
 
 
@@ -37,7 +39,9 @@ def test_secrets_are_scrubbed_from_messages_nested_extras_and_child_loggers(
     env_secret = "sk-or-v1-from-the-environment"
     dotenv_secret = "sk-or-v1-only-in-a-dotenv-file"
     monkeypatch.setenv("OPENROUTER_API_KEY", env_secret)
-    logger = setup_episode_logger(tmp_path, name="test.eplog.secret", console=True, secrets=[dotenv_secret])
+    logger = setup_episode_logger(
+        tmp_path, name="test.eplog.secret", console=True, redactor=Redactor.from_environment([dotenv_secret])
+    )
     try:
         logger.warning(f"request failed with key {env_secret}", extra={"event_type": "llm_retry"})
         logger.info("tool call", extra={"event_type": "mcp_tool_call", "arguments": {"token": dotenv_secret}})
@@ -46,11 +50,11 @@ def test_secrets_are_scrubbed_from_messages_nested_extras_and_child_loggers(
         )
     finally:
         close_episode_logger(logger)
-    written = (tmp_path / "episode_log.jsonl").read_text() + (tmp_path / "episode.log").read_text()
+    written = EpisodeFolder(tmp_path).log.read_text() + EpisodeFolder(tmp_path).human_log.read_text()
     written += capsys.readouterr().err
     assert env_secret not in written and dotenv_secret not in written
     assert written.count("[REDACTED]") >= 6
-    assert [e["event_type"] for e in read_jsonl(tmp_path / "episode_log.jsonl")] == [
+    assert [e["event_type"] for e in read_jsonl(EpisodeFolder(tmp_path).log)] == [
         "llm_retry",
         "mcp_tool_call",
         "child_event",
@@ -66,8 +70,8 @@ def test_a_new_episode_replaces_the_previous_handlers(tmp_path: Path) -> None:
         assert second is first and len(second.handlers) == 2
     finally:
         close_episode_logger(second)
-    assert [e["message"] for e in read_jsonl(tmp_path / "one" / "episode_log.jsonl")] == ["first"]
-    assert [e["message"] for e in read_jsonl(tmp_path / "two" / "episode_log.jsonl")] == ["second"]
+    assert [e["message"] for e in read_jsonl(EpisodeFolder(tmp_path / "one").log)] == ["first"]
+    assert [e["message"] for e in read_jsonl(EpisodeFolder(tmp_path / "two").log)] == ["second"]
 
 
 def test_control_characters_are_escaped_in_the_human_log_and_console_and_json_stays_exact(
@@ -79,13 +83,13 @@ def test_control_characters_are_escaped_in_the_human_log_and_console_and_json_st
         logger.warning("Turn 1: > %s", hostile, extra={"event_type": "turn", "action": hostile})
     finally:
         close_episode_logger(logger)
-    human = (tmp_path / "episode.log").read_text(encoding="utf-8")
+    human = EpisodeFolder(tmp_path).human_log.read_text(encoding="utf-8")
     console = capsys.readouterr().err
     expected = "[WARNING] Turn 1: > \\x1b]0;title\\x07 \\x9b2J \\u202eevil\\x7f\n"
     assert human == expected and console == expected
-    raw = (tmp_path / "episode_log.jsonl").read_text(encoding="utf-8")
+    raw = EpisodeFolder(tmp_path).log.read_text(encoding="utf-8")
     assert not any(c in raw for c in "\x1b\x07\x9b\u202e\x7f")
-    (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+    (event,) = read_jsonl(EpisodeFolder(tmp_path).log)
     assert event["action"] == hostile and event["message"] == f"Turn 1: > {hostile}"
 
 
@@ -102,16 +106,16 @@ def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
             logger.exception("Episode stopped by an unexpected %s", "TypeError", extra={"event_type": "episode_error"})
     finally:
         close_episode_logger(logger)
-    (event,) = read_jsonl(tmp_path / "episode_log.jsonl")
+    (event,) = read_jsonl(EpisodeFolder(tmp_path).log)
     assert event["message"] == "Episode stopped by an unexpected TypeError"
     assert event["traceback"].startswith("Traceback (most recent call last):")
     assert "TypeError: bug while sending [REDACTED]" in event["traceback"]
-    human = (tmp_path / "episode.log").read_text()
+    human = EpisodeFolder(tmp_path).human_log.read_text()
     assert "[ERROR] Episode stopped by an unexpected TypeError\nTraceback" in human
     assert "TypeError: bug while sending [REDACTED]" in human
     console = capsys.readouterr().err
     assert console.strip() == "[ERROR] Episode stopped by an unexpected TypeError"
-    assert secret not in human + console + (tmp_path / "episode_log.jsonl").read_text()
+    assert secret not in human + console + EpisodeFolder(tmp_path).log.read_text()
 
 
 def test_on_a_full_disk_a_record_is_written_whole_or_taken_back_and_closing_does_not_fail(
@@ -130,11 +134,11 @@ def test_on_a_full_disk_a_record_is_written_whole_or_taken_back_and_closing_does
             # Part of this one fits in the last block, the rest does not: a short write, then ENOSPC.
             logger.info("too big", extra={"event_type": "big", "text": "x" * 20_000})
             logger.info("after", extra={"event_type": "small"})  # space for it is still there
-            assert log_write_failures(logger) == ["episode_log.jsonl: No space left on device"]
+            assert log_write_failures(logger) == [f"{EpisodeFolder.LOG}: No space left on device"]
         finally:
             close_episode_logger(logger)  # nothing buffered is left to flush
-        assert [e["message"] for e in read_jsonl(episode / "episode_log.jsonl")] == ["before", "after"]
-        assert (episode / "episode.log").read_text().splitlines() == [
+        assert [e["message"] for e in read_jsonl(EpisodeFolder(episode).log)] == ["before", "after"]
+        assert EpisodeFolder(episode).human_log.read_text().splitlines() == [
             "[INFO] before",
             "[INFO] too big",
             "[INFO] after",
@@ -151,7 +155,7 @@ def test_a_disk_too_full_to_start_an_episode_leaves_no_folder(tmp_path: Path) ->
     with small_disk(disk, "256k"):
         fill_disk(disk)
         with pytest.raises(WorkdirError, match="No space left on device") as raised:
-            setup_episode_logger(disk / "episodes" / "one", name="test.eplog.no-space", console=False)
+            setup_episode_logger(episodes_dir(disk) / "one", name="test.eplog.no-space", console=False)
         assert f"Cannot record an episode in {disk}:" in str(raised.value)
         assert "Free space on that disk" in str(raised.value)
         assert sorted(path.name for path in disk.iterdir()) == ["filler"]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from orchestration.episode_records import EpisodeFigures, EventTail, read_events, read_json
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -32,7 +33,7 @@ def test_figures_of_a_real_game_match_the_game_and_the_provider(
     state = play_walkthrough(
         llm_server, tmp_path, game_file, "priced", turns, model=PricedWalkthrough(walkthrough(game_file)[:turns])
     )
-    episode_dir = tmp_path / "game_files" / "episodes" / "priced"
+    episode_dir = episodes_dir(tmp_path / "game_files") / "priced"
     figures = EpisodeFigures.from_events("priced", read_events(episode_dir))
     assert figures.finished and figures.end_reason == "max_turns"
     assert (figures.score, figures.max_score, figures.turns) == (state.score, 350, turns)
@@ -47,7 +48,7 @@ def test_figures_of_a_real_game_match_the_game_and_the_provider(
     assert figures.mcp_calls == 0 and figures.mcp_calls_by_server == {}
     assert figures.per_turn(figures.llm_calls) == pytest.approx(calls / turns)
     # The summary the synthesizer wrote agrees with the events.
-    summary = read_json(episode_dir / "episode_summary.json")
+    summary = read_json(EpisodeFolder(episode_dir).summary)
     assert summary is not None and summary["llm_usage"]["total"]["calls"] == calls
 
 
@@ -55,13 +56,13 @@ def test_no_cost_reported_means_unknown_not_zero(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     play_walkthrough(llm_server, tmp_path, game_file, "free", 2)
-    figures = EpisodeFigures.from_events("free", read_events(tmp_path / "game_files" / "episodes" / "free"))
+    figures = EpisodeFigures.from_events("free", read_events(episodes_dir(tmp_path / "game_files") / "free"))
     assert figures.llm_calls > 0 and figures.cost is None
     assert figures.unpriced_calls == figures.llm_calls and figures.priced_cost == 0.0
 
 
 def test_event_tail_reads_only_complete_lines_and_starts_over_on_a_new_file(tmp_path: Path) -> None:
-    path = tmp_path / "episode_log.jsonl"
+    path = EpisodeFolder(tmp_path).log
     tail = EventTail(path)
     assert tail.refresh().events == []  # no file yet
     first, second = {"event_type": "episode_start", "n": 1}, {"event_type": "turn", "turn": 1, "text": "ünïcode"}

@@ -11,7 +11,8 @@ import pytest
 
 from game_interface import JerichoInterface
 from llm_client import LLMClientWrapper
-from managers.episode_synthesizer import SUMMARY_JSON, SUMMARY_MD, EpisodeSynthesizer
+from managers.episode_synthesizer import EpisodeSynthesizer
+from session.episode_folder import EpisodeFolder
 from session.game_state import GameState, TurnResult
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
@@ -78,7 +79,7 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config
     episode.state.end_reason = "victory"
     synthesizer.finalize_episode()
 
-    summary = json.loads((tmp_path / "ep" / SUMMARY_JSON).read_text())
+    summary = json.loads(EpisodeFolder(tmp_path / "ep").summary.read_text())
     turns = len(results)
     assert (summary["score"], summary["max_score"], summary["victory"]) == (350, 350, True)
     assert summary["end_reason"] == "victory" and summary["turns"] == turns and summary["deaths"] == 0
@@ -114,7 +115,7 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config
         "total_cost_usd": None,
     }
 
-    markdown = (tmp_path / "ep" / SUMMARY_MD).read_text()
+    markdown = EpisodeFolder(tmp_path / "ep").summary_md.read_text()
     assert "Score: 350 / 350" in markdown
     assert f"| Agent | {turns} | 1.000 |" in markdown
     assert "| All |" in markdown and "Mean LLM calls per turn: 1.10" in markdown
@@ -144,7 +145,7 @@ def test_usage_from_the_real_client(
         episode.turn(command)
     synthesizer.finalize_episode()
 
-    llm = json.loads((tmp_path / "ep" / SUMMARY_JSON).read_text())["llm_usage"]
+    llm = json.loads(EpisodeFolder(tmp_path / "ep").summary.read_text())["llm_usage"]
     assert llm["per_role"]["Agent"] == {
         "calls": 4, "prompt_tokens": 80, "completion_tokens": 12, "calls_per_turn": 1.0, "tokens_per_turn": 23.0,
         # No price for model "m" in [tool.zorkgpt.pricing] and none reported by the server.
@@ -170,12 +171,12 @@ def test_deaths_are_key_events(tmp_path: Path, game: JerichoInterface, make_conf
     state.end_reason = "max_turns"
     synthesizer.finalize_episode()
 
-    summary = json.loads((tmp_path / "ep" / SUMMARY_JSON).read_text())
+    summary = json.loads(EpisodeFolder(tmp_path / "ep").summary.read_text())
     assert summary["deaths"] == 1
     deaths = [e for e in summary["key_events"] if e["kind"] == "death"]
     assert len(deaths) == 1 and deaths[0]["turn"] == 5 and "'jump'" in deaths[0]["text"]
     assert summary["llm_usage"]["total"]["calls"] == 0  # no usage source: an honest zero
-    assert "[death]" in (tmp_path / "ep" / SUMMARY_MD).read_text()
+    assert "[death]" in EpisodeFolder(tmp_path / "ep").summary_md.read_text()
 
 
 def test_stuck_warns_then_ends(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import session.errors as errors
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import Consequence, ZorkGPTError, consequence_of, end_reason_for, episode_consequence, exit_code_for
 from tests.e2e_support import read_events
 from tests.main_support import REPO, run_main
@@ -138,8 +139,8 @@ def test_main_exits_1_when_the_provider_fails_and_the_episode_ends_naming_it(
     proc = run_main(["--episodes", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "LLM error" in proc.stderr and "HTTP 401" in proc.stderr and "Traceback" not in proc.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()  # the second episode is not played
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()  # the second episode is not played
     end = read_events(episode)[-1]
     assert end["event_type"] == "episode_end" and end["end_reason"].startswith("llm_error: ")
-    summary = json.loads((episode / "episode_summary.json").read_text())
+    summary = json.loads(EpisodeFolder(episode).summary.read_text())
     assert summary["end_reason"] == end["end_reason"]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.config_support import scripted_config
@@ -58,12 +59,12 @@ def test_walkthrough_with_default_config_wins_within_cost_budget(
     manager_models = {body["model"] for body in llm_server.bodies} - {AGENT_MODEL}
     assert manager_models, "the managers never asked their models"
 
-    episode_dir = tmp_path / "game_files" / "episodes" / "all-managers"
-    summary = json.loads((episode_dir / "episode_summary.json").read_text())
+    episode_dir = episodes_dir(tmp_path / "game_files") / "all-managers"
+    summary = json.loads(EpisodeFolder(episode_dir).summary.read_text())
     assert summary["score"] == 350
     usage_text = json.dumps(summary)
     assert "Agent" in usage_text
-    assert (episode_dir / "episode_summary.md").is_file()
+    assert EpisodeFolder(episode_dir).summary_md.is_file()
     # Every persisted file parses.
     for path in (tmp_path / "game_files").rglob("*.json"):
         json.loads(path.read_text())

@@ -25,13 +25,14 @@ import pytest
 
 from game_interface import JerichoInterface
 from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
-from managers.learning_file import REDACTED, LearningFile
+from managers.learning_file import LearningFile
 from managers.map_graph import MapGraph
 from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager, parse_memories
 from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import REDACTED
 from tests.manager_support import capture_logger, json_reply, make_client, schema_name, turn, user_text
 from tests.scripted_llm import ScriptedLLMServer
 

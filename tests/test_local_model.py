@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import requests
 
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 from tests.test_main import REPO, run_main
 from tests.test_main_providers import processes_with
@@ -141,8 +142,8 @@ def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) ->
     before = len(server.statuses())
     proc = run_main(["--max-turns", str(TURNS), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
-    events = [json.loads(line) for line in (episode / "episode_log.jsonl").read_text().splitlines()]
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
+    events = [json.loads(line) for line in EpisodeFolder(episode).log.read_text().splitlines()]
     turns = [e for e in events if e["event_type"] == "turn"]
     statuses = server.statuses()[before:]
     figures = {

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.config_support import UNUSED_BASE_URL
 from tests.e2e_support import read_events
 from tests.main_support import NO_LEARNING, REPO, MainProcess, clean_env, run_main, scripted_env
@@ -51,13 +52,13 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
     assert proc.returncode == 0, proc.stderr
     assert "score 0/350 in 2 turns" in proc.stderr
     assert llm_server.requests[0].headers["Authorization"] == f"Bearer {secret}"
-    episodes = list((tmp_path / "runs" / "episodes").iterdir())
+    episodes = list(episodes_dir(tmp_path / "runs").iterdir())
     assert len(episodes) == 1
-    log_text = (episodes[0] / "episode_log.jsonl").read_text()
+    log_text = EpisodeFolder(episodes[0]).log.read_text()
     events = [json.loads(line) for line in log_text.splitlines()]
     assert [e["action"] for e in events if e["event_type"] == "turn"] == ["open mailbox", "take leaflet"]
     assert secret not in log_text and secret not in proc.stderr and secret not in proc.stdout
-    assert secret not in (episodes[0] / "current_state.json").read_text()
+    assert secret not in EpisodeFolder(episodes[0]).state.read_text()
 
 
 def _start_main(
@@ -101,15 +102,15 @@ def test_killed_episode_leaves_every_file_parseable(
         assert model.reached.wait(timeout=900), main.stderr
     finally:
         main.kill()  # SIGKILL: no cleanup code runs
-    (episode_dir,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode_dir,) = episodes_dir(tmp_path / "runs").iterdir()
     runs = tmp_path / "runs"
     json_files = list(runs.rglob("*.json"))
-    assert episode_dir / "current_state.json" in json_files
+    assert EpisodeFolder(episode_dir).state in json_files
     for path in json_files:
         json.loads(path.read_text())
-    for line in (episode_dir / "episode_log.jsonl").read_text().splitlines():
+    for line in EpisodeFolder(episode_dir).log.read_text().splitlines():
         json.loads(line)
-    assert json.loads((episode_dir / "current_state.json").read_text())["turn_count"] >= 60
+    assert json.loads(EpisodeFolder(episode_dir).state.read_text())["turn_count"] >= 60
 
     # Each learning file, read back with its own manager's parser.
     memories = parse_memories((runs / "memories.md").read_text(encoding="utf-8"))
@@ -156,9 +157,9 @@ def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
     env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
     proc = run_main(["--max-turns", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
-    human_log = (episode / "episode.log").read_text(encoding="utf-8")
-    jsonl = (episode / "episode_log.jsonl").read_text(encoding="utf-8")
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
+    human_log = EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
+    jsonl = EpisodeFolder(episode).log.read_text(encoding="utf-8")
     for name, text in [("stderr", proc.stderr), ("stdout", proc.stdout), ("episode.log", human_log)]:
         assert CONTROL_CHARS.findall(text.replace("\n", "")) == [], name
     assert "\\x1b[2j" in proc.stderr and "\\x1b[2j" in human_log  # shown, escaped (the agent lower-cases actions)
@@ -253,10 +254,10 @@ def test_a_failing_provider_ends_the_run_with_exit_1(
     proc = run_main(["--episodes", "3", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "LLM error" in proc.stderr and "Traceback" not in proc.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     end = read_events(episode)[-1]
     assert end["event_type"] == "episode_end" and end["end_reason"].startswith("llm_error: ")
-    assert json.loads((episode / "episode_summary.json").read_text())["end_reason"] == end["end_reason"]
+    assert json.loads(EpisodeFolder(episode).summary.read_text())["end_reason"] == end["end_reason"]
 
 
 def test_a_provider_reply_nested_50000_deep_ends_the_run_with_a_clear_llm_error(
@@ -269,7 +270,7 @@ def test_a_provider_reply_nested_50000_deep_ends_the_run_with_a_clear_llm_error(
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
     assert "LLM error" in proc.stderr and "the body nests JSON more than 128 levels deep" in proc.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     end = read_events(episode)[-1]
     assert end["event_type"] == "episode_end" and end["end_reason"].startswith("llm_error: ")
 
@@ -301,7 +302,7 @@ def test_tool_arguments_nested_300_deep_are_a_tool_error_the_model_reads_and_pla
     assert "Traceback" not in proc.stderr
     (error,) = tool_errors
     assert "Invalid tool arguments: they nest objects and lists more than 32 levels deep" in error
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     turns = [event for event in read_events(episode) if event["event_type"] == "turn"]
     assert [turn["action"] for turn in turns] == ["open mailbox", "north"]
 
@@ -344,7 +345,7 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
     (report,) = [line for line in proc.stderr.splitlines() if line.startswith(("MCP error: ", "Configuration error: "))]
     assert proc.stderr.count(report.split(": ", 1)[1]) == 1, proc.stderr
     assert llm_server.requests == []
-    episodes = tmp_path / "runs" / "episodes"
+    episodes = episodes_dir(tmp_path / "runs")
     assert not episodes.exists() or list(episodes.iterdir()) == []
 
 
@@ -381,12 +382,12 @@ def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
         # for the knowledge base that could not be written either.
         assert [r.body["model"] for r in llm_server.requests] == [AGENT_MODEL] * 5
 
-        (episode,) = (runs / "episodes").iterdir()
+        (episode,) = episodes_dir(runs).iterdir()
         events = read_events(episode)  # every line whole: a record that did not fit was taken back
         turns = [e["turn"] for e in events if e["event_type"] == "turn"]
         assert turns in ([1, 2, 3, 4], [1, 2, 3, 4, 5])
-        assert json.loads((episode / "current_state.json").read_text())["turn_count"] == 4  # the last one written
-        assert "[INFO] Turn 4 " in (episode / "episode.log").read_text(encoding="utf-8")
+        assert json.loads(EpisodeFolder(episode).state.read_text())["turn_count"] == 4  # the last one written
+        assert "[INFO] Turn 4 " in EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
         mapped = {room.name for room in MapGraph.load(runs / "map_state.json").rooms.values()}
         assert mapped >= {"North of House", "Forest Path", "Up a Tree"}
         (runs / "map.mmd").read_text(encoding="utf-8")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 from tests.scripted_llm import (
@@ -45,12 +46,12 @@ def main_env(server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra
 
 
 def only_episode(tmp_path: Path) -> Path:
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     return episode
 
 
 def summary_of(tmp_path: Path) -> dict[str, Any]:
-    return json.loads((only_episode(tmp_path) / "episode_summary.json").read_text(encoding="utf-8"))
+    return json.loads(EpisodeFolder(only_episode(tmp_path)).summary.read_text(encoding="utf-8"))
 
 
 # -- structured output: the three ways a provider can say no ----------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
@@ -147,7 +148,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
         else:  # a fresh server (stdio) or a fresh session (HTTP) each turn
             assert content["thoughtHistoryLength"] == 1
 
-    episode_dir = tmp_path / "mcp" / "game_files" / "episodes" / "with-mcp"
+    episode_dir = episodes_dir(tmp_path / "mcp" / "game_files") / "with-mcp"
     events = read_events(episode_dir)
     by_type: dict[str, list[dict[str, Any]]] = {}
     for event in events:
@@ -168,9 +169,9 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
         assert absent not in by_type, f"unexpected {absent} events: {by_type.get(absent)}"
     connects = [e["server_name"] for e in by_type["mcp_session_connect"]]
     assert connects.count("tools") == 1 and connects.count("thoughtbox") >= TURNS
-    exported = json.loads((episode_dir / "current_state.json").read_text())
+    exported = json.loads(EpisodeFolder(episode_dir).state.read_text())
     assert exported["mcp"] == {"enabled": True, "disabled_after_failures": False, "disabled_servers": []}
-    human_log = (episode_dir / "episode.log").read_text(encoding="utf-8")
+    human_log = EpisodeFolder(episode_dir).human_log.read_text(encoding="utf-8")
     assert "[INFO] Turn 4 Iteration 1: Agent calling tool thoughtbox.think" in human_log
     assert "[INFO] Turn 8 Iteration 1: Agent calling tool tools.echo" in human_log
     assert "[INFO] Turn 4: MCP session complete (2 iterations, 1 tool calls)" in human_log
@@ -203,7 +204,7 @@ def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
         ["--max-turns", str(len(commands) + 5), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    (episode,) = [p for p in (tmp_path / "runs").rglob("episode_log.jsonl")]
+    (episode,) = [p for p in (tmp_path / "runs").rglob(EpisodeFolder.LOG)]
     events = read_events(episode.parent)
     turns = [e for e in events if e["event_type"] == "turn"]
     assert turns[-1]["score"] == 350

@@ -306,7 +306,7 @@ def test_oversized_result_is_truncated_with_marker(tmp_path: Path) -> None:
 
     huge, exact = scenario.run(body)
     assert huge.content.startswith("x" * 1000)
-    assert "[truncated by ZorkGPT: showing 1000 of 50000 characters]" in huge.content
+    assert "[…cut: 50,000 characters, the first 1,000 kept]" in huge.content
     assert len(huge.content) < 1100
     assert exact.content == "x" * 1000  # at the limit: untouched
 
@@ -334,7 +334,7 @@ def test_a_reply_over_the_size_limit_over_http_is_refused_and_the_session_lives_
         "MCP tool remote.huge replied with more than 3,000,000 bytes; the reply was dropped. Ask for less "
         "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
     )
-    assert under.content.endswith("[truncated by ZorkGPT: showing 8000 of 2000000 characters]")
+    assert under.content.endswith("[…cut: 2,000,000 characters, the first 8,000 kept]")
     assert after.content == "still here"
 
 
@@ -358,7 +358,7 @@ def test_a_reply_over_the_size_limit_over_stdio_is_refused_and_the_session_lives
         "bytes, over the limit of 3,000,000; the reply was dropped. Ask for less "
         "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
     )
-    assert under.content.endswith("[truncated by ZorkGPT: showing 8000 of 2000000 characters]")
+    assert under.content.endswith("[…cut: 2,000,000 characters, the first 8,000 kept]")
     assert after.content == "still here"
 
 

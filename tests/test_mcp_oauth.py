@@ -39,6 +39,7 @@ from managers.mcp.oauth import (
     token_dir,
     token_file,
 )
+from session.episode_folder import EpisodeFolder
 from session.errors import MCPConfigError
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main, scripted_env
@@ -601,7 +602,7 @@ def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
         assert done.returncode == 0, done.stderr[-3000:]
         assert protected.grants() == ["authorization_code", "refresh_token"]
 
-    (log_file,) = (tmp_path / "runs").rglob("episode_log.jsonl")
+    (log_file,) = (tmp_path / "runs").rglob(EpisodeFolder.LOG)
     events = read_events(log_file.parent)
     results = [e for e in events if e["event_type"] == "mcp_tool_result"]
     assert [e.get("tool_name") for e in results] == ["protected.secret_word"] * 2

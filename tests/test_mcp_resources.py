@@ -119,7 +119,7 @@ def test_a_long_text_is_cut_at_the_tool_result_cap(tmp_path: Path) -> None:
     text = s.run(lambda m: read(m, "notes://long"))["content"]
 
     assert text.startswith("x" * 1000) and "x" * 1001 not in text
-    assert text.endswith(f"[truncated by ZorkGPT: showing 1000 of {LONG_CHARS} characters]")
+    assert text.endswith(f"[…cut: {LONG_CHARS:,} characters, the first 1,000 kept]")
 
 
 def test_an_unknown_uri_is_a_tool_error_in_the_servers_words(tmp_path: Path) -> None:

@@ -82,6 +82,15 @@ def test_the_agents_model_fills_a_form_when_the_entry_says_so(
     assert answered.fields == ["answer"]
 
 
+def test_a_form_answer_in_a_code_fence_amid_prose_is_read_as_any_model_json(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    fenced = "Here is the form:\n```json\n" + json.dumps({"answer": "Adventurer"}) + "\n```"
+    llm_server.script(completion(fenced))
+    scenario, _ = scenario_for(tmp_path, llm_server, protocol=REVISIONS[-1], elicitation="agent")
+    assert scenario.run(ask) == "accepted: Adventurer"
+
+
 def test_a_form_answer_that_does_not_fit_is_declined(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
     llm_server.script(completion(json.dumps({"name": "wrong field"})))
     scenario, _ = scenario_for(tmp_path, llm_server, elicitation="agent")

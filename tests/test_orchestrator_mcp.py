@@ -10,6 +10,7 @@ import pytest
 
 from managers.mcp import MCPConfigError, MCPManager
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import episodes_dir
 from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
@@ -29,7 +30,7 @@ def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path
             assert tools is not None and "thoughtbox__think" in [t["function"]["name"] for t in tools.schemas]
     finally:
         orchestrator.close()
-    kinds = [e["event_type"] for e in read_events(tmp_path / "game_files" / "episodes" / "mcp-on")]
+    kinds = [e["event_type"] for e in read_events(episodes_dir(tmp_path / "game_files") / "mcp-on")]
     assert "mcp_manager_init" in kinds
 
 
@@ -62,7 +63,7 @@ def test_bad_mcp_config_fails_fast_at_start(
     assert fragment.lower() in str(err.value).lower()
     assert logging.getLogger("zorkgpt").handlers == []  # the failed start closed its log files
     # Nothing was played: no stub episode folder with only a log in it (the caller prints the error).
-    assert not (tmp_path / "game_files" / "episodes" / "bad-mcp").exists()
+    assert not (episodes_dir(tmp_path / "game_files") / "bad-mcp").exists()
 
 
 def test_main_exits_2_when_the_mcp_server_cannot_start_on_turn_1(
@@ -85,4 +86,4 @@ def test_main_exits_2_when_the_mcp_server_cannot_start_on_turn_1(
     assert "zorkgpt-no-such-mcp-server" in proc.stderr and "MCP error" in proc.stderr
     assert llm_server.requests == []  # failed before asking the model anything
     # A start that failed played nothing: no episode folder is left behind.
-    assert list((tmp_path / "runs" / "episodes").glob("*")) == []
+    assert list(episodes_dir(tmp_path / "runs").glob("*")) == []

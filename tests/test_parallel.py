@@ -20,6 +20,7 @@ from managers.map_graph import MapGraph
 from managers.memory_manager import parse_memories
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING
 from tests.manager_support import schema_name, user_text
@@ -144,14 +145,14 @@ def test_three_parallel_episodes_share_one_workdir(
         assert f"[{number}/3] " in stderr  # each child's lines are relayed under its number
 
     runs = tmp_path / "runs"
-    episode_dirs = sorted((runs / "episodes").iterdir())
+    episode_dirs = sorted(episodes_dir(runs).iterdir())
     assert len(episode_dirs) == 3
     rooms_by_episode: dict[str, set[str]] = {}
     episode_ids = set()
     for episode_dir in episode_dirs:
         events = read_events(episode_dir)
         assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "max_turns"
-        summary = json.loads((episode_dir / "episode_summary.json").read_text())
+        summary = json.loads(EpisodeFolder(episode_dir).summary.read_text())
         assert summary["turns"] == 5
         turns = [e for e in events if e["event_type"] == "turn"]
         episode_ids.add(turns[0]["episode_id"])
@@ -193,7 +194,7 @@ def _alive(pid: int) -> bool:
 def _wait_for_turns(runs: Path, episodes: int, turns: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        logs = list((runs / "episodes").glob("*/episode_log.jsonl"))
+        logs = list(episodes_dir(runs).glob(f"*/{EpisodeFolder.LOG}"))
         if len(logs) >= episodes and all(log.read_text().count('"event_type": "turn"') >= turns for log in logs):
             return
         time.sleep(0.05)
@@ -217,7 +218,7 @@ def test_sigterm_stops_every_episode_after_its_turn(
     assert proc.returncode == 0, stderr
     assert "SIGTERM: stopping after this turn" in stderr
     assert not any(_alive(pid) for pid in children)
-    episode_dirs = list((tmp_path / "runs" / "episodes").iterdir())
+    episode_dirs = list(episodes_dir(tmp_path / "runs").iterdir())
     assert len(episode_dirs) == 2  # no new episode started after the signal
     for episode_dir in episode_dirs:
         end = read_events(episode_dir)[-1]
@@ -277,7 +278,7 @@ def _episode_folder_of(pid: int) -> str:
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         with contextlib.suppress(OSError):
             target = Path(os.readlink(fd))
-            if target.name == "episode_log.jsonl":
+            if target.name == EpisodeFolder.LOG:
                 return target.parent.name
     raise AssertionError(f"process {pid} has no episode log open")
 
@@ -306,7 +307,7 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
     assert proc.returncode == 1, stderr  # an episode did not end in play
     assert "Traceback" not in stderr
 
-    episodes = tmp_path / "runs" / "episodes"
+    episodes = episodes_dir(tmp_path / "runs")
     assert sorted(p.name for p in episodes.iterdir()) == sorted(children)  # no new episode after the kill
     killed_turns = [e for e in read_events(episodes / victim) if e["event_type"] == "turn"]
     assert len(killed_turns) == 5
@@ -407,12 +408,12 @@ def test_a_disk_that_fills_up_stops_each_episode_after_that_turn_and_exits_1(
         # Each episode stopped right after its turn 3: no model call for a turn nobody could see.
         assert sorted(_turn_of(r.body) for r in llm_server.requests) == [1, 1, 2, 2, 3, 3]
 
-        episode_dirs = list((runs / "episodes").iterdir())
+        episode_dirs = list(episodes_dir(runs).iterdir())
         assert len(episode_dirs) == 2
         for episode_dir in episode_dirs:
             events = read_events(episode_dir)  # every line whole
             assert [e["turn"] for e in events if e["event_type"] == "turn"][:2] == [1, 2]
-            assert json.loads((episode_dir / "current_state.json").read_text())["turn_count"] == 2
+            assert json.loads(EpisodeFolder(episode_dir).state.read_text())["turn_count"] == 2
         assert len(MapGraph.load(runs / "map_state.json").rooms) >= 3
         assert list(runs.rglob("*.tmp")) == []
 

@@ -29,6 +29,7 @@ from orchestration.run_report import (
     read_run,
     summarize_episodes,
 )
+from session.episode_folder import episodes_dir
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
@@ -83,7 +84,7 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    episode_dirs = sorted((tmp_path / "runs" / "episodes").iterdir())
+    episode_dirs = sorted(episodes_dir(tmp_path / "runs").iterdir())
     assert len(episode_dirs) == 3
     # What each episode's own log says, to hold the report against.
     finals = []
@@ -149,7 +150,7 @@ def test_parallel_episodes_end_with_one_report_for_the_run(
     (run_dir,) = (tmp_path / "runs" / "runs").iterdir()  # the children wrote none of their own
     with (run_dir / RESULTS_CSV).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    episodes = sorted(p.name for p in (tmp_path / "runs" / "episodes").iterdir())
+    episodes = sorted(p.name for p in episodes_dir(tmp_path / "runs").iterdir())
     assert sorted(r["episode_id"] for r in rows) == episodes and len(episodes) == 2
     assert all((int(r["score"]), int(r["turns"])) == (5, 4) for r in rows)  # "get egg" on turn 4
     assert "| score | 5 | 5 | 5 | 5 |" in proc.stdout
@@ -166,7 +167,7 @@ def play_run(
         )
         llm_server.requests.clear()
         play_walkthrough(llm_server, root, game_file, f"ep{n}", len(commands), model=responder)
-        folders.append(root / "game_files" / "episodes" / f"ep{n}")
+        folders.append(episodes_dir(root / "game_files") / f"ep{n}")
     return folders
 
 
@@ -260,7 +261,7 @@ def test_an_episode_that_fails_mid_run_is_in_the_run_report(
     """The episode folders fill a real small disk: the first episode's logs cannot all be
     written, so it stops with exit 1 (it once crashed while closing them); the run's learning
     files and report are elsewhere."""
-    episodes = tmp_path / "runs" / "episodes"
+    episodes = episodes_dir(tmp_path / "runs")
 
     def fills_the_disk_at_turn_3(body: dict[str, Any], index: int) -> Any:
         if index == 2:  # the agent's only calls (no learning): this one is turn 3's
@@ -331,7 +332,7 @@ def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
 
     secret = "sk-or-v1-not-for-files-0123456789"
     monkeypatch.setenv("OPENROUTER_API_KEY", secret)
-    episode = tmp_path / "episodes" / "e1"
+    episode = episodes_dir(tmp_path) / "e1"
     episode.mkdir(parents=True)
     crashed = EpisodeEnd(1, EpisodeStatus.CRASHED, f"Provider error: key {secret} refused | 401\nsecond line", episode)
     summary = write_run(tmp_path / "run", [crashed, EpisodeEnd(2, EpisodeStatus.NEVER_STARTED)])

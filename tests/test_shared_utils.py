@@ -85,6 +85,20 @@ def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path: Path) -> 
     assert sorted(p.name for p in target.parent.iterdir()) == ["state.json"]
 
 
+def test_atomic_write_syncs_the_file_and_then_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real fsync runs; the wrapper notes what each synced descriptor was, in order.
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+    atomic_write_text(tmp_path / "sub" / "state.json", "{}")
+    assert synced == ["file", "folder"]  # the bytes first, then the rename that made them the file
+
+
 def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "state.json"
     atomic_write_json(target, {"ok": True})

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from managers.mcp.source import processes_with_marker
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
@@ -71,7 +72,7 @@ def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env:
 
 
 def episode_dir(tmp_path: Path) -> Path:
-    (folder,) = (tmp_path / "runs" / "episodes").iterdir()
+    (folder,) = episodes_dir(tmp_path / "runs").iterdir()
     return folder
 
 
@@ -82,13 +83,13 @@ def assert_stopped_cleanly(tmp_path: Path, stderr: str, turns: int) -> None:
     end = read_events(folder)[-1]
     assert end["event_type"] == "episode_end" and end["end_reason"] == "stopped_by_user", end
     assert end["turns"] == turns
-    summary = json.loads((folder / "episode_summary.json").read_text(encoding="utf-8"))
+    summary = json.loads(EpisodeFolder(folder).summary.read_text(encoding="utf-8"))
     assert summary["end_reason"] == "stopped_by_user" and summary["turns"] == turns
-    assert json.loads((folder / "current_state.json").read_text(encoding="utf-8"))["turn_count"] == turns
+    assert json.loads(EpisodeFolder(folder).state.read_text(encoding="utf-8"))["turn_count"] == turns
     assert list((tmp_path / "runs").rglob("*.tmp")) == []
     for text in ("Traceback", "KeyboardInterrupt", "cancelled during startup", "never retrieved", "Exception ignored"):
         assert text not in stderr, stderr
-        assert text not in (folder / "episode.log").read_text(encoding="utf-8")
+        assert text not in EpisodeFolder(folder).human_log.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

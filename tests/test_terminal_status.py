@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from orchestration.turn_figures import TurnFigures
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, thoughtbox_entry, write_mcp_config
@@ -202,9 +203,9 @@ def test_a_pipe_gets_plain_lines_one_per_turn_without_mcp_detail(
     turn_lines = [line for line in proc.stderr.splitlines() if line.startswith("[INFO] Turn ")]
     assert [line.split(" |")[0] for line in turn_lines] == [f"[INFO] Turn {n}" for n in range(1, TURNS + 1)]
     assert "Agent calling tool" not in proc.stderr and "Episode 1/1 ·" not in proc.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     # The detail is still in the episode's log.
-    assert "Agent calling tool thoughtbox.think" in (episode / "episode.log").read_text(encoding="utf-8")
+    assert "Agent calling tool thoughtbox.think" in EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
     assert SECRET not in proc.stderr
 
 

@@ -472,7 +472,7 @@ def test_a_tool_reply_over_the_size_limit_is_dropped_and_the_model_reads_why(
         "(a narrower query, a smaller page). The limit is [tool.zorkgpt.mcp] max_tool_reply_bytes."
     )
     # Under the limit: kept, and cut to what the model reads as before.
-    assert results["call_big"]["content"].endswith("[truncated by ZorkGPT: showing 8000 of 900000 characters]")
+    assert results["call_big"]["content"].endswith("[…cut: 900,000 characters, the first 8,000 kept]")
     huge, big = decision.tool_calls
     assert huge.is_error and len(huge.result_summary) <= 200
     assert not big.is_error

@@ -22,6 +22,7 @@ from urllib.request import urlopen
 import pytest
 
 from orchestration.episode_records import read_events
+from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
@@ -50,8 +51,8 @@ def played(tmp_path_factory: pytest.TempPathFactory, game_file: Path) -> tuple[P
     (root / "secret.txt").write_text(SECRET_MARKER)
     outside = root / "outside-episode"
     outside.mkdir()
-    (outside / "episode_log.jsonl").write_text(json.dumps({"event_type": "turn", "action": SECRET_MARKER}) + "\n")
-    (root / "game_files" / "episodes" / "link").symlink_to(outside, target_is_directory=True)
+    EpisodeFolder(outside).log.write_text(json.dumps({"event_type": "turn", "action": SECRET_MARKER}) + "\n")
+    (episodes_dir(root / "game_files") / "link").symlink_to(outside, target_is_directory=True)
     return root, state, requests
 
 
@@ -111,7 +112,7 @@ def test_episode_list_gives_the_games_figures(
 
 def test_episode_detail_serves_events_incrementally(viewer: RunningViewer, played: tuple[Path, GameState, int]) -> None:
     root, state, _ = played
-    episode_dir = root / "game_files" / "episodes" / "walk"
+    episode_dir = episodes_dir(root / "game_files") / "walk"
     events = read_events(episode_dir)
     full = get_json(viewer, "/api/episodes/walk")
     assert full["events"] == json.loads(json.dumps(events)) and full["next"] == len(events)
@@ -119,7 +120,7 @@ def test_episode_detail_serves_events_incrementally(viewer: RunningViewer, playe
     tail = get_json(viewer, f"/api/episodes/walk?since={len(events) - 2}")
     assert tail["events"] == full["events"][-2:] and tail["next"] == len(events)
     assert get_json(viewer, f"/api/episodes/walk?since={len(events) + 50}")["events"] == []
-    assert full["summary"] == json.loads((episode_dir / "episode_summary.json").read_text())
+    assert full["summary"] == json.loads(EpisodeFolder(episode_dir).summary.read_text())
     assert full["state"]["current_room_id"] == state.current_room_id
     # The map: every room of map_state.json, the current one marked, grid cells unique.
     map_state = json.loads((root / "game_files" / "map_state.json").read_text())
@@ -136,11 +137,11 @@ def test_episode_detail_serves_events_incrementally(viewer: RunningViewer, playe
 
 
 def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
-    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    source = EpisodeFolder.under(played[0] / "game_files", "walk").log
     lines = source.read_text().splitlines(keepends=True)
-    episode_dir = tmp_path / "game_files" / "episodes" / "growing"
+    episode_dir = episodes_dir(tmp_path / "game_files") / "growing"
     episode_dir.mkdir(parents=True)
-    log = episode_dir / "episode_log.jsonl"
+    log = EpisodeFolder(episode_dir).log
     log.write_text("".join(lines[:3]))
     running = start_viewer(tmp_path / "game_files", port=0)
     try:
@@ -164,9 +165,9 @@ def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path, played: 
 def test_the_objectives_file_is_the_one_the_settings_name(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
     """[tool.zorkgpt.files] objectives_file, like the other learning files: the viewer reads the one named."""
     workdir = tmp_path / "game_files"
-    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
-    (workdir / "episodes" / "two").mkdir(parents=True)
-    (workdir / "episodes" / "two" / "episode_log.jsonl").write_text(source.read_text())
+    source = EpisodeFolder.under(played[0] / "game_files", "walk").log
+    (episodes_dir(workdir) / "two").mkdir(parents=True)
+    EpisodeFolder.under(workdir, "two").log.write_text(source.read_text())
     mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
     (workdir / "goals.json").write_text(json.dumps({"objectives": [mine]}))
     (workdir / "objectives.json").write_text(json.dumps({"objectives": [{**mine, "text": "not this file"}]}))
@@ -180,10 +181,10 @@ def test_the_objectives_file_is_the_one_the_settings_name(tmp_path: Path, played
 def test_objectives_are_the_episodes_own(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
     """objectives.json holds several episodes' objectives (runs share a workdir): each page shows its own."""
     workdir = tmp_path / "game_files"
-    source = played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl"
+    source = EpisodeFolder.under(played[0] / "game_files", "walk").log
     for episode_id in ("one", "two"):
-        (workdir / "episodes" / episode_id).mkdir(parents=True)
-        (workdir / "episodes" / episode_id / "episode_log.jsonl").write_text(source.read_text())
+        (episodes_dir(workdir) / episode_id).mkdir(parents=True)
+        EpisodeFolder.under(workdir, episode_id).log.write_text(source.read_text())
     mine = {"episode_id": "two", "id": 1, "text": "Open the trophy case", "status": "active", "priority": "high"}
     theirs = {"episode_id": "one", "id": 1, "text": "Find the lamp", "status": "completed", "priority": "low"}
     (workdir / "objectives.json").write_text(json.dumps({"objectives": [theirs, mine]}))
@@ -426,12 +427,12 @@ def test_malformed_events_are_skipped_and_the_rest_is_served(
 ) -> None:
     """A log line nested 200,000 deep, one nested deeper than the viewer serves, and events whose
     fields have the wrong types: each is skipped and counted; the episode and the others still show."""
-    source = (played[0] / "game_files" / "episodes" / "walk" / "episode_log.jsonl").read_text()
+    source = EpisodeFolder.under(played[0] / "game_files", "walk").log.read_text()
     good = [json.loads(line) for line in source.splitlines()]
     workdir = tmp_path / "game_files"
     for episode_id in ("fine", "hostile"):
-        (workdir / "episodes" / episode_id).mkdir(parents=True)
-    (workdir / "episodes" / "fine" / "episode_log.jsonl").write_text(source)
+        (episodes_dir(workdir) / episode_id).mkdir(parents=True)
+    EpisodeFolder.under(workdir, "fine").log.write_text(source)
     bad_lines = [
         deep_line(200_000),
         deep_line(150),
@@ -441,9 +442,9 @@ def test_malformed_events_are_skipped_and_the_rest_is_served(
         json.dumps({"event_type": "turn", "turn": "three", "score": True}) + "\n",
     ]
     lines = source.splitlines(keepends=True)
-    (workdir / "episodes" / "hostile" / "episode_log.jsonl").write_text("".join(lines[:2] + bad_lines + lines[2:]))
+    EpisodeFolder.under(workdir, "hostile").log.write_text("".join(lines[:2] + bad_lines + lines[2:]))
     state = {"current_room_id": [5], "visited_room_ids": [[1], {"a": 1}, good[-1].get("room_id")]}
-    (workdir / "episodes" / "hostile" / "current_state.json").write_text(json.dumps(state))
+    EpisodeFolder.under(workdir, "hostile").state.write_text(json.dumps(state))
     caplog.set_level("DEBUG", logger="zorkgpt.viewer")
     running = start_viewer(workdir, port=0)
     try:
@@ -454,7 +455,7 @@ def test_malformed_events_are_skipped_and_the_rest_is_served(
             assert hostile["events"] == good and hostile["next"] == len(good)
             assert hostile["unreadable_lines"] == len(bad_lines)
             assert hostile["episode"]["turns"] == get_json(running, "/api/episodes/fine")["episode"]["turns"]
-        with (workdir / "episodes" / "hostile" / "episode_log.jsonl").open("a") as fh:
+        with EpisodeFolder.under(workdir, "hostile").log.open("a") as fh:
             fh.write(deep_line(300))
         assert get_json(running, "/api/episodes/hostile")["unreadable_lines"] == len(bad_lines) + 1
     finally:
@@ -465,7 +466,7 @@ def test_malformed_events_are_skipped_and_the_rest_is_served(
 
 
 def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
-    walk = played[0] / "game_files" / "episodes" / "walk"
+    walk = episodes_dir(played[0] / "game_files") / "walk"
     outside = tmp_path / "outside"
     outside.mkdir()
     secret_event = {"event_type": "turn", "turn": 1, "action": SECRET_MARKER}
@@ -478,14 +479,14 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
     (outside / "objectives.json").write_text(json.dumps({"objectives": [objective]}))
 
     workdir = tmp_path / "game_files"
-    (workdir / "episodes" / "linked").mkdir(parents=True)
-    (workdir / "episodes" / "linked" / "episode_log.jsonl").symlink_to(outside / "log.jsonl")
-    mine = workdir / "episodes" / "mine"
+    (episodes_dir(workdir) / "linked").mkdir(parents=True)
+    EpisodeFolder.under(workdir, "linked").log.symlink_to(outside / "log.jsonl")
+    mine = episodes_dir(workdir) / "mine"
     mine.mkdir()
-    (mine / "episode_log.jsonl").write_text((walk / "episode_log.jsonl").read_text())
+    EpisodeFolder(mine).log.write_text(EpisodeFolder(walk).log.read_text())
     for name, target in [
-        ("episodes/mine/current_state.json", "state.json"),
-        ("episodes/mine/episode_summary.json", "state.json"),
+        (f"{EPISODES_DIR}/mine/{EpisodeFolder.STATE}", "state.json"),
+        (f"{EPISODES_DIR}/mine/{EpisodeFolder.SUMMARY}", "state.json"),
         ("memories.md", "notes.md"),
         ("map_state.json", "map.json"),
         ("objectives.json", "objectives.json"),
@@ -609,7 +610,7 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     # The summary the episode wrote counts the same, and says so in its Markdown.
     summary = detail["summary"]
     assert summary["tool_calls"] == listed["tool_calls"] and summary["critic"] == listed["critic"]
-    markdown = (critic_and_tools / "episode_summary.md").read_text()
+    markdown = EpisodeFolder(critic_and_tools).summary_md.read_text()
     assert "- Calls: 6, failed: 3" in markdown
     assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
     assert "- Rejected: 2 (critic model 1, game engine check 1)" in markdown

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import REPO
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
@@ -36,7 +37,7 @@ def test_walkthrough_episode_wins_with_full_score(
     assert len(agent_bodies) == len(commands)
     assert agent_bodies[0]["response_format"]["json_schema"]["name"] == "AgentResponse"
 
-    episode_dir = tmp_path / "game_files" / "episodes" / "e2e-walkthrough"
+    episode_dir = episodes_dir(tmp_path / "game_files") / "e2e-walkthrough"
     events = read_events(episode_dir)
     kinds = [e["event_type"] for e in events]
     assert kinds[0] == "episode_start" and kinds[-1] == "episode_end"
@@ -46,10 +47,10 @@ def test_walkthrough_episode_wins_with_full_score(
     assert turns[-1]["score"] == 350
     assert events[-1]["end_reason"] == "victory"
 
-    exported = json.loads((episode_dir / "current_state.json").read_text())
+    exported = json.loads(EpisodeFolder(episode_dir).state.read_text())
     assert exported["score"] == 350 and exported["victory"] is True
     assert exported["turn_count"] == len(commands)
-    human_log = (episode_dir / "episode.log").read_text()
+    human_log = EpisodeFolder(episode_dir).human_log.read_text()
     assert "Turn 1 | Score 0/350 | North of House" in human_log
 
 
@@ -90,7 +91,7 @@ def test_stop_request_ends_after_current_turn(llm_server: ScriptedLLMServer, tmp
     finally:
         orchestrator.close()
     assert state.turn_count == 3 and state.end_reason == "stopped_by_user"
-    events = read_events(tmp_path / "game_files" / "episodes" / "stop")
+    events = read_events(episodes_dir(tmp_path / "game_files") / "stop")
     assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "stopped_by_user"
 
 
@@ -121,7 +122,7 @@ def test_third_death_ends_the_episode_as_game_over(
     _, state = play_script(llm_server, tmp_path, game_file, actions)
     assert state.end_reason == "game_over" and not state.victory
     assert state.death_count == 3
-    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    events = read_events(episodes_dir(tmp_path / "game_files") / "script")
     assert events[-1]["end_reason"] == "game_over" and events[-1]["deaths"] == 3
     turns = [e for e in events if e["event_type"] == "turn"]
     assert sum(1 for t in turns if t["died"]) == 3
@@ -146,7 +147,7 @@ def test_an_unsendable_command_is_a_failed_turn_not_a_crash(
     assert first.response.startswith("[ZorkGPT]") and "control characters" in first.response
     assert "open\u0007 mailbox" in state.failed_actions_by_room[first.room_id]
     assert state.moves == state.turn_count - 1  # the refused command never reached the engine
-    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    events = read_events(episodes_dir(tmp_path / "game_files") / "script")
     assert any(e["event_type"] == "command_refused" for e in events)
 
 
@@ -182,7 +183,7 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
     config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", tmp_path / "missing.z5")
     with pytest.raises(StoryFileError, match=r"missing\.z5"):
         ZorkOrchestratorV2(episode_id="none", config=config, console=False)
-    assert not (tmp_path / "game_files" / "episodes").exists()
+    assert not episodes_dir(tmp_path / "game_files").exists()
 
 
 def test_session_commands_from_the_model_are_refused_turns(
@@ -205,7 +206,7 @@ def test_session_commands_from_the_model_are_refused_turns(
         assert turn.score == 5, turn
     assert state.score == 5 and "jewel-encrusted egg" in state.inventory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
-    events = read_events(tmp_path / "game_files" / "episodes" / "script")
+    events = read_events(episodes_dir(tmp_path / "game_files") / "script")
     assert sum(e["event_type"] == "command_refused" for e in events) == len(direct)
 
 
@@ -227,21 +228,15 @@ def test_a_huge_reply_is_stored_cut_with_its_length(
     finally:
         orchestrator.close()
     assert state.turn_count == 3 and "leaflet" in state.inventory  # the action was kept, the turns went on
-    episode_dir = tmp_path / "game_files" / "episodes" / "huge"
+    episode_dir = episodes_dir(tmp_path / "game_files") / "huge"
     marker = f"[…cut: {len(huge):,} characters, the first 8,000 kept]"
     turns = [e for e in read_events(episode_dir) if e["event_type"] == "turn"]
     assert turns[0]["reasoning"].endswith(marker) and len(turns[0]["reasoning"]) < 8_100
     (parse_error,) = [e for e in read_events(episode_dir) if e["event_type"] == "agent_parse_error"]
     assert parse_error["raw_response"].endswith(f"[…cut: {len(huge) + 9:,} characters, the first 2,000 kept]")
-    exported = json.loads((episode_dir / "current_state.json").read_text())
+    exported = json.loads(EpisodeFolder(episode_dir).state.read_text())
     assert exported["reasoning_history"][0].endswith(marker)
-    for name in (
-        "episode_log.jsonl",
-        "current_state.json",
-        "episode.log",
-        "episode_summary.json",
-        "episode_summary.md",
-    ):
+    for name in EpisodeFolder.FILE_NAMES:
         assert (episode_dir / name).stat().st_size < 100_000, name
 
 
@@ -264,15 +259,15 @@ def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_prop
     finally:
         orchestrator.close()
 
-    episode_dir = tmp_path / "game_files" / "episodes" / "bug"
+    episode_dir = episodes_dir(tmp_path / "game_files") / "bug"
     events = read_events(episode_dir)
     (crash,) = [e for e in events if e["event_type"] == "episode_error"]
     assert crash["level"] == "ERROR" and "TypeError: a bug in the map manager" in crash["traceback"]
     assert "buggy_process_turn" in crash["traceback"]
     assert events[-1]["event_type"] == "episode_end" and events[-1]["end_reason"] == "error: TypeError"
-    assert json.loads((episode_dir / "episode_summary.json").read_text())["end_reason"] == "error: TypeError"
+    assert json.loads(EpisodeFolder(episode_dir).summary.read_text())["end_reason"] == "error: TypeError"
     assert len(llm_server.requests) == 1  # no second turn after the bug
-    assert "Traceback (most recent call last)" in (episode_dir / "episode.log").read_text()
+    assert "Traceback (most recent call last)" in EpisodeFolder(episode_dir).human_log.read_text()
 
 
 def test_failing_memory_calls_open_their_roles_breaker_and_the_agent_plays_on(
@@ -303,7 +298,7 @@ def test_failing_memory_calls_open_their_roles_breaker_and_the_agent_plays_on(
     finally:
         orchestrator.close()
     assert state.end_reason == "max_turns" and state.turn_count == 12
-    events = read_events(tmp_path / "game_files" / "episodes" / "breaker")
+    events = read_events(episodes_dir(tmp_path / "game_files") / "breaker")
     assert [e for e in events if e["event_type"] == "llm_circuit_open"], "the memory role's breaker opened"
     assert any(e["event_type"].endswith("_llm_error") and "circuit breaker" in e["message"] for e in events)
     memory_calls = [b for b in llm_server.bodies if b["model"] == "scripted/memory"]
@@ -334,8 +329,8 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
         orchestrator.play_episode()
     finally:
         orchestrator.close()
-    episode = tmp_path / "game_files" / "episodes" / "cost"
-    summary = json.loads((episode / "episode_summary.json").read_text())["llm_usage"]
+    episode = episodes_dir(tmp_path / "game_files") / "cost"
+    summary = json.loads(EpisodeFolder(episode).summary.read_text())["llm_usage"]
     per_call = (1000 * 2.0 + 50 * 10.0) / 1_000_000
     assert summary["per_role"]["Agent"]["cost_usd"] == pytest.approx(4 * per_call)
     objectives = summary["per_role"]["ObjectiveManager"]
@@ -344,7 +339,7 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
     turns = [e for e in read_events(episode) if e["event_type"] == "turn"]
     assert [t["llm_usage"]["cost_usd"]["Agent"] for t in turns] == pytest.approx([per_call] * 4)
     assert [t["llm_usage"]["total_cost_usd"] is None for t in turns] == [False, True, False, True]
-    markdown = (episode / "episode_summary.md").read_text()
+    markdown = EpisodeFolder(episode).summary_md.read_text()
     assert "| Agent | 4 |" in markdown and f"${4 * per_call:.4f}" in markdown
     assert "LLM cost: unknown (2 of 6 calls unpriced" in markdown
 
@@ -372,7 +367,7 @@ def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
 
     assert moves_after == [1, 2, 3]  # the game's own count: one move per turn
     assert state.current_room_name == "South of House" and state.moves == 3
-    turns = [e for e in read_events(tmp_path / "game_files" / "episodes" / "chain") if e["event_type"] == "turn"]
+    turns = [e for e in read_events(episodes_dir(tmp_path / "game_files") / "chain") if e["event_type"] == "turn"]
     assert [t["action"] for t in turns] == ["go s", "look", "look"]
     text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
     users = [text(body["messages"][-1]) for body in llm_server.bodies if body["model"] == "scripted/agent"]
@@ -420,5 +415,5 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     rejected = text(last[7]).splitlines()
     assert [line.split(":")[0] for line in rejected if line.startswith("- ")] == ['- "take lamp"', '- "east"']
     assert "no exit east" in text(last[7]) and "lamp" in rejected[1]
-    turns = [e for e in read_events(tmp_path / "game_files" / "episodes" / "reask") if e["event_type"] == "turn"]
+    turns = [e for e in read_events(episodes_dir(tmp_path / "game_files") / "reask") if e["event_type"] == "turn"]
     assert turns[0]["action"] == "north" and turns[0]["critic"]["rounds"] == 2

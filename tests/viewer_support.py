@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from session.episode_folder import episodes_dir
 from tests.e2e_support import AGENT_MODEL, minimal_instance
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, misbehaving_entry, write_mcp_config
@@ -105,5 +106,5 @@ def play_critic_and_tools(llm_server: ScriptedLLMServer, tmp_path: Path, game_fi
     )
     done = run_main(["--max-turns", str(TURNS)], env, tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr
-    (episode,) = (tmp_path / "runs" / "episodes").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     return episode

@@ -21,14 +21,8 @@ from typing import Any
 from managers.knowledge_manager import KnowledgeDocument
 from managers.map_graph import MapGraph, MapGraphError
 from managers.memory_manager import parse_memories
-from orchestration.episode_records import (
-    EVENTS_FILE,
-    STATE_FILE,
-    SUMMARY_FILE,
-    EpisodeFigures,
-    EventTail,
-    read_json,
-)
+from orchestration.episode_records import EpisodeFigures, EventTail, read_json
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import FilesSection
 from shared_utils import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
@@ -100,20 +94,20 @@ class GameWorkdir:
     def __init__(self, root: Path, files: FilesSection | None = None) -> None:
         self.root = root.resolve()
         self.files = files or FilesSection()
-        self.episodes_dir = self.root / "episodes"
+        self.episodes_dir = episodes_dir(self.root)
         self._logs: dict[str, _EpisodeLog] = {}
         self._figures_cache: dict[str, tuple[int, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- episodes
-    def episode_dir(self, episode_id: str) -> Path:
+    def episode_folder(self, episode_id: str) -> EpisodeFolder:
         if not EPISODE_ID.fullmatch(episode_id):
             raise EpisodeNotFoundError(episode_id)
         path = self.inside(self.episodes_dir / episode_id)
         # A link pointing out of the workdir, or out of episodes/, is refused here.
         if path is None or path.parent != self.episodes_dir.resolve() or not path.is_dir():
             raise EpisodeNotFoundError(episode_id)
-        return path
+        return EpisodeFolder(path)
 
     def inside(self, path: Path) -> Path | None:
         """``path`` with its symlinks resolved, or None when they lead out of the workdir."""
@@ -130,7 +124,7 @@ class GameWorkdir:
         return data if data is None or json_depth(data, MAX_DEPTH) <= MAX_DEPTH else None
 
     def _events(self, episode_id: str) -> tuple[list[dict[str, Any]], int]:
-        path = self.inside(self.episode_dir(episode_id) / EVENTS_FILE)
+        path = self.inside(self.episode_folder(episode_id).log)
         if path is None:
             raise EpisodeNotFoundError(episode_id)  # its log is a link out of the workdir
         with self._lock:
@@ -166,7 +160,9 @@ class GameWorkdir:
         if not self.episodes_dir.is_dir():
             return []
         return sorted(
-            p.name for p in self.episodes_dir.iterdir() if EPISODE_ID.fullmatch(p.name) and (p / EVENTS_FILE).is_file()
+            p.name
+            for p in self.episodes_dir.iterdir()
+            if EPISODE_ID.fullmatch(p.name) and EpisodeFolder(p).log.is_file()
         )
 
     def _figures(self, episode_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,7 +173,7 @@ class GameWorkdir:
             return dict(cached[1])
         figures = EpisodeFigures.from_events(episode_id, events).to_dict()
         if figures["max_score"] is None:  # only the end event carries it; a running game's state file has it
-            state = self.read_json(self.episode_dir(episode_id) / STATE_FILE) or {}
+            state = self.read_json(self.episode_folder(episode_id).state) or {}
             figures["max_score"] = state.get("max_score")
         with self._lock:
             self._figures_cache[episode_id] = (len(events), figures)
@@ -198,9 +194,9 @@ class GameWorkdir:
     def episode(self, episode_id: str, since: int = 0) -> dict[str, Any]:
         """One episode: its figures, state, summary, the map, and its events from index ``since``."""
         events, unreadable = self._events(episode_id)
-        folder = self.episode_dir(episode_id)
+        folder = self.episode_folder(episode_id)
         figures = self._figures(episode_id, events)
-        state = self.read_json(folder / STATE_FILE)
+        state = self.read_json(folder.state)
         visited = {e.get("room_id") for e in events if e.get("event_type") == "turn"}
         if state and isinstance(state.get("visited_room_ids"), list):
             visited |= {room for room in state["visited_room_ids"] if isinstance(room, int)}
@@ -209,7 +205,7 @@ class GameWorkdir:
         return {
             "episode": figures,
             "state": {key: state.get(key) for key in STATE_KEYS} if state else None,
-            "summary": self.read_json(folder / SUMMARY_FILE),
+            "summary": self.read_json(folder.summary),
             "map": self.map_view(current, visited),
             "learning": self.learning(episode_id),
             "events": events[since:],

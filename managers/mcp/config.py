@@ -36,6 +36,7 @@ holding ZorkGPT's own secrets (a tool server gets those only if its entry names 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -50,10 +51,12 @@ from urllib.parse import urlsplit, urlunsplit
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from session import episode_log
-from session.errors import MCPConfigError
+from session import redaction
+from session.errors import ConfigError, MCPConfigError
+from session.game_configuration import GameConfiguration, process_environ
+from session.redaction import Redactor
 
-SECRET_ENV_VARS: frozenset[str] = frozenset(episode_log.SECRET_ENV_VARS)
+SECRET_ENV_VARS: frozenset[str] = frozenset(redaction.SECRET_ENV_VARS)
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]
@@ -638,3 +641,15 @@ def build_stdio_parameters(server: ServerConfig, base_env: Mapping[str, str] | N
         env=build_server_environment(os.environ if base_env is None else base_env, server.env),
         cwd=server.cwd,
     )
+
+
+def run_redactor(config: GameConfiguration, mcp_config: MCPConfig | None = None) -> Redactor:
+    """The run's ``Redactor``: the API key, the keys in the environment and ``.env``, and the
+    header, env and OAuth secret values of the MCP servers' entries (``mcp_config``, else the
+    configured file when MCP is on; a file that does not load adds none: the MCP manager
+    reports it when it loads the same file)."""
+    if mcp_config is None and config.mcp.enabled:
+        with contextlib.suppress(ConfigError, OSError):
+            mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
+    servers = mcp_config.servers if mcp_config is not None else ()
+    return Redactor.for_run(config, [secret for server in servers for secret in server.secrets()])

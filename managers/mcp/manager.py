@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from managers.mcp.config import MCPConfig, ServerConfig
+from managers.mcp.config import MCPConfig, ServerConfig, run_redactor
 from managers.mcp.runtime import SessionLoop
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.source import SourceSettings, ToolSource, make_source
@@ -37,9 +37,9 @@ from managers.mcp.sweeper import Sweeper
 from managers.mcp.toolbox import Toolbox, TurnTools
 from managers.mcp.tools import ToolCallResult, convert_call_result
 from managers.mcp.toolset import ServerPrompt, ToolInfo, Toolset
-from session.episode_log import known_secrets, redact
 from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
+from session.redaction import Redactor
 from shared_utils import traced_observation
 
 # A tool may report progress hundreds of times a second; the log gets at most this often one line of it.
@@ -55,17 +55,19 @@ class MCPManager:
         logger: logging.Logger,
         langfuse_client: Any | None = None,
         models: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         """``models``: each role's LLM client (agent, critic, extractor, memory), for the servers
         whose entries let them ask for a form to be filled or a completion (``server_requests.py``);
-        without them every such request is declined."""
+        without them every such request is declined. ``redactor``: the run's (built from the
+        configuration when not given); it knows the servers' header and env values too."""
         self.config = config
         self.logger = logger
         self.langfuse_client = langfuse_client
         self.config_path = config.resolve_path(config.mcp.config_file)
         # ${VAR} in the file comes from the environment and .env, as the API key does.
         self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
-        self._secrets = [secret for server in self.mcp_config.servers for secret in server.secrets()]
+        self.redact = redactor or run_redactor(config, self.mcp_config)
         self._sweeper = Sweeper(owner=uuid.uuid4().hex)
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
@@ -148,11 +150,6 @@ class MCPManager:
     def make_source(self, server: ServerConfig) -> ToolSource:
         """A new, unconnected source for one server entry."""
         return make_source(server, self.settings)
-
-    def redact(self, text: str) -> str:
-        """Our secrets and the servers' header and env values out of ``text``."""
-        secrets = known_secrets() + self._secrets + ([self.config.api_key] if self.config.api_key else [])
-        return redact(text, secrets)
 
     def reset_episode(self) -> None:
         """A new episode: sessions of the last one closed, every server's next connect a first one."""

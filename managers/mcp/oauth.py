@@ -77,7 +77,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from managers.mcp.config import MCPConfig, ServerConfig, safe_url
 from session.errors import MCPAuthError, MCPConfigError
-from shared_utils import atomic_write_text
+from shared_utils import atomic_write_text, cap_text
 
 __all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
 
@@ -546,7 +546,7 @@ def _scope_note(response: httpx2.Response) -> str:
 
 def _short(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text if len(text) <= 300 else text[:300] + "..."
+    return cap_text(text, 300)
 
 
 def build_provider(

@@ -31,6 +31,7 @@ import mcp.types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from managers.mcp.config import ServerConfig
+from shared_utils import extract_json_object
 
 ELICITATION_USAGE_NAME = "mcp-elicitation"
 SAMPLING_USAGE_NAME = "mcp-sampling"
@@ -148,9 +149,10 @@ class ServerRequestAnswers:
             response_format={"type": "json_object"},
             name=ELICITATION_USAGE_NAME,
         )
-        content = json.loads(response.content or "")
-        if not isinstance(content, dict):
-            raise ValueError(f"expected a JSON object, got {type(content).__name__}")
+        # Read as every model reply is (bare, fenced or amid prose, depth-checked): one path for model JSON.
+        content = extract_json_object(response.content or "")
+        if content is None:
+            raise ValueError("expected a JSON object")
         wanted = set(schema_json.get("properties", {}))
         missing = [key for key in schema_json.get("required", []) if key not in content]
         if missing:

@@ -60,9 +60,10 @@ import mcp.types as types
 
 from managers.mcp.config import Lifetime, PromptRequest, ServerConfig
 from managers.mcp.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool, truncate_text
+from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
 from managers.mcp.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from shared_utils import cap_text
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
@@ -668,7 +669,7 @@ class Toolbox:
                     f"from {where}",
                 )
                 continue
-            prompts.append(ServerPrompt(server.name, request.name, truncate_text(text, max_chars)))
+            prompts.append(ServerPrompt(server.name, request.name, cap_text(text, max_chars)))
         return tuple(prompts)
 
     def _prompt_warning(self, server: ServerConfig, prompt: str | None, message: str) -> None:

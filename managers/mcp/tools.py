@@ -48,6 +48,7 @@ import mcp.types as types
 from pydantic import BaseModel
 
 from llm_client import TOOL_NAME_PATTERN
+from shared_utils import cap_text
 
 WIRE_NAME_PATTERN = TOOL_NAME_PATTERN  # what providers accept as a function name
 WIRE_NAME_MAX = 64
@@ -258,23 +259,16 @@ def _text_of(blocks: list[Any]) -> str:
     return "\n".join(block.text for block in blocks if isinstance(block, types.TextContent))
 
 
-def truncate_text(text: str, max_chars: int) -> str:
-    """``text`` cut to ``max_chars`` with a marker saying how much of it is shown."""
-    if len(text) <= max_chars:
-        return text
-    return f"{text[:max_chars]}\n[truncated by ZorkGPT: showing {max_chars} of {len(text)} characters]"
-
-
 def limit_content(content: Any, max_chars: int) -> Any:
     """Content whose JSON is longer than ``max_chars`` becomes a truncated JSON string."""
     if content is None:
         return None
     if isinstance(content, str):
-        return truncate_text(content, max_chars)
+        return cap_text(content, max_chars)
     encoded = json.dumps(content, ensure_ascii=False)
     if len(encoded) <= max_chars:
         return content
-    return truncate_text(encoded, max_chars)
+    return cap_text(encoded, max_chars)
 
 
 def _text_bytes(text: str) -> int:
@@ -330,7 +324,7 @@ def convert_call_result(
     if result.is_error:
         non_text = [convert_content_block(block) for block in blocks if not isinstance(block, types.TextContent)]
         text = _text_of(blocks)
-        message = truncate_text(text or "The tool reported an error without a message.", max_chars)
+        message = cap_text(text or "The tool reported an error without a message.", max_chars)
         extra = non_text or None
         if result.structured_content is not None:
             extra = {"structured_content": to_jsonable(result.structured_content), "blocks": non_text}

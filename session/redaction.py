@@ -1,0 +1,78 @@
+"""Which values are secrets, and taking them out of text before it is written anywhere.
+
+A run builds one ``Redactor`` (``managers.mcp.config.run_redactor(config)``: the LLM API key, the provider and
+Langfuse keys in the environment or ``.env``, and the header, env and OAuth secret values of
+the MCP servers' entries) and hands it to everything that writes: the episode logger, the
+learning files, the MCP manager, the live status, the run report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
+
+# Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
+# MCP server subprocess must not inherit (managers.mcp.config).
+SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
+REDACTED = "[REDACTED]"
+# Shorter values are not treated as secrets: replacing a short test key everywhere would
+# mangle ordinary words.
+MIN_SECRET_CHARS = 8
+
+
+def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Secret values present in the environment (long enough to be real)."""
+    env = os.environ if environ is None else environ
+    return [v for k in SECRET_ENV_VARS if len(v := env.get(k, "")) >= MIN_SECRET_CHARS]
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Replaces every secret in a text with ``[REDACTED]``: in any letter case (the map
+    lowercases actions) and in its JSON-escaped spelling (a secret inside a logged JSON line)."""
+
+    secrets: tuple[str, ...] = ()
+    _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        kept = {s for s in self.secrets if s and len(s) >= MIN_SECRET_CHARS}
+        spellings = kept | {json.dumps(s, ensure_ascii=False)[1:-1] for s in kept}
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(spellings, key=lambda s: (-len(s), s))
+        object.__setattr__(self, "secrets", tuple(sorted(kept)))
+        pattern = re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE) if ordered else None
+        object.__setattr__(self, "_pattern", pattern)
+
+    def __call__(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub(REDACTED, text)
+
+    def __repr__(self) -> str:  # never the values themselves
+        return f"Redactor({len(self.secrets)} secrets)"
+
+    @classmethod
+    def of(cls, *secrets: str | None) -> Redactor:
+        return cls(tuple(s for s in secrets if s))
+
+    @classmethod
+    def from_environment(cls, extra: Iterable[str | None] = (), environ: Mapping[str, str] | None = None) -> Redactor:
+        """The secrets in the environment, and ``extra``."""
+        return cls.of(*known_secrets(environ), *extra)
+
+    @classmethod
+    def for_run(cls, config: GameConfiguration, mcp_secrets: Iterable[str] = ()) -> Redactor:
+        """Every secret a run knows of: the API key, the keys in the environment and ``.env``, and
+        ``mcp_secrets`` (the MCP servers' header, env and OAuth values: ``managers.mcp.config.run_redactor``
+        adds them from the configured file)."""
+        environ = process_environ()
+        return cls.from_environment([config.api_key, *mcp_secrets], environ)
+
+
+def redact(text: str, secrets: Iterable[str] | None = None) -> str:
+    """``text`` without ``secrets`` (default: those in the environment). For code not yet handed
+    the run's ``Redactor``."""
+    return (Redactor.from_environment() if secrets is None else Redactor.of(*secrets))(text)
