@@ -296,11 +296,14 @@ def play_in_turn(
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
     leaves here is in it."""
+    from llm.structured import StructuredOutputMemory
     from orchestration.run_report import EpisodeEnd, EpisodeStatus
     from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2, configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)
     game_file = Path(args.game_file).resolve() if args.game_file else None
+    # What each endpoint accepts for structured output, learnt once for the whole run.
+    structured_memory = StructuredOutputMemory()
     for episode in range(args.episodes):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
@@ -315,6 +318,7 @@ def play_in_turn(
                 console_options=console_options(args, status),
                 on_turn=figures_listener(args, status, episode + 1),
                 episode_id=args.episode_id,
+                structured_memory=structured_memory,
             )
         except ZorkGPTError as exc:
             ends.append(EpisodeEnd(episode + 1, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from llm.models import tools_not_supported
 from llm_client import LLMClientWrapper
 from managers.mcp.tool_loop import ToolLoop, ToolLoopOutcome, json_type
-from session.errors import ConfigError, MCPConfigError
+from session.errors import ConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -314,7 +315,7 @@ class ZorkAgent:
         going_on = bool(rejections) and kept is not None and kept[0] == self.current_turn
         messages = self._turn_messages(game_state_text, relevant_memories, rejections if going_on else ())
         if not self.mcp_enabled:
-            response = self.client.chat.completions.create(**self._client_args(messages))
+            response = self.client.complete(**self._client_args(messages))
             return self._remember(messages, self._parse_response(response.content))
         try:
             asyncio.get_running_loop()
@@ -425,7 +426,7 @@ class ZorkAgent:
             if tools is None:
                 if first_ask:
                     messages[0] = {"role": "system", "content": system}
-                response = self.client.chat.completions.create(**self._client_args(messages))
+                response = self.client.complete(**self._client_args(messages))
                 outcome = ToolLoopOutcome(self._parse_response(response.content))
             else:
                 if first_ask:
@@ -453,7 +454,7 @@ class ZorkAgent:
         """This turn's tools from every server; None means the turn plays without tools (logged why).
 
         Raises ``MCPServerStartupError`` when a server failed to start on the episode's first
-        connect, and ``MCPConfigError`` when the model cannot call tools: the run cannot go on
+        connect, and ``ToolsNotSupportedError`` when the model cannot call tools: the run cannot go on
         as configured (``session.errors`` has the policy).
         """
         assert self.mcp_manager is not None
@@ -473,14 +474,8 @@ class ZorkAgent:
                 server_names=servers,
             )
             return None
-        if not self.client._supports_tool_calling(self.model):
-            raise MCPConfigError(
-                f"Model '{self.model}' does not support tool calling.\n"
-                "Please either:\n"
-                "  1. Set mcp.enabled = false in pyproject.toml, or\n"
-                "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
-                "  3. Set mcp.force_tool_support = true if the detection is wrong"
-            )
+        if not self.client.supports_tool_calling(self.model):
+            raise tools_not_supported(self.model)
         return tools
 
     def _session_observation(self) -> AbstractContextManager[Any]:

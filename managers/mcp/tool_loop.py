@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 
-from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse, ToolCall
+from llm.replies import MALFORMED_TOOL_NAME
+from llm.wire import LLMResponse, ToolCall
+from llm_client import LLMClientWrapper
 from managers.mcp.tools import ToolCallResult
 from session.errors import MCPServerDiedError, MCPToolCallError
 from session.game_configuration import MCPSection
@@ -194,7 +196,7 @@ class ToolLoop:
                 iteration=stats.iterations,
                 max_iterations=max_iterations,
             )
-            response = self.client.chat.completions.create(**args)
+            response = self.client.complete(**args)
             if response.tool_calls:
                 messages.append(
                     {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
@@ -235,7 +237,7 @@ class ToolLoop:
             )
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
-            response = self.client.chat.completions.create(**self.request_args(messages, tools=None, tool_choice=None))
+            response = self.client.complete(**self.request_args(messages, tools=None, tool_choice=None))
         decision = self.read_answer(response.content, tuple(stats.calls))
         self._log(
             "info",
