@@ -66,6 +66,7 @@ def validate_tool_schemas(tools: Sequence[Any]) -> None:
 
 
 def text_of(content: Any) -> str:
+    """A message content's text: the string itself, or the text parts of a list joined by newlines."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -220,6 +220,7 @@ def parse_completion(body: Any, requested_model: str, tool_names: frozenset[str]
 
 
 def provider_message(body: Any, fallback_text: str) -> str:
+    """What the provider said went wrong, from the body's error fields, else the start of the raw text."""
     if isinstance(body, Mapping):
         error = body.get("error")
         if isinstance(error, Mapping):
