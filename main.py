@@ -19,6 +19,7 @@ from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
+    from llm.structured import StructuredOutputMemory
     from orchestration.run_report import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
@@ -304,16 +305,19 @@ def play_in_turn(
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
     leaves here is in it."""
+    from llm.structured import StructuredOutputMemory
     from orchestration.zork_orchestrator_v2 import configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)
+    # What each endpoint accepts for structured output, learnt once for the whole run.
+    structured_memory = StructuredOutputMemory()
     for episode in range(1, args.episodes + 1):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
         if status is not None:
             status.finish(episode - 1)  # the previous episode's block: its summary is above
             status.start_episode(episode)
-        failed = play_one(args, config, signals, status, ends, episode, redactor)
+        failed = play_one(args, config, signals, status, ends, episode, redactor, structured_memory)
         if failed is not None:
             return failed
     return EXIT_OK
@@ -327,6 +331,7 @@ def play_one(
     ends: list[EpisodeEnd],
     episode: int,
     redactor: Redactor,
+    structured_memory: StructuredOutputMemory,
 ) -> int | None:
     """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
     must stop here, None when the next episode may follow."""
@@ -342,6 +347,7 @@ def play_one(
             on_turn=figures_listener(args, status, episode),
             episode_id=args.episode_id,
             redactor=redactor,
+            structured_memory=structured_memory,
         )
     except ZorkGPTError as exc:
         ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from llm.models import tools_not_supported
 from llm_client import LLMClientWrapper
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import ToolLoop, json_type
 from managers.mcp.toolset import Toolset
-from session.errors import ConfigError, MCPConfigError
+from session.errors import ConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -311,7 +312,7 @@ class ZorkAgent:
             # Only now is it known which tools are offered; a re-ask keeps the prompt its conversation began with.
             messages[0] = {"role": "system", "content": self._system_prompt_with(tools)}
         if tools is None or not tools.schemas:
-            response = self.client.chat.completions.create(**self._client_args(messages))
+            response = self.client.complete(**self._client_args(messages))
             return self._remember(messages, self._parse_response(response.content))
         try:
             asyncio.get_running_loop()
@@ -423,17 +424,11 @@ class ZorkAgent:
     async def ask_with_tools(self, messages: list[dict[str, Any]], tools: Toolset) -> AgentDecision:
         """Run the tool loop on ``messages`` with the turn's ``tools`` (``messages`` grows with it).
 
-        Raises ``MCPConfigError`` when the model cannot call tools: the run cannot go on as
+        Raises ``ToolsNotSupportedError`` when the model cannot call tools: the run cannot go on as
         configured (``session.errors`` has the policy).
         """
-        if not self.client._supports_tool_calling(self.model):
-            raise MCPConfigError(
-                f"Model '{self.model}' does not support tool calling.\n"
-                "Please either:\n"
-                "  1. Set mcp.enabled = false in pyproject.toml, or\n"
-                "  2. Use a compatible model (gpt-4, claude-3, etc.), or\n"
-                "  3. Set mcp.force_tool_support = true if the detection is wrong"
-            )
+        if not self.client.supports_tool_calling(self.model):
+            raise tools_not_supported(self.model)
         with self._session_observation() as span:
             outcome = await self.tool_loop.run(messages, tools, self.current_turn)
             if span is not None:

@@ -32,20 +32,20 @@ from tests.scripted_llm import ScriptedLLMServer
 
 
 class TimedClient:
-    """Wraps ``client.chat.completions.create`` to add up time spent waiting on the LLM."""
+    """Wraps ``client.complete`` to add up time spent waiting on the LLM."""
 
-    def __init__(self, wrapper: Any) -> None:
+    def __init__(self, client: Any) -> None:
         self.llm_seconds = 0.0
-        self._create = wrapper.chat.completions.create
+        self._complete = client.complete
 
         def timed(**kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
-                return self._create(**kwargs)
+                return self._complete(**kwargs)
             finally:
                 self.llm_seconds += time.perf_counter() - start
 
-        wrapper.chat.completions.create = timed
+        client.complete = timed
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llm_client import LLMClientWrapper, LLMError
+from llm_client import LLMClientWrapper
+from session.errors import LLMError
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
 
@@ -71,7 +72,7 @@ class StructuredLLM:
         response_format = create_json_schema(response_model)
         self.stats.calls += 1
         try:
-            response = self.client.chat.completions.create(
+            response = self.client.complete(
                 model=model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 response_format=response_format,

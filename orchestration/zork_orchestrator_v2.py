@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
+from llm.structured import StructuredOutputMemory
 from llm_client import LLMClientWrapper
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
@@ -74,10 +75,14 @@ class ZorkOrchestratorV2:
         console_options: ConsoleOptions | None = None,
         on_turn: Callable[[TurnFigures], None] | None = None,
         redactor: Redactor | None = None,
+        structured_memory: StructuredOutputMemory | None = None,
     ) -> None:
         """``on_turn`` hears each turn's figures, and the final ones when the episode ends
-        (the live terminal status); ``console_options`` say what of the log reaches the console;
-        ``redactor`` is the run's (built from the configuration when not given)."""
+        (the live terminal status); ``console_options`` say what of the log reaches the console.
+        The run's ``redactor`` (built from the configuration when not given) and
+        ``structured_memory`` (what the run learnt about each endpoint's structured output;
+        default: this episode's own) are shared by every episode of a run."""
+        self.structured_memory = structured_memory or StructuredOutputMemory()
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
@@ -131,7 +136,7 @@ class ZorkOrchestratorV2:
 
         Separate clients mean separate circuit breakers: failing memory or objective calls open
         the memory role's breaker only, and only the agent's failures can end the episode.
-        What each endpoint accepts for structured output is shared across them for the run.
+        What each endpoint accepts for structured output is shared across them (``structured_memory``).
         A client passed in serves every role (tests and embedding code use this).
         """
         if given is not None:
@@ -142,6 +147,7 @@ class ZorkOrchestratorV2:
                 base_url=self.config.base_url_for(role),
                 langfuse_client=self.langfuse_client,
                 logger=self.logger,
+                structured_memory=self.structured_memory,
             )
             for role in ROLES
         }

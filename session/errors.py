@@ -4,7 +4,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
 
     ZorkGPTError
     ├── ConfigError                  a setting is missing, unknown or of the wrong type
-    │   ├── MCPConfigError           mcp_config.json is unusable, or the model cannot call tools   (also an MCPError)
+    │   ├── MCPConfigError           mcp_config.json is unusable                                   (also an MCPError)
     │   └── WorkdirError             (session/episode_log.py) game_workdir cannot be written
     ├── LLMError                     the model provider could not give an answer
     │   ├── LLMInvalidRequestError   the request was refused before sending                         (also a ValueError)
@@ -106,7 +106,9 @@ class LLMInvalidRequestError(LLMError, ValueError):
 
 
 class ToolsNotSupportedError(LLMInvalidRequestError):
-    """Tools were passed for a model the compatibility check says cannot call tools."""
+    """Tools were offered to a model the compatibility check says cannot call them (MCP is on
+    with a reasoning model). Built by ``llm.models.tools_not_supported``, whose message names the
+    model and the three fixes; a setup error, since only the configuration can fix it."""
 
 
 class LLMRequestError(LLMError):
@@ -151,8 +153,7 @@ class MCPError(ZorkGPTError):
 
 
 class MCPConfigError(MCPError, ConfigError):
-    """mcp_config.json is missing, unreadable, malformed or names no server, or the agent's
-    model cannot call tools while MCP is enabled."""
+    """mcp_config.json is missing, unreadable, malformed or names no server."""
 
 
 class MCPServerStartupError(MCPError):

@@ -102,7 +102,7 @@ class Sampling(_Section):
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
 
     def request_args(self) -> dict[str, float | int | None]:
-        """The settings as ``chat.completions.create`` keywords."""
+        """The settings as ``LLMClient.complete`` keywords."""
         return self.model_dump()
 
 

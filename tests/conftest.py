@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, settings
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import llm_client
 from game_interface import JerichoInterface, resolve_story_file
 from session.episode_log import SECRET_ENV_VARS
 from session.errors import ConfigError, StoryFileError
@@ -71,13 +70,6 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name in _GUARDED or name.startswith(_GUARDED_PREFIXES):
             monkeypatch.delenv(name)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_structured_output_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run-wide memory of which structured-output form each endpoint accepts is keyed by URL;
-    scripted servers reuse ports within one test process, so each test starts with an empty one."""
-    monkeypatch.setattr(llm_client, "RUN_STRUCTURED_OUTPUT", llm_client.StructuredOutputMemory())
 
 
 @pytest.fixture(scope="session")

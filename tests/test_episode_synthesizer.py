@@ -139,9 +139,9 @@ def test_usage_from_the_real_client(
     )
     episode = Episode(game, synthesizer)
     for step, command in enumerate(["north", "north", "up", "get egg"]):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": command}], name="Agent")
+        client.complete(model="m", messages=[{"role": "user", "content": command}], name="Agent")
         if step == 2:
-            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], name="Extractor")
+            client.complete(model="m", messages=[{"role": "user", "content": "x"}], name="Extractor")
         episode.turn(command)
     synthesizer.finalize_episode()
 

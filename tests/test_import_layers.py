@@ -1,7 +1,7 @@
 """The import graph has layers and no cycle.
 
 Entry points (main.py, mcp_servers/, benchmarks/, the viewer) → orchestration/ → zork_agent.py, managers/ →
-llm_client.py, session/, game_interface/, shared_utils.py. Every import is read from the source with ``ast`` —
+llm_client.py, llm/, session/, game_interface/, shared_utils.py. Every import is read from the source with ``ast`` —
 module-level, function-local and ``TYPE_CHECKING`` imports alike — so a lazy import cannot hide an arrow that
 points back up.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LOWER = frozenset({"llm_client", "shared_utils", "session", "game_interface"})
+LOWER = frozenset({"llm_client", "llm", "shared_utils", "session", "game_interface"})
 
 
 def unit_of(module: str) -> str:
@@ -87,6 +87,11 @@ def test_no_import_cycle_between_top_level_units() -> None:
 
     for unit in sorted(graph):
         visit(unit, [])
+
+
+def test_the_llm_package_uses_only_session_and_shared_utils() -> None:
+    """The client's parts sit at the bottom with session/: no game, no managers, not even its own face."""
+    assert import_graph()["llm"] <= {"session", "shared_utils"}
 
 
 def test_the_critic_lives_among_the_managers() -> None:

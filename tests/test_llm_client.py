@@ -19,17 +19,19 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from llm.replies import MALFORMED_TOOL_NAME
+from llm.structured import StructuredOutputMemory
+from llm.wire import LLMResponse
 from llm_client import (
-    MALFORMED_TOOL_NAME,
-    CircuitOpenError,
     LLMClient,
     LLMClientWrapper,
+)
+from session.errors import (
+    CircuitOpenError,
     LLMInvalidRequestError,
     LLMRequestError,
-    LLMResponse,
     LLMRetryExhaustedError,
     ToolsNotSupportedError,
-    parse_retry_after,
 )
 from session.game_configuration import GameConfiguration
 from shared_utils import get_langfuse_client
@@ -104,7 +106,7 @@ def test_payload_headers_and_url(llm_server: ScriptedLLMServer, make_client: Cal
     llm_server.script(completion('{"action": "north"}'))
     schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
 
-    response = client.chat_completions_create(
+    response = client.complete(
         model="openai/gpt-4o",
         messages=MESSAGES,
         temperature=0.3,
@@ -116,8 +118,7 @@ def test_payload_headers_and_url(llm_server: ScriptedLLMServer, make_client: Cal
         response_format=schema,
         extra_headers={"X-Trace": "turn-7"},
         name="agent",
-        seed=7,
-        provider={"order": ["openai"]},
+        extra_body={"seed": 7, "provider": {"order": ["openai"]}},
     )
 
     assert response.content == '{"action": "north"}'
@@ -143,7 +144,7 @@ def test_parameters_left_as_none_are_omitted(llm_server: ScriptedLLMServer, make
     client, _ = make_client()
     llm_server.script(completion("look"))
 
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, temperature=None, seed=None)
+    client.complete(model="openai/gpt-4o", messages=MESSAGES, temperature=None, extra_body={"seed": None})
 
     assert set(llm_server.bodies[0]) == {"model", "messages"}
 
@@ -155,10 +156,10 @@ def test_tools_and_tool_choice_passed_through_only_when_given(
     llm_server.script(completion("a"), completion("b"), completion("c"))
     choice = {"type": "function", "function": {"name": "thoughtbox__think"}}
 
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL], tool_choice=choice)
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES)
+    client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL], tool_choice=choice)
+    client.complete(model="openai/gpt-4o", messages=MESSAGES)
     # Providers reject "tools": [] and a tool_choice without tools, so an empty list means none.
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[], tool_choice="auto")
+    client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[], tool_choice="auto")
 
     first, second, third = llm_server.bodies
     assert first["tools"] == [THINK_TOOL]
@@ -178,7 +179,7 @@ def test_tool_calls_parsed_and_content_dropped(llm_server: ScriptedLLMServer, ma
     body["choices"][0]["message"]["content"] = "Let me think first."
     llm_server.script(body)
 
-    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+    response = client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
 
     assert response.content is None
     assert response.finish_reason == "tool_calls"
@@ -191,7 +192,7 @@ def test_tool_calls_parsed_and_content_dropped(llm_server: ScriptedLLMServer, ma
     assert second.id.startswith("call_") and second.id != first.id
     assert json.loads(second.function.arguments) == {"thought": "dict form"}
     llm_server.script(body)
-    again = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+    again = client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
     assert again.tool_calls is not None and again.tool_calls[1].id == second.id
 
 
@@ -202,7 +203,7 @@ def test_plain_reply_has_no_tool_calls_and_carries_usage(
     usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127, "prompt_tokens_details": {"x": 1}}
     llm_server.script(completion("open mailbox", model="openai/gpt-4o-2024", usage=usage, finish_reason="length"))
 
-    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES)
+    response = client.complete(model="openai/gpt-4o", messages=MESSAGES)
 
     assert response == LLMResponse(
         content="open mailbox",
@@ -221,13 +222,13 @@ def test_invalid_tool_schema_refused_before_sending(
     dotted["function"]["name"] = "thoughtbox.think"
 
     with pytest.raises(LLMInvalidRequestError, match=r"thoughtbox\.think.*server__tool"):
-        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[dotted])
+        client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[dotted])
     no_params = copy.deepcopy(THINK_TOOL)
     del no_params["function"]["parameters"]
     with pytest.raises(LLMInvalidRequestError, match="parameters"):
-        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[no_params])
+        client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[no_params])
     with pytest.raises(LLMInvalidRequestError, match="messages"):
-        client.chat_completions_create(model="openai/gpt-4o", messages=[])
+        client.complete(model="openai/gpt-4o", messages=[])
     assert llm_server.requests == []
 
 
@@ -235,26 +236,30 @@ def test_tools_refused_for_reasoning_model_unless_forced(
     llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
 ) -> None:
     client, _ = make_client()
-    with pytest.raises(ToolsNotSupportedError, match="force_tool_support"):
-        client.chat_completions_create(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
+    with pytest.raises(ToolsNotSupportedError) as caught:
+        client.complete(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
     assert llm_server.requests == []
+    message = str(caught.value)  # the model and the three fixes
+    assert "'deepseek/deepseek-r1' does not support tool calling" in message
+    assert "enabled = false" in message and "force_tool_support = true" in message
+    assert "[tool.zorkgpt.mcp]" in message
 
     forced = make_config()
     forced.mcp.force_tool_support = True
     client, _ = make_client(forced)
     llm_server.script(completion("ok"))
-    client.chat_completions_create(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
+    client.complete(model="deepseek/deepseek-r1", messages=MESSAGES, tools=[THINK_TOOL])
     assert llm_server.bodies[0]["tools"] == [THINK_TOOL]
 
 
 def test_supports_tool_calling_patterns_and_override() -> None:
     client = LLMClient(make_config(), api_key=API_KEY)
-    assert client._supports_tool_calling("anthropic/claude-sonnet-4.5")
-    assert client._supports_tool_calling("some-lab/unknown-model")
+    assert client.supports_tool_calling("anthropic/claude-sonnet-4.5")
+    assert client.supports_tool_calling("some-lab/unknown-model")
     for model in ("openai/o1-mini", "openai/o3-mini", "qwen/qwq-32b", "deepseek/deepseek-r1", "x/grok-4-reasoning"):
-        assert not client._supports_tool_calling(model), model
+        assert not client.supports_tool_calling(model), model
     client.config.mcp.force_tool_support = True
-    assert client._supports_tool_calling("openai/o1-mini")
+    assert client.supports_tool_calling("openai/o1-mini")
 
 
 # -- retries -----------------------------------------------------------------------------
@@ -272,7 +277,7 @@ def test_429_retried_honouring_retry_after(
     )
 
     with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
-        response = client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+        response = client.complete(model="m", messages=MESSAGES, name="agent")
 
     assert response.content == "north"
     # The server's Retry-After wins over the backoff, capped at max_delay (8 s).
@@ -291,7 +296,7 @@ def test_5xx_retried_with_exponential_backoff_and_jitter(
     )
 
     with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
-        assert client.chat_completions_create(model="m", messages=MESSAGES).content == "ok"
+        assert client.complete(model="m", messages=MESSAGES).content == "ok"
 
     # initial 0.5 s doubling, plus jitter 0.25 * random() (pinned at 0.5) of each delay.
     assert delays == pytest.approx([0.5 * 1.125, 1.0 * 1.125, 2.0 * 1.125])
@@ -304,7 +309,7 @@ def test_backoff_never_exceeds_max_delay(llm_server: ScriptedLLMServer, make_cli
     client.random = lambda: 0.999
     llm_server.script(*[Reply(500)] * 6, completion("ok"))
 
-    client.chat_completions_create(model="m", messages=MESSAGES)
+    client.complete(model="m", messages=MESSAGES)
 
     assert delays[0] == pytest.approx(1.999)
     assert max(delays) == 4.0
@@ -322,7 +327,7 @@ def test_timeout_retried(
 
     try:
         with caplog.at_level(logging.WARNING, logger="zorkgpt.llm"):
-            response = client.chat_completions_create(model="m", messages=MESSAGES)
+            response = client.complete(model="m", messages=MESSAGES)
     finally:
         never.set()
 
@@ -340,7 +345,7 @@ def test_connection_error_retried_then_exhausted() -> None:
     client.sleep = delays.append
 
     with pytest.raises(LLMRetryExhaustedError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
 
     assert info.value.attempts == 3
     assert "connection error" in info.value.last_cause
@@ -365,7 +370,7 @@ def test_malformed_reply_retried(bad: Reply, llm_server: ScriptedLLMServer, make
     client, delays = make_client()
     llm_server.script(bad, completion("go north"))
 
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "go north"
+    assert client.complete(model="m", messages=MESSAGES).content == "go north"
     assert len(llm_server.requests) == 2
     assert len(delays) == 1
 
@@ -377,7 +382,7 @@ def test_a_body_nested_too_deep_is_an_llm_error_saying_so(
     llm_server.script(Reply(200, '{"choices": ' + "[" * 50_000 + "]" * 50_000 + "}"))
 
     with pytest.raises(LLMRetryExhaustedError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
 
     assert "malformed reply: the body nests JSON more than 128 levels deep" in info.value.last_cause
     assert "100,013 characters" in info.value.last_cause
@@ -390,7 +395,7 @@ def test_a_tool_call_written_as_text_nested_too_deep_becomes_a_malformed_call(
     deep = '{"name": "thoughtbox__think", "arguments": {"thought": ' + "[" * 50_000 + "]" * 50_000 + "}}"
     llm_server.script(completion(f"<tool_call>{deep}</tool_call>"))
 
-    response = client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
+    response = client.complete(model="openai/gpt-4o", messages=MESSAGES, tools=[THINK_TOOL])
 
     (call,) = response.tool_calls or []
     assert call.function.name == MALFORMED_TOOL_NAME
@@ -404,7 +409,7 @@ def test_retries_exhausted_error_names_attempts_and_last_cause(
     llm_server.respond_with(lambda body, i: Reply(503, {"error": {"message": f"overloaded #{i}"}}))
 
     with pytest.raises(LLMRetryExhaustedError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES, name="critic")
+        client.complete(model="m", messages=MESSAGES, name="critic")
 
     assert info.value.attempts == 3
     assert "HTTP 503" in info.value.last_cause
@@ -431,7 +436,7 @@ def test_other_4xx_not_retried_and_carry_provider_message(
     llm_server.script(Reply(status, {"error": {"message": provider, "code": status}}), completion("never"))
 
     with pytest.raises(LLMRequestError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
 
     assert info.value.status_code == status
     assert info.value.provider_message == provider
@@ -445,19 +450,7 @@ def test_other_4xx_not_retried_and_carry_provider_message(
 def test_unusable_base_url_is_a_clear_error() -> None:
     client = LLMClient(make_config(), base_url="openrouter.ai/api/v1", api_key=API_KEY)
     with pytest.raises(LLMInvalidRequestError, match=r"base_url"):
-        client.chat_completions_create(model="m", messages=MESSAGES)
-
-
-def test_parse_retry_after_forms() -> None:
-    from datetime import UTC, datetime
-
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after("7", now) == 7.0
-    assert parse_retry_after("1.5", now) == 1.5
-    assert parse_retry_after("Wed, 01 Jan 2025 12:00:20 GMT", now) == 20.0
-    assert parse_retry_after("Wed, 01 Jan 2025 11:00:00 GMT", now) == 0.0
-    assert parse_retry_after("soon", now) is None
-    assert parse_retry_after(None, now) is None
+        client.complete(model="m", messages=MESSAGES)
 
 
 # -- secrets -----------------------------------------------------------------------------
@@ -473,9 +466,9 @@ def test_api_key_never_in_exceptions_or_logs(
 
     with caplog.at_level(logging.DEBUG):
         with pytest.raises(LLMRetryExhaustedError) as exhausted:
-            client.chat_completions_create(model="m", messages=MESSAGES)
+            client.complete(model="m", messages=MESSAGES)
         with pytest.raises(LLMRequestError) as rejected:
-            client.chat_completions_create(model="m", messages=MESSAGES)
+            client.complete(model="m", messages=MESSAGES)
 
     for exc in (exhausted.value, rejected.value):
         assert API_KEY not in str(exc)
@@ -503,21 +496,21 @@ def test_circuit_breaker_opens_then_half_open_trial_closes_it(
 
     for _ in range(2):
         with pytest.raises(LLMRetryExhaustedError):
-            client.chat_completions_create(model="m", messages=MESSAGES)
+            client.complete(model="m", messages=MESSAGES)
     assert len(llm_server.requests) == 6
 
     clock.now += 10
     with pytest.raises(CircuitOpenError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
     assert info.value.retry_in_seconds == pytest.approx(20.0)
     assert "20.0s" in str(info.value)
     assert len(llm_server.requests) == 6, "an open breaker sends nothing"
 
     clock.now += 21
     healthy["value"] = True
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "back"
+    assert client.complete(model="m", messages=MESSAGES).content == "back"
     assert len(llm_server.requests) == 7
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "back"
+    assert client.complete(model="m", messages=MESSAGES).content == "back"
 
 
 def test_failed_half_open_trial_is_one_attempt_and_reopens(
@@ -529,16 +522,16 @@ def test_failed_half_open_trial_is_one_attempt_and_reopens(
     llm_server.respond_with(lambda body, i: Reply(500))
 
     with pytest.raises(LLMRetryExhaustedError):
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
     assert len(llm_server.requests) == 4
 
     clock.now += 6
     with pytest.raises(LLMRetryExhaustedError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
     assert info.value.attempts == 1, "the half-open trial does not retry"
     assert len(llm_server.requests) == 5
     with pytest.raises(CircuitOpenError):
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
     assert len(llm_server.requests) == 5
 
 
@@ -549,9 +542,9 @@ def test_rejected_requests_do_not_open_the_breaker(
     llm_server.script(Reply(400, {"error": {"message": "bad"}}), Reply(400, {"error": {"message": "bad"}}))
     for _ in range(2):
         with pytest.raises(LLMRequestError):
-            client.chat_completions_create(model="m", messages=MESSAGES)
+            client.complete(model="m", messages=MESSAGES)
     llm_server.script(completion("fine"))
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "fine"
+    assert client.complete(model="m", messages=MESSAGES).content == "fine"
 
 
 # -- model-specific rewrites -------------------------------------------------------------
@@ -564,7 +557,7 @@ def test_reasoning_model_gets_user_only_messages_and_no_sampling(
     llm_server.script(completion("north"))
     schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
 
-    client.chat_completions_create(
+    client.complete(
         model="openai/o1-mini",
         messages=MESSAGES,
         temperature=0.7,
@@ -592,7 +585,7 @@ def test_reasoning_families_detected(
 ) -> None:
     client, _ = make_client()
     llm_server.script(completion("ok"))
-    client.chat_completions_create(model=model, messages=MESSAGES, temperature=0.5)
+    client.complete(model=model, messages=MESSAGES, temperature=0.5)
     body = llm_server.bodies[0]
     assert "temperature" not in body
     assert all(m["role"] == "user" for m in body["messages"])
@@ -611,7 +604,7 @@ def test_cache_control_on_system_and_user_without_touching_caller_messages(
     ]
     before = copy.deepcopy(messages)
 
-    client.chat_completions_create(model="openai/gpt-4o", messages=messages)
+    client.complete(model="openai/gpt-4o", messages=messages)
 
     assert messages == before, "the caller's history must not change"
     sent = llm_server.bodies[0]["messages"]
@@ -630,7 +623,7 @@ def test_anthropic_cache_control_on_text_parts_within_breakpoint_limit(
     client, _ = make_client()
     llm_server.script(completion("ok"), completion("ok"))
 
-    client.chat_completions_create(model="anthropic/claude-sonnet-4.5", messages=MESSAGES)
+    client.complete(model="anthropic/claude-sonnet-4.5", messages=MESSAGES)
     sent = llm_server.bodies[0]["messages"]
     assert sent == [
         {
@@ -646,7 +639,7 @@ def test_anthropic_cache_control_on_text_parts_within_breakpoint_limit(
     long_history = [MESSAGES[0]] + [
         m for i in range(6) for m in ({"role": "user", "content": f"u{i}"}, {"role": "assistant", "content": f"a{i}"})
     ]
-    client.chat_completions_create(model="claude-3-haiku", messages=long_history)
+    client.complete(model="claude-3-haiku", messages=long_history)
     sent = llm_server.bodies[1]["messages"]
     marked = [
         m["content"][0]["text"] for m in sent if isinstance(m["content"], list) and "cache_control" in m["content"][-1]
@@ -666,11 +659,11 @@ def test_usage_by_name_counts_successful_calls(llm_server: ScriptedLLMServer, ma
         completion("a", usage=usage), completion("b", usage=usage), completion("c", usage=usage), Reply(500)
     )
 
-    client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
-    client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
-    client.chat_completions_create(model="critic-model", messages=MESSAGES)
+    client.complete(model="m", messages=MESSAGES, name="agent")
+    client.complete(model="m", messages=MESSAGES, name="agent")
+    client.complete(model="critic-model", messages=MESSAGES)
     with pytest.raises(LLMRetryExhaustedError):
-        client.chat_completions_create(model="m", messages=MESSAGES, name="agent")
+        client.complete(model="m", messages=MESSAGES, name="agent")
 
     agent = client.usage_by_name["agent"]
     assert (agent.calls, agent.prompt_tokens, agent.completion_tokens, agent.total_tokens) == (2, 200, 20, 220)
@@ -679,18 +672,21 @@ def test_usage_by_name_counts_successful_calls(llm_server: ScriptedLLMServer, ma
     assert client.usage_by_name == {}
 
 
-def test_wrapper_exposes_openai_shaped_create(llm_server: ScriptedLLMServer) -> None:
-    wrapper = LLMClientWrapper(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
+def test_the_wrapper_name_is_the_client_with_its_typed_complete(llm_server: ScriptedLLMServer) -> None:
+    assert LLMClientWrapper is LLMClient
+    client = LLMClientWrapper(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
     llm_server.script(completion("take lamp"))
 
-    response = wrapper.chat.completions.create(model="openai/gpt-4o", messages=MESSAGES, name="agent")
+    response = client.complete(model="openai/gpt-4o", messages=MESSAGES, name="agent")
 
-    assert isinstance(wrapper.client, LLMClient)
     assert response.content == "take lamp"
-    assert wrapper.usage_by_name["agent"].calls == 1
-    assert not wrapper._supports_tool_calling("openai/o1-mini")
-    wrapper.reset_usage()
-    assert wrapper.usage_by_name == {}
+    assert client.usage_by_name["agent"].calls == 1
+    assert not client.supports_tool_calling("openai/o1-mini")
+    client.reset_usage()
+    assert client.usage_by_name == {}
+    with pytest.raises(TypeError, match="temprature"):  # a misspelt parameter is not sent to the provider
+        client.complete(model="openai/gpt-4o", messages=MESSAGES, temprature=0.2)  # type: ignore[call-arg]
+    assert len(llm_server.requests) == 1
 
 
 def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
@@ -698,7 +694,7 @@ def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
         {"llm": {"base_url": llm_server.base_url + "/"}}, environ={"OPENROUTER_API_KEY": API_KEY}
     )
     llm_server.script(completion("ok"))
-    LLMClient(config).chat_completions_create(model="m", messages=MESSAGES)
+    LLMClient(config).complete(model="m", messages=MESSAGES)
     request = llm_server.requests[0]
     assert request.path == "/v1/chat/completions"
     assert request.headers["Authorization"] == f"Bearer {API_KEY}"
@@ -719,10 +715,10 @@ def test_each_call_is_one_langfuse_generation(
         Reply(500, {"error": {"message": "down"}}),
     )
 
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="agent", temperature=0.4)
-    client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="agent", tools=[THINK_TOOL])
+    client.complete(model="openai/gpt-4o", messages=MESSAGES, name="agent", temperature=0.4)
+    client.complete(model="openai/gpt-4o", messages=MESSAGES, name="agent", tools=[THINK_TOOL])
     with pytest.raises(LLMRetryExhaustedError):
-        client.chat_completions_create(model="openai/gpt-4o", messages=MESSAGES, name="critic")
+        client.complete(model="openai/gpt-4o", messages=MESSAGES, name="critic")
     langfuse.flush()
 
     spans = exporter.get_finished_spans()
@@ -780,8 +776,7 @@ def negotiation_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRec
 
 def ask_verdict(client: LLMClient, times: int = 1) -> list[LLMResponse]:
     return [
-        client.chat_completions_create(model="local/model", messages=MESSAGES, response_format=VERDICT_FORMAT)
-        for _ in range(times)
+        client.complete(model="local/model", messages=MESSAGES, response_format=VERDICT_FORMAT) for _ in range(times)
     ]
 
 
@@ -883,19 +878,22 @@ def test_a_plain_500_is_still_retried(llm_server: ScriptedLLMServer, make_client
 def test_negotiation_is_remembered_per_endpoint_and_model(
     llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
 ) -> None:
-    """A second client on the same endpoint (another role) starts where the first ended; another
-    model on the same endpoint negotiates for itself."""
+    """A second client sharing the run's memory (another role) starts where the first ended; another
+    model on the same endpoint negotiates for itself, and so does a client given no memory."""
     llm_server.respond_with(
         ProviderEmulation(
             lambda body, i: completion(VERDICT),
             refuse=frozenset({"json_schema"}),
         )
     )
-    first, _ = make_client()
-    second, _ = make_client()
+    memory = StructuredOutputMemory()  # the run's one memory, given to each role's client
+    first, _ = make_client(structured_memory=memory)
+    second, _ = make_client(structured_memory=memory)
     ask_verdict(first)
     ask_verdict(second)
-    second.chat_completions_create(model="other/model", messages=MESSAGES, response_format=VERDICT_FORMAT)
+    second.complete(model="other/model", messages=MESSAGES, response_format=VERDICT_FORMAT)
+    alone, _ = make_client()  # given no memory: its own, nothing run-wide learnt behind its back
+    ask_verdict(alone)
     kinds = [(b["model"], (b.get("response_format") or {}).get("type")) for b in llm_server.bodies]
     assert kinds == [
         ("local/model", "json_schema"),
@@ -903,6 +901,8 @@ def test_negotiation_is_remembered_per_endpoint_and_model(
         ("local/model", "json_object"),
         ("other/model", "json_schema"),
         ("other/model", "json_object"),
+        ("local/model", "json_schema"),
+        ("local/model", "json_object"),
     ]
 
 
@@ -938,7 +938,7 @@ def test_openrouter_is_asked_for_the_cost_and_reports_it(
     usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100, "cost": 0.0042}
     llm_server.script(completion("north", usage=usage))
     client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
-    response = client.chat_completions_create(model="m", messages=MESSAGES, name="Agent")
+    response = client.complete(model="m", messages=MESSAGES, name="Agent")
     assert llm_server.bodies[0]["usage"] == {"include": True}
     assert response.cost_usd == pytest.approx(0.0042)
     stats = client.usage_by_name["Agent"]
@@ -961,8 +961,8 @@ def test_the_pricing_table_prices_calls_the_provider_does_not(
     }
     llm_server.script(completion("a", usage=usage), completion("b", usage=usage))
     client, _ = make_client(config)
-    priced = client.chat_completions_create(model="priced/model", messages=MESSAGES, name="Agent")
-    unknown = client.chat_completions_create(model="free/model", messages=MESSAGES, name="Agent")
+    priced = client.complete(model="priced/model", messages=MESSAGES, name="Agent")
+    unknown = client.complete(model="free/model", messages=MESSAGES, name="Agent")
     assert "usage" not in llm_server.bodies[0], "only OpenRouter is asked for usage.cost"
     assert priced.cost_usd == pytest.approx((500 * 3.0 + 1500 * 0.3 + 100 * 15.0) / 1_000_000)
     assert unknown.cost_usd is None
@@ -977,7 +977,7 @@ def test_openai_preset_leaves_out_the_parameters_openai_refuses(
     config = GameConfiguration.from_mapping({"llm": {"provider": "openai"}}, environ={})
     llm_server.script(completion("north"))
     client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
-    client.chat_completions_create(model="gpt-4o", messages=MESSAGES, top_k=40, min_p=0.1, temperature=0.2)
+    client.complete(model="gpt-4o", messages=MESSAGES, top_k=40, min_p=0.1, temperature=0.2)
     body = llm_server.bodies[0]
     assert "top_k" not in body and "min_p" not in body and body["temperature"] == 0.2
     assert all("cache_control" not in m for m in body["messages"])
@@ -991,8 +991,8 @@ def test_an_empty_reply_is_an_answer_not_retried(
 ) -> None:
     llm_server.script(completion(""), completion("   \n"), completion("never asked"))
     client, delays = make_client()
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == ""
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "   \n"
+    assert client.complete(model="m", messages=MESSAGES).content == ""
+    assert client.complete(model="m", messages=MESSAGES).content == "   \n"
     assert len(llm_server.requests) == 2 and delays == []
 
 
@@ -1009,7 +1009,7 @@ def test_every_tool_call_dialect_becomes_tool_calls(
     )
     client, delays = make_client()
 
-    response = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+    response = client.complete(model="m", messages=MESSAGES, tools=[THINK_TOOL])
 
     assert response.content is None and response.tool_calls is not None and delays == []
     (call,) = response.tool_calls
@@ -1029,8 +1029,8 @@ def test_text_tool_calls_are_only_read_when_tools_were_offered(
     text = '<tool_call>{"name": "thoughtbox__think", "arguments": {}}</tool_call>'
     llm_server.script(completion(text), completion('{"name": "thoughtbox__think", "arguments": {"thought": "x"}}'))
     client, _ = make_client()
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == text
-    bare = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+    assert client.complete(model="m", messages=MESSAGES).content == text
+    bare = client.complete(model="m", messages=MESSAGES, tools=[THINK_TOOL])
     assert bare.tool_calls is not None and bare.tool_calls[0].function.name == "thoughtbox__think"
 
 
@@ -1040,8 +1040,8 @@ def test_a_bare_json_answer_is_not_mistaken_for_a_tool_call(
     answer = '{"thinking": "go", "action": "north", "new_objective": null}'
     llm_server.script(completion(answer), completion('{"name": "not_a_tool", "arguments": {}}'))
     client, _ = make_client()
-    assert client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL]).content == answer
-    other = client.chat_completions_create(model="m", messages=MESSAGES, tools=[THINK_TOOL])
+    assert client.complete(model="m", messages=MESSAGES, tools=[THINK_TOOL]).content == answer
+    other = client.complete(model="m", messages=MESSAGES, tools=[THINK_TOOL])
     assert other.tool_calls is None, "a bare object naming no offered tool may just be the answer"
 
 
@@ -1059,7 +1059,7 @@ def test_request_timeout_bounds_the_whole_request_not_the_gap_between_bytes(
     client, delays = make_client(make_config(max_retries=1, request_timeout=1.0))
 
     with pytest.raises(LLMRetryExhaustedError) as info:
-        client.chat_completions_create(model="m", messages=MESSAGES)
+        client.complete(model="m", messages=MESSAGES)
 
     assert info.value.attempts == 2 and "request_timeout=1s" in info.value.last_cause
     assert len(llm_server.requests) == 2 and len(delays) == 1
@@ -1070,7 +1070,7 @@ def test_the_deadline_leaves_the_connection_pool_usable(
 ) -> None:
     llm_server.script(Reply(200, completion("x" * 300), trickle=0.2), completion("north"))
     client, _ = make_client(make_config(max_retries=1, request_timeout=1.0))
-    assert client.chat_completions_create(model="m", messages=MESSAGES).content == "north"
+    assert client.complete(model="m", messages=MESSAGES).content == "north"
 
 
 def test_a_broken_json_reply_under_a_working_format_is_not_taken_for_an_ignored_format(

@@ -30,9 +30,10 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClientWrapper
-from managers.mcp import MCPError, MCPServerStartupError
+from managers.mcp import MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
+from session.errors import Consequence, ToolsNotSupportedError, consequence_of
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     THINK_FIELDS,
@@ -383,8 +384,9 @@ def test_model_without_tool_support_fails_before_the_first_tool_call(
     llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
 ) -> None:
     run = turns(agent_model="deepseek/deepseek-r1")
-    error = run.failing_turn(MCPError)
+    error = run.failing_turn(ToolsNotSupportedError)
 
+    assert consequence_of(error) is Consequence.SETUP_FAILS
     assert "deepseek/deepseek-r1" in str(error) and "does not support tool calling" in str(error)
     assert "force_tool_support" in str(error) and "enabled = false" in str(error)
     assert llm_server.requests == [] and run.tool_calls == []

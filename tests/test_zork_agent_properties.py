@@ -4,8 +4,8 @@
 Deterministic under the "ci" profile of tests/conftest.py (100 examples each, derandomized).
 To run hundreds of turns in seconds the loop is isolated from its two collaborators: an
 in-process ``FakeMCPManager`` (the MCPManager interface the agent uses, recording order and
-concurrency) and a ``FakeLLM`` with ``.chat.completions.create(**kwargs)`` returning real
-``llm_client.LLMResponse`` objects scripted per example. Everything between them is the real
+concurrency) and a ``FakeLLM`` with ``.complete(**kwargs)`` returning real
+``llm.wire.LLMResponse`` objects scripted per example. Everything between them is the real
 ``ZorkAgent.get_action_with_reasoning``, including its ``asyncio.run``. Real HTTP and real
 servers are covered by tests/test_zork_agent_mcp.py.
 
@@ -37,11 +37,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm_client import FunctionCall, LLMResponse, LLMRetryExhaustedError, ToolCall
+from llm.wire import FunctionCall, LLMResponse, ToolCall
 from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
 from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from managers.mcp.tools import ToolCallResult
 from managers.mcp.toolset import ToolInfo, Toolset
+from session.errors import LLMRetryExhaustedError
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -294,7 +295,7 @@ def parsed_answer(content: str | None) -> dict[str, Any]:
 
 
 class FakeLLM:
-    """``.chat.completions.create(**kwargs)`` answering from a scenario; records every call's kwargs."""
+    """``.complete(**kwargs)`` answering from a scenario; records every call's kwargs."""
 
     def __init__(self, scenario: Scenario, events: list[tuple[Any, ...]], supports_tools: bool = True) -> None:
         self.scenario = scenario
@@ -302,10 +303,8 @@ class FakeLLM:
         self.events = events
         self.supports_tools = supports_tools
         self.calls: list[dict[str, Any]] = []
-        self.chat = self
-        self.completions = self
 
-    def create(self, **kwargs: Any) -> LLMResponse:
+    def complete(self, **kwargs: Any) -> LLMResponse:
         self.calls.append(copy.deepcopy(kwargs))  # the agent keeps appending to the same list
         self.events.append(("llm", len(self.calls)))
         step = self.steps.pop(0) if kwargs.get("tools") and self.steps else Step("content", content=self.scenario.final)
@@ -318,7 +317,7 @@ class FakeLLM:
             return LLMResponse(content=None, model="fake", finish_reason="length")
         return LLMResponse(content=step.content, model="fake", finish_reason="stop")
 
-    def _supports_tool_calling(self, model: str) -> bool:
+    def supports_tool_calling(self, model: str) -> bool:
         return self.supports_tools
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import mcp.types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
+from llm.wire import LLMResponse
 from managers.mcp.config import ServerConfig
 from shared_utils import extract_json_object
 
@@ -38,9 +39,17 @@ SAMPLING_USAGE_NAME = "mcp-sampling"
 
 
 class ChatModel(Protocol):
-    """What a role's LLM client offers: ``client.chat.completions.create(...)`` (llm_client.py)."""
+    """What a role's LLM client offers: ``client.complete(...)`` (``LLMClient`` in llm_client.py)."""
 
-    chat: Any
+    def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> LLMResponse: ...
 
 
 class ServerRequestAnswers:
@@ -143,7 +152,7 @@ class ServerRequestAnswers:
             },
             {"role": "user", "content": f"{params.message}\n\nForm schema:\n{json.dumps(schema_json)}"},
         ]
-        response = self.clients["agent"].chat.completions.create(
+        response = self.clients["agent"].complete(
             model=self.models["agent"],
             messages=messages,
             response_format={"type": "json_object"},
@@ -171,7 +180,7 @@ class ServerRequestAnswers:
             )
             messages.append({"role": message.role, "content": text})
         model = self.models[role]
-        response = self.clients[role].chat.completions.create(
+        response = self.clients[role].complete(
             model=model, messages=messages, max_tokens=max_tokens, name=SAMPLING_USAGE_NAME
         )
         return response.content or "", model

@@ -42,7 +42,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llm_client import MALFORMED_TOOL_NAME, LLMClientWrapper, LLMResponse, ToolCall
+from llm.replies import MALFORMED_TOOL_NAME
+from llm.wire import LLMResponse, ToolCall
+from llm_client import LLMClientWrapper
 from managers.mcp.tool_events import ToolLoopEvents, ToolLoopStats, logged_arguments
 from managers.mcp.tools import ToolCallResult
 from managers.mcp.toolset import ToolInfo, Toolset
@@ -130,7 +132,7 @@ class ToolLoop:
                 break
             stats.iterations += 1
             self.events.iteration(stats, max_iterations)
-            response = self.client.chat.completions.create(**args)
+            response = self.client.complete(**args)
             if not response.tool_calls:
                 if not response.content:
                     self.events.no_answer(stats, response.finish_reason)
@@ -149,7 +151,7 @@ class ToolLoop:
             self.events.forcing_final(stats)
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
-            response = self.client.chat.completions.create(**self.request_args(messages, tools=None, tool_choice=None))
+            response = self.client.complete(**self.request_args(messages, tools=None, tool_choice=None))
         decision = self.read_answer(response.content, tuple(stats.calls))
         self.events.finished(stats, decision)
         return ToolLoopOutcome(decision, stats.iterations, stats.forced_final, stats.budget_exhausted)

@@ -47,7 +47,7 @@ from typing import Any
 import mcp.types as types
 from pydantic import BaseModel
 
-from llm_client import TOOL_NAME_PATTERN
+from llm.wire import TOOL_NAME_PATTERN
 from shared_utils import cap_text
 
 WIRE_NAME_PATTERN = TOOL_NAME_PATTERN  # what providers accept as a function name
