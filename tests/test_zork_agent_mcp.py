@@ -33,6 +33,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from llm_client import LLMClientWrapper
 from managers.mcp import MCPError, MCPManager, MCPServerStartupError
+from managers.mcp.source import processes_with_marker
+from managers.mcp.sweeper import OWNER_ENV_VAR
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.game_configuration import GameConfiguration
@@ -112,7 +114,7 @@ class AgentTurns:
             langfuse_client=langfuse,
         )
         self.children_before = child_pids()
-        self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
+        self.spawned: set[int] = set()  # this manager's server processes started by opening turns, over all turns
         self.tool_calls: list[str] = []  # names that reached MCPManager.call_tool, in order
         self._install_spies()
         self.asyncio_runs = 0
@@ -129,13 +131,22 @@ class AgentTurns:
     def _install_spies(self) -> None:
         real_open, real_call = self.manager.open_turn, self.manager.call_tool
 
+        owner = self.manager.settings.owner
+        assert owner is not None
+
+        def servers() -> set[int]:
+            # This manager's servers, by the owner marker each of them carries: not the sweeper
+            # watching over them (the check after close covers it), nor any other child this
+            # test process happens to start while the turn opens. Counting every new child
+            # took such a process for a second server of the turn, now and then, under load.
+            return set(processes_with_marker(OWNER_ENV_VAR, owner))
+
         async def open_spy(turn: int) -> list[dict[str, Any]]:
-            before = child_pids()
+            before = servers()
             try:
                 return await real_open(turn)
             finally:
-                # The servers, not the sweeper watching over them (the check after close covers it).
-                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+                self.spawned |= servers() - before
 
         async def call_spy(tool_name: str, arguments: dict[str, Any], **options: Any) -> Any:
             self.tool_calls.append(tool_name)
