@@ -10,11 +10,14 @@ second, deliberate signal coming after the one-second window that counts repeats
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +142,20 @@ def test_ctrl_c_forwarded_twice_by_uv_with_mcp_on_counts_once(
     assert processes_with(marker) == []
 
 
+@contextlib.contextmanager
+def stacks_on_failure(main: MainProcess) -> Iterator[None]:
+    """A wait that fails (it failed once under a loaded CI and never alone) ends main.py with
+    SIGABRT, so its faulthandler prints where each of its threads was: the failure then says
+    whether main.py was stuck (and where) or merely slow, instead of only that it was silent."""
+    try:
+        yield
+    except (AssertionError, subprocess.TimeoutExpired) as failure:
+        if main.proc.poll() is None:
+            main.proc.send_signal(signal.SIGABRT)
+            main.wait()
+        raise AssertionError(f"{failure}\nmain.py's stderr, with its threads' stacks:\n{main.stderr}") from None
+
+
 def body_offers_tools(llm_server: ScriptedLLMServer) -> bool:
     agent = [b for b in llm_server.bodies if b.get("model") == AGENT_MODEL]
     return bool(agent and agent[-1].get("tools"))
@@ -155,15 +172,18 @@ def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
     marker = uuid.uuid4().hex
     model = HeldTurn(walkthrough(game_file), held_turn=2)
     llm_server.respond_with(model)
-    main = start(llm_server, tmp_path, game_file, **(mcp_env(tmp_path, marker) if with_mcp else {}))
+    # faulthandler only acts on a fatal signal: the SIGABRT of stacks_on_failure, never in a passing run.
+    env = (mcp_env(tmp_path, marker) if with_mcp else {}) | {"PYTHONFAULTHANDLER": "1"}
+    main = start(llm_server, tmp_path, game_file, **env)
     try:
-        assert model.arrived.wait(60), main.stderr
-        main.proc.send_signal(signum)
-        main.wait_for_stderr(STOPPING)
-        # The handler has run; a signal sent after the window is a new one, whatever the load.
-        time.sleep(REPEAT_WINDOW_SECONDS + 0.2)
-        main.proc.send_signal(signum)  # the model is still "thinking": abort now
-        code = main.wait()
+        with stacks_on_failure(main):
+            assert model.arrived.wait(60), "turn 2's request never reached the model"
+            main.proc.send_signal(signum)
+            main.wait_for_stderr(STOPPING)
+            # The handler has run; a signal sent after the window is a new one, whatever the load.
+            time.sleep(REPEAT_WINDOW_SECONDS + 0.2)
+            main.proc.send_signal(signum)  # the model is still "thinking": abort now
+            code = main.wait()
     finally:
         model.release.set()
         main.kill()

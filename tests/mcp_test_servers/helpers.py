@@ -388,14 +388,25 @@ class ManagerTurns:
         if self._held is None or self._held[0] != turn:
             self.end_turn()
             stack = ExitStack()
-            before = child_pids()
+            before = self.servers()
             try:
                 tools = stack.enter_context(self.manager.turn(turn))
             finally:
-                # The servers, not the sweeper watching over them (the check after close covers it).
-                self.spawned |= child_pids() - before - {self.manager.sweeper_pid}
+                self.spawned |= self.servers() - before
             self._held = (turn, stack, tools)
         return self._held[2]
+
+    def servers(self) -> set[int]:
+        """This manager's server processes, by the owner marker each of them carries: not the
+        sweeper watching over them (the check after close covers it), nor any other child this
+        test process happens to start while a turn opens (under load, counting every new child
+        now and then took such a process for a second server of the turn)."""
+        from managers.mcp.source import processes_with_marker
+        from managers.mcp.sweeper import OWNER_ENV_VAR
+
+        owner = self.manager.settings.owner
+        assert owner is not None
+        return set(processes_with_marker(OWNER_ENV_VAR, owner))
 
     def end_turn(self) -> None:
         held, self._held = self._held, None
