@@ -31,9 +31,9 @@ from llm.retry import call_with_retries
 from llm.structured import StructuredOutput, StructuredOutputMemory, is_schema_format
 from llm.transport import attempt_once
 from llm.wire import LLMResponse, UsageStats
-from session.episode_log import known_secrets, redact
 from session.game_configuration import GameConfiguration, Sampling
 from session.providers import ProviderPreset
+from session.redaction import Redactor
 
 
 class LLMClient:
@@ -54,11 +54,14 @@ class LLMClient:
         session: requests.Session | None = None,
         preset: ProviderPreset | None = None,
         structured_memory: StructuredOutputMemory | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.config = config
         self.base_url = (base_url or config.llm.base_url).rstrip("/")
         self.preset = preset or config.preset_for_url(self.base_url)
         self._api_key = api_key if api_key is not None else config.api_key
+        # The run's; alone, the keys in the environment and this client's own.
+        self.redact = redactor or Redactor.from_environment([self._api_key])
         self.langfuse = langfuse_client
         self.logger = logger or logging.getLogger("zorkgpt.llm")
         self.session = session or requests.Session()
@@ -69,7 +72,7 @@ class LLMClient:
         self.clock: Callable[[], float] = time.monotonic
         self.random: Callable[[], float] = random.random
         memory = structured_memory or StructuredOutputMemory()
-        self.structured = StructuredOutput(memory, self.base_url, self.preset, self.logger, self._redact)
+        self.structured = StructuredOutput(memory, self.base_url, self.preset, self.logger, self.redact)
         self.breaker = CircuitBreaker(config.retry, self.base_url, self.logger)
         self.usage = UsageLedger(self.logger)
 
@@ -145,13 +148,13 @@ class LLMClient:
         self, payload: dict[str, Any], headers: dict[str, str], label: str, tool_names: frozenset[str]
     ) -> LLMResponse:
         """One call through the breaker and retries, traced, with its tokens and cost counted."""
-        with tracing.generation(self.langfuse, self.logger, self._redact, label, payload) as observation:
+        with tracing.generation(self.langfuse, self.logger, self.redact, label, payload) as observation:
             response = self.breaker.call(
                 lambda trial: self._call(payload, headers, label, tool_names, trial), now=self.clock
             )
             response.cost_usd = call_cost(payload["model"], response, self.config.pricing)
             if observation is not None:
-                tracing.record_generation(observation, response, self.logger, self._redact)
+                tracing.record_generation(observation, response, self.logger, self.redact)
         self.usage.record(label, response)
         return response
 
@@ -170,7 +173,7 @@ class LLMClient:
                 headers,
                 timeout=retry.request_timeout,
                 tool_names=tool_names,
-                redact=self._redact,
+                redact=self.redact,
             ),
             retry=retry,
             retries=0 if trial else retry.max_retries,
@@ -180,15 +183,5 @@ class LLMClient:
             sleep=self.sleep,
             rand=self.random,
             logger=self.logger,
-            redact=self._redact,
+            redact=self.redact,
         )
-
-    def _redact(self, text: str) -> str:
-        secrets = known_secrets()
-        if self._api_key:
-            secrets.append(self._api_key)
-        return redact(text, secrets)
-
-
-# The name most modules type-hint and build: the client once sat behind an OpenAI-shaped wrapper.
-LLMClientWrapper = LLMClient

@@ -288,7 +288,7 @@ def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> A
 
 @contextmanager
 def traced_observation(
-    langfuse_client: Any, logger: logging.Logger, redact: Callable[[str], str] = str, **observation: Any
+    langfuse_client: Any, logger: logging.Logger, redact: Callable[[str], str], **observation: Any
 ) -> Iterator[Any]:
     """A Langfuse observation (``start_as_current_observation(**observation)``), or None.
 

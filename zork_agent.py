@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llm.models import tools_not_supported
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import ToolLoop, json_type
 from managers.mcp.toolset import Toolset
@@ -203,7 +203,7 @@ class ZorkAgent:
     def __init__(
         self,
         config: GameConfiguration,
-        client: LLMClientWrapper,
+        client: LLMClient,
         logger: logging.Logger | None = None,
         episode_id: str = "unknown",
         langfuse_client: Any = None,
@@ -449,6 +449,7 @@ class ZorkAgent:
         return traced_observation(
             self.langfuse_client,
             self.logger,
+            self.client.redact,
             as_type="span",
             name="agent-tool-calling-session",
             metadata={

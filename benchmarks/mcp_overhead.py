@@ -46,7 +46,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from llm_client import LLMClientWrapper  # noqa: E402
+from llm_client import LLMClient  # noqa: E402
 from managers.mcp import MCPManager  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from tests.mcp_test_servers.helpers import http_server, thoughtbox_entry  # noqa: E402
@@ -135,7 +135,7 @@ class Bench:
         )
         logger = quiet_logger()
         manager = MCPManager(config, logger) if servers is not None else None
-        client = LLMClientWrapper(config, logger=logger)
+        client = LLMClient(config, logger=logger)
         return ZorkAgent(config, client, logger=logger), manager
 
     def turns(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from game_interface import GameInterfaceError, JerichoInterface
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
@@ -253,7 +253,7 @@ class Critic:
         self,
         config: GameConfiguration,
         logger: logging.Logger,
-        client: LLMClientWrapper | None,
+        client: LLMClient | None,
         game: JerichoInterface,
     ) -> None:
         self.config = config

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from game_interface import JerichoInterface
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic import Critic, CriticVerdict
 from session.game_configuration import GameConfiguration
@@ -53,7 +53,7 @@ class CriticManager(BaseManager):
         logger: logging.Logger,
         game_state: GameState,
         game: JerichoInterface,
-        client: LLMClientWrapper | None = None,
+        client: LLMClient | None = None,
     ) -> None:
         super().__init__(config, logger, game_state)
         self.game = game

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from game_interface import ExitProbe, GameObject, JerichoInterface, Location, WorldChange
 from game_interface.jericho_interface import ACTORBIT
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
@@ -126,7 +126,7 @@ class ExtractorManager(BaseManager):
         logger: logging.Logger,
         game_state: GameState,
         game: JerichoInterface,
-        client: LLMClientWrapper | None = None,
+        client: LLMClient | None = None,
     ) -> None:
         super().__init__(config, logger, game_state)
         self.game = game

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.base_manager import BaseManager, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.errors import LearningFileError
@@ -211,7 +211,7 @@ class LearningManager(BaseManager):
         config: GameConfiguration,
         logger: logging.Logger,
         game_state: GameState,
-        client: LLMClientWrapper,
+        client: LLMClient,
         path: Path | None = None,
         redactor: Redactor | None = None,
     ) -> None:

@@ -58,7 +58,7 @@ from pydantic import BaseModel, Field
 
 from game_interface import JerichoInterface
 from game_interface.jericho_interface import ONBIT, OPENBIT
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
 from session.game_configuration import GameConfiguration
@@ -226,7 +226,7 @@ class ObjectiveManager(LearningManager):
         config: GameConfiguration,
         logger: logging.Logger,
         game_state: GameState,
-        client: LLMClientWrapper,
+        client: LLMClient,
         game: JerichoInterface,
         path: Path | None = None,
         redactor: Redactor | None = None,

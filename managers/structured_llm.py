@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from session.errors import LLMError
 from session.game_configuration import GameConfiguration
 from shared_utils import create_json_schema, extract_json_object
@@ -48,7 +48,7 @@ class StructuredLLM:
 
     def __init__(
         self,
-        client: LLMClientWrapper,
+        client: LLMClient,
         config: GameConfiguration,
         logger: logging.Logger,
         manager: str,

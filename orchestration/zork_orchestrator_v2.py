@@ -18,7 +18,7 @@ from typing import Any
 
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
 from llm.structured import StructuredOutputMemory
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
@@ -71,7 +71,7 @@ class ZorkOrchestratorV2:
         config_path: str | Path = "pyproject.toml",
         game_file: str | Path | None = None,
         console: bool = True,
-        client: LLMClientWrapper | None = None,
+        client: LLMClient | None = None,
         console_options: ConsoleOptions | None = None,
         on_turn: Callable[[TurnFigures], None] | None = None,
         redactor: Redactor | None = None,
@@ -131,7 +131,7 @@ class ZorkOrchestratorV2:
         return self.config.resolve_path(configured) if configured else None
 
     # -- wiring ------------------------------------------------------------------------
-    def _role_clients(self, given: LLMClientWrapper | None) -> dict[str, LLMClientWrapper]:
+    def _role_clients(self, given: LLMClient | None) -> dict[str, LLMClient]:
         """One client per role, each talking to its endpoint (``<role>_base_url``).
 
         Separate clients mean separate circuit breakers: failing memory or objective calls open
@@ -142,12 +142,13 @@ class ZorkOrchestratorV2:
         if given is not None:
             return dict.fromkeys(ROLES, given)
         return {
-            role: LLMClientWrapper(
+            role: LLMClient(
                 self.config,
                 base_url=self.config.base_url_for(role),
                 langfuse_client=self.langfuse_client,
                 logger=self.logger,
                 structured_memory=self.structured_memory,
+                redactor=self.redactor,
             )
             for role in ROLES
         }
@@ -560,7 +561,7 @@ class ZorkOrchestratorV2:
         )
         self.on_turn(self._last_figures)
 
-    def _distinct_clients(self) -> list[LLMClientWrapper]:
+    def _distinct_clients(self) -> list[LLMClient]:
         """Each LLM client once (several roles may share one)."""
         return list({id(c): c for c in self.clients.values()}.values())
 

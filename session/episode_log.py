@@ -26,9 +26,7 @@ from typing import Any
 
 from session.episode_folder import EpisodeFolder
 from session.errors import ConfigError
-
-# known_secrets and redact: llm_client still imports them from here.
-from session.redaction import SECRET_ENV_VARS, Redactor, known_secrets, redact  # noqa: F401
+from session.redaction import Redactor
 from shared_utils import CONTROL_CHARS, escape_control_chars
 
 _TRACEBACKS = logging.Formatter()

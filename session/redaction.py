@@ -18,7 +18,7 @@ from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, proc
 
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
 # MCP server subprocess must not inherit (managers.mcp.config).
-SECRET_ENV_VARS: tuple[str, ...] = (*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY")
+SECRET_ENV_VARS: frozenset[str] = frozenset({*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY"})
 REDACTED = "[REDACTED]"
 # Shorter values are not treated as secrets: replacing a short test key everywhere would
 # mangle ordinary words.
@@ -28,7 +28,7 @@ MIN_SECRET_CHARS = 8
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Secret values present in the environment (long enough to be real)."""
     env = os.environ if environ is None else environ
-    return [v for k in SECRET_ENV_VARS if len(v := env.get(k, "")) >= MIN_SECRET_CHARS]
+    return [v for k in sorted(SECRET_ENV_VARS) if len(v := env.get(k, "")) >= MIN_SECRET_CHARS]
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,3 @@ class Redactor:
         adds them from the configured file)."""
         environ = process_environ()
         return cls.from_environment([config.api_key, *mcp_secrets], environ)
-
-
-def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` without ``secrets`` (default: those in the environment). For code not yet handed
-    the run's ``Redactor``."""
-    return (Redactor.from_environment() if secrets is None else Redactor.of(*secrets))(text)

@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from game_interface import JerichoInterface, resolve_story_file
-from session.episode_log import SECRET_ENV_VARS
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
+from session.redaction import SECRET_ENV_VARS
 from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
 from tests.scripted_llm import ScriptedLLMServer
@@ -59,7 +59,7 @@ STORY_FILE, NO_STORY_FILE = _find_story_file()
 
 # Variables that change what the product does; a test sees them only if it sets them itself.
 _GUARDED_PREFIXES = ("ZORKGPT_", "LANGFUSE_")
-_GUARDED = frozenset(API_KEY_ENV_VARS) | frozenset(SECRET_ENV_VARS)
+_GUARDED = frozenset(API_KEY_ENV_VARS) | SECRET_ENV_VARS
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from session.episode_log import SECRET_ENV_VARS
+from session.redaction import SECRET_ENV_VARS
 from tests.scripted_llm import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parent.parent

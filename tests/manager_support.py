@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
 from session.game_state import TurnResult
 from tests.config_support import scripted_config
@@ -27,8 +27,8 @@ def make_config(server: ScriptedLLMServer, tmp_path: Path, **sections: dict[str,
     return scripted_config(tmp_path, server.base_url, **sections)
 
 
-def make_client(config: GameConfiguration, server: ScriptedLLMServer) -> LLMClientWrapper:
-    return LLMClientWrapper(config, base_url=server.base_url, api_key="test-key")
+def make_client(config: GameConfiguration, server: ScriptedLLMServer) -> LLMClient:
+    return LLMClient(config, base_url=server.base_url, api_key="test-key")
 
 
 @dataclass

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
     sys.path.insert(0, str(REPO_ROOT))
 
-from llm_client import LLMClientWrapper  # noqa: E402
+from llm_client import LLMClient  # noqa: E402
 from managers.mcp import MCPManager  # noqa: E402
 from managers.mcp.tool_events import ToolLoopEvents  # noqa: E402
 from managers.mcp.tool_loop import ToolLoop  # noqa: E402
@@ -220,7 +220,7 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
     chat.respond_with(model)
     with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-") as folder, _running(chat):
         config = _configuration(Path(folder), server_url, chat.base_url)
-        client = LLMClientWrapper(config, logger=logger)
+        client = LLMClient(config, logger=logger)
         manager = MCPManager(config, logger, models={"agent": client})
         loop = ToolLoop(
             client,

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from game_interface import GameSnapshot, JerichoInterface
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
@@ -187,7 +187,7 @@ def test_trust_never_falls_below_the_floor() -> None:
 
 
 def make_critic(config: GameConfiguration, game: JerichoInterface, server: Any) -> Critic:
-    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key")
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key")
     return Critic(config, logging.getLogger("test.critic"), client, game)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.critic_manager import CriticManager
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
@@ -35,7 +35,7 @@ class Agent:
 def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any = None) -> CriticManager:
     location = game.get_location()
     state = GameState(current_room_id=location.id, current_room_name=location.name, exits=game.get_valid_exits())
-    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key") if server else None
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key") if server else None
     return CriticManager(config, logging.getLogger("test.critic_manager"), state, game, client)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.extractor_manager import ExtractorManager, changed_chars, is_room_description
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
@@ -36,7 +36,7 @@ def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:
 def make_extractor(
     config: GameConfiguration, game: JerichoInterface, server: ScriptedLLMServer | None
 ) -> ExtractorManager:
-    client = LLMClientWrapper(config, base_url=server.base_url, api_key="test-key") if server else None
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key") if server else None
     return ExtractorManager(config, logging.getLogger("test.extractor"), GameState(), game, client)
 
 

@@ -24,7 +24,6 @@ from llm.structured import StructuredOutputMemory
 from llm.wire import LLMResponse
 from llm_client import (
     LLMClient,
-    LLMClientWrapper,
 )
 from session.errors import (
     CircuitOpenError,
@@ -34,6 +33,7 @@ from session.errors import (
     ToolsNotSupportedError,
 )
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 from shared_utils import get_langfuse_client
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
@@ -482,6 +482,19 @@ def test_api_key_never_in_exceptions_or_logs(
     assert API_KEY not in repr(client)
 
 
+def test_the_runs_redactor_cleans_what_the_client_says(llm_server: ScriptedLLMServer) -> None:
+    """The run's other secrets (an MCP server's header value) are as safe as the key: a provider
+    that echoes one gets it replaced in the error."""
+    mcp_token = "mcp-header-token-9f8e7d6c5b4a"
+    client = LLMClient(
+        make_config(max_retries=0), base_url=llm_server.base_url, api_key=API_KEY, redactor=Redactor.of(mcp_token)
+    )
+    llm_server.script(Reply(401, {"error": {"message": f"token {mcp_token} is not an API key"}}))
+    with pytest.raises(LLMRequestError) as rejected:
+        client.complete(model="m", messages=MESSAGES)
+    assert mcp_token not in str(rejected.value) and "[REDACTED]" in rejected.value.provider_message
+
+
 # -- circuit breaker ---------------------------------------------------------------------
 
 
@@ -672,9 +685,8 @@ def test_usage_by_name_counts_successful_calls(llm_server: ScriptedLLMServer, ma
     assert client.usage_by_name == {}
 
 
-def test_the_wrapper_name_is_the_client_with_its_typed_complete(llm_server: ScriptedLLMServer) -> None:
-    assert LLMClientWrapper is LLMClient
-    client = LLMClientWrapper(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
+def test_the_client_answers_through_its_typed_complete(llm_server: ScriptedLLMServer) -> None:
+    client = LLMClient(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
     llm_server.script(completion("take lamp"))
 
     response = client.complete(model="openai/gpt-4o", messages=MESSAGES, name="agent")

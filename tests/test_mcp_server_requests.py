@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.mcp import MCPManager
 from session.errors import MCPToolCallError
 from tests.config_support import scripted_config
@@ -24,7 +24,7 @@ REVISIONS = ["2025-11-25", "2026-07-28"]
 ROLES = ("agent", "critic", "extractor", "memory")
 
 
-def scenario_for(tmp_path: Path, llm: ScriptedLLMServer, **entry: Any) -> tuple[Scenario, LLMClientWrapper]:
+def scenario_for(tmp_path: Path, llm: ScriptedLLMServer, **entry: Any) -> tuple[Scenario, LLMClient]:
     notes = tmp_path / "notes"
     notes.mkdir(exist_ok=True)
     server = {"command": "python", "args": [str(PROTOCOL_SERVER)], "env": {NOTES_ENV: str(notes)}, **entry}
@@ -39,7 +39,7 @@ def scenario_for(tmp_path: Path, llm: ScriptedLLMServer, **entry: Any) -> tuple[
             "server_startup_timeout_seconds": 120,
         },
     )
-    client = LLMClientWrapper(config, base_url=llm.base_url, api_key="test-key")
+    client = LLMClient(config, base_url=llm.base_url, api_key="test-key")
     logger, handler = capture_logger(f"test.mcp.requests.{uuid.uuid4().hex}")
     manager = MCPManager(config, logger, models=dict.fromkeys(ROLES, client))
     return Scenario(manager, handler), client

@@ -1,7 +1,7 @@
 """The tool loop (``managers/mcp/tool_loop.py``) with real parts: real HTTP and real stdio MCP servers.
 
 ``LoopTurns`` drives ``ToolLoop.run`` as the agent does, without the agent: the model is the
-scripted chat-completions server (``llm_server``) reached through the real ``LLMClientWrapper``;
+scripted chat-completions server (``llm_server``) reached through the real ``LLMClient``;
 the tools are the shipped thoughtbox server, the misbehaving, raw and annotated test servers,
 spawned by the real ``MCPManager``. The loop's owner is played by the harness: it asks with
 ``ANSWER_FORMAT`` as the final answer's schema and reads ``{"action": ...}`` replies.
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.episode_counts import ToolTally, tool_call_counts
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
@@ -103,7 +103,7 @@ class LoopTurns(ManagerTurns):
     ) -> None:
         super().__init__(llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, **mcp)
         self.loop = ToolLoop(
-            LLMClientWrapper(self.config, logger=self.logger),
+            LLMClient(self.config, logger=self.logger),
             self.config.mcp,
             ToolLoopEvents(self.logger, "tool-loop-test"),
             request_args=self.request_args,

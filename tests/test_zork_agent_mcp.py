@@ -5,7 +5,7 @@ tested in tests/test_tool_loop.py; here, what the agent adds around it: the turn
 opened, the prompt, the fallbacks without tools, the Langfuse session span, re-asks.
 
 The model is the scripted chat-completions server (``llm_server``) reached through the real
-``LLMClientWrapper``; the tools are the shipped thoughtbox server (started from the repo's
+``LLMClient``; the tools are the shipped thoughtbox server (started from the repo's
 ``mcp_config.json``) or the misbehaving test server, spawned by the real ``MCPManager``.
 Two spies, both delegating to the real methods, record what crossed the agent/manager
 seam: which server processes opening a turn started and which tool calls reached the manager.
@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.mcp import MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
@@ -82,7 +82,7 @@ class AgentTurns(ManagerTurns):
         )
         self.agent = ZorkAgent(
             self.config,
-            LLMClientWrapper(self.config, langfuse_client=langfuse, logger=self.logger),
+            LLMClient(self.config, langfuse_client=langfuse, logger=self.logger),
             logger=self.logger,
             episode_id="agent-mcp-test",
             langfuse_client=langfuse,

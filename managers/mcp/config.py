@@ -51,12 +51,10 @@ from urllib.parse import urlsplit, urlunsplit
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from session import redaction
 from session.errors import ConfigError, MCPConfigError
 from session.game_configuration import GameConfiguration, process_environ
-from session.redaction import Redactor
+from session.redaction import SECRET_ENV_VARS, Redactor
 
-SECRET_ENV_VARS: frozenset[str] = frozenset(redaction.SECRET_ENV_VARS)
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]

@@ -44,7 +44,7 @@ from typing import Any
 
 from llm.replies import MALFORMED_TOOL_NAME
 from llm.wire import LLMResponse, ToolCall
-from llm_client import LLMClientWrapper
+from llm_client import LLMClient
 from managers.mcp.tool_events import ToolLoopEvents, ToolLoopStats, logged_arguments
 from managers.mcp.tools import ToolCallResult
 from managers.mcp.toolset import ToolInfo, Toolset
@@ -100,7 +100,7 @@ class ToolLoop:
 
     def __init__(
         self,
-        client: LLMClientWrapper,
+        client: LLMClient,
         settings: MCPSection,
         events: ToolLoopEvents,
         *,
