@@ -138,13 +138,13 @@ def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path: Path, umask: int, mo
 
 
 def test_traced_observation_without_client_runs_untraced() -> None:
-    with traced_observation(None, logging.getLogger("test.trace"), name="x") as span:
+    with traced_observation(None, logging.getLogger("test.trace"), str, name="x") as span:
         assert span is None
 
 
 def test_traced_observation_records_and_marks_errors(langfuse_exporter: tuple[Any, InMemorySpanExporter]) -> None:
     client, exporter = langfuse_exporter
-    with traced_observation(client, logging.getLogger("test.trace"), as_type="span", name="ok-span") as span:
+    with traced_observation(client, logging.getLogger("test.trace"), str, as_type="span", name="ok-span") as span:
         span.update(output={"fine": True})
     with (
         pytest.raises(ValueError, match="boom"),
@@ -171,7 +171,10 @@ def test_a_broken_langfuse_never_costs_the_call(caplog: pytest.LogCaptureFixture
 
     ran = []
     logger = logging.getLogger("test.trace.broken")
-    with caplog.at_level(logging.WARNING, logger=logger.name), traced_observation(Broken(), logger, name="s") as span:
+    with (
+        caplog.at_level(logging.WARNING, logger=logger.name),
+        traced_observation(Broken(), logger, str, name="s") as span,
+    ):
         ran.append(span)
     assert ran == [None]
     assert any(getattr(r, "event_type", None) == "langfuse_error" for r in caplog.records)
