@@ -1,97 +1,212 @@
-"""The import graph has layers and no cycle.
+"""The import graph follows the layers docs/architecture.md draws, module by module.
 
-Entry points (main.py, mcp_servers/, benchmarks/, the viewer) → orchestration/ → zork_agent.py, managers/ →
-llm_client.py, llm/, session/, game_interface/, shared_utils.py. Every import is read from the source with ``ast`` —
-module-level, function-local and ``TYPE_CHECKING`` imports alike — so a lazy import cannot hide an arrow that
-points back up.
+``LAYERS`` names every module of the product (tests excluded), lowest layer first, and within a
+layer in the direction imports go: a module may import only modules listed before it. That one
+order says both which layer may use which (no arrow points up) and which module of a package
+may use which (no arrow points back inside a package either), and it leaves no room for a
+cycle. Every import is read from the source with ``ast``: module-level, function-local and
+``TYPE_CHECKING`` imports alike, so a lazy import cannot hide an arrow that points back up.
+
+The architecture page's table ("Where things live") must place every module in the layer named
+here, so the page and the code cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LOWER = frozenset({"llm_client", "llm", "shared_utils", "session", "game_interface"})
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+# Lowest first; within a layer, a module may import only the ones listed before it.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "below": (
+        "shared_utils",
+        "session.errors",
+        "session.providers",
+        "session.game_configuration",
+        "session.objective_spec",
+        "session.game_state",
+        "session.episode_folder",
+        "session.redaction",
+        "session.episode_log",
+        "session.stop_signals",
+        "session",
+        "game_interface.story_data",
+        "game_interface.commands",
+        "game_interface.session_commands",
+        "game_interface.story_file",
+        "game_interface.jericho_interface",
+        "game_interface",
+        "llm.wire",
+        "llm.models",
+        "llm.payload",
+        "llm.replies",
+        "llm.structured",
+        "llm.cost",
+        "llm.tracing",
+        "llm.deadline",
+        "llm.retry",
+        "llm.breaker",
+        "llm.transport",
+        "llm",
+        "llm_client",
+    ),
+    "managers": (
+        "managers.base_manager",
+        "managers.structured_llm",
+        "managers.learning_file",
+        "managers.turn_events",
+        "managers.map_graph",
+        "managers.map_manager",
+        "managers.critic",
+        "managers.critic_manager",
+        "managers.extractor_manager",
+        "managers.memory_manager",
+        "managers.objective_manager",
+        "managers.knowledge_manager",
+        "managers.episode_counts",
+        "managers.episode_synthesizer",
+        "managers.mcp.config",
+        "managers.mcp.sweeper",
+        "managers.mcp.runtime",
+        "managers.mcp.server_requests",
+        "managers.mcp.http",
+        "managers.mcp.oauth",
+        "managers.mcp.stdio",
+        "managers.mcp.source",
+        "managers.mcp.tools",
+        "managers.mcp.toolset",
+        "managers.mcp.toolbox",
+        "managers.mcp.manager",
+        "managers.mcp.tool_events",
+        "managers.mcp.tool_loop",
+        "managers.mcp",
+        "managers",
+    ),
+    "agent": ("zork_agent",),
+    "orchestration": (
+        "orchestration.turn_figures",
+        "orchestration.context_builder",
+        "orchestration.zork_orchestrator_v2",
+        "orchestration.episode_records",
+        "orchestration.run_report",
+        "orchestration.terminal_status",
+        "orchestration.parallel",
+        "orchestration",
+    ),
+    "entry points": (
+        "mcp_servers.host_check",
+        "mcp_servers.http_mode",
+        "mcp_servers.thoughtbox_server",
+        "mcp_servers.zork_server",
+        "mcp_servers",
+        "viewer.map_layout",
+        "viewer.workdir",
+        "viewer",
+        "viewer.server",
+        "viewer.cli",
+        "viewer.__main__",
+        "main",
+        "benchmarks.context_truth",
+        "benchmarks.harness_turn_cost",
+        "benchmarks.jericho_turn_cost",
+        "benchmarks.mcp_overhead",
+        "benchmarks.parallel_episodes",
+    ),
+}
+ORDER = [module for modules in LAYERS.values() for module in modules]
 
 
-def unit_of(module: str) -> str:
-    """The top-level module or package a dotted module name belongs to."""
-    return module.split(".")[0]
-
-
-def project_units() -> set[str]:
+def product_modules() -> dict[str, Path]:
+    """Every tracked Python module outside tests/, by dotted name (a package by its own name)."""
     files = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
-    return {Path(name).parts[0].removesuffix(".py") for name in files.stdout.split()}
+    modules = {}
+    for name in files.stdout.split():
+        if not name.startswith("tests/"):
+            modules[name.removesuffix(".py").replace("/", ".").removesuffix(".__init__")] = REPO / name
+    return modules
 
 
-def imports_of(path: Path) -> Iterator[str]:
+def imported_names(module: str, path: Path) -> Iterator[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.module
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against the importing module's package
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            yield base
+            # ``from package import module`` imports that module too.
+            yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
 def import_graph() -> dict[str, set[str]]:
-    """unit → the other project units it imports (tests excluded: they may import anything)."""
-    units = project_units() - {"tests"}
-    graph: dict[str, set[str]] = {unit: set() for unit in units}
-    for unit in units:
-        files = [REPO / f"{unit}.py"] if (REPO / f"{unit}.py").is_file() else sorted((REPO / unit).rglob("*.py"))
-        for path in files:
-            graph[unit] |= {unit_of(m) for m in imports_of(path) if unit_of(m) in units and unit_of(m) != unit}
+    """module → the other product modules it imports."""
+    modules = product_modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for name in imported_names(module, path):
+            if name in modules and name != module and not module.startswith(f"{name}."):
+                targets.add(name)
+        graph[module] = targets
     return graph
 
 
-def allowed(unit: str) -> set[str] | None:
-    """What a unit may import; None for entry points, which sit on top and may use anything."""
-    if unit in LOWER:
-        return set(LOWER)
-    if unit == "managers":
-        return set(LOWER)
-    if unit.startswith("zork_"):
-        return set(LOWER) | {"managers"}
-    if unit == "orchestration":
-        return set(LOWER) | {"managers"} | {u for u in project_units() if u.startswith("zork_")}
-    return None
+def test_every_module_is_placed_in_a_layer() -> None:
+    modules = set(product_modules())
+    assert {"main", "zork_agent", "managers.mcp.tool_loop", "viewer.server"} <= modules  # the walk found the code
+    assert len(ORDER) == len(set(ORDER)), "a module is listed twice"
+    assert sorted(modules - set(ORDER)) == [], "modules no layer names: add them to LAYERS and the architecture page"
+    assert sorted(set(ORDER) - modules) == [], "LAYERS names modules that are gone"
 
 
 def test_every_import_points_down() -> None:
     graph = import_graph()
-    assert {"managers", "session", "orchestration", "zork_agent"} <= graph.keys()  # the walk found the code
-    assert "orchestration" in graph["main"] and "managers" in graph["orchestration"]  # and its imports
-    upward = {
-        (unit, target)
-        for unit, targets in graph.items()
-        if (permitted := allowed(unit)) is not None
-        for target in targets - permitted
-    }
-    assert upward == set(), "imports that point up a layer: " + ", ".join(f"{a} -> {b}" for a, b in sorted(upward))
+    assert "orchestration.zork_orchestrator_v2" in graph["main"]  # the walk read the imports
+    position = {module: index for index, module in enumerate(ORDER)}
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if position[target] > position[module]
+    )
+    assert upward == [], "imports that point up (or back, inside a layer): " + ", ".join(upward)
 
 
-def test_no_import_cycle_between_top_level_units() -> None:
-    graph = import_graph()
-    done: set[str] = set()
-
-    def visit(unit: str, path: list[str]) -> None:
-        if unit in path:
-            raise AssertionError("import cycle: " + " -> ".join([*path[path.index(unit) :], unit]))
-        if unit in done:
-            return
-        for target in sorted(graph[unit]):
-            visit(target, [*path, unit])
-        done.add(unit)
-
-    for unit in sorted(graph):
-        visit(unit, [])
+def test_the_architecture_page_places_every_module_in_its_layer() -> None:
+    """The page's table ("Where things live"): each row's first cell names its layer (blank: the
+    row above's), the second the modules, by path, in backticks."""
+    placed: dict[str, str] = {}
+    layer = ""
+    table = ARCHITECTURE.read_text(encoding="utf-8").split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    for row in table.splitlines():
+        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+        if len(cells) < 3 or cells[0] == "layer" or cells[1].startswith("---"):  # not a row, the header, the rule
+            continue
+        layer = cells[0] or layer
+        for path in re.findall(r"`([^`]+)`", cells[1]):
+            placed[path] = layer
+    for module in ORDER:
+        path = product_modules()[module].relative_to(REPO).as_posix()
+        path = path.removesuffix("/__init__.py") + ("/" if path.endswith("__init__.py") else "")
+        layers = [name for name, modules in LAYERS.items() if module in modules]
+        assert placed.get(path) == layers[0], f"{path}: the page puts it under {placed.get(path)!r}, not {layers[0]!r}"
 
 
 def test_the_llm_package_uses_only_session_and_shared_utils() -> None:
     """The client's parts sit at the bottom with session/: no game, no managers, not even its own face."""
-    assert import_graph()["llm"] <= {"session", "shared_utils"}
+    for module, targets in import_graph().items():
+        if module.split(".")[0] == "llm":
+            outside = sorted(t for t in targets if t.split(".")[0] not in {"llm", "session", "shared_utils"})
+            assert outside == [], f"{module} imports {outside}"
 
 
 def test_the_critic_lives_among_the_managers() -> None:
