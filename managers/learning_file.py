@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -111,18 +112,7 @@ class LearningFile:
                 files = {self.path: text}
                 if companions is not None:
                     files |= {path: self.scrub(content) for path, content in companions(text).items()}
-                oversized = {p: n for p, t in files.items() if (n := len(t.encode("utf-8"))) > self.max_bytes}
-                if oversized:
-                    path, size = next(iter(oversized.items()))
-                    self.logger.error(
-                        "%s%s would grow to %d bytes, over the %d-byte cap for learning files; this update is not "
-                        "saved. Trim the file by hand (old entries can go) or delete it.",
-                        where,
-                        path,
-                        size,
-                        self.max_bytes,
-                        extra={"event_type": f"{self.name}_file_too_large", **extra, "bytes": size},
-                    )
+                if self._over_cap(files, where, extra):
                     return None
                 for path, content in files.items():
                     atomic_write_text(path, content)
@@ -157,6 +147,23 @@ class LearningFile:
                 extra={"event_type": f"{self.name}_save_error", **extra, "error": str(exc)},
             )
         return None
+
+    def _over_cap(self, files: Mapping[Path, str], where: str, extra: dict[str, Any]) -> bool:
+        """Whether a file would grow past ``max_bytes`` (logged, naming the fix): then nothing is written."""
+        oversized = {p: n for p, t in files.items() if (n := len(t.encode("utf-8"))) > self.max_bytes}
+        if not oversized:
+            return False
+        path, size = next(iter(oversized.items()))
+        self.logger.error(
+            "%s%s would grow to %d bytes, over the %d-byte cap for learning files; this update is not "
+            "saved. Trim the file by hand (old entries can go) or delete it.",
+            where,
+            path,
+            size,
+            self.max_bytes,
+            extra={"event_type": f"{self.name}_file_too_large", **extra, "bytes": size},
+        )
+        return True
 
     # -- crash leftovers -----------------------------------------------------------------
     def remove_stale_temp_files(self) -> list[Path]:
