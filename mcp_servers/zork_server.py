@@ -627,6 +627,7 @@ class ZorkServer(MCPServer):
 
 
 def build_server(session: ZorkSession) -> MCPServer:
+    """The Zork MCP server over ``session``: its tools, resources and prompt."""
     server = ZorkServer(
         name="zork",
         version=project_version(),
@@ -640,26 +641,50 @@ def build_server(session: ZorkSession) -> MCPServer:
             "playing a turn; the play_zork prompt explains all this."
         ),
     )
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    _add_play_tools(server, session)
+    _add_look_tools(server, session)
+    _add_game_tools(server, session)
+    _add_resources(server, session)
+    _add_prompts(server)
+    return server
 
-    async def announce_changes(ctx: Context) -> None:
-        # On the 2026-07-28 protocol a client follows resources with subscriptions/listen, which
-        # the SDK serves: what changed since the last report reaches the streams that asked for it.
-        # Earlier revisions follow them with resources/subscribe, which MCPServer does not serve,
-        # so for them the server declares no subscriptions and this reaches nobody.
-        for uri in session.changed_resources():
-            await ctx.notify_resource_updated(uri)
 
-    def reply(text: str, model: BaseModel) -> CallToolResult:
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
-        )
+async def _announce_changes(session: ZorkSession, ctx: Context) -> None:
+    """What changed since the last report, to whoever follows the resources.
 
-    def run(fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except ZorkInputError as exc:
-            raise ToolError(str(exc)) from exc
+    On the 2026-07-28 protocol a client follows resources with subscriptions/listen, which the
+    SDK serves: what changed reaches the streams that asked for it. Earlier revisions follow
+    them with resources/subscribe, which MCPServer does not serve, so for them the server
+    declares no subscriptions and this reaches nobody.
+    """
+    for uri in session.changed_resources():
+        await ctx.notify_resource_updated(uri)
+
+
+def _reply(text: str, model: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+    )
+
+
+def _run(fn: Any, *args: Any) -> Any:
+    """A session call for a tool: bad input becomes the tool's error, which the client reads."""
+    try:
+        return fn(*args)
+    except ZorkInputError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _read(fn: Any) -> str:
+    """A session call for a resource (e.g. no story file: the message says where to put it)."""
+    try:
+        return fn()
+    except ZorkInputError as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def _add_play_tools(server: MCPServer, session: ZorkSession) -> None:
+    """The tool that plays one command."""
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     async def play_action(
@@ -676,48 +701,57 @@ def build_server(session: ZorkSession) -> MCPServer:
         """Run one Zork command. Returns the game's text, the score and moves, '+N points!' when points
         were gained, and GAME OVER or VICTORY when the game ends."""
         try:
-            result = run(session.play_action, action)
+            result = _run(session.play_action, action)
         finally:
-            await announce_changes(ctx)
-        return reply(format_play(result), result)
+            await _announce_changes(session, ctx)
+        return _reply(format_play(result), result)
+
+
+def _add_look_tools(server: MCPServer, session: ZorkSession) -> None:
+    """The tools that only look: they change nothing, so a client may run them at once."""
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     async def memory() -> Annotated[CallToolResult, MemoryResult]:
         """Where you are, score and moves, the last 5 actions with short results, and the current
         observation. Call it to get your bearings before deciding what to do."""
-        result = run(session.memory)
-        return reply(format_memory(result), result)
+        result = _run(session.memory)
+        return _reply(format_memory(result), result)
 
     @server.tool(annotations=read_only)
     async def get_map() -> Annotated[CallToolResult, MapResult]:
         """The explored map: rooms keyed by the engine's room ids (Zork repeats names such as
         'Forest' and 'Maze'), the moves seen between them, the current room marked with *, and
         the exits the engine confirmed but you have not taken yet."""
-        result, text = run(session.get_map)
-        return reply(text, result)
+        result, text = _run(session.get_map)
+        return _reply(text, result)
 
     @server.tool(annotations=read_only)
     async def inventory() -> Annotated[CallToolResult, InventoryResult]:
         """What you are carrying (clean item names, including what is visible inside carried open
         containers). Does not use a game turn."""
-        result = run(session.inventory)
-        return reply(format_inventory(result), result)
+        result = _run(session.inventory)
+        return _reply(format_inventory(result), result)
 
     @server.tool(annotations=read_only)
     async def valid_exits() -> Annotated[CallToolResult, ExitsResult]:
         """The directions that lead somewhere from here, as the game engine confirms by trying each
         one and undoing it (no game turn is used; deadly directions are left out)."""
-        result = run(session.valid_exits)
-        return reply(format_exits(result), result)
+        result = _run(session.valid_exits)
+        return _reply(format_exits(result), result)
+
+
+def _add_game_tools(server: MCPServer, session: ZorkSession) -> None:
+    """A new game, and checkpoints to save and go back to."""
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
     async def reset(ctx: Context) -> Annotated[CallToolResult, GameStatus]:
         """Start a new game from the beginning. The map and history start over; checkpoints are kept."""
         try:
-            result = run(session.reset)
+            result = _run(session.reset)
         finally:
-            await announce_changes(ctx)
-        return reply(format_status(result), result)
+            await _announce_changes(session, ctx)
+        return _reply(format_status(result), result)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     async def save_checkpoint(
@@ -727,10 +761,10 @@ def build_server(session: ZorkSession) -> MCPServer:
         """Save the whole game under a name (kept in memory while the server runs; saving again under
         the same name replaces it)."""
         try:
-            result = run(session.save_checkpoint, name)
+            result = _run(session.save_checkpoint, name)
         finally:
-            await announce_changes(ctx)  # the transcript notes the checkpoint
-        return reply(format_checkpoint(result, "Saved"), result)
+            await _announce_changes(session, ctx)  # the transcript notes the checkpoint
+        return _reply(format_checkpoint(result, "Saved"), result)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
     async def restore_checkpoint(
@@ -740,19 +774,16 @@ def build_server(session: ZorkSession) -> MCPServer:
         """Go back to a saved checkpoint: game, map and history return exactly to that point, including
         after a game over."""
         try:
-            result = run(session.restore_checkpoint, name)
+            result = _run(session.restore_checkpoint, name)
         finally:
-            await announce_changes(ctx)
-        return reply(format_checkpoint(result, "Restored"), result)
+            await _announce_changes(session, ctx)
+        return _reply(format_checkpoint(result, "Restored"), result)
 
-    # Resources: the live game, read without playing a turn. Reading one starts the game if no
-    # tool has yet (as a tool would), and never changes it. Sync functions: the SDK runs them
-    # on a worker thread, and the session's lock keeps them apart from the tools.
-    def read(fn: Any) -> str:
-        try:
-            return fn()
-        except ZorkInputError as exc:  # e.g. no story file: the message says where to put it
-            raise ResourceError(str(exc)) from exc
+
+def _add_resources(server: MCPServer, session: ZorkSession) -> None:
+    """The live game, read without playing a turn. Reading one starts the game if no tool has yet
+    (as a tool would), and never changes it. Sync functions: the SDK runs them on a worker
+    thread, and the session's lock keeps them apart from the tools."""
 
     @server.resource(
         MAP_URI,
@@ -764,7 +795,7 @@ def build_server(session: ZorkSession) -> MCPServer:
         "the same JSON as get_map's structured result.",
     )
     def game_map() -> str:
-        return read(session.map_json)
+        return _read(session.map_json)
 
     @server.resource(
         INVENTORY_URI,
@@ -775,7 +806,7 @@ def build_server(session: ZorkSession) -> MCPServer:
         "containers: the same JSON as the inventory tool's structured result.",
     )
     def carried() -> str:
-        return read(session.inventory_json)
+        return _read(session.inventory_json)
 
     # Plain text, not JSON: a transcript is read, by people and by models, and this is the form
     # Zork players know ("> open mailbox" then the reply), shown as is by any client. Programs
@@ -789,8 +820,10 @@ def build_server(session: ZorkSession) -> MCPServer:
         f"noting new games and checkpoints saved and restored (the last {MAX_TRANSCRIPT_ENTRIES:,} entries).",
     )
     def transcript() -> str:
-        return read(session.transcript_text)
+        return _read(session.transcript_text)
 
+
+def _add_prompts(server: MCPServer) -> None:
     @server.prompt(
         name="play_zork",
         title="Play Zork I",
@@ -804,8 +837,6 @@ def build_server(session: ZorkSession) -> MCPServer:
         ] = None,
     ) -> str:
         return play_zork_prompt(goal)
-
-    return server
 
 
 def main(argv: list[str] | None = None) -> None:
