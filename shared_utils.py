@@ -153,6 +153,16 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
+def loads_json(text: str) -> Any:
+    """Decoded JSON from a model, or None when ``text`` is not JSON or nests deeper than
+    ``MAX_JSON_DEPTH``: every reader of model JSON goes through here."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
+        return None
+    return value if json_depth(value) <= MAX_JSON_DEPTH else None
+
+
 def extract_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in a model reply: bare, fenced in ``` or surrounded by prose.
 
@@ -162,14 +172,9 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     """
     if not text:
         return None
-    candidates = [text.strip()]
-    candidates += fenced_blocks(text)
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
-            continue
-        if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH:
+    for candidate in (text.strip(), *fenced_blocks(text)):
+        value = loads_json(candidate)
+        if isinstance(value, dict):
             return value
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):

@@ -17,7 +17,7 @@ from typing import Any
 
 from llm.payload import text_of
 from llm.wire import FunctionCall, LLMResponse, ToolCall
-from shared_utils import MAX_JSON_DEPTH, fenced_blocks, json_depth, shorten
+from shared_utils import fenced_blocks, loads_json, shorten
 
 
 class RetryableReplyError(Exception):
@@ -101,15 +101,6 @@ def _parse_tool_calls(raw: Any, message: Mapping[str, Any]) -> list[ToolCall]:
             )
         )
     return calls
-
-
-def loads_json(text: str) -> Any:
-    """Decoded JSON, or None when ``text`` is not JSON or nests deeper than ``MAX_JSON_DEPTH``."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
-        return None
-    return value if json_depth(value) <= MAX_JSON_DEPTH else None
 
 
 def parse_text_tool_calls(content: str, tool_names: frozenset[str]) -> list[tuple[str, str]] | None:

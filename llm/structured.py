@@ -19,11 +19,10 @@ from typing import Any
 
 from llm.models import is_reasoning_model
 from llm.payload import text_of
-from llm.replies import loads_json
 from llm.wire import LLMResponse
 from session.errors import LLMRequestError
 from session.providers import ProviderPreset, StructuredMode
-from shared_utils import shorten
+from shared_utils import loads_json, shorten
 
 # A 400/422 whose message names one of these refused the structured-output form, not the request.
 _FORMAT_REFUSAL = re.compile(r"response_format|json_schema|json_object|structured.output|guided", re.IGNORECASE)

@@ -13,14 +13,10 @@ no server offers has no server: it is counted apart, by the name the model made 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from session.episode_folder import EpisodeFolder
 
 OUTCOME_EVENTS = frozenset({"mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"})
 # What the critic's verdict sources stand for, in users' words.
@@ -180,20 +176,3 @@ def critic_counts(events: Iterable[Mapping[str, Any]]) -> CriticCounts:
             causes[str(event.get("source") or "unknown")] += 1
             overrides += kind == "critic_override"
     return CriticCounts(proposals, dict(sorted(causes.items())), overrides)
-
-
-def logged_events(episode_dir: Path) -> list[dict[str, Any]]:
-    """The complete events of an episode's log: a half-written last line or a broken one is left out."""
-    try:
-        raw = EpisodeFolder(episode_dir).log.read_bytes()
-    except FileNotFoundError:
-        return []
-    events = []
-    for line in raw.split(b"\n"):
-        try:
-            event = json.loads(line.decode("utf-8")) if line.strip() else None
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events

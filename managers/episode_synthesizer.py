@@ -24,8 +24,8 @@ from typing import Any
 
 from llm.wire import UsageStats
 from managers.base_manager import BaseManager
-from managers.episode_counts import REJECTION_CAUSES, critic_counts, logged_events, tool_call_counts
-from session.episode_folder import EpisodeFolder
+from managers.episode_counts import REJECTION_CAUSES, critic_counts, tool_call_counts
+from session.episode_folder import EpisodeFolder, read_events
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils import atomic_write_json, atomic_write_text, shorten
@@ -240,7 +240,7 @@ class EpisodeSynthesizer(BaseManager):
 
     def _log_figures(self) -> dict[str, Any]:
         """Tool calls and critic verdicts, counted from the episode's own log (as the viewer counts them)."""
-        events = logged_events(self.episode.path)
+        events = read_events(self.episode.path)
         return {"tool_calls": tool_call_counts(events).as_dict(), "critic": critic_counts(events).as_dict()}
 
     def _usage_summary(self, turns: int) -> dict[str, Any]:

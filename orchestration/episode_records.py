@@ -7,86 +7,17 @@ half-written line, the JSON files may not exist yet, and a hand-edited file may 
 Nothing here raises for that; a half line waits for the next read, a broken line is
 counted and skipped.
 
-``EventTail`` reads a growing JSONL file incrementally (the web viewer polls it every
-couple of seconds); ``EpisodeFigures`` condenses an episode's events into the numbers the
-viewer and the run reports show.
+``EpisodeFigures`` condenses an episode's events (read by ``session.episode_folder``'s
+``EventTail``) into the numbers the viewer and the run reports show.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from managers.episode_counts import CriticCounts, ToolCallCounts, critic_counts, tool_call_counts
-from session.episode_folder import EpisodeFolder
-
-
-class EventTail:
-    """The events of one JSONL file, read incrementally.
-
-    ``refresh()`` parses only the bytes appended since the last call, up to the last
-    complete line. If the file is replaced or truncated it starts over.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.events: list[dict[str, Any]] = []
-        self.unreadable_lines = 0
-        self._offset = 0
-        self._inode: int | None = None
-
-    def _reset(self) -> None:
-        self.events, self.unreadable_lines, self._offset, self._inode = [], 0, 0, None
-
-    def refresh(self) -> EventTail:
-        try:
-            stat = os.stat(self.path)
-        except FileNotFoundError:
-            self._reset()
-            return self
-        if stat.st_ino != self._inode or stat.st_size < self._offset:
-            self._reset()
-            self._inode = stat.st_ino
-        if stat.st_size == self._offset:
-            return self
-        with self.path.open("rb") as fh:
-            fh.seek(self._offset)
-            chunk = fh.read(stat.st_size - self._offset)
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return self  # only a partial line so far
-        for line in chunk[:end].split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested past the parser's limit
-                self.unreadable_lines += 1
-                continue
-            if isinstance(event, dict):
-                self.events.append(event)
-            else:
-                self.unreadable_lines += 1
-        self._offset += end + 1
-        return self
-
-
-def read_events(episode_dir: Path) -> list[dict[str, Any]]:
-    """Every complete event an episode has logged so far (``[]`` when there is no log yet)."""
-    return EventTail(EpisodeFolder(episode_dir).log).refresh().events
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object file, or ``None`` when it is missing, unreadable or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _number(value: Any) -> float | None:

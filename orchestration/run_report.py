@@ -36,8 +36,8 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from orchestration.episode_records import EpisodeFigures, read_events
-from session.episode_folder import EpisodeFolder
+from orchestration.episode_records import EpisodeFigures
+from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
 from shared_utils import atomic_write_text, escape_control_chars

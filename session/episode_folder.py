@@ -3,15 +3,19 @@
 An episode folder is ``<game workdir>/episodes/<episode id>/``. The episode logger writes
 ``episode_log.jsonl`` and ``episode.log``, the orchestrator ``current_state.json`` after every
 turn, the episode synthesizer ``episode_summary.json`` and ``episode_summary.md`` at the end.
-The viewer, the run reports, the benchmarks and the tests read them through the same names.
+The viewer, the run reports, the benchmarks and the tests read them through the same names,
+and the events through ``EventTail`` / ``read_events``: a reader may look at any moment, so the
+JSONL may end in a half-written line (it waits for the next read) and a hand-edited file may
+hold a broken one (counted and skipped); nothing here raises for that.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 EPISODES_DIR = "episodes"  # under the game workdir: one folder per episode
 
@@ -65,3 +69,67 @@ class EpisodeFolder:
 def episodes_dir(workdir: str | os.PathLike[str]) -> Path:
     """The folder holding a game workdir's episode folders."""
     return Path(workdir) / EPISODES_DIR
+
+
+class EventTail:
+    """The events of one JSONL file, read incrementally.
+
+    ``refresh()`` parses only the bytes appended since the last call, up to the last
+    complete line. If the file is replaced or truncated it starts over.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+        self.unreadable_lines = 0
+        self._offset = 0
+        self._inode: int | None = None
+
+    def _reset(self) -> None:
+        self.events, self.unreadable_lines, self._offset, self._inode = [], 0, 0, None
+
+    def refresh(self) -> EventTail:
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self._reset()
+            return self
+        if stat.st_ino != self._inode or stat.st_size < self._offset:
+            self._reset()
+            self._inode = stat.st_ino
+        if stat.st_size == self._offset:
+            return self
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read(stat.st_size - self._offset)
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return self  # only a partial line so far
+        for line in chunk[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested past the parser's limit
+                self.unreadable_lines += 1
+                continue
+            if isinstance(event, dict):
+                self.events.append(event)
+            else:
+                self.unreadable_lines += 1
+        self._offset += end + 1
+        return self
+
+
+def read_events(episode_dir: Path) -> list[dict[str, Any]]:
+    """Every complete event an episode has logged so far (``[]`` when there is no log yet)."""
+    return EventTail(EpisodeFolder(episode_dir).log).refresh().events
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file, or ``None`` when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from orchestration.episode_records import EpisodeFigures, EventTail, read_events, read_json
-from session.episode_folder import EpisodeFolder, episodes_dir
+from orchestration.episode_records import EpisodeFigures
+from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 

@@ -15,7 +15,6 @@ import pytest
 from PIL import Image
 
 from orchestration import run_report
-from orchestration.episode_records import read_events
 from orchestration.run_report import (
     COMPARISON_MD,
     COMPARISON_PNG,
@@ -29,7 +28,7 @@ from orchestration.run_report import (
     read_run,
     summarize_episodes,
 )
-from session.episode_folder import episodes_dir
+from session.episode_folder import episodes_dir, read_events
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion

@@ -25,8 +25,8 @@ import pytest
 
 from managers.knowledge_manager import KnowledgeDocument, Section
 from managers.memory_manager import Memory, MemoryStatus, render_memories
-from orchestration.episode_records import read_events
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from session.episode_folder import read_events
 from session.game_state import GameState
 from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT

@@ -21,8 +21,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from orchestration.episode_records import read_events
-from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir
+from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough

@@ -21,8 +21,8 @@ from typing import Any
 from managers.knowledge_manager import KnowledgeDocument
 from managers.map_graph import MapGraph, MapGraphError
 from managers.memory_manager import parse_memories
-from orchestration.episode_records import EpisodeFigures, EventTail, read_json
-from session.episode_folder import EpisodeFolder, episodes_dir
+from orchestration.episode_records import EpisodeFigures
+from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
 from session.game_configuration import FilesSection
 from shared_utils import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
