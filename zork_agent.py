@@ -130,7 +130,7 @@ def tools_prompt(
     instructions, each tool's whole description.
 
     ``tools`` are the OpenAI function tools sent with the request. ``server_of(wire_name)``
-    names a tool's server (the MCP manager's routing); without it a wire name
+    names a tool's server (``Toolset.tool(name).server``); without it a wire name
     ``server__tool`` is read as naming its server.
     """
     instructions = instructions or {}

@@ -10,7 +10,9 @@ assistant tool call has no matching result.
 
 What to ask and how to read the answer belong to the loop's owner, the agent:
 ``request_args`` builds each request (model, sampling, the answer's JSON schema) and
-``read_answer`` turns the final reply into an ``AgentDecision``.
+``read_answer`` turns the final reply into an ``AgentDecision``. The tools come as the turn's
+``Toolset`` (``managers.mcp.toolset``), which the episode runner opened and will close; what
+the loop does is reported through ``ToolLoopEvents`` (``managers.mcp.tool_events``).
 
 How the calls of one reply run:
 
