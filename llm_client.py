@@ -138,11 +138,8 @@ class LLMClient:
 
     @property
     def usage_by_name(self) -> dict[str, UsageStats]:
-        """Answered calls, tokens and cost per ``name`` label since the last ``reset_usage``."""
+        """Answered calls, tokens and cost per ``name`` label, over the client's life."""
         return self.usage.by_name
-
-    def reset_usage(self) -> None:
-        self.usage.reset()
 
     def _send(
         self, payload: dict[str, Any], headers: dict[str, str], label: str, tool_names: frozenset[str]

@@ -61,7 +61,3 @@ class UsageLedger:
                 "cost_usd": response.cost_usd,
             },
         )
-
-    def reset(self) -> None:
-        with self._lock:
-            self.by_name.clear()

@@ -218,11 +218,6 @@ class MapGraph:
     def is_pruned(self, room_id: int, direction: str) -> bool:
         return self.failed_exits.get((room_id, direction), 0) >= FAILED_EXIT_PRUNE_THRESHOLD
 
-    def is_blocked(self, room_id: int, label: str) -> bool:
-        """A direction the engine did not offer at the room's latest probe (a closed door)."""
-        room = self.rooms.get(room_id)
-        return room is not None and room.probed and label in _ORDER and label not in room.verified_exits
-
     def been_to(self, room_id: int) -> bool:
         room = self.rooms.get(room_id)
         return room is not None and room.visits > 0

@@ -224,11 +224,6 @@ def _render_memory(m: Memory) -> str:
     return f"- [#{m.id}] {status} | {category} | episode {episode} turn {m.turn}: {_one_line(m.text)}"
 
 
-def render_memories(memories: list[Memory], unreadable: list[str] | None = None) -> str:
-    """A new memories file holding ``memories``: rooms in first-seen order, each room's memories in id order."""
-    return MemoryFile(list(memories), list(unreadable or [])).render()
-
-
 def parse_memories(text: str) -> MemoryFile:
     """Memories from the Markdown file. Memory-like lines that do not parse are reported, not guessed at.
 

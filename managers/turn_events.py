@@ -93,11 +93,6 @@ def attempt_reply(result: TurnResult) -> str | None:
     return text
 
 
-def is_noteworthy(result: TurnResult) -> bool:
-    """The world changed, or a real attempt drew a reply without a visible change."""
-    return bool(result.world_changes) or attempt_reply(result) is not None
-
-
 def turn_changes(result: TurnResult, reasons: list[str] | None = None) -> list[str]:
     """What a turn changed, each said once, in the player's terms. The score is the engine's
     net change for the turn: Zork does not report its parts, so a turn that also held a death

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from llm.wire import TOOL_NAME_PATTERN
 from managers.mcp import (
     MCPManager,
     MCPServerDiedError,
@@ -28,7 +29,7 @@ from managers.mcp import (
     MCPToolCallError,
     ToolCallResult,
 )
-from managers.mcp.tools import WIRE_NAME_PATTERN, dotted_name, wire_name
+from managers.mcp.tools import dotted_name, wire_name
 from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
@@ -104,7 +105,7 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
     assert schema["type"] == "function"
     function = schema["function"]
     assert function["name"] == "thoughtbox__think"
-    assert WIRE_NAME_PATTERN.match(function["name"])
+    assert TOOL_NAME_PATTERN.match(function["name"])
     assert "reasoning" in function["description"]
     parameters = function["parameters"]
     assert parameters["type"] == "object"
@@ -377,7 +378,7 @@ def test_real_tool_names_are_wire_safe_and_callable_both_ways(tmp_path: Path) ->
 
     schemas, by_wire, by_dotted, dotted = scenario.run(body)
     names = [s["function"]["name"] for s in schemas]
-    assert all(WIRE_NAME_PATTERN.match(n) for n in names)
+    assert all(TOOL_NAME_PATTERN.match(n) for n in names)
     assert len(set(names)) == len(names)
     long_wire = wire_name("misbehaving", LONG_TOOL_NAME)
     assert len(long_wire) == 64 and long_wire in names

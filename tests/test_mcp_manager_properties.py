@@ -22,11 +22,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from llm.wire import TOOL_NAME_PATTERN
 from managers.mcp import MCPConfigError, MCPManager, MCPToolCallError
 from managers.mcp.config import SECRET_ENV_VARS, build_server_environment
 from managers.mcp.tools import (
     WIRE_NAME_MAX,
-    WIRE_NAME_PATTERN,
     ToolCallResult,
     ToolNameMap,
     convert_call_result,
@@ -265,13 +265,13 @@ def test_property_09_subprocess_terminates_on_close(
 @given(server=names, listing=tools())
 def test_property_33_schemas_translate_to_openai_format(server: str, listing: list[types.Tool]) -> None:
     """Property 33: for any MCP tool schema, the translation is a valid OpenAI function tool."""
-    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    name_map = ToolNameMap((server, t.name) for t in listing)
     for tool in listing:
         translated = translate_tool(server, tool, name_map)
         assert set(translated) == {"type", "function"} and translated["type"] == "function"
         function = translated["function"]
         assert set(function) == {"name", "description", "parameters"}
-        assert WIRE_NAME_PATTERN.match(function["name"])
+        assert TOOL_NAME_PATTERN.match(function["name"])
         assert isinstance(function["description"], str) and function["description"]
         assert function["parameters"]["type"] == "object"
         assert isinstance(function["parameters"]["properties"], dict)
@@ -284,7 +284,7 @@ def test_property_34_wire_names_are_provider_valid_and_stable(server: str, tool:
     {server}__{tool} with other characters replaced by "_", and a name over 64 characters keeps its
     start and ends in "_" + a stable 8-hex SHA-256 of the dotted name."""
     name = wire_name(server, tool)
-    assert WIRE_NAME_PATTERN.match(name)
+    assert TOOL_NAME_PATTERN.match(name)
     assert name == wire_name(server, tool)  # deterministic
     sanitized = re.sub(r"[^a-zA-Z0-9_-]", "_", f"{server}__{tool}")
     if len(sanitized) <= WIRE_NAME_MAX:
@@ -301,7 +301,7 @@ def test_property_34_wire_names_are_provider_valid_and_stable(server: str, tool:
 def test_property_35_names_route_back_to_the_tool(server: str, listing: list[types.Tool]) -> None:
     """Property 35: for any tool call, both the wire name and the dotted name route to the right
     server and tool, even when sanitizing makes two names collide."""
-    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    name_map = ToolNameMap((server, t.name) for t in listing)
     wires = [route.wire_name for route in name_map.routes]
     assert len(set(wires)) == len(listing)  # collisions were resolved
     for tool in listing:
@@ -322,7 +322,7 @@ def test_property_35_wire_names_are_unique_across_servers(servers: list[tuple[st
     wires = [name_map.wire_for(server, tool) for server, tool in pairs]
     assert len(set(wires)) == len(pairs)
     for (server, tool), wire in zip(pairs, wires, strict=True):
-        assert WIRE_NAME_PATTERN.match(wire)
+        assert TOOL_NAME_PATTERN.match(wire)
         route = name_map.resolve(wire)
         assert route is not None and (route.server_name, route.tool_name) == (server, tool)
 
@@ -346,7 +346,7 @@ def test_property_36_input_schema_maps_to_parameters(schema: dict[str, Any]) -> 
 @given(server=names, listing=tools(unique=True))
 def test_property_37_every_tool_is_translated(server: str, listing: list[types.Tool]) -> None:
     """Property 37: for any server with several tools, all of them are translated and available."""
-    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    name_map = ToolNameMap((server, t.name) for t in listing)
     translated = [translate_tool(server, tool, name_map) for tool in listing]
     assert len(translated) == len(listing)
     routed = [name_map.resolve(t["function"]["name"]) for t in translated]
@@ -357,13 +357,13 @@ def test_property_37_every_tool_is_translated(server: str, listing: list[types.T
 def test_property_38_tool_definitions_are_openai_compatible(server: str, listing: list[types.Tool]) -> None:
     """Property 38: a schema request yields a list of OpenAI tool definitions with unique
     provider-valid names, JSON-serializable, and each parameters an object schema."""
-    name_map = ToolNameMap.for_server(server, [t.name for t in listing])
+    name_map = ToolNameMap((server, t.name) for t in listing)
     definitions = [translate_tool(server, tool, name_map) for tool in listing]
     assert isinstance(definitions, list)
     assert json.loads(json.dumps(definitions)) == definitions
     function_names = [d["function"]["name"] for d in definitions]
     assert len(set(function_names)) == len(function_names)
-    assert all(WIRE_NAME_PATTERN.match(n) for n in function_names)
+    assert all(TOOL_NAME_PATTERN.match(n) for n in function_names)
     assert all(d["function"]["parameters"].get("type") == "object" for d in definitions)
 
 

@@ -13,10 +13,10 @@ from managers.base_manager import ManagerFileError
 from managers.memory_manager import (
     UNREADABLE_HEADING,
     Memory,
+    MemoryFile,
     MemoryManager,
     MemoryStatus,
     parse_memories,
-    render_memories,
 )
 from session.game_state import GameState
 from tests.manager_support import (
@@ -92,7 +92,7 @@ def memory_lists(draw: st.DrawFn) -> list[Memory]:
 
 @given(memory_lists())
 def test_markdown_round_trip_preserves_every_memory(memories: list[Memory]) -> None:
-    parsed = parse_memories(render_memories(memories))
+    parsed = parse_memories(MemoryFile(list(memories)).render())
     assert parsed.skipped_lines == []
     key = lambda m: m.id  # noqa: E731
     # A room's heading shows its latest name; everything else must survive unchanged.
@@ -148,7 +148,7 @@ def test_a_memories_file_broken_mid_run_is_left_alone_and_memories_stay(
     path = tmp_path / "game_files" / "memories.md"
     path.parent.mkdir(parents=True)
     path.write_text(
-        render_memories([Memory(1, 1, "West of House", "item", "A leaflet.", MemoryStatus.ACTIVE, "e0", 3)]),
+        MemoryFile([Memory(1, 1, "West of House", "item", "A leaflet.", MemoryStatus.ACTIVE, "e0", 3)]).render(),
         encoding="utf-8",
     )
     manager, _, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)

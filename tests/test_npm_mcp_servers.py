@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
+from llm.wire import TOOL_NAME_PATTERN
 from managers.mcp import MCPManager
-from managers.mcp.tools import WIRE_NAME_PATTERN
 from tests.mcp_test_servers.helpers import (
     assert_clean,
     async_hygiene,
@@ -167,7 +167,7 @@ def test_npm_servers_over_stdio_and_http_in_one_toolbox(npx: str, everything_htt
     names = [schema["function"]["name"] for schema in schemas]
     assert names[0] == "sequential-thinking__sequentialthinking"
     assert names[1:] == ["everything__echo", "everything-http__echo", "everything-http__get-sum"]
-    assert all(WIRE_NAME_PATTERN.match(name) for name in names)
+    assert all(TOOL_NAME_PATTERN.match(name) for name in names)
     assert not thinking.is_error and "thoughtHistoryLength" in str(thinking.content)
     assert stdio_echo.content == "Echo: from stdio" and http_echo.content == "Echo: from http"
     # npx runs node as its child: the whole group of each stdio server is gone.

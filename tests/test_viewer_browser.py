@@ -24,7 +24,7 @@ from typing import TypeVar
 import pytest
 
 from managers.knowledge_manager import KnowledgeDocument, Section
-from managers.memory_manager import Memory, MemoryStatus, render_memories
+from managers.memory_manager import Memory, MemoryFile, MemoryStatus
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import read_events
 from session.game_state import GameState
@@ -366,7 +366,7 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
         Memory(1, 180, "West of House", "item", "A leaflet is in the mailbox", MemoryStatus.ACTIVE, episode.name, 2),
         Memory(2, 79, "Behind House", "path", "The window opens", MemoryStatus.TENTATIVE, "2026-01-02T03-04-05Z", 9),
     ]
-    (workdir / "memories.md").write_text(render_memories(memories))
+    (workdir / "memories.md").write_text(MemoryFile(list(memories)).render())
     knowledge = KnowledgeDocument.empty()
     knowledge.sections.append(Section("Dangers", ["- The troll in the Troll Room kills the unarmed."]))
     (workdir / "knowledgebase.md").write_text(knowledge.render())

@@ -47,10 +47,8 @@ from typing import Any
 import mcp.types as types
 from pydantic import BaseModel
 
-from llm.wire import TOOL_NAME_PATTERN
 from shared_utils import cap_text
 
-WIRE_NAME_PATTERN = TOOL_NAME_PATTERN  # what providers accept as a function name
 WIRE_NAME_MAX = 64
 WIRE_SEPARATOR = "__"
 _HASH_CHARS = 8
@@ -111,10 +109,6 @@ class ToolNameMap:
             self._by_wire[wire] = route
             self._by_dotted.setdefault(route.dotted, route)
             self._by_tool[(server_name, tool_name)] = route
-
-    @classmethod
-    def for_server(cls, server_name: str, tool_names: Iterable[str]) -> ToolNameMap:
-        return cls((server_name, tool) for tool in tool_names)
 
     def resolve(self, name: str) -> ToolRoute | None:
         """The route for a wire name or a dotted ``server.tool`` name, else None."""
