@@ -320,6 +320,9 @@ class FakeLLM:
     def supports_tool_calling(self, model: str) -> bool:
         return self.supports_tools
 
+    def redact(self, text: str) -> str:
+        return text  # the fake model knows no secrets
+
 
 class FakeToolset(Toolset):
     """One turn's tools as the agent sees them, in process; records order, loops and concurrency.
