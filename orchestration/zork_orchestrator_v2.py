@@ -423,27 +423,7 @@ class ZorkOrchestratorV2:
             self.mcp_manager.close()  # every session closed and every server ended with the episode
         if state.end_reason is None:
             state.end_reason = "error"
-        interrupt: KeyboardInterrupt | None = None
-        summary_only = aborted or bool(self.write_failures)
-        for manager in self.managers:
-            if (summary_only or interrupt) and manager is not self.synthesizer:
-                continue
-            try:
-                manager.finalize_episode()
-            except KeyboardInterrupt as exc:
-                if manager is self.synthesizer:
-                    raise
-                interrupt = exc
-            except OSError as exc:
-                self._write_failed(Path(exc.filename or f"{manager.name} files"), exc)
-            except Exception as exc:  # one manager's failure must not lose the others' files
-                self.logger.error(
-                    "%s failed to finalize: %s",
-                    manager.name,
-                    exc,
-                    exc_info=True,
-                    extra={"event_type": "manager_finalize_error", "manager": manager.name},
-                )
+        interrupt = self._finalize_managers(summary_only=aborted or bool(self.write_failures))
         self._export_state()
         self.logger.info(
             "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
@@ -471,6 +451,31 @@ class ZorkOrchestratorV2:
             raise interrupt
         if self.langfuse_client is not None and not aborted:
             self.langfuse_client.flush()  # after an abort the SDK's own exit hook flushes
+
+    def _finalize_managers(self, summary_only: bool) -> KeyboardInterrupt | None:
+        """Each manager's last step (only the synthesizer's when ``summary_only``); an interrupt
+        during one skips the rest but the summary, and is returned to be raised afterwards."""
+        interrupt: KeyboardInterrupt | None = None
+        for manager in self.managers:
+            if (summary_only or interrupt) and manager is not self.synthesizer:
+                continue
+            try:
+                manager.finalize_episode()
+            except KeyboardInterrupt as exc:
+                if manager is self.synthesizer:
+                    raise
+                interrupt = exc
+            except OSError as exc:
+                self._write_failed(Path(exc.filename or f"{manager.name} files"), exc)
+            except Exception as exc:  # one manager's failure must not lose the others' files
+                self.logger.error(
+                    "%s failed to finalize: %s",
+                    manager.name,
+                    exc,
+                    exc_info=True,
+                    extra={"event_type": "manager_finalize_error", "manager": manager.name},
+                )
+        return interrupt
 
     @property
     def write_failures(self) -> list[str]:
