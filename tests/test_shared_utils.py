@@ -85,7 +85,7 @@ def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path: Path) -> 
     assert sorted(p.name for p in target.parent.iterdir()) == ["state.json"]
 
 
-def test_atomic_write_syncs_the_file_and_then_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_atomic_write_syncs_the_file_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The real fsync runs; the wrapper notes what each synced descriptor was, in order.
     synced: list[str] = []
     real_fsync = os.fsync
@@ -94,9 +94,16 @@ def test_atomic_write_syncs_the_file_and_then_its_folder(tmp_path: Path, monkeyp
         synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
         real_fsync(fd)
 
+    real_replace = os.replace
+
+    def noting_replace(source: Any, target: Any) -> None:
+        synced.append("rename")
+        real_replace(source, target)
+
     monkeypatch.setattr(os, "fsync", noting_fsync)
+    monkeypatch.setattr(os, "replace", noting_replace)
     atomic_write_text(tmp_path / "sub" / "state.json", "{}")
-    assert synced == ["file", "folder"]  # the bytes first, then the rename that made them the file
+    assert synced == ["file", "rename"]  # the bytes are on disk before the rename makes them the file
 
 
 def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
