@@ -253,7 +253,7 @@ def main() -> None:
             bench.stop()
 
     second = f"npm {SEQUENTIAL} via npx" if npm else "a second thoughtbox (npx or the npm package not available)"
-    print("MCP cost per turn: an agent call with an instant model that answers without tools, then end_turn")
+    print("MCP cost per turn: the turn's tools held, an agent call with an instant model that answers without tools")
     print(f"  servers: thoughtbox (stdio); for 3: + {second} + thoughtbox over streamable HTTP")
     print(f"  turns per scenario: {args.turns}; started ahead: model takes {args.model_seconds:g} s (not counted)")
     print(f"  no MCP (base):                      {base}")
