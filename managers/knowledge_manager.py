@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from managers.base_manager import ManagerFileError
+from managers.knowledge_file import KnowledgeDocument
 from managers.learning_file import LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
@@ -38,12 +39,7 @@ from session.game_state import GameState, TurnResult
 from shared_utils import whole_sentences
 
 MAX_EVENTS_PER_UPDATE = 60
-MAX_BULLET_CHARS = 500
 DETAIL_CHARS = 300
-FILE_TITLE = "# Zork I knowledge base"
-FILE_PREAMBLE = "What earlier episodes learned. ZorkGPT merges new findings in; edit freely, keep the '## ' headings."
-# Lines earlier versions wrote under the insights: episode statistics, removed when the file is next written.
-EPISODE_HISTORY_PREFIX = "Episode record "
 
 EventKind = Literal["death", "danger", "score", "item_taken", "item_lost", "world_change", "no_visible_change"]
 # What a trimmed update keeps first: what kills, scores or solves puzzles.
@@ -91,104 +87,6 @@ class KnowledgeUpdate(BaseModel):
     item_uses: list[str] = Field(description="What items are for and where they were found")
     insights: list[str] = Field(description="Strategy that holds across episodes")
     obsolete: list[str] = Field(description="Existing bullets, quoted exactly, that the new evidence shows are wrong")
-
-
-@dataclass
-class Section:
-    heading: str
-    lines: list[str]
-
-    def bullets(self) -> list[str]:
-        return [line[2:].strip() for line in self.lines if line.startswith("- ")]
-
-
-@dataclass
-class KnowledgeDocument:
-    """The file as ordered sections; text before the first heading is the preamble."""
-
-    preamble: list[str]
-    sections: list[Section]
-
-    @classmethod
-    def parse(cls, text: str) -> KnowledgeDocument:
-        preamble: list[str] = []
-        sections: list[Section] = []
-        for line in text.splitlines():
-            if line.startswith("## "):
-                sections.append(Section(line[3:].strip(), []))
-            elif sections:
-                sections[-1].lines.append(line)
-            else:
-                preamble.append(line)
-        return cls(preamble, sections)
-
-    @classmethod
-    def empty(cls) -> KnowledgeDocument:
-        return cls([FILE_TITLE, "", FILE_PREAMBLE], [])
-
-    def section(self, heading: str) -> Section:
-        for section in self.sections:
-            if section.heading.casefold() == heading.casefold():
-                return section
-        section = Section(heading, [])
-        self.sections.append(section)
-        return section
-
-    def add_bullets(self, heading: str, bullets: list[str]) -> int:
-        """Append bullets the section does not already hold (case- and space-insensitive); a
-        section is only created when something goes in it."""
-        existing = next((s for s in self.sections if s.heading.casefold() == heading.casefold()), None)
-        known = {_key(b) for b in existing.bullets()} if existing else set()
-        added = 0
-        for bullet in bullets:
-            text = whole_sentences(" ".join(bullet.split()).removeprefix("- "), MAX_BULLET_CHARS)
-            if text and _key(text) not in known:
-                _insert_bullet(self.section(heading), f"- {text}")
-                known.add(_key(text))
-                added += 1
-        return added
-
-    def remove_bullets(self, quoted: list[str]) -> int:
-        doomed = {_key(q.removeprefix("- ")) for q in quoted if q.strip()}
-        removed = 0
-        for section in self.sections:
-            kept = [line for line in section.lines if not (line.startswith("- ") and _key(line[2:]) in doomed)]
-            removed += len(section.lines) - len(kept)
-            section.lines = kept
-        return removed
-
-    def without_episode_records(self) -> None:
-        for section in self.sections:
-            section.lines = [line for line in section.lines if not line.startswith(f"- {EPISODE_HISTORY_PREFIX}")]
-
-    def render(self, drop_empty: bool = False) -> str:
-        """The Markdown text; ``drop_empty`` leaves out sections with nothing under their heading."""
-        lines = list(self.preamble)
-        while lines and not lines[-1].strip():
-            lines.pop()
-        for section in self.sections:
-            body = list(section.lines)
-            while body and not body[-1].strip():
-                body.pop()
-            while body and not body[0].strip():
-                body.pop(0)
-            if drop_empty and not body:
-                continue
-            lines += ["", f"## {section.heading}", "", *body]
-        return "\n".join(lines).strip() + "\n"
-
-
-def _key(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def _insert_bullet(section: Section, line: str) -> None:
-    """After the section's last bullet, so bullets stay together above any trailing prose."""
-    last = max((i for i, existing in enumerate(section.lines) if existing.startswith("- ")), default=None)
-    if last is None:
-        section.lines.append(line)
-    else:
-        section.lines.insert(last + 1, line)
 
 
 SYSTEM_PROMPT = """You maintain the knowledge base of an agent that plays Zork I over many episodes.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.structured_llm",
         "managers.learning_file",
         "managers.turn_events",
+        "managers.memory_file",
+        "managers.knowledge_file",
         "managers.map_graph",
         "managers.map_manager",
         "managers.critic",
@@ -207,6 +210,20 @@ def test_the_llm_package_uses_only_session_and_shared_utils() -> None:
         if module.split(".")[0] == "llm":
             outside = sorted(t for t in targets if t.split(".")[0] not in {"llm", "session", "shared_utils"})
             assert outside == [], f"{module} imports {outside}"
+
+
+def test_the_viewer_reads_the_files_without_the_model_behind_them() -> None:
+    """The viewer reads the learning files through their format modules: starting it loads
+    neither the LLM client nor the file locks the managers write with."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, viewer.server, viewer.workdir; print(' '.join(sorted(sys.modules)))"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "viewer.workdir" in loaded  # the import ran
+    assert [m for m in ("llm_client", "llm", "filelock", "requests", "managers.mcp") if m in loaded] == []
 
 
 def test_the_critic_lives_among_the_managers() -> None:

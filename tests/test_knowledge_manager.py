@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
+from managers.knowledge_file import KnowledgeDocument
+from managers.knowledge_manager import KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import (
     MEMORY_MODEL,

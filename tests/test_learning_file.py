@@ -24,11 +24,13 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
-from managers.knowledge_manager import KnowledgeDocument, KnowledgeManager
+from managers.knowledge_file import KnowledgeDocument
+from managers.knowledge_manager import KnowledgeManager
 from managers.learning_file import LearningFile
 from managers.map_graph import MapGraph
 from managers.map_manager import MapManager
-from managers.memory_manager import MemoryManager, parse_memories
+from managers.memory_file import parse_memories
+from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState

@@ -71,8 +71,8 @@ def _start_main(
 def test_killed_episode_leaves_every_file_parseable(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from managers.knowledge_manager import KnowledgeDocument
-    from managers.memory_manager import parse_memories
+    from managers.knowledge_file import KnowledgeDocument
+    from managers.memory_file import parse_memories
     from tests.e2e_support import walkthrough
     from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 

@@ -10,14 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.memory_manager import (
-    UNREADABLE_HEADING,
-    Memory,
-    MemoryFile,
-    MemoryManager,
-    MemoryStatus,
-    parse_memories,
-)
+from managers.memory_file import UNREADABLE_HEADING, Memory, MemoryFile, MemoryStatus, parse_memories
+from managers.memory_manager import MemoryManager
 from session.game_state import GameState
 from tests.manager_support import (
     MEMORY_MODEL,

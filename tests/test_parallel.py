@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from managers.map_graph import MapGraph
-from managers.memory_manager import parse_memories
+from managers.memory_file import parse_memories
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
 from session.episode_folder import EpisodeFolder, episodes_dir

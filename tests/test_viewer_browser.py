@@ -23,8 +23,8 @@ from typing import TypeVar
 
 import pytest
 
-from managers.knowledge_manager import KnowledgeDocument, Section
-from managers.memory_manager import Memory, MemoryFile, MemoryStatus
+from managers.knowledge_file import KnowledgeDocument, Section
+from managers.memory_file import Memory, MemoryFile, MemoryStatus
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import read_events
 from session.game_state import GameState

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from managers.knowledge_manager import KnowledgeDocument
+from managers.knowledge_file import KnowledgeDocument
 from managers.map_graph import MapGraph, MapGraphError
-from managers.memory_manager import parse_memories
+from managers.memory_file import parse_memories
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
 from session.game_configuration import FilesSection
