@@ -98,7 +98,8 @@ class LLMClient:
         extra_body: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
         """One chat completion. ``name`` labels the call for tracing and usage; it is never sent.
-        ``extra_body`` holds further body fields (``seed``, ``presence_penalty``...), sent as given.
+        ``extra_body`` holds further body fields a provider accepts (``presence_penalty``, routing
+        options...), sent as given.
 
         A ``json_schema`` response_format is negotiated per endpoint and model (``llm.structured``):
         a refusal sends the same request again in the next form down, a reply that ignored the

@@ -115,108 +115,83 @@ class ToolLoopEvents:
         )
 
     def invalid_arguments(self, stats: ToolLoopStats, tool: ToolInfo, problem: str) -> None:
-        self._log(
+        # No server named: the call never reached one, and the counts keep it apart.
+        self._tool_event(
             logging.WARNING,
             "mcp_tool_error",
-            "Turn %s Iteration %s: invalid arguments for %s: %s",
-            stats.turn,
-            stats.iterations,
+            "invalid arguments for %s: %s",
+            stats,
+            tool,
             tool.name,
             problem,
-            turn=stats.turn,
-            tool_name=tool.name,
+            server_name=None,
             error=f"invalid arguments: {problem}",
-            iteration=stats.iterations,
         )
 
     def refused(self, stats: ToolLoopStats, tool: ToolInfo) -> None:
-        self._log(
+        self._tool_event(
             logging.WARNING,
             "mcp_tool_error",
-            "Turn %s Iteration %s: refused %s: %s",
-            stats.turn,
-            stats.iterations,
+            "refused %s: %s",
+            stats,
+            tool,
             tool.name,
             tool.refusal,
-            turn=stats.turn,
-            tool_name=tool.name,
-            server_name=tool.server,
             error=tool.refusal,
             refused="destructive",
-            iteration=stats.iterations,
         )
 
     def calling(self, stats: ToolLoopStats, tool: ToolInfo, arguments: dict[str, Any], raw: str) -> None:
         """``raw``: the arguments' JSON as the model sent it; the event keeps the arguments, or
         that JSON cut when it is longer than the log keeps."""
-        self._log(
-            logging.INFO,
-            "mcp_tool_call",
-            "Turn %s Iteration %s: Agent calling tool %s",
-            stats.turn,
-            stats.iterations,
-            tool.name,
-            turn=stats.turn,
-            tool_name=tool.name,
-            server_name=tool.server,
-            arguments=arguments if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(raw),
-            iteration=stats.iterations,
+        logged = arguments if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(raw)
+        self._tool_event(
+            logging.INFO, "mcp_tool_call", "Agent calling tool %s", stats, tool, tool.name, arguments=logged
         )
         self.logger.debug(
             "Turn %s Iteration %s: Tool arguments: %s", stats.turn, stats.iterations, json.dumps(arguments)[:500]
         )
 
     def timed_out(self, stats: ToolLoopStats, tool: ToolInfo, timeout: float) -> None:
-        self._log(
+        self._tool_event(
             logging.WARNING,
             "mcp_tool_timeout",
-            "Turn %s Iteration %s: Tool call timeout: %s",
-            stats.turn,
-            stats.iterations,
+            "Tool call timeout: %s",
+            stats,
+            tool,
             tool.name,
-            turn=stats.turn,
-            tool_name=tool.name,
-            server_name=tool.server,
-            iteration=stats.iterations,
             timeout_seconds=timeout,
         )
 
     def failed(self, stats: ToolLoopStats, tool: ToolInfo, error: Exception) -> None:
         """A failed call; a transport failure (not one of ours) keeps its traceback."""
-        self._log(
+        self._tool_event(
             logging.WARNING,
             "mcp_tool_error",
-            "Turn %s Iteration %s: Tool call failed: %s - %s",
-            stats.turn,
-            stats.iterations,
+            "Tool call failed: %s - %s",
+            stats,
+            tool,
             tool.name,
             error,
-            turn=stats.turn,
-            tool_name=tool.name,
             server_name=getattr(error, "server_name", None) or tool.server,
             error=str(error),
-            iteration=stats.iterations,
             exc_info=not isinstance(error, MCPToolCallError),
         )
 
     def result(self, stats: ToolLoopStats, tool: ToolInfo, result: ToolCallResult, seconds: float) -> None:
-        self._log(
+        self._tool_event(
             logging.INFO,
             "mcp_tool_result",
-            "Turn %s Iteration %s: Tool result received (%.1fs)",
-            stats.turn,
-            stats.iterations,
+            "Tool result received (%.1fs)",
+            stats,
+            tool,
             seconds,
-            turn=stats.turn,
-            tool_name=tool.name,
-            server_name=tool.server,
             result_type=type(result.content).__name__,
             result_length=len(str(result.content)),
             # What the model saw, shortened: the episode log (and the web viewer) show it.
             result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
             is_error=result.is_error,
             duration_ms=round(seconds * 1000, 1),
-            iteration=stats.iterations,
         )
 
     def batch_aborted(self, stats: ToolLoopStats, tool: ToolInfo, skipped: int) -> None:
@@ -293,6 +268,32 @@ class ToolLoopEvents:
             decision.action,
             turn=stats.turn,
             action=decision.action,
+        )
+
+    def _tool_event(
+        self,
+        level: int,
+        event_type: str,
+        message: str,
+        stats: ToolLoopStats,
+        tool: ToolInfo,
+        *args: Any,
+        exc_info: bool = False,
+        **fields: Any,
+    ) -> None:
+        """An event about one tool call: the message after "Turn N Iteration M: ", and the turn,
+        iteration, tool and its server (``server_name`` in ``fields`` overrides it) in the event."""
+        fields = {"tool_name": tool.name, "server_name": tool.server, "iteration": stats.iterations, **fields}
+        self._log(
+            level,
+            event_type,
+            f"Turn %s Iteration %s: {message}",
+            stats.turn,
+            stats.iterations,
+            *args,
+            turn=stats.turn,
+            exc_info=exc_info,
+            **fields,
         )
 
     def _log(
