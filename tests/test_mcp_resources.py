@@ -28,6 +28,8 @@ from tests.mcp_test_servers.helpers import (
     capture_logger,
     make_config,
     misbehaving_entry,
+    text_of,
+    tool_messages,
     write_mcp_config,
 )
 from tests.mcp_test_servers.resource_server import (
@@ -38,7 +40,7 @@ from tests.mcp_test_servers.resource_server import (
     SECRET_TEXT,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from tests.test_zork_agent_mcp import AgentTurns, text_of, tool_messages
+from tests.test_zork_agent_mcp import AgentTurns
 
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"
 PINNED = ["2025-11-25", "2026-07-28"]

@@ -30,19 +30,21 @@ from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcom
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils import cap_text, create_json_schema
 from tests.mcp_test_servers.helpers import (
-    REPO_ROOT,
     SERVERS_DIR,
+    SHIPPED_MCP_CONFIG,
+    STATE,
     ManagerTurns,
-    misbehaving_entry,
+    misbehaving_config,
     raw_entry,
+    text_of,
+    think,
+    tool_messages,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 API_KEY = "sk-or-v1-tool-loop-test-0123456789"
-SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
 ANNOTATED_SERVER = SERVERS_DIR / "annotated_server.py"
-STATE = "West of House\nYou are standing in an open field west of a white house. There is a small mailbox here."
 
 
 class Answer(BaseModel):
@@ -62,26 +64,6 @@ def read_answer(content: str | None, tool_calls: tuple[ToolCallRecord, ...]) -> 
         data = {}
     action = data.get("action") if isinstance(data, dict) else None
     return AgentDecision(action=str(action or "?"), reasoning="", raw_response=content, tool_calls=tool_calls)
-
-
-def think(number: int, total: int, more: bool, text: str = "The mailbox may hold a clue.") -> dict[str, Any]:
-    return {"thought": text, "thoughtNumber": number, "totalThoughts": total, "nextThoughtNeeded": more}
-
-
-def text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content)
-    return content or ""
-
-
-def tool_messages(body: dict[str, Any]) -> dict[str, Any]:
-    """The ``role: "tool"`` messages of a request, by tool_call_id, with their content parsed."""
-    return {m["tool_call_id"]: json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"}
-
-
-def misbehaving_config(tmp_path: Path, *args: str) -> Path:
-    return write_mcp_config(tmp_path / "mcp", {"misbehaving": misbehaving_entry(*args)})
 
 
 def annotated_entry(record: Path, **keys: Any) -> dict[str, Any]:

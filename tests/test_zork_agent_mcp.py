@@ -35,31 +35,22 @@ from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.errors import Consequence, ToolsNotSupportedError, consequence_of
 from tests.mcp_test_servers.helpers import (
-    REPO_ROOT,
+    SHIPPED_MCP_CONFIG,
+    STATE,
     THINK_FIELDS,
     ManagerTurns,
-    misbehaving_entry,
+    misbehaving_config,
     raw_entry,
+    text_of,
+    think,
+    tool_messages,
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from zork_agent import ZorkAgent, tools_prompt
 
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
-SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
-STATE = "West of House\nYou are standing in an open field west of a white house. There is a small mailbox here."
 THINK_REQUIRED = {"thought", "thoughtNumber", "totalThoughts", "nextThoughtNeeded"}
-
-
-def think(number: int, total: int, more: bool, text: str = "The mailbox may hold a clue.") -> dict[str, Any]:
-    return {"thought": text, "thoughtNumber": number, "totalThoughts": total, "nextThoughtNeeded": more}
-
-
-def text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content)
-    return content or ""
 
 
 class AgentTurns(ManagerTurns):
@@ -154,15 +145,6 @@ def turns(
     yield factory
     for run in made:
         run.finish()
-
-
-def misbehaving_config(tmp_path: Path, *args: str) -> Path:
-    return write_mcp_config(tmp_path / "mcp", {"misbehaving": misbehaving_entry(*args)})
-
-
-def tool_messages(body: dict[str, Any]) -> dict[str, Any]:
-    """The ``role: "tool"`` messages of a request, by tool_call_id, with their content parsed."""
-    return {m["tool_call_id"]: json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"}
 
 
 # -- the shipped thoughtbox server --------------------------------------------------------------------

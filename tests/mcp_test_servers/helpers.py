@@ -326,6 +326,31 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# What the tool-loop and agent tests share: the shipped config, a game state, and readers of requests.
+SHIPPED_MCP_CONFIG = REPO_ROOT / "mcp_config.json"
+STATE = "West of House\nYou are standing in an open field west of a white house. There is a small mailbox here."
+
+
+def think(number: int, total: int, more: bool, text: str = "The mailbox may hold a clue.") -> dict[str, Any]:
+    return {"thought": text, "thoughtNumber": number, "totalThoughts": total, "nextThoughtNeeded": more}
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content)
+    return content or ""
+
+
+def tool_messages(body: dict[str, Any]) -> dict[str, Any]:
+    """The ``role: "tool"`` messages of a request, by tool_call_id, with their content parsed."""
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"}
+
+
+def misbehaving_config(tmp_path: Path, *args: str) -> Path:
+    return write_mcp_config(tmp_path / "mcp", {"misbehaving": misbehaving_entry(*args)})
+
+
 class ManagerTurns:
     """A real ``MCPManager`` turn by turn, held as the episode runner holds it, with hygiene checks.
 
