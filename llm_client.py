@@ -21,16 +21,16 @@ from typing import Any
 
 import requests
 
-from llm import tracing
-from llm.breaker import CircuitBreaker
-from llm.cost import UsageLedger, call_cost
-from llm.deadline import DeadlineAdapter
-from llm.models import supports_tool_calling, tools_not_supported
-from llm.payload import build_payload, request_headers
-from llm.retry import call_with_retries
-from llm.structured import StructuredOutput, StructuredOutputMemory, is_schema_format
-from llm.transport import attempt_once
-from llm.wire import LLMResponse, UsageStats
+from chat_api import tracing
+from chat_api.breaker import CircuitBreaker
+from chat_api.cost import UsageLedger, call_cost
+from chat_api.deadline import DeadlineAdapter
+from chat_api.models import supports_tool_calling, tools_not_supported
+from chat_api.payload import build_payload, request_headers
+from chat_api.retry import call_with_retries
+from chat_api.structured import StructuredOutput, StructuredOutputMemory, is_schema_format
+from chat_api.transport import attempt_once
+from chat_api.wire import LLMResponse, UsageStats
 from session.game_configuration import GameConfiguration, Sampling
 from session.providers import ProviderPreset
 from session.redaction import Redactor
@@ -101,7 +101,7 @@ class LLMClient:
         ``extra_body`` holds further body fields a provider accepts (``presence_penalty``, routing
         options...), sent as given.
 
-        A ``json_schema`` response_format is negotiated per endpoint and model (``llm.structured``):
+        A ``json_schema`` response_format is negotiated per endpoint and model (``chat_api.structured``):
         a refusal sends the same request again in the next form down, a reply that ignored the
         format is returned and the next calls use the next form. The caller still validates the reply.
 

@@ -19,7 +19,7 @@ from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
-    from llm.structured import StructuredOutputMemory
+    from chat_api.structured import StructuredOutputMemory
     from orchestration.run_report import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
@@ -305,7 +305,7 @@ def play_in_turn(
     """Play the episodes one after another; the exit code. ``ends`` gets how each one ended:
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
     leaves here is in it."""
-    from llm.structured import StructuredOutputMemory
+    from chat_api.structured import StructuredOutputMemory
     from orchestration.zork_orchestrator_v2 import configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from llm.models import tools_not_supported
+from chat_api.models import tools_not_supported
 from llm_client import LLMClient
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import ToolLoop, json_type

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from llm.wire import UsageStats
+from chat_api.wire import UsageStats
 from managers.base_manager import BaseManager
 from managers.episode_counts import REJECTION_CAUSES, critic_counts, tool_call_counts
 from session.episode_folder import EpisodeFolder, read_events

@@ -107,7 +107,7 @@ class LLMInvalidRequestError(LLMError, ValueError):
 
 class ToolsNotSupportedError(LLMInvalidRequestError):
     """Tools were offered to a model the compatibility check says cannot call them (MCP is on
-    with a reasoning model). Built by ``llm.models.tools_not_supported``, whose message names the
+    with a reasoning model). Built by ``chat_api.models.tools_not_supported``, whose message names the
     model and the three fixes; a setup error, since only the configuration can fix it."""
 
 

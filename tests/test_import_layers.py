@@ -43,18 +43,18 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "game_interface.story_file",
         "game_interface.jericho_interface",
         "game_interface",
-        "llm.wire",
-        "llm.models",
-        "llm.payload",
-        "llm.replies",
-        "llm.structured",
-        "llm.cost",
-        "llm.tracing",
-        "llm.deadline",
-        "llm.retry",
-        "llm.breaker",
-        "llm.transport",
-        "llm",
+        "chat_api.wire",
+        "chat_api.models",
+        "chat_api.payload",
+        "chat_api.replies",
+        "chat_api.structured",
+        "chat_api.cost",
+        "chat_api.tracing",
+        "chat_api.deadline",
+        "chat_api.retry",
+        "chat_api.breaker",
+        "chat_api.transport",
+        "chat_api",
         "llm_client",
     ),
     "managers": (
@@ -204,11 +204,11 @@ def test_the_architecture_page_places_every_module_in_its_layer() -> None:
         assert placed.get(path) == layers[0], f"{path}: the page puts it under {placed.get(path)!r}, not {layers[0]!r}"
 
 
-def test_the_llm_package_uses_only_session_and_shared_utils() -> None:
+def test_the_chat_api_package_uses_only_session_and_shared_utils() -> None:
     """The client's parts sit at the bottom with session/: no game, no managers, not even its own face."""
     for module, targets in import_graph().items():
-        if module.split(".")[0] == "llm":
-            outside = sorted(t for t in targets if t.split(".")[0] not in {"llm", "session", "shared_utils"})
+        if module.split(".")[0] == "chat_api":
+            outside = sorted(t for t in targets if t.split(".")[0] not in {"chat_api", "session", "shared_utils"})
             assert outside == [], f"{module} imports {outside}"
 
 
@@ -223,9 +223,29 @@ def test_the_viewer_reads_the_files_without_the_model_behind_them() -> None:
         check=True,
     ).stdout.split()
     assert "viewer.workdir" in loaded  # the import ran
-    assert [m for m in ("llm_client", "llm", "filelock", "requests", "managers.mcp") if m in loaded] == []
+    assert [m for m in ("llm_client", "chat_api", "filelock", "requests", "managers.mcp") if m in loaded] == []
 
 
 def test_the_critic_lives_among_the_managers() -> None:
     assert not (REPO / "zork_critic.py").exists()
     assert (REPO / "managers" / "critic.py").is_file()
+
+
+def top_level_names() -> set[str]:
+    """The names our own code takes in ``sys.path[0]``: every module and package at the top."""
+    names = {path.stem for path in REPO.glob("*.py")}
+    names |= {path.name for path in REPO.iterdir() if path.is_dir() and (path / "__init__.py").is_file()}
+    return names
+
+
+def test_no_top_level_name_of_ours_shadows_an_installed_library() -> None:
+    """Run from the project's folder, a top-level ``llm/`` of ours hid the ``llm`` library that the
+    bundled local model's plugin imports: every name of ours must differ from every import name an
+    installed distribution provides (read from the installed metadata, so a new dependency counts)."""
+    from importlib.metadata import packages_distributions
+
+    installed = packages_distributions()
+    ours = top_level_names()
+    assert {"main", "llm_client", "chat_api", "managers", "session"} <= ours  # the scan sees our layout
+    clashes = {name: installed[name] for name in sorted(ours & set(installed))}
+    assert clashes == {}, f"these top-level names of ours hide installed libraries: {clashes}"

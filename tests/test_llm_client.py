@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm.replies import MALFORMED_TOOL_NAME
-from llm.structured import StructuredOutputMemory
-from llm.wire import LLMResponse
+from chat_api.replies import MALFORMED_TOOL_NAME
+from chat_api.structured import StructuredOutputMemory
+from chat_api.wire import LLMResponse
 from llm_client import (
     LLMClient,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm.models import supports_tool_calling
+from chat_api.models import supports_tool_calling
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
 

@@ -1,4 +1,4 @@
-"""Hypothesis property tests for the request body (llm/payload.py): design properties 10, 14 and 15 (seed 001)."""
+"""Hypothesis property tests for the request body (chat_api/payload.py): design properties 10, 14 and 15 (seed 001)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm.models import is_anthropic_model
-from llm.payload import ANTHROPIC_MAX_CACHE_BREAKPOINTS, build_payload, prepare_messages
+from chat_api.models import is_anthropic_model
+from chat_api.payload import ANTHROPIC_MAX_CACHE_BREAKPOINTS, build_payload, prepare_messages
 from session.errors import LLMInvalidRequestError
 from session.game_configuration import Sampling
 from tests.llm_support import bad_tool_names, call_ids, is_openai_tool, tool_schemas

@@ -1,4 +1,4 @@
-"""Hypothesis property tests for reading replies (llm/replies.py): design property 12 (seed 001)."""
+"""Hypothesis property tests for reading replies (chat_api/replies.py): design property 12 (seed 001)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm.replies import parse_completion
+from chat_api.replies import parse_completion
 from tests.llm_support import wire_tool_calls
 
 # -- property 12 -------------------------------------------------------------------------

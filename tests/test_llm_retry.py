@@ -1,4 +1,4 @@
-"""Retry timing (llm/retry.py): the Retry-After header in both of its forms.
+"""Retry timing (chat_api/retry.py): the Retry-After header in both of its forms.
 
 The backoff itself and the retry loop are exercised through real HTTP in test_llm_client.py.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from llm.retry import parse_retry_after
+from chat_api.retry import parse_retry_after
 
 
 def test_parse_retry_after_forms() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm.wire import TOOL_NAME_PATTERN
+from chat_api.wire import TOOL_NAME_PATTERN
 from managers.mcp import (
     MCPManager,
     MCPServerDiedError,

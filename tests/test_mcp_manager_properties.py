@@ -22,7 +22,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from llm.wire import TOOL_NAME_PATTERN
+from chat_api.wire import TOOL_NAME_PATTERN
 from managers.mcp import MCPConfigError, MCPManager, MCPToolCallError
 from managers.mcp.config import SECRET_ENV_VARS, build_server_environment
 from managers.mcp.tools import (

@@ -5,7 +5,7 @@ Deterministic under the "ci" profile of tests/conftest.py (100 examples each, de
 To run hundreds of turns in seconds the loop is isolated from its two collaborators: an
 in-process ``FakeMCPManager`` (the MCPManager interface the agent uses, recording order and
 concurrency) and a ``FakeLLM`` with ``.complete(**kwargs)`` returning real
-``llm.wire.LLMResponse`` objects scripted per example. Everything between them is the real
+``chat_api.wire.LLMResponse`` objects scripted per example. Everything between them is the real
 ``ZorkAgent.get_action_with_reasoning``, including its ``asyncio.run``. Real HTTP and real
 servers are covered by tests/test_zork_agent_mcp.py.
 
@@ -37,7 +37,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm.wire import FunctionCall, LLMResponse, ToolCall
+from chat_api.wire import FunctionCall, LLMResponse, ToolCall
 from managers.mcp import MCPManager, MCPServerDiedError, MCPToolCallError
 from managers.mcp.tool_loop import FINAL_ACTION_PROMPT
 from managers.mcp.tools import ToolCallResult

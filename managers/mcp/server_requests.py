@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import mcp.types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
-from llm.wire import LLMResponse
+from chat_api.wire import LLMResponse
 from managers.mcp.config import ServerConfig
 from shared_utils import extract_json_object
 

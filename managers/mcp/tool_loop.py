@@ -44,8 +44,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llm.replies import MALFORMED_TOOL_NAME
-from llm.wire import LLMResponse, ToolCall
+from chat_api.replies import MALFORMED_TOOL_NAME
+from chat_api.wire import LLMResponse, ToolCall
 from llm_client import LLMClient
 from managers.mcp.tool_events import ToolLoopEvents, ToolLoopStats, logged_arguments
 from managers.mcp.tools import ToolCallResult

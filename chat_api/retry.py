@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from llm.replies import RetryableReplyError
-from llm.wire import LLMResponse
+from chat_api.replies import RetryableReplyError
+from chat_api.wire import LLMResponse
 from session.errors import LLMRetryExhaustedError
 from session.game_configuration import RetrySection
 

@@ -11,8 +11,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm.models import is_anthropic_model, is_reasoning_model
-from llm.wire import TOOL_NAME_PATTERN
+from chat_api.models import is_anthropic_model, is_reasoning_model
+from chat_api.wire import TOOL_NAME_PATTERN
 from session.errors import LLMInvalidRequestError
 from session.game_configuration import Sampling
 from session.providers import GENERIC, ProviderPreset

@@ -13,11 +13,11 @@ from typing import Any
 
 import requests
 
-from llm.deadline import deadline
-from llm.replies import RetryableReplyError, parse_completion, provider_message
-from llm.retry import parse_retry_after
-from llm.structured import refuses_format
-from llm.wire import LLMResponse
+from chat_api.deadline import deadline
+from chat_api.replies import RetryableReplyError, parse_completion, provider_message
+from chat_api.retry import parse_retry_after
+from chat_api.structured import refuses_format
+from chat_api.wire import LLMResponse
 from session.errors import LLMInvalidRequestError, LLMRequestError
 from shared_utils import MAX_JSON_DEPTH, json_depth
 

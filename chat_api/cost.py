@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from llm.wire import LLMResponse, UsageStats
+from chat_api.wire import LLMResponse, UsageStats
 from session.game_configuration import ModelPrice, PricingSection
 
 

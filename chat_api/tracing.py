@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from llm.payload import SAMPLING_PARAMS
-from llm.wire import LLMResponse
+from chat_api.payload import SAMPLING_PARAMS
+from chat_api.wire import LLMResponse
 from shared_utils import traced_observation
 
 

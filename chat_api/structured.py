@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from llm.models import is_reasoning_model
-from llm.payload import text_of
-from llm.wire import LLMResponse
+from chat_api.models import is_reasoning_model
+from chat_api.payload import text_of
+from chat_api.wire import LLMResponse
 from session.errors import LLMRequestError
 from session.providers import ProviderPreset, StructuredMode
 from shared_utils import loads_json, shorten

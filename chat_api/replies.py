@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from llm.payload import text_of
-from llm.wire import FunctionCall, LLMResponse, ToolCall
+from chat_api.payload import text_of
+from chat_api.wire import FunctionCall, LLMResponse, ToolCall
 from shared_utils import fenced_blocks, loads_json, shorten
 
 
