@@ -16,8 +16,8 @@ from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
-from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
 from chat_api.structured import StructuredOutputMemory
+from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
