@@ -182,6 +182,29 @@ def test_unset_variable_without_default_names_it_and_the_fix(tmp_path: Path) -> 
     assert "${TOK:-default}" in message
 
 
+@pytest.mark.parametrize(
+    ("entry", "where", "placeholder"),
+    [
+        (
+            {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${input:github-token}"}},
+            "headers.Authorization",
+            "${input:github-token}",
+        ),
+        ({"command": "node", "env": {"KEY": "${input:api_key}"}}, "env.KEY", "${input:api_key}"),
+        ({"command": "x", "args": ["${A:-ok}", "--root=${config:root}"]}, "args[1]", "${config:root}"),
+    ],
+)
+def test_other_clients_placeholders_are_refused_with_the_fix(
+    tmp_path: Path, entry: dict[str, Any], where: str, placeholder: str
+) -> None:
+    """VS Code's ${input:...} was sent to a server literally, as its password; now the start stops."""
+    with pytest.raises(MCPConfigError) as caught:
+        load(tmp_path, {"mcpServers": {"api": entry}})
+    message = str(caught.value)
+    assert f"mcpServers.api: {where} uses {placeholder}, a placeholder ZorkGPT does not fill in" in message
+    assert "write ${NAME} instead" in message
+
+
 def test_disabled_entries_are_not_expanded(tmp_path: Path) -> None:
     config = load(tmp_path, {"mcpServers": {"a": {"command": "x"}, "b": {"command": "${NOPE}", "disabled": True}}})
     assert [s.name for s in config.servers] == ["a"] and config.disabled == ("b",)

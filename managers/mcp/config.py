@@ -21,7 +21,8 @@ ZorkGPT is to the server's authorization server (``oauth.py``).
 
 ``${VAR}``, ``${VAR:-default}`` (and VS Code's ``${env:VAR}``) are expanded in ``command``,
 ``args``, ``env``, ``cwd``, ``url``, ``headers`` and the strings of ``oauth`` of every enabled
-entry; an unset variable without a default is a start-up error naming it. Keys other clients
+entry; an unset variable without a default is a start-up error naming it, and so is another
+client's placeholder such as VS Code's ``${input:id}``, which only that client can fill in. Keys other clients
 use that mean nothing here (``autoApprove``, ``globalShortcut``, ``envFile``...) are logged once
 as ignored; a known key with a value of the wrong type is an error naming the key. A key
 written twice in one object (JSON keeps the last, silently) and a file whose every entry is
@@ -79,6 +80,10 @@ _KNOWN_FOREIGN_KEYS: dict[str, str] = {
 }
 _SECRET_OAUTH_KEYS = frozenset({"clientSecret", "client_secret", "privateKey", "private_key"})
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Other clients' placeholders with a prefix (VS Code's ${input:id}, ${config:...}, ${command:...}):
+# their client fills them in, often by asking a person. Sent as written they would reach a server as
+# a literal "password", so they are refused at start instead.
+_FOREIGN_PLACEHOLDER = re.compile(r"\$\{(?!env:)[A-Za-z_][A-Za-z0-9_]*:(?!-)[^}]*\}")
 
 
 Role = Literal["agent", "critic", "extractor", "memory"]
@@ -458,8 +463,15 @@ def _describe(err: Any, prefix: str) -> str:
 def expand(value: str, environ: Mapping[str, str], where: str) -> str:
     """``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` replaced from ``environ``.
 
-    Raises ValueError naming the variable when it is unset and has no default.
+    Raises ValueError naming the variable when it is unset and has no default, and naming any other
+    client's placeholder (``${input:...}``), which nothing here could fill in.
     """
+    if foreign := _FOREIGN_PLACEHOLDER.search(value):
+        raise ValueError(
+            f"{where} uses {foreign.group(0)}, a placeholder ZorkGPT does not fill in (the client that wrote it asks "
+            "for its value; ZorkGPT starts servers unattended). Put the value in an environment variable or .env "
+            "and write ${NAME} instead."
+        )
 
     def replace(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
