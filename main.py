@@ -233,6 +233,8 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
         return (report_run(config.workdir, ends, args.episodes, redactor) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
+        if status is not None:
+            signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
         if args.parallel > 1 and args.episodes > 1:
             from orchestration.parallel import play_in_parallel
 

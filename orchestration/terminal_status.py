@@ -73,6 +73,7 @@ class TerminalStatus:
         self.episodes = episodes
         self.console = Console(file=stream, highlight=False, markup=False, emoji=False)
         self._rows: dict[int, _Episode] = {}
+        self._notice: str | None = None
         self._lock = threading.Lock()
         self._live = Live(
             get_renderable=self._render,
@@ -117,6 +118,13 @@ class TerminalStatus:
             self._rows.pop(number, None)
         self._live.refresh()
 
+    def show_notice(self, text: str) -> None:
+        """A line kept under the status until the run ends (the stop signal's acknowledgement).
+
+        Called from a signal handler, which may have interrupted code holding the lock: it only
+        stores the text, and the next refresh draws it."""
+        self._notice = text
+
     def print(self, line: str) -> None:
         """A line above the status, escaped."""
         self.console.print(Text(escape_control_chars(line)), soft_wrap=True)
@@ -133,7 +141,10 @@ class TerminalStatus:
     def _render(self) -> RenderableType:
         with self._lock:
             rows = sorted(self._rows.values(), key=lambda r: r.number)
-            return Group(*(line for row in rows for line in self._block(row)))
+            lines = [line for row in rows for line in self._block(row)]
+        if self._notice:
+            lines.append(Text(_safe(self._notice), style="bold yellow"))
+        return Group(*lines)
 
     def _block(self, row: _Episode) -> list[Text]:
         label = f"Episode {row.number}/{self.episodes}"

@@ -48,6 +48,9 @@ class StopSignals:
         self.clock = clock
         self.signum: int | None = None
         self.on_stop: Callable[[], None] | None = None
+        # Where the acknowledgement goes when the terminal has a live status, which would redraw
+        # over a line written under it; it must only store the text (it runs in the handler).
+        self.on_notice: Callable[[str], None] | None = None
         self._acted_at = 0.0
         self._previous: dict[int, object] = {}
 
@@ -72,7 +75,11 @@ class StopSignals:
         if self.signum is None:
             self.signum = signum
             name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            _say(f"\n{name}: stopping after this turn (send it again to abort now)...\n")
+            notice = f"{name}: stopping after this turn (send it again to abort now)..."
+            if self.on_notice is not None:
+                self.on_notice(notice)
+            else:
+                _say(f"\n{notice}\n")
             if self.on_stop is not None:
                 self.on_stop()
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,24 @@ class WalkthroughModel:
         command = self.commands[self.agent_calls] if self.agent_calls < len(self.commands) else "look"
         self.agent_calls += 1
         return agent_reply(command, thinking=f"walkthrough step {self.agent_calls}")
+
+
+class HeldTurn(WalkthroughModel):
+    """The walkthrough player, whose agent request on turn ``held_turn`` is answered only
+    once ``release`` is set; ``arrived`` is set when that request comes in."""
+
+    def __init__(self, commands: list[str], held_turn: int) -> None:
+        super().__init__(commands)
+        self.held_turn = held_turn
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any] | Reply:
+        reply = super().__call__(body, index)
+        if body.get("model") == AGENT_MODEL and self.agent_calls == self.held_turn:
+            self.arrived.set()
+            return Reply(200, reply, hold=self.release)
+        return reply
 
 
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:

@@ -14,42 +14,22 @@ import contextlib
 import json
 import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from managers.mcp.source import processes_with_marker
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
 from tests.mcp_test_servers.helpers import misbehaving_entry
-from tests.scripted_llm import Reply, ScriptedLLMServer
+from tests.scripted_llm import ScriptedLLMServer
 
 STOPPING = "stopping after this turn"
-
-
-class HeldTurn(WalkthroughModel):
-    """The walkthrough player, whose agent request on turn ``held_turn`` is answered only
-    once ``release`` is set; ``arrived`` is set when that request comes in."""
-
-    def __init__(self, commands: list[str], held_turn: int) -> None:
-        super().__init__(commands)
-        self.held_turn = held_turn
-        self.arrived = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any] | Reply:
-        reply = super().__call__(body, index)
-        if body.get("model") == AGENT_MODEL and self.agent_calls == self.held_turn:
-            self.arrived.set()
-            return Reply(200, reply, hold=self.release)
-        return reply
 
 
 def mcp_env(tmp_path: Path, marker: str) -> dict[str, str]:

@@ -8,11 +8,13 @@ import fcntl
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
 import termios
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import pytest
 
 from orchestration.turn_figures import TurnFigures
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
+from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, thoughtbox_entry, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
@@ -33,8 +35,15 @@ TURNS = 5  # N, N, U, get egg (+5), D: the score changes on the fourth turn
 THINK_ARGS = {"thought": "Climb the tree.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
-def run_in_terminal(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120) -> tuple[int, str]:
-    """``main.py`` with stderr on a real pseudo-terminal (160x50); its exit code and all it drew."""
+def run_in_terminal(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float = 120,
+    while_running: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> tuple[int, str]:
+    """``main.py`` with stderr on a real pseudo-terminal (160x50); its exit code and all it drew.
+    ``while_running`` gets the process once it has started (to send it a signal)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
     full_env = clean_env({**env, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "50"})
@@ -66,7 +75,14 @@ def run_in_terminal(args: list[str], env: dict[str, str], cwd: Path, timeout: fl
             stderr=slave,
         )
         os.close(slave)
-        code = proc.wait(timeout=timeout)
+        try:
+            if while_running is not None:
+                while_running(proc)
+            code = proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         reader.join(timeout=30)
     finally:
         os.close(master)
@@ -132,6 +148,34 @@ def test_the_live_status_follows_each_turn_and_the_summary_ends_the_screen(
     final = screen.rindex("Episode 1/1 · turn")
     assert "ended: max_turns" in screen[final:].splitlines()[0]
     assert SECRET not in raw
+
+
+def test_ctrl_c_is_acknowledged_under_the_status_until_the_run_ends(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The acknowledgement used to be written under the status and drawn over by the next
+    redraw, so Ctrl-C looked ignored; it now stays in the status's last frame."""
+    model = HeldTurn(walkthrough(game_file), held_turn=2)
+    llm_server.respond_with(model)
+
+    def press_ctrl_c(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            assert model.arrived.wait(90), "the second turn's request never came"
+            proc.send_signal(signal.SIGINT)
+        finally:
+            model.release.set()
+
+    code, raw = run_in_terminal(
+        ["--max-turns", "50", "--config", str(REPO / "pyproject.toml")],
+        _env(llm_server, tmp_path, game_file),
+        tmp_path,
+        while_running=press_ctrl_c,
+    )
+    screen = shown(raw)
+    assert code == 0, screen
+    final = screen[screen.rindex("Episode 1/1 · turn") :]
+    assert "ended: stopped_by_user" in final.splitlines()[0]
+    assert "Ctrl-C: stopping after this turn (send it again to abort now)..." in final
 
 
 def test_quiet_prints_no_turn_lines_and_no_status(
