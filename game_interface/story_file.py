@@ -5,6 +5,9 @@ and death detection are keyed on the file's md5), so any file we use is checked 
 that md5 — a different release would play, but silently without the signals ZorkGPT
 relies on. Resolution order: the configured path, ``ZORKGPT_GAME_FILE``, then a per-user
 cache; if none exists the canonical file is downloaded into the cache.
+
+``python -m game_interface.story_file`` finds (or fetches) the file as ``main.py`` would and
+prints its path: a way to get it before any model or key is set up.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -118,3 +122,17 @@ def _where_to_put_it(cache: Path | None = None) -> str:
         "or set ZORKGPT_GAME_FILE=/path/to/zork1.z5, "
         'or set game_file = "/path/to/zork1.z5" under [tool.zorkgpt.files] in pyproject.toml.'
     )
+
+
+def main() -> int:
+    """Find or fetch the story file as ``main.py`` does; print its path (exit 0) or what to do (exit 2)."""
+    try:
+        print(resolve_story_file(None))
+    except StoryFileError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

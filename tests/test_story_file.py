@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 
 from game_interface import CANONICAL_MD5, StoryFileError, resolve_story_file
 from game_interface.story_file import default_cache_dir, file_md5
+from tests.main_support import REPO
 
 
 @pytest.fixture
@@ -151,3 +155,32 @@ def test_download_failure_says_where_to_put_the_file(http_root: tuple[Path, str]
 def test_default_cache_dir_follows_xdg(tmp_path: Path) -> None:
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "zorkgpt"
     assert default_cache_dir({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "zorkgpt"
+
+
+def _fetch_command(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m game_interface.story_file`` as the tests' skip hint tells a user to run it."""
+    base = {k: v for k, v in os.environ.items() if k not in ("ZORKGPT_GAME_FILE", "XDG_CACHE_HOME")}
+    return subprocess.run(
+        [sys.executable, "-m", "game_interface.story_file"],
+        cwd=REPO,
+        env={**base, "HOME": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_fetch_command_prints_the_file_main_would_play(story_copy: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "xdg"
+    (cache / "zorkgpt").mkdir(parents=True)
+    shutil.copy(story_copy, cache / "zorkgpt" / "zork1.z5")
+    done = _fetch_command(tmp_path, XDG_CACHE_HOME=str(cache))
+    assert (done.returncode, done.stdout.strip()) == (0, str((cache / "zorkgpt" / "zork1.z5").resolve()))
+
+
+def test_the_fetch_command_says_what_to_do_when_it_cannot(tmp_path: Path) -> None:
+    done = _fetch_command(tmp_path, ZORKGPT_GAME_FILE=str(tmp_path / "missing.z5"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"Story file not found: {tmp_path / 'missing.z5'}" in done.stderr
+    assert "set ZORKGPT_GAME_FILE=/path/to/zork1.z5" in done.stderr
