@@ -26,6 +26,11 @@ from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPr
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = DEFAULT_PROVIDER_URL
+# Jericho's own seed for Zork I (``FrotzEnv`` uses it when given none): its walkthrough wins with it.
+DEFAULT_GAME_SEED = 12
+# The emulator takes its seed as a C int. 0 is not a seed: Jericho reads it as "none" and plays 12.
+MIN_GAME_SEED = 1
+MAX_GAME_SEED = 2**31 - 1
 ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
 
 
@@ -132,6 +137,8 @@ class GameplaySection(_Section):
     stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)
     stuck_limit_turns: int = Field(default=40, ge=1, le=100_000)
     exit_probe: bool = True
+    # The game's random numbers (the thief, combat, the carousel room): episode i of a run plays seed + i - 1.
+    seed: int = Field(default=DEFAULT_GAME_SEED, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
 
 
 class FilesSection(_Section):
