@@ -17,8 +17,8 @@ from session.game_configuration import (
     API_KEY_ENV_VARS,
     DEFAULT_GAME_SEED,
     MAX_GAME_SEED,
-    MIN_GAME_SEED,
     GameConfiguration,
+    game_seed_argument,
 )
 from session.stop_signals import StopSignals, UserAbort
 from shared_utils import escape_control_chars
@@ -88,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--seed",
-        type=game_seed,
+        type=game_seed_argument,
         default=None,
         metavar="N",
         help="the game's random seed (the thief, combat, the carousel room): episode 1 plays N, episode 2 "
@@ -134,19 +134,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.max_turns is not None and args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
     return args
-
-
-def game_seed(text: str) -> int:
-    """``--seed``'s value: a whole number the game's random generator takes."""
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = None
-    if seed is None or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a game seed: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}, e.g. --seed 7"
-        )
-    return seed
 
 
 def first_seed(args: argparse.Namespace, config: GameConfiguration) -> int:

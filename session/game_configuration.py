@@ -11,6 +11,7 @@ Environment variables override TOML values: ``ZORKGPT_<SECTION>_<KEY>`` (for exa
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 import tomllib
@@ -32,6 +33,20 @@ DEFAULT_GAME_SEED = 12
 MIN_GAME_SEED = 1
 MAX_GAME_SEED = 2**31 - 1
 ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
+
+
+def game_seed_argument(text: str) -> int:
+    """``--seed N`` of our command lines (``type=`` of the argparse option): the seed, or the
+    error argparse shows with the usage (exit 2), saying what to give."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = None
+    if seed is None or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a game seed: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}, e.g. --seed 7"
+        )
+    return seed
 
 
 def check_http_url(value: str) -> str:
