@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
-from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
+from session.game_configuration import (
+    API_KEY_ENV_VARS,
+    DEFAULT_GAME_SEED,
+    MAX_GAME_SEED,
+    GameConfiguration,
+    game_seed_argument,
+)
 from session.stop_signals import StopSignals, UserAbort
 from shared_utils import escape_control_chars
 from viewer import DEFAULT_PORT as VIEWER_PORT
@@ -80,6 +86,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="K",
         help="play the episodes K at a time, each in its own process (default 1: one after another)",
     )
+    parser.add_argument(
+        "--seed",
+        type=game_seed_argument,
+        default=None,
+        metavar="N",
+        help="the game's random seed (the thief, combat, the carousel room): episode 1 plays N, episode 2 "
+        f"N+1, and so on, with --parallel too; the same seed and commands play the same game (default "
+        f"[tool.zorkgpt.gameplay] seed, else {DEFAULT_GAME_SEED}: Jericho's own seed, with which its "
+        "walkthrough wins)",
+    )
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument(
         "--quiet",
@@ -120,6 +136,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def first_seed(args: argparse.Namespace, config: GameConfiguration) -> int:
+    """The seed of the run's first episode (``--seed``, else the setting); the run's last seed
+    must fit too, or a ``ConfigError`` says what to lower."""
+    seed = config.gameplay.seed if args.seed is None else args.seed
+    if seed + args.episodes - 1 > MAX_GAME_SEED:
+        where = (
+            "--seed"
+            if args.seed is not None
+            else "The seed setting ([tool.zorkgpt.gameplay] seed or ZORKGPT_GAMEPLAY_SEED)"
+        )
+        raise ConfigError(
+            f"{where} {seed} with --episodes {args.episodes} would give episode {args.episodes} the seed "
+            f"{seed + args.episodes - 1}, over the largest, {MAX_GAME_SEED}: choose a seed of at most "
+            f"{MAX_GAME_SEED - args.episodes + 1}."
+        )
+    return seed
+
+
 def missing_key_message(config: GameConfiguration) -> str:
     return (
         "No LLM API key found. Set one of "
@@ -155,6 +189,8 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     """Play the episodes; the exit code (see ``--help``)."""
     try:
         config = GameConfiguration.from_toml(args.config)
+        # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
+        config.gameplay.seed = first_seed(args, config)
     except ConfigError as exc:
         return report(exc)
     if args.mcp_login is not None:
@@ -246,6 +282,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 args.max_turns,
                 args.game_file,
                 config.workdir,
+                first_seed=config.gameplay.seed,
                 extra=verbosity_flags(args),
                 status=status,
             )
@@ -350,6 +387,7 @@ def play_one(
             episode_id=args.episode_id,
             redactor=redactor,
             structured_memory=structured_memory,
+            game_seed=config.gameplay.seed + episode - 1,
         )
     except ZorkGPTError as exc:
         ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))

@@ -21,6 +21,7 @@ from game_interface.session_commands import META_COMMANDS, SessionCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
 from session.errors import GameInterfaceError
+from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED, MIN_GAME_SEED
 from shared_utils import has_control_chars
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
@@ -188,9 +189,19 @@ class GameSnapshot:
 
 
 class JerichoInterface:
-    """One Zork I game in one Jericho emulator."""
+    """One Zork I game in one Jericho emulator.
 
-    def __init__(self, story_file: str | Path, seed: int | None = None) -> None:
+    ``seed`` drives the game's random numbers (the thief, combat, the carousel room): the same seed
+    and the same commands give the same transcript, also after ``start()`` begins the game again.
+    """
+
+    def __init__(self, story_file: str | Path, seed: int = DEFAULT_GAME_SEED) -> None:
+        # Checked here, not left to Jericho: it would play its own seed for 0 and fail deep in ctypes
+        # for a number the emulator's C int cannot hold.
+        if isinstance(seed, bool) or not isinstance(seed, int) or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
+            raise GameInterfaceError(
+                f"Game seed {seed!r} is not usable: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}."
+            )
         self.story_file = verify_story_file(story_file)
         self.seed = seed
         self._story = StoryData(self.story_file.read_bytes())
@@ -341,7 +352,7 @@ class JerichoInterface:
         return self._last_changes
 
     def get_walkthrough(self) -> list[str]:
-        """Jericho's winning command list (it wins with the default seed)."""
+        """Jericho's winning command list: it wins with ``DEFAULT_GAME_SEED``; other seeds make it fail."""
         return list(self.env.get_walkthrough())
 
     # ----------------------------------------------------------------- object tree

@@ -57,6 +57,7 @@ from game_interface import (
 )
 from managers.map_graph import MapGraph, normalize_direction
 from mcp_servers import http_mode
+from session.game_configuration import DEFAULT_GAME_SEED, game_seed_argument
 from shared_utils import has_control_chars, project_version, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
@@ -201,8 +202,14 @@ class ZorkSession:
     checkpoint was restored or a new game began.
     """
 
-    def __init__(self, story_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        story_file: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        seed: int = DEFAULT_GAME_SEED,
+    ) -> None:
         self._story_file = story_file
+        self.seed = seed  # the game's random numbers; reset() starts over with the same seed
         self._environ = dict(os.environ if environ is None else environ)
         self._game: JerichoInterface | None = None
         self._lock = threading.Lock()
@@ -220,8 +227,8 @@ class ZorkSession:
                 path = resolve_story_file(self._story_file, environ=self._environ)
             except StoryFileError as exc:
                 raise ZorkInputError(str(exc)) from exc
-            logger.info("Starting %s from %s", GAME_NAME, path)
-            game = JerichoInterface(path)
+            logger.info("Starting %s from %s (game seed %d)", GAME_NAME, path, self.seed)
+            game = JerichoInterface(path, seed=self.seed)
             intro = game.start()
             self._game = game
             self._observe_start()
@@ -842,6 +849,14 @@ def _add_prompts(server: MCPServer) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mcp_servers.zork_server", description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")
+    parser.add_argument(
+        "--seed",
+        type=game_seed_argument,
+        default=DEFAULT_GAME_SEED,
+        metavar="N",
+        help="the game's random seed (the thief, combat, the carousel room); the same seed and commands play "
+        f"the same game, also after reset (default {DEFAULT_GAME_SEED}, with which Jericho's walkthrough wins)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     http_mode.add_http_arguments(parser)
     args = parser.parse_args(argv)
@@ -852,7 +867,7 @@ def main(argv: list[str] | None = None) -> None:
         story = story_file_from(args.game_file, os.environ)
     except ZorkInputError as exc:
         parser.exit(2, f"error: {exc}\n")
-    session = ZorkSession(story)
+    session = ZorkSession(story, seed=args.seed)
     try:
         http_mode.run(build_server(session), args)
     finally:

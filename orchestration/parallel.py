@@ -128,6 +128,7 @@ class _Child:
         argv: Sequence[str],
         out: TextIO,
         episode_dir: Path,
+        seed: int,
         on_figures: Callable[[int, TurnFigures], None] | None = None,
     ) -> None:
         self.number = number
@@ -141,6 +142,8 @@ class _Child:
                 *argv,
                 "--episode-id",
                 episode_dir.name,
+                "--seed",
+                str(seed),
                 *(["--turn-figures"] if on_figures else []),
             ],
             stdin=subprocess.DEVNULL,
@@ -193,7 +196,8 @@ class _Child:
 
 
 class ParallelRunner:
-    """Runs ``episodes`` child processes of ``main.py`` with ``child_argv``, at most ``parallel`` at once."""
+    """Runs ``episodes`` child processes of ``main.py`` with ``child_argv``, at most ``parallel`` at once;
+    episode i plays the game seed ``first_seed + i - 1``, as when the episodes play one after another."""
 
     def __init__(
         self,
@@ -201,6 +205,7 @@ class ParallelRunner:
         episodes: int,
         parallel: int,
         workdir: Path,
+        first_seed: int,
         out: TextIO | None = None,
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
@@ -208,6 +213,7 @@ class ParallelRunner:
         """``workdir``: the children's game workdir (their episode folders go under its
         ``episodes/``); ``status``: the live terminal status, which then shows each running episode."""
         self.child_argv = list(child_argv)
+        self.first_seed = first_seed
         self.workdir = workdir
         self._last_id = ""
         self.status = status
@@ -249,7 +255,15 @@ class ParallelRunner:
                     if self.status:
                         self.status.start_episode(launched)
                     self.running.append(
-                        _Child(launched, self.episodes, self.child_argv, self.out, self._next_episode_dir(), on_figures)
+                        _Child(
+                            launched,
+                            self.episodes,
+                            self.child_argv,
+                            self.out,
+                            self._next_episode_dir(),
+                            self.first_seed + launched - 1,
+                            on_figures,
+                        )
                     )
                 self._wake.wait(0.1)
                 self._wake.clear()
@@ -306,13 +320,19 @@ def play_in_parallel(
     max_turns: int | None,
     game_file: str | None,
     workdir: Path,
+    first_seed: int,
     extra: Sequence[str] = (),
     status: TerminalStatus | None = None,
 ) -> ParallelResult:
-    """Play ``episodes`` episodes, ``parallel`` at a time; prints one line per episode at the end.
-    ``extra``: more options for each child (``--quiet``, ``--verbose``)."""
+    """Play ``episodes`` episodes, ``parallel`` at a time, the first with game seed ``first_seed``;
+    prints one line per episode at the end. ``extra``: more options for each child (``--quiet``, ``--verbose``)."""
     runner = ParallelRunner(
-        child_argv(config, max_turns, game_file, extra), episodes, parallel, workdir=workdir, status=status
+        child_argv(config, max_turns, game_file, extra),
+        episodes,
+        parallel,
+        workdir=workdir,
+        first_seed=first_seed,
+        status=status,
     )
     result = runner.run(signals)
     launched = len(result.outcomes)

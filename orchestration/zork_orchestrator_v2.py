@@ -76,8 +76,10 @@ class ZorkOrchestratorV2:
         on_turn: Callable[[TurnFigures], None] | None = None,
         redactor: Redactor | None = None,
         structured_memory: StructuredOutputMemory | None = None,
+        game_seed: int | None = None,
     ) -> None:
-        """``on_turn`` hears each turn's figures, and the final ones when the episode ends
+        """``game_seed``: the game's random seed (default ``[tool.zorkgpt.gameplay] seed``).
+        ``on_turn`` hears each turn's figures, and the final ones when the episode ends
         (the live terminal status); ``console_options`` say what of the log reaches the console.
         The run's ``redactor`` (built from the configuration when not given) and
         ``structured_memory`` (what the run learnt about each endpoint's structured output;
@@ -87,7 +89,8 @@ class ZorkOrchestratorV2:
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
         self.redactor = redactor or run_redactor(self.config)
-        self.game_state = GameState(episode_id=episode_id or new_episode_id())
+        seed = self.config.gameplay.seed if game_seed is None else game_seed
+        self.game_state = GameState(episode_id=episode_id or new_episode_id(), game_seed=seed)
         # The story file first: a missing or wrong file must not leave an empty episode folder.
         story = resolve_story_file(game_file or self._configured_game_file())
         self.episode = EpisodeFolder.under(self.config.workdir, self.game_state.episode_id)
@@ -108,7 +111,7 @@ class ZorkOrchestratorV2:
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
         self._write_failures: list[str] = []
         try:
-            self.game = JerichoInterface(story)
+            self.game = JerichoInterface(story, seed=seed)
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]
@@ -273,12 +276,14 @@ class ZorkOrchestratorV2:
         self._apply_facts(self.extractor.extract(None, intro), intro)
         self.game_state.visited_room_ids.add(self.game_state.current_room_id)
         self.logger.info(
-            "Episode %s started in %s",
+            "Episode %s started in %s (game seed %d)",
             self.game_state.episode_id,
             self.game_state.current_room_name,
+            self.game_state.game_seed,
             extra={
                 "event_type": "episode_start",
                 "episode_id": self.game_state.episode_id,
+                "game_seed": self.game_state.game_seed,
                 "agent_model": self.config.llm.agent_model,
                 "mcp_enabled": self.config.mcp.enabled,
                 "max_turns": self.max_turns,

@@ -11,6 +11,7 @@ Environment variables override TOML values: ``ZORKGPT_<SECTION>_<KEY>`` (for exa
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 import tomllib
@@ -26,7 +27,26 @@ from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPr
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = DEFAULT_PROVIDER_URL
+# Jericho's own seed for Zork I (``FrotzEnv`` uses it when given none): its walkthrough wins with it.
+DEFAULT_GAME_SEED = 12
+# The emulator takes its seed as a C int. 0 is not a seed: Jericho reads it as "none" and plays 12.
+MIN_GAME_SEED = 1
+MAX_GAME_SEED = 2**31 - 1
 ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
+
+
+def game_seed_argument(text: str) -> int:
+    """``--seed N`` of our command lines (``type=`` of the argparse option): the seed, or the
+    error argparse shows with the usage (exit 2), saying what to give."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = None
+    if seed is None or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a game seed: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}, e.g. --seed 7"
+        )
+    return seed
 
 
 def check_http_url(value: str) -> str:
@@ -132,6 +152,8 @@ class GameplaySection(_Section):
     stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)
     stuck_limit_turns: int = Field(default=40, ge=1, le=100_000)
     exit_probe: bool = True
+    # The game's random numbers (the thief, combat, the carousel room): episode i of a run plays seed + i - 1.
+    seed: int = Field(default=DEFAULT_GAME_SEED, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
 
 
 class FilesSection(_Section):

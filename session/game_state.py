@@ -106,6 +106,8 @@ class TurnResult:
 @dataclass
 class GameState:
     episode_id: str = field(default_factory=new_episode_id)
+    # The seed of the game's random numbers this episode played; None for a state no game stands behind.
+    game_seed: int | None = None
     turn_count: int = 0
     current_room_id: int = 0
     current_room_name: str = ""

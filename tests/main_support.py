@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from session.episode_folder import EpisodeFolder
 from session.redaction import SECRET_ENV_VARS
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -62,6 +65,31 @@ def scripted_env(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path,
         "PYTHONUNBUFFERED": "1",
         **extra,
     }
+
+
+def recorded_seed(episode_dir: Path) -> int:
+    """The game seed an episode says it played: its ``episode_start`` event, ``current_state.json``
+    and the human log's first line must all give it, and give the same one."""
+    folder = EpisodeFolder(episode_dir)
+    events = [json.loads(line) for line in folder.log.read_text(encoding="utf-8").splitlines()]
+    start = next(event for event in events if event["event_type"] == "episode_start")
+    state = json.loads(folder.state.read_text(encoding="utf-8"))
+    said = re.search(r"started in .+ \(game seed (\d+)\)", folder.human_log.read_text(encoding="utf-8"))
+    assert said is not None, f"{folder.human_log} does not say the game seed"
+    seed = start["game_seed"]
+    assert isinstance(seed, int)
+    assert state["game_seed"] == int(said.group(1)) == seed
+    return seed
+
+
+def episode_folders_by_number(stderr: str, workdir: Path) -> dict[int, Path]:
+    """Each episode's folder by its number in the run, from the line main.py ends it with
+    ("Episode 2/3 (<id>): ...", or under --parallel "[2/3] Episode 1/1 (<id>): ...")."""
+    folders: dict[int, Path] = {}
+    for match in re.finditer(r"^(?:\[(\d+)/\d+\] )?Episode (\d+)/\d+ \(([^)]+)\):", stderr, re.MULTILINE):
+        number = int(match.group(1) or match.group(2))
+        folders[number] = EpisodeFolder.under(workdir, match.group(3)).path
+    return folders
 
 
 class MainProcess:

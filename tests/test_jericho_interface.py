@@ -19,6 +19,7 @@ from game_interface import (
     sounds_refused,
 )
 from game_interface.jericho_interface import GAME_OVER_TEXT, HIDDEN_STATE_CHANGE, clean_text
+from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -272,6 +273,78 @@ def test_save_and_restore_replay_identically(game: JerichoInterface) -> None:
     second = [game.send_command(c) for c in ["take sack", "west", "take lamp", "inventory"]]
     assert second == first
     assert (game.get_location(), game.get_inventory(), game.score, game.moves) == after
+
+
+# Seeds chosen by experiment for a fight where the random numbers show: the walkthrough to the troll
+# (its 28th command is the attack), then three blows. With seed 12 (Jericho's own) the first blow kills
+# the troll; with seed 7 it misses ("A good slash, but it misses the troll by a mile.") and the fight
+# goes on. (The song bird in the forest chirps at random too, so they part before the fight as well.)
+FIGHT_SEEDS = (DEFAULT_GAME_SEED, 7)
+FIRST_BLOW = 27
+
+
+def troll_fight(game: JerichoInterface) -> list[str]:
+    """The game's replies, from its opening text, to reaching the troll and striking three times."""
+    commands = game.get_walkthrough()[:FIRST_BLOW] + ["kill troll with sword"] * 3
+    return [game.start(), *(game.send_command(command) for command in commands)]
+
+
+def test_the_default_seed_is_jerichos_own_for_zork(game_file: Path) -> None:
+    env = FrotzEnv(str(game_file))
+    try:
+        assert env.bindings["seed"] == DEFAULT_GAME_SEED
+    finally:
+        env.close()
+    interface = JerichoInterface(game_file)
+    try:
+        assert interface.seed == DEFAULT_GAME_SEED
+    finally:
+        interface.close()
+
+
+def test_the_same_seed_and_commands_give_the_same_transcript(game_file: Path) -> None:
+    """Each seed twice, in fresh games and after starting over, with the other seed played between:
+    a seed the engine ignored (or took from the clock) would make the two seeds play alike."""
+    transcripts: dict[int, list[list[str]]] = {seed: [] for seed in FIGHT_SEEDS}
+    for _ in range(2):
+        for seed in FIGHT_SEEDS:
+            interface = JerichoInterface(game_file, seed=seed)
+            try:
+                assert interface.seed == seed
+                transcripts[seed].append(troll_fight(interface))
+                transcripts[seed].append(troll_fight(interface))  # start() begins again with the same seed
+            finally:
+                interface.close()
+    default, other = (transcripts[seed] for seed in FIGHT_SEEDS)
+    assert all(t == default[0] for t in default)
+    assert all(t == other[0] for t in other)
+    # The seeds part early (up the tree, the song bird chirps with one and not the other), and at the fight.
+    blow = 1 + FIRST_BLOW  # the transcript starts with the opening text
+    assert default[0] != other[0]
+    assert "He dies" in default[0][blow]
+    assert "misses the troll" in other[0][blow]
+
+
+def test_the_walkthrough_is_written_for_the_default_seed(game_file: Path) -> None:
+    """With another seed its fixed commands meet other fights: with seed 7 the troll wins."""
+    game = JerichoInterface(game_file, seed=7)
+    try:
+        game.start()
+        for command in game.get_walkthrough():
+            game.send_command(command)
+            if game.is_game_over():
+                break
+        assert not game.is_victory()
+        assert game.score < game.max_score
+    finally:
+        game.close()
+
+
+@pytest.mark.parametrize("seed", [0, -1, MAX_GAME_SEED + 1, True, 7.5, "7", None])
+def test_unusable_seeds_are_refused_naming_the_range(game_file: Path, seed: object) -> None:
+    # Jericho itself would play its own seed for 0 (and None) without a word.
+    with pytest.raises(GameInterfaceError, match=f"whole number from 1 to {MAX_GAME_SEED}"):
+        JerichoInterface(game_file, seed=seed)  # type: ignore[arg-type]
 
 
 def test_death_resurrection_and_final_game_over(game: JerichoInterface) -> None:

@@ -18,7 +18,16 @@ import pytest
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.config_support import UNUSED_BASE_URL
 from tests.e2e_support import read_events
-from tests.main_support import NO_LEARNING, REPO, MainProcess, clean_env, run_main, scripted_env
+from tests.main_support import (
+    NO_LEARNING,
+    REPO,
+    MainProcess,
+    clean_env,
+    episode_folders_by_number,
+    recorded_seed,
+    run_main,
+    scripted_env,
+)
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -59,6 +68,60 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
     assert [e["action"] for e in events if e["event_type"] == "turn"] == ["open mailbox", "take leaflet"]
     assert secret not in log_text and secret not in proc.stderr and secret not in proc.stdout
     assert secret not in EpisodeFolder(episodes[0]).state.read_text()
+
+
+def test_episode_i_plays_seed_n_plus_i_minus_1_and_says_so(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    args = ["--max-turns", "1", "--config", str(REPO / "pyproject.toml"), "--episodes", "2"]
+    proc = run_main([*args, "--seed", "7"], env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    folders = episode_folders_by_number(proc.stderr, tmp_path / "runs")
+    assert {number: recorded_seed(folder) for number, folder in folders.items()} == {1: 7, 2: 8}
+
+
+def test_the_seed_setting_applies_and_jerichos_own_seed_is_the_default(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    args = ["--max-turns", "1", "--config", str(REPO / "pyproject.toml")]
+    plain = run_main(args, scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING), cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    set_in_env = scripted_env(llm_server, tmp_path, game_file, ZORKGPT_GAMEPLAY_SEED="40", **NO_LEARNING)
+    from_env = run_main(args, set_in_env, cwd=tmp_path)
+    assert from_env.returncode == 0, from_env.stderr
+    on_the_line = run_main([*args, "--seed", "3"], set_in_env, cwd=tmp_path)  # the option wins over the setting
+    assert on_the_line.returncode == 0, on_the_line.stderr
+    seeds = [
+        recorded_seed(folder)
+        for proc in (plain, from_env, on_the_line)
+        for folder in episode_folders_by_number(proc.stderr, tmp_path / "runs").values()
+    ]
+    assert seeds == [12, 40, 3]
+
+
+@pytest.mark.parametrize(
+    ("args", "env_seed", "problem"),
+    [
+        (["--seed", "-1"], None, "'-1' is not a game seed: give a whole number from 1 to 2147483647"),
+        (["--seed", "seven"], None, "'seven' is not a game seed"),
+        (["--seed", "0"], None, "'0' is not a game seed"),
+        (["--seed", "2147483647", "--episodes", "2"], None, "choose a seed of at most 2147483646"),
+        (["--episodes", "3"], "2147483646", "ZORKGPT_GAMEPLAY_SEED) 2147483646 with --episodes 3"),
+        ([], "-5", "ZORKGPT_GAMEPLAY_SEED: Input should be greater than or equal to 1"),
+    ],
+)
+def test_an_unusable_seed_exits_2_saying_what_to_give(
+    tmp_path: Path, args: list[str], env_seed: str | None, problem: str
+) -> None:
+    env = {"OPENROUTER_API_KEY": "k-1234567890", "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs")}
+    env |= {"ZORKGPT_GAMEPLAY_SEED": env_seed} if env_seed else {}
+    proc = run_main([*args, "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert problem in proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing was played
 
 
 def _start_main(

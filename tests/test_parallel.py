@@ -22,7 +22,7 @@ from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, read_events
-from tests.main_support import NO_LEARNING
+from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 
@@ -176,6 +176,22 @@ def test_three_parallel_episodes_share_one_workdir(
     objectives = json.loads((runs / "objectives.json").read_text(encoding="utf-8"))["objectives"]
     assert episode_ids <= {o["episode_id"] for o in objectives}
     assert list(runs.glob(".*.tmp")) == []
+
+
+def test_each_parallel_episode_plays_its_own_seed_as_in_turn(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Three episodes two at a time: the third starts when one has ended, and still plays the third seed."""
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "3", "--parallel", "2", "--max-turns", "1", "--seed", "7"], env, tmp_path)
+    try:
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    folders = episode_folders_by_number(stderr, tmp_path / "runs")
+    assert {number: recorded_seed(folder) for number, folder in folders.items()} == {1: 7, 2: 8, 3: 9}
 
 
 def _child_pids(parent: int) -> list[int]:

@@ -54,6 +54,43 @@ def test_walkthrough_episode_wins_with_full_score(
     assert "Turn 1 | Score 0/350 | North of House" in human_log
 
 
+# The walkthrough's 28th command attacks the troll: with seed 12 (the default) that blow kills it, with
+# seed 7 it misses (tests/test_jericho_interface.py has the engine's side of this).
+TROLL_BLOW = 28
+
+
+@pytest.mark.parametrize(
+    ("setting", "given", "seed", "blow"),
+    [(None, None, 12, "He dies"), (7, None, 7, "misses the troll"), (12, 7, 7, "misses the troll")],
+)
+def test_the_episode_plays_the_game_seed_it_records(
+    llm_server: ScriptedLLMServer,
+    tmp_path: Path,
+    game_file: Path,
+    setting: int | None,
+    given: int | None,
+    seed: int,
+    blow: str,
+) -> None:
+    """The seed from ``[tool.zorkgpt.gameplay] seed`` (12 unless set), or the one the caller gives
+    (main.py gives each episode its own), is the one the game plays and the one recorded."""
+    llm_server.respond_with(WalkthroughModel(walkthrough(game_file)[:TROLL_BLOW]))
+    config = e2e_config(tmp_path, llm_server.base_url, game_file, gameplay={} if setting is None else {"seed": setting})
+    orchestrator = ZorkOrchestratorV2(
+        episode_id="seeded", config=config, console=False, max_turns_per_episode=TROLL_BLOW, game_seed=given
+    )
+    try:
+        orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    events = read_events(orchestrator.episode_dir)
+    assert events[0]["event_type"] == "episode_start" and events[0]["game_seed"] == seed
+    turns = [e for e in events if e["event_type"] == "turn"]
+    assert len(turns) == TROLL_BLOW and blow in turns[-1]["response"]
+    assert json.loads(orchestrator.episode.state.read_text())["game_seed"] == seed
+    assert f"(game seed {seed})" in orchestrator.episode.human_log.read_text().splitlines()[0]
+
+
 def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)

@@ -250,6 +250,43 @@ async def test_walkthrough_to_victory_with_map_inventory_and_checkpoints(game_fi
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("args", "blow"), [((), "He dies"), (("--seed", "7"), "misses the troll")])
+async def test_the_seed_option_sets_the_games_random_numbers_also_after_reset(
+    game_file: Path, tmp_path: Path, args: tuple[str, ...], blow: str
+) -> None:
+    """The walkthrough's 28th command attacks the troll: the default seed (12) kills it with that blow,
+    seed 7 misses (see tests/test_jericho_interface.py); a new game plays the same seed again."""
+    engine = JerichoInterface(game_file)
+    to_the_fight = engine.get_walkthrough()[:28]
+    engine.close()
+    errlog = tmp_path / "stderr.log"
+    async with zork_client(errlog, "--game-file", str(game_file), *args) as session:
+        games = []
+        for _ in range(2):
+            games.append([_text(await _call(session, "play_action", action=c)) for c in to_the_fight])
+            await _call(session, "reset")
+    assert games[0] == games[1]
+    assert blow in games[0][-1]
+    assert f"(game seed {args[1] if args else 12})" in errlog.read_text()
+
+
+@pytest.mark.parametrize("seed", ["0", "-4", "2147483648", "many"])
+def test_an_unusable_seed_stops_the_server_saying_what_to_give(seed: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", SERVER_MODULE, "--seed", seed],
+        input="",
+        capture_output=True,
+        cwd=REPO_ROOT,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "give a whole number from 1 to 2147483647" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.asyncio
 async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file: Path, tmp_path: Path) -> None:
     bad_calls: list[tuple[str, dict[str, Any], str]] = [
         ("play_action", {"action": ""}, "empty"),
