@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +61,17 @@ class ThreeEpisodes:
         return agent_reply(self.scripts[self.episode][turn - 1])
 
 
+# Student t's 97.5% points by degrees of freedom, from a printed table: the intervals are checked
+# against these, not against scipy, which computes them in the product.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    half = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
+
+
 def png_colours(path: Path) -> set[tuple[int, int, int]]:
     image = Image.open(path).convert("RGB")
     return {colour for _, colour in image.getcolors(maxcolors=1 << 20) or []}
@@ -110,14 +123,20 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     first = [int(s["score"]) for s in scores if s["episode_id"] == finals[0][0]]
     assert first == [0, 0, 0, 0, 5, 5, 5]  # "get egg" on turn 4
 
-    # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5.
-    assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
-    assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
+    # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5, and
+    # its 95% interval worked out here apart from scipy: mean ± t(0.975, 2 df) × stdev / √3.
+    low, high = t_interval([5, -10, 0])
+    assert (round(low, 1), round(high, 1)) == (-20.6, 17.3)
+    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in proc.stdout
+    assert "| deaths | 0.33 | [-1.1, 1.77] | 0 | 0 | 1 |" in proc.stdout
+    assert "Intervals: 95% Student t intervals of the mean over the 3 finished episodes" in proc.stdout
+    assert "NOT AS CONFIGURED" not in proc.stdout
     assert "| game moves |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
     assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
-    assert "| score | -1.7 | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert report.startswith("# ZorkGPT run ")
     assert all(name in report for name, *_ in finals)
     assert str(run_dir / REPORT_MD) in proc.stderr
     # The plot: one line per episode, each in its own colour.
@@ -152,7 +171,7 @@ def test_parallel_episodes_end_with_one_report_for_the_run(
     episodes = sorted(p.name for p in episodes_dir(tmp_path / "runs").iterdir())
     assert sorted(r["episode_id"] for r in rows) == episodes and len(episodes) == 2
     assert all((int(r["score"]), int(r["turns"])) == (5, 4) for r in rows)  # "get egg" on turn 4
-    assert "| score | 5 | 5 | 5 | 5 |" in proc.stdout
+    assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in proc.stdout
 
 
 def play_run(
@@ -187,15 +206,17 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     idle = play_run(llm_server, tmp_path / "b", game_file, ["look"] * 3, episodes=1)
     built = run_cli("report", *map(str, egg), "--out", str(tmp_path / "egg-hunter"), cwd=tmp_path)
     assert built.returncode == 0, built.stderr
-    assert "| score | 5 | 5 | 5 | 5 |" in built.stdout
+    assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in built.stdout
     assert run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path).returncode == 0
 
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean |")
-    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | 5 | 5 | {TURNS} |")
-    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 0 | 3 |")
+    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean | 95% interval |")
+    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | [5, 5] | 5 | 5 | {TURNS} |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | – | 0 | 0 | 3 |")
+    # One idle episode cannot be tested against anything: said so, and the runs are not ranked.
+    assert "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
