@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.request import urlopen
 
 import pytest
 from PIL import Image
@@ -30,10 +31,11 @@ from orchestration.run_report import (
     read_run,
     summarize_episodes,
 )
-from session.episode_folder import episodes_dir, read_events
+from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tests.viewer_support import play_critic_and_tools
 
 TURNS = 6
@@ -216,7 +218,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | [5, 5] | 5 | 5 | {TURNS} |")
     assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | – | 0 | 0 | 3 |")
     # One idle episode cannot be tested against anything: said so, and the runs are not ranked.
-    assert "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
+    assert (
+        "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
+    )
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
@@ -374,3 +378,122 @@ def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
     report = (out / "report.md").read_text()
     assert "MCP calls: 6 (1.50 per turn; 3 failed; by server: misc 4, steady 1)" in report
     assert "| 6 (3 failed) |" in report
+
+
+# A turn-lifetime server whose 3rd and 4th starts hang before answering initialize. None is started
+# ahead (servers started ahead at once would take their start numbers in either order): episode 1's
+# turns 1 and 2 get tools (starts 1 and 2), turn 3's start misses the start timeout and so does its
+# retry (start 4): the server is disabled at turn 3. Episode 2 starts it afresh (start 5 on): every
+# turn has tools.
+LATE_HANG = ("--start", "late-hang", "--serve-first", "2", "--hang-next", "2")
+# Room for a loaded machine: a good start (the SDK's import) takes a few seconds on a busy 2-core
+# machine; each hung start costs this long.
+LATE_HANG_TIMEOUT = "20"
+DISABLED_EPISODE = (
+    "MCP on: tools in 2 of 4 turns (without: servers disabled 2); flaky disabled at turn 3 (start timeout)"
+)
+
+
+def echo_then_look(body: dict[str, Any], index: int) -> dict[str, Any]:
+    """Each turn with tools calls the server's echo once, then plays ``look``."""
+    if body.get("model") != AGENT_MODEL:
+        return completion(json.dumps({}))
+    if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+        return completion(tool_calls=[tool_call("flaky__echo", {"text": "plan"}, f"call_{index}")])
+    return agent_reply("look")
+
+
+def test_a_server_disabled_mid_run_is_shown_by_every_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from viewer.server import start_viewer
+
+    counter = tmp_path / "starts"
+    entry = {**misbehaving_entry(*LATE_HANG, "--counter-file", str(counter)), "lifetime": "turn"}
+    mcp_file = write_mcp_config(tmp_path / "mcp-config", {"flaky": entry})
+    llm_server.respond_with(echo_then_look)
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS=LATE_HANG_TIMEOUT,
+        ZORKGPT_MCP_SERVERS_STARTED_AHEAD="0",
+    )
+    proc = run_main(["--episodes", "2", "--max-turns", "4"], env, tmp_path, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second = sorted(episodes_dir(tmp_path / "runs").iterdir(), key=lambda p: read_events(p)[0]["timestamp"])
+    # The server really missed its start timeout, twice, at turn 3 of episode 1.
+    events = read_events(first)
+    (disabled,) = [e for e in events if e["event_type"] == "mcp_server_disabled"]
+    assert (disabled["turn"], disabled["reason"]) == (3, "start timeout") and "timeout" in disabled["error"].lower()
+    assert int(counter.read_text()) >= 5
+    assert not any(e["event_type"] == "mcp_server_disabled" for e in read_events(second))
+
+    # results.csv: the new columns, per episode.
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["episode_id"], r["tool_turns"], r["servers_disabled"], r["no_tool_turns"]) for r in rows] == [
+        (first.name, "2", "flaky@3:start timeout", "servers disabled=2"),
+        (second.name, "4", "", ""),
+    ]
+    assert [(r["mcp_calls"], r["mcp_errors"], r["mcp_lifetimes"]) for r in rows] == [
+        ("2", "0", "flaky=turn"),
+        ("4", "0", "flaky=turn"),
+    ]
+    revisions = {e["protocol_version"] for e in events if e["event_type"] == "mcp_session_connect"}
+    assert rows[0]["mcp_revisions"] == ";".join(sorted(revisions)) and revisions
+    assert all(float(r["wall_seconds"]) > 0 for r in rows) and "game_seed" in rows[0]
+    assert float(rows[0]["wall_seconds"]) == read_events(first)[-1]["wall_seconds"]
+
+    # The printed table and report.md say it on their first line.
+    warning = f"NOT AS CONFIGURED: episode 1 ({first.name}): {DISABLED_EPISODE}"
+    assert proc.stdout.splitlines()[0] == warning
+    report = (run_dir / REPORT_MD).read_text()
+    assert report.splitlines()[0] == warning
+    assert "MCP on: tools in 6 of 8 turns; 1 server disabled" in report
+    assert f"| {_cell_text(DISABLED_EPISODE)} |" in report
+
+    # The episode summaries: the first says so first, the second held.
+    summary = json.loads(EpisodeFolder(first).summary.read_text())
+    assert summary["settings_held"] is False and summary["not_as_configured"] == [DISABLED_EPISODE]
+    assert summary["mcp"]["disabled_servers"] == [{"server": "flaky", "turn": 3, "reason": "start timeout"}]
+    assert summary["wall_seconds"] == read_events(first)[-1]["wall_seconds"]
+    assert EpisodeFolder(first).summary_md.read_text().splitlines()[0] == f"**Not as configured:** {DISABLED_EPISODE}"
+    held = json.loads(EpisodeFolder(second).summary.read_text())
+    assert held["settings_held"] is True and held["not_as_configured"] == [] and held["mcp"]["tool_turns"] == 4
+    assert not EpisodeFolder(second).summary_md.read_text().startswith("**Not")
+
+    # The viewer's API.
+    viewer = start_viewer(tmp_path / "runs", port=0)
+    try:
+        host, port = viewer.server.server_address[:2]
+        with urlopen(f"http://{host}:{port}/api/episodes/{first.name}", timeout=30) as response:
+            shown = json.loads(response.read())["episode"]
+        with urlopen(f"http://{host}:{port}/api/episodes", timeout=30) as response:
+            listed = {e["id"]: e for e in json.loads(response.read())["episodes"]}
+    finally:
+        viewer.close()
+    assert shown["mcp"]["settings_held"] is False and shown["mcp"]["description"] == DISABLED_EPISODE
+    assert (shown["mcp"]["tool_turns"], shown["mcp"]["turns"]) == (2, 4)
+    assert listed[second.name]["mcp"]["settings_held"] is True
+
+    # compare: against a run of the second episode alone, which held; the run that did not is named first.
+    held_run = tmp_path / "held"
+    assert run_cli("report", str(second), "--out", str(held_run), cwd=tmp_path).returncode == 0
+    compared = run_cli("compare", str(run_dir), str(held_run), "--out", str(tmp_path / "cmp"), cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stdout.splitlines()[0] == f"NOT AS CONFIGURED: run {run_dir.name}: {warning.split(': ', 1)[1]}"
+    table = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
+    assert table[1].startswith(
+        f"| {run_dir.name} (not as configured) | {AGENT_MODEL} | on: tools in 6 of 8 turns; 1 server disabled |"
+    )
+    assert table[2].startswith(f"| held | {AGENT_MODEL} | on: tools in 4 of 4 turns |")
+    assert (tmp_path / "cmp" / COMPARISON_MD).read_text().splitlines()[0] == compared.stdout.splitlines()[0]
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|")
