@@ -497,3 +497,59 @@ def test_a_server_disabled_mid_run_is_shown_by_every_report(
 
 def _cell_text(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+# Five episodes a run: when every episode of one run beats every episode of the other, a two-sided
+# permutation test can say no less than p = 2 / C(2n, n): 0.10 with 3 a side (never below 0.05,
+# whatever the scores), 0.029 with 4, 0.008 with 5. Five leaves the test room to see a real
+# difference; fewer would make "cannot be told apart" the only possible answer.
+EPISODES_PER_RUN = 5
+EGG_TURNS = 4  # the walkthrough's "get egg" is turn 4: 5 points
+
+
+def compare_output(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    assert run_report.main(["compare", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_compare_tells_real_score_differences_from_chance(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    egg = walkthrough(game_file)[:EGG_TURNS]
+    scorers = play_run(llm_server, tmp_path / "s", game_file, egg, episodes=EPISODES_PER_RUN)
+    idlers = play_run(llm_server, tmp_path / "i", game_file, ["look"] * EGG_TURNS, episodes=EPISODES_PER_RUN)
+    assert [read_events(f)[-1]["score"] for f in scorers + idlers] == [5] * EPISODES_PER_RUN + [0] * EPISODES_PER_RUN
+    runs = {
+        "scorer": scorers,
+        "idler": idlers,
+        # Two runs of one model that scores in half its episodes: their means differ by chance.
+        "half-a": [scorers[0], idlers[0], scorers[1]],
+        "half-b": [idlers[1], scorers[2], idlers[2]],
+    }
+    for name, folders in runs.items():
+        assert run_report.main(["report", *map(str, folders), "--out", str(tmp_path / name)]) == 0
+
+    different = compare_output(capsys, str(tmp_path / "idler"), str(tmp_path / "scorer"), "--out", str(tmp_path / "c1"))
+    # Independently: of the C(10, 5) ways to split the ten scores in two, only the two that keep the
+    # 5s together are as far apart as the runs.
+    p_exact = 2 / math.comb(2 * EPISODES_PER_RUN, EPISODES_PER_RUN)
+    assert (
+        f"- idler vs scorer: scorer scores higher than idler (0 vs 5; p = {p_exact:.3f}, permutation test, "
+        f"{EPISODES_PER_RUN} vs {EPISODES_PER_RUN} finished episodes)" in different
+    )
+    rows = [line for line in different.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| idler |") and rows[2].startswith("| scorer |")  # in the order given
+
+    same = compare_output(capsys, str(tmp_path / "half-a"), str(tmp_path / "half-b"), "--out", str(tmp_path / "c2"))
+    # Every split of three 5s and three 0s differs by at least as much as 10/3 vs 5/3: p = 1.
+    assert (
+        "- half-a vs half-b: cannot be told apart (mean score 3.3 vs 1.7; p = 1.000, permutation test, "
+        "3 vs 3 finished episodes); do not rank them" in same
+    )
+    assert "higher" not in same
+    # The means' intervals, against the t table.
+    low, high = t_interval([5, 0, 5])
+    rows = [line for line in same.splitlines() if line.startswith("| ")]
+    assert f"| 3.3 | [{low:.1f}, {high:.1f}] |" in rows[1] and "| 1.7 | [" in rows[2]
+    assert (tmp_path / "c2" / COMPARISON_MD).read_text().count("do not rank them") == 1
