@@ -324,12 +324,24 @@ def test_an_episode_that_fails_mid_run_is_in_the_run_report(
     assert proc.stdout.strip() in report
 
 
+ADDED_FOR_WHAT_RAN = (
+    "game_seed",
+    "wall_seconds",
+    "tool_turns",
+    "no_tool_turns",
+    "servers_disabled",
+    "mcp_revisions",
+    "mcp_lifetimes",
+)
+
+
 def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
     from orchestration.run_report import CSV_FIELDS
 
     folder = tmp_path / "old-run"
     folder.mkdir()
-    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail", "moves")]
+    later = ("number", "status", "status_detail", "moves", *ADDED_FOR_WHAT_RAN)
+    old_fields = [name for name in CSV_FIELDS if name not in later]
     rows = [
         {name: "0" for name in old_fields}
         | {"episode_id": episode_id, "end_reason": reason, "model": "m", "cost": "", "mcp_calls_by_server": ""}
@@ -344,9 +356,13 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
     summary = read_run(folder)
     assert [(r.number, r.status, r.episode_id) for r in summary.rows] == [(1, "finished", "a"), (2, "unfinished", "b")]
     assert summary.turns.mean == 6 and len(summary.not_finished) == 1
-    # No moves column then: unknown, not zero.
+    # No moves column then: unknown, not zero; nor seeds, wall time or the turns with tools.
     assert [r.moves for r in summary.rows] == [None, None]
     assert "| 6 | ? |" in episodes_table(summary)
+    assert [(r.game_seed, r.wall_seconds, r.tool_turns, r.servers_disabled) for r in summary.rows] == [
+        (None, None, None, "")
+    ] * 2
+    assert summary.seeds == "?" and summary.not_as_configured == [] and "| MCP off | ? | ? |" in episodes_table(summary)
 
 
 def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
