@@ -4,18 +4,21 @@
 
 - ``results.csv``: one row per requested episode, with how it ended (``status``: finished,
   killed, crashed or never started, and what ended it) and its figures (score, turns, deaths,
-  end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server);
+  end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server)
+  and what really ran (game seed, wall time, turns that offered tools, servers disabled...);
 - ``scores.csv``: the score after every turn of every episode;
-- ``report.md``: the table across the finished episodes (mean, median, max...), how many did
-  not finish and why, and each episode's row;
+- ``report.md``: the table across the finished episodes (mean with its 95% Student t interval,
+  median, max...), how many did not finish and why, and each episode's row; a run whose
+  settings did not hold (a server disabled, turns without tools) says so on its first line;
 - ``score_over_turns.png``: one line per episode.
 
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
     uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
 
-prints one table (a row per run) and writes ``comparison.md`` and ``comparison.png`` (the
-runs' mean score over turns, with each episode faint behind it). A run folder can also be
+prints one table (a row per run, in the order given) and, per pair of runs, whether their
+scores differ by more than chance (a permutation test), and writes ``comparison.md`` and
+``comparison.png`` (the runs' mean score over turns, with each episode faint behind it). A run folder can also be
 built from episode folders after the fact::
 
     uv run python -m orchestration.run_report report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
