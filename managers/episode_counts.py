@@ -1,8 +1,9 @@
 """Counting an episode's tool calls and critic verdicts from its logged events.
 
 One place for these numbers: the web viewer, its API, the run reports and the episode
-summary all call ``tool_call_counts`` and ``critic_counts`` on the events of
-``episode_log.jsonl`` (live, or once the episode is over), so they cannot disagree.
+summary all call ``tool_call_counts``, ``critic_counts``, ``tool_availability`` and
+``game_seed`` on the events of ``episode_log.jsonl`` (live, or once the episode is over),
+so they cannot disagree.
 
 A tool call is an ``mcp_tool_call`` event, or an outcome logged without one (arguments the
 client could not read fail before any call goes out). It failed when its outcome is an
@@ -176,3 +177,137 @@ def critic_counts(events: Iterable[Mapping[str, Any]]) -> CriticCounts:
             causes[str(event.get("source") or "unknown")] += 1
             overrides += kind == "critic_override"
     return CriticCounts(proposals, dict(sorted(causes.items())), overrides)
+
+
+# Why a turn played without tools, by the event the MCP manager logged for it.
+NO_TOOLS_REASONS = {"mcp_disabled_fallback": "servers disabled", "mcp_no_tools": "no tools offered"}
+NOT_RECORDED = "not recorded"  # MCP on, yet the turn has no event saying it offered tools or why not
+
+
+@dataclass(frozen=True)
+class DisabledServer:
+    """A server disabled for the rest of the episode: at which turn, and why."""
+
+    server: str
+    turn: int | None  # None in a log written before the turn was recorded with it
+    reason: str  # "start timeout", "start failed"
+
+    def describe(self) -> str:
+        """``thoughtbox disabled at turn 3 (start timeout)``."""
+        when = f" at turn {self.turn}" if self.turn is not None else ""
+        return f"{self.server} disabled{when} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class ToolAvailability:
+    """What MCP really gave the model in an episode, against what its settings asked for.
+
+    ``enabled`` is the setting (``episode_start``); the rest is what the log says happened:
+    how many played turns offered tools, why the others did not, which servers were disabled,
+    the protocol revisions agreed and each server's session lifetime.
+    """
+
+    enabled: bool | None = None  # None: no start recorded
+    turns: int = 0  # turns played
+    tool_turns: int = 0  # played turns whose model was offered at least one tool
+    no_tool_turns: Mapping[str, int] = field(default_factory=dict)  # reason -> played turns without tools
+    server_turns: Mapping[str, int] = field(default_factory=dict)  # server -> played turns offering its tools
+    disabled: tuple[DisabledServer, ...] = ()
+    revisions: tuple[str, ...] = ()
+    lifetimes: Mapping[str, str] = field(default_factory=dict)  # server -> "turn" | "episode"
+
+    @property
+    def held(self) -> bool:
+        """Did the run get what its settings asked for? MCP off always holds; MCP on holds when
+        no server was disabled and every played turn offered tools."""
+        return not self.enabled or (not self.disabled and self.tool_turns == self.turns)
+
+    def describe(self) -> str:
+        """``MCP on: tools in 27 of 60 turns; thoughtbox disabled at turn 3 (start timeout)``."""
+        if self.enabled is None:
+            return "MCP ?"
+        if not self.enabled:
+            return "MCP off"
+        parts = [f"MCP on: tools in {self.tool_turns} of {self.turns} turns"]
+        without = ", ".join(f"{reason} {n}" for reason, n in self.no_tool_turns.items())
+        if without:
+            parts[0] += f" (without: {without})"
+        parts += [server.describe() for server in self.disabled]
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape the summary file and the viewer's API carry."""
+        return {
+            "enabled": self.enabled,
+            "settings_held": self.held,
+            "description": self.describe(),
+            "turns": self.turns,
+            "tool_turns": self.tool_turns,
+            "no_tool_turns": dict(self.no_tool_turns),
+            "server_turns": dict(self.server_turns),
+            "disabled_servers": [{"server": s.server, "turn": s.turn, "reason": s.reason} for s in self.disabled],
+            "protocol_revisions": list(self.revisions),
+            "session_lifetimes": dict(self.lifetimes),
+        }
+
+
+def tool_availability(events: Iterable[Mapping[str, Any]]) -> ToolAvailability:
+    """From ``episode_start`` (the setting), ``turn`` (turns played), ``mcp_turn_ready`` (the servers
+    and tools a turn offered), ``mcp_disabled_fallback`` / ``mcp_no_tools`` (a turn without tools),
+    ``mcp_server_disabled`` and ``mcp_session_connect`` (revision, lifetime)."""
+    enabled: bool | None = None
+    played: set[int] = set()
+    offered: dict[int, tuple[str, ...]] = {}  # turn -> servers whose tools it offered
+    without: dict[int, str] = {}  # turn -> why it had none
+    disabled: list[DisabledServer] = []
+    revisions: list[str] = []
+    lifetimes: dict[str, str] = {}
+    for event in events:
+        kind = event.get("event_type")
+        turn = event.get("turn")
+        turn = turn if isinstance(turn, int) and not isinstance(turn, bool) else None
+        if kind == "episode_start":
+            enabled = bool(event.get("mcp_enabled"))
+        elif kind == "turn" and turn is not None:
+            played.add(turn)
+        elif kind == "mcp_turn_ready" and turn is not None:
+            servers = event.get("servers")
+            tools = event.get("tool_count")
+            if isinstance(tools, int) and tools > 0 and isinstance(servers, list):
+                offered[turn] = tuple(str(server) for server in servers)
+        elif kind in NO_TOOLS_REASONS and turn is not None:
+            without[turn] = NO_TOOLS_REASONS[str(kind)]
+        elif kind == "mcp_server_disabled":
+            reason = event.get("reason")
+            disabled.append(
+                DisabledServer(str(event.get("server_name") or "?"), turn, str(reason) if reason else "start failed")
+            )
+        elif kind == "mcp_session_connect":
+            if isinstance(version := event.get("protocol_version"), str) and version not in revisions:
+                revisions.append(version)
+            if isinstance(lifetime := event.get("lifetime"), str) and isinstance(event.get("server_name"), str):
+                lifetimes[event["server_name"]] = lifetime
+    tool_turns = [turn for turn in played if turn in offered and turn not in without]
+    reasons: Counter[str] = Counter()
+    if enabled:
+        reasons.update(without.get(turn, NOT_RECORDED) for turn in played if turn not in tool_turns)
+    server_turns: Counter[str] = Counter(server for turn in tool_turns for server in offered[turn])
+    return ToolAvailability(
+        enabled=enabled,
+        turns=len(played),
+        tool_turns=len(tool_turns) if enabled else 0,
+        no_tool_turns=dict(reasons.most_common()),
+        server_turns=dict(sorted(server_turns.items())),
+        disabled=tuple(disabled),
+        revisions=tuple(sorted(revisions)),
+        lifetimes=dict(sorted(lifetimes.items())),
+    )
+
+
+def game_seed(events: Iterable[Mapping[str, Any]]) -> int | None:
+    """The seed the game was played with (``episode_start``); None when the log predates seeds."""
+    for event in events:
+        if event.get("event_type") == "episode_start":
+            seed = event.get("game_seed")
+            return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return None

@@ -24,7 +24,7 @@ from typing import Any
 
 from chat_api.wire import UsageStats
 from managers.base_manager import BaseManager
-from managers.episode_counts import REJECTION_CAUSES, critic_counts, tool_call_counts
+from managers.episode_counts import REJECTION_CAUSES, critic_counts, game_seed, tool_availability, tool_call_counts
 from session.episode_folder import EpisodeFolder, read_events
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -33,6 +33,7 @@ from shared_utils import atomic_write_json, atomic_write_text, shorten
 RESPONSE_EXCERPT_CHARS = 160  # enough to say how a death happened, short enough for a one-line event
 
 UsageSource = Callable[[], Mapping[str, Any]]
+WallClock = Callable[[], float]  # seconds since the episode started
 
 
 @dataclass
@@ -81,10 +82,14 @@ class EpisodeSynthesizer(BaseManager):
         game_state: GameState,
         episode_dir: Path,
         usage_source: UsageSource | None = None,
+        wall_clock: WallClock | None = None,
     ) -> None:
+        """``wall_clock``: the episode's own (the orchestrator's), so the summary and the
+        ``episode_end`` event give the same wall time; None leaves it out of the summary."""
         super().__init__(config, logger, game_state)
         self.episode = EpisodeFolder(episode_dir)
         self.usage_source = usage_source
+        self.wall_clock = wall_clock
         self._start_episode()
 
     def _start_episode(self) -> None:
@@ -221,8 +226,15 @@ class EpisodeSynthesizer(BaseManager):
         rooms = dict(self.rooms)
         if state.current_room_name:
             rooms.setdefault(state.current_room_id, state.current_room_name)
+        events = read_events(self.episode.path)
+        mcp = tool_availability(events)
         return {
             "episode_id": state.episode_id,
+            # First, as in the Markdown: a run whose settings did not hold must not read as one that did.
+            "settings_held": mcp.held,
+            "not_as_configured": [] if mcp.held else [mcp.describe()],
+            "game_seed": game_seed(events),
+            "wall_seconds": None if self.wall_clock is None else self.wall_clock(),
             "end_reason": state.end_reason,
             "victory": state.victory,
             "score": state.score,
@@ -235,13 +247,11 @@ class EpisodeSynthesizer(BaseManager):
             "turns_without_progress": state.turns_without_progress,
             "key_events": [asdict(event) for event in self.events],
             "llm_usage": self._usage_summary(turns),
-            **self._log_figures(),
+            # Counted from the episode's own log, as the viewer and the run reports count them.
+            "mcp": mcp.as_dict(),
+            "tool_calls": tool_call_counts(events).as_dict(),
+            "critic": critic_counts(events).as_dict(),
         }
-
-    def _log_figures(self) -> dict[str, Any]:
-        """Tool calls and critic verdicts, counted from the episode's own log (as the viewer counts them)."""
-        events = read_events(self.episode.path)
-        return {"tool_calls": tool_call_counts(events).as_dict(), "critic": critic_counts(events).as_dict()}
 
     def _usage_summary(self, turns: int) -> dict[str, Any]:
         per_turn = max(turns, 1)
@@ -308,7 +318,10 @@ def _usage_entry(usage: UsageStats, turns: int) -> dict[str, Any]:
 def render_markdown(summary: Mapping[str, Any]) -> str:
     """The summary for people: outcome, key events, and what the LLMs cost."""
     usage = summary["llm_usage"]
+    not_held = summary.get("not_as_configured") or []
+    seed, wall = summary.get("game_seed"), summary.get("wall_seconds")
     lines = [
+        *(f"**Not as configured:** {note}" for note in not_held),
         f"# Episode {summary['episode_id']}",
         "",
         f"- Outcome: {summary['end_reason'] or 'unknown'}{' (victory)' if summary['victory'] else ''}",
@@ -316,6 +329,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- Turns: {summary['turns']} (game moves: {summary['moves']})",
         f"- Deaths: {summary['deaths']}",
         f"- Rooms visited: {summary['rooms_visited']}",
+        f"- Game seed: {'?' if seed is None else seed}",
+        f"- Wall time: {'?' if wall is None else f'{wall:.1f} s'}",
+        *([f"- {summary['mcp']['description']}"] if summary.get("mcp") else []),
         f"- Mean LLM calls per turn: {usage['total']['calls_per_turn']:.2f}",
         f"- LLM cost: {_cost_cell(usage['total'])}",
         "",

@@ -17,7 +17,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from managers.episode_counts import CriticCounts, ToolCallCounts, critic_counts, tool_call_counts
+from managers.episode_counts import (
+    CriticCounts,
+    ToolAvailability,
+    ToolCallCounts,
+    critic_counts,
+    game_seed,
+    tool_availability,
+    tool_call_counts,
+)
 
 
 def _number(value: Any) -> float | None:
@@ -50,6 +58,8 @@ class EpisodeFigures:
     model: str | None = None
     mcp_enabled: bool | None = None
     max_turns: int | None = None
+    game_seed: int | None = None  # None: the log predates seeds
+    wall_seconds: float | None = None  # None: no end recorded
     turns: int = 0
     moves: int = 0  # the game's own move count: a turn is one command, but the game counts its moves itself
     score: int = 0
@@ -70,6 +80,7 @@ class EpisodeFigures:
     usage_by_role: Mapping[str, RoleUsage] = field(default_factory=dict)
     tool_calls: ToolCallCounts = field(default_factory=ToolCallCounts)
     critic: CriticCounts = field(default_factory=CriticCounts)
+    mcp: ToolAvailability = field(default_factory=ToolAvailability)  # what MCP really gave the model
 
     @property
     def finished(self) -> bool:
@@ -143,6 +154,7 @@ class EpisodeFigures:
                     turns=_int(event.get("turns"), fields_.get("turns", 0)),
                     moves=_int(event.get("moves"), fields_.get("moves", 0)),
                     victory=bool(event.get("victory")),
+                    wall_seconds=_number(event.get("wall_seconds")),
                 )
                 deaths = _int(event.get("deaths"), deaths)
         return cls(
@@ -156,8 +168,10 @@ class EpisodeFigures:
             priced_cost=cost,
             unpriced_calls=unpriced,
             usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
+            game_seed=game_seed(events),
             tool_calls=tool_call_counts(events),
             critic=critic_counts(events),
+            mcp=tool_availability(events),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,6 +182,8 @@ class EpisodeFigures:
             "model": self.model,
             "mcp_enabled": self.mcp_enabled,
             "max_turns": self.max_turns,
+            "game_seed": self.game_seed,
+            "wall_seconds": self.wall_seconds,
             "turns": self.turns,
             "moves": self.moves,
             "score": self.score,
@@ -195,4 +211,5 @@ class EpisodeFigures:
             "unknown_tool_calls": self.tool_calls.unknown.calls,
             "tool_calls": self.tool_calls.as_dict(),
             "critic": self.critic.as_dict(),
+            "mcp": self.mcp.as_dict(),
         }

@@ -4,18 +4,21 @@
 
 - ``results.csv``: one row per requested episode, with how it ended (``status``: finished,
   killed, crashed or never started, and what ended it) and its figures (score, turns, deaths,
-  end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server);
+  end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server)
+  and what really ran (game seed, wall time, turns that offered tools, servers disabled...);
 - ``scores.csv``: the score after every turn of every episode;
-- ``report.md``: the table across the finished episodes (mean, median, max...), how many did
-  not finish and why, and each episode's row;
+- ``report.md``: the table across the finished episodes (mean with its 95% Student t interval,
+  median, max...), how many did not finish and why, and each episode's row; a run whose
+  settings did not hold (a server disabled, turns without tools) says so on its first line;
 - ``score_over_turns.png``: one line per episode.
 
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
     uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
 
-prints one table (a row per run) and writes ``comparison.md`` and ``comparison.png`` (the
-runs' mean score over turns, with each episode faint behind it). A run folder can also be
+prints one table (a row per run, in the order given) and, per pair of runs, whether their
+scores differ by more than chance (a permutation test), and writes ``comparison.md`` and
+``comparison.png`` (the runs' mean score over turns, with each episode faint behind it). A run folder can also be
 built from episode folders after the fact::
 
     uv run python -m orchestration.run_report report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import statistics
 import sys
 from collections import Counter
@@ -36,6 +40,10 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from scipy import stats
+
+from managers.episode_counts import DisabledServer, ToolAvailability
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
@@ -50,6 +58,10 @@ COMPARISON_MD = "comparison.md"
 COMPARISON_PNG = "comparison.png"
 UNFINISHED = "unfinished"  # no end recorded: the run was killed mid-episode
 MAX_DETAIL_CHARS = 300  # an error's line in the tables, not its whole text
+CONFIDENCE = 0.95  # the intervals of the means
+SIGNIFICANCE = 0.05  # two runs' scores differ when the permutation test's p-value is below this
+PERMUTATIONS = 9999  # beyond this many rearrangements of two runs' episodes, a random sample of them
+NOT_AS_CONFIGURED = "NOT AS CONFIGURED"
 
 
 class RunReportError(Exception):
@@ -126,10 +138,43 @@ class EpisodeRow:
     mcp_calls: int
     mcp_calls_by_server: str  # "server=calls;server=calls"
     mcp_errors: int
+    # Added later: None (or "") in a results.csv written before them.
+    game_seed: int | None
+    wall_seconds: float | None
+    tool_turns: int | None  # turns whose model was offered tools
+    no_tool_turns: str  # "servers disabled=33;no tools offered=1": the other turns, by why
+    servers_disabled: str  # "thoughtbox@3:start timeout;other@5:start failed"
+    mcp_revisions: str  # the protocol revisions agreed: "2025-11-25;2026-07-28"
+    mcp_lifetimes: str  # "thoughtbox=turn;tools=episode"
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def mcp(self) -> ToolAvailability | None:
+        """What MCP really gave the model; None for a row written before that was recorded."""
+        if self.mcp_enabled and self.tool_turns is None:
+            return None
+        disabled = []
+        for part in _parts(self.servers_disabled):
+            where, _, reason = part.rpartition(":")
+            server, _, turn = where.rpartition("@")
+            disabled.append(DisabledServer(server, int(turn) if turn.isdigit() else None, reason))
+        return ToolAvailability(
+            enabled=self.mcp_enabled,
+            turns=self.turns,
+            tool_turns=self.tool_turns or 0,
+            no_tool_turns=_pairs(self.no_tool_turns),
+            disabled=tuple(disabled),
+            revisions=tuple(_parts(self.mcp_revisions)),
+            lifetimes={name: str(value) for name, value in _pairs(self.mcp_lifetimes, int_values=False).items()},
+        )
+
+    @property
+    def settings_held(self) -> bool:
+        mcp = self.mcp
+        return mcp is None or mcp.held
 
     @property
     def finished(self) -> bool:
@@ -173,6 +218,13 @@ class EpisodeRow:
             mcp_calls=0,
             mcp_calls_by_server="",
             mcp_errors=0,
+            game_seed=None,
+            wall_seconds=None,
+            tool_turns=0,
+            no_tool_turns="",
+            servers_disabled="",
+            mcp_revisions="",
+            mcp_lifetimes="",
         )
 
     @classmethod
@@ -199,6 +251,15 @@ class EpisodeRow:
             mcp_calls=figures.mcp_calls,
             mcp_calls_by_server=";".join(f"{name}={n}" for name, n in figures.mcp_calls_by_server.items()),
             mcp_errors=figures.mcp_errors,
+            game_seed=figures.game_seed,
+            wall_seconds=figures.wall_seconds,
+            tool_turns=figures.mcp.tool_turns,
+            no_tool_turns=";".join(f"{reason}={n}" for reason, n in figures.mcp.no_tool_turns.items()),
+            servers_disabled=";".join(
+                f"{d.server}@{'' if d.turn is None else d.turn}:{d.reason}" for d in figures.mcp.disabled
+            ),
+            mcp_revisions=";".join(figures.mcp.revisions),
+            mcp_lifetimes=";".join(f"{name}={lifetime}" for name, lifetime in figures.mcp.lifetimes.items()),
         )
 
     def to_csv(self) -> dict[str, str]:
@@ -222,14 +283,14 @@ class EpisodeRow:
         values: dict[str, Any] = {}
         for name in CSV_FIELDS:
             raw = row.get(name, "") if name in _OPTIONAL_FIELDS else row[name]
-            if name in _OPTIONAL_FIELDS and not raw:
+            if name in _TEXT_FIELDS:
+                values[name] = raw
+            elif name in _OPTIONAL_FIELDS and not raw:
                 values[name] = None
             elif name in _BOOL_FIELDS:
                 values[name] = raw == "true"
-            elif name == "cost":
+            elif name in _FLOAT_FIELDS:
                 values[name] = float(raw) if raw else None
-            elif name in _TEXT_FIELDS:
-                values[name] = raw
             else:
                 values[name] = int(raw)
         return cls(**values)
@@ -237,22 +298,82 @@ class EpisodeRow:
 
 CSV_FIELDS = [f.name for f in fields(EpisodeRow)]
 _BOOL_FIELDS = {"mcp_enabled", "victory"}
-_OPTIONAL_FIELDS = {"moves"}  # columns added later: absent (None) in an older results.csv
-_TEXT_FIELDS = {"status", "status_detail", "episode_id", "started_at", "model", "end_reason", "mcp_calls_by_server"}
+_FLOAT_FIELDS = {"cost", "wall_seconds"}
+# Columns added later: absent (None, or "" for text) in an older results.csv.
+_OPTIONAL_FIELDS = {
+    "moves",
+    "game_seed",
+    "wall_seconds",
+    "tool_turns",
+    "no_tool_turns",
+    "servers_disabled",
+    "mcp_revisions",
+    "mcp_lifetimes",
+}
+_TEXT_FIELDS = {
+    "status",
+    "status_detail",
+    "episode_id",
+    "started_at",
+    "model",
+    "end_reason",
+    "mcp_calls_by_server",
+    "no_tool_turns",
+    "servers_disabled",
+    "mcp_revisions",
+    "mcp_lifetimes",
+}
+
+
+def _parts(cell: str) -> list[str]:
+    return [part for part in cell.split(";") if part]
+
+
+def _pairs(cell: str, int_values: bool = True) -> dict[str, Any]:
+    """``"a=1;b=2"`` as ``{"a": 1, "b": 2}`` (values as text unless ``int_values``)."""
+    pairs: dict[str, Any] = {}
+    for part in _parts(cell):
+        name, _, value = part.rpartition("=")
+        pairs[name] = int(value) if int_values else value
+    return pairs
 
 
 @dataclass(frozen=True)
 class Spread:
+    """A figure over a run's episodes: its mean with a 95% Student t interval, median, range.
+
+    The interval is None below two episodes: one episode says nothing of how much they vary.
+    Episodes that all scored the same give an interval of zero width: the t interval only
+    knows the spread it saw (a run of 3 such episodes is not proof that a 4th scores the same).
+    """
+
     mean: float
     median: float
     minimum: float
     maximum: float
+    count: int = 0
+    interval: tuple[float, float] | None = None
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Spread:
         if not values:
             return cls(0.0, 0.0, 0.0, 0.0)
-        return cls(statistics.fmean(values), statistics.median(values), min(values), max(values))
+        mean = statistics.fmean(values)
+        interval = None
+        if len(values) > 1:
+            sem = float(stats.sem(values))
+            if sem == 0:
+                interval = (mean, mean)
+            else:
+                low, high = stats.t.interval(CONFIDENCE, df=len(values) - 1, loc=mean, scale=sem)
+                interval = (float(low), float(high))
+        return cls(mean, statistics.median(values), min(values), max(values), len(values), interval)
+
+    def interval_text(self, digits: int = 1) -> str:
+        """``[1.2, 8.8]``; ``–`` when there is none (fewer than two episodes)."""
+        if self.interval is None:
+            return "–"
+        return f"[{_num(self.interval[0], digits)}, {_num(self.interval[1], digits)}]"
 
 
 def _per_turn(total: float, turns: int) -> float:
@@ -353,6 +474,77 @@ class RunSummary:
         ids = {r.episode_id for r in self.finished}
         return {episode_id: points for episode_id, points in self.scores.items() if episode_id in ids}
 
+    def per_episode(self, value: str) -> Spread:
+        """A per-episode figure over the finished episodes that recorded it: ``wall_seconds``,
+        ``llm_calls_per_turn``, ``tokens_per_turn``, ``mcp_calls_per_turn``, ``mcp_errors``,
+        ``tool_turn_share`` (the share of its turns that offered tools, MCP on only)."""
+        values: list[float] = []
+        for row in self.finished:
+            if value == "wall_seconds":
+                figure = row.wall_seconds
+            elif value == "llm_calls_per_turn":
+                figure = _per_turn(row.llm_calls, row.turns)
+            elif value == "tokens_per_turn":
+                figure = _per_turn(row.tokens, row.turns)
+            elif value == "mcp_calls_per_turn":
+                figure = _per_turn(row.mcp_calls, row.turns)
+            elif value == "mcp_errors":
+                figure = row.mcp_errors
+            elif value == "tool_turn_share":
+                figure = (
+                    _per_turn(row.tool_turns, row.turns) if row.mcp_enabled and row.tool_turns is not None else None
+                )
+            else:
+                raise ValueError(f"no per-episode figure {value!r}")
+            if figure is not None:
+                values.append(float(figure))
+        return Spread.of(values)
+
+    @property
+    def not_as_configured(self) -> list[str]:
+        """One line per played episode whose settings did not hold (a server disabled, turns
+        without tools while MCP was on): ``episode 2 (ID): MCP on: tools in 27 of 60 turns; ...``."""
+        return [
+            f"episode {row.number} ({row.episode_id}): {row.mcp.describe()}"
+            for row in self.rows
+            if row.played and row.mcp is not None and not row.mcp.held
+        ]
+
+    @property
+    def mcp_use(self) -> str:
+        """The MCP setting and what it gave: ``on: tools in 87 of 120 turns; 1 server disabled``."""
+        played = [row for row in self.rows if row.played and row.mcp_enabled]
+        if self.mcp != "on" and not played:
+            return self.mcp
+        known = [row.mcp for row in played if row.mcp is not None]
+        if not known:
+            return self.mcp  # a results.csv from before tool turns were recorded
+        offered, turns = sum(m.tool_turns for m in known), sum(m.turns for m in known)
+        text = f"{self.mcp}: tools in {offered} of {turns} turns"
+        disabled = sum(len(m.disabled) for m in known)
+        if disabled:
+            text += f"; {disabled} server{'s' if disabled != 1 else ''} disabled"
+        return text
+
+    @property
+    def seeds(self) -> str:
+        """The game seeds played: ``0–4``, ``7``, ``0, 3, 9``; ``?`` where an episode recorded none."""
+        played = [row for row in self.rows if row.played]
+        seeds = sorted({row.game_seed for row in played if row.game_seed is not None})
+        unknown = any(row.game_seed is None for row in played)
+        if not seeds:
+            return "?"
+        if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+            text = f"{seeds[0]}–{seeds[-1]}"
+        else:
+            text = ", ".join(map(str, seeds))
+        return text + (", ?" if unknown else "")
+
+    @property
+    def mcp_revisions(self) -> str:
+        revisions = sorted({r for row in self.rows for r in _parts(row.mcp_revisions)})
+        return ", ".join(revisions) or "–"
+
     @property
     def mcp_by_server(self) -> str:
         counts: Counter[str] = Counter()
@@ -445,31 +637,47 @@ def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align:
     return "\n".join(lines)
 
 
-def run_table(summary: RunSummary) -> str:
-    """The table across a run's finished episodes and how the others ended (what main.py prints at the end)."""
+def run_table(summary: RunSummary, warning: bool = True) -> str:
+    """The table across a run's finished episodes and how the others ended (what main.py prints at the end).
+    Its first line says when the run's settings did not hold (``warning``: report.md puts it above its title)."""
     n = len(summary.finished)
     episodes = f"Episodes: {len(summary.rows)} requested · {summary.statuses}"
     ended = Counter(r.how_it_ended for r in summary.not_finished)
     others = "; ".join(f"{how} ×{count}" if count > 1 else how for how, count in ended.items())
+    warning_line = _not_as_configured_line(summary) if warning else ""
     if not n:
-        return f"{episodes}\nNo episode finished, so there are no figures to show ({others})."
+        return f"{warning_line}{episodes}\nNo episode finished, so there are no figures to show ({others})."
     if others:
         episodes += (
             f"\nFigures over the {n} finished episode{'s' if n != 1 else ''} only; "
             f"{len(summary.not_finished)} did not finish: {others}"
         )
     rows = [
-        ("score", summary.score),
-        ("turns", summary.turns),
-        ("game moves", summary.moves),
-        ("deaths", summary.deaths),
+        ("score", summary.score, 1),
+        ("turns", summary.turns, 1),
+        ("game moves", summary.moves, 1),
+        ("deaths", summary.deaths, 2),
+        ("wall time (s)", summary.per_episode("wall_seconds"), 1),
+        ("LLM calls per turn", summary.per_episode("llm_calls_per_turn"), 2),
+        ("tokens per turn", summary.per_episode("tokens_per_turn"), 0),
+        ("tool calls per turn", summary.per_episode("mcp_calls_per_turn"), 2),
+        ("failed tool calls", summary.per_episode("mcp_errors"), 2),
     ]
-    spread_rows = [(label, _num(s.mean), _num(s.median), _num(s.minimum), _num(s.maximum)) for label, s in rows]
-    table = _markdown_table(("", "mean", "median", "min", "max"), spread_rows, "lrrrr")
+    if summary.mcp != "off":
+        rows.append(("share of turns with tools", summary.per_episode("tool_turn_share"), 2))
+    spread_rows = [
+        (label, _num(s.mean, d), s.interval_text(d), _num(s.median, d), _num(s.minimum, d), _num(s.maximum, d))
+        for label, s, d in rows
+        if s.count
+    ]
+    table = _markdown_table(("", "mean", "95% interval", "median", "min", "max"), spread_rows, "lrrrrr")
     total_cost = summary.cost
     facts = [
         episodes,
-        f"Model {summary.models} · MCP {summary.mcp}",
+        f"Intervals: 95% Student t intervals of the mean over the {n} finished episode{'s' if n != 1 else ''} "
+        "(none for one episode)",
+        f"Model {summary.models} · MCP {summary.mcp_use} · game seeds {summary.seeds} · "
+        f"MCP revisions {summary.mcp_revisions}",
         f"End reasons: {summary.end_reasons}",
         f"LLM calls per turn: {summary.llm_calls_per_turn:.2f} · tokens per turn: {summary.tokens_per_turn:.0f}",
         f"Cost: {_cost(total_cost)}"
@@ -477,7 +685,13 @@ def run_table(summary: RunSummary) -> str:
         f"MCP calls: {summary.mcp_calls} ({summary.mcp_calls_per_turn:.2f} per turn; "
         f"{summary.mcp_errors} failed; by server: {summary.mcp_by_server})",
     ]
-    return table + "\n\n" + "\n".join(facts)
+    return warning_line + table + "\n\n" + "\n".join(facts)
+
+
+def _not_as_configured_line(summary: RunSummary) -> str:
+    """The first line of a run's table when its settings did not hold, else nothing."""
+    notes = summary.not_as_configured
+    return f"{NOT_AS_CONFIGURED}: {' | '.join(notes)}\n\n" if notes else ""
 
 
 def episodes_table(summary: RunSummary) -> str:
@@ -494,6 +708,9 @@ def episodes_table(summary: RunSummary) -> str:
         "tokens/turn",
         "cost",
         "MCP calls",
+        "MCP",
+        "seed",
+        "wall (s)",
     )
     rows = [
         (
@@ -509,12 +726,15 @@ def episodes_table(summary: RunSummary) -> str:
             f"{_per_turn(r.tokens, r.turns):.0f}",
             _cost(r.cost),
             f"{r.mcp_calls} ({r.mcp_errors} failed)" if r.mcp_errors else str(r.mcp_calls),
+            _cell(r.mcp.describe() if r.mcp is not None else "MCP on"),
+            "?" if r.game_seed is None else str(r.game_seed),
+            "?" if r.wall_seconds is None else f"{r.wall_seconds:.1f}",
         )
         if r.played
         else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))
         for r in summary.rows
     ]
-    return _markdown_table(header, rows, "rllrrrrlrrrr")
+    return _markdown_table(header, rows, "rllrrrrlrrrrlrr")
 
 
 def _cell(text: str) -> str:
@@ -524,12 +744,15 @@ def _cell(text: str) -> str:
 
 def run_markdown(summary: RunSummary) -> str:
     return (
-        f"# ZorkGPT run {summary.name}\n\n{run_table(summary)}\n\n## Episodes\n\n{episodes_table(summary)}\n\n"
+        f"{_not_as_configured_line(summary)}# ZorkGPT run {summary.name}\n\n{run_table(summary, warning=False)}\n\n"
+        f"## Episodes\n\n{episodes_table(summary)}\n\n"
         f"![Score over turns]({SCORE_PNG})\n"
     )
 
 
 def comparison_table(runs: Sequence[RunSummary]) -> str:
+    """A row per run, in the order given: the order is not a ranking (``score_verdicts`` says which
+    differences are real)."""
     header = (
         "run",
         "model",
@@ -537,39 +760,107 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         "finished",
         "not finished",
         "score mean",
+        "95% interval",
         "median",
         "max",
         "turns mean",
         "moves mean",
         "deaths mean",
         "victories",
+        "wall s mean",
         "LLM calls/turn",
         "tokens/turn",
         "cost",
         "MCP calls/turn",
+        "failed tool calls",
+        "seeds",
     )
     rows = [
         (
-            run.name,
+            run.name + (f" ({NOT_AS_CONFIGURED.lower()})" if run.not_as_configured else ""),
             run.models,
-            run.mcp,
+            run.mcp_use,
             str(len(run.finished)),
             str(len(run.not_finished)),
             _num(run.score.mean),
+            run.score.interval_text(),
             _num(run.score.median),
             _num(run.score.maximum),
             _num(run.turns.mean),
             _num(run.moves.mean),
             _num(run.deaths.mean, 2),
             str(run.victories),
+            _num(wall.mean) if (wall := run.per_episode("wall_seconds")).count else "?",
             f"{run.llm_calls_per_turn:.2f}",
             f"{run.tokens_per_turn:.0f}",
             _cost(run.cost),
             f"{run.mcp_calls_per_turn:.2f}",
+            str(run.mcp_errors),
+            run.seeds,
         )
         for run in runs
     ]
-    return _markdown_table(header, rows, "lllrrrrrrrrrrrrr")
+    return _markdown_table(header, rows, "lllrrrrrrrrrrrrrrrrl")
+
+
+@dataclass(frozen=True)
+class ScoreVerdict:
+    """Whether two runs' final scores differ by more than chance: a two-sided permutation test
+    on the difference of their means, over their finished episodes."""
+
+    first: str
+    second: str
+    first_scores: tuple[float, ...]
+    second_scores: tuple[float, ...]
+    p_value: float | None  # None: a run has fewer than two finished episodes
+
+    @property
+    def distinguishable(self) -> bool:
+        return self.p_value is not None and self.p_value < SIGNIFICANCE
+
+    def describe(self) -> str:
+        n, m = len(self.first_scores), len(self.second_scores)
+        episodes = f"{n} vs {m} finished episodes"
+        if self.p_value is None:
+            return f"{self.first} vs {self.second}: too few episodes to tell ({episodes}; at least 2 each)"
+        a, b = statistics.fmean(self.first_scores), statistics.fmean(self.second_scores)
+        test = f"p = {self.p_value:.3f}, permutation test, {episodes}"
+        if not self.distinguishable:
+            return (
+                f"{self.first} vs {self.second}: cannot be told apart (mean score {_num(a)} vs {_num(b)}; {test}); "
+                "do not rank them"
+            )
+        higher, lower = (self.first, self.second) if a > b else (self.second, self.first)
+        return f"{self.first} vs {self.second}: {higher} scores higher than {lower} ({_num(a)} vs {_num(b)}; {test})"
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
+    """Exact over every rearrangement of the two runs' episodes when there are at most
+    ``PERMUTATIONS`` of them (5 and 5 episodes: 252), else over that many drawn with a fixed
+    seed, so the same folders always give the same p-value."""
+    a = tuple(float(r.score) for r in first.finished)
+    b = tuple(float(r.score) for r in second.finished)
+    if len(a) < 2 or len(b) < 2:
+        return ScoreVerdict(first.name, second.name, a, b, None)
+    result = stats.permutation_test(
+        (np.array(a), np.array(b)),
+        _mean_difference,
+        permutation_type="independent",
+        alternative="two-sided",
+        n_resamples=PERMUTATIONS,
+        vectorized=True,
+        rng=np.random.default_rng(0),
+    )
+    return ScoreVerdict(first.name, second.name, a, b, min(1.0, float(result.pvalue)))
+
+
+def score_verdicts(runs: Sequence[RunSummary]) -> list[ScoreVerdict]:
+    """Every pair of runs, in the order given."""
+    return [score_verdict(a, b) for a, b in itertools.combinations(runs, 2)]
 
 
 # ---------------------------------------------------------------------- plots
@@ -631,20 +922,34 @@ def plot_runs(runs: Sequence[RunSummary], path: Path, title: str, per_episode: b
 
 
 def compare_runs(folders: Sequence[Path], out: Path) -> str:
-    """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns the table."""
+    """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns what to print:
+    runs whose settings did not hold first, the table, and which score differences are real."""
     runs = [read_run(folder) for folder in folders]
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
         raise RunReportError(f"Two run folders have the same name ({', '.join(names)}): rename one to tell them apart.")
     table = comparison_table(runs)
+    warnings = [f"{NOT_AS_CONFIGURED}: run {run.name}: {note}" for run in runs for note in run.not_as_configured]
+    verdicts = score_verdicts(runs)
+    notes = ""
+    if verdicts:
+        notes = (
+            "Score differences (two-sided permutation test on the difference of mean scores, distinguishable "
+            f"when p < {SIGNIFICANCE}; rows are in the order given, not ranked):\n"
+            + "\n".join(f"- {verdict.describe()}" for verdict in verdicts)
+        )
+    # A run whose settings did not hold is said first, before any figure.
+    text = "\n\n".join(part for part in ("\n".join(warnings), table, notes) if part)
     out.mkdir(parents=True, exist_ok=True)
     sources = "\n".join(f"- {run.name}: {folder.resolve()}" for run, folder in zip(runs, folders, strict=True))
+    warning_md = "".join(f"{line}\n\n" for line in warnings)
     atomic_write_text(
         out / COMPARISON_MD,
-        f"# ZorkGPT runs compared\n\n{table}\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
+        f"{warning_md}# ZorkGPT runs compared\n\n{table}\n\n{notes}\n\nIntervals: 95% Student t intervals of "
+        f"the mean score.\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
     )
     plot_runs(runs, out / COMPARISON_PNG, title="Score over turns, by run", per_episode=False)
-    return table
+    return text
 
 
 # ---------------------------------------------------------------------- main.py's end of run

@@ -103,6 +103,7 @@ class ZorkOrchestratorV2:
         self.stop_requested = False
         self.on_turn = on_turn
         self._started = time.monotonic()
+        self._wall_seconds: float | None = None  # fixed once the episode's end is being written
         self._last_figures: TurnFigures | None = None
         # What of the last action the game did not play (one command per turn), told the agent once.
         self._unplayed_note: str | None = None
@@ -175,7 +176,9 @@ class ZorkOrchestratorV2:
         self.knowledge = (
             KnowledgeManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.knowledge.enabled else None
         )
-        self.synthesizer = EpisodeSynthesizer(cfg, log, state, self.episode_dir, usage_source=self._usage_report)
+        self.synthesizer = EpisodeSynthesizer(
+            cfg, log, state, self.episode_dir, usage_source=self._usage_report, wall_clock=self.wall_seconds
+        )
         self.managers: list[BaseManager] = [
             m
             for m in (self.extractor, self.critic, self.map, self.memory, self.objectives, self.knowledge)
@@ -268,6 +271,7 @@ class ZorkOrchestratorV2:
     def _start_episode(self) -> None:
         intro = self.game.start()
         self._started = time.monotonic()
+        self._wall_seconds = None
         self._unplayed_note = None
         for manager in self.managers:
             manager.reset_episode(self.game_state)
@@ -423,12 +427,14 @@ class ZorkOrchestratorV2:
         written (a full disk) it is the same: those calls' results would not fit either.
         """
         self._finished = True
+        self._wall_seconds = None
         state = self.game_state
         if self.mcp_manager is not None:
             self.mcp_manager.close()  # every session closed and every server ended with the episode
         if state.end_reason is None:
             state.end_reason = "error"
         interrupt = self._finalize_managers(summary_only=aborted or bool(self.write_failures))
+        wall_seconds = self.wall_seconds()
         self._export_state()
         self.logger.info(
             "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
@@ -448,6 +454,7 @@ class ZorkOrchestratorV2:
                 "moves": state.moves,
                 "deaths": state.death_count,
                 "victory": state.victory,
+                "wall_seconds": wall_seconds,
                 "llm_usage": self._usage_report(),
             },
         )
@@ -488,6 +495,16 @@ class ZorkOrchestratorV2:
         episode stops after the turn that met the first, and the run must not pass for a success."""
         managers = [failure for manager in self.managers for failure in manager.write_failures()]
         return list(dict.fromkeys(self._write_failures + log_write_failures(self.logger) + managers))
+
+    def wall_seconds(self) -> float:
+        """Seconds since the episode started. Once its end is being written (the summary asks
+        first, then ``episode_end``), the first figure taken is kept, so both files say the same."""
+        if self._wall_seconds is not None:
+            return self._wall_seconds
+        elapsed = round(time.monotonic() - self._started, 3)
+        if self._finished:
+            self._wall_seconds = elapsed
+        return elapsed
 
     def request_stop(self) -> None:
         """End the episode after the turn being played (Ctrl-C, SIGTERM)."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from managers.episode_counts import ToolTally, critic_counts, tool_call_counts
+from managers.episode_counts import (
+    DisabledServer,
+    ToolTally,
+    critic_counts,
+    game_seed,
+    tool_availability,
+    tool_call_counts,
+)
 
 
 def call(turn: int, tool: str, server: str | None) -> dict[str, object]:
@@ -54,3 +61,53 @@ def test_critic_counts_proposals_from_turns_and_rejections_by_cause() -> None:
     counts = critic_counts(events)
     assert (counts.proposals, counts.rejected, counts.overrides) == (5, 3, 1)
     assert counts.rejections == {"llm": 2, "object_tree": 1}
+
+
+def ready(turn: int, servers: list[str], tools: int) -> dict[str, object]:
+    return {"event_type": "mcp_turn_ready", "turn": turn, "servers": servers, "tool_count": tools}
+
+
+def test_tool_availability_says_which_turns_had_tools_and_why_the_others_did_not() -> None:
+    """Two servers: ``steady`` throughout, ``flaky`` disabled at turn 2; then ``steady`` offers no tools."""
+    connect = {"event_type": "mcp_session_connect", "protocol_version": "2025-11-25"}
+    events = [
+        {"event_type": "episode_start", "mcp_enabled": True, "game_seed": 7},
+        {**connect, "server_name": "steady", "lifetime": "episode"},
+        {**connect, "server_name": "flaky", "lifetime": "turn", "protocol_version": "2026-07-28"},
+        ready(1, ["steady", "flaky"], 4),
+        {"event_type": "turn", "turn": 1},
+        {"event_type": "mcp_server_disabled", "turn": 2, "server_name": "flaky", "reason": "start timeout"},
+        ready(2, ["steady"], 2),
+        {"event_type": "turn", "turn": 2},
+        ready(3, [], 0),
+        {"event_type": "mcp_no_tools", "turn": 3},
+        {"event_type": "turn", "turn": 3},
+        {"event_type": "turn", "turn": 4},  # nothing logged about its tools
+        ready(5, ["steady"], 2),  # under way: not played yet
+    ]
+    mcp = tool_availability(events)
+    assert (mcp.turns, mcp.tool_turns, dict(mcp.server_turns)) == (4, 2, {"flaky": 1, "steady": 2})
+    assert dict(mcp.no_tool_turns) == {"no tools offered": 1, "not recorded": 1}
+    assert mcp.disabled == (DisabledServer("flaky", 2, "start timeout"),)
+    assert mcp.revisions == ("2025-11-25", "2026-07-28")
+    assert dict(mcp.lifetimes) == {"flaky": "turn", "steady": "episode"}
+    assert not mcp.held
+    assert mcp.describe() == (
+        "MCP on: tools in 2 of 4 turns (without: no tools offered 1, not recorded 1); "
+        "flaky disabled at turn 2 (start timeout)"
+    )
+    assert game_seed(events) == 7
+
+
+def test_mcp_off_holds_and_an_old_log_has_no_seed() -> None:
+    events = [{"event_type": "episode_start", "mcp_enabled": False}, {"event_type": "turn", "turn": 1}]
+    mcp = tool_availability(events)
+    assert mcp.held and mcp.describe() == "MCP off" and (mcp.tool_turns, dict(mcp.no_tool_turns)) == (0, {})
+    assert game_seed(events) is None
+    every_turn = [
+        {"event_type": "episode_start", "mcp_enabled": True},
+        ready(1, ["s"], 1),
+        {"event_type": "turn", "turn": 1},
+    ]
+    assert tool_availability(every_turn).held
+    assert tool_availability(every_turn).describe() == "MCP on: tools in 1 of 1 turns"

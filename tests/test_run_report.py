@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.request import urlopen
 
 import pytest
 from PIL import Image
@@ -28,10 +31,11 @@ from orchestration.run_report import (
     read_run,
     summarize_episodes,
 )
-from session.episode_folder import episodes_dir, read_events
+from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
+from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tests.viewer_support import play_critic_and_tools
 
 TURNS = 6
@@ -57,6 +61,17 @@ class ThreeEpisodes:
         if turn == 1:
             self.episode += 1
         return agent_reply(self.scripts[self.episode][turn - 1])
+
+
+# Student t's 97.5% points by degrees of freedom, from a printed table: the intervals are checked
+# against these, not against scipy, which computes them in the product.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    half = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
 
 
 def png_colours(path: Path) -> set[tuple[int, int, int]]:
@@ -110,14 +125,20 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     first = [int(s["score"]) for s in scores if s["episode_id"] == finals[0][0]]
     assert first == [0, 0, 0, 0, 5, 5, 5]  # "get egg" on turn 4
 
-    # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5.
-    assert "| score | -1.7 | 0 | -10 | 5 |" in proc.stdout
-    assert "| deaths | 0.3 | 0 | 0 | 1 |" in proc.stdout
+    # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5, and
+    # its 95% interval worked out here apart from scipy: mean ± t(0.975, 2 df) × stdev / √3.
+    low, high = t_interval([5, -10, 0])
+    assert (round(low, 1), round(high, 1)) == (-20.6, 17.3)
+    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in proc.stdout
+    assert "| deaths | 0.33 | [-1.1, 1.77] | 0 | 0 | 1 |" in proc.stdout
+    assert "Intervals: 95% Student t intervals of the mean over the 3 finished episodes" in proc.stdout
+    assert "NOT AS CONFIGURED" not in proc.stdout
     assert "| game moves |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
     assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
-    assert "| score | -1.7 | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert report.startswith("# ZorkGPT run ")
     assert all(name in report for name, *_ in finals)
     assert str(run_dir / REPORT_MD) in proc.stderr
     # The plot: one line per episode, each in its own colour.
@@ -152,7 +173,7 @@ def test_parallel_episodes_end_with_one_report_for_the_run(
     episodes = sorted(p.name for p in episodes_dir(tmp_path / "runs").iterdir())
     assert sorted(r["episode_id"] for r in rows) == episodes and len(episodes) == 2
     assert all((int(r["score"]), int(r["turns"])) == (5, 4) for r in rows)  # "get egg" on turn 4
-    assert "| score | 5 | 5 | 5 | 5 |" in proc.stdout
+    assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in proc.stdout
 
 
 def play_run(
@@ -187,15 +208,19 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     idle = play_run(llm_server, tmp_path / "b", game_file, ["look"] * 3, episodes=1)
     built = run_cli("report", *map(str, egg), "--out", str(tmp_path / "egg-hunter"), cwd=tmp_path)
     assert built.returncode == 0, built.stderr
-    assert "| score | 5 | 5 | 5 | 5 |" in built.stdout
+    assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in built.stdout
     assert run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path).returncode == 0
 
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean |")
-    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | 5 | 5 | {TURNS} |")
-    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | 0 | 0 | 3 |")
+    assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean | 95% interval |")
+    assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | [5, 5] | 5 | 5 | {TURNS} |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | – | 0 | 0 | 3 |")
+    # One idle episode cannot be tested against anything: said so, and the runs are not ranked.
+    assert (
+        "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
+    )
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
@@ -299,12 +324,24 @@ def test_an_episode_that_fails_mid_run_is_in_the_run_report(
     assert proc.stdout.strip() in report
 
 
+ADDED_FOR_WHAT_RAN = (
+    "game_seed",
+    "wall_seconds",
+    "tool_turns",
+    "no_tool_turns",
+    "servers_disabled",
+    "mcp_revisions",
+    "mcp_lifetimes",
+)
+
+
 def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
     from orchestration.run_report import CSV_FIELDS
 
     folder = tmp_path / "old-run"
     folder.mkdir()
-    old_fields = [name for name in CSV_FIELDS if name not in ("number", "status", "status_detail", "moves")]
+    later = ("number", "status", "status_detail", "moves", *ADDED_FOR_WHAT_RAN)
+    old_fields = [name for name in CSV_FIELDS if name not in later]
     rows = [
         {name: "0" for name in old_fields}
         | {"episode_id": episode_id, "end_reason": reason, "model": "m", "cost": "", "mcp_calls_by_server": ""}
@@ -319,9 +356,13 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
     summary = read_run(folder)
     assert [(r.number, r.status, r.episode_id) for r in summary.rows] == [(1, "finished", "a"), (2, "unfinished", "b")]
     assert summary.turns.mean == 6 and len(summary.not_finished) == 1
-    # No moves column then: unknown, not zero.
+    # No moves column then: unknown, not zero; nor seeds, wall time or the turns with tools.
     assert [r.moves for r in summary.rows] == [None, None]
     assert "| 6 | ? |" in episodes_table(summary)
+    assert [(r.game_seed, r.wall_seconds, r.tool_turns, r.servers_disabled) for r in summary.rows] == [
+        (None, None, None, "")
+    ] * 2
+    assert summary.seeds == "?" and summary.not_as_configured == [] and "| MCP off | ? | ? |" in episodes_table(summary)
 
 
 def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
@@ -353,3 +394,178 @@ def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
     report = (out / "report.md").read_text()
     assert "MCP calls: 6 (1.50 per turn; 3 failed; by server: misc 4, steady 1)" in report
     assert "| 6 (3 failed) |" in report
+
+
+# A turn-lifetime server whose 3rd and 4th starts hang before answering initialize. None is started
+# ahead (servers started ahead at once would take their start numbers in either order): episode 1's
+# turns 1 and 2 get tools (starts 1 and 2), turn 3's start misses the start timeout and so does its
+# retry (start 4): the server is disabled at turn 3. Episode 2 starts it afresh (start 5 on): every
+# turn has tools.
+LATE_HANG = ("--start", "late-hang", "--serve-first", "2", "--hang-next", "2")
+# Room for a loaded machine: a good start (the SDK's import) takes a few seconds on a busy 2-core
+# machine; each hung start costs this long.
+LATE_HANG_TIMEOUT = "20"
+DISABLED_EPISODE = (
+    "MCP on: tools in 2 of 4 turns (without: servers disabled 2); flaky disabled at turn 3 (start timeout)"
+)
+
+
+def echo_then_look(body: dict[str, Any], index: int) -> dict[str, Any]:
+    """Each turn with tools calls the server's echo once, then plays ``look``."""
+    if body.get("model") != AGENT_MODEL:
+        return completion(json.dumps({}))
+    if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+        return completion(tool_calls=[tool_call("flaky__echo", {"text": "plan"}, f"call_{index}")])
+    return agent_reply("look")
+
+
+def test_a_server_disabled_mid_run_is_shown_by_every_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    from viewer.server import start_viewer
+
+    counter = tmp_path / "starts"
+    entry = {**misbehaving_entry(*LATE_HANG, "--counter-file", str(counter)), "lifetime": "turn"}
+    mcp_file = write_mcp_config(tmp_path / "mcp-config", {"flaky": entry})
+    llm_server.respond_with(echo_then_look)
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS=LATE_HANG_TIMEOUT,
+        ZORKGPT_MCP_SERVERS_STARTED_AHEAD="0",
+    )
+    proc = run_main(["--episodes", "2", "--max-turns", "4"], env, tmp_path, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second = sorted(episodes_dir(tmp_path / "runs").iterdir(), key=lambda p: read_events(p)[0]["timestamp"])
+    # The server really missed its start timeout, twice, at turn 3 of episode 1.
+    events = read_events(first)
+    (disabled,) = [e for e in events if e["event_type"] == "mcp_server_disabled"]
+    assert (disabled["turn"], disabled["reason"]) == (3, "start timeout") and "timeout" in disabled["error"].lower()
+    assert int(counter.read_text()) >= 5
+    assert not any(e["event_type"] == "mcp_server_disabled" for e in read_events(second))
+
+    # results.csv: the new columns, per episode.
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["episode_id"], r["tool_turns"], r["servers_disabled"], r["no_tool_turns"]) for r in rows] == [
+        (first.name, "2", "flaky@3:start timeout", "servers disabled=2"),
+        (second.name, "4", "", ""),
+    ]
+    assert [(r["mcp_calls"], r["mcp_errors"], r["mcp_lifetimes"]) for r in rows] == [
+        ("2", "0", "flaky=turn"),
+        ("4", "0", "flaky=turn"),
+    ]
+    revisions = {e["protocol_version"] for e in events if e["event_type"] == "mcp_session_connect"}
+    assert rows[0]["mcp_revisions"] == ";".join(sorted(revisions)) and revisions
+    assert all(float(r["wall_seconds"]) > 0 for r in rows) and "game_seed" in rows[0]
+    assert float(rows[0]["wall_seconds"]) == read_events(first)[-1]["wall_seconds"]
+
+    # The printed table and report.md say it on their first line.
+    warning = f"NOT AS CONFIGURED: episode 1 ({first.name}): {DISABLED_EPISODE}"
+    assert proc.stdout.splitlines()[0] == warning
+    report = (run_dir / REPORT_MD).read_text()
+    assert report.splitlines()[0] == warning
+    assert "MCP on: tools in 6 of 8 turns; 1 server disabled" in report
+    assert f"| {_cell_text(DISABLED_EPISODE)} |" in report
+
+    # The episode summaries: the first says so first, the second held.
+    summary = json.loads(EpisodeFolder(first).summary.read_text())
+    assert summary["settings_held"] is False and summary["not_as_configured"] == [DISABLED_EPISODE]
+    assert summary["mcp"]["disabled_servers"] == [{"server": "flaky", "turn": 3, "reason": "start timeout"}]
+    assert summary["wall_seconds"] == read_events(first)[-1]["wall_seconds"]
+    assert EpisodeFolder(first).summary_md.read_text().splitlines()[0] == f"**Not as configured:** {DISABLED_EPISODE}"
+    held = json.loads(EpisodeFolder(second).summary.read_text())
+    assert held["settings_held"] is True and held["not_as_configured"] == [] and held["mcp"]["tool_turns"] == 4
+    assert not EpisodeFolder(second).summary_md.read_text().startswith("**Not")
+
+    # The viewer's API.
+    viewer = start_viewer(tmp_path / "runs", port=0)
+    try:
+        host, port = viewer.server.server_address[:2]
+        with urlopen(f"http://{host}:{port}/api/episodes/{first.name}", timeout=30) as response:
+            shown = json.loads(response.read())["episode"]
+        with urlopen(f"http://{host}:{port}/api/episodes", timeout=30) as response:
+            listed = {e["id"]: e for e in json.loads(response.read())["episodes"]}
+    finally:
+        viewer.close()
+    assert shown["mcp"]["settings_held"] is False and shown["mcp"]["description"] == DISABLED_EPISODE
+    assert (shown["mcp"]["tool_turns"], shown["mcp"]["turns"]) == (2, 4)
+    assert listed[second.name]["mcp"]["settings_held"] is True
+
+    # compare: against a run of the second episode alone, which held; the run that did not is named first.
+    held_run = tmp_path / "held"
+    assert run_cli("report", str(second), "--out", str(held_run), cwd=tmp_path).returncode == 0
+    compared = run_cli("compare", str(run_dir), str(held_run), "--out", str(tmp_path / "cmp"), cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stdout.splitlines()[0] == f"NOT AS CONFIGURED: run {run_dir.name}: {warning.split(': ', 1)[1]}"
+    table = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
+    assert table[1].startswith(
+        f"| {run_dir.name} (not as configured) | {AGENT_MODEL} | on: tools in 6 of 8 turns; 1 server disabled |"
+    )
+    assert table[2].startswith(f"| held | {AGENT_MODEL} | on: tools in 4 of 4 turns |")
+    assert (tmp_path / "cmp" / COMPARISON_MD).read_text().splitlines()[0] == compared.stdout.splitlines()[0]
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+# Five episodes a run: when every episode of one run beats every episode of the other, a two-sided
+# permutation test can say no less than p = 2 / C(2n, n): 0.10 with 3 a side (never below 0.05,
+# whatever the scores), 0.029 with 4, 0.008 with 5. Five leaves the test room to see a real
+# difference; fewer would make "cannot be told apart" the only possible answer.
+EPISODES_PER_RUN = 5
+EGG_TURNS = 4  # the walkthrough's "get egg" is turn 4: 5 points
+
+
+def compare_output(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    assert run_report.main(["compare", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_compare_tells_real_score_differences_from_chance(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    egg = walkthrough(game_file)[:EGG_TURNS]
+    scorers = play_run(llm_server, tmp_path / "s", game_file, egg, episodes=EPISODES_PER_RUN)
+    idlers = play_run(llm_server, tmp_path / "i", game_file, ["look"] * EGG_TURNS, episodes=EPISODES_PER_RUN)
+    assert [read_events(f)[-1]["score"] for f in scorers + idlers] == [5] * EPISODES_PER_RUN + [0] * EPISODES_PER_RUN
+    runs = {
+        "scorer": scorers,
+        "idler": idlers,
+        # Two runs of one model that scores in half its episodes: their means differ by chance.
+        "half-a": [scorers[0], idlers[0], scorers[1]],
+        "half-b": [idlers[1], scorers[2], idlers[2]],
+    }
+    for name, folders in runs.items():
+        assert run_report.main(["report", *map(str, folders), "--out", str(tmp_path / name)]) == 0
+
+    different = compare_output(capsys, str(tmp_path / "idler"), str(tmp_path / "scorer"), "--out", str(tmp_path / "c1"))
+    # Independently: of the C(10, 5) ways to split the ten scores in two, only the two that keep the
+    # 5s together are as far apart as the runs.
+    p_exact = 2 / math.comb(2 * EPISODES_PER_RUN, EPISODES_PER_RUN)
+    assert (
+        f"- idler vs scorer: scorer scores higher than idler (0 vs 5; p = {p_exact:.3f}, permutation test, "
+        f"{EPISODES_PER_RUN} vs {EPISODES_PER_RUN} finished episodes)" in different
+    )
+    rows = [line for line in different.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| idler |") and rows[2].startswith("| scorer |")  # in the order given
+
+    same = compare_output(capsys, str(tmp_path / "half-a"), str(tmp_path / "half-b"), "--out", str(tmp_path / "c2"))
+    # Every split of three 5s and three 0s differs by at least as much as 10/3 vs 5/3: p = 1.
+    assert (
+        "- half-a vs half-b: cannot be told apart (mean score 3.3 vs 1.7; p = 1.000, permutation test, "
+        "3 vs 3 finished episodes); do not rank them" in same
+    )
+    assert "higher" not in same
+    # The means' intervals, against the t table.
+    low, high = t_interval([5, 0, 5])
+    rows = [line for line in same.splitlines() if line.startswith("| ")]
+    assert f"| 3.3 | [{low:.1f}, {high:.1f}] |" in rows[1] and "| 1.7 | [" in rows[2]
+    assert (tmp_path / "c2" / COMPARISON_MD).read_text().count("do not rank them") == 1

@@ -193,7 +193,7 @@ class MCPManager:
         """On the session loop: the turn's tools from every server, and its prompts on the
         episode's first turn. A server that fails later in the episode only loses its own tools
         (see the toolbox). When there are none, the turn plays without tools and the log says why."""
-        self._turn = turn
+        self._turn = self.toolbox.turn = turn
         if self.toolbox.all_disabled:
             self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
             return TurnToolset(self, None)

@@ -94,10 +94,12 @@ async def connect_by_rules(
     attempt: Callable[[], Awaitable[ToolSource]],
     log: Callable[..., None],
     backoff: tuple[float, ...] = (),
+    turn: int | None = None,
 ) -> tuple[Outcome, ToolSource | None]:
     """Connect one server under the per-server rules (see the module docstring). ``backoff``:
     the waits between tries of a server that was reached before in this episode (a remote one
     whose connection dropped comes back by itself more often than not) before a failure counts.
+    ``turn``: the turn being readied, recorded with a disabled server (the run reports say when).
 
     Raises:
         MCPServerStartupError: the episode's first connect of this server failed.
@@ -142,6 +144,10 @@ async def connect_by_rules(
                 str(second),
                 server_name=name,
                 error=str(second),
+                turn=turn,
+                # The run reports' words for why: a start that ran out of time is the machine's
+                # load as often as the server's fault, and a reader should see which it was.
+                reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
             )
             return "disabled", None
         health.ever_connected = True
@@ -223,6 +229,7 @@ class Toolbox:
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
         self._prompt_warnings: set[str] = set()  # given this episode
+        self.turn: int | None = None  # the turn being readied or played (the manager says which)
 
     @property
     def all_disabled(self) -> bool:
@@ -316,7 +323,7 @@ class Toolbox:
             slot.source = None
             self._close_later(source)
         _, slot.source = await connect_by_rules(
-            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server)
+            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
 
     async def _checked(self, slot: _Slot) -> None:
@@ -383,7 +390,7 @@ class Toolbox:
             slot.prompts_changed |= old.prompts_changed
             self._close_later(old)
         outcome, slot.source = await connect_by_rules(
-            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server)
+            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
         if outcome == "disabled":
             while slot.spares:
@@ -455,6 +462,7 @@ class Toolbox:
             source.protocol_version,
             server_name=slot.server.name,
             protocol_version=source.protocol_version,
+            lifetime=slot.lifetime,
             tool_count=len(source.tools),
             tools=[f"{slot.server.name}.{tool.name}" for tool in source.tools],
             duration_ms=source.connect_ms,

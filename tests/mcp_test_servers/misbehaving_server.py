@@ -5,6 +5,10 @@ Start modes (``--start``):
     crash   write a reason to stderr and exit 3 before speaking MCP
     hang    read stdin until EOF without ever answering (never completes initialize)
     flaky   crash while the integer in ``--counter-file`` is > 0 (decrementing it), else serve
+    late-hang  count this start in ``--counter-file`` (one integer, under a lock: servers started
+            ahead start together); hang as ``hang`` does when it is start number ``--serve-first``
+            + 1 up to ``--serve-first`` + ``--hang-next``, else serve: a server that starts in
+            time at first and then misses its start timeout, and is well again afterwards
 
 Every start appends one line to ``--attempts-file`` when given, so tests can count spawns.
 ``--banner N`` prints N lines that are not MCP messages on stdout before serving (the first
@@ -54,8 +58,10 @@ class Status(TypedDict):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     add_http_arguments(parser)
-    parser.add_argument("--start", choices=["ok", "crash", "hang", "flaky"], default="ok")
+    parser.add_argument("--start", choices=["ok", "crash", "hang", "flaky", "late-hang"], default="ok")
     parser.add_argument("--counter-file", type=Path)
+    parser.add_argument("--serve-first", type=int, default=0, metavar="N")
+    parser.add_argument("--hang-next", type=int, default=0, metavar="K")
     parser.add_argument("--attempts-file", type=Path)
     parser.add_argument("--spawn-helper", type=Path, metavar="PIDFILE")
     parser.add_argument("--banner", type=int, default=0, metavar="N")
@@ -68,12 +74,29 @@ def refuse(reason: str) -> None:
     sys.exit(3)
 
 
+def count_start(counter: Path) -> int:
+    """This start's number (1 for the first), counted in ``counter`` under an exclusive lock."""
+    import fcntl
+
+    with counter.open("a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        number = int(fh.read().strip() or 0) + 1
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(number))
+    return number
+
+
 def start_checks(args: argparse.Namespace) -> None:
     if args.attempts_file is not None:
         with args.attempts_file.open("a", encoding="utf-8") as fh:
             fh.write(f"{os.getpid()}\n")
     if args.start == "crash":
         refuse("start mode is crash")
+    if args.start == "late-hang":
+        start = count_start(args.counter_file)
+        args.start = "hang" if args.serve_first < start <= args.serve_first + args.hang_next else "ok"
     if args.start == "hang":
         sys.stdin.read()  # never answer; leave as soon as the client closes our stdin
         sys.exit(0)

@@ -148,6 +148,13 @@ function render(data) {
   document.getElementById("cost").textContent = costText(e);
   document.getElementById("mcp-calls").textContent = fmt(e.mcp_calls);
   document.getElementById("mcp-errors").textContent = fmt(e.mcp_errors);
+  const mcp = e.mcp;
+  document.getElementById("tool-turns").textContent = mcp.enabled ? `${fmt(mcp.tool_turns)} / ${fmt(mcp.turns)}` : "MCP off";
+  document.getElementById("game-seed").textContent = e.game_seed ?? "?";
+  document.getElementById("wall-time").textContent = e.wall_seconds == null ? "–" : `${e.wall_seconds.toFixed(1)} s`;
+  const notConfigured = document.getElementById("not-configured");
+  notConfigured.hidden = mcp.settings_held;
+  notConfigured.textContent = mcp.settings_held ? "" : `Not as configured: ${mcp.description}`;
   document.getElementById("rejections").textContent = fmt(e.critic.rejected);
   document.getElementById("latest-command").textContent = e.last_action ? `> ${e.last_action}` : "–";
   document.getElementById("end-reason").textContent = e.finished
