@@ -175,12 +175,20 @@ class Verdicts:
             self.examples[check].append(detail)
 
 
+def _difference(shown: set[str], engine: set[str]) -> str:
+    """What the prompt left out and what it made up, then both sides whole."""
+    return (
+        f"missing {sorted(engine - shown)}, not the engine's {sorted(shown - engine)} "
+        f"(shown {sorted(shown)}, engine {sorted(engine)})"
+    )
+
+
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
     verdicts.checked.update(("exits",))
     exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
     if exits != facts.exits:
-        verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
+        verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
 _BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
@@ -229,9 +237,7 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         if to != expected:
             verdicts.disagree("map", f"{where}: the engine leads to {names[reached]} (visited: {reached in visited})")
     if ways is not None and shown_open != facts.exits:
-        verdicts.disagree(
-            "map", f"turn {turn} in {facts.room}: open ways shown {sorted(shown_open)}, engine {sorted(facts.exits)}"
-        )
+        verdicts.disagree("map", f"turn {turn} in {facts.room}: open ways: {_difference(shown_open, facts.exits)}")
     section = prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0] if "\n## Map" in prompt else ""
     for line in section.splitlines():
         nearby, route = _NEARBY.match(line), _ROUTE.match(line)
@@ -393,7 +399,12 @@ def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
     }
     verdicts.checked["inventory"] += 1
     if shown_carried != engine_carried:
-        verdicts.disagree("inventory", f"turn {turn}: shown {shown_carried}, engine {engine_carried}")
+        wrong = {
+            name: (shown_carried.get(name), engine_carried.get(name))
+            for name in set(shown_carried) | set(engine_carried)
+            if shown_carried.get(name) != engine_carried.get(name)
+        }
+        verdicts.disagree("inventory", f"turn {turn} in {room}: (shown, engine) {wrong}")
     visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
     verdicts.checked["objects"] += 1
     if visible != seen:
