@@ -184,8 +184,7 @@ class TurnTruth:
     room_id: int
     room: str
     exits: set[str]
-    objects: set[str]
-    inventory: set[str]
+    inventory: set[str]  # names of what the player carries
     leads_to: dict[str, int] = field(default_factory=dict)  # direction -> room reached
     replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
     state: Any = None  # the engine's state then, to walk the routes shown
@@ -280,10 +279,6 @@ class Oracle:
             for n in self.story.objects[room].local_globals
             if INVISIBLE not in tree.get(n, (0, ()))[1] and INTERACTIVE & set(tree.get(n, (0, ()))[1])
         ]
-
-    def interactive(self, tree: Tree, room: int) -> set[str]:
-        """Room children a player can see, plus the room's interactive local globals."""
-        return {self.name(n) for n in self.visible_below(tree, room) + self.shared_in_view(tree, room)}
 
     def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
         """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
@@ -387,7 +382,6 @@ class Oracle:
                 room,
                 self.name(room),
                 set(leads),
-                self.interactive(tree, room),
                 carried,
                 leads,
                 replies,
