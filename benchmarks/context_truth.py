@@ -3,7 +3,7 @@
 Replays the Jericho walkthrough (396 moves, 350 points) through ``ZorkOrchestratorV2`` with
 every manager on and a scripted model on 127.0.0.1 (the agent plays the walkthrough; the
 memory, objective and knowledge models give real answers), then checks every agent prompt
-against the engine, replayed independently here with raw Jericho calls:
+against the engine, replayed independently with raw Jericho calls:
 
 - exits: the "Valid exits" line equals the directions the engine lets the player take;
 - map: every way out shown in the map section is the engine's: "north -> Kitchen" leads there
@@ -30,9 +30,15 @@ against the engine, replayed independently here with raw Jericho calls:
   helper is told "Turn N in <the room the engine had then>: > <that command>";
 - repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
 
-It prints the disagreements per check (the goal is 0 everywhere), the agent's prompt size in
-tokens (estimated as characters / 4) at turns 1, 100, 200 and the last turn, with the compact
-map the agent gets and with the whole map that was sent before, and turn 100's prompt by part.
+The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
+direction list, object reading and exit probing: it imports nothing of the code it checks.
+
+It prints the disagreements per check, the agent's prompt size in tokens (estimated as
+characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
+and with the whole map that was sent before, and turn 100's prompt by part. The goal is 0
+disagreements on every check, each check run at least once: when it is missed, it names each
+disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/test_context_truth.py``
+runs the same check in the suite.
 
     uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N]
 """
@@ -45,33 +51,18 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import jericho
 
+from benchmarks.engine_truth import DIRECTIONS, EngineTruth, Oracle
 from game_interface import resolve_story_file
-from game_interface.jericho_interface import (
-    ACTORBIT,
-    CONTBIT,
-    DIRECTIONS,
-    DOORBIT,
-    INVISIBLE,
-    LIGHTBIT,
-    ONBIT,
-    OPENBIT,
-    SURFACEBIT,
-    TOUCHBIT,
-    TRANSBIT,
-    _attributes,
-)
-from game_interface.story_data import StoryData
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import EpisodeFolder, episodes_dir
+from session.errors import StoryFileError
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
@@ -96,253 +87,6 @@ CHECKS = (
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
-
-Tree = dict[int, tuple[int, tuple[int, ...]]]
-Things = dict[str, tuple[str, frozenset[str]]]
-
-
-@dataclass
-class TurnTruth:
-    """The engine's facts when the agent is asked for turn ``turn`` (before its move)."""
-
-    turn: int
-    room_id: int
-    room: str
-    exits: set[str]
-    objects: set[str]
-    inventory: set[str]
-    leads_to: dict[str, int] = field(default_factory=dict)  # direction -> room reached
-    replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
-    state: Any = None  # the engine's state then, to walk the routes shown
-
-
-@dataclass
-class AfterTurn:
-    """The engine's state after a turn's command: what objective steps are checked against."""
-
-    room_id: int
-    score: int
-    tree: Tree
-
-
-@dataclass
-class EngineTruth:
-    turns: dict[int, TurnTruth] = field(default_factory=dict)
-    after: dict[int, AfterTurn] = field(default_factory=dict)
-    # (room name, direction) -> destination names seen up to each turn: edges[turn] holds the moves before it.
-    moves_before: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)
-    room_names: dict[int, str] = field(default_factory=dict)
-    probed_names: dict[int, str] = field(default_factory=dict)  # every room an exit probe reached
-    world_changed: set[int] = field(default_factory=set)
-    # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
-    things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
-
-
-class Oracle:
-    """The engine's facts read with raw Jericho calls, independent of JerichoInterface."""
-
-    def __init__(self, game_file: Path) -> None:
-        self.env = jericho.FrotzEnv(str(game_file))
-        self.story = StoryData(game_file.read_bytes())
-        self.env.reset()
-        self.player = self.env.player_obj_num
-        self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
-
-    def name(self, number: int) -> str:
-        static = self.story.objects.get(number)
-        return static.name if static else self.env.get_object(number).name
-
-    def tree(self) -> Tree:
-        return {o.num: (o.parent, _attributes(bytes(o._attr))) for o in self.env.get_world_objects() if o.num > 0}
-
-    def room(self, tree: Tree) -> int:
-        at = self.player
-        while tree[at][0] not in (0, self.rooms_root):
-            at = tree[at][0]
-        return at
-
-    def children(self, tree: Tree, parent: int) -> list[int]:
-        return [n for n, (p, _) in tree.items() if p == parent]
-
-    def visible_below(self, tree: Tree, parent: int) -> list[int]:
-        found: list[int] = []
-        for child in self.children(tree, parent):
-            attrs = tree[child][1]
-            if child == self.player or INVISIBLE in attrs:
-                continue
-            found.append(child)
-            if {SURFACEBIT, OPENBIT, TRANSBIT} & set(attrs):
-                found += self.visible_below(tree, child)
-        return found
-
-    def interactive(self, tree: Tree, room: int) -> set[str]:
-        """Room children a player can see, plus the room's interactive local globals."""
-        names = {self.name(n) for n in self.visible_below(tree, room)}
-        for number in self.story.objects[room].local_globals:
-            attrs = tree.get(number, (0, ()))[1]
-            if INVISIBLE not in attrs and {DOORBIT, CONTBIT, ACTORBIT} & set(attrs):
-                names.add(self.name(number))
-        return names
-
-    def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
-        """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
-        or a creature); on or off for light sources."""
-        flags = set(attrs)
-        states: set[str] = set()
-        capacity = self.story.objects[number].capacity if number in self.story.objects else 0
-        if DOORBIT in flags or (CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags):
-            states.add("open" if OPENBIT in flags else "closed")
-        if LIGHTBIT in flags:
-            states.add("on" if ONBIT in flags else "off")
-        return frozenset(states)
-
-    def things(self, tree: Tree, room: int) -> tuple[Things, Things]:
-        """What the player carries and sees, each with where it sits and its states."""
-
-        def place(number: int, top: int) -> str:
-            parent = tree[number][0]
-            if parent == top:
-                return ""
-            if ACTORBIT in tree[parent][1]:
-                return f"carried by {self.name(parent)}"
-            return f"{'on' if SURFACEBIT in tree[parent][1] else 'in'} the {self.name(parent)}"
-
-        carried = {
-            self.name(n): (place(n, self.player), self.states(n, tree[n][1]))
-            for n in self.visible_below(tree, self.player)
-        }
-        seen = {self.name(n): (place(n, room), self.states(n, tree[n][1])) for n in self.visible_below(tree, room)}
-        for number in self.story.objects[room].local_globals:
-            attrs = tree.get(number, (0, ()))[1]
-            if INVISIBLE not in attrs and {DOORBIT, CONTBIT, ACTORBIT} & set(attrs):
-                seen[self.name(number)] = ("", self.states(number, attrs))
-        return carried, seen
-
-    def exits(self) -> tuple[dict[str, int], dict[str, str]]:
-        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
-        here = self.room(self.tree())
-        state = self.env.get_state()
-        found: dict[str, int] = {}
-        replies: dict[str, str] = {}
-        for direction in DIRECTIONS:
-            reply = self.env.step(direction)[0]
-            now = self.room(self.tree())
-            if not self.env.game_over() and "You have died" not in reply and now != here:
-                found[direction] = now
-            else:
-                replies[direction] = reply.strip()
-            self.env.set_state(state)
-        return found, replies
-
-    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str, int]:
-        """Walk ``steps`` from ``state``; ``confirmed(room)`` is where each direction led when the
-        engine last probed that room. Returns ("", "") when every step moves the player on, else
-        ("wrong", ...) when a step was never a way the engine confirmed there (the map's fault), or
-        ("changed", ...) when it was, but the world changed since (a door shut, the lamp went out
-        and a grue came, the bat carried the player off): no map can know that without going back.
-        The third item is the room the walk ended in."""
-        self.env.set_state(state)
-        try:
-            for index, step in enumerate(steps, start=1):
-                here = self.room(self.tree())
-                expected = confirmed(here).get(step)
-                where = f"step {index} ({step}) from {self.name(here)}"
-                if expected is None:
-                    return "wrong", f"{where}: the engine never showed that way there", here
-                reply = self.env.step(step)[0]
-                now = self.room(self.tree())
-                if self.env.game_over() or "You have died" in reply or now != expected:
-                    return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
-            return "", "", self.room(self.tree())
-        finally:
-            self.env.set_state(state)
-
-    def near(self, tree: Tree, room: int) -> set[int]:
-        """Everything in the room or carried, at any depth, visible or not, and the room's local globals."""
-        found: set[int] = set(self.story.objects[room].local_globals)
-        frontier = [room]
-        while frontier:
-            parent = frontier.pop()
-            for child in self.children(tree, parent):
-                found.add(child)
-                frontier.append(child)
-        return found
-
-    def replay(self, commands: list[str]) -> EngineTruth:
-        truth = EngineTruth()
-        moves: set[tuple[int, str, int]] = set()
-        for turn, command in enumerate(commands, start=1):
-            tree = self.tree()
-            room = self.room(tree)
-            truth.room_names[room] = self.name(room)
-            carried = {self.name(n) for n in self.visible_below(tree, self.player)}
-            leads, replies = self.exits()
-            truth.turns[turn] = TurnTruth(
-                turn,
-                room,
-                self.name(room),
-                set(leads),
-                self.interactive(tree, room),
-                carried,
-                leads,
-                replies,
-                self.env.get_state(),
-            )
-            for reached in leads.values():
-                truth.probed_names[reached] = self.name(reached)
-            truth.moves_before[turn] = set(moves)
-            truth.things[turn] = self.things(tree, room)
-            response = self.env.step(command)[0]
-            ram_changed = bool(self.env._get_world_diff()[3])
-            after = self.tree()
-            room_after = self.room(after)
-            truth.room_names[room_after] = self.name(room_after)
-            if room_after != room and "You have died" not in response:  # dying is no passage
-                direction = _canonical(command)
-                moves.add((room, direction or " ".join(command.lower().split()), room_after))
-            near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
-            changed = any(
-                number in tree
-                and number not in truth.room_names
-                and (
-                    tree[number][0] != after[number][0]
-                    or set(tree[number][1]) - {TOUCHBIT} != set(after[number][1]) - {TOUCHBIT}
-                )
-                for number in near
-            )
-            if changed or ram_changed:
-                truth.world_changed.add(turn)
-            truth.after[turn] = AfterTurn(room_after, int(self.env.get_score()), after)
-        return truth
-
-    def holds(self, step: dict[str, Any], after: AfterTurn) -> bool:
-        """An objective step judged from the raw tree after a turn (free steps: the review's word)."""
-        tree, kind, ids = after.tree, step["kind"], step["ids"]
-
-        def inside(number: int, holder: int) -> bool:
-            at = tree.get(number, (0, ()))[0]
-            while at:
-                if at == holder:
-                    return True
-                at = tree.get(at, (0, ()))[0]
-            return False
-
-        if kind == "reach_room":
-            return after.room_id in ids
-        if kind == "hold_item":
-            return any(inside(i, self.player) for i in ids)
-        if kind == "item_in_container":
-            return any(inside(i, c) for i in ids for c in step["container_ids"])
-        if kind == "score_at_least":
-            return after.score >= step["score"]
-        if kind == "object_state":
-            flag = OPENBIT if step["state"] in ("open", "closed") else ONBIT
-            return any((flag in tree[i][1]) == (step["state"] in ("open", "on")) for i in ids if i in tree)
-        return step["judged_done_turn"] is not None
-
-
-_ALIASES = {"n": "north", "s": "south", "e": "east", "w": "west", "u": "up", "d": "down", "ne": "northeast"}
-_ALIASES |= {"nw": "northwest", "se": "southeast", "sw": "southwest", "enter": "in", "exit": "out"}
 
 
 class TruthModel(LearningModel):
@@ -403,12 +147,6 @@ class TruthModel(LearningModel):
         return goals[:3] if now % 2 else goals[-3:]
 
 
-def _canonical(command: str) -> str | None:
-    word = command.strip().lower()
-    word = _ALIASES.get(word, word)
-    return word if word in DIRECTIONS else None
-
-
 def _line(text: str, prefix: str) -> str | None:
     for line in text.splitlines():
         if line.startswith(prefix):
@@ -437,12 +175,20 @@ class Verdicts:
             self.examples[check].append(detail)
 
 
+def _difference(shown: set[str], engine: set[str]) -> str:
+    """What the prompt left out and what it made up, then both sides whole."""
+    return (
+        f"missing {sorted(engine - shown)}, not the engine's {sorted(shown - engine)} "
+        f"(shown {sorted(shown)}, engine {sorted(engine)})"
+    )
+
+
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
     verdicts.checked.update(("exits",))
     exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
     if exits != facts.exits:
-        verdicts.disagree("exits", f"turn {turn} in {facts.room}: shown {sorted(exits)}, engine {sorted(facts.exits)}")
+        verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
 _BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
@@ -491,9 +237,7 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         if to != expected:
             verdicts.disagree("map", f"{where}: the engine leads to {names[reached]} (visited: {reached in visited})")
     if ways is not None and shown_open != facts.exits:
-        verdicts.disagree(
-            "map", f"turn {turn} in {facts.room}: open ways shown {sorted(shown_open)}, engine {sorted(facts.exits)}"
-        )
+        verdicts.disagree("map", f"turn {turn} in {facts.room}: open ways: {_difference(shown_open, facts.exits)}")
     section = prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0] if "\n## Map" in prompt else ""
     for line in section.splitlines():
         nearby, route = _NEARBY.match(line), _ROUTE.match(line)
@@ -655,7 +399,12 @@ def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
     }
     verdicts.checked["inventory"] += 1
     if shown_carried != engine_carried:
-        verdicts.disagree("inventory", f"turn {turn}: shown {shown_carried}, engine {engine_carried}")
+        wrong = {
+            name: (shown_carried.get(name), engine_carried.get(name))
+            for name in set(shown_carried) | set(engine_carried)
+            if shown_carried.get(name) != engine_carried.get(name)
+        }
+        verdicts.disagree("inventory", f"turn {turn} in {room}: (shown, engine) {wrong}")
     visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
     verdicts.checked["objects"] += 1
     if visible != seen:
@@ -812,16 +561,35 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--game-file", default=None)
-    parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
-    args = parser.parse_args()
-    game_file = resolve_story_file(args.game_file, allow_download=False)
+@dataclass(frozen=True)
+class TruthReport:
+    """What one replay found: the figures printed, and every disagreement between prompts and engine."""
+
+    figures: dict[str, Any]
+    disagreements: dict[str, int]
+    checked: dict[str, int]
+    examples: dict[str, list[str]]
+    truth: EngineTruth
+
+    @property
+    def problems(self) -> list[str]:
+        """The goal missed, one line per check: its disagreements (with examples), or nothing checked."""
+        found = []
+        for check in CHECKS:
+            if self.disagreements[check]:
+                shown = "\n    ".join(self.examples.get(check, []))
+                found.append(f"{check}: {self.disagreements[check]} disagreement(s), e.g.\n    {shown}")
+            elif not self.checked[check]:
+                found.append(f"{check}: nothing checked (the prompt no longer has what this check reads)")
+        return found
+
+
+def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthReport:
+    """Play the walkthrough through the product and check every prompt against the engine."""
     commands = walkthrough(game_file)
     oracle = Oracle(game_file)
     truth = oracle.replay(commands)
-    run = play(game_file, commands, args.show_turn, TruthModel(commands, truth, oracle))
+    run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle))
     verdicts = Verdicts()
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
@@ -829,6 +597,9 @@ def main() -> None:
         check_map(turn, user, truth, verdicts, oracle)
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
+    missing = sorted(set(truth.turns) - set(run["prompts"]))
+    if missing:
+        verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")
     check_helper_requests(run["bodies"], truth, verdicts)
     check_turn_numbers(run, commands, truth, verdicts)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
@@ -846,12 +617,14 @@ def main() -> None:
         key = f"turn {turn}" if turn == wanted else f"turn {turn} (last; asked for {wanted})"
         sizes[key] = {"before": before // CHARS_PER_TOKEN, "after": after // CHARS_PER_TOKEN}
     state = run["state"]
-    report = {
+    disagreements = {check: verdicts.counts.get(check, 0) for check in CHECKS}
+    checked = {check: verdicts.checked.get(check, 0) for check in CHECKS}
+    figures = {
         "turns": state.turn_count,
         "score": f"{state.score}/{state.max_score}",
         "end_reason": state.end_reason,
-        "disagreements": {check: verdicts.counts.get(check, 0) for check in CHECKS},
-        "checked": {check: verdicts.checked.get(check, 0) for check in CHECKS},
+        "disagreements": disagreements,
+        "checked": checked,
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
         "routes_changed_since_confirmed": {
@@ -861,8 +634,29 @@ def main() -> None:
         "prompt_tokens_estimate_chars_div_4": sizes,
         "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
     }
-    print(json.dumps(report, indent=2))
+    return TruthReport(figures, disagreements, checked, verdicts.examples, truth)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game-file", default=None)
+    parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
+    args = parser.parse_args()
+    try:
+        game_file = resolve_story_file(args.game_file, allow_download=False)
+    except StoryFileError as exc:
+        print(f"context_truth: {exc}", file=sys.stderr)
+        return 2
+    report = check_walkthrough(game_file, args.show_turn)
+    print(json.dumps(report.figures, indent=2))
+    if report.problems:
+        print("context_truth: the goal (0 disagreements, every check run) is missed:", file=sys.stderr)
+        for problem in report.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    print(f"context_truth: 0 disagreements in {sum(report.checked.values())} checks", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

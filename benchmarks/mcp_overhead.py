@@ -21,7 +21,11 @@ npm sequential-thinking server when npx has it cached, else a second thoughtbox,
 thoughtbox in HTTP mode as a remote server). Then one tool call per server, for scale. Last,
 episode lifetime and one tool call for each protocol revision (thoughtbox over stdio pinned to
 2025-11-25, then to 2026-07-28; ``--revisions-only`` runs just that part).
-Prints medians and p95 in milliseconds and the ratios the goals are stated in.
+Prints medians and p95 in milliseconds and the ratios the goals are stated in, then how many
+goals were met; exits 1 when one is missed (each named on stderr), since a figure that is a
+claim must not pass unseen: 3 servers at most 1.3 times one server at startup, servers
+started ahead at most 50 ms visible per turn and an episode-lifetime session at most 5 ms per
+turn (one server, and each protocol revision).
 
     uv run python benchmarks/mcp_overhead.py [--turns 10] [--model-seconds 1.0] [--revisions-only]
 """
@@ -76,6 +80,32 @@ class Figures:
 
     def __str__(self) -> str:
         return f"median {self.median:8.1f} ms   p95 {self.p95:8.1f} ms"
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One stated goal: a measured figure and the most it may be."""
+
+    name: str
+    value: float
+    limit: float
+    unit: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.value:.2f}{self.unit} (goal <= {self.limit:g}{self.unit})"
+
+
+def report_goals(goals: list[Goal]) -> int:
+    """Prints how many goals were met and each missed one; 1 when any is missed, else 0."""
+    missed = [goal for goal in goals if not goal.met]
+    print(f"  goals met: {len(goals) - len(missed)} of {len(goals)}")
+    for goal in missed:
+        print(f"mcp_overhead: goal missed: {goal}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 def quiet_logger() -> logging.Logger:
@@ -199,7 +229,7 @@ class Bench:
         self.llm.stop()
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=10, help="turns per scenario (default 10)")
     parser.add_argument("--model-seconds", type=float, default=1.0, help="model seconds in the started-ahead cases")
@@ -215,8 +245,7 @@ def main() -> None:
                 bench.stop()
         print(f"MCP cost per turn by protocol revision ({args.turns} turns each)")
         print(f"  no MCP (base):                      {base}")
-        print_revisions(base, revisions)
-        return
+        return report_goals(print_revisions(base, revisions))
 
     npm = npm_sequential_thinking()
     with (
@@ -282,7 +311,12 @@ def main() -> None:
     print("  one tool call, episode lifetime:")
     for name, figures in calls.items():
         print(f"    {name:<10} {figures}")
-    print_revisions(base, revisions)
+    goals = [
+        Goal("3 servers / 1 server at startup (cold turn)", three_cold / one_cold, 1.3),
+        Goal("started ahead, visible per turn (1 server)", rows[0][2].median - base.median, 50, " ms"),
+        Goal("episode lifetime, per turn (1 server)", rows[0][3].median - base.median, 5, " ms"),
+    ]
+    return report_goals(goals + print_revisions(base, revisions))
 
 
 REVISIONS = ("2025-11-25", "2026-07-28")
@@ -299,12 +333,16 @@ def revision_figures(bench: Bench, turns: int) -> dict[str, tuple[Figures, Figur
     return figures
 
 
-def print_revisions(base: Figures, figures: dict[str, tuple[Figures, Figures]]) -> None:
+def print_revisions(base: Figures, figures: dict[str, tuple[Figures, Figures]]) -> list[Goal]:
+    """Prints the per-revision figures; returns their goals."""
     print("  by protocol revision (thoughtbox over stdio, episode lifetime):")
+    goals = []
     for revision, (episode, call) in figures.items():
         extra = episode.median - base.median
         print(f"    {revision}: per turn {episode}   (+{extra:.1f} ms, goal <= 5); one tool call {call}")
+        goals.append(Goal(f"{revision}, episode lifetime, per turn", extra, 5, " ms"))
+    return goals
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

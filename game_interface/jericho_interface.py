@@ -41,7 +41,8 @@ _SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
 # containers, creatures. Local globals (objects shared by several rooms) are listed when they are one.
 INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
 
-# Canonical direction names, in the order they are probed and listed.
+# Canonical direction names, in the order they are probed and listed: every direction Zork I's
+# parser knows, "land" included (from the boat on the river it reaches the shore).
 DIRECTIONS: tuple[str, ...] = (
     "north",
     "south",
@@ -55,6 +56,7 @@ DIRECTIONS: tuple[str, ...] = (
     "down",
     "in",
     "out",
+    "land",
 )
 # Jericho's input buffer; longer commands would be truncated silently.
 MAX_COMMAND_BYTES = 198

@@ -43,7 +43,7 @@ class StoryDataError(StoryFileError):
     """The story file is not a version 3 Z-machine story this decoder understands."""
 
 
-# Zork I's direction properties (ZIL's DIRECTIONS, numbered down from 31).
+# Zork I's direction properties (ZIL's DIRECTIONS, numbered down from 31 to LAND).
 DIRECTION_PROPERTIES: dict[int, str] = {
     31: "north",
     30: "east",
@@ -57,6 +57,7 @@ DIRECTION_PROPERTIES: dict[int, str] = {
     22: "down",
     21: "in",
     20: "out",
+    19: "land",
 }
 # A direction property's length says its kind: ZIL's UEXIT (1 byte: the room), NEXIT (2: only a
 # message, never a way), FEXIT (3: a routine decides), CEXIT (4: the room if a flag is set, else

@@ -115,6 +115,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "viewer.cli",
         "viewer.__main__",
         "main",
+        "benchmarks.engine_truth",
         "benchmarks.context_truth",
         "benchmarks.harness_turn_cost",
         "benchmarks.jericho_turn_cost",

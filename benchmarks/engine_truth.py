@@ -1,0 +1,437 @@
+"""The engine's side of the context-truth check: Zork I read with Jericho and the story file alone.
+
+Everything here is read again from the source, never borrowed from the code it checks
+(``game_interface``, ``managers``): a bug in a helper both sides shared would make both sides
+agree and the check say nothing. So this module has its own
+
+- story reading: object and room names (Z-machine text, abbreviations expanded), each room's
+  local globals and each container's capacity, decoded from the story file's bytes;
+- direction list, checked against the story's dictionary: every word the game's parser takes as
+  a direction names one of them (Zork I has thirteen: the eight of the compass, up, down, in,
+  out and ``land``);
+- object reading: parents and attributes from Jericho's object tree (``FrotzEnv``), with Zork I's
+  attribute numbers checked on objects whose nature is known (the lamp gives light, the trophy
+  case is a glass container);
+- exit probing: each direction tried from a saved engine state and undone.
+
+It imports nothing of the product (a test holds it to that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jericho
+
+# Zork I's attribute numbers (ZIL flags), checked in ``Story.check_attributes``.
+TOUCHBIT = 3
+INVISIBLE = 7
+SURFACEBIT = 10
+OPENBIT = 11
+TRANSBIT = 12
+CONTBIT = 19
+ONBIT = 20
+DOORBIT = 23
+ACTORBIT = 30
+LIGHTBIT = 31
+SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
+INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
+
+# The directions probed, by the name the game's dictionary gives them (cut to its 6 letters).
+DIRECTIONS: tuple[str, ...] = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "up",
+    "down",
+    "in",
+    "out",
+    "land",
+)
+
+# Property numbers of this release: a room's local globals, a container's capacity.
+_GLOBALS = 5
+_CAPACITY = 10
+# A dictionary entry's first data byte: part-of-speech flags, and which value byte comes first.
+_DIRECTION_FLAG = 0x10
+_FIRST_IS_DIRECTION = 3
+_WORD_LETTERS = 6
+_ALPHABETS = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", " \n0123456789.,!?_#'\"/\\-:()")
+
+
+class EngineTruthError(RuntimeError):
+    """The story is not the Zork I this reading knows (a direction, an attribute or a name differs)."""
+
+
+@dataclass(frozen=True)
+class StoryObject:
+    name: str
+    local_globals: tuple[int, ...]
+    capacity: int
+
+
+class Story:
+    """A version 3 story file's object names and properties and its dictionary's direction words."""
+
+    def __init__(self, data: bytes) -> None:
+        if len(data) < 64 or data[0] != 3:
+            raise EngineTruthError("not a version 3 Z-machine story (Zork I)")
+        self.data = data
+        self.objects = self._objects()
+        self.direction_words = self._direction_words()
+
+    def word(self, address: int) -> int:
+        return int.from_bytes(self.data[address : address + 2], "big")
+
+    def text(self, address: int, abbreviations: bool = True) -> str:
+        """The Z-string at ``address``: 5-bit characters three to a word, the top bit ending it."""
+        codes: list[int] = []
+        while True:
+            word = self.word(address)
+            codes += [(word >> 10) & 31, (word >> 5) & 31, word & 31]
+            address += 2
+            if word & 0x8000:
+                break
+        out: list[str] = []
+        shift, index = 0, 0
+        while index < len(codes):
+            code = codes[index]
+            index += 1
+            if code == 0:
+                out.append(" ")
+            elif code in (1, 2, 3) and abbreviations and index < len(codes):
+                entry = self.word(0x18) + 2 * (32 * (code - 1) + codes[index])
+                out.append(self.text(2 * self.word(entry), abbreviations=False))
+                index += 1
+            elif code in (4, 5):
+                shift = code - 3
+                continue
+            elif shift == 2 and code == 6:  # a ten-bit character code follows
+                if index + 1 < len(codes):
+                    out.append(chr(codes[index] << 5 | codes[index + 1]))
+                index += 2
+            elif code >= 6:
+                out.append(_ALPHABETS[shift][code - 6])
+            shift = 0
+        return "".join(out)
+
+    def _objects(self) -> dict[int, StoryObject]:
+        entries = self.word(0x0A) + 2 * 31  # the object entries follow the 31 default properties
+        count = (self.word(entries + 7) - entries) // 9  # the first property table ends the entries
+        objects: dict[int, StoryObject] = {}
+        for number in range(1, count + 1):
+            table = self.word(entries + 9 * (number - 1) + 7)
+            name_words = self.data[table]
+            properties: dict[int, bytes] = {}
+            at = table + 1 + 2 * name_words
+            while self.data[at]:
+                size = (self.data[at] >> 5) + 1
+                properties[self.data[at] & 31] = self.data[at + 1 : at + 1 + size]
+                at += 1 + size
+            objects[number] = StoryObject(
+                self.text(table + 1) if name_words else "",
+                tuple(n for n in properties.get(_GLOBALS, b"") if n),
+                int.from_bytes(properties.get(_CAPACITY, b""), "big"),
+            )
+        return objects
+
+    def _direction_words(self) -> dict[str, int]:
+        """Each dictionary word the parser takes as a direction -> the room property it moves by."""
+        base = self.word(0x08)
+        separators = self.data[base]
+        size = self.data[base + 1 + separators]
+        count = self.word(base + 2 + separators)
+        words: dict[str, int] = {}
+        for index in range(count):
+            entry = base + 4 + separators + index * size
+            flags = self.data[entry + 4]
+            if flags & _DIRECTION_FLAG:
+                value = self.data[entry + 5] if flags & 3 == _FIRST_IS_DIRECTION else self.data[entry + 6]
+                words[self.text(entry)] = value
+        return words
+
+    def check_directions(self, directions: tuple[str, ...]) -> None:
+        """Every direction the story has is named once in ``directions``."""
+        named = {d: self.direction_words.get(d[:_WORD_LETTERS]) for d in directions}
+        unknown = sorted(d for d, prop in named.items() if prop is None)
+        missing = {
+            word: prop for word, prop in self.direction_words.items() if prop not in set(named.values()) - {None}
+        }
+        if unknown or missing or len(set(named.values())) != len(directions):
+            raise EngineTruthError(
+                f"the direction list does not match the story's dictionary: not directions there {unknown}, "
+                f"directions it has that the list does not name {missing}"
+            )
+
+
+Tree = dict[int, tuple[int, tuple[int, ...]]]
+Things = dict[str, tuple[str, frozenset[str]]]
+
+
+@dataclass
+class TurnTruth:
+    """The engine's facts when the agent is asked for turn ``turn`` (before its move)."""
+
+    turn: int
+    room_id: int
+    room: str
+    exits: set[str]
+    inventory: set[str]  # names of what the player carries
+    leads_to: dict[str, int] = field(default_factory=dict)  # direction -> room reached
+    replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
+    state: Any = None  # the engine's state then, to walk the routes shown
+    dark: bool = False  # no light here: the player sees nothing in the room
+
+
+@dataclass
+class AfterTurn:
+    """The engine's state after a turn's command: what objective steps are checked against."""
+
+    room_id: int
+    score: int
+    tree: Tree
+
+
+@dataclass
+class EngineTruth:
+    turns: dict[int, TurnTruth] = field(default_factory=dict)
+    after: dict[int, AfterTurn] = field(default_factory=dict)
+    room_names: dict[int, str] = field(default_factory=dict)
+    probed_names: dict[int, str] = field(default_factory=dict)  # every room an exit probe reached
+    world_changed: set[int] = field(default_factory=set)
+    # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
+    things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
+
+
+class Oracle:
+    """The engine's facts read with raw Jericho calls and the story's own bytes."""
+
+    def __init__(self, game_file: Path) -> None:
+        self.story = Story(game_file.read_bytes())
+        self.story.check_directions(DIRECTIONS)
+        self.env = jericho.FrotzEnv(str(game_file))
+        self.env.reset()
+        self.player = self.env.player_obj_num
+        self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
+        self.check_attributes()
+
+    def check_attributes(self) -> None:
+        """Zork I's attribute numbers hold on objects whose nature is known at the start."""
+        by_name = {self.name(n): attrs for n, (_, attrs) in self.tree().items()}
+        expected = {
+            "brass lantern": {LIGHTBIT},
+            "trophy case": {CONTBIT, TRANSBIT},
+            "kitchen table": {SURFACEBIT, OPENBIT},
+            "trap door": {DOORBIT, INVISIBLE},
+            "kitchen window": {DOORBIT},
+            "troll": {ACTORBIT},
+            "thief": {ACTORBIT, INVISIBLE},
+            "small mailbox": {CONTBIT},
+        }
+        wrong = {name: sorted(flags) for name, flags in expected.items() if not flags <= set(by_name.get(name, ()))}
+        if wrong:
+            raise EngineTruthError(f"Zork I's attribute numbers do not hold: {wrong} not all set")
+
+    def name(self, number: int) -> str:
+        known = self.story.objects.get(number)
+        return known.name if known else self.env.get_object(number).name
+
+    def tree(self) -> Tree:
+        # Jericho's ``attr`` holds one 0/1 entry per attribute number.
+        return {
+            o.num: (o.parent, tuple(i for i, bit in enumerate(o.attr) if bit))
+            for o in self.env.get_world_objects()
+            if o.num > 0
+        }
+
+    def room(self, tree: Tree) -> int:
+        at = self.player
+        while tree[at][0] not in (0, self.rooms_root):
+            at = tree[at][0]
+        return at
+
+    def children(self, tree: Tree, parent: int) -> list[int]:
+        return [n for n, (p, _) in tree.items() if p == parent]
+
+    def visible_below(self, tree: Tree, parent: int) -> list[int]:
+        found: list[int] = []
+        for child in self.children(tree, parent):
+            attrs = tree[child][1]
+            if child == self.player or INVISIBLE in attrs:
+                continue
+            found.append(child)
+            if SEE_INSIDE & set(attrs):
+                found += self.visible_below(tree, child)
+        return found
+
+    def shared_in_view(self, tree: Tree, room: int) -> list[int]:
+        """The room's local globals a player acts on: doors and windows, containers, creatures."""
+        return [
+            n
+            for n in self.story.objects[room].local_globals
+            if INVISIBLE not in tree.get(n, (0, ()))[1] and INTERACTIVE & set(tree.get(n, (0, ()))[1])
+        ]
+
+    def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
+        """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
+        or a creature); on or off for light sources."""
+        flags = set(attrs)
+        states: set[str] = set()
+        capacity = self.story.objects[number].capacity if number in self.story.objects else 0
+        if DOORBIT in flags or (CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags):
+            states.add("open" if OPENBIT in flags else "closed")
+        if LIGHTBIT in flags:
+            states.add("on" if ONBIT in flags else "off")
+        return frozenset(states)
+
+    def things(self, tree: Tree, room: int) -> tuple[Things, Things]:
+        """What the player carries and sees, each with where it sits and its states."""
+
+        def place(number: int, top: int) -> str:
+            parent = tree[number][0]
+            if parent == top:
+                return ""
+            if ACTORBIT in tree[parent][1]:
+                return f"carried by {self.name(parent)}"
+            return f"{'on' if SURFACEBIT in tree[parent][1] else 'in'} the {self.name(parent)}"
+
+        carried = {
+            self.name(n): (place(n, self.player), self.states(n, tree[n][1]))
+            for n in self.visible_below(tree, self.player)
+        }
+        seen = {self.name(n): (place(n, room), self.states(n, tree[n][1])) for n in self.visible_below(tree, room)}
+        for number in self.shared_in_view(tree, room):
+            seen[self.name(number)] = ("", self.states(number, tree[number][1]))
+        return carried, seen
+
+    def exits(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
+        here = self.room(self.tree())
+        state = self.env.get_state()
+        found: dict[str, int] = {}
+        replies: dict[str, str] = {}
+        for direction in DIRECTIONS:
+            reply = self.env.step(direction)[0]
+            now = self.room(self.tree())
+            if not self.env.game_over() and "You have died" not in reply and now != here:
+                found[direction] = now
+            else:
+                replies[direction] = reply.strip()
+            self.env.set_state(state)
+        return found, replies
+
+    def walk(self, state: Any, steps: list[str], confirmed: Callable[[int], dict[str, int]]) -> tuple[str, str, int]:
+        """Walk ``steps`` from ``state``; ``confirmed(room)`` is where each direction led when the
+        engine last probed that room. Returns ("", "") when every step moves the player on, else
+        ("wrong", ...) when a step was never a way the engine confirmed there (the map's fault), or
+        ("changed", ...) when it was, but the world changed since (a door shut, the lamp went out
+        and a grue came, the bat carried the player off): no map can know that without going back.
+        The third item is the room the walk ended in."""
+        self.env.set_state(state)
+        try:
+            for index, step in enumerate(steps, start=1):
+                here = self.room(self.tree())
+                expected = confirmed(here).get(step)
+                where = f"step {index} ({step}) from {self.name(here)}"
+                if expected is None:
+                    return "wrong", f"{where}: the engine never showed that way there", here
+                reply = self.env.step(step)[0]
+                now = self.room(self.tree())
+                if self.env.game_over() or "You have died" in reply or now != expected:
+                    return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
+            return "", "", self.room(self.tree())
+        finally:
+            self.env.set_state(state)
+
+    def near(self, tree: Tree, room: int) -> set[int]:
+        """Everything in the room or carried, at any depth, visible or not, and the room's local globals."""
+        found: set[int] = set(self.story.objects[room].local_globals)
+        frontier = [room]
+        while frontier:
+            parent = frontier.pop()
+            for child in self.children(tree, parent):
+                found.add(child)
+                frontier.append(child)
+        return found
+
+    def lit(self, tree: Tree, room: int) -> bool:
+        """Light here: the room's own, or a light source that is on and in view (carried or in the room)."""
+        if ONBIT in tree[room][1]:
+            return True
+        in_view = self.visible_below(tree, room) + self.visible_below(tree, self.player)
+        return any({LIGHTBIT, ONBIT} <= set(tree[n][1]) for n in in_view)
+
+    def replay(self, commands: list[str]) -> EngineTruth:
+        truth = EngineTruth()
+        for turn, command in enumerate(commands, start=1):
+            tree = self.tree()
+            room = self.room(tree)
+            truth.room_names[room] = self.name(room)
+            carried = {self.name(n) for n in self.visible_below(tree, self.player)}
+            leads, replies = self.exits()
+            truth.turns[turn] = TurnTruth(
+                turn,
+                room,
+                self.name(room),
+                set(leads),
+                carried,
+                leads,
+                replies,
+                self.env.get_state(),
+                not self.lit(tree, room),
+            )
+            for reached in leads.values():
+                truth.probed_names[reached] = self.name(reached)
+            truth.things[turn] = self.things(tree, room)
+            self.env.step(command)
+            ram_changed = bool(self.env._get_world_diff()[3])
+            after = self.tree()
+            room_after = self.room(after)
+            truth.room_names[room_after] = self.name(room_after)
+            near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
+            changed = any(
+                number in tree
+                and number not in truth.room_names
+                and (
+                    tree[number][0] != after[number][0]
+                    or set(tree[number][1]) - {TOUCHBIT} != set(after[number][1]) - {TOUCHBIT}
+                )
+                for number in near
+            )
+            if changed or ram_changed:
+                truth.world_changed.add(turn)
+            truth.after[turn] = AfterTurn(room_after, int(self.env.get_score()), after)
+        return truth
+
+    def holds(self, step: dict[str, Any], after: AfterTurn) -> bool:
+        """An objective step judged from the raw tree after a turn (free steps: the review's word)."""
+        tree, kind, ids = after.tree, step["kind"], step["ids"]
+
+        def inside(number: int, holder: int) -> bool:
+            at = tree.get(number, (0, ()))[0]
+            while at:
+                if at == holder:
+                    return True
+                at = tree.get(at, (0, ()))[0]
+            return False
+
+        if kind == "reach_room":
+            return after.room_id in ids
+        if kind == "hold_item":
+            return any(inside(i, self.player) for i in ids)
+        if kind == "item_in_container":
+            return any(inside(i, c) for i in ids for c in step["container_ids"])
+        if kind == "score_at_least":
+            return after.score >= step["score"]
+        if kind == "object_state":
+            flag = OPENBIT if step["state"] in ("open", "closed") else ONBIT
+            return any((flag in tree[i][1]) == (step["state"] in ("open", "on")) for i in ids if i in tree)
+        return step["judged_done_turn"] is not None

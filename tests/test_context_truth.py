@@ -1,0 +1,131 @@
+"""Context truth in the suite: the walkthrough's every prompt against the engine, read independently.
+
+The whole walkthrough (396 turns, every manager on, a scripted model over real HTTP) goes through
+the product, and ``benchmarks/context_truth.py``'s one checker compares each agent prompt with
+the engine as ``benchmarks/engine_truth.py`` reads it: its own story reading, direction list,
+object reading and exit probing, importing nothing of the product. Any disagreement fails here,
+named with its turn and room.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import context_truth
+from benchmarks.context_truth import CHECKS, TruthReport, check_walkthrough
+from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
+from tests.e2e_support import walkthrough
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_prompt_agrees_with_the_engine(game_file: Path) -> None:
+    """One replay (about 30 s of CPU) for both verdicts, so no second worker repeats it."""
+    report = check_walkthrough(game_file)
+    assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
+    assert report.figures["end_reason"] == "victory" and report.figures["turns"] == len(report.truth.turns)
+    assert uncovered(report.truth) == [], "the replay no longer reaches every kind of room"
+
+
+def uncovered(truth: EngineTruth) -> list[str]:
+    """What the check must cover and the replay missed: dark rooms, the river in the boat, the
+    maze, every direction (up, down, in, out, land among them) as a real way out, doors opening."""
+    turns = truth.turns.values()
+    rooms = {facts.room for facts in turns}
+    missed = [] if any(facts.dark for facts in turns) else ["a dark room"]
+    missed += [f"the room {room!r}" for room in ("Frigid River", "Maze") if room not in rooms]
+    missed += [f"{d!r} as a way out" for d in DIRECTIONS if not any(d in facts.exits for facts in turns)]
+    first, later = truth.after[min(truth.after)].tree, [truth.after[t].tree for t in sorted(truth.after)]
+    opened = {
+        n
+        for n, (_, attrs) in first.items()
+        if DOORBIT in attrs and any((OPENBIT in tree[n][1]) != (OPENBIT in attrs) for tree in later)
+    }
+    return missed + ([] if len(opened) >= 2 else [f"doors opening or shutting (only {len(opened)})"])
+
+
+def test_the_coverage_check_names_what_the_replay_missed(game_file: Path) -> None:
+    oracle = Oracle(game_file)
+    short = oracle.replay(walkthrough(game_file)[:12])  # West of House to the kitchen: no dark room, no river
+    missed = uncovered(short)
+    assert "a dark room" in missed and "the room 'Frigid River'" in missed and "'land' as a way out" in missed
+
+
+def test_the_engine_side_imports_nothing_of_the_product() -> None:
+    """A helper both sides shared would make them agree on its bugs: the engine side loads no product module."""
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    product = {name.split("/")[0].removesuffix(".py") for name in tracked.stdout.split()} - {"tests", "benchmarks"}
+    assert {"game_interface", "managers", "orchestration", "session"} <= product
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, benchmarks.engine_truth; print(' '.join(sys.modules))"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "benchmarks.engine_truth" in loaded
+    assert sorted({name.split(".")[0] for name in loaded} & product) == []
+
+
+def test_the_direction_list_is_checked_against_the_storys_dictionary(game_file: Path) -> None:
+    story = Story(game_file.read_bytes())
+    story.check_directions(DIRECTIONS)
+    with pytest.raises(EngineTruthError, match=r"'northe': 27.*'northw': 26"):
+        story.check_directions(tuple(d for d in DIRECTIONS if d not in ("northeast", "northwest")))
+    with pytest.raises(EngineTruthError, match=r"not directions there \['sideways'\]"):
+        story.check_directions((*DIRECTIONS, "sideways"))
+
+
+def truth_report(disagreements: dict[str, int], examples: dict[str, list[str]]) -> TruthReport:
+    """A report as check_walkthrough returns it, every check run, with these disagreements."""
+    counts = {check: disagreements.get(check, 0) for check in CHECKS}
+    return TruthReport({"disagreements": counts}, counts, dict.fromkeys(CHECKS, 3), examples, EngineTruth())
+
+
+def test_the_benchmark_exits_1_naming_each_disagreement(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = truth_report({"inventory": 1}, {"inventory": ["turn 12: shown {}, engine {'leaflet': ('', frozenset())}"]})
+    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: wrong)
+    monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
+    assert context_truth.main() == 1
+    err = capsys.readouterr().err
+    assert "inventory: 1 disagreement(s), e.g.\n    turn 12: shown {}" in err
+
+
+def test_the_benchmark_exits_1_when_a_check_ran_no_times(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    idle = truth_report({}, {})
+    idle.checked["map"] = 0
+    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: idle)
+    monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
+    assert context_truth.main() == 1
+    assert "map: nothing checked" in capsys.readouterr().err
+
+
+def test_the_benchmark_exits_0_when_all_agree(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: truth_report({}, {}))
+    monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
+    assert context_truth.main() == 0
+    captured = capsys.readouterr()
+    assert '"disagreements"' in captured.out and "0 disagreements in 33 checks" in captured.err
+
+
+def test_the_benchmark_exits_2_without_a_story_file(tmp_path: Path) -> None:
+    missing = tmp_path / "zork1.z5"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/context_truth.py", "--game-file", str(missing)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert str(missing) in done.stderr and "Traceback" not in done.stderr
