@@ -115,3 +115,43 @@ def test_in_ci_a_skip_is_a_failure_that_keeps_its_reason(tmp_path: Path) -> None
     whole = run_pytest(tmp_path, "-p", "tests.conftest", "-n", "0", str(module), **{FAIL_ON_SKIP_VAR: "1"})
     assert whole.returncode == 2, whole.stdout + whole.stderr
     assert "no_such_module_here" in whole.stdout and "1 error" in whole.stdout
+
+
+def test_tests_of_one_xdist_group_share_a_worker(tmp_path: Path) -> None:
+    """The local-model tests share one llama.cpp server per worker through ``xdist_group``: a
+    pytest and pytest-xdist pair that ignores the mark starts one server per worker instead."""
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pathlib, pytest\n"
+        "@pytest.mark.xdist_group('one')\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_where(i):\n"
+        "    pathlib.Path(__file__).with_name(f'worker{i}').write_text(os.environ['PYTEST_XDIST_WORKER'])\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            str(tmp_path / "test_grouped.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = {(tmp_path / f"worker{i}").read_text() for i in range(6)}
+    assert len(workers) == 1, f"one group ran on {sorted(workers)}"
