@@ -94,21 +94,35 @@ def episode_folders_by_number(stderr: str, workdir: Path) -> dict[int, Path]:
 
 class MainProcess:
     """``main.py`` running in the background; its stderr is read as it comes, so a test can
-    wait for a line (the signal handler's message, say) instead of sleeping."""
+    wait for a line (the signal handler's message, say) instead of sleeping. Its stdout is kept
+    too: a test may check every byte the program wrote."""
 
     def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(REPO / "main.py"), *args],
             cwd=cwd,
             env=clean_env(env),
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         self._lines: list[str] = []
+        self._out: list[str] = []
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        # Drained all along, so a chatty stdout can never fill the pipe and stall the program.
+        self._out_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._out_reader.start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        self._out.extend(self.proc.stdout)
+
+    @property
+    def stdout(self) -> str:
+        """What the program wrote on stdout: whole once ``wait`` returned."""
+        return "".join(self._out)
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -134,13 +148,17 @@ class MainProcess:
 
     def wait(self, timeout: float = 60.0) -> int:
         code = self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=10)
+        self._join_readers()
         return code
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+    def _join_readers(self) -> None:
+        self._reader.join(timeout=10)
+        self._out_reader.join(timeout=10)
 
 
 @contextlib.contextmanager

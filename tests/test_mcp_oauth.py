@@ -13,9 +13,12 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import socket
 import stat
+import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -556,14 +559,69 @@ def _login_secrets(name: str) -> set[str]:
     return {value for value in values if value}
 
 
+def _own_folders(tmp_path: Path) -> dict[str, str]:
+    """The environment that keeps every file main.py may write under ``tmp_path``: its home,
+    caches, settings and temp files (the state folder is the ``state`` fixture's)."""
+    folders = {
+        "HOME": tmp_path / "home",
+        "TMPDIR": tmp_path / "tmp",
+        "XDG_CACHE_HOME": tmp_path / "home" / ".cache",
+        "XDG_CONFIG_HOME": tmp_path / "home" / ".config",
+        "XDG_DATA_HOME": tmp_path / "home" / ".local" / "share",
+    }
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    return {name: str(folder) for name, folder in folders.items()}
+
+
+def _files_written(tmp_path: Path, since: float) -> list[Path]:
+    """Every file under ``tmp_path`` (the processes' working, state, home and temp folders, the
+    episode folders), and every file of the machine's temp folder changed since ``since``, for a
+    program that ignored TMPDIR."""
+    files = [path for path in tmp_path.rglob("*") if path.is_file() and not path.is_symlink()]
+    for root, _, names in os.walk(tempfile.gettempdir()):
+        if Path(root).is_relative_to(tmp_path):
+            continue
+        for name in names:
+            path = Path(root) / name
+            try:
+                changed = path.lstat().st_mtime >= since and path.is_file() and not path.is_symlink()
+            except FileNotFoundError:  # another test's file, gone meanwhile
+                continue
+            if changed:
+                files.append(path)
+    return files
+
+
+def _leaks(secrets: set[str], files: list[Path], outputs: dict[str, str]) -> list[str]:
+    """Where a token or secret was found: a file's path, or the name of a process's stream."""
+    found = []
+    for path in files:
+        try:
+            content = path.read_bytes()
+        except (FileNotFoundError, PermissionError):  # another test's file, gone or not ours to read
+            continue
+        if any(value.encode() in content for value in secrets):
+            found.append(str(path))
+    found += [name for name, text in outputs.items() if any(value in text for value in secrets)]
+    return found
+
+
 @pytest.mark.parametrize("transport", ["http", "sse"])
 def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path, transport: str
 ) -> None:
     """A user's whole day: the start stops asking for a login, ``--mcp-login`` logs in (the test
     is the browser), and an episode calls the protected tool twice, the token refused and
-    refreshed in between. No token or secret reaches any file of the game's, nor the terminal."""
-    config = str(REPO / "pyproject.toml")
+    refreshed in between. No token or secret reaches any file a process wrote (only the login's
+    own file holds them), nor a byte of any process's stdout or stderr."""
+    since = time.time() - 1  # file times may be rounded down to the second
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    # The config in the working folder: whatever it names by a relative path is written there too.
+    config_path = cwd / "pyproject.toml"
+    shutil.copyfile(REPO / "pyproject.toml", config_path)
+    config = str(config_path)
     with protected_server(sse=transport == "sse") as protected:
         entry: dict[str, Any] = {"url": protected.url, "oauth": {"callbackPort": free_port()}}
         if transport == "sse":
@@ -574,18 +632,19 @@ def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
             tmp_path,
             game_file,
             **NO_LEARNING,
+            **_own_folders(tmp_path),
             ZORKGPT_MCP_ENABLED="true",
             ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
             ZORKGPT_MCP_SESSION_LIFETIME="episode",
             XDG_STATE_HOME=str(state),
         )
 
-        unready = run_main(["--config", config, "--max-turns", "3"], env, tmp_path)
+        unready = run_main(["--config", config, "--max-turns", "3"], env, cwd)
         assert unready.returncode == 2, unready.stderr[-2000:]
         assert f"uv run python main.py --config {shlex.quote(config)} --mcp-login protected" in unready.stderr
         assert llm_server.requests == [] and protected.log() == []
 
-        login = MainProcess(["--config", config, "--mcp-login", "protected"], env, tmp_path)
+        login = MainProcess(["--config", config, "--mcp-login", "protected"], env, cwd)
         try:
             login.wait_for_stderr("/authorize?")
             found = re.search(r"^(http://\S+/authorize\?\S+)$", login.stderr, re.MULTILINE)
@@ -598,7 +657,7 @@ def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
         secrets = _login_secrets("protected")
 
         llm_server.respond_with(SecretAskingModel(walkthrough(game_file), protected))
-        done = run_main(["--config", config, "--max-turns", "3"], env, tmp_path, timeout=180)
+        done = run_main(["--config", config, "--max-turns", "3"], env, cwd, timeout=180)
         assert done.returncode == 0, done.stderr[-3000:]
         assert protected.grants() == ["authorization_code", "refresh_token"]
 
@@ -611,12 +670,16 @@ def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
     assert sum(SECRET_WORD in answer for answer in answers) >= 2
     secrets |= _login_secrets("protected")
     assert len(secrets) >= 5  # the login's access and refresh tokens, the refreshed pair, the client secret
-    assert token_file("protected").is_relative_to(state)
-    written = [path for path in (tmp_path / "runs").rglob("*") if path.is_file()]
-    assert written
-    for path in written:
-        content = path.read_bytes()
-        leaked = [value for value in secrets if value.encode() in content]
-        assert not leaked, f"{path} holds a token or secret"
-    for output in (unready.stdout, unready.stderr, login.stderr, done.stdout, done.stderr):
-        assert not [value for value in secrets if value in output]
+    login_file = token_file("protected")
+    assert login_file.is_relative_to(state) and any(value in login_file.read_text() for value in secrets)
+    written = [path for path in _files_written(tmp_path, since) if path != login_file]
+    assert log_file in written and config_path in written  # the scan reaches the episode and the working folder
+    outputs = {
+        "the first start's stdout": unready.stdout,
+        "the first start's stderr": unready.stderr,
+        "the login's stdout": login.stdout,
+        "the login's stderr": login.stderr,
+        "the episode's stdout": done.stdout,
+        "the episode's stderr": done.stderr,
+    }
+    assert not _leaks(secrets, written, outputs), "a token or secret was written outside the login's own file"
