@@ -57,7 +57,7 @@ from game_interface import (
 )
 from managers.map_graph import MapGraph, normalize_direction
 from mcp_servers import http_mode
-from shared_utils import has_control_chars, project_version, shorten
+from shared_utils import add_version_argument, has_control_chars, project_version, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
@@ -844,6 +844,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     http_mode.add_http_arguments(parser)
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
