@@ -305,9 +305,16 @@ def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> En
     models = _model_list(reply)
     if models is None:
         return EndpointProbe(shown, Status.WARN, "reachable; its answer to GET /models is not a list of models")
-    named = ", ".join(list(models)[:_MODELS_NAMED]) + (", …" if len(models) > _MODELS_NAMED else "")
+    named = ", ".join(_label(name) for name in list(models)[:_MODELS_NAMED]) + (
+        ", …" if len(models) > _MODELS_NAMED else ""
+    )
     count = f"{len(models)} model{'s' if len(models) != 1 else ''}"
     return EndpointProbe(shown, Status.OK, f"reachable; serves {count}: {named}" if models else count, models=models)
+
+
+def _label(model: str) -> str:
+    """A model's name as listed, short: llama-cpp-python lists its model by the file's whole path."""
+    return Path(model).name if model.endswith(".gguf") else model
 
 
 def _unreachable_fix(base_url: str) -> str:
@@ -396,7 +403,7 @@ def _role_row(
     if listed is None:
         if preset.name == "llamacpp":
             # llama.cpp's servers answer every request with the model they loaded, whatever its name.
-            served = next(iter(probe.models), "?")
+            served = _label(next(iter(probe.models), "?"))
             return Row(
                 role, Status.WARN, cells, notes=(f"not listed; llama.cpp answers with the model it serves ({served})",)
             )

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from managers.mcp.sweeper import marked_processes
-from orchestration.setup_check import Row, Status, Table, _tool_names
+from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -85,6 +85,14 @@ def write_setup(tmp_path: Path, toml: str, servers: dict[str, object] | None) ->
     if servers is not None:
         (tmp_path / "mcp_config.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
     return config
+
+
+def check_here(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], config: Path) -> CheckReport:
+    """The check in this process (no interpreter start per test); main.py's exit code is ``failed``'s."""
+    monkeypatch.chdir(config.parent)  # no .env of the developer's
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return check_setup(str(config))
 
 
 def closed_port() -> int:
@@ -210,7 +218,7 @@ def test_broken_servers_fail_the_check_with_their_fixes(
 
 
 def test_with_mcp_off_broken_servers_are_warnings(
-    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """MCP off: the servers are still checked (a config can be tried before turning it on), but play
     would not start them, so they do not fail the check."""
@@ -218,26 +226,28 @@ def test_with_mcp_off_broken_servers_are_warnings(
     servers = {name: BROKEN_SERVERS[name] for name in ("healthy", "missing")}
     config = write_setup(tmp_path, MODELS_TOML, servers)
     env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
-    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert status_of(result.stdout, "MCP") == "off"
-    assert status_of(result.stdout, "missing") == "warn"
-    assert "(MCP is off: play would not start it)" in row(result.stdout, "missing")
-    assert status_of(result.stdout, "healthy") == "ok"
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert not report.failed, out
+    assert status_of(out, "MCP") == "off"
+    assert status_of(out, "missing") == "warn"
+    assert "(MCP is off: play would not start it)" in row(out, "missing")
+    assert status_of(out, "healthy") == "ok"
     assert_nothing_left(env)
 
 
 def test_a_server_that_never_answers_names_the_start_timeout(
-    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm_server.models = listed("scripted/agent", "scripted/helper")
     servers = {"stuck": {"command": "python", "args": [str(MISBEHAVING), "--start", "hang"]}}
     config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
     env = check_env(llm_server.base_url, game_file, tmp_path, ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="1")
-    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
-    assert result.returncode == 2, result.stdout + result.stderr
-    stuck = row(result.stdout, "stuck")
-    assert status_of(result.stdout, "stuck") == "FAIL"
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert report.failed, out
+    stuck = row(out, "stuck")
+    assert status_of(out, "stuck") == "FAIL"
     assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds (now 1)" in stuck
     assert_nothing_left(env)
 
@@ -265,7 +275,7 @@ def test_unreachable_endpoint_fails_the_check(game_file: Path, tmp_path: Path) -
 
 
 def test_models_not_served_and_tools_not_listed_fail_with_the_fix(
-    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The endpoint's list decides: a role's model it does not serve fails (with close names offered),
     and an agent model listed without tool calling fails when MCP is on."""
@@ -276,9 +286,9 @@ def test_models_not_served_and_tools_not_listed_fail_with_the_fix(
         {"healthy": {"command": "python", "args": [str(MISBEHAVING)]}},
     )
     env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
-    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
-    out = result.stdout
-    assert result.returncode == 2, out + result.stderr
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert report.failures == 3, out  # the agent, and the extractor and memory on scripted/helper
     agent = row(out, "agent")
     assert re.match(r"agent\s+FAIL\s+scripted/agent\s+no \(listed without tools\)\s+json_schema \(listed\)", agent)
     assert "fix: Model 'scripted/agent' does not support tool calling" in agent
@@ -286,27 +296,29 @@ def test_models_not_served_and_tools_not_listed_fail_with_the_fix(
     assert status_of(out, "memory") == "FAIL"
     assert f"not among the 2 models {llm_server.base_url} serves" in memory
     assert "fix: set [tool.zorkgpt.llm] memory_model to one it serves, e.g. scripted/helper-2" in memory
+    assert status_of(out, "extractor") == "FAIL"
     assert status_of(out, "critic") == "off"
 
 
 def test_endpoint_without_a_model_list_is_a_warning(
-    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Many servers have no GET /models: chat may still work, so the check warns and passes."""
     config = write_setup(tmp_path, MODELS_TOML, None)
     env = check_env(llm_server.base_url, game_file, tmp_path)
-    result = run_main(["--check", "--config", str(config)], env, tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "GET /models answered HTTP 404" in row(result.stdout, llm_server.base_url)
-    assert status_of(result.stdout, "agent") == "warn"
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert not report.failed, out
+    assert "GET /models answered HTTP 404" in row(out, llm_server.base_url)
+    assert status_of(out, "agent") == "warn"
     assert llm_server.requests == []
 
 
-def test_bad_settings_are_one_failing_row(tmp_path: Path) -> None:
+def test_bad_settings_are_one_failing_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = write_setup(tmp_path, "[tool.zorkgpt.llm]\nagent_modle = 'x'\n", None)
-    result = run_main(["--check", "--config", str(config)], {}, tmp_path)
-    assert result.returncode == 2
-    assert re.match(r"settings\s+FAIL\s+.*agent_modle", row(result.stdout, "settings"))
+    report = check_here(monkeypatch, {}, config)
+    assert report.failures == 1
+    assert re.match(r"settings\s+FAIL\s+.*agent_modle", row(report.render(), "settings"))
 
 
 # -- --version ------------------------------------------------------------------------------------
