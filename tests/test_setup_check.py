@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from managers.mcp.sweeper import marked_processes
+from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
 from tests.scripted_llm import ScriptedLLMServer
@@ -250,6 +251,22 @@ def test_a_server_that_never_answers_names_the_start_timeout(
     assert status_of(out, "stuck") == "FAIL"
     assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds (now 1)" in stuck
     assert_nothing_left(env)
+
+
+def test_a_server_slow_to_start_is_told_so(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started, but late in its start timeout: a warning naming the setting (any start counts as late
+    here, so no test waits on the clock)."""
+    monkeypatch.setattr(setup_check, "SLOW_START_SHARE", 0.0)
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    config = write_setup(tmp_path, MODELS_TOML, {"healthy": {"command": "python", "args": [str(MISBEHAVING)]}})
+    report = check_here(monkeypatch, check_env(llm_server.base_url, game_file, tmp_path, **PATIENT), config)
+    out = report.render()
+    assert not report.failed, out
+    assert status_of(out, "healthy") == "warn"
+    assert re.search(r"started in \d+\.\d s of the 120 s allowed: a busier machine may miss it", row(out, "healthy"))
+    assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds" in row(out, "healthy")
 
 
 # -- the model endpoint ---------------------------------------------------------------------------
