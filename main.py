@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -197,7 +198,11 @@ def check(args: argparse.Namespace) -> int:
 
     print("Checking the setup (MCP servers are started once, then stopped)...", file=sys.stderr)
     game_file = str(Path(args.game_file).resolve()) if args.game_file else None
-    result = check_setup(args.config, game_file, project_version())
+    try:
+        result = check_setup(args.config, game_file, project_version())
+    except KeyboardInterrupt:  # the servers it was starting are ended as the check unwinds
+        print("Check stopped by Ctrl-C.", file=sys.stderr)
+        return 128 + signal.SIGINT
     print(result.render())
     return EXIT_SETUP if result.failed else EXIT_OK
 

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -267,6 +268,39 @@ def test_a_server_slow_to_start_is_told_so(
     assert status_of(out, "healthy") == "warn"
     assert re.search(r"started in \d+\.\d s of the 120 s allowed: a busier machine may miss it", row(out, "healthy"))
     assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds" in row(out, "healthy")
+
+
+def test_ctrl_c_stops_a_check_and_ends_its_servers(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+) -> None:
+    """A real SIGINT while a server is starting (one that never answers): exit 130, nothing left running."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    servers = {"stuck": {"command": "python", "args": [str(MISBEHAVING), "--start", "hang"]}}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    check = subprocess.Popen(
+        [sys.executable, str(REPO / "main.py"), "--check", "--config", str(config)],
+        cwd=tmp_path,
+        env=clean_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tag = f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()
+        while not any(
+            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in marked_processes(tag)
+        ):
+            assert check.poll() is None, check.communicate()
+        check.send_signal(signal.SIGINT)
+        out, err = check.communicate(timeout=120)
+    finally:
+        check.kill()
+        check.wait()
+    assert check.returncode == 130, out + err
+    assert "Check stopped by Ctrl-C." in err
+    assert "Traceback" not in err
+    assert_nothing_left(env)
 
 
 # -- the model endpoint ---------------------------------------------------------------------------
