@@ -35,7 +35,8 @@ exit codes:
   1    an episode ended in an error (the model provider kept failing, files could not be
        written: the episode stops after that turn)
   2    configuration or setup problem (no API key, a bad setting, a missing story file or
-       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played
+       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played.
+       --check exits 0 when a run would work and 2 when not, playing nothing
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:

@@ -129,8 +129,10 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
     try:
         config = GameConfiguration.from_toml(config_file)
     except ConfigError as exc:
-        row = Row("settings", Status.FAIL, (str(exc).splitlines()[0],), fix="correct the setting named above")
-        return CheckReport(title, (Table(("SETUP", "STATUS", "DETAIL"), (row,)),))
+        first, *rest = str(exc).splitlines() or [type(exc).__name__]
+        fix = f"correct it in {config_file} (or in the ZORKGPT_* variable that sets it), then check again"
+        row = Row("settings", Status.FAIL, (first,), notes=tuple(rest), fix=fix)
+        return CheckReport(f"{title}: {config_path(config_file)}", (Table(("SETUP", "STATUS", "DETAIL"), (row,)),))
     set_login_command(config_file)
     environ = process_environ()
     mcp_config, mcp_rows = load_mcp_config(config, environ)
