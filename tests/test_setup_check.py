@@ -21,6 +21,7 @@ from managers.mcp.sweeper import marked_processes
 from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
+from tests.mcp_test_servers.helpers import HTTPServer
 from tests.scripted_llm import ScriptedLLMServer
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
@@ -220,12 +221,19 @@ def test_broken_servers_fail_the_check_with_their_fixes(
 
 
 def test_with_mcp_off_broken_servers_are_warnings(
-    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    llm_server: ScriptedLLMServer,
+    game_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    thoughtbox_http: HTTPServer,
 ) -> None:
     """MCP off: the servers are still checked (a config can be tried before turning it on), but play
-    would not start them, so they do not fail the check."""
+    would not start them, so they do not fail the check. A remote server is reached as in play."""
     llm_server.models = listed("scripted/agent", "scripted/helper")
-    servers = {name: BROKEN_SERVERS[name] for name in ("healthy", "missing")}
+    servers = {
+        **{name: BROKEN_SERVERS[name] for name in ("healthy", "missing")},
+        "remote": {"type": "http", "url": thoughtbox_http.url},
+    }
     config = write_setup(tmp_path, MODELS_TOML, servers)
     env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
     report = check_here(monkeypatch, env, config)
@@ -235,6 +243,7 @@ def test_with_mcp_off_broken_servers_are_warnings(
     assert status_of(out, "missing") == "warn"
     assert "(MCP is off: play would not start it)" in row(out, "missing")
     assert status_of(out, "healthy") == "ok"
+    assert re.match(r"remote\s+ok\s+\d+\.\d s\s+2025-11-25\s+-\s+1: think$", row(out, "remote")), out
     assert_nothing_left(env)
 
 
