@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from session.game_configuration import (
     game_seed_argument,
 )
 from session.stop_signals import StopSignals, UserAbort
-from shared_utils import escape_control_chars
+from shared_utils import add_version_argument, escape_control_chars, project_version
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ exit codes:
   1    an episode ended in an error (the model provider kept failing, files could not be
        written: the episode stops after that turn)
   2    configuration or setup problem (no API key, a bad setting, a missing story file or
-       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played
+       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played.
+       --check exits 0 when a run would work and 2 when not, playing nothing
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:
@@ -114,6 +116,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="log in once to the remote MCP server NAME of mcp_config.json (OAuth: shows the authorization "
         "page) and exit; episodes then use and refresh that login",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the setup without playing: the settings, the API key, the story file, each model endpoint "
+        "and role's model, and every MCP server (started once: its tools, protocol, login, start time); "
+        "exit 0 if a run would work, 2 if not, with the fix on each failing row",
+    )
+    add_version_argument(parser)
     # For --parallel: a child episode reports each turn's figures on stdout, one JSON line per
     # turn, so the parent's live status can show it. Not for users.
     parser.add_argument("--turn-figures", action="store_true", help=argparse.SUPPRESS)
@@ -175,6 +185,8 @@ def report(error: ZorkGPTError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.check:  # before the signal handlers: Ctrl-C simply interrupts a check, ending its servers
+        return check(args)
     signals = StopSignals()
     signals.install()
     try:
@@ -215,6 +227,21 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         return play(args, config, signals)
     finally:
         viewer.close()
+
+
+def check(args: argparse.Namespace) -> int:
+    """``--check``: the setup's table on stdout; 0 when a run would work, 2 when not. Plays nothing."""
+    from orchestration.setup_check import check_setup
+
+    print("Checking the setup (MCP servers are started once, then stopped)...", file=sys.stderr)
+    game_file = str(Path(args.game_file).resolve()) if args.game_file else None
+    try:
+        result = check_setup(args.config, game_file, project_version())
+    except KeyboardInterrupt:  # the servers it was starting are ended as the check unwinds
+        print("Check stopped by Ctrl-C.", file=sys.stderr)
+        return 128 + signal.SIGINT
+    print(result.render())
+    return EXIT_SETUP if result.failed else EXIT_OK
 
 
 def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:

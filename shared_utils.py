@@ -4,6 +4,7 @@ that came from a model."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import functools
 import json
@@ -322,3 +323,8 @@ def project_version() -> str:
     installed as a package, so there is no distribution metadata to ask)."""
     with (Path(__file__).resolve().parent / "pyproject.toml").open("rb") as fh:
         return str(tomllib.load(fh)["project"]["version"])
+
+
+def add_version_argument(parser: argparse.ArgumentParser) -> None:
+    """``--version`` on an entry point: every one prints the same ``ZorkGPT <version>``."""
+    parser.add_argument("--version", action="version", version=f"ZorkGPT {project_version()}")

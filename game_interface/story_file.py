@@ -12,6 +12,7 @@ prints its path: a way to get it before any model or key is set up.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import logging
 import os
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from session.errors import StoryFileError
-from shared_utils import atomic_write_bytes
+from shared_utils import add_version_argument, atomic_write_bytes
 
 CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
 STORY_FILE_NAME = "zork1.z5"
@@ -124,8 +125,15 @@ def _where_to_put_it(cache: Path | None = None) -> str:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Find or fetch the story file as ``main.py`` does; print its path (exit 0) or what to do (exit 2)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m game_interface.story_file",
+        description="Find the Zork I story file as main.py does (fetching it once into the per-user cache) "
+        "and print its path.",
+    )
+    add_version_argument(parser)
+    parser.parse_args(argv)
     try:
         print(resolve_story_file(None))
     except StoryFileError as exc:

@@ -53,7 +53,7 @@ from typing import Annotated, Any, NotRequired, TextIO, TypedDict
 
 from pydantic import Field
 
-from shared_utils import escape_control_chars, project_version, shorten
+from shared_utils import add_version_argument, escape_control_chars, project_version, shorten
 
 THINK_DESCRIPTION = """Record one step of structured, reflective reasoning before choosing a game action.
 
@@ -372,6 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m mcp_servers.thoughtbox_server", description=__doc__.splitlines()[0]
     )
     add_http_arguments(parser)
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     run(build_server(one_client=args.http is None and args.sse is None), args)
 

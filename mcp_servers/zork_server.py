@@ -58,7 +58,7 @@ from game_interface import (
 from managers.map_graph import MapGraph, normalize_direction
 from mcp_servers import http_mode
 from session.game_configuration import DEFAULT_GAME_SEED, game_seed_argument
-from shared_utils import has_control_chars, project_version, shorten
+from shared_utils import add_version_argument, has_control_chars, project_version, shorten
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
@@ -859,6 +859,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     http_mode.add_http_arguments(parser)
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

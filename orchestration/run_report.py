@@ -48,7 +48,7 @@ from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
-from shared_utils import atomic_write_text, escape_control_chars
+from shared_utils import add_version_argument, atomic_write_text, escape_control_chars
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"
@@ -984,6 +984,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
     )
+    add_version_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser("compare", help="compare run folders side by side: one table, one plot")
     compare.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER", help="folders under game_files/runs/")

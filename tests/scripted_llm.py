@@ -4,7 +4,8 @@ Tests talk to it through the real ``LLMClient``: every request body and header i
 recorded, and each reply comes from a per-test script, either a list of replies used in
 order or a function of the request. A reply can be a completion body (``dict``) or a
 ``Reply`` with a status code, raw body, headers, a delay or a trickle, so tests can provoke
-429s, 5xx, timeouts, slow bodies and malformed bodies.
+429s, 5xx, timeouts, slow bodies and malformed bodies. ``GET /models`` answers the list in
+``models`` (404 while it is None), as a setup check asks.
 
 ``ProviderEmulation`` wraps a responder to behave like a real provider that is not OpenAI:
 refusing ``json_schema`` or ``json_object`` response formats the way llama-cpp-python and
@@ -88,6 +89,9 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str) -> dict[
 class ScriptedLLMServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        # What GET /models answers (OpenAI's model objects); None: 404, as on a server without the route.
+        self.models: list[dict[str, Any]] | None = None
+        self.gets: list[str] = []  # the paths of GET requests (chat completions are POSTs, in ``requests``)
         self._script: list[dict[str, Any] | Reply] = []
         self._responder: Responder | None = None
         self._lock = threading.Lock()
@@ -101,6 +105,18 @@ class ScriptedLLMServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return None
+
+            def do_GET(self) -> None:
+                # GET /models, as a setup check asks: the list set in ``models``, else 404 (a server without one).
+                server.gets.append(self.path)
+                models = server.models
+                found = self.path.rstrip("/").endswith("/models") and models is not None
+                data = json.dumps({"object": "list", "data": models} if found else {"error": "not found"}).encode()
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

@@ -100,6 +100,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "orchestration.run_report",
         "orchestration.terminal_status",
         "orchestration.parallel",
+        "orchestration.setup_check",
         "orchestration",
     ),
     "entry points": (

@@ -10,6 +10,7 @@ from pathlib import Path
 from mcp_servers.host_check import add_allow_host_argument
 from session.errors import EXIT_OK, EXIT_SETUP, ConfigError
 from session.game_configuration import GameConfiguration
+from shared_utils import add_version_argument
 from viewer.server import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 
@@ -33,6 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "with everyone who can reach this machine)",
     )
     add_allow_host_argument(parser)
+    add_version_argument(parser)
     parser.add_argument(
         "--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections (for the file names)"
     )

@@ -1,0 +1,587 @@
+"""``main.py --check``: would this setup play? Everything a run needs, checked without playing.
+
+The settings, the API key, the story file and the game workdir; each model endpoint (asked for the
+models it serves with ``GET /models``) and each role's model on it (served? tool calling and
+structured output, from the endpoint's list where it says, else from what the client knows of the
+model and the provider); and every enabled server of ``mcp_config.json``, started once through the
+same sources an episode uses (``managers.mcp.source``) to list its tools, the protocol revision
+agreed, its login state and how long it took to start. The result is a few plain tables, one row per
+thing checked, and the fix on every row that would stop a run. Nothing is played and nothing is
+written; every server started is ended again before this returns.
+
+The servers are checked also when MCP is off (``[tool.zorkgpt.mcp] enabled = false``), so a config
+can be tried before it is turned on; their failures are then warnings, since play would not start
+them. The tables are plain text without wrapping: the same in a terminal, a pipe or a CI log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not_supported
+from chat_api.payload import request_headers
+from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
+from managers.mcp.config import MCPConfig, ServerConfig, run_redactor, safe_url
+from managers.mcp.oauth import login_command, needs_login, set_login_command
+from managers.mcp.source import ServerStartupTimeoutError, SourceSettings, make_source, root_cause
+from managers.mcp.sweeper import Sweeper
+from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError
+from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
+from session.providers import ProviderPreset, StructuredMode, is_loopback_url
+from session.redaction import Redactor
+from shared_utils import escape_control_chars, shorten
+
+ROLES = ("agent", "critic", "extractor", "memory")
+ENDPOINT_TIMEOUT_SECONDS = 15.0  # connect and read, each: a hosted list of models is a few hundred KB
+# A server that takes more than this share of its start timeout here may miss it on a busier machine.
+SLOW_START_SHARE = 0.5
+_TOOL_NAMES_CHARS = 60
+_MODELS_NAMED = 3
+_STDERR_LINES_SHOWN = 5
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
+
+
+class Status(StrEnum):
+    OK = "ok"
+    WARN = "warn"  # works, but worth knowing (slow, unknown, not used in play)
+    FAIL = "FAIL"  # a run with this setup would stop
+    OFF = "off"  # not used in play
+    UNKNOWN = "?"  # could not be checked (what it depends on failed)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One thing checked: its name, status, the other columns, lines shown under it, and the fix."""
+
+    name: str
+    status: Status
+    cells: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]  # the name's and the status's first
+    rows: tuple[Row, ...]
+
+    def render(self) -> list[str]:
+        grid = [list(self.headers), *([row.name, str(row.status), *row.cells] for row in self.rows)]
+        count = max(len(line) for line in grid)
+        widths = [max((len(line[i]) for line in grid if i < len(line)), default=0) for i in range(count)]
+        lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(grid[0])).rstrip()]
+        for row, cells in zip(self.rows, grid[1:], strict=True):
+            lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip())
+            lines += [f"    {note}" for note in row.notes]
+            if row.fix:
+                fix_lines = row.fix.splitlines()
+                lines.append(f"    fix: {fix_lines[0]}")
+                lines += [f"         {line}" for line in fix_lines[1:]]
+        return lines
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Every table of one check; ``failed`` when a run with this setup would stop."""
+
+    title: str
+    tables: tuple[Table, ...]
+
+    @property
+    def failures(self) -> int:
+        return sum(row.status is Status.FAIL for table in self.tables for row in table.rows)
+
+    @property
+    def failed(self) -> bool:
+        return self.failures > 0
+
+    def render(self) -> str:
+        lines = [self.title]
+        for table in self.tables:
+            lines += ["", *table.render()]
+        lines.append("")
+        if self.failed:
+            lines.append(f"{self.failures} problem(s) would stop a run: fix the rows marked FAIL and check again.")
+        else:
+            lines.append("Everything checked would work: main.py would play with this setup.")
+        # A server's stderr or a provider's error text is quoted: never raw control characters.
+        return escape_control_chars("\n".join(lines))
+
+
+# -- the whole check ------------------------------------------------------------------------------
+
+
+def check_setup(config_file: str, game_file: str | None = None, version: str = "") -> CheckReport:
+    """Check what ``main.py --config config_file [--game-file game_file]`` would use (see the module docstring)."""
+    title = f"ZorkGPT {version} setup check".replace("  ", " ")
+    try:
+        config = GameConfiguration.from_toml(config_file)
+    except ConfigError as exc:
+        first, *rest = str(exc).splitlines() or [type(exc).__name__]
+        fix = f"correct it in {config_file} (or in the ZORKGPT_* variable that sets it), then check again"
+        row = Row("settings", Status.FAIL, (first,), notes=tuple(rest), fix=fix)
+        return CheckReport(f"{title}: {config_path(config_file)}", (Table(("SETUP", "STATUS", "DETAIL"), (row,)),))
+    set_login_command(config_file)
+    environ = process_environ()
+    mcp_config, mcp_rows = load_mcp_config(config, environ)
+    redactor = run_redactor(config, mcp_config)
+    setup = (
+        settings_row(config, config_file),
+        api_key_row(config, environ),
+        story_file_row(config, game_file),
+        workdir_row(config),
+        *mcp_rows,
+    )
+    servers, probes = asyncio.run(_start_and_probe(config, mcp_config, redactor))
+    tables = [
+        Table(("SETUP", "STATUS", "DETAIL"), setup),
+        Table(("MODEL ENDPOINT", "STATUS", "DETAIL"), tuple(endpoint_row(p) for p in probes.values())),
+        Table(("ROLE", "STATUS", "MODEL", "TOOLS", "STRUCTURED OUTPUT"), role_rows(config, probes)),
+    ]
+    if servers:
+        tables.append(Table(("MCP SERVER", "STATUS", "START", "PROTOCOL", "LOGIN", "TOOLS"), servers))
+    return CheckReport(f"{title}: {config_path(config_file)}", tuple(tables))
+
+
+async def _start_and_probe(
+    config: GameConfiguration, mcp_config: MCPConfig | None, redactor: Redactor
+) -> tuple[tuple[Row, ...], dict[str, EndpointProbe]]:
+    """The servers start while the endpoints are asked for their models: the check costs the slower."""
+    endpoints = list(dict.fromkeys(config.base_url_for(role) for role in roles_in_use(config)))
+    probing = asyncio.gather(*(asyncio.to_thread(probe_endpoint, url, config.api_key, redactor) for url in endpoints))
+    servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
+    return servers, dict(zip(endpoints, await probing, strict=True))
+
+
+def config_path(config_file: str) -> str:
+    path = Path(config_file).expanduser().resolve()
+    return str(path) if path.exists() else f"{path} (not found: every setting at its default)"
+
+
+# -- settings, key, story file, workdir ----------------------------------------------------------
+
+
+def settings_row(config: GameConfiguration, config_file: str) -> Row:
+    return Row("settings", Status.OK, (config_path(config_file),))
+
+
+def api_key_row(config: GameConfiguration, environ: Mapping[str, str]) -> Row:
+    """Where the key comes from (never the key), or why none is needed, or the fix."""
+    if config.api_key:
+        variable = next((name for name in API_KEY_ENV_VARS if environ.get(name)), API_KEY_ENV_VARS[0])
+        return Row("API key", Status.OK, (f"set in {variable}",))
+    if not config.api_key_required:
+        why = (
+            "require_api_key = false" if config.llm.require_api_key is not None else "every endpoint is on this machine"
+        )
+        return Row("API key", Status.OK, (f"none, and none needed ({why})",))
+    others = [name for name in API_KEY_ENV_VARS if name != "OPENROUTER_API_KEY"]
+    return Row(
+        "API key",
+        Status.FAIL,
+        (f"none set; {safe_url(config.llm.base_url)} needs one",),
+        fix=f"export OPENROUTER_API_KEY=... or put it in .env ({', '.join(others)} work too); or point "
+        "[tool.zorkgpt.llm] base_url at a server on this machine, which needs none",
+    )
+
+
+def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
+    """Found and the canonical file; one not fetched yet is fetched by the first run, so it is no failure."""
+    named = game_file or (str(config.resolve_path(config.files.game_file)) if config.files.game_file else None)
+    try:
+        story = resolve_story_file(named, allow_download=False)
+    except StoryFileError as exc:
+        if named is None:
+            cache = default_cache_dir() / STORY_FILE_NAME
+            return Row(
+                "story file",
+                Status.WARN,
+                (f"not fetched yet: the first run downloads it to {cache}",),
+                notes=("to fetch it now (and play offline): uv run python -m game_interface.story_file",),
+            )
+        return Row("story file", Status.FAIL, (str(exc).split(". ")[0],), fix=str(exc).split(". ", 1)[-1])
+    return Row("story file", Status.OK, (str(story),))
+
+
+def workdir_row(config: GameConfiguration) -> Row:
+    """The game workdir can be written (or made): checked without writing anything."""
+    workdir = config.workdir
+    existing = next((p for p in (workdir, *workdir.parents) if p.exists()), None)
+    if existing is not None and existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        made = "" if existing == workdir else " (created by the first run)"
+        return Row("game workdir", Status.OK, (f"{workdir}{made}",))
+    return Row(
+        "game workdir",
+        Status.FAIL,
+        (f"{workdir} cannot be written ({existing} is not a folder you may write)",),
+        fix="set [tool.zorkgpt.files] game_workdir to a folder you can write, or fix its permissions",
+    )
+
+
+def load_mcp_config(config: GameConfiguration, environ: Mapping[str, str]) -> tuple[MCPConfig | None, list[Row]]:
+    """``mcp_config.json`` read and validated: the rows saying so, and the config when it loaded."""
+    enabled = config.mcp.enabled
+    path = config.resolve_path(config.mcp.config_file)
+    rows = [
+        Row("MCP", Status.OK, ("on: the agent may call the servers below",))
+        if enabled
+        else Row(
+            "MCP",
+            Status.OFF,
+            ("enabled = false under [tool.zorkgpt.mcp]: the servers below are checked, not used in play",),
+        )
+    ]
+    if not enabled and not path.is_file():
+        return None, [replace(rows[0], cells=("enabled = false under [tool.zorkgpt.mcp]; no MCP config file",))]
+    try:
+        mcp_config = MCPConfig.from_file(path, environ=environ)
+    except ConfigError as exc:
+        first, *rest = str(exc).splitlines()
+        status = Status.FAIL if enabled else Status.WARN
+        rows.append(Row("MCP config", status, (first,), notes=tuple(rest)))
+        return None, rows
+    servers = len(mcp_config.servers)
+    detail = f"{path}: {servers} server{'s' if servers != 1 else ''}"
+    if mcp_config.disabled:
+        detail += f' (and {", ".join(mcp_config.disabled)} "disabled": true)'
+    notes = (f"ignored: {', '.join(mcp_config.ignored_keys)}",) if mcp_config.ignored_keys else ()
+    rows.append(Row("MCP config", Status.WARN if notes else Status.OK, (detail,), notes=notes))
+    return mcp_config, rows
+
+
+# -- the model endpoints -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EndpointProbe:
+    """What ``GET <base_url>/models`` said: ``models`` by id (None: not listed), or why it failed."""
+
+    url: str
+    status: Status
+    detail: str
+    fix: str | None = None
+    models: Mapping[str, Mapping[str, Any]] | None = None
+
+
+def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> EndpointProbe:
+    """Ask the endpoint for the models it serves. Unreachable or a refused key fails; an endpoint that
+    does not list its models is a warning (chat may still work: many servers have no ``/models``)."""
+    shown = safe_url(base_url)
+    url = base_url.rstrip("/") + "/models"
+    try:
+        reply = requests.get(url, headers=request_headers(api_key), timeout=ENDPOINT_TIMEOUT_SECONDS)
+    except requests.Timeout:
+        return EndpointProbe(
+            shown,
+            Status.FAIL,
+            f"no answer within {ENDPOINT_TIMEOUT_SECONDS:g} s",
+            fix=_unreachable_fix(base_url),
+        )
+    except requests.RequestException as exc:
+        reason = _ERRNO.search(str(exc))
+        why = reason.group(0).strip() if reason else shorten(redactor(str(exc)), 160)
+        return EndpointProbe(shown, Status.FAIL, f"cannot connect ({why})", fix=_unreachable_fix(base_url))
+    if reply.status_code in (401, 403):
+        return EndpointProbe(
+            shown,
+            Status.FAIL,
+            f"refused {'the API key' if api_key else 'a request without an API key'} (HTTP {reply.status_code})",
+            fix=f"set a valid key in {API_KEY_ENV_VARS[0]} (or the variable your provider's key is in)",
+        )
+    if reply.status_code != 200:
+        return EndpointProbe(
+            shown, Status.WARN, f"reachable; GET /models answered HTTP {reply.status_code}: its models are not known"
+        )
+    models = _model_list(reply)
+    if models is None:
+        return EndpointProbe(shown, Status.WARN, "reachable; its answer to GET /models is not a list of models")
+    named = ", ".join(_label(name) for name in list(models)[:_MODELS_NAMED]) + (
+        ", …" if len(models) > _MODELS_NAMED else ""
+    )
+    count = f"{len(models)} model{'s' if len(models) != 1 else ''}"
+    return EndpointProbe(shown, Status.OK, f"reachable; serves {count}: {named}" if models else count, models=models)
+
+
+def _label(model: str) -> str:
+    """A model's name as listed, short: llama-cpp-python lists its model by the file's whole path."""
+    return Path(model).name if model.endswith(".gguf") else model
+
+
+def _unreachable_fix(base_url: str) -> str:
+    if is_loopback_url(base_url):
+        return (
+            f"start the model server at {safe_url(base_url)}, or point [tool.zorkgpt.llm] base_url "
+            "(or provider) at one that runs"
+        )
+    return "check the address and this machine's network, or set [tool.zorkgpt.llm] base_url (or provider)"
+
+
+def _model_list(reply: requests.Response) -> dict[str, Mapping[str, Any]] | None:
+    """Models by id from the shapes servers answer: OpenAI's ``{"data": [...]}`` (OpenRouter, vLLM,
+    llama.cpp, Ollama's /v1), a bare list, or ``{"models": [...]}``."""
+    try:
+        body = reply.json()
+    except ValueError:
+        return None
+    items = body.get("data", body.get("models")) if isinstance(body, dict) else body
+    if not isinstance(items, list):
+        return None
+    models: dict[str, Mapping[str, Any]] = {}
+    for item in items:
+        if isinstance(item, dict):
+            name = item.get("id") or item.get("model") or item.get("name")
+            if isinstance(name, str):
+                models.setdefault(name, item)
+        elif isinstance(item, str):
+            models.setdefault(item, {})
+    return models
+
+
+def endpoint_row(probe: EndpointProbe) -> Row:
+    return Row(probe.url, probe.status, (probe.detail,), fix=probe.fix)
+
+
+# -- each role's model ---------------------------------------------------------------------------
+
+
+def roles_in_use(config: GameConfiguration) -> list[str]:
+    """The roles a run calls a model for, in ``ROLES`` order."""
+    used = {
+        "agent": True,
+        "critic": config.gameplay.enable_critic,
+        "extractor": config.extractor.llm_enabled,
+        "memory": config.memory.enabled or config.objectives.enabled or config.knowledge.enabled,
+    }
+    return [role for role in ROLES if used[role]]
+
+
+_UNUSED = {
+    "critic": "enable_critic = false under [tool.zorkgpt.gameplay]",
+    "extractor": "llm_enabled = false under [tool.zorkgpt.extractor]",
+    "memory": "memory, objectives and knowledge are all off",
+}
+
+
+def role_rows(config: GameConfiguration, probes: Mapping[str, EndpointProbe]) -> tuple[Row, ...]:
+    used = roles_in_use(config)
+    several = len(probes) > 1
+    rows = []
+    for role in ROLES:
+        model = config.model_for(role)
+        if role not in used:
+            rows.append(Row(role, Status.OFF, (model, "-", "-"), notes=(f"not used: {_UNUSED[role]}",)))
+            continue
+        url = config.base_url_for(role)
+        probe = probes[url]
+        shown = f"{model} at {probe.url}" if several else model
+        rows.append(_role_row(role, model, shown, probe, config.preset_for_url(url), config))
+    return tuple(rows)
+
+
+def _role_row(
+    role: str, model: str, shown: str, probe: EndpointProbe, preset: ProviderPreset, config: GameConfiguration
+) -> Row:
+    listed = probe.models.get(_served_name(model, probe.models)) if probe.models is not None else None
+    parameters = listed.get("supported_parameters") if isinstance(listed, Mapping) else None
+    parameters = set(parameters) if isinstance(parameters, list) else None
+    tools, tools_ok = _tool_support(model, parameters, config) if role == "agent" else ("-", True)
+    cells = (shown, tools, _structured_output(model, parameters, preset))
+    if probe.models is None:
+        status = Status.UNKNOWN if probe.status is Status.FAIL else Status.WARN
+        why = "the endpoint did not answer" if probe.status is Status.FAIL else "the endpoint does not list its models"
+        return Row(role, status, cells, notes=(f"not checked whether it is served: {why}",))
+    if listed is None:
+        if preset.name == "llamacpp":
+            # llama.cpp's servers answer every request with the model they loaded, whatever its name.
+            served = _label(next(iter(probe.models), "?"))
+            return Row(
+                role, Status.WARN, cells, notes=(f"not listed; llama.cpp answers with the model it serves ({served})",)
+            )
+        return Row(
+            role,
+            Status.FAIL,
+            cells,
+            notes=(f"not among the {len(probe.models)} models {probe.url} serves",),
+            fix=f"set [tool.zorkgpt.llm] {role}_model to one it serves{_suggestions(model, probe.models)}",
+        )
+    if not tools_ok and config.mcp.enabled:
+        return Row(role, Status.FAIL, cells, fix=str(tools_not_supported(model)))
+    return Row(role, Status.OK, cells)
+
+
+def _served_name(model: str, models: Mapping[str, Any]) -> str:
+    """The listed name ``model`` is served under: itself, or Ollama's ``name:latest`` for a bare name."""
+    if model in models or ":" in model:
+        return model
+    return f"{model}:latest"
+
+
+def _suggestions(model: str, models: Iterable[str]) -> str:
+    close = difflib.get_close_matches(model, list(models), n=3, cutoff=0.4)
+    return f", e.g. {', '.join(close)}" if close else ""
+
+
+def _tool_support(model: str, parameters: set[str] | None, config: GameConfiguration) -> tuple[str, bool]:
+    """What is known of the agent model's tool calling, and whether it can call tools."""
+    if config.mcp.force_tool_support:
+        return "forced (force_tool_support = true)", True
+    if parameters is not None:
+        return ("yes (listed)", True) if "tools" in parameters else ("no (listed without tools)", False)
+    if supports_tool_calling(model):
+        return "assumed (not listed)", True
+    return "no (a reasoning model)", False
+
+
+def _structured_output(model: str, parameters: set[str] | None, preset: ProviderPreset) -> str:
+    """The structured-output form the client starts with: as the endpoint lists it, else the
+    provider's first. Never a failure: the client falls back down to JSON asked for in the prompt."""
+    if is_reasoning_model(model):
+        return "prompt JSON (a reasoning model)"
+    if parameters is not None:
+        if "structured_outputs" in parameters:
+            return "json_schema (listed)"
+        return "json_object (listed)" if "response_format" in parameters else "prompt JSON (listed)"
+    mode = preset.structured_modes[0]
+    if mode is StructuredMode.JSON_OBJECT and preset.json_object_schema:
+        return "json_object + schema (grammar)"
+    return f"{mode} (tried first)" if mode is not StructuredMode.PROMPT else "prompt JSON"
+
+
+# -- the MCP servers -----------------------------------------------------------------------------
+
+
+class _Collected(logging.Handler):
+    """The sources' warnings (a banner on stdout, say), kept for their server's row."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def of(self, server: str) -> list[str]:
+        return [r.getMessage() for r in self.records if getattr(r, "server_name", None) == server]
+
+
+async def check_servers(config: GameConfiguration, mcp_config: MCPConfig, redactor: Redactor) -> tuple[Row, ...]:
+    """Start every enabled server once, all at once as a turn does; one row each. Every process is
+    ended before this returns, and the sweeper ends them should this process be killed meanwhile."""
+    collected = _Collected()
+    logger = logging.getLogger(f"zorkgpt.check.{uuid.uuid4().hex}")
+    logger.propagate = False
+    logger.addHandler(collected)
+    sweeper = Sweeper(owner=uuid.uuid4().hex)
+    settings = SourceSettings(
+        startup_timeout=config.mcp.server_startup_timeout_seconds,
+        max_reply_bytes=config.mcp.max_tool_reply_bytes,
+        config_dir=mcp_config.base_dir,
+        config_file=str(config.resolve_path(config.mcp.config_file)),
+        redact=redactor,
+        logger=logger,
+        owner=sweeper.owner,
+    )
+    sweeper.start()
+    try:
+        rows = await asyncio.gather(*(_check_server(server, settings) for server in mcp_config.servers))
+    finally:
+        sweeper.stop()
+        logger.removeHandler(collected)
+    enabled = config.mcp.enabled
+    checked = []
+    for row in rows:
+        warnings = tuple(redactor(shorten(text, 200)) for text in collected.of(row.name))
+        if warnings and row.status is Status.OK:
+            row = replace(row, status=Status.WARN)
+        row = replace(row, notes=(*row.notes, *warnings))
+        if not enabled and row.status is Status.FAIL:
+            row = replace(row, status=Status.WARN, notes=(*row.notes, "(MCP is off: play would not start it)"))
+        checked.append(row)
+    disabled = [Row(name, Status.OFF, ("-", "-", "-", '"disabled": true')) for name in mcp_config.disabled]
+    return (*checked, *disabled)
+
+
+async def _check_server(server: ServerConfig, settings: SourceSettings) -> Row:
+    login = _login_state(server)
+    why = needs_login(server)
+    if why is not None:
+        return Row(
+            server.name, Status.FAIL, ("-", "-", "needs login", "-"), notes=(why,), fix=login_command(server.name)
+        )
+    source = make_source(server, settings)
+    try:
+        await source.connect()
+    except MCPServerStartupError as exc:
+        return _start_failure(server, exc, settings)
+    try:
+        offered = [tool.name for tool in source.tools if server.offers(tool.name)]
+        seconds = (source.connect_ms or 0.0) / 1000
+        cells = (f"{seconds:.1f} s", source.protocol_version or "?", login, _tool_names(offered, len(source.tools)))
+        timeout = settings.startup_timeout
+        if seconds > SLOW_START_SHARE * timeout:
+            return Row(
+                server.name,
+                Status.WARN,
+                cells,
+                notes=(f"started in {seconds:.1f} s of the {timeout:g} s allowed: a busier machine may miss it",),
+                fix="raise [tool.zorkgpt.mcp] server_startup_timeout_seconds",
+            )
+        return Row(server.name, Status.OK, cells)
+    finally:
+        await source.close()
+
+
+def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: SourceSettings) -> Row:
+    """The source's own message, cut into the row: what failed, then its hint and the server's stderr."""
+    lines = str(exc).splitlines()
+    what = lines[0].split(": ", 1)[-1] if lines else "did not start"
+    stderr_at = next((i for i, line in enumerate(lines) if line.startswith("Server stderr")), len(lines))
+    # Its second line says how it was reached ("Command: ..."); the lines after it are the fix.
+    reached, hint = tuple(lines[1:2]), [line for line in lines[2:stderr_at] if line]
+    stderr = lines[stderr_at + 1 :][-_STDERR_LINES_SHOWN:]
+    notes = (*reached, *(f"stderr: {line}" for line in stderr))
+    login = _login_state(server)
+    if isinstance(root_cause(exc), MCPAuthError):
+        return Row(server.name, Status.FAIL, ("-", "-", "needs login", "-"), (what,), fix=login_command(server.name))
+    if isinstance(exc, ServerStartupTimeoutError):
+        fix = (
+            f"raise [tool.zorkgpt.mcp] server_startup_timeout_seconds (now {exc.timeout:g}) if it is only slow; "
+            f"else see why it hangs: {server.command_line()}"
+        )
+        return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix=fix)
+    return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix="\n".join(hint) or None)
+
+
+def _login_state(server: ServerConfig) -> str:
+    oauth = server.oauth
+    if not server.is_remote or oauth is None or not server.oauth_declared:
+        return "-"
+    if oauth.grant != "authorization_code":
+        return "client credentials"
+    return "needs login" if needs_login(server) else "logged in"
+
+
+def _tool_names(names: Sequence[str], listed: int) -> str:
+    """``3: think, plan, note``, cut short with how many more; ``of N`` when the entry filtered some."""
+    count = f"{len(names)} of {listed}" if len(names) != listed else str(len(names))
+    if not names:
+        return count
+    shown: list[str] = []
+    for index, name in enumerate(names):
+        rest = len(names) - index
+        if shown and len(", ".join([*shown, name])) > _TOOL_NAMES_CHARS:
+            return f"{count}: {', '.join(shown)}, +{rest} more"
+        shown.append(name)
+    return f"{count}: {', '.join(shown)}"

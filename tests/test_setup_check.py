@@ -1,0 +1,436 @@
+"""``main.py --check`` as a user runs it: a real subprocess, real MCP servers, the scripted model
+server over real HTTP (``GET /models``), a closed port for an endpoint that is down."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from managers.mcp.sweeper import marked_processes
+from orchestration import setup_check
+from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
+from tests.main_support import REPO, clean_env, run_main
+from tests.mcp_test_servers.helpers import HTTPServer
+from tests.scripted_llm import ScriptedLLMServer
+
+MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
+SHIPPED_MODELS = ("anthropic/claude-sonnet-4.5", "anthropic/claude-haiku-4.5")
+API_KEY = "sk-or-check-secret-0123456789"
+# A loaded CI machine may take many seconds to start a Python server; the check must not fail for it.
+PATIENT = {"ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS": "120"}
+MODELS_TOML = """\
+[tool.zorkgpt.llm]
+agent_model = "scripted/agent"
+critic_model = "scripted/helper"
+extractor_model = "scripted/helper"
+memory_model = "scripted/helper"
+"""
+
+
+def listed(*names: str, tools: bool = True) -> list[dict[str, object]]:
+    """Models as OpenRouter lists them: with the parameters each accepts."""
+    parameters = ["max_tokens", "temperature", "response_format", "structured_outputs"]
+    return [
+        {"id": name, "object": "model", "supported_parameters": [*parameters, *(["tools"] if tools else [])]}
+        for name in names
+    ]
+
+
+def check_env(llm_url: str, game_file: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a check: the endpoint, a key, the story file, a tag every process it starts inherits."""
+    return {
+        "OPENROUTER_API_KEY": API_KEY,
+        "ZORKGPT_LLM_BASE_URL": llm_url,
+        "ZORKGPT_GAME_FILE": str(game_file),
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),  # no stored OAuth logins
+        "CHECK_TEST_TAG": uuid.uuid4().hex,
+        **extra,
+    }
+
+
+def row(stdout: str, name: str) -> str:
+    """The table line of ``name`` and the lines under it (notes, fix), up to the next row."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split("  ")[0] == name)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("    ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def status_of(stdout: str, name: str) -> str:
+    return re.split(r"\s{2,}", row(stdout, name).splitlines()[0])[1]
+
+
+def assert_nothing_left(env: dict[str, str]) -> None:
+    """Every process the check started (the servers, what they started, the sweeper) is gone."""
+    assert marked_processes(f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()) == []
+
+
+def assert_no_secret(result: subprocess.CompletedProcess[str], *secrets: str) -> None:
+    for secret in (API_KEY, *secrets):
+        assert secret not in result.stdout + result.stderr
+
+
+def write_setup(tmp_path: Path, toml: str, servers: dict[str, object] | None) -> Path:
+    config = tmp_path / "pyproject.toml"
+    config.write_text(toml, encoding="utf-8")
+    if servers is not None:
+        (tmp_path / "mcp_config.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return config
+
+
+def check_here(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], config: Path) -> CheckReport:
+    """The check in this process (no interpreter start per test); main.py's exit code is ``failed``'s."""
+    monkeypatch.chdir(config.parent)  # no .env of the developer's
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return check_setup(str(config))
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- the shipped config ---------------------------------------------------------------------------
+
+
+def test_shipped_config_with_mcp_on_checks_out(llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path) -> None:
+    """The project's own pyproject.toml and mcp_config.json (thoughtbox) with MCP turned on: exit 0, the
+    server's tools, revision and start time listed, the models found, and nothing played or left running."""
+    llm_server.models = listed(*SHIPPED_MODELS, "openai/gpt-4o")
+    env = check_env(llm_server.base_url, game_file, tmp_path, ZORKGPT_MCP_ENABLED="true", **PATIENT)
+    result = run_main(["--check", "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Everything checked would work" in out
+    server = row(out, "thoughtbox")
+    assert status_of(out, "thoughtbox") == "ok", server
+    assert re.search(r"thoughtbox\s+ok\s+\d+\.\d s\s+(2025-11-25|2026-07-28)\s+-\s+1: think$", server), server
+    assert status_of(out, "MCP") == "ok"
+    assert "reachable; serves 3 models" in row(out, llm_server.base_url)
+    agent = row(out, "agent")
+    assert re.search(r"agent\s+ok\s+anthropic/claude-sonnet-4\.5\s+yes \(listed\)\s+json_schema \(listed\)", agent)
+    assert status_of(out, "critic") == "off"  # enable_critic = false in the shipped settings
+    assert "set in OPENROUTER_API_KEY" in row(out, "API key")
+    assert llm_server.gets == ["/v1/models"]
+    assert llm_server.requests == []  # no chat completion: nothing was played
+    assert not (tmp_path / "runs").exists()  # and nothing written
+    assert_no_secret(result)
+    assert_nothing_left(env)
+
+
+def test_readme_check_command_runs_as_written(llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path) -> None:
+    """The README's `--check` command, verbatim, from the repository: the shipped config (MCP off, so
+    the thoughtbox is checked but cannot fail the run) against a reachable endpoint exits 0."""
+    if shutil.which("uv") is None:
+        pytest.skip("uv is not on PATH (the README's command starts with `uv run`); install uv")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = [line for line in readme.splitlines() if line.startswith("uv run python main.py --check")]
+    assert commands, "the README shows no `uv run python main.py --check` command"
+    llm_server.models = listed(*SHIPPED_MODELS)
+    env = clean_env(check_env(llm_server.base_url, game_file, tmp_path))
+    for command in commands:
+        result = subprocess.run(
+            ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert result.returncode == 0, command + "\n" + result.stdout + result.stderr
+        assert status_of(result.stdout, "MCP") == "off"
+        assert status_of(result.stdout, "thoughtbox") in ("ok", "warn")  # warn: slow to start on a loaded machine
+        assert_no_secret(result)
+    assert_nothing_left(env)
+
+
+# -- broken servers -------------------------------------------------------------------------------
+
+BROKEN_SERVERS: dict[str, object] = {
+    "healthy": {"command": "python", "args": [str(MISBEHAVING)]},
+    "crashing": {"command": "python", "args": [str(MISBEHAVING), "--start", "crash"]},
+    "missing": {"command": "zorkgpt-no-such-command", "args": ["--serve"]},
+    # Its secret reaches its stderr, which the check quotes: redacted there.
+    "leaky": {
+        "command": "python",
+        "args": ["-c", "import os, sys; sys.stderr.write('token is ' + os.environ['TOKEN'] + '\\n'); sys.exit(3)"],
+        "env": {"TOKEN": "tok-very-secret-4242"},
+    },
+    "notes": {"url": "http://127.0.0.1:9/mcp", "oauth": {}},
+    "retired": {"command": "python", "args": [str(MISBEHAVING)], "disabled": True},
+}
+
+
+def test_broken_servers_fail_the_check_with_their_fixes(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+) -> None:
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    pids = tmp_path / "helpers.pid"
+    servers = {
+        **BROKEN_SERVERS,
+        "healthy": {"command": "python", "args": [str(MISBEHAVING), "--banner", "2", "--spawn-helper", str(pids)]},
+    }
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert "4 problem(s) would stop a run" in out
+
+    # The healthy one: its tools, and the banner it printed on stdout as a warning.
+    assert status_of(out, "healthy") == "warn"
+    healthy = row(out, "healthy")
+    assert re.search(
+        r"healthy\s+warn\s+\d+\.\d s\s+\S+\s+-\s+\d+: echo, pid, env, cwd, .*, \+\d+ more$", healthy.splitlines()[0]
+    )
+    assert "not an MCP message" in healthy
+    # The helper it started is gone with it.
+    helper = int(pids.read_text().split()[0])
+    assert not Path(f"/proc/{helper}").exists() or "Z" in Path(f"/proc/{helper}/stat").read_text().split()[2]
+
+    crashing = row(out, "crashing")
+    assert status_of(out, "crashing") == "FAIL"
+    assert "stderr: misbehaving_server: refusing to start: start mode is crash" in crashing
+    assert "    fix: " in crashing and '"disabled": true' in crashing
+
+    missing = row(out, "missing")
+    assert status_of(out, "missing") == "FAIL"
+    assert "command not found: 'zorkgpt-no-such-command'" in missing
+    assert "fix: Install 'zorkgpt-no-such-command' or put its folder on PATH" in missing
+
+    leaky = row(out, "leaky")
+    assert "stderr: token is [REDACTED]" in leaky
+
+    notes = row(out, "notes")
+    assert re.match(r"notes\s+FAIL\s+-\s+-\s+needs login\s+-", notes)
+    assert f"fix: uv run python main.py --config {shlex.quote(str(config))} --mcp-login notes" in notes
+
+    assert re.match(r"retired\s+off\s", row(out, "retired"))
+    assert status_of(out, "agent") == "ok"
+    assert_no_secret(result, "tok-very-secret-4242")
+    assert_nothing_left(env)
+
+
+def test_with_mcp_off_broken_servers_are_warnings(
+    llm_server: ScriptedLLMServer,
+    game_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    thoughtbox_http: HTTPServer,
+) -> None:
+    """MCP off: the servers are still checked (a config can be tried before turning it on), but play
+    would not start them, so they do not fail the check. A remote server is reached as in play."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    servers = {
+        **{name: BROKEN_SERVERS[name] for name in ("healthy", "missing")},
+        "remote": {"type": "http", "url": thoughtbox_http.url},
+    }
+    config = write_setup(tmp_path, MODELS_TOML, servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert not report.failed, out
+    assert status_of(out, "MCP") == "off"
+    assert status_of(out, "missing") == "warn"
+    assert "(MCP is off: play would not start it)" in row(out, "missing")
+    assert status_of(out, "healthy") == "ok"
+    assert re.match(r"remote\s+ok\s+\d+\.\d s\s+2025-11-25\s+-\s+1: think$", row(out, "remote")), out
+    assert_nothing_left(env)
+
+
+def test_a_server_that_never_answers_names_the_start_timeout(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    servers = {"stuck": {"command": "python", "args": [str(MISBEHAVING), "--start", "hang"]}}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="1")
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert report.failed, out
+    stuck = row(out, "stuck")
+    assert status_of(out, "stuck") == "FAIL"
+    assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds (now 1)" in stuck
+    assert_nothing_left(env)
+
+
+def test_a_server_slow_to_start_is_told_so(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started, but late in its start timeout: a warning naming the setting (any start counts as late
+    here, so no test waits on the clock)."""
+    monkeypatch.setattr(setup_check, "SLOW_START_SHARE", 0.0)
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    config = write_setup(tmp_path, MODELS_TOML, {"healthy": {"command": "python", "args": [str(MISBEHAVING)]}})
+    report = check_here(monkeypatch, check_env(llm_server.base_url, game_file, tmp_path, **PATIENT), config)
+    out = report.render()
+    assert not report.failed, out
+    assert status_of(out, "healthy") == "warn"
+    assert re.search(r"started in \d+\.\d s of the 120 s allowed: a busier machine may miss it", row(out, "healthy"))
+    assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds" in row(out, "healthy")
+
+
+def test_ctrl_c_stops_a_check_and_ends_its_servers(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+) -> None:
+    """A real SIGINT while a server is starting (one that never answers): exit 130, nothing left running."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    servers = {"stuck": {"command": "python", "args": [str(MISBEHAVING), "--start", "hang"]}}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    check = subprocess.Popen(
+        [sys.executable, str(REPO / "main.py"), "--check", "--config", str(config)],
+        cwd=tmp_path,
+        env=clean_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tag = f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()
+        while not any(
+            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in marked_processes(tag)
+        ):
+            assert check.poll() is None, check.communicate()
+        check.send_signal(signal.SIGINT)
+        out, err = check.communicate(timeout=120)
+    finally:
+        check.kill()
+        check.wait()
+    assert check.returncode == 130, out + err
+    assert "Check stopped by Ctrl-C." in err
+    assert "Traceback" not in err
+    assert_nothing_left(env)
+
+
+# -- the model endpoint ---------------------------------------------------------------------------
+
+
+def test_unreachable_endpoint_fails_the_check(game_file: Path, tmp_path: Path) -> None:
+    port = closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    config = write_setup(tmp_path, MODELS_TOML, None)
+    env = check_env(url, game_file, tmp_path)
+    del env["OPENROUTER_API_KEY"]  # a server on this machine needs none
+    result = run_main(["--check", "--config", str(config)], env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    endpoint = row(out, url)
+    assert re.match(rf"{re.escape(url)}\s+FAIL\s+cannot connect \(\[Errno 111\] Connection refused\)", endpoint)
+    assert f"fix: start the model server at {url}, or point [tool.zorkgpt.llm] base_url" in endpoint
+    assert status_of(out, "agent") == "?"
+    assert "not checked whether it is served: the endpoint did not answer" in row(out, "agent")
+    assert "none, and none needed (every endpoint is on this machine)" in row(out, "API key")
+    assert "no MCP config file" in row(out, "MCP")  # MCP off, no mcp_config.json: nothing to start
+    assert "1 problem(s) would stop a run" in out
+
+
+def test_models_not_served_and_tools_not_listed_fail_with_the_fix(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint's list decides: a role's model it does not serve fails (with close names offered),
+    and an agent model listed without tool calling fails when MCP is on."""
+    llm_server.models = [*listed("scripted/agent", tools=False), *listed("scripted/helper-2")]
+    config = write_setup(
+        tmp_path,
+        MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n",
+        {"healthy": {"command": "python", "args": [str(MISBEHAVING)]}},
+    )
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert report.failures == 3, out  # the agent, and the extractor and memory on scripted/helper
+    agent = row(out, "agent")
+    assert re.match(r"agent\s+FAIL\s+scripted/agent\s+no \(listed without tools\)\s+json_schema \(listed\)", agent)
+    assert "fix: Model 'scripted/agent' does not support tool calling" in agent
+    memory = row(out, "memory")
+    assert status_of(out, "memory") == "FAIL"
+    assert f"not among the 2 models {llm_server.base_url} serves" in memory
+    assert "fix: set [tool.zorkgpt.llm] memory_model to one it serves, e.g. scripted/helper-2" in memory
+    assert status_of(out, "extractor") == "FAIL"
+    assert status_of(out, "critic") == "off"
+
+
+def test_endpoint_without_a_model_list_is_a_warning(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many servers have no GET /models: chat may still work, so the check warns and passes."""
+    config = write_setup(tmp_path, MODELS_TOML, None)
+    env = check_env(llm_server.base_url, game_file, tmp_path)
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert not report.failed, out
+    assert "GET /models answered HTTP 404" in row(out, llm_server.base_url)
+    assert status_of(out, "agent") == "warn"
+    assert llm_server.requests == []
+
+
+def test_bad_settings_are_one_failing_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_setup(tmp_path, "[tool.zorkgpt.llm]\nagent_modle = 'x'\n", None)
+    report = check_here(monkeypatch, {}, config)
+    assert report.failures == 1
+    assert re.match(r"settings\s+FAIL\s+.*agent_modle", row(report.render(), "settings"))
+
+
+# -- --version ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["main.py"],
+        ["-m", "viewer"],
+        ["-m", "orchestration.run_report"],
+        ["-m", "mcp_servers.thoughtbox_server"],
+        ["-m", "mcp_servers.zork_server"],
+        ["-m", "game_interface.story_file"],
+    ],
+)
+def test_every_entry_point_says_its_version(command: list[str], tmp_path: Path) -> None:
+    from shared_utils import project_version
+
+    result = subprocess.run(
+        [sys.executable, *command, "--version"],
+        cwd=REPO,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, f"ZorkGPT {project_version()}\n"), result.stderr
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def test_table_aligns_columns_and_puts_the_fix_under_its_row() -> None:
+    table = Table(
+        ("NAME", "STATUS", "DETAIL"),
+        (Row("a", Status.OK, ("fine",)), Row("longer", Status.FAIL, ("broken",), notes=("why",), fix="do\nthis")),
+    )
+    assert table.render() == [
+        "NAME    STATUS  DETAIL",
+        "a       ok      fine",
+        "longer  FAIL    broken",
+        "    why",
+        "    fix: do",
+        "         this",
+    ]
+
+
+def test_tool_names_are_cut_short_with_a_count() -> None:
+    assert _tool_names(["think"], 1) == "1: think"
+    assert _tool_names([], 3) == "0 of 3"
+    names = [f"tool_number_{i}" for i in range(10)]
+    assert _tool_names(names, 12) == "10 of 12: tool_number_0, tool_number_1, tool_number_2, tool_number_3, +6 more"
+    assert os.linesep not in _tool_names(names, 10)
