@@ -6,24 +6,22 @@ that md5 — a different release would play, but silently without the signals Zo
 relies on. Resolution order: the configured path, ``ZORKGPT_GAME_FILE``, then a per-user
 cache; if none exists the canonical file is downloaded into the cache.
 
-``python -m game_interface.story_file`` finds (or fetches) the file as ``main.py`` would and
+``python -m game_interface.fetch_story`` finds (or fetches) the file as ``main.py`` would and
 prints its path: a way to get it before any model or key is set up.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
 import os
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
 from session.errors import StoryFileError
-from shared_utils import add_version_argument, atomic_write_bytes
+from shared_utils import atomic_write_bytes
 
 CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
 STORY_FILE_NAME = "zork1.z5"
@@ -123,24 +121,3 @@ def _where_to_put_it(cache: Path | None = None) -> str:
         "or set ZORKGPT_GAME_FILE=/path/to/zork1.z5, "
         'or set game_file = "/path/to/zork1.z5" under [tool.zorkgpt.files] in pyproject.toml.'
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Find or fetch the story file as ``main.py`` does; print its path (exit 0) or what to do (exit 2)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m game_interface.story_file",
-        description="Find the Zork I story file as main.py does (fetching it once into the per-user cache) "
-        "and print its path.",
-    )
-    add_version_argument(parser)
-    parser.parse_args(argv)
-    try:
-        print(resolve_story_file(None))
-    except StoryFileError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -209,7 +209,7 @@ def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
                 "story file",
                 Status.WARN,
                 (f"not fetched yet: the first run downloads it to {cache}",),
-                notes=("to fetch it now (and play offline): uv run python -m game_interface.story_file",),
+                notes=("to fetch it now (and play offline): uv run python -m game_interface.fetch_story",),
             )
         return Row("story file", Status.FAIL, (str(exc).split(". ")[0],), fix=str(exc).split(". ", 1)[-1])
     return Row("story file", Status.OK, (str(story),))

@@ -50,7 +50,7 @@ def _find_story_file() -> tuple[Path | None, str]:
     except (StoryFileError, ConfigError) as exc:
         return None, (
             f"no Zork I story file, so the tests that play the game are skipped ({exc}). "
-            "Run `uv run python -m game_interface.story_file` once (it fetches the file; no key needed), "
+            "Run `uv run python -m game_interface.fetch_story` once (it fetches the file; no key needed), "
             "or set ZORKGPT_GAME_FILE."
         )
 

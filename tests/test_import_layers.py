@@ -115,6 +115,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "viewer.server",
         "viewer.cli",
         "viewer.__main__",
+        "game_interface.fetch_story",
         "main",
         "benchmarks.engine_truth",
         "benchmarks.context_truth",

@@ -392,7 +392,7 @@ def test_bad_settings_are_one_failing_row(tmp_path: Path, monkeypatch: pytest.Mo
         ["-m", "orchestration.run_report"],
         ["-m", "mcp_servers.thoughtbox_server"],
         ["-m", "mcp_servers.zork_server"],
-        ["-m", "game_interface.story_file"],
+        ["-m", "game_interface.fetch_story"],
     ],
 )
 def test_every_entry_point_says_its_version(command: list[str], tmp_path: Path) -> None:
