@@ -100,7 +100,9 @@ def test_episode_list_gives_the_games_figures(
     listing = get_json(viewer, "/api/episodes")
     assert [e["id"] for e in listing["episodes"]] == ["walk"]  # the symlinked folder is not an episode
     episode = listing["episodes"][0]
-    assert episode["model"] == AGENT_MODEL
+    # The configured model, and the one the endpoint named in its replies (the scripted server's own).
+    assert episode["model"] == AGENT_MODEL and episode["served_model"] == "scripted/model"
+    assert {"role": "Agent", "configured": AGENT_MODEL, "served": "scripted/model", "calls": TURNS} in episode["models"]
     assert datetime.fromisoformat(episode["started_at"]).tzinfo is not None
     assert (episode["score"], episode["max_score"], episode["turns"]) == (state.score, 350, TURNS)
     assert episode["end_reason"] == "max_turns" and episode["finished"] is True
@@ -612,4 +614,5 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     markdown = EpisodeFolder(critic_and_tools).summary_md.read_text()
     assert "- Calls: 6, failed: 3" in markdown
     assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
-    assert "- Rejected: 2 (critic model 1, game engine check 1)" in markdown
+    assert "## Engine check and critic model" in markdown and "## Critic\n" not in markdown
+    assert "- Rejected: 2 (critic model 1, engine check 1)" in markdown
