@@ -153,7 +153,7 @@ class LLMClient:
             response.cost_usd = call_cost(payload["model"], response, self.config.pricing)
             if observation is not None:
                 tracing.record_generation(observation, response, self.logger, self.redact)
-        self.usage.record(label, response)
+        self.usage.record(label, response, payload["model"])
         return response
 
     def _call(

@@ -21,7 +21,7 @@ from session.game_configuration import (
     GameConfiguration,
     game_seed_argument,
 )
-from session.stop_signals import StopSignals, UserAbort
+from session.stop_signals import StopSignals, UserAbort, wait_for_stop
 from shared_utils import add_version_argument, escape_control_chars, project_version
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
@@ -55,6 +55,8 @@ signals:
   Ctrl-C or SIGTERM (systemd, docker stop) finishes the current turn, writes the episode
   summary and exits 0. The same signal again within a second counts once (uv run forwards
   Ctrl-C twice); later, it aborts at once, still recording the episode as stopped.
+  With --view, the viewer keeps serving once the run is over, until Ctrl-C or SIGTERM; a
+  run stopped by SIGTERM closes it at once.
 """
 
 
@@ -79,7 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         const=VIEWER_PORT,
         default=None,
         metavar="PORT",
-        help=f"watch the game live in your browser at http://127.0.0.1:PORT/ (default port {VIEWER_PORT})",
+        help=f"watch the game live in your browser at http://127.0.0.1:PORT/ (default port {VIEWER_PORT}); "
+        "the page stays up after the run until Ctrl-C, and the exit code is still the run's",
     )
     parser.add_argument(
         "--parallel",
@@ -224,7 +227,13 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         return EXIT_SETUP
     print(f"Watch the game at {viewer.url}", file=sys.stderr)
     try:
-        return play(args, config, signals)
+        code = play(args, config, signals)
+        # The page stays up for a look at the finished game; the run's exit code is kept for the end.
+        # A run stopped by SIGTERM (a service manager, docker stop) wants the process gone: no wait.
+        if signals.signum != signal.SIGTERM:
+            line = f"The run has ended; the viewer keeps serving at {viewer.url} (Ctrl-C to stop)"
+            wait_for_stop(viewer.thread.join, announce=lambda: print(line, file=sys.stderr, flush=True))
+        return code
     finally:
         viewer.close()
 

@@ -36,7 +36,9 @@ class UsageLedger:
         self.logger = logger
         self._lock = threading.Lock()
 
-    def record(self, label: str, response: LLMResponse) -> None:
+    def record(self, label: str, response: LLMResponse, requested_model: str) -> None:
+        """Count one answered call; its ``llm_call`` event names the model the request asked for and the
+        one the endpoint says answered (None when its reply named none), which may differ."""
         usage = response.usage or {}
         with self._lock:
             stats = self.by_name.setdefault(label, UsageStats())
@@ -57,6 +59,8 @@ class UsageLedger:
                 "event_type": "llm_call",
                 "call_name": label,
                 "model": response.model,
+                "requested_model": requested_model,
+                "served_model": response.served_model,
                 "usage": usage,
                 "cost_usd": response.cost_usd,
             },

@@ -200,13 +200,16 @@ def parse_completion(body: Any, requested_model: str, tool_names: frozenset[str]
             ]
     if tool_calls:
         content = None
+    served = body.get("model")
+    served = served.strip() if isinstance(served, str) and served.strip() else None
     return LLMResponse(
         content=None if tool_calls else (content or ""),
-        model=str(body.get("model") or requested_model),
+        model=served or requested_model,
         usage=_usage_of(body),
         tool_calls=tool_calls,
         finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
         reported_cost=_reported_cost(body),
+        served_model=served,
     )
 
 

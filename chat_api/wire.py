@@ -31,7 +31,7 @@ class LLMResponse:
     ``content`` is ``""`` when the model answered nothing."""
 
     content: str | None
-    model: str
+    model: str  # the model the reply names, else the one the request asked for (for pricing)
     usage: dict[str, int] | None = None
     tool_calls: list[ToolCall] | None = None
     finish_reason: str | None = None
@@ -39,6 +39,9 @@ class LLMResponse:
     reported_cost: float | None = None
     # What the call cost in USD: the provider's figure, else the pricing table; None = unknown.
     cost_usd: float | None = None
+    # The model the endpoint says answered (the reply's ``model``); None when the reply names none.
+    # A local server answers with whatever it loaded, whatever name the request gave.
+    served_model: str | None = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 OUTCOME_EVENTS = frozenset({"mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"})
 # What the critic's verdict sources stand for, in users' words.
-REJECTION_CAUSES = {"object_tree": "game engine check", "llm": "critic model"}
+REJECTION_CAUSES = {"object_tree": "engine check", "llm": "critic model"}
 
 
 def _milliseconds(value: Any) -> float:

@@ -386,7 +386,7 @@ def _critic_lines(critic: Mapping[str, Any] | None) -> list[str]:
     )
     return [
         "",
-        "## Critic",
+        "## Engine check and critic model",
         "",
         f"- Proposals judged: {critic['proposals']}",
         f"- Rejected: {critic['rejected']}" + (f" ({causes})" if causes else ""),

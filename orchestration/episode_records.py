@@ -27,6 +27,8 @@ from managers.episode_counts import (
     tool_call_counts,
 )
 
+AGENT_ROLE = "Agent"  # the name the agent's calls carry in ``llm_call`` events
+
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -47,6 +49,41 @@ class RoleUsage:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ModelAnswers:
+    """Calls of one role that asked for ``configured`` and were answered by ``served``, as the endpoint's
+    replies named it. A server on this machine answers with whatever it loaded, whatever the request asked.
+    ``configured`` is None in a log from before it was recorded (``served`` is then the name the reply gave,
+    else the one asked for); ``served`` is None when the replies named no model."""
+
+    role: str
+    configured: str | None
+    served: str | None
+    calls: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "configured": self.configured, "served": self.served, "calls": self.calls}
+
+
+def model_answers(events: Iterable[Mapping[str, Any]]) -> tuple[ModelAnswers, ...]:
+    """Who answered each role's calls, from the ``llm_call`` events, by role, then in order of first use."""
+    counts: dict[tuple[str, str | None, str | None], int] = {}
+    for event in events:
+        if event.get("event_type") != "llm_call":
+            continue
+        recorded = "requested_model" in event
+        configured = event.get("requested_model") if recorded else None
+        served = event.get("served_model") if recorded else event.get("model")
+        key = (
+            str(event.get("call_name") or "unnamed"),
+            configured if isinstance(configured, str) else None,
+            served if isinstance(served, str) else None,
+        )
+        counts[key] = counts.get(key, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: item[0][0])  # stable: first use within a role
+    return tuple(ModelAnswers(role, configured, served, n) for (role, configured, served), n in ordered)
 
 
 @dataclass(frozen=True)
@@ -81,6 +118,14 @@ class EpisodeFigures:
     tool_calls: ToolCallCounts = field(default_factory=ToolCallCounts)
     critic: CriticCounts = field(default_factory=CriticCounts)
     mcp: ToolAvailability = field(default_factory=ToolAvailability)  # what MCP really gave the model
+    models: tuple[ModelAnswers, ...] = ()
+
+    @property
+    def served_model(self) -> str | None:
+        """The model(s) the endpoint said answered the agent, in order of first use; None when no
+        reply named one (or the agent has not been answered yet)."""
+        names = dict.fromkeys(a.served for a in self.models if a.role == AGENT_ROLE and a.served)
+        return ", ".join(names) or None
 
     @property
     def finished(self) -> bool:
@@ -172,6 +217,7 @@ class EpisodeFigures:
             tool_calls=tool_call_counts(events),
             critic=critic_counts(events),
             mcp=tool_availability(events),
+            models=model_answers(events),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,6 +226,8 @@ class EpisodeFigures:
             "id": self.episode_id,
             "started_at": self.started_at,
             "model": self.model,
+            "served_model": self.served_model,
+            "models": [answers.as_dict() for answers in self.models],
             "mcp_enabled": self.mcp_enabled,
             "max_turns": self.max_turns,
             "game_seed": self.game_seed,

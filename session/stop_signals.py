@@ -91,6 +91,35 @@ class StopSignals:
             signal.signal(signum, signal.SIG_IGN)
 
 
+class _StopSignalError(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def wait_for_stop(block: Callable[[], object], announce: Callable[[], None] = lambda: None) -> int | None:
+    """Run ``block``, something that waits (a server's thread), until Ctrl-C or SIGTERM ends the
+    wait; the signal's number, or None when ``block`` returned by itself. For the end of a process
+    that outlives its work, such as ``main.py --view`` serving after its run: the first signal ends
+    the wait, and every later one is ignored, so a repeat (uv forwards a terminal's Ctrl-C a second
+    time) cannot interrupt the exit. ``announce`` tells the user how to stop it, once a signal
+    would do so (said earlier, a quick Ctrl-C would reach the previous handler instead)."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_IGN)
+        raise _StopSignalError(signum)
+
+    try:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, stop)
+        announce()
+        block()
+    except _StopSignalError as stopped:
+        return stopped.signum
+    return None
+
+
 def _say(text: str) -> None:
     """Write to stderr without Python's buffered stream: the handler may run while the main
     code is inside a write to ``sys.stderr``, and a reentrant write there raises."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orchestration.episode_records import EpisodeFigures
+from orchestration.episode_records import EpisodeFigures, ModelAnswers
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
@@ -45,6 +45,11 @@ def test_figures_of_a_real_game_match_the_game_and_the_provider(
     assert figures.llm_calls == calls and figures.prompt_tokens == 10 * calls and figures.completion_tokens == 5 * calls
     assert figures.cost == pytest.approx(PRICE * calls) and figures.unpriced_calls == 0
     assert figures.usage_by_role["Agent"].calls == turns
+    # The scripted provider names its own model in every reply, whatever the request asked for.
+    assert [a for a in figures.models if a.role == "Agent"] == [
+        ModelAnswers("Agent", AGENT_MODEL, "scripted/model", turns)
+    ]
+    assert figures.served_model == "scripted/model" and figures.to_dict()["served_model"] == "scripted/model"
     assert figures.mcp_calls == 0 and figures.mcp_calls_by_server == {}
     assert figures.per_turn(figures.llm_calls) == pytest.approx(calls / turns)
     # The summary the synthesizer wrote agrees with the events.
@@ -91,6 +96,28 @@ def test_read_json_is_none_for_missing_broken_or_non_object_files(tmp_path: Path
     assert read_json(tmp_path / "list.json") is None
     (tmp_path / "ok.json").write_text('{"score": 5}')
     assert read_json(tmp_path / "ok.json") == {"score": 5}
+
+
+def test_who_answered_is_what_the_replies_said_and_unknown_when_they_named_no_model() -> None:
+    asked = {"event_type": "llm_call", "call_name": "Agent", "requested_model": "qwen/qwen3"}
+    events = [
+        {"event_type": "episode_start", "agent_model": "qwen/qwen3"},
+        asked | {"model": "qwen/qwen3", "served_model": None},  # a reply that named no model
+        asked | {"model": "smollm2.gguf", "served_model": "smollm2.gguf"},
+        asked | {"model": "smollm2.gguf", "served_model": "smollm2.gguf"},
+        {"event_type": "llm_call", "call_name": "Critic", "requested_model": "m", "served_model": "m"},
+    ]
+    figures = EpisodeFigures.from_events("local", events)
+    assert figures.models == (
+        ModelAnswers("Agent", "qwen/qwen3", None, 1),
+        ModelAnswers("Agent", "qwen/qwen3", "smollm2.gguf", 2),
+        ModelAnswers("Critic", "m", "m", 1),
+    )
+    assert figures.model == "qwen/qwen3" and figures.served_model == "smollm2.gguf"
+    # A log from before the request's model was recorded: its "model" is the reply's name (or the request's).
+    old = EpisodeFigures.from_events("old", [{"event_type": "llm_call", "call_name": "Agent", "model": "x"}])
+    assert old.models == (ModelAnswers("Agent", None, "x", 1),) and old.served_model == "x"
+    assert EpisodeFigures.from_events("none", []).served_model is None
 
 
 def test_a_hand_edited_log_with_garbage_values_is_read_not_crashed_on() -> None:

@@ -211,6 +211,7 @@ def test_plain_reply_has_no_tool_calls_and_carries_usage(
         usage={"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127},
         tool_calls=None,
         finish_reason="length",
+        served_model="openai/gpt-4o-2024",
     )
 
 
@@ -681,6 +682,28 @@ def test_usage_by_name_counts_successful_calls(llm_server: ScriptedLLMServer, ma
     agent = client.usage_by_name["agent"]
     assert (agent.calls, agent.prompt_tokens, agent.completion_tokens, agent.total_tokens) == (2, 200, 20, 220)
     assert client.usage_by_name["critic-model"].calls == 1, "unnamed calls are labelled by model"
+
+
+def test_each_call_records_the_model_asked_for_and_the_one_the_endpoint_says_answered(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A local server answers with whatever it loaded; a reply may also name no model at all."""
+    client, _ = make_client()
+    nameless = completion("b")
+    del nameless["model"]
+    llm_server.script(completion("a", model="SmolLM2-135M-Instruct-Q8_0.gguf"), nameless)
+
+    with caplog.at_level(logging.DEBUG, logger="zorkgpt.llm"):
+        served = client.complete(model="openai/gpt-4o", messages=MESSAGES, name="Agent")
+        unnamed = client.complete(model="openai/gpt-4o", messages=MESSAGES, name="Agent")
+
+    assert served.served_model == "SmolLM2-135M-Instruct-Q8_0.gguf" and unnamed.served_model is None
+    assert unnamed.model == "openai/gpt-4o", "pricing still goes by the requested name"
+    calls = [r for r in caplog.records if getattr(r, "event_type", None) == "llm_call"]
+    assert [(r.call_name, r.requested_model, r.served_model) for r in calls] == [
+        ("Agent", "openai/gpt-4o", "SmolLM2-135M-Instruct-Q8_0.gguf"),
+        ("Agent", "openai/gpt-4o", None),
+    ]
 
 
 def test_the_client_answers_through_its_typed_complete(llm_server: ScriptedLLMServer) -> None:

@@ -28,7 +28,7 @@ from managers.memory_file import Memory, MemoryFile, MemoryStatus
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import read_events
 from session.game_state import GameState
-from tests.e2e_support import WalkthroughModel, e2e_config, play_walkthrough, walkthrough
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT
 from tests.scripted_llm import ScriptedLLMServer
 from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
@@ -126,8 +126,13 @@ def expect_turn(page: playwright_api.Page, game_file: Path, turn: int, max_turns
     expect(page.locator("#latest-command")).to_have_text(f"> {truth.action.lower()}")
     expect(page.locator("#score")).to_have_text(f"{truth.score_after} / 350")
     expect(page.locator("#turn")).to_have_text(f"{turn} / {max_turns}")
-    # Names come from the game's text ("North of House"), Jericho's object names differ ("North House").
-    expect(page.locator("#room")).to_have_text(re.compile(rf"^\S.* #{truth.room_id_after}$"))
+    # Names come from the game's text ("North of House"), Jericho's object names differ ("North House");
+    # the engine's room number is there, hidden unless "room ids" is ticked.
+    expect(page.locator("#room .room-id")).to_have_text(f"#{truth.room_id_after}")
+    room_id_shown = page.locator("#show-room-ids").is_checked()
+    expect(page.locator("#room")).to_have_text(
+        re.compile(rf"^\S.* #{truth.room_id_after}$" if room_id_shown else r"^[^#]*\S$"), use_inner_text=True
+    )
     expect(page.locator("#map g.room.current")).to_have_attribute("data-room-id", str(truth.room_id_after))
     expect(page.locator("#map g.room.current")).to_have_count(1)
     expect(page.locator("#transcript article.turn").first).to_have_attribute("data-turn", str(turn))
@@ -157,11 +162,29 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     # The chart: one step line whose last point is the final score.
     expect(page.locator("#chart path.score-line")).to_have_count(1)
     expect(page.locator("#chart text.score-label")).to_have_text(str(state.score))
-    # The map: every room of map_state.json, drawn with its engine id.
+    # The model: the configured name, and the one the scripted endpoint named in its replies.
+    expect(page.locator("#model")).to_have_text(f"configured {AGENT_MODEL}, served scripted/model")
+    expect(page.locator('#figures tr.role-model[data-role="Agent"]')).to_have_text(
+        f"configured {AGENT_MODEL}, served scripted/model"
+    )
+    # The map: every room of map_state.json, by name; the engine's ids only once asked for, and kept in the URL.
     rooms = json.loads((tmp_path / "game_files" / "map_state.json").read_text())["rooms"]
     expect(page.locator("#map g.room")).to_have_count(len(rooms))
+    no_ids = "#map g.room text.room-visits"
+    expect(page.locator(no_ids)).to_have_text([re.compile(r"^\d+ visits?$")] * len(rooms))
+    expect(page.locator("#transcript .turn-room").first).to_have_text(re.compile(r"^[^#]+$"), use_inner_text=True)
+    page.get_by_label("room ids").check()
+    expect(page).to_have_url(re.compile(r"\?room_ids=shown#finished$"))
+    page.reload()
+    expect(page.locator("#show-room-ids")).to_be_checked()
+    expect_turn(page, game_file, turns, turns)
     for room_id in rooms:
-        expect(page.locator(f'#map g.room[data-room-id="{room_id}"] text.room-id')).to_contain_text(f"#{room_id}")
+        expect(page.locator(f'#map g.room[data-room-id="{room_id}"] text.room-visits')).to_contain_text(f"#{room_id}")
+    expect(page.locator("#transcript .turn-room").first).to_have_text(re.compile(r" #\d+$"), use_inner_text=True)
+    page.get_by_label("room ids").uncheck()
+    expect(page.locator(no_ids)).to_have_text([re.compile(r"^\d+ visits?$")] * len(rooms))
+    expect(page).to_have_url(re.compile(r"/#finished$"))
+    expect_turn(page, game_file, turns, turns)
     # Figures: the scripted server counted the LLM calls; thoughtbox was called twice.
     expect(page.locator("#llm-calls")).to_have_text(str(len(llm_server.requests)))
     expect(page.locator("#mcp-calls")).to_have_text("2")
@@ -284,7 +307,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         )
         expect(table.locator("tr.unknown-tool td")).to_have_text(["(no such tool)", UNKNOWN_TOOL, "1", "1", "–"])
         expect(page.locator("#figures .critic-figures")).to_contain_text(
-            "6 proposals judged · 2 refused (1 by the critic model, 1 by the game engine check)"
+            "6 proposals judged · 2 refused (1 by the critic model, 1 by the engine check)"
         )
 
         # Turn 1 as it happened: three tool calls, "east" refused by the engine check, then "north".
@@ -295,7 +318,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         expect(steps.nth(0).locator(".outcome")).to_have_text("refused")
         expect(steps.nth(1)).to_contain_text(f"{UNKNOWN_TOOL} · no such tool")
         expect(steps.nth(2).locator(".outcome")).to_have_text("ok")
-        expect(steps.nth(3)).to_contain_text("> east refused by the game engine check: There is no exit east")
+        expect(steps.nth(3)).to_contain_text("> east refused by the engine check: There is no exit east")
         expect(first.locator(".command")).to_have_text("> north")
         # The unknown tool's error once, not again as a note; its text and the echo's read as text.
         expect(first.get_by_text(f"Unknown tool '{UNKNOWN_TOOL}'")).to_have_count(1)

@@ -4,6 +4,7 @@ caught mid-line, refusal of anything outside the game workdir, and both ways to 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +26,9 @@ import pytest
 from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
 from session.game_configuration import FilesSection
 from session.game_state import GameState
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
+from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, MainProcess, clean_env, scripted_env
-from tests.scripted_llm import ScriptedLLMServer
+from tests.scripted_llm import Reply, ScriptedLLMServer
 from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.viewer_support import TURNS as SCRIPTED_TURNS
 from viewer.server import RunningViewer, start_viewer
@@ -100,7 +102,9 @@ def test_episode_list_gives_the_games_figures(
     listing = get_json(viewer, "/api/episodes")
     assert [e["id"] for e in listing["episodes"]] == ["walk"]  # the symlinked folder is not an episode
     episode = listing["episodes"][0]
-    assert episode["model"] == AGENT_MODEL
+    # The configured model, and the one the endpoint named in its replies (the scripted server's own).
+    assert episode["model"] == AGENT_MODEL and episode["served_model"] == "scripted/model"
+    assert {"role": "Agent", "configured": AGENT_MODEL, "served": "scripted/model", "calls": TURNS} in episode["models"]
     assert datetime.fromisoformat(episode["started_at"]).tzinfo is not None
     assert (episode["score"], episode["max_score"], episode["turns"]) == (state.score, 350, TURNS)
     assert episode["end_reason"] == "max_turns" and episode["finished"] is True
@@ -357,36 +361,110 @@ def urlopen_text(url: str) -> str:
         return response.read().decode()
 
 
-def test_main_view_serves_the_game_while_it_plays(
+LEARNING_OFF = {
+    f"ZORKGPT_{name}": "false"
+    for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
+}
+STILL_SERVING = re.compile(
+    r"The run has ended; the viewer keeps serving at (http://127\.0\.0\.1:\d+/) \(Ctrl-C to stop\)"
+)
+
+
+def viewer_url(main: MainProcess) -> str:
+    main.wait_for_stderr("Watch the game at ")
+    match = re.search(r"Watch the game at (http://127\.0\.0\.1:\d+/)", main.stderr)
+    assert match, main.stderr
+    return match[1]
+
+
+def still_serving(main: MainProcess, timeout: float = 120) -> str:
+    """Waits for the line saying the run is over and the viewer stays; its URL."""
+    main.wait_for_stderr("(Ctrl-C to stop)", timeout=timeout)
+    match = STILL_SERVING.search(main.stderr)
+    assert match and main.stderr.count("(Ctrl-C to stop)") == 1, main.stderr
+    assert main.proc.poll() is None, "main.py exited instead of serving"
+    return match[1]
+
+
+def assert_closed(url: str) -> None:
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_main_view_serves_the_game_while_it_plays_and_after_until_ctrl_c(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     probe = ViewerProbe(walkthrough(game_file))
     llm_server.respond_with(probe)
-    learning_off = {
-        f"ZORKGPT_{name}": "false"
-        for name in ("MEMORY_ENABLED", "OBJECTIVES_ENABLED", "KNOWLEDGE_ENABLED", "EXTRACTOR_LLM_ENABLED")
-    }
     main = MainProcess(
-        ["--max-turns", "4", "--view", "0"], scripted_env(llm_server, tmp_path, game_file, **learning_off), cwd=tmp_path
+        ["--max-turns", "4", "--view", "0"], scripted_env(llm_server, tmp_path, game_file, **LEARNING_OFF), cwd=tmp_path
     )
     try:
-        main.wait_for_stderr("Watch the game at ")
-        match = re.search(r"Watch the game at (http://127\.0\.0\.1:\d+/)", main.stderr)
-        assert match, main.stderr
-        probe.url = match[1]
+        probe.url = viewer_url(main)
         probe.url_known.set()
-        assert main.wait(timeout=120) == 0, main.stderr
+        # The run is over, and the page still serves it, finished, at the same address.
+        assert still_serving(main) == probe.url
+        listing = json.loads(urlopen_text(f"{probe.url}api/episodes"))
+        assert [(e["turns"], e["finished"], e["end_reason"]) for e in listing["episodes"]] == [(4, True, "max_turns")]
+        # Ctrl-C as a terminal sends it, and uv's forward of it 0.2 s later (the scenario, not a
+        # synchronisation): it lands while the viewer closes, and must be one stop, no traceback.
+        main.proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError):
+            main.proc.send_signal(signal.SIGINT)
+        assert main.wait(timeout=60) == 0, main.stderr
     finally:
         main.kill()
+    assert "Traceback" not in main.stderr and "stopping after this turn" not in main.stderr, main.stderr
     # Mid-game (the agent was choosing turn 3), the viewer showed turns 1 and 2 as played.
     assert probe.seen is not None, main.stderr
     assert probe.seen["episode"]["turns"] == 2 and probe.seen["episode"]["finished"] is False
     played_turns = [e["action"] for e in probe.seen["events"] if e["event_type"] == "turn"]
     assert played_turns == [c.lower() for c in walkthrough(game_file)[:2]]
-    # main.py stopped the viewer when it finished.
-    port = int(probe.url.rsplit(":", 1)[1].strip("/"))
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    assert_closed(probe.url)
+
+
+def test_main_view_keeps_the_runs_exit_code_when_sigterm_closes_the_viewer(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A run that failed (the provider refuses every call: exit 1) still exits 1 when the viewer is stopped."""
+    llm_server.respond_with(lambda body, index: Reply(500, {"error": {"message": "internal error"}}))
+    main = MainProcess(["--view", "0"], scripted_env(llm_server, tmp_path, game_file, **LEARNING_OFF), cwd=tmp_path)
+    try:
+        url = still_serving(main)
+        assert "LLM error" in main.stderr, main.stderr
+        main.proc.send_signal(signal.SIGTERM)
+        assert main.wait(timeout=60) == 1, main.stderr
+    finally:
+        main.kill()
+    assert "Traceback" not in main.stderr, main.stderr
+    assert_closed(url)
+
+
+def test_a_run_stopped_by_sigterm_closes_its_viewer_with_it(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A service manager (systemd, docker stop) that sends SIGTERM wants the process gone, viewer and all."""
+    model = HeldTurn(walkthrough(game_file), held_turn=2)
+    llm_server.respond_with(model)
+    main = MainProcess(
+        ["--max-turns", "1000", "--view", "0"],
+        scripted_env(llm_server, tmp_path, game_file, **LEARNING_OFF),
+        cwd=tmp_path,
+    )
+    try:
+        url = viewer_url(main)
+        assert model.arrived.wait(60), main.stderr
+        main.proc.send_signal(signal.SIGTERM)
+        main.wait_for_stderr("stopping after this turn")
+        model.release.set()
+        assert main.wait(timeout=120) == 0, main.stderr
+    finally:
+        model.release.set()
+        main.kill()
+    assert "Ctrl-C to stop" not in main.stderr and "Traceback" not in main.stderr, main.stderr
+    assert_closed(url)
 
 
 def test_a_browser_closing_its_connection_is_not_a_traceback(
@@ -612,4 +690,5 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     markdown = EpisodeFolder(critic_and_tools).summary_md.read_text()
     assert "- Calls: 6, failed: 3" in markdown
     assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
-    assert "- Rejected: 2 (critic model 1, game engine check 1)" in markdown
+    assert "## Engine check and critic model" in markdown and "## Critic\n" not in markdown
+    assert "- Rejected: 2 (critic model 1, engine check 1)" in markdown

@@ -6,7 +6,7 @@ The four turns, from West of House:
 
 1. tool calls: ``misc.structured`` with a string where the server wants a whole number
    (the server refuses it), a tool no server offers, and ``misc.echo`` (works, its text has
-   a line break and quotes); then "east" (the boarded door: the game engine check refuses
+   a line break and quotes); then "east" (the boarded door: the engine check refuses
    it), then "north";
 2. "jump" (the scripted critic model refuses it), then "east": Behind House;
 3. ``misc.structured`` refused again, ``misc.echo`` of a text too long for the log (kept

@@ -21,6 +21,9 @@ const view = {
   listedAt: 0,
   userOpen: new Map(),  // "turn:section" -> open, for sections the user opened or closed
   revisions: new Map(),  // MCP server -> the protocol revision it agreed on, when the log says
+  // The engine's room numbers mean nothing to a reader: hidden unless asked for (kept in the URL).
+  showRoomIds: new URLSearchParams(location.search).get("room_ids") === "shown",
+  map: null,  // the last map drawn, redrawn when the room ids are shown or hidden
 };
 
 function el(tag, attrs = {}, ...children) {
@@ -64,11 +67,23 @@ function showError(message) {
   box.textContent = message || "";
 }
 
+// An engine room number, shown only while "room ids" is ticked (see setRoomIds).
+function roomId(id) {
+  return el("span", { class: "room-id", text: ` #${id}` });
+}
+
+// The model as the endpoint named it in its replies; the configured name too when they differ
+// (a local server answers with whatever it loaded, whatever name the settings give).
+function modelText(configured, served) {
+  if (served && configured && served !== configured) return `configured ${configured}, served ${served}`;
+  return served || configured || "?";
+}
+
 // ------------------------------------------------------------------ episode list
 function episodeLabel(e) {
   const when = e.started_at ? e.started_at.replace("T", " ").slice(0, 16) : e.id;
   const end = e.end_reason ? e.end_reason : "running";
-  return `${when} · ${e.model || "?"} · ${e.score}/${e.max_score ?? "?"} · ${e.turns} turns · ${end}`;
+  return `${when} · ${modelText(e.model, e.served_model)} · ${e.score}/${e.max_score ?? "?"} · ${e.turns} turns · ${end}`;
 }
 
 async function refreshList() {
@@ -140,8 +155,10 @@ function render(data) {
   document.getElementById("score").textContent = `${e.score}${maxScore ? ` / ${maxScore}` : ""}`;
   document.getElementById("turn").textContent = `${e.turns}${e.max_turns ? ` / ${e.max_turns}` : ""}`;
   const roomName = e.room_name ?? data.state?.current_room_name;
-  const roomId = e.room_id ?? data.state?.current_room_id;
-  document.getElementById("room").textContent = roomName ? `${roomName} #${roomId}` : "–";
+  const room = document.getElementById("room");
+  if (roomName) room.replaceChildren(roomName, roomId(e.room_id ?? data.state?.current_room_id));
+  else room.textContent = "–";
+  document.getElementById("model").textContent = modelText(e.model, e.served_model);
   document.getElementById("deaths").textContent = fmt(e.deaths);
   document.getElementById("llm-calls").textContent = fmt(e.llm_calls);
   document.getElementById("tokens").textContent = fmt(e.prompt_tokens + e.completion_tokens);
@@ -168,7 +185,8 @@ function render(data) {
 
 // ------------------------------------------------------------------ transcript
 const TOOL_OUTCOMES = new Set(["mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"]);
-const CAUSES = { object_tree: "the game engine check", llm: "the critic model" };
+// Who refused a proposal: the free check against the game's object tree, or the optional critic model.
+const CAUSES = { object_tree: "the engine check", llm: "the critic model" };
 
 // A JSON escape (\n, \", \u00e9) as the character it stands for.
 function unescapeJSON(text) {
@@ -257,7 +275,7 @@ function addEvents(events) {
 function addBanner(ev) {
   const box = document.getElementById("transcript");
   const text = ev.event_type === "episode_start"
-    ? `Episode started · model ${ev.agent_model} · MCP ${ev.mcp_enabled ? "on" : "off"} · up to ${ev.max_turns} turns`
+    ? `Episode started · configured model ${ev.agent_model} · MCP ${ev.mcp_enabled ? "on" : "off"} · up to ${ev.max_turns} turns`
     : `Episode ended: ${ev.end_reason} · score ${ev.score}/${ev.max_score} · ${ev.turns} turns · ${ev.deaths} deaths`;
   const banner = el("div", { class: "banner", text });
   if (ev.event_type === "episode_start") box.append(banner);
@@ -326,7 +344,7 @@ function renderTurn(n) {
   const delta = t && t.score_delta ? ` (${t.score_delta > 0 ? "+" : ""}${t.score_delta})` : "";
   node.append(el("header", {},
     el("span", { class: "turn-no", text: `Turn ${n}` }),
-    el("span", { class: "turn-room", text: t ? `${t.room_name} #${t.room_id}` : "playing…" }),
+    t ? el("span", { class: "turn-room" }, t.room_name, roomId(t.room_id)) : el("span", { class: "turn-room", text: "playing…" }),
     el("span", { class: "turn-score", text: t ? `score ${t.score}${delta}` : "" })));
   // As it happened: tool calls and refused proposals in order, then the command played and the reply.
   if (entry.steps.length) {
@@ -436,7 +454,8 @@ function drawMap(map) {
     notes.replaceChildren();
     return;
   }
-  const key = JSON.stringify(map);
+  view.map = map;
+  const key = JSON.stringify(map) + view.showRoomIds;
   if (key === view.mapKey) return; // unchanged: keep where the reader panned and zoomed
   view.mapKey = key;
   const cols = Math.max(...map.rooms.map((r) => r.x)) + 1;
@@ -495,8 +514,10 @@ function drawMap(map) {
     g.append(svg("rect", { width: BW, height: BH, rx: 6 }));
     const name = room.name.length > 19 ? `${room.name.slice(0, 18)}…` : room.name;
     g.append(svg("text", { x: BW / 2, y: 18, class: "room-name", "text-anchor": "middle" }, name));
-    g.append(svg("text", { x: BW / 2, y: 33, class: "room-id", "text-anchor": "middle" }, `#${room.id} · ${room.visits} visit${room.visits === 1 ? "" : "s"}`));
-    g.append(svg("title", {}, `${room.name} (#${room.id})${room.unexplored.length ? `\nnot taken: ${room.unexplored.map((u) => u.direction).join(", ")}` : ""}`));
+    const visits = `${room.visits} visit${room.visits === 1 ? "" : "s"}`;
+    const number = view.showRoomIds ? ` #${room.id}` : "";
+    g.append(svg("text", { x: BW / 2, y: 33, class: "room-visits", "text-anchor": "middle" }, number ? `${number.trim()} · ${visits}` : visits));
+    g.append(svg("title", {}, `${room.name}${number}${room.unexplored.length ? `\nnot taken: ${room.unexplored.map((u) => u.direction).join(", ")}` : ""}`));
     root.append(g);
     if (room.current) current = { x: cx(room), y: cy(room), id: room.id };
   }
@@ -599,17 +620,27 @@ function setUpMapControls() {
 // ------------------------------------------------------------------ figures and learning
 function drawFigures(e) {
   const perTurn = (v) => (e.turns ? (v / e.turns).toFixed(2) : "–");
-  const rows = Object.entries(e.usage_by_role).map(([name, u]) =>
-    el("tr", {}, el("td", { text: name }), el("td", { text: fmt(u.calls) }), el("td", { text: perTurn(u.calls) }),
-      el("td", { text: fmt(u.prompt_tokens) }), el("td", { text: fmt(u.completion_tokens) })));
+  // Each role's model on a line of its own under it: a phone's width has no room for a column of names.
+  const rows = Object.entries(e.usage_by_role).flatMap(([name, u]) => [
+    el("tr", { class: "role" }, el("td", { text: name }), el("td", { text: fmt(u.calls) }), el("td", { text: perTurn(u.calls) }),
+      el("td", { text: fmt(u.prompt_tokens) }), el("td", { text: fmt(u.completion_tokens) })),
+    el("tr", { class: "role-model", "data-role": name }, el("td", { colspan: "5", text: roleModels(e, name) })),
+  ]);
   rows.push(el("tr", { class: "total" }, el("td", { text: "All" }), el("td", { text: fmt(e.llm_calls) }),
     el("td", { text: perTurn(e.llm_calls) }), el("td", { text: fmt(e.prompt_tokens) }), el("td", { text: fmt(e.completion_tokens) })));
-  const head = el("tr", {}, ...["LLM role", "Calls", "Per turn", "Prompt tokens", "Completion tokens"].map((h) => el("th", { text: h })));
+  const head = el("tr", {}, ...["LLM role and model", "Calls", "Per turn", "Prompt tokens", "Completion tokens"].map((h) => el("th", { text: h })));
   document.getElementById("figures").replaceChildren(
-    el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)),
+    el("table", { class: "usage-table" }, el("thead", {}, head), el("tbody", {}, ...rows)),
     el("h3", { text: "Tool calls" }), toolTable(e),
-    el("h3", { text: "Critic" }), criticFigures(e.critic),
+    el("h3", { text: "Engine check and critic model" }), criticFigures(e.critic),
     el("p", { class: "muted", text: `Cost: ${costText(e)}${e.unpriced_calls ? ` (${e.unpriced_calls} call(s) without a known price)` : ""}` }));
+}
+
+// Who answered a role's calls: "configured X, served Y" where the endpoint named another model.
+function roleModels(e, role) {
+  const texts = (e.models || []).filter((m) => m.role === role).map((m) =>
+    m.served || !m.configured ? modelText(m.configured, m.served) : `${m.configured} (the replies named no model)`);
+  return [...new Set(texts)].join("; ") || "–";
 }
 
 function toolTable(e) {
@@ -675,7 +706,7 @@ function drawLearning(learning) {
     if (!memories.rooms.length) return [el("p", { class: "muted", text: "No memories yet." })];
     const out = [];
     for (const room of memories.rooms) {
-      out.push(el("h3", { class: "room-heading" }, `${room.name} `, el("span", { class: "muted", text: `#${room.id}` })));
+      out.push(el("h3", { class: "room-heading" }, room.name, roomId(room.id)));
       out.push(el("ul", { class: "items" }, ...room.memories.map((m) => el("li", { class: `memory ${m.status}` },
         el("span", { class: `badge status ${m.status}`, text: m.status }), " ",
         el("span", { class: "text", text: m.text }), " ",
@@ -697,7 +728,21 @@ function drawLearning(learning) {
   });
 }
 
+// ------------------------------------------------------------------ room ids
+function setRoomIds(show) {
+  view.showRoomIds = show;
+  document.body.classList.toggle("show-room-ids", show);
+  document.getElementById("show-room-ids").checked = show;
+  const url = new URL(location.href);
+  if (show) url.searchParams.set("room_ids", "shown");
+  else url.searchParams.delete("room_ids");
+  history.replaceState(null, "", url);
+  if (view.map) drawMap(view.map);
+}
+
 // ------------------------------------------------------------------ start
+setRoomIds(view.showRoomIds);
+document.getElementById("show-room-ids").addEventListener("change", (event) => setRoomIds(event.target.checked));
 document.getElementById("episode-select").addEventListener("change", (event) => pin(event.target.value));
 document.getElementById("filters").addEventListener("change", applyFilters);
 setUpMapControls();
