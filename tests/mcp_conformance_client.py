@@ -104,6 +104,16 @@ PLANS: dict[str, Plan] = {
     "http-invalid-tool-headers": _every_offered_tool,
     "http-custom-headers": _context_tool_calls,
     "elicitation-sep1034-client-defaults": _fixed(("test_client_elicitation_defaults", {})),
+    # Skills (SEP-2640), which ZorkGPT does not support: a turn as with any server, each offered tool once.
+    **dict.fromkeys(
+        (
+            "sep-2640-client-no-prefetch",
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
+        ),
+        _every_offered_tool,
+    ),
     "sep-2322-client-request-state": _fixed(
         ("test_mrtr_echo_state", {}),
         ("test_mrtr_unrelated", {}),
