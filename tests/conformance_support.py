@@ -137,10 +137,18 @@ class Conformance:
         return Verdict(args, proc.returncode, plain(proc.stdout + proc.stderr), checks, client_stderr)
 
     def requirements(self, revision: str) -> str:
-        """What ``conformance list --requirements REVISION`` prints (``list`` saves no results and
-        takes no output folder, so not ``run``); a failure is an assertion naming the suite's error."""
+        """What ``conformance list --requirements REVISION`` prints."""
+        return self._list("--requirements", revision)
+
+    def list_scenarios(self) -> str:
+        """What ``conformance list`` prints: every scenario, by the side it tests."""
+        return self._list()
+
+    def _list(self, *args: str) -> str:
+        """``conformance list ARGS`` (``list`` saves no results and takes no output folder, so not
+        ``run``); a failure is an assertion naming the suite's error."""
         proc = subprocess.run(
-            [str(self.node), str(self.cli), "list", "--requirements", revision],
+            [str(self.node), str(self.cli), "list", *args],
             capture_output=True,
             text=True,
             timeout=60,

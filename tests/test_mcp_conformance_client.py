@@ -53,6 +53,15 @@ SCENARIOS = {
     ),
 }
 
+# Skills (SEP-2640, an extension ZorkGPT does not support): the suite's client scenarios, run as
+# the suite runs an extension (no --spec-version). Each must still pass nothing for us.
+UNSUPPORTED = (
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+)
+
 # Scenarios that cannot pass yet, with why: each runs, and xfail(strict=True) turns it into a
 # failure the day it passes, so the entry goes with the fix. None today.
 NOT_YET_PASSING: dict[str, str] = {}
@@ -123,3 +132,21 @@ def test_zorkgpt_passes_the_client_scenario(suite: Conformance, revision: str, s
         str(CLIENT_TIMEOUT_MS),
     )
     assert verdict.client_passed() and verdict.client_exit_status == 0, verdict.explain()
+
+
+def test_the_unsupported_list_is_the_suites(suite: Conformance) -> None:
+    """Every skills scenario the pinned suite has for a client is held unsupported here."""
+    listed = re.findall(r"^\s+- (sep-2640-client-\S+)", suite.list_scenarios(), re.MULTILINE)
+    assert tuple(listed) == UNSUPPORTED
+
+
+@pytest.mark.parametrize("scenario", UNSUPPORTED)
+def test_skills_are_not_supported(suite: Conformance, scenario: str) -> None:
+    """Unsupported by decision (the README says so): the suite ran the scenario and passed none of
+    its checks (it skips them when the client never reads a skill). The day one passes, supporting
+    skills is a change to make on purpose, with the README."""
+    verdict = suite.run(
+        "client", "--command", CLIENT_COMMAND, "--scenario", scenario, "--timeout", str(CLIENT_TIMEOUT_MS)
+    )
+    assert verdict.checks, verdict.explain()
+    assert not verdict.client_passed(), verdict.explain()
