@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -140,6 +141,12 @@ def test_our_servers_pass_the_2025_11_25_scenarios(
 ) -> None:
     verdict = _judge(suite, servers[name], scenario, "2025-11-25")
     assert verdict.server_passed(), verdict.explain()
+
+
+def test_the_unsupported_list_is_the_suites(suite: Conformance) -> None:
+    """Every skills scenario the pinned suite has for a server is held unsupported here."""
+    servers_part = suite.list_scenarios().split("Client scenarios", 1)[0]
+    assert tuple(re.findall(r"^\s+- (sep-2640-\S+)", servers_part, re.MULTILINE)) == UNSUPPORTED
 
 
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
