@@ -6,7 +6,9 @@ Each runs at its revision's wire, as
 ``conformance client --requirements REVISION`` runs it (that flag cannot be combined with
 ``--scenario``, so each scenario runs alone with ``--spec-version REVISION --force``, which is
 what the requirement set does for each of its scenarios). The client under test is
-``tests/mcp_conformance_client.py``: a game turn's MCP path, driven by a stand-in model.
+``tests/mcp_conformance_client.py``: a game turn's MCP path, driven by a stand-in model. A
+scenario passes only by the suite's own verdict for it (``tests/conformance_support.Verdict``).
+The skills scenarios (SEP-2640), which ZorkGPT does not support, are held to passing nothing.
 
 The scenario lists are written here, so collecting the tests needs neither npm nor the suite;
 ``test_the_lists_are_the_suites`` holds them to the suite's own ``list --requirements``.
