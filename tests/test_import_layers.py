@@ -79,6 +79,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.mcp.runtime",
         "managers.mcp.server_requests",
         "managers.mcp.http",
+        "managers.mcp.results",
         "managers.mcp.oauth",
         "managers.mcp.stdio",
         "managers.mcp.source",

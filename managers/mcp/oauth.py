@@ -76,6 +76,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from managers.mcp.config import MCPConfig, ServerConfig, safe_url
+from managers.mcp.results import assume_complete
 from session.errors import MCPAuthError, MCPConfigError
 from shared_utils import atomic_write_text, cap_text
 
@@ -880,13 +881,13 @@ async def _list_tools(server: ServerConfig, auth: httpx2.Auth) -> tuple[str, ...
     mode = "legacy" if server.transport == "sse" or server.protocol == "2025-11-25" else server.protocol
     if server.transport == "sse":
         transport: contextlib.AbstractAsyncContextManager[Any] = sse_client(server.url, headers=headers, auth=auth)
-        async with Client(transport, mode="legacy") as client:
+        async with Client(assume_complete(transport), mode="legacy") as client:
             return tuple(tool.name for tool in (await client.list_tools()).tools)
     async with (
         httpx2.AsyncClient(
             headers=headers, auth=auth, timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
         ) as http,
-        Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
+        Client(assume_complete(streamable_http_client(server.url, http_client=http)), mode=mode) as client,
     ):
         return tuple(tool.name for tool in (await client.list_tools()).tools)
 

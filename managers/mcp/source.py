@@ -78,6 +78,7 @@ from pydantic import ValidationError
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
 from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
 from managers.mcp.oauth import episode_auth
+from managers.mcp.results import assume_complete
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
@@ -291,7 +292,7 @@ class ToolSource(ABC):
     def _new_client(self) -> Client:
         answers = self.settings.answers
         return Client(
-            self._transport(),
+            assume_complete(self._transport()),
             mode=self._mode(),
             message_handler=self._on_message,
             client_info=types.Implementation(name="ZorkGPT", version=project_version()),

@@ -13,6 +13,11 @@ definitions) replaces the advertised list, for schema-translation tests, and
 start takes the first line (none left: ``ok``) and a ``fail`` exits with status 3 at once,
 so tests script which starts of a server fail.
 
+A request made at the 2026-07-28 revision (a client pinned to it: this server has no
+``server/discover``) gets the listing's cache hints that revision requires, and no
+``resultType`` in any result: the revision lets a server leave it out (the client must take
+the result as complete).
+
 Run: ``python tests/mcp_test_servers/raw_server.py``.
 """
 
@@ -40,6 +45,10 @@ def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
+MODERN_REVISION = "2026-07-28"
+PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
 def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dict[str, Any]]) -> dict[str, Any]:
     if method == "initialize":
         return {
@@ -55,6 +64,8 @@ def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dic
         result: dict[str, Any] = {"tools": tools[start : start + page]}
         if start + page < len(tools):
             result["nextCursor"] = str(start + page)
+        if (params.get("_meta") or {}).get(PROTOCOL_VERSION_META_KEY) == MODERN_REVISION:
+            result.update(ttlMs=0, cacheScope="private")
         return result
     if method == "tools/call":
         name = params.get("name")
