@@ -42,8 +42,9 @@ def test_without_a_story_file_the_game_tests_skip_with_one_reason(tmp_path: Path
     assert " error" not in proc.stdout and "failed" not in proc.stdout
     skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skipped) == 1, proc.stdout  # one line and one reason, however many tests it covers
-    assert skipped[0].startswith("SKIPPED [6] tests/conftest.py:")
+    assert skipped[0].startswith("SKIPPED [7] tests/conftest.py:")
     assert "no Zork I story file" in skipped[0] and "ZORKGPT_GAME_FILE" in skipped[0]
+    assert "`uv run python -m game_interface.fetch_story`" in skipped[0]  # a command that needs no key
     assert str(tmp_path / ".cache" / "zorkgpt") in skipped[0]  # where main.py would have put it
 
 

@@ -348,7 +348,7 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
     for text in (
         "Episodes: 6 requested · 2 finished · 1 killed · 3 never started",
         "Figures over the 2 finished episodes only; 4 did not finish: killed (SIGKILL); never started ×3",
-        "| turns | 6 | 6 | 6 | 6 |",  # the finished episodes' 6 turns, not the killed one's 5
+        "| turns | 6 | [6, 6] | 6 | 6 | 6 |",  # the finished episodes' 6 turns, not the killed one's 5
     ):
         assert text in report and text in stdout
     # Its turns and the game's moves (one per turn), deaths, and an end it never reached.
