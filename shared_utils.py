@@ -157,7 +157,9 @@ def loads_json(text: str) -> Any:
     """Decoded JSON from a model, or None when ``text`` is not JSON or nests deeper than
     ``MAX_JSON_DEPTH``: every reader of model JSON goes through here."""
     try:
-        value = json.loads(text)
+        # strict=False: a raw newline or tab inside a string is read as itself. llama.cpp's
+        # schema grammar lets small models write them, and the rest of the reply is fine.
+        value = json.loads(text, strict=False)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
         return None
     return value if json_depth(value) <= MAX_JSON_DEPTH else None
@@ -176,7 +178,7 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
         value = loads_json(candidate)
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for match in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
