@@ -100,6 +100,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "orchestration.run_report",
         "orchestration.terminal_status",
         "orchestration.parallel",
+        "orchestration.embedded_model",
         "orchestration",
     ),
     "entry points": (
@@ -116,6 +117,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "viewer.__main__",
         "main",
         "benchmarks.context_truth",
+        "benchmarks.embedded_model",
         "benchmarks.harness_turn_cost",
         "benchmarks.jericho_turn_cost",
         "benchmarks.mcp_overhead",
