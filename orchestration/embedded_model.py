@@ -29,7 +29,7 @@ from typing import IO, Any
 import requests
 
 from session.errors import ConfigError
-from session.game_configuration import GameConfiguration
+from session.game_configuration import GameConfiguration, ModelPrice
 
 # The name the server gives the model (its --model_alias), and so the name every report shows.
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
@@ -122,6 +122,9 @@ def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
     config.llm.base_url = base_url
     for role in ("agent", "critic", "extractor", "memory"):
         setattr(config.llm, f"{role}_model", EMBEDDED_MODEL)
+    if config.pricing.price_for(EMBEDDED_MODEL) is None:
+        # It runs here: the reports say it cost nothing rather than "unknown".
+        setattr(config.pricing, EMBEDDED_MODEL, ModelPrice(input=0, output=0))
     for section_name, key, value in EMBEDDED_SETTINGS:
         section = getattr(config, section_name)
         if key in section.model_fields_set:

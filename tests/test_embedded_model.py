@@ -9,6 +9,7 @@ tests/test_local_model.py, so two llama.cpp servers never compete for the cores.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 import uuid
@@ -27,7 +28,7 @@ from orchestration.embedded_model import (
 )
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import ConfigError
-from session.game_configuration import GameConfiguration
+from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
 from tests.test_main_providers import processes_with
@@ -87,6 +88,7 @@ def test_the_bundled_settings_name_the_model_and_keep_what_the_user_set() -> Non
     assert config.llm.provider == "llamacpp" and config.llm.base_url == "http://127.0.0.1:5555/v1"
     assert {config.model_for(role) for role in ("agent", "critic", "extractor", "memory")} == {EMBEDDED_MODEL}
     assert not config.api_key_required
+    assert config.pricing.price_for(EMBEDDED_MODEL) == ModelPrice(input=0, output=0), "it costs nothing"
     assert config.agent_sampling.max_tokens == 999, "the user's TOML wins"
     assert config.retry.request_timeout == 42, "the user's environment wins"
     for section, key, value in EMBEDDED_SETTINGS:
@@ -188,10 +190,20 @@ def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, g
     turns = [e for e in events if e["event_type"] == "turn"]
     assert len(turns) == TURNS
     assert all(t["action"] for t in turns)
+    # The reports name the model that played, not the hosted ones the shipped config names, and
+    # its cost is known: nothing.
+    (start,) = [e for e in events if e["event_type"] == "episode_start"]
+    assert start["agent_model"] == EMBEDDED_MODEL
+    calls = [e for e in events if e["event_type"] == "llm_call"]
+    assert calls and {c["model"] for c in calls} == {EMBEDDED_MODEL}
+    assert all(c["cost_usd"] == 0 for c in calls)
+    assert "claude" not in EpisodeFolder(episode).log.read_text().lower()
     summary = json.loads(EpisodeFolder(episode).summary.read_text())
-    assert EMBEDDED_MODEL in json.dumps(summary), "the reports name the model that played"
-    assert "claude" not in json.dumps(summary).lower(), "not the hosted models the config names"
-    assert not _llama_servers(marker), "the llama.cpp server outlived main.py"
+    assert summary["turns"] == TURNS
+    left = _wait_gone(marker, timeout=0)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the llama.cpp server outlived main.py"
 
 
 @pytest.mark.local_model
@@ -211,4 +223,7 @@ def test_the_bundled_models_server_dies_with_a_killed_main(tmp_path: Path, game_
         main.wait(timeout=60)
     finally:
         main.kill()
-    assert not _wait_gone(marker), "the llama.cpp server outlived a SIGKILLed main.py"
+    left = _wait_gone(marker)
+    for pid in left:  # the failure is reported; the orphan must not outlive the test too
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the llama.cpp server outlived a SIGKILLed main.py"
