@@ -33,8 +33,14 @@ exit codes:
   0    every episode ended in play: won, lost, the turn limit, stuck, or stopped by a signal
   1    an episode ended in an error (the model provider kept failing, files could not be
        written: the episode stops after that turn)
-  2    configuration or setup problem (no API key, a bad setting, a missing story file or
-       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played
+  2    configuration or setup problem (no API key for a configured endpoint, a bad setting,
+       a missing story file or prompt, an unusable mcp_config.json or game_workdir, a full
+       disk, the bundled model not starting); nothing was played
+
+model:
+  With no API key and no base_url, the bundled SmolLM2-135M plays offline (llama.cpp,
+  started and ended by main.py): it shows the machinery, not good play. Set
+  OPENROUTER_API_KEY (or base_url) for a real model.
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:
