@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 # Characters a terminal acts on instead of printing: C0 controls (ESC starts escape sequences,
@@ -191,6 +192,20 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH:
             return value
     return None
+
+
+def read_cut_json_object(text: str) -> dict[str, Any] | None:
+    """What a reply cut off inside its JSON object (at ``max_tokens``) had finished saying: the fields
+    it completed, read from its first ``{``. A string the cut left unfinished is left out, never
+    guessed at. None when no object starts there or what is there is not JSON."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value = pydantic_core.from_json(text[start:], allow_partial=True)
+    except ValueError:  # not JSON at all, or nested past pydantic-core's own recursion limit
+        return None
+    return value if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH else None
 
 
 def current_umask() -> int:
