@@ -40,9 +40,15 @@ exit codes:
   0    every episode ended in play: won, lost, the turn limit, stuck, or stopped by a signal
   1    an episode ended in an error (the model provider kept failing, files could not be
        written: the episode stops after that turn)
-  2    configuration or setup problem (no API key, a bad setting, a missing story file or
-       prompt, an unusable mcp_config.json or game_workdir, a full disk); nothing was played.
+  2    configuration or setup problem (no API key for a configured endpoint, a bad setting,
+       a missing story file or prompt, an unusable mcp_config.json or game_workdir, a full
+       disk, the bundled model not starting); nothing was played.
        --check exits 0 when a run would work and 2 when not, playing nothing
+
+model:
+  With no API key and no base_url, the bundled SmolLM2-135M plays offline (llama.cpp,
+  started and ended by main.py): it shows the machinery, not good play. Set
+  OPENROUTER_API_KEY (or base_url) for a real model.
   130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:
@@ -133,6 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # For --parallel: the parent names each child's episode, so it knows the episode's folder
     # even if the child dies before saying it (the run report lists every episode). Not for users.
     parser.add_argument("--episode-id", default=None, help=argparse.SUPPRESS)
+    # For --parallel on the bundled model: the parent's model server, which every child shares.
+    parser.add_argument("--embedded-model-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.episode_id is not None and (
         args.episodes != 1 or args.episode_id in (".", "..") or not re.fullmatch(r"[\w.-]+", args.episode_id)
@@ -210,9 +218,39 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         return report(exc)
     if args.mcp_login is not None:
         return mcp_login(args, config)
+    from orchestration.embedded_model import apply_embedded_settings, wants_embedded_model
+
+    if args.embedded_model_url is not None:
+        apply_embedded_settings(config, args.embedded_model_url)
+    elif wants_embedded_model(config):
+        return play_on_embedded_model(args, config, signals)
     if not config.api_key and config.api_key_required:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
+    return play_and_view(args, config, signals)
+
+
+def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
+    """No key and no endpoint: start the bundled model's server, play on it, end it."""
+    from orchestration.embedded_model import NOTICE, EmbeddedModelServer, apply_embedded_settings
+
+    print(NOTICE, file=sys.stderr)
+    server = EmbeddedModelServer()
+    try:
+        try:
+            server.start()
+        except ConfigError as exc:
+            return report(exc)
+        print(f"The bundled model answered after {server.start_seconds:.1f} s.", file=sys.stderr)
+        apply_embedded_settings(config, server.base_url)
+        args.embedded_model_url = server.base_url  # --parallel children play on this server too
+        return play_and_view(args, config, signals)
+    finally:
+        server.close()
+
+
+def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
+    """Play the episodes, with the viewer when ``--view`` asks for it."""
     if (code := check_mcp_logins(args, config)) is not None:
         return code
     if args.view is None:
@@ -319,7 +357,8 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 args.game_file,
                 config.workdir,
                 first_seed=config.gameplay.seed,
-                extra=verbosity_flags(args),
+                extra=verbosity_flags(args)
+                + ([] if args.embedded_model_url is None else ["--embedded-model-url", args.embedded_model_url]),
                 status=status,
             )
             return end_of_run(result.ends, result.exit_code)

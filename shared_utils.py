@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 # Characters a terminal acts on instead of printing: C0 controls (ESC starts escape sequences,
@@ -158,7 +159,9 @@ def loads_json(text: str) -> Any:
     """Decoded JSON from a model, or None when ``text`` is not JSON or nests deeper than
     ``MAX_JSON_DEPTH``: every reader of model JSON goes through here."""
     try:
-        value = json.loads(text)
+        # strict=False: a raw newline or tab inside a string is read as itself. llama.cpp's
+        # schema grammar lets small models write them, and the rest of the reply is fine.
+        value = json.loads(text, strict=False)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the reader goes
         return None
     return value if json_depth(value) <= MAX_JSON_DEPTH else None
@@ -177,7 +180,7 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
         value = loads_json(candidate)
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for match in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
@@ -190,6 +193,20 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH:
             return value
     return None
+
+
+def read_cut_json_object(text: str) -> dict[str, Any] | None:
+    """What a reply cut off inside its JSON object (at ``max_tokens``) had finished saying: the fields
+    it completed, read from its first ``{``. A string the cut left unfinished is left out, never
+    guessed at. None when no object starts there or what is there is not JSON."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value = pydantic_core.from_json(text[start:], allow_partial=True)
+    except ValueError:  # not JSON at all, or nested past pydantic-core's own recursion limit
+        return None
+    return value if isinstance(value, dict) and json_depth(value) <= MAX_JSON_DEPTH else None
 
 
 def current_umask() -> int:

@@ -37,6 +37,7 @@ from shared_utils import (
     cap_text,
     create_json_schema,
     extract_json_object,
+    read_cut_json_object,
     shorten,
     traced_observation,
 )
@@ -397,9 +398,18 @@ class ZorkAgent:
 
         Raises ``ValueError`` (or pydantic's ``ValidationError``) saying why there is no action."""
         data = extract_json_object(content or "")
+        cut = None
+        if data is None or "action" not in data:
+            # A reply cut off at max_tokens after its action (a small model rambling on in its
+            # objective) still chose a command: play it rather than the fallback.
+            cut = read_cut_json_object(content or "")
+            if cut is not None and "action" in cut:
+                data = cut
         if data is None:
             raise ValueError(f"no JSON object in the reply (or one nested more than {MAX_JSON_DEPTH} levels deep)")
         parsed, dropped = read_agent_reply(data)
+        if data is cut:
+            dropped = ["the reply stops part-way (cut off); only the fields it finished were read", *dropped]
         commands = self.read_commands(clean_action(parsed.action))
         if not commands:
             raise ValueError("the reply's action is empty")

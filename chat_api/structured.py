@@ -2,10 +2,11 @@
 
 Servers differ: OpenAI takes ``json_schema``, llama.cpp wants ``json_object`` with the schema,
 some take neither. A refusal (an error naming the format) sends the same request again one
-form down the provider's ladder (json_schema, json_object with the schema in the prompt,
-then plain prompt JSON); a reply that ignored the format is kept and the next calls use the
-next form. What each endpoint and model settled on lives in a ``StructuredOutputMemory`` that
-its owner (the orchestrator, one per run) hands to every client, so the refusal is paid once.
+form down the provider's ladder (json_schema, json_object with the schema in the prompt (or
+only in the request, for a server that turns it into a grammar), then plain prompt JSON); a
+reply that ignored the format is kept and the next calls use the next form. What each endpoint
+and model settled on lives in a ``StructuredOutputMemory`` that its owner (the orchestrator,
+one per run) hands to every client, so the refusal is paid once.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class StructuredOutput:
             mode = (
                 StructuredMode.PROMPT if is_reasoning_model(model) else self.memory.mode(self.base_url, model, ladder)
             )
-            call_messages = messages if mode is StructuredMode.JSON_SCHEMA else with_schema_in_prompt(messages, schema)
+            call_messages = messages if self._enforced(mode) else with_schema_in_prompt(messages, schema)
             payload = build(call_messages, response_format=response_format_for(mode, response_format, self.preset))
             try:
                 response = send(payload)
@@ -204,6 +205,15 @@ class StructuredOutput:
                 # returned; the next calls use the next form down.
                 self.step_down(model, ladder, mode, f"ignored {mode.value} ({reason})")
             return response
+
+    def _enforced(self, mode: StructuredMode) -> bool:
+        """The endpoint holds the reply to the schema itself: json_schema, or json_object carrying the
+        schema to a server that turns it into a grammar (llama.cpp). Written into the prompt as well,
+        the schema cost a small local model most of its context, and it copied the schema's text
+        into its answer until ``max_tokens`` cut it (half the bundled model's turns fell back)."""
+        return mode is StructuredMode.JSON_SCHEMA or (
+            mode is StructuredMode.JSON_OBJECT and self.preset.json_object_schema
+        )
 
     def _refused(
         self, exc: LLMRequestError, model: str, ladder: Sequence[StructuredMode], mode: StructuredMode

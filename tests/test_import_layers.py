@@ -102,6 +102,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "orchestration.terminal_status",
         "orchestration.parallel",
         "orchestration.setup_check",
+        "orchestration.embedded_model",
         "orchestration",
     ),
     "entry points": (
@@ -120,6 +121,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "main",
         "benchmarks.engine_truth",
         "benchmarks.context_truth",
+        "benchmarks.embedded_model",
         "benchmarks.harness_turn_cost",
         "benchmarks.jericho_turn_cost",
         "benchmarks.mcp_overhead",

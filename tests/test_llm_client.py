@@ -962,6 +962,34 @@ def test_presets_start_where_the_server_is_known_to_stand(
     assert llm_server.bodies[1].get("response_format") == after_refusal
 
 
+def test_the_schema_is_written_into_the_prompt_only_where_no_grammar_holds_the_reply_to_it(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    """llama.cpp turns the schema sent with json_object into a grammar: the same schema in the prompt
+    cost the bundled 135M model most of its context, and it copied it into its answers. An endpoint
+    that takes json_object without a schema still reads it in the prompt."""
+
+    def system_text(body: dict[str, Any]) -> str:
+        return next(m["content"] for m in body["messages"] if m["role"] == "system")
+
+    llamacpp = GameConfiguration.from_mapping({"llm": {"provider": "llamacpp"}}, environ={})
+    openrouter = GameConfiguration.from_mapping({"llm": {"provider": "openrouter"}}, environ={})
+    llm_server.script(
+        completion(VERDICT),
+        Reply(400, {"error": {"message": "response_format not supported"}}),
+        completion(VERDICT),
+    )
+    for config in (llamacpp, openrouter):
+        client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
+        ask_verdict(client)
+    grammar, refused, in_prompt = llm_server.bodies
+    assert grammar["response_format"] == {"type": "json_object", "schema": VERDICT_SCHEMA}
+    assert "JSON schema" not in system_text(grammar)
+    assert refused["response_format"]["type"] == "json_schema" and "JSON schema" not in system_text(refused)
+    assert in_prompt["response_format"] == {"type": "json_object"}
+    assert json.dumps(VERDICT_SCHEMA, separators=(",", ":")) in system_text(in_prompt)
+
+
 def test_openrouter_is_asked_for_the_cost_and_reports_it(
     llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
 ) -> None:

