@@ -68,6 +68,9 @@ EMBEDDED_SETTINGS: tuple[tuple[str, str, Any], ...] = (
     ("retry", "max_retries", 1),
     # A refused command costs one more full call for a model that would mostly refuse again.
     ("gameplay", "max_rejection_rounds", 1),
+    # A first run is there to show the machinery: a few minutes, not the 500 turns (two hours at
+    # this model's pace) a real model gets.
+    ("gameplay", "max_turns_per_episode", 40),
 )
 
 
