@@ -77,6 +77,9 @@ _URIS_DESCRIBED = 10  # resource URIs named in read_resource's description; beyo
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
+# A start that took more than this share of the startup timeout is warned about: on a busier
+# moment of the same machine the next start may miss the timeout, and the server be disabled.
+SLOW_START_SHARE = 0.5
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
 
 
@@ -86,6 +89,7 @@ class ServerHealth:
 
     ever_connected: bool = False
     disabled: bool = False
+    slow_start_warned: bool = False  # once an episode: a turn-lifetime server starts every turn
 
 
 async def connect_by_rules(
@@ -152,9 +156,33 @@ async def connect_by_rules(
             return "disabled", None
         health.ever_connected = True
         log(logging.INFO, "mcp_session_retry_ok", "MCP server '%s' connected on retry", name, server_name=name)
+        _warn_if_slow(name, health, source, log)
         return "retried", source
     health.ever_connected = True
+    _warn_if_slow(name, health, source, log)
     return "connected", source
+
+
+def _warn_if_slow(name: str, health: ServerHealth, source: ToolSource, log: Callable[..., None]) -> None:
+    """Warn (once an episode) about a server whose start took more than ``SLOW_START_SHARE`` of the timeout."""
+    timeout = source.settings.startup_timeout
+    seconds = (source.connect_ms or 0.0) / 1000
+    if health.slow_start_warned or seconds <= SLOW_START_SHARE * timeout:
+        return
+    health.slow_start_warned = True
+    log(
+        logging.WARNING,
+        "mcp_server_slow_start",
+        "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
+        "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
+        name,
+        seconds,
+        SLOW_START_SHARE * 100,
+        timeout,
+        server_name=name,
+        start_seconds=round(seconds, 3),
+        timeout_seconds=timeout,
+    )
 
 
 def _with_backoff(
