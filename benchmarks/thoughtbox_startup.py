@@ -5,8 +5,11 @@ every turn (ahead of it while the model thinks, when the start fits in that time
 ``python -m mcp_servers.thoughtbox_server`` over stdio as ZorkGPT does, sends ``initialize`` and
 times the answer: the wall seconds, and the CPU seconds the process had used by then (user + system,
 read from ``/proc``; on a system without it, the CPU of the whole run, shutdown included). For
-scale, the same for a bare ``python -c pass`` (the interpreter's own start, which no server avoids)
-and for the modules the server imports before it can answer (``-X importtime``, the largest shown).
+scale, the same for a bare ``python -c pass`` (the interpreter's own start, which no server avoids);
+alternated with the shipped start, the start as it was before the server kept ``rich`` out of the
+SDK's logging set-up; last, the modules the server imports before it can answer (``-X importtime``,
+the largest shown): nearly all of it is the ``mcp`` SDK's own import (its client, and the HTTP
+stacks of its server, which a stdio server does not use, are imported by the package itself).
 
 Prints medians and the slowest run; the machine's load average is printed first, since on a
 loaded machine every figure grows.
@@ -28,6 +31,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, "-m", "mcp_servers.thoughtbox_server"]
+# The start before the server kept rich out: with rich imported first, MCPServer sets up the SDK's
+# rich log handler as it did then (the server leaves logging to the SDK when rich is there already).
+WITH_RICH = [
+    sys.executable,
+    "-c",
+    "import runpy, rich.console; runpy.run_module('mcp_servers.thoughtbox_server', run_name='__main__')",
+]
 BARE = [sys.executable, "-c", "pass"]
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -53,12 +63,12 @@ def _cpu_now(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime and stime, after the state field
 
 
-def start_server() -> Start:
+def start_server(command: list[str] = SERVER) -> Start:
     """Spawn the thoughtbox, wait for its answer to ``initialize``, then end it."""
     env = {**os.environ, "DISABLE_THOUGHT_LOGGING": "true"}
     began = time.perf_counter()
     process = subprocess.Popen(
-        SERVER, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
@@ -125,7 +135,16 @@ def main() -> None:
     print(f"load average (1, 5, 15 min): {shown_load} on {cores} cores; {args.runs} runs each")
     start_server()  # warm the file cache and the bytecode, as every later start finds them
     show("python -c pass", [start_bare() for _ in range(args.runs)])
-    show("thoughtbox: spawn -> initialize", [start_server() for _ in range(args.runs)])
+    # Alternated, so a change in the machine's load falls on both alike.
+    shipped: list[Start] = []
+    before: list[Start] = []
+    for _ in range(args.runs):
+        shipped.append(start_server())
+        before.append(start_server(WITH_RICH))
+    show("thoughtbox: spawn -> initialize", shipped)
+    show("  before (SDK's rich log handler)", before)
+    saved = statistics.median(s.cpu for s in before) - statistics.median(s.cpu for s in shipped)
+    print(f"CPU saved per start: {saved:.3f} s (median against median)")
     print("largest top-level imports of the thoughtbox (cumulative ms, one run, -X importtime):")
     for ms, name in largest_imports(args.imports):
         print(f"  {ms:8.1f}  {name}")
