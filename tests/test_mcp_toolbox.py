@@ -256,13 +256,18 @@ def test_a_timeout_message_about_many_servers_counts_what_it_does_not_name() -> 
     ), message
 
 
-def test_a_slow_start_is_warned_about_once_naming_the_server_its_time_and_the_setting(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lifetime", ["turn", "episode"])
+def test_a_slow_start_is_warned_about_once_naming_the_server_its_time_and_the_setting(
+    tmp_path: Path, lifetime: str
+) -> None:
     """A start that takes more than half the timeout: the run goes on, and the warning names the
     server, how long it took, the timeout and the setting to raise (once an episode, not every turn).
     The server sleeps 2.6 s before answering: slower than half of 5 s whatever the load, and its
     answer after the sleep is a few milliseconds of the 2.4 s left."""
     slow = raw_entry(env={"RAW_SERVER_START_DELAY": "2.6"})
-    episode = Episode(tmp_path, {"slow": slow, "quick": raw_entry()}, server_startup_timeout_seconds=5)
+    episode = Episode(
+        tmp_path, {"slow": slow, "quick": raw_entry()}, server_startup_timeout_seconds=5, session_lifetime=lifetime
+    )
     with async_hygiene(episode.handler) as report:
         episode.play()
         assert "slow__echo" in episode.tool_names  # slow, not dropped

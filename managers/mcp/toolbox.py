@@ -156,33 +156,9 @@ async def connect_by_rules(
             return "disabled", None
         health.ever_connected = True
         log(logging.INFO, "mcp_session_retry_ok", "MCP server '%s' connected on retry", name, server_name=name)
-        _warn_if_slow(name, health, source, log)
         return "retried", source
     health.ever_connected = True
-    _warn_if_slow(name, health, source, log)
     return "connected", source
-
-
-def _warn_if_slow(name: str, health: ServerHealth, source: ToolSource, log: Callable[..., None]) -> None:
-    """Warn (once an episode) about a server whose start took more than ``SLOW_START_SHARE`` of the timeout."""
-    timeout = source.settings.startup_timeout
-    seconds = (source.connect_ms or 0.0) / 1000
-    if health.slow_start_warned or seconds <= SLOW_START_SHARE * timeout:
-        return
-    health.slow_start_warned = True
-    log(
-        logging.WARNING,
-        "mcp_server_slow_start",
-        "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
-        "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
-        name,
-        seconds,
-        SLOW_START_SHARE * 100,
-        timeout,
-        server_name=name,
-        start_seconds=round(seconds, 3),
-        timeout_seconds=timeout,
-    )
 
 
 def _with_backoff(
@@ -353,6 +329,7 @@ class Toolbox:
         _, slot.source = await connect_by_rules(
             slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
+        self._warn_if_slow(slot)
 
     async def _checked(self, slot: _Slot) -> None:
         """Wait for the slot's health check, if one runs. Cancelling the waiter leaves the check be."""
@@ -420,6 +397,7 @@ class Toolbox:
         outcome, slot.source = await connect_by_rules(
             slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
+        self._warn_if_slow(slot)
         if outcome == "disabled":
             while slot.spares:
                 self._track(_close_spare(slot.spares.popleft()), slot.server.name)
@@ -428,6 +406,32 @@ class Toolbox:
         loop = asyncio.get_running_loop()
         while len(slot.spares) < self._ahead:
             slot.spares.append(loop.create_task(self._connect_new(slot), name=f"mcp-start-{slot.server.name}"))
+
+    def _warn_if_slow(self, slot: _Slot) -> None:
+        """Warn (once an episode) when the server just connected took more than ``SLOW_START_SHARE`` of
+        the startup timeout to start (a server started ahead: its start in the background)."""
+        source = slot.source
+        if source is None or slot.health.slow_start_warned:
+            return
+        timeout = source.settings.startup_timeout
+        seconds = (source.connect_ms or 0.0) / 1000
+        if seconds <= SLOW_START_SHARE * timeout:
+            return
+        slot.health.slow_start_warned = True
+        name = slot.server.name
+        self._log(
+            logging.WARNING,
+            "mcp_server_slow_start",
+            "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
+            "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
+            name,
+            seconds,
+            SLOW_START_SHARE * 100,
+            timeout,
+            server_name=name,
+            start_seconds=round(seconds, 3),
+            timeout_seconds=timeout,
+        )
 
     def _connector(self, slot: _Slot) -> Callable[[], Awaitable[ToolSource]]:
         """Each call is one attempt: the oldest server started ahead if any, else a fresh start."""
