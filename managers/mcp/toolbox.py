@@ -12,6 +12,8 @@ alone is disabled for the rest of the episode. The other servers never notice. A
 server that was reached before gets a few tries 1, 2 and 4 s apart before a connect counts
 as failed: a dropped HTTP connection (a restarted server, a network blip) usually comes back.
 In the 2026-07-28 revision, which has no ping, the check asks ``server/discover`` instead.
+A server whose start took more than half its startup timeout is named in a warning once an
+episode (``mcp_server_slow_start``): on a loaded machine the next start may miss the timeout.
 
 Lifetimes, per server:
 
