@@ -47,7 +47,8 @@ import json
 import os
 import sys
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired, TextIO, TypedDict
 
@@ -284,6 +285,23 @@ _NEEDS_A_SESSION = (
 )
 
 
+@contextmanager
+def _plain_sdk_logging() -> Iterator[None]:
+    """While MCPServer is built, ``rich.console`` cannot be imported, so the SDK logs with a plain
+    ``StreamHandler`` (its own fallback where rich is not installed) instead of rich's. Importing rich
+    was about a tenth of this server's start (which a turn-lifetime server pays every turn), for a
+    handler that colours and wraps lines for a terminal, while stderr here is a pipe to the client."""
+    if "rich.console" in sys.modules:  # imported already (a test, HTTP mode in one process): nothing to save
+        yield
+        return
+    sys.modules["rich.console"] = None  # type: ignore[assignment]  # None in sys.modules: ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get("rich.console", ...) is None:
+            del sys.modules["rich.console"]
+
+
 def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
     """The MCP server with its ``think`` tool and its ``thoughtbox://status``. ``one_client``
     (stdio): one history for the process; else one per MCP session (HTTP, see the module docstring)."""
@@ -295,12 +313,13 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
 
     log_stream = sys.stderr if thought_logging_enabled() else None
     boxes = SessionBoxes(log_stream)
-    server = MCPServer(
-        name="thoughtbox",
-        version=project_version(),
-        instructions="Structured step-by-step reasoning: call think once per thought.",
-        log_level="WARNING",
-    )
+    with _plain_sdk_logging():
+        server = MCPServer(
+            name="thoughtbox",
+            version=project_version(),
+            instructions="Structured step-by-step reasoning: call think once per thought.",
+            log_level="WARNING",
+        )
 
     def think(
         thought: Annotated[str, Field(description="Your current thinking step")],

@@ -37,6 +37,7 @@ from managers.mcp.config import MCPConfig, ServerConfig, run_redactor, safe_url
 from managers.mcp.oauth import login_command, needs_login, set_login_command
 from managers.mcp.source import ServerStartupTimeoutError, SourceSettings, make_source, root_cause
 from managers.mcp.sweeper import Sweeper
+from managers.mcp.toolbox import SLOW_START_SHARE
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
@@ -45,8 +46,6 @@ from shared_utils import escape_control_chars, shorten
 
 ROLES = ("agent", "critic", "extractor", "memory")
 ENDPOINT_TIMEOUT_SECONDS = 15.0  # connect and read, each: a hosted list of models is a few hundred KB
-# A server that takes more than this share of its start timeout here may miss it on a busier machine.
-SLOW_START_SHARE = 0.5
 _TOOL_NAMES_CHARS = 60
 _MODELS_NAMED = 3
 _STDERR_LINES_SHOWN = 5

@@ -185,7 +185,9 @@ class MCPSection(_Section):
     config_file: str = "mcp_config.json"
     max_tool_iterations: int = Field(default=20, ge=1, le=100)
     tool_call_timeout_seconds: float = Field(default=30, gt=0, le=600)
-    server_startup_timeout_seconds: float = Field(default=10, gt=0, le=300)
+    # A Python MCP server starts in about a second on an idle core and took 3-12 s on a loaded
+    # 2-core machine: 30 s leaves room for that, and a start past half of it is warned about.
+    server_startup_timeout_seconds: float = Field(default=30, gt=0, le=300)
     force_tool_support: bool = False
     max_tool_result_chars: int = Field(default=8000, ge=256, le=1_000_000)
     # Tool calls run per model reply; the rest of a longer reply each get an error result.

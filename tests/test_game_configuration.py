@@ -233,7 +233,7 @@ def test_property_45_configuration_defaults(values: dict) -> None:
         "config_file": "mcp_config.json",
         "max_tool_iterations": 20,
         "tool_call_timeout_seconds": 30,
-        "server_startup_timeout_seconds": 10,
+        "server_startup_timeout_seconds": 30,
         "force_tool_support": False,
     }
     config = GameConfiguration.from_mapping({"mcp": values}, environ={})

@@ -126,6 +126,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "benchmarks.jericho_turn_cost",
         "benchmarks.mcp_overhead",
         "benchmarks.parallel_episodes",
+        "benchmarks.thoughtbox_startup",
     ),
 }
 ORDER = [module for modules in LAYERS.values() for module in modules]

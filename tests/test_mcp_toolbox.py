@@ -256,6 +256,33 @@ def test_a_timeout_message_about_many_servers_counts_what_it_does_not_name() -> 
     ), message
 
 
+@pytest.mark.parametrize("lifetime", ["turn", "episode"])
+def test_a_slow_start_is_warned_about_once_naming_the_server_its_time_and_the_setting(
+    tmp_path: Path, lifetime: str
+) -> None:
+    """A start that takes more than half the timeout: the run goes on, and the warning names the
+    server, how long it took, the timeout and the setting to raise (once an episode, not every turn).
+    The server sleeps 2.6 s before answering: slower than half of 5 s whatever the load, and its
+    answer after the sleep is a few milliseconds of the 2.4 s left."""
+    slow = raw_entry(env={"RAW_SERVER_START_DELAY": "2.6"})
+    episode = Episode(
+        tmp_path, {"slow": slow, "quick": raw_entry()}, server_startup_timeout_seconds=5, session_lifetime=lifetime
+    )
+    with async_hygiene(episode.handler) as report:
+        episode.play()
+        assert "slow__echo" in episode.tool_names  # slow, not dropped
+        episode.play()
+        episode.close()
+    assert_clean(report)
+    (warning,) = episode.events("mcp_server_slow_start")
+    message = warning.getMessage()
+    assert warning.levelno == logging.WARNING and warning.server_name == "slow"
+    assert message.startswith("MCP server 'slow' took ") and " s to start, more than 50% of the 5 s allowed" in message
+    assert 2.6 <= warning.start_seconds < 5
+    assert "Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp]" in message
+    assert not episode.manager.disabled_servers()
+
+
 # -- per-server rules (properties 26 and 27) ---------------------------------------------------------
 
 

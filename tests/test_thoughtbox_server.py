@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import subprocess
 import sys
 import time
 import uuid
@@ -220,6 +221,65 @@ def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> 
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {"DISABLE_THOUGHT_LOGGING": "true"}, calls)
     assert result.content["thoughtHistoryLength"] == 1
     assert "[thoughtbox]" not in stderr
+
+
+# -- start cost -----------------------------------------------------------------------------------
+
+# Run as the real stdio server, then tell (on stderr, at exit) which rich modules were imported and
+# which handlers the SDK's logging set-up left on the root logger.
+_WATCHED_START = """
+import atexit, json, logging, runpy, sys
+def report():
+    rich = sorted(name for name in sys.modules if name == "rich" or name.startswith("rich."))
+    handlers = [type(handler).__name__ for handler in logging.getLogger().handlers]
+    print("WATCHED " + json.dumps({"rich": rich, "handlers": handlers}), file=sys.stderr)
+atexit.register(report)
+runpy.run_module("mcp_servers.thoughtbox_server", run_name="__main__")
+"""
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
+    """The SDK's rich log handler cost about a tenth of every start (benchmarks/thoughtbox_startup.py):
+    the server answers initialize without importing rich, and the SDK logs with a plain handler."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WATCHED_START],
+        cwd=REPO_ROOT,
+        input=json.dumps(_INITIALIZE) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "thoughtbox"
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("WATCHED ")]
+    watched = json.loads(line.removeprefix("WATCHED "))
+    assert watched == {"rich": [], "handlers": ["StreamHandler"]}
+
+
+def test_rich_stays_importable_after_the_server_is_built() -> None:
+    """Rich is kept out only while MCPServer is built: afterwards the process can import it, and
+    where it was imported already, it is left as it was."""
+    code = (
+        "import sys\n"
+        "from mcp_servers.thoughtbox_server import build_server\n"
+        "build_server()\n"
+        "import rich.console\n"
+        "loaded = sys.modules['rich.console']\n"
+        "build_server()\n"
+        "assert sys.modules['rich.console'] is loaded\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
 
 
 # -- bounds ---------------------------------------------------------------------------------------

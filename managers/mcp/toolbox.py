@@ -12,6 +12,8 @@ alone is disabled for the rest of the episode. The other servers never notice. A
 server that was reached before gets a few tries 1, 2 and 4 s apart before a connect counts
 as failed: a dropped HTTP connection (a restarted server, a network blip) usually comes back.
 In the 2026-07-28 revision, which has no ping, the check asks ``server/discover`` instead.
+A server whose start took more than half its startup timeout is named in a warning once an
+episode (``mcp_server_slow_start``): on a loaded machine the next start may miss the timeout.
 
 Lifetimes, per server:
 
@@ -77,6 +79,9 @@ _URIS_DESCRIBED = 10  # resource URIs named in read_resource's description; beyo
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
+# A start that took more than this share of the startup timeout is warned about: on a busier
+# moment of the same machine the next start may miss the timeout, and the server be disabled.
+SLOW_START_SHARE = 0.5
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
 
 
@@ -86,6 +91,7 @@ class ServerHealth:
 
     ever_connected: bool = False
     disabled: bool = False
+    slow_start_warned: bool = False  # once an episode: a turn-lifetime server starts every turn
 
 
 async def connect_by_rules(
@@ -325,6 +331,7 @@ class Toolbox:
         _, slot.source = await connect_by_rules(
             slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
+        self._warn_if_slow(slot)
 
     async def _checked(self, slot: _Slot) -> None:
         """Wait for the slot's health check, if one runs. Cancelling the waiter leaves the check be."""
@@ -392,6 +399,7 @@ class Toolbox:
         outcome, slot.source = await connect_by_rules(
             slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
         )
+        self._warn_if_slow(slot)
         if outcome == "disabled":
             while slot.spares:
                 self._track(_close_spare(slot.spares.popleft()), slot.server.name)
@@ -400,6 +408,32 @@ class Toolbox:
         loop = asyncio.get_running_loop()
         while len(slot.spares) < self._ahead:
             slot.spares.append(loop.create_task(self._connect_new(slot), name=f"mcp-start-{slot.server.name}"))
+
+    def _warn_if_slow(self, slot: _Slot) -> None:
+        """Warn (once an episode) when the server just connected took more than ``SLOW_START_SHARE`` of
+        the startup timeout to start (a server started ahead: its start in the background)."""
+        source = slot.source
+        if source is None or slot.health.slow_start_warned:
+            return
+        timeout = source.settings.startup_timeout
+        seconds = (source.connect_ms or 0.0) / 1000
+        if seconds <= SLOW_START_SHARE * timeout:
+            return
+        slot.health.slow_start_warned = True
+        name = slot.server.name
+        self._log(
+            logging.WARNING,
+            "mcp_server_slow_start",
+            "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
+            "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
+            name,
+            seconds,
+            SLOW_START_SHARE * 100,
+            timeout,
+            server_name=name,
+            start_seconds=round(seconds, 3),
+            timeout_seconds=timeout,
+        )
 
     def _connector(self, slot: _Slot) -> Callable[[], Awaitable[ToolSource]]:
         """Each call is one attempt: the oldest server started ahead if any, else a fresh start."""

@@ -11,7 +11,8 @@ definitions) replaces the advertised list, for schema-translation tests, and
 ``RAW_SERVER_PAGE_SIZE`` splits ``tools/list`` into pages joined by ``nextCursor``.
 ``RAW_SERVER_SCRIPT`` names a file of start outcomes, one per line (``ok`` or ``fail``): each
 start takes the first line (none left: ``ok``) and a ``fail`` exits with status 3 at once,
-so tests script which starts of a server fail.
+so tests script which starts of a server fail. ``RAW_SERVER_START_DELAY`` (seconds) makes every
+start at least that slow: it sleeps before reading its first message, a server slow to start.
 
 A request made at the 2026-07-28 revision (a client pinned to it: this server has no
 ``server/discover``) gets the listing's cache hints that revision requires, and no
@@ -27,6 +28,7 @@ import fcntl
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,7 @@ def main() -> None:
     if script and take_start_outcome(Path(script)) == "fail":
         sys.stderr.write("raw_server: scripted start failure\n")
         sys.exit(3)
+    time.sleep(float(os.environ.get("RAW_SERVER_START_DELAY", "0")))
     tools = json.loads(os.environ["RAW_SERVER_TOOLS"]) if os.environ.get("RAW_SERVER_TOOLS") else DEFAULT_TOOLS
     seen: list[str] = []
     for line in sys.stdin:
