@@ -12,7 +12,6 @@ do in a few seconds a turn (see ``EMBEDDED_SETTINGS``), and a setting the user g
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib.util
 import os
@@ -22,12 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import requests
 
+from orchestration.parallel import die_with_parent
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 
@@ -144,30 +143,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    # Looked up in the parent: after fork, only the call itself runs (no dlopen, no locks).
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with(parent: int) -> None:
-    """Runs in the server between fork and exec: SIGKILL when the run dies (Linux). SIGKILL, not
-    SIGTERM: the server would finish the request in hand first, for nobody."""
-    if _PRCTL is None:
-        return
-    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    if os.getppid() != parent:  # the run died before prctl took effect
-        os._exit(1)
-
-
 class EmbeddedModelServer:
     """llama-cpp-python's OpenAI-compatible server for the bundled GGUF, as a child of this process.
 
@@ -237,7 +212,8 @@ class EmbeddedModelServer:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # a terminal's Ctrl-C stops the run after its turn, not the model
-            preexec_fn=functools.partial(_die_with, os.getpid()),
+            # SIGKILL, not SIGTERM: the server would finish the request in hand first, for nobody.
+            preexec_fn=functools.partial(die_with_parent, os.getpid(), signal.SIGKILL),
         )
         self.base_url = f"http://127.0.0.1:{port}/v1"
 

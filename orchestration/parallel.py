@@ -111,11 +111,12 @@ def aggregate_exit_code(codes: Sequence[int]) -> int:
     return EXIT_OK
 
 
-def _die_with_parent(parent: int) -> None:
-    """Runs in the child between fork and exec: SIGTERM when the parent dies (Linux)."""
+def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+    """A ``preexec_fn``: runs in the child between fork and exec, so the kernel sends it ``signum``
+    when the parent dies, even by SIGKILL (Linux). ``functools.partial(die_with_parent, os.getpid())``."""
     if _PRCTL is None:
         return
-    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    _PRCTL(_PR_SET_PDEATHSIG, int(signum))
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
@@ -155,7 +156,7 @@ class _Child:
             # Own process group: a Ctrl-C at the terminal reaches the parent only, which
             # forwards it once to every child (instead of each child seeing it too).
             start_new_session=True,
-            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self._prefix = f"[{number}/{total}] "
