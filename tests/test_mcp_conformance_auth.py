@@ -50,33 +50,6 @@ import tests.mcp_conformance_client as driver  # noqa: E402
 from tests.conformance_support import Conformance, Verdict, conformance_suite  # noqa: E402
 
 # The auth scenarios each revision requires of a client (held to the suite's lists below).
-REQUIRED_2026 = (
-    "auth/metadata-default",
-    "auth/metadata-var1",
-    "auth/metadata-var2",
-    "auth/metadata-var3",
-    "auth/basic-cimd",
-    "auth/scope-from-www-authenticate",
-    "auth/scope-from-scopes-supported",
-    "auth/scope-omitted-when-undefined",
-    "auth/scope-step-up",
-    "auth/scope-retry-limit",
-    "auth/token-endpoint-auth-basic",
-    "auth/token-endpoint-auth-post",
-    "auth/token-endpoint-auth-none",
-    "auth/pre-registration",
-    "auth/resource-mismatch",
-    "auth/offline-access-scope",
-    "auth/offline-access-not-supported",
-    "auth/authorization-server-migration",
-    "auth/iss-supported",
-    "auth/iss-not-advertised",
-    "auth/iss-supported-missing",
-    "auth/iss-wrong-issuer",
-    "auth/iss-unexpected",
-    "auth/iss-normalized",
-    "auth/metadata-issuer-mismatch",
-)
 REQUIRED_2025 = (
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -92,6 +65,21 @@ REQUIRED_2025 = (
     "auth/token-endpoint-auth-post",
     "auth/token-endpoint-auth-none",
     "auth/pre-registration",
+)
+# 2026-07-28 asks all of those and more.
+REQUIRED_2026 = (
+    *REQUIRED_2025,
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
 )
 REQUIRED = {"2026-07-28": REQUIRED_2026, "2025-11-25": REQUIRED_2025}
 # Accounts with no person behind them (an extension of the spec): a secret, or a signed JWT.
