@@ -44,12 +44,12 @@ exit codes:
        a missing story file or prompt, an unusable mcp_config.json or game_workdir, a full
        disk, the bundled model not starting); nothing was played.
        --check exits 0 when a run would work and 2 when not, playing nothing
+  130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 model:
   With no API key and no base_url, the bundled SmolLM2-135M plays offline (llama.cpp,
   started and ended by main.py): it shows the machinery, not good play. Set
   OPENROUTER_API_KEY (or base_url) for a real model.
-  130  aborted by a second Ctrl-C (143: a second SIGTERM)
 
 output:
   On a terminal, a live status at the bottom shows each running episode (turn, score, room,
