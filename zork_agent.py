@@ -28,6 +28,7 @@ from llm_client import LLMClient
 from managers.mcp.tool_events import ToolLoopEvents
 from managers.mcp.tool_loop import ToolLoop, json_type
 from managers.mcp.toolset import Toolset
+from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
@@ -282,7 +283,9 @@ class ZorkAgent:
         ]
 
     def _client_args(self, messages: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
-        args: dict[str, Any] = dict(model=self.model, messages=messages, **self.sampling.request_args(), name="Agent")
+        args: dict[str, Any] = dict(
+            model=self.model, messages=messages, **self.sampling.request_args(), name=AGENT_CALL_NAME
+        )
         if "response_format" not in overrides:
             args["response_format"] = create_json_schema(AgentResponse)
         args.update(overrides)

@@ -26,8 +26,7 @@ from managers.episode_counts import (
     tool_availability,
     tool_call_counts,
 )
-
-AGENT_ROLE = "Agent"  # the name the agent's calls carry in ``llm_call`` events
+from session.episode_folder import AGENT_CALL_NAME
 
 
 def _number(value: Any) -> float | None:
@@ -124,7 +123,7 @@ class EpisodeFigures:
     def served_model(self) -> str | None:
         """The model(s) the endpoint said answered the agent, in order of first use; None when no
         reply named one (or the agent has not been answered yet)."""
-        names = dict.fromkeys(a.served for a in self.models if a.role == AGENT_ROLE and a.served)
+        names = dict.fromkeys(a.served for a in self.models if a.role == AGENT_CALL_NAME and a.served)
         return ", ".join(names) or None
 
     @property

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 EPISODES_DIR = "episodes"  # under the game workdir: one folder per episode
+# The name the agent's model calls carry (``call_name`` of their ``llm_call`` events), for whoever
+# tells the agent's calls from the helpers'.
+AGENT_CALL_NAME = "Agent"
 
 
 @dataclass(frozen=True)
