@@ -683,3 +683,53 @@ def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
         "the episode's stderr": done.stderr,
     }
     assert not _leaks(secrets, written, outputs), "a token or secret was written outside the login's own file"
+
+
+# -- the login on hostile ground -------------------------------------------------------------
+
+
+def _login_env(tmp_path: Path, state: Path, mcp_file: Path) -> dict[str, str]:
+    """``main.py --mcp-login`` needs no game and no model: the MCP config and the state folder."""
+    return {
+        **_own_folders(tmp_path),
+        "ZORKGPT_MCP_ENABLED": "true",
+        "ZORKGPT_MCP_CONFIG_FILE": str(mcp_file),
+        "XDG_STATE_HOME": str(state),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _authorization_url(login: MainProcess) -> str:
+    login.wait_for_stderr("/authorize?")
+    found = re.search(r"^(http://\S+/authorize\?\S+)$", login.stderr, re.MULTILINE)
+    assert found, login.stderr
+    return found.group(1)
+
+
+def test_the_login_callback_takes_only_its_own_redirect_and_ignores_idle_connections(
+    tmp_path: Path, state: Path
+) -> None:
+    """Any web page can make the browser request the callback; a browser preconnects and sends
+    nothing. A stray request without the login's state gets a 400 and the login goes on waiting;
+    the idle connection is closed without a word; the real redirect then logs in."""
+    port = free_port()
+    with protected_server() as protected:
+        mcp_file = write_mcp_config(
+            tmp_path / "mcp-config", {"protected": {"url": protected.url, "oauth": {"callbackPort": port}}}
+        )
+        login = MainProcess(["--mcp-login", "protected"], _login_env(tmp_path, state, mcp_file), tmp_path)
+        try:
+            url = _authorization_url(login)
+            callback = f"http://127.0.0.1:{port}/callback"
+            for stray in ("?code=x&state=wrong", "?code=x", "?error=access_denied&state=wrong"):
+                answer = httpx2.get(callback + stray, timeout=30)
+                assert answer.status_code == 400, (stray, answer.text)
+                assert "Logged in" not in answer.text
+            with socket.create_connection(("127.0.0.1", port), timeout=30):  # a preconnect: sends nothing
+                page = browse(url)
+                assert page.status_code == 200 and "Logged in to protected" in page.text
+                assert login.wait(60) == 0, login.stderr
+        finally:
+            login.kill()
+    assert "Logged in to MCP server 'protected'" in login.stderr
+    assert "Traceback" not in login.stderr + login.stdout, login.stderr

@@ -728,12 +728,17 @@ class _CallbackServer:
     def __init__(self, server_name: str) -> None:
         self.server_name = server_name
         self.result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
+        self.state: str | None = None
         self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
 
-    def expect(self) -> None:
-        """A new authorization starts: the next redirect is its answer."""
+    def expect(self, authorization_url: str) -> None:
+        """A new authorization starts: its redirect is the next request carrying the ``state`` of
+        ``authorization_url``. Any web page can make a browser request the callback; without that
+        state a request is not the authorization server's answer to this login."""
         if self.result.done():
             self.result = asyncio.get_running_loop().create_future()
+        self.state = parse_qs(urlsplit(authorization_url).query).get("state", [None])[0]
 
     async def start(self, port: int) -> None:
         try:
@@ -750,8 +755,16 @@ class _CallbackServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        # A connection that never sent a request (a browser's preconnect) is still waiting for
+        # one: ended here, quietly, rather than cancelled with a traceback when the loop closes.
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
             target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
@@ -759,6 +772,9 @@ class _CallbackServer:
             query = {key: values[0] for key, values in parse_qs(parts.query).items()}
             if parts.path != CALLBACK_PATH or self.result.done():
                 await _respond(writer, 404, "Nothing here.")
+                return
+            if self.state is None or query.get("state") != self.state:
+                await _respond(writer, 400, "This is not the redirect of the login started in the terminal.")
                 return
             if "error" in query:
                 description = query.get("error_description", "")
@@ -781,9 +797,14 @@ class _CallbackServer:
             await _respond(writer, 200, f"Logged in to {self.server_name}. You can close this tab.")
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, IndexError):
             pass  # a connection that was not a browser's request: nothing to answer
+        except asyncio.CancelledError:
+            # close() ends a connection that never asked anything; the streams' callback would log
+            # a cancelled handler as an error, so it ends as an answered one does.
+            pass
         finally:
+            self._connections.discard(task)
             writer.close()
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, asyncio.CancelledError):
                 await writer.wait_closed()
 
 
@@ -844,7 +865,7 @@ async def login(
         waiting = callback
 
         async def show(url: str) -> None:
-            waiting.expect()
+            waiting.expect(url)
             print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
             result = opener(url)
             if asyncio.iscoroutine(result):
