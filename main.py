@@ -293,14 +293,15 @@ def check(args: argparse.Namespace) -> int:
 
 def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
     """``--mcp-login NAME``: the OAuth login of one remote MCP server, then exit (no game, no API key)."""
-    from managers.mcp.config import MCPConfig
+    from managers.mcp.config import MCPConfig, run_redactor
     from managers.mcp.oauth import run_login, set_login_command
     from session.game_configuration import process_environ
 
     set_login_command(args.config)
     try:
         mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
-        run_login(mcp_config, args.mcp_login)
+        # An authorization server may quote secrets in its errors: the login redacts as an episode does.
+        run_login(mcp_config, args.mcp_login, redactor=run_redactor(config, mcp_config))
     except ZorkGPTError as exc:
         return report(exc)
     return EXIT_OK

@@ -733,3 +733,34 @@ def test_the_login_callback_takes_only_its_own_redirect_and_ignores_idle_connect
             login.kill()
     assert "Logged in to MCP server 'protected'" in login.stderr
     assert "Traceback" not in login.stderr + login.stdout, login.stderr
+
+
+def test_a_login_refused_by_a_server_quoting_its_secrets_prints_none_of_them(tmp_path: Path, state: Path) -> None:
+    """The authorization server quotes the client secret, the authorization code and the PKCE
+    verifier in its refusal: the login says it was refused, and no byte of its output or of any
+    file it wrote holds them, nor the start of one (a message cut short would keep a prefix)."""
+    since = time.time() - 1
+    port = free_port()
+    client_secret = "pre-registered-s3cret-value"
+    args = ("--echo-secrets", "--no-registration", "--client-id", "zorkgpt", "--client-secret", client_secret)
+    with protected_server(*args, "--redirect-uri", f"http://127.0.0.1:{port}/callback") as protected:
+        entry = {
+            "url": protected.url,
+            "oauth": {"clientId": "zorkgpt", "clientSecret": "${SECRET}", "callbackPort": port},
+        }
+        mcp_file = write_mcp_config(tmp_path / "mcp-config", {"protected": entry})
+        env = {**_login_env(tmp_path, state, mcp_file), "SECRET": client_secret}
+        login = MainProcess(["--mcp-login", "protected"], env, tmp_path)
+        try:
+            browse(_authorization_url(login))
+            code = login.wait(60)
+        finally:
+            login.kill()
+        (echoed,) = [event for event in protected.log() if event["event"] == "echoed"]
+    assert code == 2, login.stderr
+    assert "400" in login.stderr and "refused" in login.stderr and "Traceback" not in login.stderr
+    values = {echoed["code"], echoed["code_verifier"], echoed["client_secret"]}
+    assert client_secret in values and all(len(value) >= 20 for value in values)
+    needles = values | {value[:12] for value in values}
+    outputs = {"the login's stdout": login.stdout, "the login's stderr": login.stderr}
+    assert not _leaks(needles, _files_written(tmp_path, since), outputs), login.stderr

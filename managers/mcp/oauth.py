@@ -78,6 +78,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 from managers.mcp.config import MCPConfig, ServerConfig, safe_url
 from managers.mcp.results import assume_complete
 from session.errors import MCPAuthError, MCPConfigError
+from session.redaction import Redactor
 from shared_utils import atomic_write_text, cap_text
 
 __all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
@@ -297,7 +298,14 @@ class _ZorkGPTAuth:
         self._server = server
         self._storage = storage
         self._interactive = interactive
+        # What this flow sent that only it knows (an authorization code, a PKCE verifier): an
+        # authorization server may quote them back in an error, which must not show them.
+        self.flow_secrets: set[str] = set()
         storage.context = self.context
+
+    def redact(self, text: str) -> str:
+        """``text`` without the entry's secrets or this flow's."""
+        return Redactor.of(*self._server.secrets(), *self.flow_secrets)(text)
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
@@ -366,7 +374,7 @@ class _ZorkGPTAuth:
     def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
         return MCPAuthError(
             f"MCP server '{self._server.name}' ({safe_url(self._server.url or '')}): the OAuth login failed: "
-            f"{_short(exc)}. {self._what_to_do()}",
+            f"{_short(exc, self.redact)}. {self._what_to_do()}",
             self._server.name,
         )
 
@@ -466,6 +474,10 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
             self._server.name,
         )
 
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        self.flow_secrets |= {auth_code, code_verifier}
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
     async def _perform_authorization(self) -> httpx2.Request:
         if self._interactive:
             return await super()._perform_authorization()
@@ -502,9 +514,9 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
             port = oauth.callback_port if oauth else 0
             return MCPAuthError(
                 f"MCP server '{self._server.name}': its authorization server did not register ZorkGPT as a client "
-                f"({_short(exc)}). Register a client there with the redirect URI {redirect_uri(port)}, put its id "
-                'in the entry as "oauth": {"clientId": "..."} (and "clientSecret" if it has one), then log in '
-                f"with: {login_command(self._server.name)}",
+                f"({_short(exc, self.redact)}). Register a client there with the redirect URI {redirect_uri(port)}, "
+                'put its id in the entry as "oauth": {"clientId": "..."} (and "clientSecret" if it has one), then '
+                f"log in with: {login_command(self._server.name)}",
                 self._server.name,
             )
         return super()._explain(exc)
@@ -545,9 +557,11 @@ def _scope_note(response: httpx2.Response) -> str:
     return f', scope "{scope}"' if scope and response.status_code == 403 else ""
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException, redact: Callable[[str], str] | None = None) -> str:
+    """The error's text, short: secrets are taken out before it is cut, or a cut could keep the
+    start of one."""
     text = str(exc).strip() or type(exc).__name__
-    return cap_text(text, 300)
+    return cap_text(redact(text) if redact else text, 300)
 
 
 def build_provider(
@@ -838,9 +852,12 @@ async def login(
     open_url: Callable[[str], Any] | None = None,
     out: TextIO | None = None,
     wait_seconds: float = LOGIN_WAIT_SECONDS,
+    redactor: Redactor | None = None,
 ) -> LoginResult:
     """Log in to ``server`` once: the flow the server asks for, with the person (or, for client
-    credentials, without); tokens stored. ``open_url`` stands for the browser."""
+    credentials, without); tokens stored. ``open_url`` stands for the browser. A failure is an
+    ``MCPAuthError`` without the run's secrets (``redactor``), the entry's or the flow's: an
+    authorization server may quote them in its refusal."""
     oauth = server.oauth
     if not server.is_remote or oauth is None:
         raise MCPConfigError(f"MCP server '{server.name}' runs as a command (stdio); it needs no login.")
@@ -885,6 +902,10 @@ async def login(
     provider = build_provider(server, storage, interactive)
     try:
         tools = await _list_tools(server, provider)
+    except Exception as exc:  # noqa: BLE001 - the transports' task groups wrap what failed; the leaf is the news
+        secrets = redactor.secrets if redactor else ()
+        flow = provider.flow_secrets if isinstance(provider, _ZorkGPTAuth) else set()
+        raise _login_failure(server, exc, Redactor.of(*secrets, *server.secrets(), *flow)) from None
     finally:
         if callback is not None:
             await callback.close()
@@ -936,16 +957,12 @@ def run_login(
     out: TextIO | None = None,
     open_url: Callable[[str], Any] | None = None,
     wait_seconds: float = LOGIN_WAIT_SECONDS,
+    redactor: Redactor | None = None,
 ) -> LoginResult:
     """``main.py --mcp-login NAME``: log in and say where the login is kept."""
     server = find_server(mcp_config, name)
     stream = out or sys.stderr
-    try:
-        result = asyncio.run(login(server, open_url, stream, wait_seconds))
-    except MCPAuthError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the transports' task groups wrap what failed; the leaf is the news
-        raise _login_failure(server, exc) from None
+    result = asyncio.run(login(server, open_url, stream, wait_seconds, redactor))
     if result.asked:
         print(
             f"Logged in to MCP server '{name}'. The login is kept in {result.path} (readable only by you); "
@@ -966,14 +983,14 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def _login_failure(server: ServerConfig, error: BaseException) -> MCPAuthError:
+def _login_failure(server: ServerConfig, error: BaseException, redact: Redactor) -> MCPAuthError:
     leaves = _leaves(error)
     for leaf in leaves:
         if isinstance(leaf, MCPAuthError):
-            return leaf
+            return MCPAuthError(redact(str(leaf)), leaf.server_name)
     cause = leaves[0]
     return MCPAuthError(
         f"Could not log in to MCP server '{server.name}' at {safe_url(server.url or '')}: "
-        f"{type(cause).__name__}: {_short(cause)}. Check that the server is running and its url is right.",
+        f"{type(cause).__name__}: {_short(cause, redact)}. Check that the server is running and its url is right.",
         server.name,
     )

@@ -18,6 +18,10 @@ For the tests, on the authorization server's port:
   401), as when they run out; refresh tokens keep working;
 * ``POST /test/revoke``: access and refresh tokens alike stop working (a login revoked).
 
+``--echo-secrets`` makes it hostile: the token endpoint refuses every authorization code with a
+400 whose description repeats what the client sent (the code, the PKCE verifier, the client
+secret), logged as an ``echoed`` event so a test knows the values to look for.
+
 Client credentials (which the SDK's authorization server does not do) are answered here for the
 one account given by ``--cc-client-id`` with ``--cc-client-secret`` (HTTP Basic) or
 ``--cc-public-key`` (a ``private_key_jwt`` assertion signed with the matching key).
@@ -179,6 +183,8 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
 
     async def token(request: Request) -> Response:
         form = await request.form()
+        if args.echo_secrets and form.get("grant_type") == "authorization_code":
+            return _echo(request, form, log)
         if form.get("grant_type") != "client_credentials":
             return await sdk_token.handle(request)
         client_id = _client_credentials_id(request, form, args, str(issuer), jwt)
@@ -283,6 +289,22 @@ class _CallScope:
         await self.app(scope, replay, send)
 
 
+def _echo(request: Any, form: Any, log: list[dict[str, Any]]) -> Any:
+    """A token endpoint that quotes the request back in its error, secrets and all."""
+    from starlette.responses import JSONResponse
+
+    header = request.headers.get("authorization", "")
+    secret = ""
+    if header.lower().startswith("basic "):
+        secret = unquote(base64.b64decode(header[6:]).decode().partition(":")[2])
+    secret = secret or str(form.get("client_secret") or "")
+    code, verifier = str(form.get("code") or ""), str(form.get("code_verifier") or "")
+    log.append({"event": "echoed", "code": code, "code_verifier": verifier, "client_secret": secret})
+    # Long enough that a message cut to a few hundred characters would cut a value in two.
+    description = f"{'refused: ' * 20}code={code} client_secret={secret} code_verifier={verifier}"
+    return JSONResponse({"error": "invalid_grant", "error_description": description}, status_code=400)
+
+
 def _client_credentials_id(request: Any, form: Any, args: argparse.Namespace, issuer: str, jwt: Any) -> str | None:
     """The client-credentials account the request proves it is, or None."""
     if not args.cc_client_id:
@@ -350,6 +372,7 @@ def main() -> None:
     parser.add_argument("--client-id", help="a pre-registered client (authorization code)")
     parser.add_argument("--client-secret", help="its secret (none: a public client)")
     parser.add_argument("--redirect-uri", default="http://127.0.0.1:33418/callback", help="its redirect URI")
+    parser.add_argument("--echo-secrets", action="store_true", help="token errors quote the request's secrets")
     parser.add_argument("--cc-client-id", help="the client-credentials account")
     parser.add_argument("--cc-client-secret", help="its secret (client_secret_basic)")
     parser.add_argument("--cc-public-key", help="PEM public key verifying its private_key_jwt assertions")
