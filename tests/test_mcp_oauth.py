@@ -45,7 +45,7 @@ from managers.mcp.oauth import (
 from session.episode_folder import EpisodeFolder
 from session.errors import MCPConfigError
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main, scripted_env
+from tests.main_support import NO_LEARNING, REPO, MainProcess, episode_folders_by_number, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     Scenario,
@@ -56,7 +56,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.oauth_server import SECRET_WORD
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 OAUTH_SERVER = "tests.mcp_test_servers.oauth_server"
 
@@ -764,3 +764,63 @@ def test_a_login_refused_by_a_server_quoting_its_secrets_prints_none_of_them(tmp
     needles = values | {value[:12] for value in values}
     outputs = {"the login's stdout": login.stdout, "the login's stderr": login.stderr}
     assert not _leaks(needles, _files_written(tmp_path, since), outputs), login.stderr
+
+
+# -- one login, several processes ----------------------------------------------------------
+
+
+class SecretEveryTurnModel:
+    """Each turn of every episode first calls the protected tool, then looks around: a model any
+    number of concurrent episodes can share."""
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") != AGENT_MODEL:
+            return WalkthroughModel([])(body, index)
+        if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+            return completion(tool_calls=[tool_call("protected__secret_word", {}, f"call_{index}")])
+        return agent_reply("look")
+
+
+def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_alive(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path
+) -> None:
+    """Three episodes start together with a login whose access token ran out; the authorization
+    server rotates refresh tokens (each works once) and holds refreshes until all three came in.
+    One process refreshes, the others wait for it and use what it stored: every episode plays
+    its protected calls, and the token file ends with a refresh token that still works."""
+    episodes = 3
+    with protected_server("--refresh-together", str(episodes)) as protected:
+        entry = {"url": protected.url, "oauth": {"callbackPort": free_port()}}
+        mcp_file = write_mcp_config(tmp_path / "mcp-config", {"protected": entry})
+        mcp_config = MCPConfig.from_file(mcp_file, environ={})
+        log_in(mcp_config, "protected")
+        FileTokenStorage(mcp_config.server("protected")).save(expires_at=1.0)  # ran out while nobody played
+        protected.expire()
+        env = scripted_env(
+            llm_server,
+            tmp_path,
+            game_file,
+            **NO_LEARNING,
+            ZORKGPT_MCP_ENABLED="true",
+            ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+            ZORKGPT_MCP_SESSION_LIFETIME="episode",
+            XDG_STATE_HOME=str(state),
+        )
+        llm_server.respond_with(SecretEveryTurnModel())
+        args = ["--episodes", str(episodes), "--parallel", str(episodes), "--max-turns", "2"]
+        done = run_main([*args, "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=300)
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert protected.grants() == ["authorization_code", "refresh_token"]  # one refresh, shared
+
+        folders = episode_folders_by_number(done.stderr, tmp_path / "runs")
+        assert sorted(folders) == list(range(1, episodes + 1)), done.stderr[-3000:]
+        for folder in folders.values():
+            results = [e for e in read_events(folder) if e["event_type"] == "mcp_tool_result"]
+            assert len(results) == 2 and not any(e.get("is_error") for e in results), results
+        login = stored("protected")
+        assert login.login_needed is None and login.tokens is not None
+
+        # The stored refresh token is the live one: the next process refreshes with it.
+        protected.expire()
+        assert episode(tmp_path, mcp_file).run(secret) == SECRET_WORD
+        assert protected.grants() == ["authorization_code", "refresh_token", "refresh_token"]

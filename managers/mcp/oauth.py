@@ -52,6 +52,7 @@ from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+from filelock import FileLock, Timeout
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError
 from mcp.client.auth.extensions.client_credentials import (
@@ -87,6 +88,9 @@ logger = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
 LOGIN_WAIT_SECONDS = 300.0
+# How long a refresh waits for another process refreshing the same login: that one sends a
+# single request to the token endpoint, so this is reached only when it hangs.
+REFRESH_LOCK_SECONDS = 120.0
 _DEFAULT_COMMAND = "uv run python main.py"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -200,6 +204,35 @@ class FileTokenStorage:
         atomic_write_text(self.path, stored.model_dump_json(indent=2, exclude_none=True), mode=0o600)
         with contextlib.suppress(OSError):
             self._seen = self.path.stat().st_mtime_ns
+
+    @property
+    def lock_path(self) -> Path:
+        """Beside the token file: held by the process refreshing the login (see ``refresh_lock``)."""
+        return self.path.with_name(f"{self.path.name}.lock")
+
+    async def refresh_lock(self) -> FileLock:
+        """The login's lock, once held: one process at a time refreshes it.
+
+        A rotating refresh token works once: parallel episodes refreshing it together would each
+        send it, and all but the first would be refused. The holder re-reads the file and uses
+        tokens another process stored meanwhile instead of refreshing. Polled, not waited on in a
+        thread, so the episode's event loop goes on (and a stop signal still ends it)."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = FileLock(self.lock_path, mode=0o600, thread_local=False)
+        deadline = time.monotonic() + REFRESH_LOCK_SECONDS
+        while True:
+            try:
+                lock.acquire(timeout=0)
+                return lock
+            except Timeout:
+                if time.monotonic() > deadline:
+                    raise MCPAuthError(
+                        f"MCP server '{self.server_name}': another ZorkGPT process has been refreshing its login for "
+                        f"{REFRESH_LOCK_SECONDS:g} s (it holds {self.lock_path}). End that process, or wait for it, "
+                        "then start again.",
+                        self.server_name,
+                    ) from None
+                await asyncio.sleep(0.05)
 
     def changed(self) -> bool:
         """Whether the file changed since this storage last read or wrote it."""
@@ -346,30 +379,42 @@ class _ZorkGPTAuth:
         )
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        if getattr(self, "_initialized", False):
-            self._adopt_newer_tokens()
-        flow = super()._auth_flow(request)  # type: ignore[misc]
         sent = 0
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request:
-                    sent += 1
-                    if sent > 1 and response.status_code in (401, 403):
-                        # The SDK tries once with a new token and hands a second refusal on as it is,
-                        # which the transport reports as a bare server error.
-                        raise self._refused_again(response)
-                    stop = None if self._interactive else self._needs_person(response)
-                    if stop is not None:
-                        raise stop
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        except OAuthFlowError as exc:
-            raise self._explain(exc) from None
-        finally:
-            await flow.aclose()
+        for _ in range(_MAX_REPLACED):
+            if getattr(self, "_initialized", False):
+                self._adopt_newer_tokens()
+            flow = super()._auth_flow(request)  # type: ignore[misc]
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    if outgoing is request:
+                        sent += 1
+                        if sent > 1 and response.status_code in (401, 403):
+                            # The SDK tries once with a new token and hands a second refusal on as it
+                            # is, which the transport reports as a bare server error.
+                            raise self._refused_again(response)
+                        stop = None if self._interactive else self._needs_person(response)
+                        if stop is not None:
+                            raise stop
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            except _LoginReplacedError:
+                continue  # the flow again, with the tokens another process stored
+            except OAuthFlowError as exc:
+                raise self._explain(exc) from None
+            finally:
+                await flow.aclose()
+                self._release_refresh_lock()
+        raise MCPAuthError(
+            f"MCP server '{self._server.name}': its login kept changing while this episode used it (other "
+            f"processes refreshing it {_MAX_REPLACED} times in a row). Start again.",
+            self._server.name,
+        )
+
+    def _release_refresh_lock(self) -> None:
+        """Nothing to release here: only a login with refresh tokens takes the lock."""
 
     def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
         return MCPAuthError(
@@ -380,6 +425,14 @@ class _ZorkGPTAuth:
 
     def _what_to_do(self) -> str:
         return f"Log in again with: {login_command(self._server.name)}"
+
+
+class _LoginReplacedError(Exception):
+    """Another process stored new tokens for the login while this one was about to refresh it (or
+    was refused the refresh token that process had used): the flow starts again with them."""
+
+
+_MAX_REPLACED = 5  # flows started again in a row with another process's tokens before giving up
 
 
 class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
@@ -413,6 +466,7 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
         self._fixed_client = client
         self._failed_refresh: set[str] = set()
         self._refreshing: str | None = None
+        self._refresh_lock: FileLock | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -501,12 +555,47 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
                 f"HTTP {response.status_code})"
             )
 
+    async def _refresh_token(self) -> httpx2.Request:
+        """The refresh request, built holding the login's lock (released once its answer is stored):
+        unless another process stored new tokens meanwhile, which are used instead."""
+        held = self.context.current_tokens
+        self._refresh_lock = await self._storage.refresh_lock()
+        if self._adopt_replaced(held.refresh_token if held else None):
+            self._release_refresh_lock()
+            raise _LoginReplacedError
+        return await super()._refresh_token()
+
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
-        refreshed = await super()._handle_refresh_response(response)
-        if not refreshed and used:
-            self._failed_refresh.add(used)
-        return refreshed
+        try:
+            refreshed = await super()._handle_refresh_response(response)
+            if not refreshed and used:
+                self._failed_refresh.add(used)
+                # Refused a token that is no longer the login's (a login, or a process that took no
+                # lock, replaced it): the login lives on in the file.
+                if self._adopt_replaced(used):
+                    raise _LoginReplacedError
+            return refreshed
+        finally:
+            self._release_refresh_lock()
+
+    def _adopt_replaced(self, refresh_token: str | None) -> bool:
+        """Whether the file holds a live login other than the one whose ``refresh_token`` this
+        provider holds (or was refused); if so, this provider uses it from now on."""
+        stored = self._storage.load()
+        if stored is None or stored.tokens is None or stored.login_needed is not None:
+            return False
+        if stored.tokens.refresh_token == refresh_token or stored.tokens == self.context.current_tokens:
+            return False
+        self.context.current_tokens = stored.tokens
+        self.context.token_expiry_time = stored.expires_at
+        logger.debug("MCP server '%s': using the login another process refreshed", self._server.name)
+        return True
+
+    def _release_refresh_lock(self) -> None:
+        lock, self._refresh_lock = self._refresh_lock, None
+        if lock is not None:
+            lock.release()
 
     def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
         if isinstance(exc, OAuthRegistrationError):

@@ -18,6 +18,10 @@ For the tests, on the authorization server's port:
   401), as when they run out; refresh tokens keep working;
 * ``POST /test/revoke``: access and refresh tokens alike stop working (a login revoked).
 
+``--refresh-together N`` holds each refresh until N have come in (or ``--together-seconds`` went
+by), then answers them in turn: N clients refreshing the same rotating token at once, as parallel
+episodes do, the first one's answer killing the token the others sent.
+
 ``--echo-secrets`` makes it hostile: the token endpoint refuses every authorization code with a
 400 whose description repeats what the client sent (the code, the PKCE verifier, the client
 secret), logged as an ``echoed`` event so a test knows the values to look for.
@@ -179,12 +183,22 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
         enabled=not args.no_registration, valid_scopes=valid_scopes, default_scopes=[args.scope]
     )
     routes = create_auth_routes(provider, issuer, client_registration_options=registration)
+    refreshes: list[None] = []
+    together = asyncio.Event()
     sdk_token = TokenHandler(provider, ClientAuthenticator(provider))
 
     async def token(request: Request) -> Response:
         form = await request.form()
         if args.echo_secrets and form.get("grant_type") == "authorization_code":
             return _echo(request, form, log)
+        if form.get("grant_type") == "refresh_token" and args.refresh_together:
+            refreshes.append(None)
+            if len(refreshes) >= args.refresh_together:
+                together.set()
+            try:
+                await asyncio.wait_for(together.wait(), args.together_seconds)
+            except TimeoutError:
+                together.set()  # fewer came: the later ones are not held
         if form.get("grant_type") != "client_credentials":
             return await sdk_token.handle(request)
         client_id = _client_credentials_id(request, form, args, str(issuer), jwt)
@@ -372,6 +386,8 @@ def main() -> None:
     parser.add_argument("--client-id", help="a pre-registered client (authorization code)")
     parser.add_argument("--client-secret", help="its secret (none: a public client)")
     parser.add_argument("--redirect-uri", default="http://127.0.0.1:33418/callback", help="its redirect URI")
+    parser.add_argument("--refresh-together", type=int, default=0, help="hold refreshes until this many came")
+    parser.add_argument("--together-seconds", type=float, default=15.0, help="how long a refresh is held at most")
     parser.add_argument("--echo-secrets", action="store_true", help="token errors quote the request's secrets")
     parser.add_argument("--cc-client-id", help="the client-credentials account")
     parser.add_argument("--cc-client-secret", help="its secret (client_secret_basic)")
