@@ -569,7 +569,10 @@ def _login_state(server: ServerConfig) -> str:
         return "-"
     if oauth.grant != "authorization_code":
         return "client credentials"
-    return "needs login" if needs_login(server) else "logged in"
+    try:
+        return "needs login" if needs_login(server) else "logged in"
+    except MCPAuthError:  # a token file that cannot be used: connecting says why, with the fix
+        return "login file unusable"
 
 
 def _tool_names(names: Sequence[str], listed: int) -> str:

@@ -35,6 +35,7 @@ from managers.mcp.oauth import (
     FileTokenStorage,
     MCPAuthError,
     StoredLogin,
+    UnusableLoginFileError,
     check_logins,
     login_command,
     needs_login,
@@ -202,14 +203,77 @@ def test_a_login_for_another_address_does_not_count(tmp_path: Path, state: Path)
     assert needs_login(moved)
 
 
-def test_a_damaged_file_is_ignored_without_showing_it(tmp_path: Path, state: Path, caplog: Any) -> None:
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"tokens": {"access_token": "sekrit-value\xff\xfe"}}', "not UTF-8 text"),
+        (b'{"tokens": {"access_token": "sekrit-value"', "not JSON"),
+        (b'["sekrit-value"]', "not a login"),
+    ],
+)
+def test_a_damaged_file_stops_the_start_naming_the_login_that_replaces_it(
+    tmp_path: Path, state: Path, content: bytes, why: str
+) -> None:
     server = _server(tmp_path)
     path = token_file("remote")
-    path.parent.mkdir(parents=True)
-    path.write_text('{"tokens": {"access_token": "sekrit-value"', encoding="utf-8")
-    assert FileTokenStorage(server).load() is None
-    assert "damaged" in caplog.text and "sekrit-value" not in caplog.text
-    assert needs_login(server)
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_bytes(content)
+    path.chmod(0o600)
+    with pytest.raises(UnusableLoginFileError) as caught:
+        check_logins(config_of(tmp_path, {"remote": {"url": server.url}})[1])  # even without "oauth"
+    message = str(caught.value)
+    assert f"is damaged ({why})" in message and str(path) in message and login_command("remote") in message
+    assert "sekrit-value" not in message
+
+
+def _unusable(tmp_path: Path) -> str:
+    _, mcp_config = config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})
+    with pytest.raises(MCPAuthError) as caught:
+        check_logins(mcp_config)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620, 0o644, 0o604], ids=oct)
+def test_a_token_file_open_to_other_users_is_refused_with_the_fix(tmp_path: Path, state: Path, mode: int) -> None:
+    _save_login(FileTokenStorage(_server(tmp_path)), "token-one")
+    path = token_file("remote")
+    path.chmod(mode)
+    message = _unusable(tmp_path)
+    assert f"open to other users (mode {mode:o})" in message and f"chmod 600 {path}" in message
+    assert login_command("remote") in message and "token-one" not in message
+    path.chmod(0o600)
+    check_logins(config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})[1])
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o702], ids=oct)
+def test_a_token_folder_others_may_write_is_refused_with_the_fix(tmp_path: Path, state: Path, mode: int) -> None:
+    _save_login(FileTokenStorage(_server(tmp_path)), "token-one")
+    token_dir().chmod(mode)
+    message = _unusable(tmp_path)
+    assert f"open to other users (mode {mode:o})" in message and f"chmod 700 {token_dir()}" in message
+    with pytest.raises(MCPAuthError, match="chmod 700"):  # a login does not write into it either
+        run_login(config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})[1], "remote")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root (CI runs as root)")
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_token_file_or_folder_owned_by_another_user_is_refused(tmp_path: Path, state: Path, what: str) -> None:
+    _save_login(FileTokenStorage(_server(tmp_path)), "token-one")
+    path = token_file("remote") if what == "file" else token_dir()
+    os.chown(path, 4242, 4242)
+    message = _unusable(tmp_path)
+    assert f"{path} is owned by another user (uid 4242, not 0)" in message and f"chown 0 {path}" in message
+
+
+def test_folders_a_login_creates_are_its_owners_alone_whatever_the_umask(tmp_path: Path, state: Path) -> None:
+    old = os.umask(0)
+    try:
+        _save_login(FileTokenStorage(_server(tmp_path)), "token-one")
+    finally:
+        os.umask(old)
+    for folder in (state, state / "zorkgpt", token_dir()):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE(token_file("remote").stat().st_mode) == 0o600
 
 
 # -- the entry's "oauth" -----------------------------------------------------------------
@@ -824,3 +888,32 @@ def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_ali
         protected.expire()
         assert episode(tmp_path, mcp_file).run(secret) == SECRET_WORD
         assert protected.grants() == ["authorization_code", "refresh_token", "refresh_token"]
+
+
+def test_a_damaged_token_file_stops_every_start_until_a_login_replaces_it(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path
+) -> None:
+    port = free_port()
+    with protected_server() as protected:
+        mcp_file = write_mcp_config(
+            tmp_path / "mcp-config", {"protected": {"url": protected.url, "oauth": {"callbackPort": port}}}
+        )
+        path = token_file("protected")
+        path.parent.mkdir(parents=True, mode=0o700)
+        path.write_bytes(b"\xff\xfe\x00 not a login")
+        path.chmod(0o600)
+        env = {**scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING), **_login_env(tmp_path, state, mcp_file)}
+        start = run_main(["--max-turns", "1"], env, tmp_path)
+        assert start.returncode == 2, start.stderr
+        assert "is damaged (not UTF-8 text)" in start.stderr and "--mcp-login protected" in start.stderr
+        assert "Traceback" not in start.stderr and llm_server.requests == []
+
+        login = MainProcess(["--mcp-login", "protected"], env, tmp_path)
+        try:
+            browse(_authorization_url(login))
+            assert login.wait(60) == 0, login.stderr
+        finally:
+            login.kill()
+        assert f"The login file {path} is damaged (not UTF-8 text); this login replaces it." in login.stderr
+        assert "Traceback" not in login.stderr
+        assert stored("protected").tokens is not None and stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import shlex
+import stat
 import sys
 import time
 import warnings
@@ -151,6 +152,46 @@ class StoredLogin(BaseModel):
         return (self.tokens is not None or self.no_login_needed) and self.login_needed is None
 
 
+class UnusableLoginFileError(MCPAuthError):
+    """A token file that cannot be used (damaged, or open to other users): the start stops with the
+    fix; ``--mcp-login`` replaces it. ``problem`` says what is wrong with the file."""
+
+    def __init__(self, path: Path, server_name: str, problem: str) -> None:
+        super().__init__(
+            f"The MCP login of '{server_name}' in {path} {problem}. A new login replaces it: "
+            f"{login_command(server_name)}",
+            server_name,
+        )
+        self.problem = problem
+
+
+def _make_folder(folder: Path) -> None:
+    """The token folder, 0700 when this creates it (whatever the umask); its parents too, as far
+    as they are created here (the user's own state folders are left as they are)."""
+    missing = [path for path in (folder, *folder.parents) if not path.exists()]
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for created in missing:
+        created.chmod(0o700)
+
+
+# A token file is refused when anyone but its owner may read or write it (its tokens are a
+# login, as an SSH key is); its folder when others may write it (they could put a login of their
+# choosing in it, or swap ours).
+_FILE_OPEN_BITS = 0o077
+_FOLDER_OPEN_BITS = 0o022
+
+
+def _unsafe(info: os.stat_result, open_bits: int) -> str | None:
+    """Why a token file or folder must not be trusted, or None: another user owns it, or
+    ``open_bits`` of its mode are set."""
+    if info.st_uid != os.geteuid():
+        return f"is owned by another user (uid {info.st_uid}, not {os.geteuid()})"
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & open_bits:
+        return f"is open to other users (mode {mode:o})"
+    return None
+
+
 class FileTokenStorage:
     """The SDK's ``TokenStorage`` over one server's token file (see the module docstring).
 
@@ -169,28 +210,69 @@ class FileTokenStorage:
 
     # -- the file ----------------------------------------------------------------------
 
-    def load(self) -> StoredLogin | None:
-        """The stored login for this server's address; None if there is none (or it is unreadable)."""
+    def check_folder(self) -> None:
+        """Refuse a token folder that another user owns or may write (the fix in the message)."""
+        folder = self.path.parent
         try:
-            stat = self.path.stat()
-            text = self.path.read_text(encoding="utf-8")
+            info = folder.stat()
+        except FileNotFoundError:
+            return
+        problem = _unsafe(info, _FOLDER_OPEN_BITS)
+        if problem is None:
+            return
+        fix = f"chmod 700 {shlex.quote(str(folder))}"
+        if info.st_uid != os.geteuid():
+            fix = f"chown {os.geteuid()} {shlex.quote(str(folder))} && {fix}"
+        raise MCPAuthError(
+            f"The folder of the MCP logins {folder} {problem}: another user could change the logins in it, so "
+            f"none is used. Make it yours alone: {fix}",
+            self.server_name,
+        )
+
+    def load(self) -> StoredLogin | None:
+        """The stored login for this server's address; None if there is none. A file that cannot
+        be used (damaged, unreadable, or open to other users) is an ``UnusableLoginFileError``
+        saying how to fix or replace it; an unsafe folder an ``MCPAuthError``."""
+        self.check_folder()
+        try:
+            with self.path.open("rb") as file:
+                info = os.fstat(file.fileno())
+                data = file.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("Cannot read the MCP login of '%s' in %s: %s", self.server_name, self.path, exc.strerror)
-            return None
-        self._seen = stat.st_mtime_ns
+            raise self._unusable(f"cannot be read ({exc.strerror})") from None
+        if problem := _unsafe(info, _FILE_OPEN_BITS):
+            quoted = shlex.quote(str(self.path))
+            fix = f"chmod 600 {quoted}"
+            if info.st_uid != os.geteuid():
+                fix = f"chown {os.geteuid()} {quoted} && {fix}"
+            raise self._unusable(f"{problem}; make it yours alone ({fix}), or replace it")
+        self._seen = info.st_mtime_ns
+        # Never echo the content: it holds tokens.
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._unusable("is damaged (not UTF-8 text)") from None
         try:
             stored = StoredLogin.model_validate_json(text)
-        except ValidationError:
-            # Never echo the content: it holds tokens.
-            logger.warning(
-                "The MCP login of '%s' in %s is damaged; it is ignored (log in again to replace it)",
-                self.server_name,
-                self.path,
-            )
-            return None
+        except ValidationError as exc:
+            what = "not JSON" if any(error["type"] == "json_invalid" for error in exc.errors()) else "not a login"
+            raise self._unusable(f"is damaged ({what})") from None
         return stored if stored.url == self.url else None
+
+    def _unusable(self, problem: str) -> UnusableLoginFileError:
+        return UnusableLoginFileError(self.path, self.server_name, problem)
+
+    def replace_unusable(self) -> str | None:
+        """For a login: a token file that cannot be used is removed (the login writes a new one);
+        why it could not be used, or None. An unsafe folder is still refused."""
+        try:
+            self.load()
+        except UnusableLoginFileError as exc:
+            self.path.unlink(missing_ok=True)
+            return exc.problem
+        return None
 
     def save(self, **changes: Any) -> None:
         """Write the file whole with ``changes``: a temporary file (0600) renamed over the old one,
@@ -199,8 +281,7 @@ class FileTokenStorage:
         data = (current.model_dump() if current else {}) | changes
         data.update(server=self.server_name, url=self.url, saved_at=time.time())
         stored = StoredLogin.model_validate(data)
-        folder = self.path.parent
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_folder(self.path.parent)
         atomic_write_text(self.path, stored.model_dump_json(indent=2, exclude_none=True), mode=0o600)
         with contextlib.suppress(OSError):
             self._seen = self.path.stat().st_mtime_ns
@@ -217,7 +298,7 @@ class FileTokenStorage:
         send it, and all but the first would be refused. The holder re-reads the file and uses
         tokens another process stored meanwhile instead of refreshing. Polled, not waited on in a
         thread, so the episode's event loop goes on (and a stop signal still ends it)."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_folder(self.path.parent)
         lock = FileLock(self.lock_path, mode=0o600, thread_local=False)
         deadline = time.monotonic() + REFRESH_LOCK_SECONDS
         while True:
@@ -798,7 +879,11 @@ def needs_login(server: ServerConfig) -> str | None:
 
 
 def check_logins(mcp_config: MCPConfig) -> None:
-    """Stop before playing when a remote server needs a login that nobody did."""
+    """Stop before playing when a remote server needs a login that nobody did, or its token file
+    cannot be used (``UnusableLoginFileError``: damaged, or open to other users)."""
+    for server in mcp_config.servers:
+        if server.is_remote:
+            FileTokenStorage(server).load()
     missing = [(server, why) for server in mcp_config.servers if (why := needs_login(server))]
     if not missing:
         return
@@ -952,6 +1037,8 @@ async def login(
         raise MCPConfigError(f"MCP server '{server.name}' runs as a command (stdio); it needs no login.")
     stream = out or sys.stderr
     storage = FileTokenStorage(server)
+    if (problem := storage.replace_unusable()) is not None:
+        print(f"The login file {storage.path} {problem}; this login replaces it.", file=stream, flush=True)
     storage.forget_tokens()
     callback: _CallbackServer | None = None
     interactive: _Interactive | None = None
