@@ -25,9 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
+from pydantic import AnyHttpUrl
 
 from managers.mcp import MCPError, MCPManager, MCPServerStartupError
 from managers.mcp.config import MCPConfig
@@ -37,6 +39,7 @@ from managers.mcp.oauth import (
     StoredLogin,
     UnusableLoginFileError,
     check_logins,
+    cleartext_refusal,
     login_command,
     needs_login,
     run_login,
@@ -90,6 +93,11 @@ class Protected:
 
     def revoke(self) -> None:
         httpx2.post(f"{self.authorization_server}/test/revoke", timeout=10).raise_for_status()
+
+    def hosts(self) -> list[str]:
+        """The Host of every request the authorization server was sent."""
+        local = re.sub(r"//[^:/]+", "//127.0.0.1", self.authorization_server)
+        return httpx2.get(f"{local}/test/hosts", timeout=10).json()
 
 
 @contextmanager
@@ -917,3 +925,84 @@ def test_a_damaged_token_file_stops_every_start_until_a_login_replaces_it(
         assert f"The login file {path} is damaged (not UTF-8 text); this login replaces it." in login.stderr
         assert "Traceback" not in login.stderr
         assert stored("protected").tokens is not None and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+# -- https unless loopback -------------------------------------------------------------------
+
+
+def _another_address_of_this_machine() -> str:
+    """An address of this machine that is not loopback, where a request sent would reach our
+    server listening everywhere (so a test sees that none was); a name that resolves nowhere on a
+    machine without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # picks the route's source address; sends nothing
+        except OSError:
+            return "example.invalid"
+        address = probe.getsockname()[0]
+    return "example.invalid" if address.startswith("127.") else address
+
+
+def test_a_login_never_sends_anything_to_an_authorization_server_over_plain_http_elsewhere(
+    tmp_path: Path, state: Path
+) -> None:
+    """The protected server's metadata names an authorization server at http://<another address>:
+    the login stops naming it and the fix, and not one request reached it."""
+    elsewhere = _another_address_of_this_machine()
+    with protected_server("--as-host", elsewhere, "--listen-everywhere") as protected:
+        mcp_file = write_mcp_config(
+            tmp_path / "mcp-config", {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        login = MainProcess(["--mcp-login", "protected"], _login_env(tmp_path, state, mcp_file), tmp_path)
+        try:
+            assert login.wait(60) == 2, login.stderr
+        finally:
+            login.kill()
+        hosts = protected.hosts()
+    assert f"its OAuth metadata address http://{elsewhere}:" in login.stderr
+    assert "is plain http on another machine" in login.stderr and "https" in login.stderr
+    assert "Traceback" not in login.stderr and "/authorize?" not in login.stderr
+    assert hosts == []
+
+
+def test_an_episode_never_refreshes_at_a_plain_http_token_endpoint_elsewhere(tmp_path: Path, state: Path) -> None:
+    """A login whose remembered token endpoint moved to http://<another address>: the refresh is
+    refused before it is sent (the refresh token and the client secret would travel readable)."""
+    elsewhere = _another_address_of_this_machine()
+    with protected_server("--listen-everywhere") as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        storage = FileTokenStorage(mcp_config.server("protected"))
+        login = storage.load()
+        assert login is not None and login.authorization_server is not None
+        port = urlsplit(protected.authorization_server).port
+        endpoint = AnyHttpUrl(f"http://{elsewhere}:{port}/token")
+        moved = login.authorization_server.model_copy(update={"token_endpoint": endpoint})
+        storage.save(authorization_server=moved, expires_at=1.0)
+        with pytest.raises(MCPServerStartupError) as caught:
+            episode(tmp_path, config_path).run(secret)
+        hosts = protected.hosts()
+        grants = protected.grants()
+    assert f"its token endpoint http://{elsewhere}:{port}/token is plain http on another machine" in str(caught.value)
+    assert not any(host.startswith(elsewhere) for host in hosts), hosts
+    assert grants == ["authorization_code"]
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("http://127.0.0.1:8000/token", False),
+        ("http://127.9.9.9/token", False),
+        ("http://[::1]:8000/token", False),
+        ("http://localhost/token", False),
+        ("https://auth.example.com/token", False),
+        ("http://auth.example.com/token", True),
+        ("http://10.0.0.5/token", True),
+        ("http://[fd00::2]/token", True),
+        ("HTTP://192.0.2.2/token", True),
+    ],
+)
+def test_plain_http_is_for_this_machine_only(tmp_path: Path, url: str, refused: bool) -> None:
+    assert (cleartext_refusal(_server(tmp_path), "token endpoint", url) is not None) is refused

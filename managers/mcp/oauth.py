@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import re
@@ -360,6 +361,39 @@ class FileTokenStorage:
         self.save(client=client_info)
 
 
+# -- https unless loopback -------------------------------------------------------------------
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cleartext_refusal(server: ServerConfig, what: str, url: str) -> MCPAuthError | None:
+    """The error refusing to send OAuth traffic to ``url`` (``what``: which endpoint) over plain
+    http to another machine, or None for https and loopback.
+
+    OAuth 2.1 and the MCP authorization spec require https for every authorization server
+    endpoint: over http the code, the PKCE verifier, the client secret and the bearer tokens
+    travel readable. There is no setting to allow it: a server on a trusted network can be
+    reached through a tunnel to 127.0.0.1, which keeps the traffic encrypted on the way."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http" or _is_loopback(parts.hostname or ""):
+        return None
+    return MCPAuthError(
+        f"MCP server '{server.name}': its {what} {safe_url(url)} is plain http on another machine, where the "
+        "login's codes and tokens would travel readable; nothing was sent there. Use the server's https address "
+        "(ask its operator for one), or reach it through a tunnel to 127.0.0.1 (ssh -L): OAuth takes http only "
+        "on this machine (127.0.0.1, ::1, localhost).",
+        server.name,
+    )
+
+
 # -- the providers -------------------------------------------------------------------------
 
 
@@ -468,6 +502,10 @@ class _ZorkGPTAuth:
             try:
                 outgoing = await flow.__anext__()
                 while True:
+                    if (
+                        refusal := cleartext_refusal(self._server, self._endpoint(outgoing), str(outgoing.url))
+                    ) is not None:
+                        raise refusal
                     response = yield outgoing
                     if outgoing is request:
                         sent += 1
@@ -496,6 +534,22 @@ class _ZorkGPTAuth:
 
     def _release_refresh_lock(self) -> None:
         """Nothing to release here: only a login with refresh tokens takes the lock."""
+
+    def _endpoint(self, request: httpx2.Request) -> str:
+        """Which endpoint ``request`` goes to, in the words of a message."""
+        url = str(request.url)
+        metadata = self.context.oauth_metadata
+        if metadata is not None:
+            for field, what in (
+                ("token_endpoint", "token endpoint"),
+                ("registration_endpoint", "registration endpoint"),
+                ("authorization_endpoint", "authorization endpoint"),
+            ):
+                if str(getattr(metadata, field) or "") == url:
+                    return what
+        if url.split("?", 1)[0].rstrip("/") == (self._server.url or "").rstrip("/"):
+            return "server address (where its tokens go)"
+        return "OAuth metadata address"
 
     def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
         return MCPAuthError(
@@ -1058,6 +1112,8 @@ async def login(
         waiting = callback
 
         async def show(url: str) -> None:
+            if (refusal := cleartext_refusal(server, "authorization endpoint", url)) is not None:
+                raise refusal
             waiting.expect(url)
             print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
             result = opener(url)

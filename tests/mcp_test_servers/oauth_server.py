@@ -16,7 +16,12 @@ For the tests, on the authorization server's port:
   ``client_credentials``);
 * ``POST /test/expire``: every access token issued so far stops working (the MCP server answers
   401), as when they run out; refresh tokens keep working;
-* ``POST /test/revoke``: access and refresh tokens alike stop working (a login revoked).
+* ``POST /test/revoke``: access and refresh tokens alike stop working (a login revoked);
+* ``GET /test/hosts``: the ``Host`` of every request the authorization server was sent.
+
+``--as-host HOST`` makes the MCP server's metadata send clients to ``http://HOST:<port>`` for
+their authorization server; ``--listen-everywhere`` makes it listen on every address of
+the machine, so a test can see whether a client sent anything to another address of it.
 
 ``--refresh-together N`` holds each refresh until N have come in (or ``--together-seconds`` went
 by), then answers them in turn: N clients refreshing the same rotating token at once, as parallel
@@ -76,6 +81,7 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
     from starlette.routing import Route
 
     issuer = AnyHttpUrl(f"http://127.0.0.1:{as_port}")
+    advertised = AnyHttpUrl(f"http://{args.as_host}:{as_port}")  # where the MCP server sends clients
     path = "/sse" if args.sse is not None else "/mcp"
     resource_url = f"http://127.0.0.1:{rs_port}{path}"
     log: list[dict[str, Any]] = []
@@ -221,14 +227,25 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
         provider.refresh.clear()
         return JSONResponse({"revoked": True})
 
+    hosts: list[str] = []
+
+    async def show_hosts(request: Request) -> Response:
+        return JSONResponse(hosts)
+
     routes = [
         Route("/token", token, methods=["POST"]),
+        Route("/test/hosts", show_hosts, methods=["GET"]),
         *routes,
         Route("/test/log", show_log, methods=["GET"]),
         Route("/test/expire", expire, methods=["POST"]),
         Route("/test/revoke", revoke, methods=["POST"]),
     ]
-    authorization_server = Starlette(routes=routes)
+    starlette_app = Starlette(routes=routes)
+
+    async def authorization_server(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] != "/test/hosts":
+            hosts.append(dict(scope["headers"]).get(b"host", b"").decode())
+        await starlette_app(scope, receive, send)
 
     class Verifier:
         async def verify_token(self, token: str) -> AccessToken | None:
@@ -239,7 +256,7 @@ def build(args: argparse.Namespace, as_port: int, rs_port: int) -> tuple[Any, An
         log_level="WARNING",
         token_verifier=Verifier(),
         auth=AuthSettings(
-            issuer_url=issuer,
+            issuer_url=advertised,
             resource_server_url=AnyHttpUrl(resource_url),
             required_scopes=[args.scope],
             validate_token_resource=True,  # a token issued for another resource is refused
@@ -349,10 +366,10 @@ async def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     sockets = []
-    for _ in range(2):
+    for host in ("0.0.0.0" if args.listen_everywhere else "127.0.0.1", "127.0.0.1"):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         sock.listen(128)
         sock.setblocking(False)
         sockets.append(sock)
@@ -386,6 +403,8 @@ def main() -> None:
     parser.add_argument("--client-id", help="a pre-registered client (authorization code)")
     parser.add_argument("--client-secret", help="its secret (none: a public client)")
     parser.add_argument("--redirect-uri", default="http://127.0.0.1:33418/callback", help="its redirect URI")
+    parser.add_argument("--as-host", default="127.0.0.1", help="the authorization server's host in its URLs")
+    parser.add_argument("--listen-everywhere", action="store_true", help="the authorization server on 0.0.0.0")
     parser.add_argument("--refresh-together", type=int, default=0, help="hold refreshes until this many came")
     parser.add_argument("--together-seconds", type=float, default=15.0, help="how long a refresh is held at most")
     parser.add_argument("--echo-secrets", action="store_true", help="token errors quote the request's secrets")
