@@ -380,16 +380,16 @@ def cleartext_refusal(server: ServerConfig, what: str, url: str) -> MCPAuthError
 
     OAuth 2.1 and the MCP authorization spec require https for every authorization server
     endpoint: over http the code, the PKCE verifier, the client secret and the bearer tokens
-    travel readable. There is no setting to allow it: a server on a trusted network can be
-    reached through a tunnel to 127.0.0.1, which keeps the traffic encrypted on the way."""
+    travel readable. There is no setting to allow it: an opt-in would be a way to give a login
+    away that the spec rules out, and the addresses come from the servers' metadata, not from
+    the user, so one entry's setting could not say which of them it trusts."""
     parts = urlsplit(url)
     if parts.scheme.lower() != "http" or _is_loopback(parts.hostname or ""):
         return None
     return MCPAuthError(
         f"MCP server '{server.name}': its {what} {safe_url(url)} is plain http on another machine, where the "
-        "login's codes and tokens would travel readable; nothing was sent there. Use the server's https address "
-        "(ask its operator for one), or reach it through a tunnel to 127.0.0.1 (ssh -L): OAuth takes http only "
-        "on this machine (127.0.0.1, ::1, localhost).",
+        "login's codes and tokens would travel readable; nothing was sent there. Ask the server's operator for its "
+        "https address: OAuth takes plain http only on this machine (127.0.0.1, ::1, localhost).",
         server.name,
     )
 
