@@ -1006,3 +1006,15 @@ def test_an_episode_never_refreshes_at_a_plain_http_token_endpoint_elsewhere(tmp
 )
 def test_plain_http_is_for_this_machine_only(tmp_path: Path, url: str, refused: bool) -> None:
     assert (cleartext_refusal(_server(tmp_path), "token endpoint", url) is not None) is refused
+
+
+def test_an_unsafe_token_folder_stops_only_what_would_use_it(tmp_path: Path, state: Path) -> None:
+    """A server that never logged in reads nothing from the folder: it plays on. A login would
+    write there: refused with the fix, and nothing is written."""
+    token_dir().mkdir(parents=True)
+    token_dir().chmod(0o777)
+    _, mcp_config = config_of(tmp_path, {"plain": {"url": "https://mcp.example.com/mcp"}})
+    check_logins(mcp_config)
+    with pytest.raises(MCPAuthError, match=f"chmod 700 {token_dir()}"):
+        _save_login(FileTokenStorage(mcp_config.server("plain")), "token-one")
+    assert list(token_dir().iterdir()) == []

@@ -233,16 +233,16 @@ class FileTokenStorage:
     def load(self) -> StoredLogin | None:
         """The stored login for this server's address; None if there is none. A file that cannot
         be used (damaged, unreadable, or open to other users) is an ``UnusableLoginFileError``
-        saying how to fix or replace it; an unsafe folder an ``MCPAuthError``."""
-        self.check_folder()
+        saying how to fix or replace it; an unsafe folder holding it an ``MCPAuthError``."""
         try:
             with self.path.open("rb") as file:
                 info = os.fstat(file.fileno())
                 data = file.read()
         except FileNotFoundError:
-            return None
+            return None  # a server with no login has no use for the folder: it is checked before a write
         except OSError as exc:
             raise self._unusable(f"cannot be read ({exc.strerror})") from None
+        self.check_folder()
         if problem := _unsafe(info, _FILE_OPEN_BITS):
             quoted = shlex.quote(str(self.path))
             fix = f"chmod 600 {quoted}"
@@ -283,6 +283,7 @@ class FileTokenStorage:
         data.update(server=self.server_name, url=self.url, saved_at=time.time())
         stored = StoredLogin.model_validate(data)
         _make_folder(self.path.parent)
+        self.check_folder()
         atomic_write_text(self.path, stored.model_dump_json(indent=2, exclude_none=True), mode=0o600)
         with contextlib.suppress(OSError):
             self._seen = self.path.stat().st_mtime_ns
@@ -300,6 +301,7 @@ class FileTokenStorage:
         tokens another process stored meanwhile instead of refreshing. Polled, not waited on in a
         thread, so the episode's event loop goes on (and a stop signal still ends it)."""
         _make_folder(self.path.parent)
+        self.check_folder()
         lock = FileLock(self.lock_path, mode=0o600, thread_local=False)
         deadline = time.monotonic() + REFRESH_LOCK_SECONDS
         while True:
