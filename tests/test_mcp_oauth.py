@@ -249,8 +249,11 @@ def test_a_token_file_open_to_other_users_is_refused_with_the_fix(tmp_path: Path
     message = _unusable(tmp_path)
     assert f"open to other users (mode {mode:o})" in message and f"chmod 600 {path}" in message
     assert login_command("remote") in message and "token-one" not in message
-    path.chmod(0o600)
+    path.chmod(0o600)  # the fix the message gives
     check_logins(config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})[1])
+    path.chmod(mode)  # or a login, which replaces the file
+    assert FileTokenStorage(_server(tmp_path)).replace_unusable() == f"is open to other users (mode {mode:o})"
+    assert not path.exists()
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o702], ids=oct)

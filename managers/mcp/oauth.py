@@ -25,7 +25,9 @@ extensions; this module decides how ZorkGPT uses it:
   temporary file and a rename. Beside the tokens the file keeps the client registration, when
   the access token expires and the discovered metadata, so a later process refreshes at the
   right token endpoint before the token runs out (the SDK alone keeps those in memory). Token
-  values never reach a log line, an error message or the game's files.
+  values never reach a log line, an error message or the game's files. A file that is damaged,
+  open to other users or not the user's is refused with the fix (``--mcp-login`` replaces it),
+  and so is a folder others may write; processes sharing a login refresh it one at a time.
 
 Without an ``oauth`` key a remote server gets none of this until it answers 401 (or a login
 for it is stored): the provider holds a lock across each request, which must not serialise the
@@ -157,10 +159,10 @@ class UnusableLoginFileError(MCPAuthError):
     """A token file that cannot be used (damaged, or open to other users): the start stops with the
     fix; ``--mcp-login`` replaces it. ``problem`` says what is wrong with the file."""
 
-    def __init__(self, path: Path, server_name: str, problem: str) -> None:
+    def __init__(self, path: Path, server_name: str, problem: str, fix: str | None = None) -> None:
         super().__init__(
-            f"The MCP login of '{server_name}' in {path} {problem}. A new login replaces it: "
-            f"{login_command(server_name)}",
+            f"The MCP login of '{server_name}' in {path} {problem}{f'; {fix}' if fix else ''}. A new login "
+            f"replaces it: {login_command(server_name)}",
             server_name,
         )
         self.problem = problem
@@ -248,7 +250,7 @@ class FileTokenStorage:
             fix = f"chmod 600 {quoted}"
             if info.st_uid != os.geteuid():
                 fix = f"chown {os.geteuid()} {quoted} && {fix}"
-            raise self._unusable(f"{problem}; make it yours alone ({fix}), or replace it")
+            raise self._unusable(problem, f"make it yours alone ({fix}), or replace it")
         self._seen = info.st_mtime_ns
         # Never echo the content: it holds tokens.
         try:
@@ -262,8 +264,8 @@ class FileTokenStorage:
             raise self._unusable(f"is damaged ({what})") from None
         return stored if stored.url == self.url else None
 
-    def _unusable(self, problem: str) -> UnusableLoginFileError:
-        return UnusableLoginFileError(self.path, self.server_name, problem)
+    def _unusable(self, problem: str, fix: str | None = None) -> UnusableLoginFileError:
+        return UnusableLoginFileError(self.path, self.server_name, problem, fix)
 
     def replace_unusable(self) -> str | None:
         """For a login: a token file that cannot be used is removed (the login writes a new one);
@@ -430,6 +432,14 @@ def _with_scopes(metadata: OAuthClientMetadata, scopes: list[str] | None) -> _Cl
     return extended
 
 
+class _LoginReplacedError(Exception):
+    """Another process stored new tokens for the login while this one was about to refresh it (or
+    was refused the refresh token that process had used): the flow starts again with them."""
+
+
+_MAX_REPLACED = 5  # flows started again in a row with another process's tokens before giving up
+
+
 class _ZorkGPTAuth:
     """What every provider here adds to the SDK's (a mixin; see the module docstring):
 
@@ -504,10 +514,7 @@ class _ZorkGPTAuth:
             try:
                 outgoing = await flow.__anext__()
                 while True:
-                    if (
-                        refusal := cleartext_refusal(self._server, self._endpoint(outgoing), str(outgoing.url))
-                    ) is not None:
-                        raise refusal
+                    self._refuse_cleartext(outgoing)
                     response = yield outgoing
                     if outgoing is request:
                         sent += 1
@@ -537,6 +544,13 @@ class _ZorkGPTAuth:
     def _release_refresh_lock(self) -> None:
         """Nothing to release here: only a login with refresh tokens takes the lock."""
 
+    def _refuse_cleartext(self, request: httpx2.Request) -> None:
+        """Every request of the flow (discovery, registration, token, the server's own) is checked
+        before it is sent: the addresses come from metadata the servers serve."""
+        refusal = cleartext_refusal(self._server, self._endpoint(request), str(request.url))
+        if refusal is not None:
+            raise refusal
+
     def _endpoint(self, request: httpx2.Request) -> str:
         """Which endpoint ``request`` goes to, in the words of a message."""
         url = str(request.url)
@@ -562,14 +576,6 @@ class _ZorkGPTAuth:
 
     def _what_to_do(self) -> str:
         return f"Log in again with: {login_command(self._server.name)}"
-
-
-class _LoginReplacedError(Exception):
-    """Another process stored new tokens for the login while this one was about to refresh it (or
-    was refused the refresh token that process had used): the flow starts again with them."""
-
-
-_MAX_REPLACED = 5  # flows started again in a row with another process's tokens before giving up
 
 
 class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
