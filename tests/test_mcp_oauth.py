@@ -886,6 +886,7 @@ def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_ali
         done = run_main([*args, "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=300)
         assert done.returncode == 0, done.stderr[-4000:]
         assert protected.grants() == ["authorization_code", "refresh_token"]  # one refresh, shared
+        assert "Traceback" not in done.stderr and "needs a login" not in done.stderr, done.stderr[-4000:]
 
         folders = episode_folders_by_number(done.stderr, tmp_path / "runs")
         assert sorted(folders) == list(range(1, episodes + 1)), done.stderr[-3000:]
