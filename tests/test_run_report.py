@@ -246,6 +246,50 @@ def test_run_folder_reads_back_as_it_was_written(
     assert read_run(tmp_path / "run") == written
 
 
+# One run's end, as main.py ends it, in a process of its own: its episode folder, and the second both runs end in.
+RUN_END = """
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from orchestration.run_report import EpisodeEnd, report_run
+ended = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+sys.exit(report_run(Path(sys.argv[1]), [EpisodeEnd.from_folder(1, Path(sys.argv[2]))], 1, finished_at=ended))
+"""
+
+
+def test_two_runs_ending_in_the_same_second_keep_both_reports(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Two real processes end their runs in one workdir at the same second (the same time given to
+    both, not the clock): each keeps its own run folder, and each says which one is its."""
+    folders = play_run(llm_server, tmp_path, game_file, ["look"] * 2, episodes=2)
+    workdir = tmp_path / "game_files"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RUN_END, str(workdir), str(folder)],
+            cwd=tmp_path,
+            env=clean_env({"PYTHONPATH": str(REPO)}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for folder in folders
+    ]
+    said = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], said
+    run_dirs = sorted((workdir / "runs").iterdir())
+    assert [d.name for d in run_dirs] == ["2026-01-02T03-04-05Z", "2026-01-02T03-04-05Z-2"]
+    reported = {}
+    for run_dir in run_dirs:
+        with (run_dir / RESULTS_CSV).open(newline="") as fh:
+            (row,) = list(csv.DictReader(fh))
+        reported[row["episode_id"]] = run_dir
+        assert (run_dir / REPORT_MD).is_file() and (run_dir / SCORE_PNG).is_file()
+    assert sorted(reported) == ["ep0", "ep1"]
+    for folder, (_, stderr) in zip(folders, said, strict=True):
+        assert f"Run report: {reported[folder.name] / REPORT_MD}" in stderr
+
+
 def test_mean_curve_holds_an_ended_episodes_final_score() -> None:
     scores = {"long": ((0, 0), (1, 0), (2, 10), (3, 10)), "short": ((0, 0), (1, 4))}
     assert mean_curve(scores) == [(0, 0.0), (1, 2.0), (2, 7.0), (3, 7.0)]
