@@ -5,6 +5,7 @@ per entry with a per-turn cap, in both protocol revisions (a legacy server reque
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,84 @@ def test_sampling_is_not_offered_without_the_entry_opting_in(
     # A clear answer to the server (which fails its tool with it), never a hang.
     assert "not supported" in scenario.run(body).lower()
     assert llm_server.bodies == []
+
+
+def warnings_of(scenario: Scenario) -> list[str]:
+    """The lines that reach a terminal: warnings and worse (the informational MCP lines are --verbose detail)."""
+    return [r.getMessage() for r in scenario.handler.records if r.levelno >= logging.WARNING]
+
+
+async def ask_300(m: MCPManager) -> Any:
+    return (await m.call_tool("p__ask_many", {"count": 300})).content
+
+
+@pytest.mark.parametrize("protocol", REVISIONS)
+def test_a_server_asking_300_forms_a_call_gets_three_model_calls_a_turn_and_one_warning(
+    tmp_path: Path, llm_server: ScriptedLLMServer, protocol: str
+) -> None:
+    """``"elicitation": "agent"`` and its default cap of 3 forms a turn; the forms beyond it are
+    declined (the protocol's answer, so the server's call goes on), warned about once a turn per
+    server, and counted in one line when the turn ends. Two turns: the cap is per turn."""
+    llm_server.respond_with(lambda body, index: completion(json.dumps({"answer": "Adventurer"})))
+    scenario, client = scenario_for(tmp_path, llm_server, protocol=protocol, elicitation="agent")
+    try:
+        said = [scenario.run(ask_300, close=False) for _ in range(2)]
+    finally:
+        scenario.manager.close()
+    assert said == ["accepted 3, declined 297"] * 2
+    assert len(llm_server.bodies) == 6  # three model calls a turn, not 300
+    assert client.usage_by_name["mcp-elicitation"].total_tokens == 6 * 15
+    refused = events(scenario, "mcp_elicitation_refused")
+    assert [(r.turn, r.levelno) for r in refused] == [(1, logging.WARNING), (2, logging.WARNING)]
+    assert "at most 3 forms per turn from 'p' (its entry's elicitation.maxPerTurn)" in refused[0].getMessage()
+    assert warnings_of(scenario) == [r.getMessage() for r in refused]  # the only lines a terminal shows
+    summaries = events(scenario, "mcp_server_requests_refused")
+    assert [(s.turn, s.server_name, s.elicitation_refused, s.sampling_refused) for s in summaries] == [
+        (1, "p", 297, 0),
+        (2, "p", 297, 0),
+    ]
+    assert "297 forms declined over elicitation.maxPerTurn" in summaries[0].getMessage()
+    assert len(events(scenario, "mcp_elicitation_answered")) == 6
+
+
+def test_the_forms_cap_is_set_per_entry(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    llm_server.respond_with(lambda body, index: completion(json.dumps({"answer": "Adventurer"})))
+    scenario, _ = scenario_for(tmp_path, llm_server, elicitation={"answer": "agent", "maxPerTurn": 5})
+    assert scenario.run(ask_300) == "accepted 5, declined 295"
+    assert len(llm_server.bodies) == 5
+
+
+def test_forms_declined_by_the_entry_are_logged_once_a_turn_and_counted(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    scenario, _ = scenario_for(tmp_path, llm_server)
+    assert scenario.run(ask_300) == "accepted 0, declined 300"
+    assert llm_server.bodies == []
+    (declined,) = events(scenario, "mcp_elicitation_declined")  # one line, not 300
+    assert "Question 1 of 300" in declined.getMessage()
+    (summary,) = events(scenario, "mcp_server_requests_refused")
+    assert (summary.turn, summary.elicitation_declined, summary.elicitation_refused) == (1, 300, 0)
+    assert warnings_of(scenario) == []
+
+
+def test_a_server_asking_300_completions_a_call_gets_one_warning_a_turn(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    """A refused completion once printed a warning each (144 in two turns): now one a turn per server."""
+    llm_server.respond_with(lambda body, index: completion("Hello, sailor."))
+    scenario, _ = scenario_for(tmp_path, llm_server, protocol=REVISIONS[0], sampling={"maxPerTurn": 2})
+
+    async def sample_300(m: MCPManager) -> Any:
+        return (await m.call_tool("p__sample_many", {"count": 300})).content
+
+    try:
+        said = [scenario.run(sample_300, close=False) for _ in range(2)]
+    finally:
+        scenario.manager.close()
+    assert said == ["answered 2, refused 298"] * 2
+    assert len(llm_server.bodies) == 4
+    refused = events(scenario, "mcp_sampling_refused")
+    assert [r.turn for r in refused] == [1, 2]
+    assert warnings_of(scenario) == [r.getMessage() for r in refused]
+    summaries = events(scenario, "mcp_server_requests_refused")
+    assert [(s.turn, s.sampling_refused) for s in summaries] == [(1, 298), (2, 298)]
