@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ from llm_client import LLMClient
 from managers.mcp import MCPManager
 from session.errors import MCPToolCallError
 from tests.config_support import scripted_config
+from tests.e2e_support import AGENT_MODEL, read_events
+from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, Scenario, capture_logger, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
-from tests.scripted_llm import ScriptedLLMServer, completion
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
 REVISIONS = ["2025-11-25", "2026-07-28"]
@@ -222,3 +225,49 @@ def test_a_server_asking_300_completions_a_call_gets_one_warning_a_turn(
     assert warnings_of(scenario) == [r.getMessage() for r in refused]
     summaries = events(scenario, "mcp_server_requests_refused")
     assert [(s.turn, s.sampling_refused) for s in summaries] == [(1, 298), (2, 298)]
+
+
+def test_main_with_a_server_asking_300_forms_a_turn_shows_one_warning_a_turn(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """main.py as a user runs it, two turns: the agent calls a tool whose server asks for 300 forms.
+    Three model calls fill forms each turn (once 907 in two turns), the terminal shows one warning
+    a turn, and the episode's log counts the rest."""
+    forms: list[int] = []
+
+    def model(body: dict[str, Any], index: int) -> dict[str, Any]:
+        if "fill in a form" in body["messages"][0]["content"]:
+            forms.append(index)
+            return completion(json.dumps({"answer": "Adventurer"}))
+        if body["model"] != AGENT_MODEL:
+            return completion("{}")
+        if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+            return completion(tool_calls=[tool_call("p__ask_many", {"count": 300}, f"call_{index}")])
+        return agent_reply("look")
+
+    llm_server.respond_with(model)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    entry = {"command": sys.executable, "args": [str(PROTOCOL_SERVER)], "env": {NOTES_ENV: str(notes)}}
+    mcp_file = write_mcp_config(tmp_path / "cfg", {"p": {**entry, "elicitation": "agent"}})
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+        ZORKGPT_MCP_SESSION_LIFETIME="episode",
+    )
+    done = run_main(["--max-turns", "2"], env, tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(forms) == 6  # three a turn
+    warned = [line for line in done.stderr.splitlines() if "elicitation.maxPerTurn" in line]
+    assert len(warned) == 2, done.stderr
+    assert "Question" not in done.stderr  # no line per form
+    (log,) = list((tmp_path / "runs").rglob("episode_log.jsonl"))
+    logged = read_events(log.parent)
+    summaries = [e for e in logged if e["event_type"] == "mcp_server_requests_refused"]
+    assert [(e["turn"], e["elicitation_refused"]) for e in summaries] == [(1, 297), (2, 297)]
+    results = [e["result"] for e in logged if e["event_type"] == "mcp_tool_result"]
+    assert len(results) == 2 and all("accepted 3, declined 297" in result for result in results)
