@@ -1001,6 +1001,11 @@ def report_run(
 
 
 # ---------------------------------------------------------------------- command line
+def _replaced_note(path: Path, what: str) -> str:
+    """What ``--out`` writes over, said: the folder is the user's to name, so it is replaced, not refused."""
+    return f" (it replaces the {what} that was there)" if path.exists() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
@@ -1016,15 +1021,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "compare":
+            replaced = _replaced_note(args.out / COMPARISON_MD, "comparison")
             print(escape_control_chars(compare_runs(args.runs, args.out)))
-            print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
+            print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}{replaced}", file=sys.stderr)
         else:
             missing = [str(p) for p in args.episodes if not EpisodeFolder(p).log.is_file()]
             if missing:
                 print(f"Not episode folders (no {EpisodeFolder.LOG}): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
+            replaced = _replaced_note(args.out / RESULTS_CSV, "run report")
             print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
-            print(f"Written: {args.out}", file=sys.stderr)
+            print(f"Written: {args.out}{replaced}", file=sys.stderr)
     except RunReportError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_SETUP

@@ -210,6 +210,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     assert built.returncode == 0, built.stderr
     assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in built.stdout
     assert run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path).returncode == 0
+    again = run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path)
+    assert again.returncode == 0 and "it replaces the run report that was there" in again.stderr  # never silently
+    assert "replaces" not in built.stderr
 
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
@@ -221,6 +224,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     assert (
         "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
     )
+    assert "replaces" not in compared.stderr
+    recompared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
+    assert recompared.returncode == 0 and "it replaces the comparison that was there" in recompared.stderr
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
