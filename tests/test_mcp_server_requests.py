@@ -146,6 +146,12 @@ def test_sampling_is_not_offered_without_the_entry_opting_in(
     assert llm_server.bodies == []
 
 
+def refusals_in_order(scenario: Scenario, warning: str) -> list[tuple[str, int]]:
+    """The refusal warnings and the turn-end counts, as logged: each turn's count before the next turn."""
+    kinds = (warning, "mcp_server_requests_refused")
+    return [(r.event_type, r.turn) for r in scenario.handler.records if getattr(r, "event_type", None) in kinds]
+
+
 def warnings_of(scenario: Scenario) -> list[str]:
     """The lines that reach a terminal: warnings and worse (the informational MCP lines are --verbose detail)."""
     return [r.getMessage() for r in scenario.handler.records if r.levelno >= logging.WARNING]
@@ -175,6 +181,12 @@ def test_a_server_asking_300_forms_a_call_gets_three_model_calls_a_turn_and_one_
     assert [(r.turn, r.levelno) for r in refused] == [(1, logging.WARNING), (2, logging.WARNING)]
     assert "at most 3 forms per turn from 'p' (its entry's elicitation.maxPerTurn)" in refused[0].getMessage()
     assert warnings_of(scenario) == [r.getMessage() for r in refused]  # the only lines a terminal shows
+    assert refusals_in_order(scenario, "mcp_elicitation_refused") == [
+        ("mcp_elicitation_refused", 1),
+        ("mcp_server_requests_refused", 1),
+        ("mcp_elicitation_refused", 2),
+        ("mcp_server_requests_refused", 2),
+    ]
     summaries = events(scenario, "mcp_server_requests_refused")
     assert [(s.turn, s.server_name, s.elicitation_refused, s.sampling_refused) for s in summaries] == [
         (1, "p", 297, 0),
@@ -225,6 +237,10 @@ def test_a_server_asking_300_completions_a_call_gets_one_warning_a_turn(
     assert warnings_of(scenario) == [r.getMessage() for r in refused]
     summaries = events(scenario, "mcp_server_requests_refused")
     assert [(s.turn, s.sampling_refused) for s in summaries] == [(1, 298), (2, 298)]
+    assert [kind for kind, _ in refusals_in_order(scenario, "mcp_sampling_refused")] == [
+        "mcp_sampling_refused",
+        "mcp_server_requests_refused",
+    ] * 2
 
 
 def test_main_with_a_server_asking_300_forms_a_turn_shows_one_warning_a_turn(
