@@ -953,23 +953,44 @@ def compare_runs(folders: Sequence[Path], out: Path) -> str:
 
 
 # ---------------------------------------------------------------------- main.py's end of run
-def new_run_folder(workdir: Path) -> Path:
-    """``workdir/runs/<UTC timestamp>``: sortable, and readable in a comparison's table."""
-    return workdir / "runs" / datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
+def new_run_folder(workdir: Path, finished_at: datetime) -> Path:
+    """``workdir/runs/<UTC timestamp>``, created here: sortable, and readable in a comparison's table.
+
+    Creating the folder is what claims it (only one process can create a name), so two runs of one
+    workdir that end in the same second get ``<timestamp>`` and ``<timestamp>-2`` instead of
+    writing over each other's report."""
+    runs = workdir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = finished_at.strftime("%Y-%m-%dT%H-%M-%SZ")
+    folder, n = runs / stamp, 1
+    while True:
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            n += 1
+            folder = runs / f"{stamp}-{n}"
 
 
-def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int, redactor: Redactor | None = None) -> int:
+def report_run(
+    workdir: Path,
+    ends: Iterable[EpisodeEnd],
+    requested: int,
+    redactor: Redactor | None = None,
+    finished_at: datetime | None = None,
+) -> int:
     """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
     and print the table (stdout); the exit code. A run where no episode started has no report:
-    what stopped it is on the terminal."""
+    what stopped it is on the terminal. ``finished_at`` (UTC, now by default) names the folder."""
     episodes = complete_run(ends, requested)
     if all(end.episode_dir is None or not end.episode_dir.is_dir() for end in episodes):
         return EXIT_OK
-    folder = new_run_folder(workdir)
     try:
+        folder = new_run_folder(workdir, finished_at or datetime.now(UTC))
         summary = write_run(folder, episodes, redactor)
     except OSError as exc:
-        print(f"The episodes were played, but the run report could not be written to {folder}: {exc}", file=sys.stderr)
+        where = workdir / "runs"
+        print(f"The episodes were played, but the run report could not be written in {where}: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
     print(escape_control_chars(run_table(summary)))  # end reasons may quote a provider's error text
     print(
@@ -980,6 +1001,11 @@ def report_run(workdir: Path, ends: Iterable[EpisodeEnd], requested: int, redact
 
 
 # ---------------------------------------------------------------------- command line
+def _replaced_note(path: Path, what: str) -> str:
+    """What ``--out`` writes over, said: the folder is the user's to name, so it is replaced, not refused."""
+    return f" (it replaces the {what} that was there)" if path.exists() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
@@ -995,15 +1021,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "compare":
+            replaced = _replaced_note(args.out / COMPARISON_MD, "comparison")
             print(escape_control_chars(compare_runs(args.runs, args.out)))
-            print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}", file=sys.stderr)
+            print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}{replaced}", file=sys.stderr)
         else:
             missing = [str(p) for p in args.episodes if not EpisodeFolder(p).log.is_file()]
             if missing:
                 print(f"Not episode folders (no {EpisodeFolder.LOG}): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
+            replaced = _replaced_note(args.out / RESULTS_CSV, "run report")
             print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
-            print(f"Written: {args.out}", file=sys.stderr)
+            print(f"Written: {args.out}{replaced}", file=sys.stderr)
     except RunReportError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_SETUP

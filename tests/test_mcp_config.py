@@ -154,6 +154,20 @@ def test_gemini_style_filters_and_http_url(tmp_path: Path) -> None:
     assert (a.lifetime, b.lifetime) == (None, "episode")
 
 
+def test_elicitation_names_who_fills_forms_and_how_many_a_turn(tmp_path: Path) -> None:
+    servers = {
+        "plain": {"command": "x"},
+        "short": {"command": "x", "elicitation": "agent"},
+        "capped": {"url": "https://h/mcp", "elicitation": {"answer": "agent", "maxPerTurn": 7}},
+    }
+    config = load(tmp_path, {"mcpServers": servers})
+    assert [(s.name, s.elicitation.answer, s.elicitation.max_per_turn) for s in config.servers] == [
+        ("plain", "decline", 3),
+        ("short", "agent", 3),  # the string is the object with the default cap
+        ("capped", "agent", 7),
+    ]
+
+
 def test_unknown_keys_are_logged_once_and_disabled_entries_listed(tmp_path: Path) -> None:
     path = write_mcp_config(
         tmp_path,
@@ -347,7 +361,18 @@ def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: 
         ),
         ({"mcpServers": {"a": {"command": "x", "protocol": "2024"}}}, "mcpServers.a.protocol: Input should be 'auto'"),
         ({"mcpServers": {"a": {"url": "http://h/", "type": "sse", "protocol": "2026-07-28"}}}, "no SSE transport"),
-        ({"mcpServers": {"a": {"command": "x", "elicitation": "human"}}}, "mcpServers.a.elicitation: Input should be"),
+        (
+            {"mcpServers": {"a": {"command": "x", "elicitation": "human"}}},
+            """mcpServers.a.elicitation: Value error, Input should be "decline", "agent" or {"answer": "agent", """,
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "elicitation": {"answer": "human"}}}},
+            "mcpServers.a.elicitation.answer: Input should be 'decline' or 'agent'",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "elicitation": {"answer": "agent", "maxPerTurn": 0}}}},
+            "mcpServers.a.elicitation.maxPerTurn: Input should be greater than or equal to 1",
+        ),
         (
             {"mcpServers": {"a": {"command": "x", "sampling": {"role": "wizard"}}}},
             "mcpServers.a.sampling.role: Input should be 'agent', 'critic', 'extractor' or 'memory'",

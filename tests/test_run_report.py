@@ -210,6 +210,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     assert built.returncode == 0, built.stderr
     assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in built.stdout
     assert run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path).returncode == 0
+    again = run_cli("report", *map(str, idle), "--out", str(tmp_path / "idler"), cwd=tmp_path)
+    assert again.returncode == 0 and "it replaces the run report that was there" in again.stderr  # never silently
+    assert "replaces" not in built.stderr
 
     compared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
@@ -221,6 +224,9 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     assert (
         "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
     )
+    assert "replaces" not in compared.stderr
+    recompared = run_cli("compare", "egg-hunter", "idler", "--out", "cmp", cwd=tmp_path)
+    assert recompared.returncode == 0 and "it replaces the comparison that was there" in recompared.stderr
     markdown = (tmp_path / "cmp" / COMPARISON_MD).read_text()
     assert lines[1] in markdown and str((tmp_path / "idler").resolve()) in markdown
     colours = png_colours(tmp_path / "cmp" / COMPARISON_PNG)  # one colour per run
@@ -244,6 +250,50 @@ def test_run_folder_reads_back_as_it_was_written(
 
     written = write_run(tmp_path / "run", ends_from_folders(folders))
     assert read_run(tmp_path / "run") == written
+
+
+# One run's end, as main.py ends it, in a process of its own: its episode folder, and the second both runs end in.
+RUN_END = """
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from orchestration.run_report import EpisodeEnd, report_run
+ended = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+sys.exit(report_run(Path(sys.argv[1]), [EpisodeEnd.from_folder(1, Path(sys.argv[2]))], 1, finished_at=ended))
+"""
+
+
+def test_two_runs_ending_in_the_same_second_keep_both_reports(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Two real processes end their runs in one workdir at the same second (the same time given to
+    both, not the clock): each keeps its own run folder, and each says which one is its."""
+    folders = play_run(llm_server, tmp_path, game_file, ["look"] * 2, episodes=2)
+    workdir = tmp_path / "game_files"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RUN_END, str(workdir), str(folder)],
+            cwd=tmp_path,
+            env=clean_env({"PYTHONPATH": str(REPO)}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for folder in folders
+    ]
+    said = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], said
+    run_dirs = sorted((workdir / "runs").iterdir())
+    assert [d.name for d in run_dirs] == ["2026-01-02T03-04-05Z", "2026-01-02T03-04-05Z-2"]
+    reported = {}
+    for run_dir in run_dirs:
+        with (run_dir / RESULTS_CSV).open(newline="") as fh:
+            (row,) = list(csv.DictReader(fh))
+        reported[row["episode_id"]] = run_dir
+        assert (run_dir / REPORT_MD).is_file() and (run_dir / SCORE_PNG).is_file()
+    assert sorted(reported) == ["ep0", "ep1"]
+    for folder, (_, stderr) in zip(folders, said, strict=True):
+        assert f"Run report: {reported[folder.name] / REPORT_MD}" in stderr
 
 
 def test_mean_curve_holds_an_ended_episodes_final_score() -> None:

@@ -11,9 +11,9 @@ An entry is a stdio server (``command``, ``args``, ``env``, ``cwd``) or a remote
 own keys: ``disabled``, ``timeout`` (seconds, per tool call), ``includeTools`` /
 ``excludeTools`` (tool names, as in Gemini CLI), ``lifetime`` (``turn`` or ``episode``),
 ``protocol`` (``auto``, ``2025-11-25`` or ``2026-07-28``), ``allowDestructive`` (run the
-server's tools that declare ``destructiveHint: true``), ``elicitation`` (``decline`` or
-``agent``) and ``sampling`` (``{"role": ..., "maxPerTurn": ..., "maxTokens": ...}``): what
-ZorkGPT answers when the server asks (``server_requests.py``), ``includeResources`` /
+server's tools that declare ``destructiveHint: true``), ``elicitation`` (``decline``, ``agent``
+or ``{"answer": "agent", "maxPerTurn": ...}``) and ``sampling`` (``{"role": ..., "maxPerTurn": ...,
+"maxTokens": ...}``): what ZorkGPT answers when the server asks (``server_requests.py``), ``includeResources`` /
 ``excludeResources`` (URI glob patterns: which of the server's resources the model may list and
 read) and ``prompts`` (the server's prompts whose text joins the agent's system prompt: names, or
 ``{"name": ..., "arguments": {...}}``). A remote entry may have ``oauth`` (``OAuthEntry``): who
@@ -99,6 +99,18 @@ class SamplingEntry(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=32_000, alias="maxTokens", description="cap per answer")
 
 
+class ElicitationEntry(BaseModel):
+    """An entry's ``elicitation``: who fills the server's forms, and how many a turn. The string
+    ``"agent"`` (or ``"decline"``) is short for ``{"answer": "agent"}`` with the default cap."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    answer: Literal["decline", "agent"] = Field(default="decline", description="decline, or the agent's model fills")
+    # As sampling's: each answered form is one model call, so a server asking in a loop cannot
+    # run up an episode's calls; the forms beyond it are declined.
+    max_per_turn: int = Field(default=3, ge=1, le=50, alias="maxPerTurn", description="forms answered per turn")
+
+
 class OAuthEntry(BaseModel):
     """A remote entry's ``oauth``: how ZorkGPT identifies itself to the server's authorization server.
 
@@ -167,7 +179,7 @@ class ServerEntry(BaseModel):
     exclude_tools: list[str] | None = Field(default=None, alias="excludeTools", description="Never these tools")
     lifetime: Lifetime | None = Field(default=None, description="turn or episode; default from pyproject.toml")
     protocol: Protocol = Field(default="auto", description="auto, 2025-11-25 or 2026-07-28")
-    elicitation: Literal["decline", "agent"] = Field(default="decline", description="who fills a server's forms")
+    elicitation: ElicitationEntry = Field(default_factory=ElicitationEntry, description="who fills a server's forms")
     sampling: SamplingEntry | None = Field(default=None, description="lets the server ask a role's model")
     allow_destructive: StrictBool = Field(
         default=False, alias="allowDestructive", description="true: run tools that declare destructiveHint: true"
@@ -189,6 +201,16 @@ class ServerEntry(BaseModel):
         if value is not None and value.strip().lower() not in _TYPE_ALIASES:
             raise ValueError("Input should be 'stdio', 'http', 'streamable-http' or 'sse'")
         return value
+
+    @field_validator("elicitation", mode="before")
+    @classmethod
+    def _elicitation_short_form(cls, value: Any) -> Any:
+        """``"agent"`` / ``"decline"`` name who answers; the object form may also set the cap."""
+        if not isinstance(value, str):
+            return value
+        if value not in ("decline", "agent"):
+            raise ValueError('Input should be "decline", "agent" or {"answer": "agent", "maxPerTurn": 3}')
+        return {"answer": value}
 
     @field_validator("prompts", mode="before")
     @classmethod
@@ -230,7 +252,7 @@ class ServerConfig:
     exclude_tools: frozenset[str] = frozenset()
     lifetime: Lifetime | None = None
     protocol: Protocol = "auto"
-    elicitation: Literal["decline", "agent"] = "decline"
+    elicitation: ElicitationEntry = field(default_factory=ElicitationEntry)
     sampling: SamplingEntry | None = None
     allow_destructive: bool = False  # run this server's tools that declare destructiveHint: true
     # A remote server's OAuth client identity, expanded (the defaults when the entry has none);

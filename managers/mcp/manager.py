@@ -69,6 +69,15 @@ class MCPManager:
         self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
         self.redact = redactor or run_redactor(config, self.mcp_config)
         self._sweeper = Sweeper(owner=uuid.uuid4().hex)
+        # Always there: without the roles' models every form is declined (and said so), and
+        # sampling is not offered.
+        self.answers = ServerRequestAnswers(
+            {role: config.model_for(role) for role in models or {}},
+            models or {},
+            logger,
+            turn=lambda: self._turn,
+            redact=self.redact,
+        )
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
             max_reply_bytes=config.mcp.max_tool_reply_bytes,
@@ -77,15 +86,7 @@ class MCPManager:
             redact=self.redact,
             logger=logger,
             owner=self._sweeper.owner,
-            # Always there: without the roles' models every form is declined (and said so), and
-            # sampling is not offered.
-            answers=ServerRequestAnswers(
-                {role: config.model_for(role) for role in models or {}},
-                models or {},
-                logger,
-                turn=lambda: self._turn,
-                redact=self.redact,
-            ),
+            answers=self.answers,
         )
         default_lifetime = config.mcp.session_lifetime
         self.toolbox = Toolbox(
@@ -232,6 +233,7 @@ class MCPManager:
 
     def end_turn(self) -> None:
         """The turn's action is chosen: turn-lifetime sessions close in the background."""
+        self.answers.end_turn()  # what servers asked for in vain this turn, counted
         self._turn = None
         runtime = self._runtime
         if runtime is not None and runtime.is_running:
@@ -239,6 +241,7 @@ class MCPManager:
 
     def close(self) -> None:
         """Close every session, end every server and stop the background loop. Idempotent."""
+        self.answers.end_turn()  # a turn cut short still says what it turned away
         self._turn = None
         with self._runtime_lock:
             runtime, self._runtime = self._runtime, None

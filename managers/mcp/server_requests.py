@@ -9,12 +9,18 @@ it; a server that asks anyway gets an error answer). Roots are never offered.
 An entry may opt in:
 
 * ``"elicitation": "agent"`` — the agent's model fills a form from its schema (one call,
-  counted in the run's usage and cost under ``mcp-elicitation``). A URL elicitation (open
-  this page) is still declined: nobody can visit it.
+  counted in the run's usage and cost under ``mcp-elicitation``), at most 3 forms a turn, or
+  ``maxPerTurn`` in the object form ``{"answer": "agent", "maxPerTurn": 5}``; the forms beyond
+  it are declined. A URL elicitation (open this page) is still declined: nobody can visit it.
 * ``"sampling": {"role": "memory", "maxPerTurn": 3, "maxTokens": 400}`` — the server may ask
   that role's model (agent, critic, extractor or memory) for a completion, at most
   ``maxPerTurn`` times a turn, each capped at ``maxTokens`` (and at what the server asked),
-  counted under ``mcp-sampling``.
+  counted under ``mcp-sampling``; the requests beyond it get an error answer.
+
+A server asking in a loop must not flood the terminal or the log either: of the requests turned
+away in a turn (over a cap, or declined by the entry), the first of each kind is logged (a
+warning for a cap) and the rest only counted; when the turn ends, one ``mcp_server_requests_refused``
+line per server gives the counts.
 
 The answers run on the MCP session loop; the (blocking) model call runs in a worker thread.
 """
@@ -24,7 +30,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mcp.types as types
@@ -52,9 +61,30 @@ class ChatModel(Protocol):
     ) -> LLMResponse: ...
 
 
+# The kinds of request turned away, as counted in a turn's tally and named in its summary line.
+SAMPLING_REFUSED = "sampling_refused"  # over sampling.maxPerTurn
+ELICITATION_REFUSED = "elicitation_refused"  # over elicitation.maxPerTurn
+ELICITATION_DECLINED = "elicitation_declined"  # the entry does not let the agent answer, or a URL form
+_WHAT = {
+    ELICITATION_DECLINED: "forms declined (the entry does not let the agent answer, or a web page to open)",
+    ELICITATION_REFUSED: "forms declined over elicitation.maxPerTurn",
+    SAMPLING_REFUSED: "sampling requests refused over sampling.maxPerTurn",
+}
+
+
+@dataclass
+class _Tally:
+    """One server's requests in one turn."""
+
+    answered: Counter[str] = field(default_factory=Counter)  # model calls made: "sampling", "elicitation"
+    turned_away: Counter[str] = field(default_factory=Counter)  # by kind, since the last summary
+    logged: set[str] = field(default_factory=set)  # kinds whose first refusal this turn has its own line
+    unlogged: int = 0  # of turned_away, those counted without a line of their own
+
+
 class ServerRequestAnswers:
     """The answers for every server of one manager; ``turn()`` says which turn it is (for the
-    per-turn sampling cap)."""
+    per-turn caps), and ``end_turn()`` logs what was turned away in it."""
 
     def __init__(
         self,
@@ -69,28 +99,51 @@ class ServerRequestAnswers:
         self.logger = logger
         self.turn = turn
         self.redact = redact
-        self._sampled: dict[tuple[str, int | None], int] = {}
+        # By (server, turn). Requests are answered on the session loop, the summary is asked for
+        # from the episode's thread: the lock keeps each count whole.
+        self._tallies: dict[tuple[str, int | None], _Tally] = {}
+        self._lock = threading.Lock()
 
     def elicitation(self, server: ServerConfig) -> ElicitationFnT:
         async def answer(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
             mode = getattr(params, "mode", "form")
-            if server.elicitation != "agent" or mode != "form" or "agent" not in self.clients:
+            settings = server.elicitation
+            if settings.answer != "agent" or mode != "form" or "agent" not in self.clients:
                 reason = (
                     "a URL elicitation needs a person to open the page"
                     if mode == "url"
                     else 'its entry does not say "elicitation": "agent"'
                 )
-                return self._declined(server, params.message, reason)
+                if self._turned_away(server.name, ELICITATION_DECLINED):
+                    self._declined(server, params.message, reason)
+                return types.ElicitResult(action="decline")
+            used = self._answer(server.name, "elicitation", settings.max_per_turn)
+            if used is None:
+                if self._turned_away(server.name, ELICITATION_REFUSED):
+                    self._log(
+                        logging.WARNING,
+                        "mcp_elicitation_refused",
+                        "ZorkGPT fills at most %d forms per turn from '%s' (its entry's elicitation.maxPerTurn); "
+                        "declined, as any more this turn will be (counted, not logged one by one)",
+                        settings.max_per_turn,
+                        server.name,
+                        server_name=server.name,
+                        max_per_turn=settings.max_per_turn,
+                    )
+                return types.ElicitResult(action="decline")
             try:
                 content = await asyncio.to_thread(self._fill_form, params)
             except (ValueError, KeyError, TypeError) as exc:
-                return self._declined(server, params.message, f"the model's answer did not fit the form ({exc})")
+                self._declined(server, params.message, f"the model's answer did not fit the form ({exc})")
+                return types.ElicitResult(action="decline")
             self._log(
                 logging.INFO,
                 "mcp_elicitation_answered",
-                "MCP server '%s' asked: %s; the agent's model answered the form",
+                "MCP server '%s' asked: %s; the agent's model answered the form (%d of %d this turn)",
                 server.name,
                 self.redact(params.message),
+                used,
+                settings.max_per_turn,
                 server_name=server.name,
                 fields=sorted(content),
             )
@@ -107,16 +160,22 @@ class ServerRequestAnswers:
         async def answer(
             context: ClientRequestContext, params: types.CreateMessageRequestParams
         ) -> types.CreateMessageResult | types.ErrorData:
-            key = (server.name, self.turn())
-            used = self._sampled.get(key, 0)
-            if used >= settings.max_per_turn:
+            used = self._answer(server.name, "sampling", settings.max_per_turn)
+            if used is None:
                 message = (
                     f"ZorkGPT answers at most {settings.max_per_turn} sampling requests per turn from "
                     f"'{server.name}' (its entry's sampling.maxPerTurn)"
                 )
-                self._log(logging.WARNING, "mcp_sampling_refused", "%s", message, server_name=server.name, used=used)
+                if self._turned_away(server.name, SAMPLING_REFUSED):
+                    self._log(
+                        logging.WARNING,
+                        "mcp_sampling_refused",
+                        "%s; refused, as any more this turn will be (counted, not logged one by one)",
+                        message,
+                        server_name=server.name,
+                        max_per_turn=settings.max_per_turn,
+                    )
                 return types.ErrorData(code=types.INVALID_REQUEST, message=message)
-            self._sampled[key] = used + 1
             max_tokens = min(params.max_tokens, settings.max_tokens or params.max_tokens)
             text, model = await asyncio.to_thread(self._sample, settings.role, params, max_tokens)
             self._log(
@@ -125,7 +184,7 @@ class ServerRequestAnswers:
                 "MCP server '%s' asked the %s model for a completion (%d of %d this turn)",
                 server.name,
                 settings.role,
-                used + 1,
+                used,
                 settings.max_per_turn,
                 server_name=server.name,
                 role=settings.role,
@@ -136,6 +195,56 @@ class ServerRequestAnswers:
             )
 
         return answer
+
+    # -- the per-turn tallies ----------------------------------------------------------------
+
+    def _answer(self, server_name: str, kind: str, cap: int) -> int | None:
+        """Count one more ``kind`` model call for the server this turn: its number, or None when
+        the cap is reached (nothing counted). Checked and counted before any await, so requests
+        dispatched at once cannot all slip under the cap."""
+        with self._lock:
+            tally = self._tallies.setdefault((server_name, self.turn()), _Tally())
+            if tally.answered[kind] >= cap:
+                return None
+            tally.answered[kind] += 1
+            return tally.answered[kind]
+
+    def _turned_away(self, server_name: str, kind: str) -> bool:
+        """Count a request turned away; True when it is the first of its kind this turn (the one
+        that gets its own line)."""
+        with self._lock:
+            tally = self._tallies.setdefault((server_name, self.turn()), _Tally())
+            tally.turned_away[kind] += 1
+            if kind in tally.logged:
+                tally.unlogged += 1
+                return False
+            tally.logged.add(kind)
+            return True
+
+    def end_turn(self) -> None:
+        """Log, per server whose requests were turned away beyond the first of each kind (those have
+        their own line), one ``mcp_server_requests_refused`` line with the counts since the last call."""
+        with self._lock:
+            pending = [(key, tally.turned_away.copy()) for key, tally in self._tallies.items() if tally.unlogged]
+            for tally in self._tallies.values():
+                tally.turned_away.clear()
+                tally.unlogged = 0
+            # Only the current turn's tallies can still count (its caps); the older ones are done.
+            current = self.turn()
+            self._tallies = {key: tally for key, tally in self._tallies.items() if key[1] == current}
+        for (server_name, turn), counts in pending:
+            self.logger.info(
+                "Turn %s: MCP server '%s' had requests turned away: %s",
+                turn,
+                server_name,
+                ", ".join(f"{count} {_WHAT[kind]}" for kind, count in sorted(counts.items())),
+                extra={
+                    "event_type": "mcp_server_requests_refused",
+                    "turn": turn,
+                    "server_name": server_name,
+                    **{kind: counts.get(kind, 0) for kind in _WHAT},
+                },
+            )
 
     # -- the model calls (worker thread) ---------------------------------------------------
 
@@ -185,7 +294,7 @@ class ServerRequestAnswers:
         )
         return response.content or "", model
 
-    def _declined(self, server: ServerConfig, message: str, reason: str) -> types.ElicitResult:
+    def _declined(self, server: ServerConfig, message: str, reason: str) -> None:
         self._log(
             logging.INFO,
             "mcp_elicitation_declined",
@@ -196,7 +305,6 @@ class ServerRequestAnswers:
             server_name=server.name,
             reason=reason,
         )
-        return types.ElicitResult(action="decline")
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, "turn": self.turn(), **extra})

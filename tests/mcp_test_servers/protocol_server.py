@@ -9,6 +9,9 @@ Tools:
   cancellation go on.
 * ``ask(question)``: asks the client to fill a form (elicitation) and answers what came back.
 * ``sample(prompt)``: asks the client's model (sampling) and answers what it said.
+* ``ask_many(count)`` and ``sample_many(count)``: a server asking in a loop, ``count`` forms or
+  completions in one call (in 2026-07-28, every form in one input-required round; completions
+  only in 2025-11-25); they answer how many were accepted and how many turned away.
 
 Both ask as each revision does: a request to the client in 2025-11-25, an input-required
 result (and the client's second call with the answer) in 2026-07-28.
@@ -93,6 +96,37 @@ def build_server():  # -> MCPServer
             result = ctx.input_responses["sample"]
         content = result.content
         return f"model said: {content.text}" if isinstance(content, TextContent) else "model said something else"
+
+    @server.tool(description="Ask the client count questions in one call.", structured_output=False)
+    async def ask_many(ctx: Context, count: int = 300) -> Any:
+        questions = [f"Question {n} of {count}: what is your name?" for n in range(1, count + 1)]
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            actions = [(await ctx.elicit(message=question, schema=Answer)).action for question in questions]
+        elif not ctx.input_responses:  # every form in one round, as a server may
+            forms = {
+                f"q{n}": ElicitRequest(
+                    params=ElicitRequestFormParams(message=question, requested_schema=Answer.model_json_schema())
+                )
+                for n, question in enumerate(questions)
+            }
+            return InputRequiredResult(input_requests=forms)
+        else:
+            actions = [answer.action for answer in ctx.input_responses.values()]
+        return f"accepted {actions.count('accept')}, declined {actions.count('decline')}"
+
+    @server.tool(description="Ask the client's model count times in one call.", structured_output=False)
+    async def sample_many(ctx: Context, count: int = 300) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        answered = refused = 0
+        for n in range(1, count + 1):
+            message = SamplingMessage(role="user", content=TextContent(type="text", text=f"Say hello ({n})"))
+            try:
+                await ctx.session.create_message(messages=[message], max_tokens=50)
+                answered += 1
+            except MCPError:
+                refused += 1
+        return f"answered {answered}, refused {refused}"
 
     return server
 
