@@ -28,7 +28,9 @@ against the engine, replayed independently with raw Jericho calls:
 - turn_numbers: one turn number everywhere: the agent's prompt "Turn N" is answered with the
   walkthrough's Nth command, the episode log records that command as turn N, and the memory
   helper is told "Turn N in <the room the engine had then>: > <that command>";
-- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
+- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions;
+- turns_left: every prompt, from the first, says "Turn N of M", how many turns are left, and the idle rule
+  with the idle turns so far (counted again from the engine's scores and rooms).
 
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
@@ -83,6 +85,7 @@ CHECKS = (
     "helpers_saw",
     "completed_shown",
     "repeats",
+    "turns_left",
 )
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
@@ -469,6 +472,39 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
         verdicts.disagree("repeats", f"turn {turn}: the last reply is repeated in the recent actions")
 
 
+_LIMITS = re.compile(
+    r"^Turn (?P<turn>\d+) of (?P<max>\d+) \((?P<left>\d+) left, this one included\); (?P<idle_limit>\d+) turns in "
+    r"a row without a score change or a new room end the episode \((?P<idle>\d+) so far\)$",
+    re.MULTILINE,
+)
+
+
+def idle_turns(truth: EngineTruth, turn: int) -> int:
+    """Turns in a row before ``turn`` without a score change or a new room, from the engine's replay."""
+    seen = {truth.turns[min(truth.turns)].room_id}
+    score, last_progress = 0, 0
+    for t in range(1, turn):
+        after = truth.after.get(t)
+        if after is None:
+            continue
+        if after.score != score or after.room_id not in seen:
+            last_progress = t
+        seen.add(after.room_id)
+        score = after.score
+    return turn - 1 - last_progress
+
+
+def check_turns_left(turn: int, prompt: str, max_turns: int, idle_limit: int, idle: int, verdicts: Verdicts) -> None:
+    """From the first turn, the prompt says which turn of how many, how many are left, and the idle rule
+    with the idle turns counted so far."""
+    verdicts.checked["turns_left"] += 1
+    match = _LIMITS.search(prompt)
+    expected = (turn, max_turns, max_turns - turn + 1, idle_limit, idle)
+    shown = tuple(int(match.group(k)) for k in ("turn", "max", "left", "idle_limit", "idle")) if match else None
+    if shown != expected:
+        verdicts.disagree("turns_left", f"turn {turn}: shown (turn, of, left, idle limit, idle) {shown}, {expected}")
+
+
 def prompt_sections(system: str, user: str) -> dict[str, int]:
     """The agent's prompt at one turn, in estimated tokens per part."""
     parts = {"system prompt": system}
@@ -558,6 +594,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "bodies": server.bodies,
         "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
         "agent_actions": agent_actions,
+        "idle_limit": config.gameplay.stuck_limit_turns,
     }
 
 
@@ -597,6 +634,7 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         check_map(turn, user, truth, verdicts, oracle)
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
+        check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")

@@ -30,7 +30,7 @@ from managers.mcp.config import run_redactor
 from managers.mcp.toolset import Toolset
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
-from orchestration.context_builder import build_context
+from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
@@ -298,7 +298,8 @@ class ZorkOrchestratorV2:
     def _process_turn(self) -> bool:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
-        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
+        limits = TurnLimits(self.max_turns, self.config.gameplay.stuck_limit_turns)
+        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers], limits)
         if self.write_failures:
             return True  # building the context saved the map, and that failed: no model call for this turn
         with self._turn_tools(turn) as tools:  # the agent's asks and the critic's re-asks share them
