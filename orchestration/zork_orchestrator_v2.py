@@ -207,7 +207,7 @@ class ZorkOrchestratorV2:
             logger=self.logger,
             episode_id=self.game_state.episode_id,
             langfuse_client=self.langfuse_client,
-            knowledge_text=self.knowledge.knowledge_text() if self.knowledge else "",
+            knowledge_text=self.knowledge.earlier_episodes_text() if self.knowledge else "",
             read_commands=self.game.commands_in,
         )
 
@@ -370,7 +370,7 @@ class ZorkOrchestratorV2:
         for manager in self.managers:
             manager.process_turn(result)
         if self.knowledge:
-            self.agent.update_knowledge(self.knowledge.knowledge_text())
+            self.agent.update_knowledge(self.knowledge.earlier_episodes_text())
 
     def _execute(self, action: str, turn: int) -> str:
         """Send the action; one the interface refuses (a session command, an unsendable line)
