@@ -331,7 +331,7 @@ class ZorkOrchestratorV2:
                 text, relevant_memories=memories, turn=turn, rejections=rejections, tools=tools
             )
 
-        return self.critic.choose_action(propose, context)
+        return self.critic.choose_action(propose)
 
     def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
