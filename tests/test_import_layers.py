@@ -121,6 +121,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "main",
         "benchmarks.engine_truth",
         "benchmarks.context_truth",
+        "benchmarks.critic_cost",
         "benchmarks.embedded_model",
         "benchmarks.harness_turn_cost",
         "benchmarks.jericho_turn_cost",
