@@ -23,6 +23,7 @@ from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
+from managers.in_view import InViewManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
@@ -179,14 +180,15 @@ class ZorkOrchestratorV2:
         self.synthesizer = EpisodeSynthesizer(
             cfg, log, state, self.episode_dir, usage_source=self._usage_report, wall_clock=self.wall_seconds
         )
+        self.in_view = InViewManager(cfg, log, state)
         self.managers: list[BaseManager] = [
             m
             for m in (self.extractor, self.critic, self.map, self.memory, self.objectives, self.knowledge)
             if m is not None
-        ] + [self.synthesizer]
+        ] + [self.in_view, self.synthesizer]
         # Sections that go into the agent's context, in the order the agent reads them.
         self.context_managers: list[BaseManager] = [
-            m for m in (self.map, self.objectives, self.synthesizer) if m is not None
+            m for m in (self.in_view, self.map, self.objectives, self.synthesizer) if m is not None
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:

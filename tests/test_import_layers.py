@@ -72,6 +72,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.memory_manager",
         "managers.objective_manager",
         "managers.knowledge_manager",
+        "managers.in_view",
         "managers.episode_counts",
         "managers.episode_synthesizer",
         "managers.mcp.config",
