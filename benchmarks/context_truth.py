@@ -30,7 +30,11 @@ against the engine, replayed independently with raw Jericho calls:
   helper is told "Turn N in <the room the engine had then>: > <that command>";
 - repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions;
 - turns_left: every prompt, from the first, says "Turn N of M", how many turns are left, and the idle rule
-  with the idle turns so far (counted again from the engine's scores and rooms).
+  with the idle turns so far (counted again from the engine's scores and rooms);
+- request_budgets: every request of every role (the agent, the critic, which is on, the extractor, memory,
+  objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
+- in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
+  object "gone from here" was in view there then and is not now.
 
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
@@ -86,7 +90,19 @@ CHECKS = (
     "completed_shown",
     "repeats",
     "turns_left",
+    "request_budgets",
+    "in_view",
 )
+# The largest request each role may send, in tokens (characters / 4, every message): the agent's
+# whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
+ROLE_BUDGETS = {
+    "agent": 2_000,
+    "CriticResponse": 500,
+    "CombatAssessment": 600,
+    "MemoryBatchReply": 2_500,
+    "ObjectiveReview": 1_500,
+    "KnowledgeUpdate": 4_000,
+}
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -104,6 +120,8 @@ class TruthModel(LearningModel):
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
+        if reviewing and schema_name(body) == "CriticResponse":
+            return completion(json.dumps({"score": 0.5, "justification": "a walkthrough move"}))
         if not reviewing or schema_name(body) != "ObjectiveReview":
             return super().__call__(body, index)
         self.calls["ObjectiveReview"] += 1
@@ -505,6 +523,65 @@ def check_turns_left(turn: int, prompt: str, max_turns: int, idle_limit: int, id
         verdicts.disagree("turns_left", f"turn {turn}: shown (turn, of, left, idle limit, idle) {shown}, {expected}")
 
 
+def request_tokens(body: dict[str, Any]) -> int:
+    """A request's messages in estimated tokens."""
+    chars = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        chars += len(content if isinstance(content, str) else json.dumps(content or ""))
+    return chars // CHARS_PER_TOKEN
+
+
+def check_request_budgets(bodies: list[dict[str, Any]], verdicts: Verdicts) -> dict[str, int]:
+    """Every role's requests within ``ROLE_BUDGETS``; returns the largest per role."""
+    largest: Counter[str] = Counter()
+    for body in bodies:
+        role = "agent" if body.get("model") == AGENT_MODEL else schema_name(body)
+        tokens = request_tokens(body)
+        largest[role] = max(largest[role], tokens)
+        budget = ROLE_BUDGETS.get(role)
+        verdicts.checked["request_budgets"] += 1
+        if budget is None:
+            verdicts.disagree("request_budgets", f"a request of a role with no budget: {role!r}")
+        elif tokens > budget:
+            turn = _TURN_LINE.search(user_text(body)) if role == "agent" else None
+            where = f" (turn {turn.group(1)})" if turn else ""
+            verdicts.disagree("request_budgets", f"{role}{where}: {tokens} tokens, over its {budget}")
+    return dict(largest)
+
+
+_IN_VIEW_QUOTE = re.compile(r'^- Turn (?P<turn>\d+), (?P<room>[^:]+): (?:"(?P<quoted>.+)"|(?P<plain>.+?) \(you tried)')
+_GONE = re.compile(r"^- Gone from here since you were last here \(turn (?P<turn>\d+)\): (?P<things>.+)$")
+
+
+def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: EngineTruth, verdicts: Verdicts) -> None:
+    """What "Still in view" keeps is what the player read: each quote is the game's own words in
+    that turn's reply (whole sentences of it), said in the room named; each object "gone from
+    here" was in view here on the turn named and is not now."""
+    if "\n## Still in view" not in prompt:
+        return
+    section = prompt.split("\n## Still in view", 1)[1].split("\n\n", 1)[0]
+    for line in section.splitlines()[1:]:
+        verdicts.checked["in_view"] += 1
+        quote, gone = _IN_VIEW_QUOTE.match(line), _GONE.match(line)
+        if quote:
+            said, text = int(quote.group("turn")), quote.group("quoted") or quote.group("plain")
+            reply = " ".join(replies.get(said, "").split())
+            room = truth.after[said].room_id if said in truth.after else None
+            if said >= turn or text.split(" …")[0] not in reply:
+                verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
+            elif room is not None and truth.room_names.get(room) != quote.group("room"):
+                verdicts.disagree("in_view", f"turn {turn}: {line!r}: said in {truth.room_names.get(room)}")
+        elif gone:
+            seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
+            before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
+            for thing in (t.strip() for t in gone.group("things").split(",")):
+                if thing in here or thing not in before:
+                    verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
+        elif not line.startswith("- Nothing you carry is lit since turn "):
+            verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
+
+
 def prompt_sections(system: str, user: str) -> dict[str, int]:
     """The agent's prompt at one turn, in estimated tokens per part."""
     parts = {"system prompt": system}
@@ -539,6 +616,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
                 memory={"enabled": True},
                 objectives={"enabled": True},
                 knowledge={"enabled": True},
+                gameplay={"enable_critic": True},  # the critic's requests are checked too
             )
             orchestrator = ZorkOrchestratorV2(
                 episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
@@ -593,6 +671,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "objectives": objectives,
         "bodies": server.bodies,
         "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
+        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == "turn"},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
     }
@@ -635,10 +714,12 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
         check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
+        check_in_view(turn, user, run["replies"], truth, verdicts)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")
     check_helper_requests(run["bodies"], truth, verdicts)
+    largest = check_request_budgets(run["bodies"], verdicts)
     check_turn_numbers(run, commands, truth, verdicts)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
@@ -671,6 +752,7 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         },
         "prompt_tokens_estimate_chars_div_4": sizes,
         "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
+        "largest_request_tokens_by_role": {role: f"{n} of {ROLE_BUDGETS.get(role)}" for role, n in largest.items()},
     }
     return TruthReport(figures, disagreements, checked, verdicts.examples, truth)
 
