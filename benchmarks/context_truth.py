@@ -34,7 +34,9 @@ against the engine, replayed independently with raw Jericho calls:
 - request_budgets: every request of every role (the agent, the critic, which is on, the extractor, memory,
   objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
 - in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
-  object "gone from here" was in view there then and is not now.
+  object "gone from here" was in view there then and is not now;
+- stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
+  moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
@@ -64,7 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, EngineTruth, Oracle
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle
 from game_interface import resolve_story_file
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -92,6 +94,7 @@ CHECKS = (
     "turns_left",
     "request_budgets",
     "in_view",
+    "stale_memory",
 )
 # The largest request each role may send, in tokens (characters / 4, every message): the agent's
 # whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
@@ -104,6 +107,10 @@ ROLE_BUDGETS = {
     "KnowledgeUpdate": 4_000,
 }
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
+_BATCH_CHANGES = re.compile(
+    r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE
+)
+_STATE_CHANGE = re.compile(r"^[^:]+: (put in |taken|dropped|opened|closed)")
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
 
@@ -122,12 +129,29 @@ class TruthModel(LearningModel):
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
         if reviewing and schema_name(body) == "CriticResponse":
             return completion(json.dumps({"score": 0.5, "justification": "a walkthrough move"}))
+        if reviewing and schema_name(body) == "MemoryBatchReply":
+            return self.remember_this_game(body, index)
         if not reviewing or schema_name(body) != "ObjectiveReview":
             return super().__call__(body, index)
         self.calls["ObjectiveReview"] += 1
         match = re.match(r"Turn (\d+);", user_text(body))
         now = int(match.group(1)) if match else 1
         return completion(json.dumps({"new_objectives": self.goals(now), "completed_ids": [], "dropped_ids": []}))
+
+    def remember_this_game(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """The learning model's memory, plus this game's state for each batch turn that moved, opened or
+        closed an object ("This game: jewel-encrusted egg: put in trophy case."): what goes stale."""
+        reply = super().__call__(body, index)
+        decisions = json.loads(reply["choices"][0]["message"]["content"])["decisions"]
+        for match in _BATCH_CHANGES.finditer(user_text(body)):
+            change = next((c for c in match.group("changes").split("; ") if _STATE_CHANGE.search(c)), None)
+            if change and int(match.group("turn")) not in {d["turn"] for d in decisions}:
+                decisions.append(
+                    {"turn": int(match.group("turn")), "remember": True, "category": "item", "status": "active",
+                     "text": f"This game: {change}.", "supersedes": [], "room_id": int(match.group("room")),
+                     "lasting": False}
+                )  # fmt: skip
+        return completion(json.dumps({"decisions": decisions}))
 
     def goals(self, now: int) -> list[dict[str, Any]]:
         truth, commands = self.truth, self.commands
@@ -582,6 +606,43 @@ def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: Engine
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
 
 
+_MEMORY_LINE = re.compile(r"^- \[[a-z]+\](?: \(tentative\))? \(turn (?P<turn>\d+)\) (?P<text>.+)$")
+
+
+def check_stale_memory(
+    turn: int, prompt: str, truth: EngineTruth, names: dict[str, set[int]], verdicts: Verdicts
+) -> None:
+    """No memory of this game's state shown after an object it names moved, opened or closed near the
+    player: the newer fact wins."""
+    if "\n## Your memories of " not in prompt:
+        return
+    section = prompt.split("\n## Your memories of ", 1)[1].split("\n\n", 1)[0]
+    for line in section.splitlines()[1:]:
+        match = _MEMORY_LINE.match(line)
+        if match is None:
+            continue  # a lasting lesson: no state of this game
+        verdicts.checked["stale_memory"] += 1
+        written, text = int(match.group("turn")), match.group("text").lower()
+        named = {n for name, numbers in names.items() if name in text for n in numbers}
+        for t in range(written + 1, turn):
+            before, after = truth.after.get(t - 1), truth.after.get(t)
+            if t not in truth.world_changed or before is None or after is None:
+                continue
+            moved = [
+                n
+                for n in named
+                if n in before.tree
+                and n in after.tree
+                and (
+                    before.tree[n][0] != after.tree[n][0]
+                    or {OPENBIT, ONBIT} & set(before.tree[n][1]) != {OPENBIT, ONBIT} & set(after.tree[n][1])
+                )
+            ]
+            if moved:
+                verdicts.disagree("stale_memory", f"turn {turn}: {line!r}: what it names changed on turn {t}")
+                break
+
+
 def prompt_sections(system: str, user: str) -> dict[str, int]:
     """The agent's prompt at one turn, in estimated tokens per part."""
     parts = {"system prompt": system}
@@ -707,6 +768,11 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle))
     verdicts = Verdicts()
+    object_names: dict[str, set[int]] = {}
+    for number in truth.after[min(truth.after)].tree:
+        name = oracle.name(number).lower()
+        if len(name) > 3:
+            object_names.setdefault(name, set()).add(number)
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
@@ -715,6 +781,7 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         check_repeats(turn, user, verdicts)
         check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
         check_in_view(turn, user, run["replies"], truth, verdicts)
+        check_stale_memory(turn, user, truth, object_names, verdicts)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")

@@ -310,6 +310,8 @@ class MemoryManager(LearningManager):
             arrived_from = rooms.arrived_from(room_id)
             if arrived_from and text:
                 text = f"({arrived_from}) {text}"
+            if d.remember and text and d.lasting is False and self._outdated_on_arrival(text, result.turn, turns):
+                continue
             if d.remember and text and not self._duplicate(memories, room_id, text):
                 new_id, next_id = next_id, next_id + 1
                 memory = Memory(
@@ -347,6 +349,21 @@ class MemoryManager(LearningManager):
                     extra={"event_type": "memory_superseded", "memory_id": old_id, "superseded_by": new_id},
                 )
         return changed
+
+    def _outdated_on_arrival(self, text: str, turn: int, turns: dict[int, TurnResult]) -> bool:
+        """This game's state as of ``turn``, which a later turn of the same batch already changed: the
+        batch is asked after that turn, so the newer fact is known before the memory is written."""
+        words = set(_phrase(text).split())
+        later = [t for t in sorted(turns) if t > turn and _changed_things(turns[t]) & words]
+        if later:
+            self.logger.info(
+                "Turn %d: not remembered, turn %d already changed what it names: %s",
+                turn,
+                later[0],
+                text,
+                extra={"event_type": "memory_outdated", "turn": turn, "changed_on": later[0]},
+            )
+        return bool(later)
 
     def _chosen_room(self, decision: MemoryDecision, rooms: EventRooms) -> int:
         if decision.room_id in rooms.ids:

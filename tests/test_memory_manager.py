@@ -598,3 +598,24 @@ def test_this_games_state_gives_way_when_a_later_turn_changes_what_it_names(
     assert "The rug hides something." in section  # names nothing the turn changed
     [retired] = log.events("memory_superseded")
     assert retired.memory_id == 1 and "turn 2 changed bracelet, case" in retired.getMessage()
+
+
+def test_this_games_state_a_later_turn_of_the_batch_changed_is_not_remembered(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=3)
+    drafty, machine = (20, "Drafty Room"), (21, "Machine Room")
+    taken = decision(1, "The small pile of coal was taken from the basket.", category="item", lasting=False)
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": [taken]}))
+    manager.process_turn(
+        replace(turn(1, "get coal", "Taken.", room=drafty), world_changes=("small pile of coal: taken from basket",))
+    )
+    manager.process_turn(turn(2, "south", "Machine Room", drafty, machine))
+    manager.process_turn(
+        replace(turn(3, "put coal in machine", "Done.", machine), world_changes=("small pile of coal: put in machine",))
+    )
+    assert len(llm_server.requests) == 1  # one batch, asked after turn 3
+    state.current_room_id = drafty[0]
+    assert manager.context_section() is None  # the coal is in the machine now: nothing old to show
+    [outdated] = log.events("memory_outdated")
+    assert (outdated.turn, outdated.changed_on) == (1, 3)
