@@ -45,8 +45,8 @@ _LIGHT = re.compile(
     re.IGNORECASE,
 )
 _DANGER = re.compile(
-    r"\b(flame\w*|gas|explo\w*|cannot carry anything|can't carry anything|drown\w*|poison\w*|deadly|dangerous|"
-    r"collapse\w*|grue)\b",
+    r"\b(flame\w*|gas|explo(?:de|des|ded|sion|sive)|cannot carry anything|can't carry anything|drown\w*|"
+    r"poison\w*|deadly|dangerous|collapse\w*|grue)\b",
     re.IGNORECASE,
 )
 

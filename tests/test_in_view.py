@@ -111,3 +111,12 @@ def test_an_object_gone_from_where_it_was_seen_is_named_on_coming_back(
     at(state, STUDIO, 71, [], ["torch (on)"])
     manager.process_turn(turn(71, "north", "Studio", GALLERY, STUDIO))
     assert manager.context_section() is None  # elsewhere it does not matter
+
+
+def test_only_the_storys_danger_words_count(make_config: ConfigFactory, tmp_path: Path) -> None:
+    manager, state = make(make_config, tmp_path)
+    at(state, STUDIO, 5, [], [])
+    manager.process_turn(turn(5, "look", "Studio\nThis room invites you to explore the gaslight era.", room=STUDIO))
+    assert manager.context_section() is None
+    manager.process_turn(turn(6, "look", "A cave-in! The passage might collapse at any moment.", room=STUDIO))
+    assert '"The passage might collapse at any moment."' in (manager.context_section() or "")
