@@ -28,7 +28,15 @@ against the engine, replayed independently with raw Jericho calls:
 - turn_numbers: one turn number everywhere: the agent's prompt "Turn N" is answered with the
   walkthrough's Nth command, the episode log records that command as turn N, and the memory
   helper is told "Turn N in <the room the engine had then>: > <that command>";
-- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions.
+- repeats: no line of a prompt is said twice, and the last reply is not repeated in the recent actions;
+- turns_left: every prompt, from the first, says "Turn N of M", how many turns are left, and the idle rule
+  with the idle turns so far (counted again from the engine's scores and rooms);
+- request_budgets: every request of every role (the agent, the critic, which is on, the extractor, memory,
+  objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
+- in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
+  object "gone from here" was in view there then and is not now;
+- stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
+  moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
@@ -58,7 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, EngineTruth, Oracle
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle
 from game_interface import resolve_story_file
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -83,8 +91,26 @@ CHECKS = (
     "helpers_saw",
     "completed_shown",
     "repeats",
+    "turns_left",
+    "request_budgets",
+    "in_view",
+    "stale_memory",
 )
+# The largest request each role may send, in tokens (characters / 4, every message): the agent's
+# whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
+ROLE_BUDGETS = {
+    "agent": 2_000,
+    "CriticResponse": 500,
+    "CombatAssessment": 600,
+    "MemoryBatchReply": 2_500,
+    "ObjectiveReview": 1_500,
+    "KnowledgeUpdate": 4_000,
+}
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
+_BATCH_CHANGES = re.compile(
+    r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE
+)
+_STATE_CHANGE = re.compile(r"^[^:]+: (put in |taken|dropped|opened|closed)")
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
 
@@ -101,12 +127,31 @@ class TruthModel(LearningModel):
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
+        if reviewing and schema_name(body) == "CriticResponse":
+            return completion(json.dumps({"score": 0.5, "justification": "a walkthrough move"}))
+        if reviewing and schema_name(body) == "MemoryBatchReply":
+            return self.remember_this_game(body, index)
         if not reviewing or schema_name(body) != "ObjectiveReview":
             return super().__call__(body, index)
         self.calls["ObjectiveReview"] += 1
         match = re.match(r"Turn (\d+);", user_text(body))
         now = int(match.group(1)) if match else 1
         return completion(json.dumps({"new_objectives": self.goals(now), "completed_ids": [], "dropped_ids": []}))
+
+    def remember_this_game(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """The learning model's memory, plus this game's state for each batch turn that moved, opened or
+        closed an object ("This game: jewel-encrusted egg: put in trophy case."): what goes stale."""
+        reply = super().__call__(body, index)
+        decisions = json.loads(reply["choices"][0]["message"]["content"])["decisions"]
+        for match in _BATCH_CHANGES.finditer(user_text(body)):
+            change = next((c for c in match.group("changes").split("; ") if _STATE_CHANGE.search(c)), None)
+            if change and int(match.group("turn")) not in {d["turn"] for d in decisions}:
+                decisions.append(
+                    {"turn": int(match.group("turn")), "remember": True, "category": "item", "status": "active",
+                     "text": f"This game: {change}.", "supersedes": [], "room_id": int(match.group("room")),
+                     "lasting": False}
+                )  # fmt: skip
+        return completion(json.dumps({"decisions": decisions}))
 
     def goals(self, now: int) -> list[dict[str, Any]]:
         truth, commands = self.truth, self.commands
@@ -469,6 +514,135 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
         verdicts.disagree("repeats", f"turn {turn}: the last reply is repeated in the recent actions")
 
 
+_LIMITS = re.compile(
+    r"^Turn (?P<turn>\d+) of (?P<max>\d+) \((?P<left>\d+) left, this one included\); (?P<idle_limit>\d+) turns in "
+    r"a row without a score change or a new room end the episode \((?P<idle>\d+) so far\)$",
+    re.MULTILINE,
+)
+
+
+def idle_turns(truth: EngineTruth, turn: int) -> int:
+    """Turns in a row before ``turn`` without a score change or a new room, from the engine's replay."""
+    seen = {truth.turns[min(truth.turns)].room_id}
+    score, last_progress = 0, 0
+    for t in range(1, turn):
+        after = truth.after.get(t)
+        if after is None:
+            continue
+        if after.score != score or after.room_id not in seen:
+            last_progress = t
+        seen.add(after.room_id)
+        score = after.score
+    return turn - 1 - last_progress
+
+
+def check_turns_left(turn: int, prompt: str, max_turns: int, idle_limit: int, idle: int, verdicts: Verdicts) -> None:
+    """From the first turn, the prompt says which turn of how many, how many are left, and the idle rule
+    with the idle turns counted so far."""
+    verdicts.checked["turns_left"] += 1
+    match = _LIMITS.search(prompt)
+    expected = (turn, max_turns, max_turns - turn + 1, idle_limit, idle)
+    shown = tuple(int(match.group(k)) for k in ("turn", "max", "left", "idle_limit", "idle")) if match else None
+    if shown != expected:
+        verdicts.disagree("turns_left", f"turn {turn}: shown (turn, of, left, idle limit, idle) {shown}, {expected}")
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    """A request's messages in estimated tokens."""
+    chars = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        chars += len(content if isinstance(content, str) else json.dumps(content or ""))
+    return chars // CHARS_PER_TOKEN
+
+
+def check_request_budgets(bodies: list[dict[str, Any]], verdicts: Verdicts) -> dict[str, int]:
+    """Every role's requests within ``ROLE_BUDGETS``; returns the largest per role."""
+    largest: Counter[str] = Counter()
+    for body in bodies:
+        role = "agent" if body.get("model") == AGENT_MODEL else schema_name(body)
+        tokens = request_tokens(body)
+        largest[role] = max(largest[role], tokens)
+        budget = ROLE_BUDGETS.get(role)
+        verdicts.checked["request_budgets"] += 1
+        if budget is None:
+            verdicts.disagree("request_budgets", f"a request of a role with no budget: {role!r}")
+        elif tokens > budget:
+            turn = _TURN_LINE.search(user_text(body)) if role == "agent" else None
+            where = f" (turn {turn.group(1)})" if turn else ""
+            verdicts.disagree("request_budgets", f"{role}{where}: {tokens} tokens, over its {budget}")
+    return dict(largest)
+
+
+_IN_VIEW_QUOTE = re.compile(r'^- Turn (?P<turn>\d+), (?P<room>[^:]+): (?:"(?P<quoted>.+)"|(?P<plain>.+?) \(you tried)')
+_GONE = re.compile(r"^- Gone from here since you were last here \(turn (?P<turn>\d+)\): (?P<things>.+)$")
+
+
+def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: EngineTruth, verdicts: Verdicts) -> None:
+    """What "Still in view" keeps is what the player read: each quote is the game's own words in
+    that turn's reply (whole sentences of it), said in the room named; each object "gone from
+    here" was in view here on the turn named and is not now."""
+    if "\n## Still in view" not in prompt:
+        return
+    section = prompt.split("\n## Still in view", 1)[1].split("\n\n", 1)[0]
+    for line in section.splitlines()[1:]:
+        verdicts.checked["in_view"] += 1
+        quote, gone = _IN_VIEW_QUOTE.match(line), _GONE.match(line)
+        if quote:
+            said, text = int(quote.group("turn")), quote.group("quoted") or quote.group("plain")
+            reply = " ".join(replies.get(said, "").split())
+            room = truth.after[said].room_id if said in truth.after else None
+            if said >= turn or text.split(" …")[0] not in reply:
+                verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
+            elif room is not None and truth.room_names.get(room) != quote.group("room"):
+                verdicts.disagree("in_view", f"turn {turn}: {line!r}: said in {truth.room_names.get(room)}")
+        elif gone:
+            seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
+            before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
+            for thing in (t.strip() for t in gone.group("things").split(",")):
+                if thing in here or thing not in before:
+                    verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
+        elif not line.startswith("- Nothing you carry is lit since turn "):
+            verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
+
+
+_MEMORY_LINE = re.compile(r"^- \[[a-z]+\](?: \(tentative\))? \(turn (?P<turn>\d+)\) (?P<text>.+)$")
+
+
+def check_stale_memory(
+    turn: int, prompt: str, truth: EngineTruth, names: dict[str, set[int]], verdicts: Verdicts
+) -> None:
+    """No memory of this game's state shown after an object it names moved, opened or closed near the
+    player: the newer fact wins."""
+    if "\n## Your memories of " not in prompt:
+        return
+    section = prompt.split("\n## Your memories of ", 1)[1].split("\n\n", 1)[0]
+    for line in section.splitlines()[1:]:
+        match = _MEMORY_LINE.match(line)
+        if match is None:
+            continue  # a lasting lesson: no state of this game
+        verdicts.checked["stale_memory"] += 1
+        written, text = int(match.group("turn")), match.group("text").lower()
+        named = {n for name, numbers in names.items() if name in text for n in numbers}
+        for t in range(written + 1, turn):
+            before, after = truth.after.get(t - 1), truth.after.get(t)
+            if t not in truth.world_changed or before is None or after is None:
+                continue
+            moved = [
+                n
+                for n in named
+                if n in before.tree
+                and n in after.tree
+                and (
+                    before.tree[n][0] != after.tree[n][0]
+                    or {OPENBIT, ONBIT} & set(before.tree[n][1]) != {OPENBIT, ONBIT} & set(after.tree[n][1])
+                )
+            ]
+            if moved:
+                verdicts.disagree("stale_memory", f"turn {turn}: {line!r}: what it names changed on turn {t}")
+                break
+
+
 def prompt_sections(system: str, user: str) -> dict[str, int]:
     """The agent's prompt at one turn, in estimated tokens per part."""
     parts = {"system prompt": system}
@@ -503,6 +677,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
                 memory={"enabled": True},
                 objectives={"enabled": True},
                 knowledge={"enabled": True},
+                gameplay={"enable_critic": True},  # the critic's requests are checked too
             )
             orchestrator = ZorkOrchestratorV2(
                 episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
@@ -557,7 +732,9 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
         "objectives": objectives,
         "bodies": server.bodies,
         "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
+        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == "turn"},
         "agent_actions": agent_actions,
+        "idle_limit": config.gameplay.stuck_limit_turns,
     }
 
 
@@ -591,16 +768,25 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle))
     verdicts = Verdicts()
+    object_names: dict[str, set[int]] = {}
+    for number in truth.after[min(truth.after)].tree:
+        name = oracle.name(number).lower()
+        if len(name) > 3:
+            object_names.setdefault(name, set()).add(number)
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
         check_prompt(turn, user, truth, verdicts)
         check_map(turn, user, truth, verdicts, oracle)
         check_things(turn, user, truth, verdicts)
         check_repeats(turn, user, verdicts)
+        check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
+        check_in_view(turn, user, run["replies"], truth, verdicts)
+        check_stale_memory(turn, user, truth, object_names, verdicts)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")
     check_helper_requests(run["bodies"], truth, verdicts)
+    largest = check_request_budgets(run["bodies"], verdicts)
     check_turn_numbers(run, commands, truth, verdicts)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
     verdicts.checked["memory"] = len(truth.world_changed)
@@ -633,6 +819,7 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         },
         "prompt_tokens_estimate_chars_div_4": sizes,
         "turn_100_prompt_by_part": prompt_sections(*run["prompts"][min(100, last)]),
+        "largest_request_tokens_by_role": {role: f"{n} of {ROLE_BUDGETS.get(role)}" for role, n in largest.items()},
     }
     return TruthReport(figures, disagreements, checked, verdicts.examples, truth)
 

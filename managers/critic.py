@@ -10,6 +10,11 @@ Two stages, cheapest first:
 2. If ``gameplay.enable_critic`` is on, the critic LLM scores the action in [-1, 1] with
    a justification. Off by default: in the ZorkGPT codebase the LLM critic cost ~38% of
    an episode's calls and 88% of its rejections were overridden and then succeeded.
+   With ``gameplay.critic_when = "risky"`` (the default) it is asked only about actions that
+   cost something if wrong (``risk_of``): a fight, an action that cannot be undone, a move in
+   the dark, putting out or dropping a light. Its request is small: the proposal, the agent's
+   reason for it and the facts it needs (room, exits, what is carried and seen, the game's
+   last reply), not the agent's whole prompt.
 
 ``TrustTracker`` turns that last observation into a rule: each LLM rejection that the
 agent overrode and that then succeeded lowers the weight of the critic's future scores.
@@ -31,7 +36,7 @@ from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
-from shared_utils import cap_text
+from shared_utils import cap_text, whole_sentences
 
 # The critic model's justification goes into logs and back to the agent: a sentence or two, never megabytes.
 MAX_JUSTIFICATION_CHARS = 1_000
@@ -60,13 +65,25 @@ _SENTENCE_BREAK = re.compile(r"[.;,]|\bthen\b")
 _QUOTED = re.compile(r"\"[^\"]*\"?")
 _PLAIN_WORD = re.compile(r"^[a-z]+$")
 _SCOPE_REFUSAL = re.compile(r"You can't see any .* here!")
-# The context is written to the agent ("Your previous reasoning: ..."); the critic reads it as the agent's.
-_ADDRESSED_TO_AGENT = re.compile(r"^(#+ )?Your ", re.MULTILINE)
+
+# What makes an action risky enough for the critic model (``risk_of``). Verbs, not objects: the
+# game's words for fighting, and for acts that cannot be taken back.
+COMBAT_VERBS = frozenset({"attack", "kill", "fight", "hit", "stab", "slay", "strike", "murder", "punch", "kick"})
+IRREVERSIBLE_VERBS = frozenset(
+    {"drop", "throw", "break", "smash", "destroy", "burn", "eat", "drink", "give", "pour", "cut", "puncture",
+     "deflate", "jump", "leap", "pray"}
+)  # fmt: skip
+_LIGHT_OUT = re.compile(r"^(turn off|switch off|extinguish|blow out|douse|put out)\b")
+# The game's own words for darkness: moving in it is how a grue gets the player.
+_DARK = re.compile(r"pitch black|too dark to see", re.IGNORECASE)
+# The critic's request: the game's last reply and the agent's reason, each cut at a sentence.
+CRITIC_REPLY_CHARS = 600
+CRITIC_REASON_CHARS = 400
 
 CRITIC_SYSTEM_PROMPT = (
-    "You are the critic for an agent playing the text adventure Zork I. Given the current game context and the "
+    "You are the critic for an agent playing the text adventure Zork I. Given the facts of the game and the "
     "action the agent proposes, score the action from -1.0 (certain to fail, pointless or dangerous) through 0 "
-    "(unsure) to 1.0 (clearly useful progress). Judge only what the context shows; do not reject an action just "
+    "(unsure) to 1.0 (clearly useful progress). Judge only what the facts show; do not reject an action just "
     "because it is unusual — Zork rewards experiments. Reply with a JSON object only."
 )
 
@@ -207,6 +224,51 @@ def _reject(justification: str) -> CriticVerdict:
     return CriticVerdict(score=OBJECT_TREE_SCORE, justification=justification, source="object_tree", rejected=True)
 
 
+def risk_of(action: str, game_state: GameState) -> str | None:
+    """Why a wrong ``action`` would cost something, or None when a mistake is cheap (one turn).
+
+    Read from the game's text and the player's own state only: a fight (a combat verb, or any
+    action while the extractor says the player is fighting), an action that cannot be undone,
+    a move while the game says it is dark, putting out a light.
+    """
+    text = " ".join(action.strip().lower().split())
+    if not text:
+        return None
+    verb = text.split()[0]
+    if game_state.in_combat:
+        return "the player is in a fight"
+    if verb in COMBAT_VERBS:
+        return "it starts or continues a fight"
+    if _LIGHT_OUT.match(text):
+        return "it puts out a light"
+    if verb in IRREVERSIBLE_VERBS:
+        return "it cannot be undone"
+    if normalize_direction(text) is not None and _DARK.search(game_state.last_observation):
+        return "it moves in the dark"
+    return None
+
+
+def critic_request(action: str, reasoning: str, risk: str | None, game_state: GameState) -> str:
+    """The critic model's question: the proposal and the facts that judge it, nothing more."""
+    failed = game_state.failed_actions_by_room.get(game_state.current_room_id, [])
+    inventory = game_state.inventory_shown or game_state.inventory
+    reply = whole_sentences(" ".join(game_state.last_observation.split()), CRITIC_REPLY_CHARS)
+    reason = whole_sentences(" ".join(reasoning.split()), CRITIC_REASON_CHARS) or "not given"
+    lines = [
+        f"Location: {game_state.current_room_name}",
+        f"Exits the game confirms: {', '.join(game_state.exits) or 'none known'}",
+        f"Carrying: {', '.join(inventory) or 'nothing'}",
+        f"Seen here: {', '.join(game_state.visible_objects) or 'nothing notable'}",
+        *(["The player is fighting right now."] if game_state.in_combat else []),
+        f"Actions that already failed here: {', '.join(failed[-10:]) if failed else 'none'}",
+        f"The game's last reply: {reply}",
+        *([f"Why this action is checked: {risk}."] if risk else []),
+        f"The agent's reason for it: {reason}",
+        f"Proposed action: {action}",
+    ]
+    return "\n".join(lines)
+
+
 class TrustTracker:
     """How much the critic LLM's scores count, learned from overridden rejections.
 
@@ -270,20 +332,17 @@ class Critic:
     def llm_stats(self) -> dict[str, int] | None:
         return self._llm.stats.as_dict() if self._llm is not None else None
 
-    def evaluate(self, action: str, context: str, game_state: GameState) -> CriticVerdict:
+    def evaluate(self, action: str, game_state: GameState, reasoning: str = "") -> CriticVerdict:
+        """The free engine check, then the critic model when it is on and the action calls for it
+        (``gameplay.critic_when``); ``reasoning`` is the agent's reason for this proposal."""
         exits = list(game_state.exits) if self.config.gameplay.exit_probe else None
         verdict = self.object_tree.check(action, exits)
         if verdict is not None:
             return verdict
-        if self._llm is None:
+        risk = risk_of(action, game_state)
+        if self._llm is None or (risk is None and self.config.gameplay.critic_when == "risky"):
             return CriticVerdict(score=0.0, justification="", source="none", rejected=False)
-        failed_here = game_state.failed_actions_by_room.get(game_state.current_room_id, [])
-        shown = _ADDRESSED_TO_AGENT.sub(r"\1The agent's ", context)
-        user = (
-            f"What the agent was shown this turn:\n{shown}\n\n"
-            f"Actions that already failed in this room: {', '.join(failed_here) if failed_here else 'none'}\n"
-            f"Proposed action: {action}"
-        )
+        user = critic_request(action, reasoning, risk, game_state)
         reply = self._llm.ask(CRITIC_SYSTEM_PROMPT, user, CriticResponse, game_state.turn_count + 1)
         if reply is None:
             # Logged by StructuredLLM; an absent critic must not block the agent.

@@ -68,9 +68,7 @@ class CriticManager(BaseManager):
         super().reset_episode(game_state)
         self._pending = None
 
-    def choose_action(
-        self, propose: Callable[[tuple[str, ...]], AgentDecision], context: str
-    ) -> tuple[AgentDecision, CriticReview]:
+    def choose_action(self, propose: Callable[[tuple[str, ...]], AgentDecision]) -> tuple[AgentDecision, CriticReview]:
         """The agent's decision after the critic had its say, and the critic's review of it.
 
         ``propose(rejections)`` asks the agent: with no rejections first, then with every
@@ -84,7 +82,7 @@ class CriticManager(BaseManager):
         rounds = 0
         while True:
             action = proposal.action
-            verdict = self.critic.evaluate(action, context, self.game_state)
+            verdict = self.critic.evaluate(action, self.game_state, proposal.reasoning)
             self.evaluations += 1
             if not verdict.rejected:
                 break

@@ -10,9 +10,12 @@ questions remain:
 - *Is the player in combat?* The object tree shows who is in the room, not whether they
   are fighting, so this one goes to the extractor's LLM, but only when it can matter and
   something new happened: a creature (an object with Zork's actor flag) must be in the
-  room, and the reply must differ from the last text the LLM judged by at least
-  ``extractor.min_text_change_chars`` characters. With no creature present the answer is
-  "no" for free; with unchanged text the last answer stands.
+  room and engaged (``engages``: the command fights or names it, the reply names it, it
+  just arrived, or the last answer was a fight), and the reply must differ from the last
+  text the LLM judged by at least ``extractor.min_text_change_chars`` characters. With no
+  creature present the answer is "no" for free; with a creature nobody engages (the bat
+  overhead, the spirits at the gate while the player reads the book) it stays as it was;
+  with unchanged text the last answer stands.
 
 This keeps the extractor's LLM use to the few turns spent near the troll, the thief or
 the cyclops instead of one call per turn.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +47,21 @@ EXTRACTOR_SYSTEM_PROMPT = (
     "not combat. Answer with a JSON object only."
 )
 REPLY_EXCERPT_CHARS = 1500  # a Zork reply is rarely longer; cap what one call can cost
+# The game's fighting verbs: a command with one of them engages whatever creature is here.
+FIGHTING_VERBS = frozenset({"attack", "kill", "fight", "hit", "stab", "slay", "strike", "murder", "punch", "kick"})
+_WORD = re.compile(r"[a-z]+")
+
+
+def engages(action: str | None, response: str, creatures: Sequence[str], was_fighting: bool) -> bool:
+    """Whether the command or the reply involves a creature that is here: a fighting verb, a
+    creature's name in the command or in the reply, or a fight that was going on already."""
+    if was_fighting:
+        return True
+    said = set(_WORD.findall((action or "").lower()))
+    if said & FIGHTING_VERBS:
+        return True
+    names = {word for creature in creatures for word in _WORD.findall(creature.lower()) if len(word) > 2}
+    return bool(names & (said | set(_WORD.findall(response.lower()))))
 
 
 class CombatAssessment(BaseModel):
@@ -137,11 +156,13 @@ class ExtractorManager(BaseManager):
         )
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
+        self._skipped_unengaged = 0
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
+        self._skipped_unengaged = 0
 
     def extract(self, action: str | None, response: str) -> ExtractedInfo:
         """The facts after ``action`` (None for the intro text) produced ``response``."""
@@ -176,6 +197,10 @@ class ExtractorManager(BaseManager):
             self._combat = _CombatMemory()
             return False
         remembered = self._combat
+        arrived = remembered.creatures != creatures
+        if not arrived and not engages(action, response, creatures, bool(remembered.in_combat)):
+            self._skipped_unengaged += 1
+            return remembered.in_combat
         if (
             remembered.text is not None
             and remembered.creatures == creatures
@@ -216,6 +241,7 @@ class ExtractorManager(BaseManager):
             "llm_enabled": self._llm is not None,
             "in_combat": self._combat.in_combat,
             "skipped_unchanged_text": self._skipped_unchanged,
+            "skipped_not_engaged": self._skipped_unengaged,
         }
         if self._llm is not None:
             status["llm"] = self._llm.stats.as_dict()

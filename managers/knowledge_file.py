@@ -82,6 +82,29 @@ class KnowledgeDocument:
             section.lines = kept
         return removed
 
+    def bullet_keys(self) -> set[str]:
+        """Every bullet as the file compares them (case- and space-insensitive)."""
+        return {_key(bullet) for section in self.sections for bullet in section.bullets()}
+
+    def within(self, budget: int) -> tuple[KnowledgeDocument, int]:
+        """The document cut to ``budget`` characters of bullets, in the file's order (whole bullets
+        only; a section whose bullets all fall out is left out), and how many bullets were left out.
+        Prose a person wrote between bullets stays."""
+        used, left_out = 0, 0
+        sections: list[Section] = []
+        for section in self.sections:
+            lines: list[str] = []
+            for line in section.lines:
+                if line.startswith("- "):
+                    if used + len(line) > budget:
+                        left_out += 1
+                        continue
+                    used += len(line) + 1
+                lines.append(line)
+            if any(line.startswith("- ") for line in lines) or not section.bullets():
+                sections.append(Section(section.heading, lines))
+        return KnowledgeDocument(list(self.preamble), sections), left_out
+
     def without_episode_records(self) -> None:
         for section in self.sections:
             section.lines = [line for line in section.lines if not line.startswith(f"- {EPISODE_HISTORY_PREFIX}")]

@@ -39,6 +39,9 @@ from session.game_state import GameState, TurnResult
 from shared_utils import whole_sentences
 
 MAX_EVENTS_PER_UPDATE = 60
+# The agent's system prompt carries at most this much of the knowledge base (about 600 tokens):
+# the file's first bullets, deaths and dangers first. The rest stays in the file for the helper.
+AGENT_KNOWLEDGE_CHARS = 2_400
 DETAIL_CHARS = 300
 
 EventKind = Literal["death", "danger", "score", "item_taken", "item_lost", "world_change", "no_visible_change"]
@@ -116,6 +119,7 @@ class KnowledgeManager(LearningManager):
         # Raises ManagerFileError: a knowledge base that cannot be read stops the run before it starts.
         self._last_good_text = self._read()
         self._read_problem: str | None = None
+        self._this_episode: set[str] = set()
 
     # -- BaseManager hooks ---------------------------------------------------------------
     def reset_episode(self, game_state: GameState) -> None:
@@ -124,6 +128,9 @@ class KnowledgeManager(LearningManager):
         self.last_update_turn = game_state.turn_count
         self.last_result = None
         self.updates = 0
+        # Bullets this episode added: the agent lived them and reads them in its own history; in its
+        # system prompt they would pose as what earlier episodes taught, and grow it every update.
+        self._this_episode: set[str] = set()
 
     def process_turn(self, result: TurnResult) -> None:
         self.last_result = result
@@ -163,6 +170,20 @@ class KnowledgeManager(LearningManager):
         self._read_problem = None
         self._last_good_text = text
         return text
+
+    def earlier_episodes_text(self) -> str:
+        """The knowledge base for the agent's system prompt: without the bullets this episode added,
+        within ``AGENT_KNOWLEDGE_CHARS`` (whole bullets, with a note of how many more the file holds)."""
+        text = self.knowledge_text()
+        if not text:
+            return ""
+        doc = KnowledgeDocument.parse(text)
+        doc.remove_bullets(sorted(self._this_episode))
+        doc, left_out = doc.within(AGENT_KNOWLEDGE_CHARS)
+        if not any(section.bullets() for section in doc.sections):
+            return ""
+        more = f"\n({left_out} more lessons in the knowledge base are left out here for length.)" if left_out else ""
+        return doc.render(drop_empty=True) + more
 
     def _read(self) -> str:
         """The file as the agent should read it: without empty sections or episode statistics,
@@ -232,12 +253,17 @@ class KnowledgeManager(LearningManager):
             doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
             doc.without_episode_records()
             removed = doc.remove_bullets(update.obsolete)
+            before = doc.bullet_keys()
             for key, heading in SECTIONS.items():
                 added += doc.add_bullets(heading, getattr(update, key))
+            new_keys.update(doc.bullet_keys() - before)
             return doc.render()
+
+        new_keys: set[str] = set()
 
         if self.file.update(merge, turn=turn) is None:
             return
+        self._this_episode |= new_keys
         self.updates += 1
         self.logger.info(
             "Turn %d: knowledge base updated (+%d bullets, -%d obsolete)",

@@ -25,7 +25,10 @@ Each memory has a status: ``active`` (trusted), ``tentative`` (seen once, unconf
 ``superseded`` (replaced or proven wrong; kept in the file as history, never shown to the
 agent). A failure memory that a later turn proves wrong ("take coffin" failed, then the
 coffin was taken in that room) is superseded by the program on that turn, not left for the
-model's next batch.
+model's next batch. So is a memory of this game's state that a later turn's change makes old
+("the case holds the egg and the coffin", then the jewels go in the case): it names a thing
+the change is about, and the newer fact is what the player sees now. The agent reads this
+game's memories with the turn they were written ("turn 57"), so it can weigh their age.
 
 The file is Markdown a person can read and edit: notes written anywhere in it (outside the
 memory lines' own format) are kept as they are when ZorkGPT adds memories. Every update is
@@ -36,6 +39,7 @@ each other's memories and a kill mid-write leaves the old file intact.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -86,6 +90,24 @@ class PendingEvent:
     result: TurnResult
     reasons: list[str]
     strong: bool
+
+
+# "moved from Living Room to trophy case": the places a change names after these words.
+_PLACE = re.compile(r"\b(?:from|to|into|in|on|onto) (?:the )?(?P<place>[a-z][a-z -]*?)(?=$| to | from |;|,)")
+
+
+def _changed_things(result: TurnResult) -> set[str]:
+    """The head words (the last word of each name) of the objects this turn's changes are about,
+    and of the containers they moved into or out of; rooms left out (a room is no thing's state)."""
+    rooms = {_phrase(result.room_name_before), _phrase(result.room_name_after)}
+    things: set[str] = set()
+    for change in result.world_changes:
+        name, _, text = change.partition(": ")
+        if not text:
+            continue  # a change no object shows, or an exit: nothing named
+        names = [name, *(m.group("place") for m in _PLACE.finditer(text.lower()))]
+        things |= {_phrase(n).split()[-1] for n in names if _phrase(n) and _phrase(n) not in rooms}
+    return {word for word in things if len(word) > 2}
 
 
 def _phrase(text: str) -> str:
@@ -142,6 +164,7 @@ class MemoryManager(LearningManager):
         # The orchestrator may reset us before it knows the start room; where we acted from was visited.
         self.visited.add(result.room_id_before)
         self._retire_disproved_failures(result)
+        self._retire_outdated_state(result)
         event = self._classify(result)
         self.visited.add(result.room_id_after)
         if event is None:
@@ -165,7 +188,9 @@ class MemoryManager(LearningManager):
         lines = [f"## Your memories of {shown[0].room_name or 'this room'}"]
         for m in shown[:limit]:
             mark = " (tentative)" if m.status is MemoryStatus.TENTATIVE else ""
-            lines.append(f"- [{m.category}]{mark} {m.text}")
+            # This game's state is a snapshot: its turn says how old it is; a lasting lesson has no age.
+            when = f" (turn {m.turn})" if m.this_game else ""
+            lines.append(f"- [{m.category}]{mark}{when} {m.text}")
         return "\n".join(lines)
 
     def finalize_episode(self) -> None:
@@ -285,6 +310,8 @@ class MemoryManager(LearningManager):
             arrived_from = rooms.arrived_from(room_id)
             if arrived_from and text:
                 text = f"({arrived_from}) {text}"
+            if d.remember and text and d.lasting is False and self._outdated_on_arrival(text, result.turn, turns):
+                continue
             if d.remember and text and not self._duplicate(memories, room_id, text):
                 new_id, next_id = next_id, next_id + 1
                 memory = Memory(
@@ -323,6 +350,21 @@ class MemoryManager(LearningManager):
                 )
         return changed
 
+    def _outdated_on_arrival(self, text: str, turn: int, turns: dict[int, TurnResult]) -> bool:
+        """This game's state as of ``turn``, which a later turn of the same batch already changed: the
+        batch is asked after that turn, so the newer fact is known before the memory is written."""
+        words = set(_phrase(text).split())
+        later = [t for t in sorted(turns) if t > turn and _changed_things(turns[t]) & words]
+        if later:
+            self.logger.info(
+                "Turn %d: not remembered, turn %d already changed what it names: %s",
+                turn,
+                later[0],
+                text,
+                extra={"event_type": "memory_outdated", "turn": turn, "changed_on": later[0]},
+            )
+        return bool(later)
+
     def _chosen_room(self, decision: MemoryDecision, rooms: EventRooms) -> int:
         if decision.room_id in rooms.ids:
             return decision.room_id
@@ -356,27 +398,49 @@ class MemoryManager(LearningManager):
                 and any(f" {p} " in text for p in phrases if p)
             )
 
-        if not any(disproved(m) for m in self.memories):
+        self._retire(disproved, result.turn, f"'{result.action}' worked here")
+
+    def _retire_outdated_state(self, result: TurnResult) -> None:
+        """A memory of this game's state written before this turn gives way when this turn
+        changed a thing it names: the change is the newer fact of the same thing."""
+        things = _changed_things(result)
+        if not things:
+            return
+        episode = self.game_state.episode_id
+
+        def outdated(m: Memory) -> bool:
+            return (
+                m.this_game
+                and m.shown_in(episode)
+                and m.turn < result.turn
+                and bool(things & set(_phrase(m.text).split()))
+            )
+
+        self._retire(outdated, result.turn, f"turn {result.turn} changed {', '.join(sorted(things))}")
+
+    def _retire(self, doomed: Callable[[Memory], bool], turn: int, why: str) -> None:
+        """Supersede, in one locked update, the memories ``doomed`` picks (none: nothing written)."""
+        if not any(doomed(m) for m in self.memories):
             return
         retired: list[int] = []
 
         def merge(current: str) -> str | None:
             parsed = self._parse(current)
-            retired[:] = [m.id for m in parsed.memories if disproved(m)]
+            retired[:] = [m.id for m in parsed.memories if doomed(m)]
             for m in parsed.memories:
                 if m.id in retired:
                     m.status = MemoryStatus.SUPERSEDED
             return parsed.render() if retired else None
 
-        written = self.file.update(merge, turn=result.turn)
+        written = self.file.update(merge, turn=turn)
         if written is not None:
             self.memories = parse_memories(written).memories
             for memory_id in retired:
                 self.logger.info(
-                    "Turn %d: memory #%d superseded: '%s' worked here",
-                    result.turn,
+                    "Turn %d: memory #%d superseded: %s",
+                    turn,
                     memory_id,
-                    result.action,
+                    why,
                     extra={"event_type": "memory_superseded", "memory_id": memory_id, "superseded_by": None},
                 )
 

@@ -35,8 +35,9 @@ oldest are dropped. Apart from the revisits above, the review is never brought f
 cost is one call per interval (two when an answer is rejected).
 
 The agent reads the active objectives, compactly (a step is spelled out only when the text
-does not already say it), and always the recently completed and dropped ones, with why,
-even when none is active: it must tell a goal reached from a goal given up.
+does not already say it), and the ones completed or dropped in the last ``CLOSED_SHOWN_TURNS``
+turns, with why, even when none is active: it must tell a goal reached from a goal given up.
+After that they leave the prompt.
 
 Objectives belong to one episode (the game restarts), so they are not reloaded; they are
 written to ``objectives.json`` after every change so a killed or running episode can be
@@ -73,6 +74,9 @@ MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shorte
 MAX_AMBIGUOUS = 10
 MAX_ROUTE_TARGETS = 3
 RECENTLY_CLOSED_SHOWN = 3  # completed, and dropped, objectives the agent keeps seeing
+# ... for this many turns after closing: long enough to tell a goal reached from one given up, not
+# so long that a goal dropped at turn 50 sits in every prompt to the end.
+CLOSED_SHOWN_TURNS = 20
 RESPONSE_EXCERPT_CHARS = 240
 DUPLICATE_WORD_OVERLAP = 0.75  # share of content words two objectives must share to be one
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -289,8 +293,13 @@ class ObjectiveManager(LearningManager):
             return None
         lines: list[str] = []
         active = self.active()[: self.config.objectives.max_active]
+        now = self.game_state.turn_count
         closed = sorted(
-            (o for o in self.objectives if o.status is not ObjectiveStatus.ACTIVE),
+            (
+                o
+                for o in self.objectives
+                if o.status is not ObjectiveStatus.ACTIVE and now - (o.closed_turn or 0) < CLOSED_SHOWN_TURNS
+            ),
             key=lambda o: (o.closed_turn or 0, o.id),
             reverse=True,
         )

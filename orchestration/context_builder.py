@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from session.game_state import GameState
 from shared_utils import whole_sentences
 
@@ -10,7 +12,25 @@ RESPONSE_SNIPPET = 120
 REASONING_CHARS = 600
 
 
-def build_context(state: GameState, sections: list[str] | None = None) -> str:
+@dataclass(frozen=True)
+class TurnLimits:
+    """What ends an episode besides the game: the turn limit, and turns in a row without progress."""
+
+    max_turns: int
+    idle_limit: int
+
+
+def limits_line(state: GameState, limits: TurnLimits) -> str:
+    """Both limits from the first turn, so the agent can plan with them instead of meeting them."""
+    turn = state.turn_count + 1
+    return (
+        f"Turn {turn} of {limits.max_turns} ({limits.max_turns - turn + 1} left, this one included); "
+        f"{limits.idle_limit} turns in a row without a score change or a new room end the episode "
+        f"({state.turns_without_progress} so far)"
+    )
+
+
+def build_context(state: GameState, sections: list[str] | None = None, limits: TurnLimits | None = None) -> str:
     """The user message for the agent: where it is, what it has, what just happened.
 
     Ordered from the most to the least decision-relevant, so truncation by a provider
@@ -20,6 +40,7 @@ def build_context(state: GameState, sections: list[str] | None = None) -> str:
     """
     lines = [
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
+        *([limits_line(state, limits)] if limits is not None else []),
         f"Location: {state.current_room_name} (room {state.current_room_id})",
         f"Valid exits: {', '.join(state.exits) if state.exits else 'none known'}",
         f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",

@@ -23,6 +23,7 @@ from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
 from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
+from managers.in_view import InViewManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
 from managers.mcp import MCPManager
@@ -30,7 +31,7 @@ from managers.mcp.config import run_redactor
 from managers.mcp.toolset import Toolset
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
-from orchestration.context_builder import build_context
+from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
@@ -179,14 +180,15 @@ class ZorkOrchestratorV2:
         self.synthesizer = EpisodeSynthesizer(
             cfg, log, state, self.episode_dir, usage_source=self._usage_report, wall_clock=self.wall_seconds
         )
+        self.in_view = InViewManager(cfg, log, state)
         self.managers: list[BaseManager] = [
             m
             for m in (self.extractor, self.critic, self.map, self.memory, self.objectives, self.knowledge)
             if m is not None
-        ] + [self.synthesizer]
+        ] + [self.in_view, self.synthesizer]
         # Sections that go into the agent's context, in the order the agent reads them.
         self.context_managers: list[BaseManager] = [
-            m for m in (self.map, self.objectives, self.synthesizer) if m is not None
+            m for m in (self.in_view, self.map, self.objectives, self.synthesizer) if m is not None
         ]
         self.mcp_manager = None
         if cfg.mcp.enabled:
@@ -207,7 +209,7 @@ class ZorkOrchestratorV2:
             logger=self.logger,
             episode_id=self.game_state.episode_id,
             langfuse_client=self.langfuse_client,
-            knowledge_text=self.knowledge.knowledge_text() if self.knowledge else "",
+            knowledge_text=self.knowledge.earlier_episodes_text() if self.knowledge else "",
             read_commands=self.game.commands_in,
         )
 
@@ -298,7 +300,8 @@ class ZorkOrchestratorV2:
     def _process_turn(self) -> bool:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
-        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers])
+        limits = TurnLimits(self.max_turns, self.config.gameplay.stuck_limit_turns)
+        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers], limits)
         if self.write_failures:
             return True  # building the context saved the map, and that failed: no model call for this turn
         with self._turn_tools(turn) as tools:  # the agent's asks and the critic's re-asks share them
@@ -330,7 +333,7 @@ class ZorkOrchestratorV2:
                 text, relevant_memories=memories, turn=turn, rejections=rejections, tools=tools
             )
 
-        return self.critic.choose_action(propose, context)
+        return self.critic.choose_action(propose)
 
     def _observe(self, turn: int, decision: AgentDecision, response: str) -> TurnResult:
         """Read the engine's facts after the action and record the turn in the game state."""
@@ -369,7 +372,7 @@ class ZorkOrchestratorV2:
         for manager in self.managers:
             manager.process_turn(result)
         if self.knowledge:
-            self.agent.update_knowledge(self.knowledge.knowledge_text())
+            self.agent.update_knowledge(self.knowledge.earlier_episodes_text())
 
     def _execute(self, action: str, turn: int) -> str:
         """Send the action; one the interface refuses (a session command, an unsendable line)

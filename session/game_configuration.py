@@ -147,6 +147,10 @@ class GameplaySection(_Section):
     max_turns_per_episode: int = Field(default=500, ge=1, le=1_000_000)
     turn_delay_seconds: float = Field(default=0.0, ge=0, le=3600)
     enable_critic: bool = False
+    # When the critic model is asked (the free engine check runs on every proposal): "risky" only for
+    # actions that cost something if wrong (a fight, an action that cannot be undone, moving in the
+    # dark, putting out or dropping a light); "always" for every proposal the engine check let through.
+    critic_when: Literal["risky", "always"] = "risky"
     critic_rejection_threshold: float = Field(default=-0.05, ge=-1.0, le=1.0)
     max_rejection_rounds: int = Field(default=3, ge=0, le=10)
     stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)

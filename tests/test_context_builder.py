@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestration.context_builder import RECENT_ACTIONS, build_context
+from orchestration.context_builder import RECENT_ACTIONS, TurnLimits, build_context
 from session.game_state import ActionRecord, GameState
 
 
@@ -82,3 +82,16 @@ def test_empty_state_reads_sensibly() -> None:
     text = build_context(GameState())
     assert "Valid exits: none known" in text and "Inventory: empty-handed" in text
     assert "Visible objects: nothing notable" in text and "(none)" in text
+
+
+def test_turns_left_and_the_idle_rule_show_from_the_first_turn() -> None:
+    first = build_context(GameState(), limits=TurnLimits(max_turns=80, idle_limit=40)).splitlines()
+    assert first[1] == (
+        "Turn 1 of 80 (80 left, this one included); "
+        "40 turns in a row without a score change or a new room end the episode (0 so far)"
+    )
+    state = state_at_troll_room()
+    state.last_progress_turn = 20
+    text = build_context(state, limits=TurnLimits(max_turns=80, idle_limit=40))
+    assert "Turn 27 of 80 (54 left, this one included);" in text and "(6 so far)" in text
+    assert "of 80" not in build_context(state)  # no limits given (a test's bare state): no line

@@ -115,7 +115,7 @@ def test_the_benchmark_exits_0_when_all_agree(
     monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
     assert context_truth.main() == 0
     captured = capsys.readouterr()
-    assert '"disagreements"' in captured.out and "0 disagreements in 33 checks" in captured.err
+    assert '"disagreements"' in captured.out and "0 disagreements in 45 checks" in captured.err
 
 
 def test_the_benchmark_exits_2_without_a_story_file(tmp_path: Path) -> None:

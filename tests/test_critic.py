@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from game_interface import GameSnapshot, JerichoInterface
 from llm_client import LLMClient
-from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker
+from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker, risk_of
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
@@ -26,6 +26,8 @@ from tests.scripted_llm import completion
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
 # The critic's own sampling, so a test can see it reach the request.
 SAMPLING: dict[str, dict[str, Any]] = {"critic_sampling": {"temperature": 0.2, "top_p": 0.9}}
+# The critic's whole question stays well under the agent's prompt: about 400 tokens.
+CRITIC_REQUEST_BUDGET_CHARS = 1_600
 SCOPE_OR_PARSER_REFUSAL = re.compile(r"You can't see any .* here!|I don't know the word|You can't go that way")
 
 
@@ -206,23 +208,24 @@ def test_llm_critic_off_by_default(
     config = make_config(llm_server.base_url, **SAMPLING)
     assert config.gameplay.enable_critic is False
     critic = make_critic(config, game, llm_server)
-    verdict = critic.evaluate("open mailbox", "context", state_of(game))
+    verdict = critic.evaluate("open mailbox", state_of(game))
     assert (verdict.source, verdict.rejected, verdict.score) == ("none", False, 0.0)
-    assert critic.evaluate("take lamp", "context", state_of(game)).source == "object_tree"
+    assert critic.evaluate("take lamp", state_of(game)).source == "object_tree"
     assert llm_server.requests == []
 
 
 def test_llm_scores_and_threshold(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.script(critic_reply(-0.8, "the mailbox is pointless"), critic_reply(0.6, "opening things helps"))
     state = state_of(game)
     state.failed_actions_by_room[state.current_room_id] = ["push house"]
+    state.last_observation = "You are west of a house."
 
-    low = critic.evaluate("kick mailbox", "You are west of a house.", state)
-    high = critic.evaluate("open mailbox", "You are west of a house.", state)
+    low = critic.evaluate("kick mailbox", state)
+    high = critic.evaluate("open mailbox", state)
 
     assert (low.source, low.score, low.rejected, low.justification) == ("llm", -0.8, True, "the mailbox is pointless")
     assert (high.source, high.score, high.rejected) == ("llm", 0.6, False)
@@ -238,9 +241,9 @@ def test_llm_scores_and_threshold(
 def test_a_huge_justification_is_cut_with_its_length(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
     llm_server.script(critic_reply(-0.9, "no " * 1_000_000))
-    verdict = make_critic(config, game, llm_server).evaluate("kick mailbox", "ctx", state_of(game))
+    verdict = make_critic(config, game, llm_server).evaluate("kick mailbox", state_of(game))
     assert verdict.rejected and len(verdict.justification) < 1_100
     assert verdict.justification.endswith("[…cut: 3,000,000 characters, the first 1,000 kept]")
 
@@ -248,8 +251,8 @@ def test_a_huge_justification_is_cut_with_its_length(
 def test_object_tree_answers_before_the_llm(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
-    verdict = make_critic(config, game, llm_server).evaluate("take unicorn", "ctx", state_of(game))
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
+    verdict = make_critic(config, game, llm_server).evaluate("take unicorn", state_of(game))
     assert verdict.source == "object_tree" and verdict.rejected
     assert llm_server.requests == []
 
@@ -257,13 +260,13 @@ def test_object_tree_answers_before_the_llm(
 def test_distrusted_critic_rejects_less(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.respond_with(lambda body, index: critic_reply(-0.3))
-    assert critic.evaluate("wave hands", "ctx", state_of(game)).rejected is True
+    assert critic.evaluate("wave hands", state_of(game)).rejected is True
     for _ in range(30):
         critic.trust.record(True, True)
-    verdict = critic.evaluate("wave hands", "ctx", state_of(game))
+    verdict = critic.evaluate("wave hands", state_of(game))
     assert verdict.score == -0.3  # the model's own score is reported unweighted
     assert verdict.rejected is False  # -0.3 x 0.1 = -0.03 is above the -0.05 threshold
 
@@ -281,10 +284,10 @@ def test_malformed_llm_reply_never_blocks(
     reply: dict[str, Any],
     make_config: ConfigFactory,
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
     llm_server.script(reply)
     with caplog.at_level(logging.WARNING, logger="test.critic"):
-        verdict = make_critic(config, game, llm_server).evaluate("open mailbox", "ctx", state_of(game))
+        verdict = make_critic(config, game, llm_server).evaluate("open mailbox", state_of(game))
     assert (verdict.source, verdict.rejected) == ("none", False)
     assert any(getattr(r, "event_type", None) == "critic_malformed_reply" for r in caplog.records)
 
@@ -295,22 +298,68 @@ def test_critic_response_schema_bounds() -> None:
         CriticResponse(score=1.01, justification="x")
 
 
-def test_the_critic_reads_the_agents_context_as_the_agents(
+def test_the_critic_is_asked_the_proposal_and_its_facts_not_the_agents_prompt(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    """The context is written to the agent; the critic's request must not call the agent's
-    reasoning "Your previous reasoning" (the critic would take it for its own)."""
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"}, **SAMPLING)
     critic = make_critic(config, game, llm_server)
     llm_server.script(critic_reply(0.5))
     state = state_of(game)
-    state.reasoning_history.append("The mailbox may hold a leaflet.")
-    context = build_context(state)
-    assert "Your previous reasoning: The mailbox may hold a leaflet." in context  # what the agent reads
+    state.inventory_shown, state.visible_objects = ["brass lantern (on)"], ["small mailbox (closed)"]
+    state.last_observation = "West of House\nYou are standing in an open field west of a white house. " * 20
+    state.reasoning_history.append("An old reasoning the critic has no use for.")
+    state.failed_actions_by_room[state.current_room_id] = ["push house"]
+    context = build_context(state, ["## Map around West of House\nWays from here: north -> North of House"])
 
-    critic.evaluate("open mailbox", context, state)
+    critic.evaluate("open mailbox", state, "The mailbox may hold a leaflet.")
 
     (user,) = [m["content"] for m in llm_server.bodies[0]["messages"] if m["role"] == "user"]
     text = user if isinstance(user, str) else " ".join(part["text"] for part in user)
-    assert "The agent's previous reasoning: The mailbox may hold a leaflet." in text
-    assert "Your previous reasoning" not in text
+    assert "Location: West of House" in text and "Exits the game confirms: " in text
+    assert "Carrying: brass lantern (on)" in text and "Seen here: small mailbox (closed)" in text
+    assert "Actions that already failed here: push house" in text
+    assert "The agent's reason for it: The mailbox may hold a leaflet." in text
+    assert text.endswith("Proposed action: open mailbox")
+    assert "Ways from here" not in text and "An old reasoning" not in text and "Your " not in text
+    assert len(text) < CRITIC_REQUEST_BUDGET_CHARS < len(context)  # the reply is cut at a sentence
+
+
+@pytest.mark.parametrize(
+    ("action", "observation", "in_combat", "risk"),
+    [
+        ("open mailbox", "West of House", None, None),
+        ("north", "West of House", None, None),
+        ("north", "It is pitch black. You are likely to be eaten by a grue.", None, "it moves in the dark"),
+        ("kill troll with sword", "The Troll Room", None, "it starts or continues a fight"),
+        ("take axe", "The troll swings his axe.", True, "the player is in a fight"),
+        ("drop lamp", "Taken.", None, "it cannot be undone"),
+        ("turn off lamp", "Taken.", None, "it puts out a light"),
+        ("eat lunch", "Opened.", None, "it cannot be undone"),
+    ],
+)
+def test_what_is_risky_enough_for_the_critic_model(
+    action: str, observation: str, in_combat: bool | None, risk: str | None
+) -> None:
+    state = GameState(last_observation=observation, in_combat=in_combat)
+    assert risk_of(action, state) == risk
+
+
+def test_the_critic_model_is_asked_only_about_risky_actions_unless_set_to_always(
+    tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
+) -> None:
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True}, **SAMPLING)
+    assert config.gameplay.critic_when == "risky"
+    critic = make_critic(config, game, llm_server)
+    llm_server.respond_with(lambda body, index: critic_reply(0.5))
+    game.send_command("north")  # North of House: no mailbox here, nothing for the engine check to refuse
+    state = state_of(game)
+    assert critic.evaluate("west", state).source == "none"
+    assert critic.evaluate("examine house", state).source == "none"
+    assert llm_server.requests == []
+    verdict = critic.evaluate("jump", state, "Maybe something happens.")
+    assert verdict.source == "llm" and len(llm_server.requests) == 1
+    assert "Why this action is checked: it cannot be undone." in json.dumps(llm_server.bodies[0]["messages"])
+
+    always_config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"})
+    always = make_critic(always_config, game, llm_server)
+    assert always.evaluate("examine house", state).source == "llm" and len(llm_server.requests) == 2

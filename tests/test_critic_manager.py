@@ -63,7 +63,7 @@ def test_accepted_first_time_costs_one_proposal(
 ) -> None:
     manager = make_manager(make_config(llm_server.base_url), game, llm_server)
     agent = Agent("open mailbox")
-    decision, review = manager.choose_action(agent, "context")
+    decision, review = manager.choose_action(agent)
     assert decision.action == "open mailbox" and decision.reasoning == "try open mailbox"
     assert asdict(review) == {"score": 0.0, "justification": "", "source": "none", "rounds": 0, "overridden": False}
     assert agent.feedback == [()]
@@ -76,7 +76,7 @@ def test_each_re_ask_lists_every_rejection_of_the_turn(
     manager = make_manager(make_config(), game)
     agent = Agent("take lamp", "east", "north")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
-        decision, review = manager.choose_action(agent, "context")
+        decision, review = manager.choose_action(agent)
 
     assert decision.action == "north"
     assert review.rounds == 2 and review.overridden is False
@@ -105,7 +105,7 @@ def test_after_max_rounds_the_last_action_is_played(
     manager = make_manager(make_config(gameplay={"max_rejection_rounds": max_rounds}), game)
     agent = Agent("take unicorn", "take dragon", "take wizard", "take kobold", "take gnome")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
-        decision, review = manager.choose_action(agent, "context")
+        decision, review = manager.choose_action(agent)
 
     assert len(agent.feedback) == max_rounds + 1  # the first proposal plus one per rejection round
     assert decision.action == agent.actions[max_rounds]
@@ -123,11 +123,13 @@ def always(score: float) -> Any:
 def test_overridden_llm_rejection_that_succeeds_lowers_trust(
     tmp_path: Path, game: JerichoInterface, llm_server, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 1})
+    config = make_config(
+        llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always", "max_rejection_rounds": 1}
+    )
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(-0.9))
 
-    decision, review = manager.choose_action(Agent("open mailbox"), "context")
+    decision, review = manager.choose_action(Agent("open mailbox"))
     assert review.overridden is True and review.source == "llm"
     assert len(llm_server.requests) == 2  # one evaluation per proposal
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
@@ -138,7 +140,7 @@ def test_overridden_llm_rejection_that_succeeds_lowers_trust(
     updates = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_trust_update"]
     assert len(updates) == 1 and updates[0].succeeded is True
 
-    decision, _ = manager.choose_action(Agent("wave hands"), "context")  # nothing happens in Zork
+    decision, _ = manager.choose_action(Agent("wave hands"))  # nothing happens in Zork
     play(manager, game, decision)
     assert manager.critic.trust.weight > weight_after_wrong  # this time the critic was right
     assert manager.get_status()["trust"]["right_rejections"] == 1
@@ -148,11 +150,11 @@ def test_overridden_llm_rejection_that_succeeds_lowers_trust(
 def test_trust_is_only_settled_for_the_overridden_turn(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True})
+    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"})
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(0.7))
     for action in ["open mailbox", "take leaflet", "north"]:
-        play(manager, game, manager.choose_action(Agent(action), "context")[0])
+        play(manager, game, manager.choose_action(Agent(action))[0])
     assert manager.critic.trust.weight == 1.0
     assert manager.get_status()["trust"] == {"weight": 1.0, "right_rejections": 0, "wrong_rejections": 0}
 
@@ -161,13 +163,15 @@ def test_distrusted_critic_stops_blocking(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
     """A critic whose rejections keep being overridden successfully ends up letting mild doubts through."""
-    config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "max_rejection_rounds": 0})
+    config = make_config(
+        llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always", "max_rejection_rounds": 0}
+    )
     manager = make_manager(config, game, llm_server)
     llm_server.respond_with(always(-0.3))
     moves = ["north", "south", "north", "south", "north", "south", "north", "south", "north", "south"]
     overridden = []
     for action in moves * 2:
-        decision, review = manager.choose_action(Agent(action), "context")
+        decision, review = manager.choose_action(Agent(action))
         overridden.append(review.overridden)
         play(manager, game, decision)
     assert overridden[0] is True

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
 from managers.knowledge_file import KnowledgeDocument
-from managers.knowledge_manager import KnowledgeManager
+from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import (
     MEMORY_MODEL,
@@ -232,7 +232,7 @@ def test_malformed_reply_and_llm_error_skip_the_update(llm_server: ScriptedLLMSe
 KILLED_WRITER = """
 import logging
 from pathlib import Path
-from managers.knowledge_manager import KnowledgeManager
+from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
@@ -349,3 +349,26 @@ def test_knowledge_updates_get_the_world_changes_with_room_and_exact_command(
         "[world_change] in Forest: > Wind canary -> world changed: beautiful brass bauble: appeared in Forest" in events
     )
     assert "> Wave sceptre -> world changed: new exit: west; new exit: up" in events
+
+
+def test_the_agent_reads_only_earlier_episodes_lessons_within_the_budget(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    path = kb_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    earlier = [f"Lesson {n} from an earlier episode: " + "the lamp runs out, so save it. " * 4 for n in range(40)]
+    bullets = "".join(f"- {b}\n" for b in earlier)
+    path.write_text(f"# Zork I knowledge base\n\n## Dangers\n\n{bullets}", encoding="utf-8")
+    manager, state, _ = make_manager(llm_server, tmp_path, update_interval_turns=1)
+    manager.reset_episode(state)
+    llm_server.script(update(dangers=["The troll's axe wounds you; fight it with the sword."]))
+    manager.process_turn(turn(1, "north", room=CELLAR, to=TROLL, response="The troll's axe wounds you."))
+    assert "The troll's axe wounds you; fight it" in manager.knowledge_text()  # the helper sees it all
+    shown = manager.earlier_episodes_text()
+    assert "The troll's axe" not in shown  # this episode's lesson is no earlier episode's
+    assert "- Lesson 0 from an earlier episode" in shown and "- Lesson 39 " not in shown
+    assert len(shown) <= AGENT_KNOWLEDGE_CHARS + 200 and "more lessons in the knowledge base are left out" in shown
+
+    following, later_state, _ = make_manager(llm_server, tmp_path, episode="ep-2")
+    following.reset_episode(later_state)
+    assert "The troll's axe wounds you" in following.knowledge_text()

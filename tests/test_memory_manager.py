@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -568,3 +569,53 @@ def test_a_death_is_offered_whole_with_the_score_change_said_honestly(
     assert "You have died ****" in prompt  # not cut before the death
     assert "Changes: you died; score -10 (net for the turn, which included your death)" in prompt
     assert "lost" not in prompt.split("Changes:")[1] and "dropped" not in prompt
+
+
+def test_this_games_state_gives_way_when_a_later_turn_changes_what_it_names(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    living = (5, "Living Room")
+    held = decision(1, "The trophy case holds the egg and the coffin.", category="item", lasting=False)
+    lesson = decision(1, "Treasures score when put in the trophy case.", category="puzzle")
+    other = decision(1, "The rug hides something.", category="item", lasting=False)
+    llm_server.script(json_reply({"decisions": [held, lesson, other]}))
+    manager.process_turn(turn(1, "put coffin in case", response="Done.", room=living, score=(10, 25)))
+    state.current_room_id = living[0]
+    section = manager.context_section() or ""
+    assert "- [item] (turn 1) The trophy case holds the egg and the coffin." in section  # its age, said
+    assert "- [puzzle] Treasures score when put in the trophy case." in section  # a lesson has none
+
+    llm_server.script(json_reply({"decisions": []}))
+    jewels = replace(
+        turn(2, "put jewels in case", response="Done.", room=living, score=(25, 30)),
+        world_changes=("sapphire-encrusted bracelet: put in trophy case",),
+    )
+    manager.process_turn(jewels)
+    section = manager.context_section() or ""
+    assert "holds the egg and the coffin" not in section  # the newer fact of the case wins
+    assert "Treasures score when put in the trophy case." in section  # lasting: not this game's state
+    assert "The rug hides something." in section  # names nothing the turn changed
+    [retired] = log.events("memory_superseded")
+    assert retired.memory_id == 1 and "turn 2 changed bracelet, case" in retired.getMessage()
+
+
+def test_this_games_state_a_later_turn_of_the_batch_changed_is_not_remembered(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=3)
+    drafty, machine = (20, "Drafty Room"), (21, "Machine Room")
+    taken = decision(1, "The small pile of coal was taken from the basket.", category="item", lasting=False)
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": [taken]}))
+    manager.process_turn(
+        replace(turn(1, "get coal", "Taken.", room=drafty), world_changes=("small pile of coal: taken from basket",))
+    )
+    manager.process_turn(turn(2, "south", "Machine Room", drafty, machine))
+    manager.process_turn(
+        replace(turn(3, "put coal in machine", "Done.", machine), world_changes=("small pile of coal: put in machine",))
+    )
+    assert len(llm_server.requests) == 1  # one batch, asked after turn 3
+    state.current_room_id = drafty[0]
+    assert manager.context_section() is None  # the coal is in the machine now: nothing old to show
+    [outdated] = log.events("memory_outdated")
+    assert (outdated.turn, outdated.changed_on) == (1, 3)

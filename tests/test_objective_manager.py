@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from game_interface import JerichoInterface
-from managers.objective_manager import MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
+from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal
 from tests.manager_support import (
@@ -219,6 +219,11 @@ def test_an_objective_whose_subject_left_the_game_is_dropped_and_revisited_at_on
     section = manager.context_section() or ""
     assert "Recently dropped: Carry the lunch to the Attic (the lunch is gone from the game)" in section
     assert "Recently completed: Keep the lunch for later (turn 6)" in section
+    manager.game_state.turn_count = 7 + CLOSED_SHOWN_TURNS - 1  # the last turn it is still recent
+    assert "Recently dropped: Carry the lunch" in (manager.context_section() or "")
+    manager.game_state.turn_count += 1  # then it leaves the prompt, as the completed one did a turn before
+    assert "Carry the lunch" not in (manager.context_section() or "")
+    assert "Keep the lunch" not in (manager.context_section() or "")
 
 
 def test_objectives_needing_items_lost_in_a_death_are_revisited_at_once(
