@@ -235,6 +235,8 @@ class Toolbox:
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
         self._prompt_warnings: set[str] = set()  # given this episode
+        # The turn being readied: each request's timeout and the turn's end (``begin_turn``).
+        self._bounds: tuple[float, float | None] = (PING_TIMEOUT_SECONDS, None)
         self.turn: int | None = None  # the turn being readied or played (the manager says which)
 
     @property
@@ -265,8 +267,10 @@ class Toolbox:
             if slot.source is not None and slot.source.instructions
         }
 
-    async def begin_turn(self) -> TurnTools:
-        """Ready every server for a new turn, at once; the tools of all that are up.
+    async def begin_turn(self, timeout: float, deadline: float) -> TurnTools:
+        """Ready every server for a new turn, at once; the tools of all that are up. A request made on
+        the way (a new tool listing) gets ``timeout`` seconds (the entry's own ``timeout`` wins), and
+        none goes past ``deadline`` (``time.monotonic()``: the turn's budget).
 
         Raises:
             MCPServerStartupError: a server's first connect of the episode failed (the
@@ -275,6 +279,7 @@ class Toolbox:
         task = asyncio.current_task()
         assert task is not None  # a coroutine on the session loop always runs in a task
         self._turns.add(task)
+        self._bounds = (timeout, deadline)
         try:
             results = await asyncio.gather(
                 *(self._ready(slot) for slot in self._slots.values()), return_exceptions=True
@@ -313,18 +318,22 @@ class Toolbox:
         """Ping the server (and list changed tools); a dead or missing one is connected by the rules."""
         source = slot.source
         if source is not None:
-            if await source.ping(PING_TIMEOUT_SECONDS):
-                if source.tools_changed:
-                    await self._relist(slot, source)
-                if source.resources_changed:
-                    await self._list_resources(slot, source, changed=True)
-                return
+            if not await source.ping(PING_TIMEOUT_SECONDS):
+                reason: str | None = "it is not answering"
+            else:
+                reason = await self._relist(slot, source) if source.tools_changed else None
+                if reason is None:
+                    if source.resources_changed:
+                        await self._list_resources(slot, source, changed=True)
+                    return
             self._log(
                 logging.WARNING,
                 "mcp_server_unhealthy",
-                "MCP server '%s' is not answering; reconnecting",
+                "MCP server '%s': %s; reconnecting",
                 slot.server.name,
+                reason,
                 server_name=slot.server.name,
+                reason=reason,
             )
             slot.source = None
             self._close_later(source)
@@ -345,12 +354,16 @@ class Toolbox:
         if error is not None:
             raise error
 
-    async def _relist(self, slot: _Slot, source: ToolSource) -> None:
+    async def _relist(self, slot: _Slot, source: ToolSource) -> str | None:
+        """List the tools of a server that said they changed; None when that went well, else why not
+        (the caller reconnects it: a server that leaves a request unanswered is not to be waited on)."""
+        timeout, deadline = self._bounds
         try:
-            tools = await source.list_tools()
+            tools = await source.list_tools(slot.server.timeout or timeout, deadline=deadline)
         except MCPServerDiedError as exc:
-            self._log(logging.WARNING, "mcp_tool_listing_failed", "%s", str(exc), server_name=slot.server.name)
-            return
+            return str(exc)
+        except (MCPToolCallError, TimeoutError) as exc:
+            return f"it said its tools changed, then {exc}"
         self._log(
             logging.INFO,
             "mcp_tools_changed",
@@ -359,6 +372,7 @@ class Toolbox:
             len(tools),
             server_name=slot.server.name,
         )
+        return None
 
     async def _list_resources(self, slot: _Slot, source: ToolSource, changed: bool = False) -> None:
         """List the server's resources (kept on the source), if it declares any; a failure leaves
@@ -659,12 +673,12 @@ class Toolbox:
     # -- prompts ---------------------------------------------------------------------------
 
     async def fetch_prompts(
-        self, everything: bool, timeout: float, max_chars: int, config_file: str
+        self, everything: bool, timeout: float, max_chars: int, config_file: str, deadline: float | None = None
     ) -> dict[str, tuple[ServerPrompt, ...]]:
         """The configured prompts, by server: of every server that has some (``everything``: the
         episode's first turn), else only of those that said their prompts changed. A prompt that
         cannot be had is logged as a warning (naming the entry and the fix) and left out; the
-        texts are cut to ``max_chars`` each, as tool results are."""
+        texts are cut to ``max_chars`` each, as tool results are. None is waited for past ``deadline``."""
         wanted = []
         for slot in self._slots.values():
             source = slot.source
@@ -672,10 +686,14 @@ class Toolbox:
             if slot.server.prompts and (everything or changed) and not slot.health.disabled:
                 slot.prompts_changed = False
                 wanted.append(slot)
-        fetched = await asyncio.gather(*(self._fetch(slot, timeout, max_chars, config_file) for slot in wanted))
+        fetched = await asyncio.gather(
+            *(self._fetch(slot, timeout, max_chars, config_file, deadline) for slot in wanted)
+        )
         return {slot.server.name: prompts for slot, prompts in zip(wanted, fetched, strict=True)}
 
-    async def _fetch(self, slot: _Slot, timeout: float, max_chars: int, config_file: str) -> tuple[ServerPrompt, ...]:
+    async def _fetch(
+        self, slot: _Slot, timeout: float, max_chars: int, config_file: str, deadline: float | None
+    ) -> tuple[ServerPrompt, ...]:
         server = slot.server
         where = f'"prompts" of the entry "{server.name}" in {config_file}'
         source = slot.source
@@ -696,11 +714,14 @@ class Toolbox:
         prompts: list[ServerPrompt] = []
         for request in server.prompts:
             try:
-                result = await source.get_prompt(request.name, dict(request.arguments), server.timeout or timeout)
+                result = await source.get_prompt(
+                    request.name, dict(request.arguments), server.timeout or timeout, deadline=deadline
+                )
             except (MCPToolCallError, TimeoutError) as exc:
-                self._prompt_warning(server, request.name, await _prompt_failure(source, request, exc, where, timeout))
-                if isinstance(exc, MCPServerDiedError):
-                    break
+                why = await _prompt_failure(source, request, exc, where, server.timeout or timeout, deadline)
+                self._prompt_warning(server, request.name, why)
+                if isinstance(exc, MCPServerDiedError | TimeoutError):
+                    break  # gone, or not answering: its other prompts would wait as long
                 continue
             text = prompt_text(result)
             if not text:
@@ -834,12 +855,15 @@ def prompt_text(result: types.GetPromptResult) -> str:
 
 
 async def _prompt_failure(
-    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float
+    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float, deadline: float | None
 ) -> str:
     """Why a prompt could not be had, and the fix: a name the server does not have, else its arguments."""
     name = source.name
+    if isinstance(error, MCPServerDiedError | TimeoutError):
+        # Nothing to ask a server that is gone or did not answer.
+        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
     try:
-        known = await source.list_prompts(timeout)
+        known = await source.list_prompts(timeout, deadline=deadline)
     except (MCPToolCallError, TimeoutError):
         known = None
     if known is not None and request.name not in {prompt.name for prompt in known}:
@@ -856,8 +880,6 @@ async def _prompt_failure(
         if prompt is not None
         else ""
     )
-    if isinstance(error, MCPServerDiedError | TimeoutError):
-        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
     return f"{error}. Check its arguments in {where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
 
 
