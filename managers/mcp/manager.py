@@ -93,6 +93,8 @@ class MCPManager:
             self.make_source,
             logger,
             ahead=config.mcp.servers_started_ahead,
+            max_tools=config.mcp.max_tools_offered,
+            config_file=self.config_path.name,
         )
         self._log_loaded()
         self._runtime: SessionLoop | None = None

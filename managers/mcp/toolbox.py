@@ -53,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -222,11 +222,18 @@ class Toolbox:
         make_source: SourceFactory,
         logger: logging.Logger,
         ahead: int,
+        max_tools: int,
+        config_file: str,
     ) -> None:
-        """``ahead``: how many fresh servers a turn-lifetime server keeps started ahead of its turns."""
+        """``ahead``: how many fresh servers a turn-lifetime server keeps started ahead of its turns;
+        ``max_tools``: how many tools a turn offers at most (the first, in ``refresh_tools``'s order);
+        ``config_file``: the MCP config's name, for messages."""
         self.logger = logger
         self._make_source = make_source
         self._ahead = ahead
+        self._max_tools = max_tools
+        self._config_file = config_file
+        self._cap_warned = False  # once an episode: the same surplus is left out every turn
         self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
         self._closing: set[asyncio.Task[None]] = set()
         # Turns being readied; close() waits for them (see there).
@@ -252,6 +259,7 @@ class Toolbox:
     def reset_episode(self) -> None:
         """Forget the rules' memory: the next connect of every server is a first connect again."""
         self._prompt_warnings.clear()
+        self._cap_warned = False
         for slot in self._slots.values():
             slot.health = ServerHealth()
             slot.prompts_changed = False
@@ -518,7 +526,8 @@ class Toolbox:
         return source
 
     def refresh_tools(self) -> TurnTools:
-        """The offered tools of every live server, in config order (filters applied)."""
+        """The offered tools of every live server, in config order (filters applied): each server's own
+        tools in the order it lists them, then the resource tools; the first ``max_tools`` of them."""
         offered: list[tuple[str, types.Tool]] = []
         resource_tools: list[tuple[str, types.Tool]] = []  # after every server's own tools
         servers: list[str] = []
@@ -530,6 +539,14 @@ class Toolbox:
             offered.extend((name, tool) for tool in source.tools if slot.server.offers(tool.name))
             resource_tools.extend((name, tool) for tool in self._resource_tools(slot, source))
         offered.extend(resource_tools)
+        if len(offered) > self._max_tools:
+            left_out = offered[self._max_tools :]
+            offered = offered[: self._max_tools]
+            self._warn_left_out(left_out, len(offered) + len(left_out))
+            resource_tools = [tool for tool in resource_tools if tool in offered]
+            # A server all of whose tools were left out offers none this turn (the run reports count it so).
+            kept = {server for server, _ in offered}
+            servers = [name for name in servers if name in kept or not self._offered_any(name, left_out)]
         names = ToolNameMap((server, tool.name) for server, tool in offered)
         schemas = [translate_tool(server, tool, names) for server, tool in offered]
         wire = frozenset(names.wire_for(server, tool.name) for server, tool in resource_tools)
@@ -537,6 +554,41 @@ class Toolbox:
         if names.routes:
             self.known_names = names
         return self.turn_tools
+
+    @staticmethod
+    def _offered_any(server: str, tools: list[tuple[str, types.Tool]]) -> bool:
+        return any(name == server for name, _ in tools)
+
+    def _warn_left_out(self, left_out: list[tuple[str, types.Tool]], listed: int) -> None:
+        """Name the tools beyond ``max_tools_offered`` (once an episode): which, and how to choose."""
+        if self._cap_warned:
+            return
+        self._cap_warned = True
+        dotted = [f"{server}.{tool.name}" for server, tool in left_out]
+        per_server = Counter(server for server, _ in left_out)
+        shown = ", ".join(dotted[:_NAMES_SHOWN]) + (
+            f" and {len(dotted) - _NAMES_SHOWN:,} more" if len(dotted) > _NAMES_SHOWN else ""
+        )
+        self._log(
+            logging.WARNING,
+            "mcp_tools_capped",
+            "MCP servers offer %s tools, more than max_tools_offered (%d) under [tool.zorkgpt.mcp]: the first %d "
+            "are offered (servers in %s order, each server's tools in its own order, resource tools last) and "
+            '%s left out (%s): %s. Choose which with "includeTools" / "excludeTools" in the entries of %s, '
+            "or raise max_tools_offered if your model's provider takes more (OpenAI's takes 128).",
+            f"{listed:,}",
+            self._max_tools,
+            self._max_tools,
+            self._config_file,
+            f"{len(dotted):,}",
+            ", ".join(f"{server}: {count:,}" for server, count in per_server.items()),
+            shown,
+            self._config_file,
+            max_tools_offered=self._max_tools,
+            tools_listed=listed,
+            left_out=dotted,
+            left_out_by_server=dict(per_server),
+        )
 
     def _resource_tools(self, slot: _Slot, source: ToolSource) -> list[types.Tool]:
         """``list_resources`` and ``read_resource`` for this server, where they are offered (see the

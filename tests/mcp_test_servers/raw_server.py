@@ -8,7 +8,9 @@ and ``tools/call``, and exits when its stdin closes, as the stdio transport expe
 Tools: ``echo`` returns its ``text``; ``methods`` returns the JSON-RPC methods received so
 far, in order; ``pid`` returns the process id. ``RAW_SERVER_TOOLS`` (a JSON list of tool
 definitions) replaces the advertised list, for schema-translation tests, and
-``RAW_SERVER_PAGE_SIZE`` splits ``tools/list`` into pages joined by ``nextCursor``.
+``RAW_SERVER_TOOL_COUNT`` replaces it by that many tools ``tool_0001``, ``tool_0002``... (each an
+echo), a server with more tools than any provider takes, and ``RAW_SERVER_PAGE_SIZE`` splits
+``tools/list`` into pages joined by ``nextCursor``.
 ``RAW_SERVER_SCRIPT`` names a file of start outcomes, one per line (``ok`` or ``fail``): each
 start takes the first line (none left: ``ok``) and a ``fail`` exits with status 3 at once,
 so tests script which starts of a server fail. ``RAW_SERVER_START_DELAY`` (seconds) makes every
@@ -67,6 +69,10 @@ NOTE_URI = "raw://note"
 HINT_PROMPT = "hint"
 
 
+def numbered_tool(number: int) -> dict[str, Any]:
+    return {**DEFAULT_TOOLS[0], "name": f"tool_{number:04d}", "description": f"Tool {number}: return the text."}
+
+
 def extras() -> bool:
     return os.environ.get("RAW_SERVER_EXTRAS") == "1"
 
@@ -117,7 +123,7 @@ def handle(method: str, params: dict[str, Any], seen: list[str], tools: list[dic
     if method == "tools/call":
         name = params.get("name")
         arguments = params.get("arguments") or {}
-        if name == "echo":
+        if name == "echo" or str(name).startswith("tool_"):
             return text_result(str(arguments.get("text", "")))
         if name == "methods":
             return text_result(json.dumps(seen))
@@ -149,6 +155,8 @@ def main() -> None:
         sys.exit(3)
     time.sleep(float(os.environ.get("RAW_SERVER_START_DELAY", "0")))
     tools = json.loads(os.environ["RAW_SERVER_TOOLS"]) if os.environ.get("RAW_SERVER_TOOLS") else DEFAULT_TOOLS
+    if os.environ.get("RAW_SERVER_TOOL_COUNT"):
+        tools = [numbered_tool(number) for number in range(1, int(os.environ["RAW_SERVER_TOOL_COUNT"]) + 1)]
     if extras():
         tools = [*tools, *EXTRA_TOOLS]
     seen: list[str] = []
