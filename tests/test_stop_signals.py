@@ -210,36 +210,46 @@ def test_ctrl_c_while_a_tool_server_starts_ends_it_at_once_and_records_the_stop(
     assert processes_with(marker) == []
 
 
-class GrowingModel(WalkthroughModel):
-    """The walkthrough player, whose first turn calls the raw server's ``grow`` (the server then says
-    its tools changed) before it answers."""
+class CallingModel(WalkthroughModel):
+    """The walkthrough player, whose first turn calls the raw server's ``tool`` before it answers."""
 
-    def __init__(self, commands: list[str]) -> None:
+    def __init__(self, commands: list[str], tool: str) -> None:
         super().__init__(commands)
-        self.grown = False
+        self.tool = tool
+        self.called = False
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
-        if body.get("model") == AGENT_MODEL and body.get("tools") and not self.grown:
-            self.grown = True
-            return completion(tool_calls=[tool_call("raw__grow", {}, "call-grow")])
+        if body.get("model") == AGENT_MODEL and body.get("tools") and not self.called:
+            self.called = True
+            return completion(tool_calls=[tool_call(f"raw__{self.tool}", {"text": "hi"}, "call-1")])
         return super().__call__(body, index)
 
 
-def test_sigterm_while_a_server_never_relists_its_changed_tools_ends_the_run_at_once(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+@pytest.mark.parametrize(
+    ("tool", "silent", "waiting", "turns"),
+    [
+        # The server says its tools changed (grow), then never answers the next turn's tools/list.
+        ("grow", "tools/list@2", "MCP servers readying the turn's tools", 1),
+        ("echo", "tools/call@1", "the MCP tool raw.echo", 0),
+    ],
+    ids=["relisting-changed-tools", "tool-call"],
+)
+def test_sigterm_while_a_server_never_answers_ends_the_run_at_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, tool: str, silent: str, waiting: str, turns: int
 ) -> None:
-    """A server says its tools changed, then never answers tools/list. The listing's own bound (the call
-    timeout, 600 s here) is far off; the first SIGTERM ends the wait, the server and the run (143)."""
+    """The request's own bound (the call timeout, 600 s here) is far off; the first SIGTERM ends the
+    wait, the server and the run (143), with the stop recorded."""
     marker = uuid.uuid4().hex
     methods = tmp_path / "methods.txt"
-    llm_server.respond_with(GrowingModel(walkthrough(game_file)))
+    llm_server.respond_with(CallingModel(walkthrough(game_file), tool))
+    method, _, nth = silent.partition("@")
     env = {
-        "RAW_SERVER_SILENT": "tools/list@2",
+        "RAW_SERVER_SILENT": silent,
         "RAW_SERVER_EXTRAS": "1",
         "RAW_SERVER_LOG": str(methods),
         "ZORKGPT_TEST_MARKER": marker,
     }
-    config = tmp_path / "relist_mcp.json"
+    config = tmp_path / "silent_mcp.json"
     config.write_text(json.dumps({"mcpServers": {"raw": {**raw_entry(env), "lifetime": "episode"}}}), "utf-8")
     main = start(
         llm_server,
@@ -250,19 +260,21 @@ def test_sigterm_while_a_server_never_relists_its_changed_tools_ends_the_run_at_
         ZORKGPT_MCP_TOOL_CALL_TIMEOUT_SECONDS="600",
         PYTHONFAULTHANDLER="1",
     )
+
+    def unanswered() -> bool:
+        return methods.exists() and methods.read_text(encoding="utf-8").split().count(method) == int(nth)
+
     try:
         with stacks_on_failure(main):
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and main.proc.poll() is None:
-                if methods.exists() and methods.read_text(encoding="utf-8").split().count("tools/list") == 2:
-                    break
+            while not unanswered() and time.monotonic() < deadline and main.proc.poll() is None:
                 time.sleep(0.05)
-            assert methods.read_text(encoding="utf-8").split().count("tools/list") == 2, main.stderr
+            assert unanswered(), main.stderr
             main.proc.send_signal(signal.SIGTERM)
             code = main.wait()
     finally:
         main.kill()
     assert code == 143, main.stderr
-    assert "Aborted by SIGTERM while waiting on MCP servers readying the turn's tools." in main.stderr
-    assert_stopped_cleanly(tmp_path, main.stderr, turns=1)
+    assert f"Aborted by SIGTERM while waiting on {waiting}." in main.stderr
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=turns)
     assert processes_with(marker) == []
