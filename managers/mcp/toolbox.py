@@ -23,8 +23,9 @@ Lifetimes, per server:
   runs, and a call to it waits for the answer. A dead one (found either way) is reconnected
   under the rules above before any call reaches it. A ping round trip through the SDK costs
   a few milliseconds, which would otherwise be the whole per-turn cost of a kept session.
-  A ``tools/list_changed`` notification makes the next turn list its tools again first, and a
-  ``resources/list_changed`` its resources.
+  A ``tools/list_changed`` notification makes the next turn list its tools again first (within the
+  call timeout and the turn's budget: a server that leaves it unanswered is reconnected under the
+  rules), and a ``resources/list_changed`` its resources.
 * ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
   (``ahead`` of them; two by default in the settings) as soon as this turn's is ready, so they start while the
   model is thinking and a turn only takes over the oldest. Two rather than one because a
@@ -42,6 +43,11 @@ left out where the server has a tool of that name itself (its own wins), where t
 every server built on the Python SDK declares resources, and two tools that can only answer
 "nothing" would cost the model's context on every turn. The listing is made at connect,
 beside the tool listing (for turn-lifetime servers, while they start ahead).
+
+How many. A turn offers at most ``max_tools`` tools (``max_tools_offered``): the servers in config
+order, each server's own tools in the order it lists them, then the resource tools; the rest are
+named in one warning an episode. Providers refuse long tool lists (OpenAI's beyond 128), and the
+entries' ``includeTools`` / ``excludeTools`` are how a user chooses.
 
 Prompts. The prompts an entry names (``prompts``) are asked for once per episode, on its first
 turn, and again after the server says its prompts changed; ``fetch_prompts`` returns their
