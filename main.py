@@ -44,7 +44,8 @@ exit codes:
        a missing story file or prompt, an unusable mcp_config.json or game_workdir, a full
        disk, the bundled model not starting); nothing was played.
        --check exits 0 when a run would work and 2 when not, playing nothing
-  130  aborted by a second Ctrl-C (143: a second SIGTERM)
+  130  aborted by a second Ctrl-C (143: a second SIGTERM), or by the first while the turn
+       waited on a tool server
 
 model:
   With no API key and no base_url, the bundled SmolLM2-135M plays offline (llama.cpp,
@@ -60,7 +61,8 @@ output:
 signals:
   Ctrl-C or SIGTERM (systemd, docker stop) finishes the current turn, writes the episode
   summary and exits 0. The same signal again within a second counts once (uv run forwards
-  Ctrl-C twice); later, it aborts at once, still recording the episode as stopped.
+  Ctrl-C twice); later, it aborts at once, still recording the episode as stopped. While
+  the turn waits on a tool server, the first signal aborts at once.
   With --view, the viewer keeps serving once the run is over, until Ctrl-C or SIGTERM; a
   run stopped by SIGTERM closes it at once.
 """
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args, signals)
     except UserAbort as abort:
         signals.ignore()
-        print(f"Aborted by a second {abort}.", file=sys.stderr)
+        print(f"Aborted by {abort.description}.", file=sys.stderr)
         return abort.exit_code
 
 
@@ -471,6 +473,7 @@ def play_one(
     ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", orchestrator.episode_dir))
     orchestrator.stop_requested = signals.stop_requested
     signals.on_stop = orchestrator.request_stop
+    signals.waiting = orchestrator.waiting_on_server
     label = f"Episode {episode}/{args.episodes}"
     try:
         state = orchestrator.play_episode()
@@ -485,7 +488,7 @@ def play_one(
         print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
         raise
     finally:
-        signals.on_stop = None
+        signals.on_stop = signals.waiting = None
         orchestrator.close()
     ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
     print(

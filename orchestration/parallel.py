@@ -42,7 +42,7 @@ from orchestration.turn_figures import TurnFigures
 from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.game_state import new_episode_id
-from session.stop_signals import StopSignals, UserAbort
+from session.stop_signals import STOP_SIGNALS, StopSignals, UserAbort
 
 if TYPE_CHECKING:
     from orchestration.terminal_status import TerminalStatus
@@ -60,6 +60,8 @@ def _load_prctl() -> Callable[..., int] | None:
 
 
 _PRCTL = _load_prctl()
+# How main.py exits when a stop signal aborted its episode: 128 + the signal's number.
+_ABORT_CODES = tuple(128 + signum for signum in STOP_SIGNALS)
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,15 @@ class ParallelResult:
 
 
 def aggregate_exit_code(codes: Sequence[int]) -> int:
-    """0 only if every episode ended in play; 1 if any failed (or died); else 2 if any could not start."""
-    if any(code not in (EXIT_OK, EXIT_SETUP) for code in codes):
+    """0 only if every episode ended in play; 1 if any failed (or died); else 2 if any could not start;
+    else 130 or 143 when a stop signal aborted one (the first does so to a turn waiting on a tool server),
+    as a run of one episode after another would exit."""
+    aborted = [code for code in codes if code in _ABORT_CODES]
+    if any(code not in (EXIT_OK, EXIT_SETUP, *_ABORT_CODES) for code in codes):
         return EXIT_RUN_FAILED
     if EXIT_SETUP in codes:
         return EXIT_SETUP
-    return EXIT_OK
+    return aborted[0] if aborted else EXIT_OK
 
 
 def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:

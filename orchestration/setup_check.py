@@ -494,13 +494,15 @@ async def check_servers(config: GameConfiguration, mcp_config: MCPConfig, redact
     )
     sweeper.start()
     try:
-        rows = await asyncio.gather(*(_check_server(server, settings) for server in mcp_config.servers))
+        results = await asyncio.gather(*(_check_server(server, settings) for server in mcp_config.servers))
     finally:
         sweeper.stop()
         logger.removeHandler(collected)
     enabled = config.mcp.enabled
     checked = []
-    for row in rows:
+    before = 0  # tools offered by the servers above this one, in config order as a turn offers them
+    for row, offered in results:
+        row, before = _over_the_cap(row, offered, before, config.mcp.max_tools_offered, settings.config_file)
         warnings = tuple(redactor(shorten(text, 200)) for text in collected.of(row.name))
         if warnings and row.status is Status.OK:
             row = replace(row, status=Status.WARN)
@@ -512,18 +514,38 @@ async def check_servers(config: GameConfiguration, mcp_config: MCPConfig, redact
     return (*checked, *disabled)
 
 
-async def _check_server(server: ServerConfig, settings: SourceSettings) -> Row:
+def _over_the_cap(row: Row, offered: int, before: int, cap: int, config_file: str) -> tuple[Row, int]:
+    """The row told how many of its ``offered`` tools a turn would leave out, given ``before`` offered
+    by the servers above it and ``cap`` (``max_tools_offered``); and the count with its own."""
+    after = before + offered
+    left_out = min(offered, after - cap)
+    if left_out <= 0:
+        return row, after
+    note = (
+        f"{left_out} of its {offered} tools would not be offered: a turn offers the first {cap} tools "
+        f"(max_tools_offered) of all servers, in the order of {Path(config_file).name}"
+    )
+    fix = (
+        'choose its tools with "includeTools" or "excludeTools" in its entry, or raise [tool.zorkgpt.mcp] '
+        "max_tools_offered if your provider takes more (OpenAI's takes 128)"
+    )
+    status = Status.WARN if row.status is Status.OK else row.status
+    return replace(row, status=status, notes=(*row.notes, note), fix=row.fix or fix), after
+
+
+async def _check_server(server: ServerConfig, settings: SourceSettings) -> tuple[Row, int]:
+    """The server's row, and how many tools it would offer (resource tools not counted)."""
     login = _login_state(server)
     why = needs_login(server)
     if why is not None:
         return Row(
             server.name, Status.FAIL, ("-", "-", "needs login", "-"), notes=(why,), fix=login_command(server.name)
-        )
+        ), 0
     source = make_source(server, settings)
     try:
         await source.connect()
     except MCPServerStartupError as exc:
-        return _start_failure(server, exc, settings)
+        return _start_failure(server, exc, settings), 0
     try:
         offered = [tool.name for tool in source.tools if server.offers(tool.name)]
         seconds = (source.connect_ms or 0.0) / 1000
@@ -536,8 +558,8 @@ async def _check_server(server: ServerConfig, settings: SourceSettings) -> Row:
                 cells,
                 notes=(f"started in {seconds:.1f} s of the {timeout:g} s allowed: a busier machine may miss it",),
                 fix="raise [tool.zorkgpt.mcp] server_startup_timeout_seconds",
-            )
-        return Row(server.name, Status.OK, cells)
+            ), len(offered)
+        return Row(server.name, Status.OK, cells), len(offered)
     finally:
         await source.close()
 

@@ -513,6 +513,10 @@ class ZorkOrchestratorV2:
         """End the episode after the turn being played (Ctrl-C, SIGTERM)."""
         self.stop_requested = True
 
+    def waiting_on_server(self) -> str | None:
+        """The tool server the turn waits on right now, if any (a stop signal then ends the wait)."""
+        return self.mcp_manager.waiting_on() if self.mcp_manager is not None else None
+
     def close(self) -> None:
         if getattr(self, "mcp_manager", None) is not None:
             self.mcp_manager.close()  # every MCP session and server ends with the orchestrator

@@ -207,6 +207,9 @@ class MCPSection(_Section):
     servers_started_ahead: int = Field(default=2, ge=0, le=8)
     # One agent call's whole tool loop; when spent, the model is asked for its action at once.
     turn_timeout_seconds: float = Field(default=300, gt=0, le=86_400)
+    # Tools offered to the model per turn, of every server together. OpenAI's API refuses more than 128
+    # and models choose worse long before; 100 stays under that with room, and is far more than a game needs.
+    max_tools_offered: int = Field(default=100, ge=1, le=10_000)
 
 
 class MemorySection(_Section):

@@ -7,6 +7,10 @@ its child a second time a moment later, and a hurried double press means the sam
 A signal after that window aborts at once: ``UserAbort`` is raised wherever the program
 is (a model call, a tool server starting), the episode is still recorded as stopped, and
 ``main.py`` exits 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM).
+
+Except while the episode waits on a tool server (its tools being readied, a tool call): a
+server that never answers would make "after the turn" never come, so the first signal then
+aborts at once, as a second would.
 """
 
 from __future__ import annotations
@@ -26,9 +30,16 @@ class UserAbort(KeyboardInterrupt):
     """A second stop signal: leave now. A ``KeyboardInterrupt``, so code that already cleans
     up after Ctrl-C (``finally`` blocks, asyncio's shutdown of a turn's tasks) does so here."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, waiting: str | None = None) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        self.waiting = waiting  # what the first signal interrupted (a tool server), None for a second signal
+
+    @property
+    def description(self) -> str:
+        """What ended the run, for the user."""
+        name = signal.Signals(self.signum).name
+        return f"{name} while waiting on {self.waiting}" if self.waiting else f"a second {name}"
 
     @property
     def exit_code(self) -> int:
@@ -51,6 +62,8 @@ class StopSignals:
         # Where the acknowledgement goes when the terminal has a live status, which would redraw
         # over a line written under it; it must only store the text (it runs in the handler).
         self.on_notice: Callable[[str], None] | None = None
+        # What the episode waits on now that a signal should not wait for (a tool server), or None.
+        self.waiting: Callable[[], str | None] | None = None
         self._acted_at = 0.0
         self._previous: dict[int, object] = {}
 
@@ -74,14 +87,21 @@ class StopSignals:
         self._acted_at = now
         if self.signum is None:
             self.signum = signum
+            waiting = self.waiting() if self.waiting is not None else None
             name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            notice = f"{name}: stopping after this turn (send it again to abort now)..."
+            notice = (
+                f"{name}: stopping now (the turn was waiting on {waiting})..."
+                if waiting
+                else f"{name}: stopping after this turn (send it again to abort now)..."
+            )
             if self.on_notice is not None:
                 self.on_notice(notice)
             else:
                 _say(f"\n{notice}\n")
             if self.on_stop is not None:
                 self.on_stop()
+            if waiting:
+                raise UserAbort(signum, waiting)
             return
         raise UserAbort(signum)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from orchestration.episode_records import EpisodeFigures
 from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
@@ -31,7 +32,7 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
+from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 TURNS = 12
 THINK_EVERY = 4
@@ -213,3 +214,55 @@ def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
     results = [e for e in events if e["event_type"] == "mcp_tool_result" and e.get("tool_name") == "thoughtbox.think"]
     assert len(results) == len(model.thinking_turns) >= len(commands) // 25
     assert not any(e.get("is_error") for e in results)
+
+
+def test_a_server_with_1001_tools_offers_the_model_no_more_than_max_tools_offered(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """OpenAI's API refuses more than 128 tools: the default cap keeps every request under it, the tools
+    left out are named in one warning for the episode, and the figures count what was offered."""
+    bodies: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any], index: int) -> dict[str, Any]:
+        bodies.append(body)
+        answered = any(m["role"] == "tool" for m in body["messages"])
+        if body.get("tools") and not answered and len(bodies) == 1:
+            return completion(tool_calls=[tool_call("many__tool_0100", {"text": "last kept"}, "call_kept")])
+        return agent_reply("north")
+
+    llm_server.respond_with(model)
+    entry = {"command": "python", "args": [str(REPO / "tests/mcp_test_servers/raw_server.py")]}
+    many = {**entry, "env": {"RAW_SERVER_TOOL_COUNT": "1001"}}
+    mcp_file = write_mcp_config(tmp_path / "mcp-config", {"many": many, "after": entry})
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
+    )
+    done = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    offered = [[tool["function"]["name"] for tool in body["tools"]] for body in bodies if body.get("tools")]
+    assert len(offered) >= 2  # each turn, and the call's answer
+    # The first 100 in config order: the first server's tools in its own order; the second server is left out.
+    expected = [f"many__tool_{number:04d}" for number in range(1, 101)]
+    assert all(names == expected for names in offered)
+    (episode,) = [p.parent for p in (tmp_path / "runs").rglob(EpisodeFolder.LOG)]
+    events = read_events(episode)
+    (capped,) = [e for e in events if e["event_type"] == "mcp_tools_capped"]  # once, not every turn
+    assert capped["tools_listed"] == 1004 and capped["max_tools_offered"] == 100
+    assert capped["left_out_by_server"] == {"many": 901, "after": 3}
+    assert capped["left_out"][:2] == ["many.tool_0101", "many.tool_0102"] and capped["left_out"][-1] == "after.pid"
+    assert "1,004 tools, more than max_tools_offered (100)" in capped["message"]
+    assert "904 left out (many: 901, after: 3): many.tool_0101," in capped["message"]
+    assert '"includeTools" / "excludeTools"' in capped["message"]
+    (result,) = [e for e in events if e["event_type"] == "mcp_tool_result"]
+    assert result["tool_name"] == "many.tool_0100" and not result["is_error"]
+    # The figures count what the model was offered, and only the server whose tools it saw.
+    ready = [e for e in events if e["event_type"] == "mcp_turn_ready"]
+    assert [e["tool_count"] for e in ready] == [100, 100]
+    assert all(e["servers"] == ["many"] for e in ready)
+    figures = EpisodeFigures.from_events(episode.name, events)
+    assert figures.mcp.tool_turns == 2 and figures.mcp.server_turns == {"many": 2}

@@ -672,3 +672,158 @@ def test_a_dropped_remote_server_gets_tries_with_backoff_before_a_failure_counts
     assert backoff.wait_seconds == 1.0 and backoff.server_name == "p"
     assert episode.events("mcp_server_disabled") == []
     assert episode.events("mcp_session_connect_failed") == []
+
+
+# -- servers that never answer --------------------------------------------------------------------------
+# The raw server reads the named request and never answers it. Each wait is bounded by a setting
+# (the call timeout here: 2 s, the startup timeout: 4 s), so no test waits on the clock of a loaded
+# machine: a server that never answers makes every bound run out, however slow the machine is.
+
+
+def silent_entry(method: str, **entry: Any) -> dict[str, Any]:
+    return {**raw_entry(env={"RAW_SERVER_SILENT": method, "RAW_SERVER_EXTRAS": "1"}), **entry}
+
+
+def silent_episode(tmp_path: Path, method: str, **entry: Any) -> Episode:
+    return Episode(
+        tmp_path,
+        {"s": silent_entry(method, **entry)},
+        session_lifetime="episode",
+        tool_call_timeout_seconds=2,
+        server_startup_timeout_seconds=4,
+    )
+
+
+async def call(m: MCPManager, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    return (await m.call_tool(name, arguments or {})).content
+
+
+@pytest.mark.parametrize("method", ["initialize", "tools/list", "server/discover"])
+def test_a_server_that_never_answers_its_start_fails_it_within_the_startup_timeout(tmp_path: Path, method: str) -> None:
+    episode = silent_episode(tmp_path, method)
+    with async_hygiene(episode.handler) as report:
+        with pytest.raises(ServerStartupTimeoutError, match=r"within 4s \(\[tool.zorkgpt.mcp\] server_startup"):
+            episode.play()
+        episode.close()
+    assert_clean(report)
+
+
+def test_a_server_that_never_relists_its_changed_tools_is_reconnected_within_the_call_timeout(
+    tmp_path: Path,
+) -> None:
+    """The episode that sat 23 minutes past its turn budget: list_changed, then no answer to tools/list."""
+    episode = silent_episode(tmp_path, "tools/list@2")
+    with async_hygiene(episode.handler) as report:
+        first = episode.play(pid_of_silent)
+        assert episode.play(lambda m: call(m, "s__grow")) == "grown"
+        # The next turn lists the tools again: no answer within 2 s, so the server is started afresh.
+        second = episode.play(pid_of_silent)
+        assert second != first
+        assert "s__echo" in episode.tool_names
+        (unhealthy,) = episode.events("mcp_server_unhealthy")
+        assert unhealthy.server_name == "s"
+        assert "it said its tools changed, then MCP server 's' did not finish listing its tools within 2s" in (
+            unhealthy.getMessage()
+        )
+        assert episode.play(lambda m: call(m, "s__echo", {"text": "on"})) == "on"  # the episode goes on
+        episode.close()
+    assert_clean(report)
+
+
+async def pid_of_silent(m: MCPManager) -> int:
+    return int(await call(m, "s__pid"))
+
+
+@pytest.mark.parametrize(
+    ("method", "tool", "arguments", "said"),
+    [
+        ("tools/call@1", "s__echo", {"text": "hi"}, r"MCP tool s\.echo timed out after 2s"),
+        ("resources/read", "s__read_resource", {"uri": "raw://note"}, r"did not finish reading raw://note within 2s"),
+        ("resources/list@2", "s__list_resources", {}, r"did not finish listing its resources within 2s"),
+        # The server asks for a form (declined: the entry does not opt in), then never answers the call.
+        ("", "s__ask", {}, r"MCP tool s\.ask timed out after 2s"),
+    ],
+    ids=["tools-call", "resources-read", "resources-list", "after-an-elicitation"],
+)
+def test_a_call_the_server_never_answers_ends_within_the_call_timeout(
+    tmp_path: Path, method: str, tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    episode = silent_episode(tmp_path, method)
+    with async_hygiene(episode.handler) as report:
+
+        async def unanswered(m: MCPManager) -> None:
+            with pytest.raises(TimeoutError, match=said):
+                await m.call_tool(tool, arguments)
+
+        episode.play(unanswered)
+        assert episode.play(pid_of_silent) > 0  # the server is still used
+        episode.close()
+    assert_clean(report)
+
+
+def test_a_resource_listing_never_answered_at_start_leaves_only_the_resource_tools_out(tmp_path: Path) -> None:
+    episode = silent_episode(tmp_path, "resources/list")
+    with async_hygiene(episode.handler) as report:
+        episode.play()
+        assert "s__echo" in episode.tool_names and "s__list_resources" not in episode.tool_names
+        (skipped,) = episode.events("mcp_resource_listing_failed")
+        assert "did not finish listing its resources" in skipped.getMessage()
+        episode.close()
+    assert_clean(report)
+
+
+@pytest.mark.parametrize(
+    ("method", "prompt", "said"),
+    [
+        ("prompts/get", "hint", "did not finish getting the prompt 'hint' within 2s"),
+        # A prompt the server refuses is looked up in its listing, which never comes either.
+        ("prompts/list", "nope", "failed getting the prompt 'nope'"),
+    ],
+    ids=["prompts-get", "prompts-list"],
+)
+def test_a_prompt_the_server_never_gives_is_a_warning_within_the_call_timeout(
+    tmp_path: Path, method: str, prompt: str, said: str
+) -> None:
+    episode = silent_episode(tmp_path, method, prompts=[prompt])
+    with async_hygiene(episode.handler) as report:
+        episode.play()
+        assert "s__echo" in episode.tool_names
+        assert episode.manager.server_prompts() == []
+        (warning,) = episode.events("mcp_prompt_unavailable")
+        assert said in warning.getMessage() and "the game goes on without it" in warning.getMessage()
+        episode.close()
+    assert_clean(report)
+
+
+@pytest.mark.parametrize("method", ["ping", "server/discover"])
+def test_a_health_check_never_answered_reconnects_the_server(tmp_path: Path, method: str) -> None:
+    """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover)."""
+    protocol = "2026-07-28" if method == "server/discover" else "2025-11-25"
+    episode = silent_episode(tmp_path, method, protocol=protocol)
+    with async_hygiene(episode.handler) as report:
+        first = episode.play(pid_of_silent)
+        assert episode.play(pid_of_silent) != first
+        (unhealthy,) = episode.events("mcp_server_unhealthy")
+        assert "it is not answering" in unhealthy.getMessage()
+        episode.close()
+    assert_clean(report)
+
+
+@pytest.mark.parametrize("lifetime", ["episode", "turn"])
+def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(tmp_path: Path, lifetime: str) -> None:
+    """A 2026-07-28 server listens for changes on its own request; listening is optional."""
+    episode = Episode(
+        tmp_path,
+        {"s": silent_entry("subscriptions/listen", protocol="2026-07-28")},
+        session_lifetime=lifetime,
+        server_startup_timeout_seconds=20,
+    )
+    with async_hygiene(episode.handler) as report:
+        for _ in range(2):
+            assert episode.play(lambda m: call(m, "s__echo", {"text": "heard"})) == "heard"
+        (warning,) = episode.events("mcp_listen_unacknowledged")  # once, however often it started
+        assert warning.server_name == "s"
+        assert "MCP server 's' did not acknowledge subscriptions/listen within 5s" in warning.getMessage()
+        assert episode.events("mcp_session_connect_failed") == []
+        episode.close()
+    assert_clean(report)

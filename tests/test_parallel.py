@@ -128,6 +128,9 @@ def test_exit_code_aggregates_every_episode() -> None:
     assert aggregate_exit_code([2, 2]) == 2
     assert aggregate_exit_code([2, 1]) == 1
     assert aggregate_exit_code([0, -9]) == 1  # killed: not an episode that ended in play
+    # A stop signal aborted an episode waiting on a tool server: the run exits as a run of one would.
+    assert aggregate_exit_code([0, 143, 0]) == 143
+    assert aggregate_exit_code([130, 1]) == 1
 
 
 def test_three_parallel_episodes_share_one_workdir(

@@ -25,6 +25,7 @@ from tests.mcp_test_servers.helpers import HTTPServer
 from tests.scripted_llm import ScriptedLLMServer
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
+RAW_SERVER = REPO / "tests" / "mcp_test_servers" / "raw_server.py"
 SHIPPED_MODELS = ("anthropic/claude-sonnet-4.5", "anthropic/claude-haiku-4.5")
 API_KEY = "sk-or-check-secret-0123456789"
 # A loaded CI machine may take many seconds to start a Python server; the check must not fail for it.
@@ -277,6 +278,27 @@ def test_a_server_slow_to_start_is_told_so(
     assert status_of(out, "healthy") == "warn"
     assert re.search(r"started in \d+\.\d s of the 120 s allowed: a busier machine may miss it", row(out, "healthy"))
     assert "fix: raise [tool.zorkgpt.mcp] server_startup_timeout_seconds" in row(out, "healthy")
+
+
+def test_servers_with_more_tools_than_a_turn_offers_are_told_which_are_left_out(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn offers the first max_tools_offered tools in config order: the server that fills the cap is
+    fine, the one it overflows and the one after it are told how many of theirs are left out, and how to choose."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    raw = {"command": "python", "args": [str(RAW_SERVER)]}
+    servers = {"first": raw, "many": {**raw, "env": {"RAW_SERVER_TOOL_COUNT": "1001"}}, "last": raw}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(llm_server.base_url, game_file, tmp_path, **PATIENT)
+    report = check_here(monkeypatch, env, config)
+    out = report.render()
+    assert not report.failed, out
+    assert status_of(out, "first") == "ok"
+    assert status_of(out, "many") == status_of(out, "last") == "warn"
+    assert "904 of its 1001 tools would not be offered: a turn offers the first 100 tools" in row(out, "many")
+    assert "3 of its 3 tools would not be offered" in row(out, "last")
+    assert '"includeTools" or "excludeTools"' in row(out, "many")
+    assert_nothing_left(env)
 
 
 def test_ctrl_c_stops_a_check_and_ends_its_servers(

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,8 +27,8 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
-from tests.mcp_test_servers.helpers import misbehaving_entry
-from tests.scripted_llm import ScriptedLLMServer
+from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry
+from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
 
 STOPPING = "stopping after this turn"
 
@@ -174,12 +175,12 @@ def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
     assert processes_with(marker) == []
 
 
-def test_a_second_ctrl_c_while_a_tool_server_starts_ends_it_and_records_the_stop(
+def test_ctrl_c_while_a_tool_server_starts_ends_it_at_once_and_records_the_stop(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    """A tool server that never finishes starting (as a slow ``npx`` download looks): Ctrl-C asks
-    to stop after the turn, which is still waiting for the server; a second Ctrl-C ends the wait,
-    the server with it, and the run (130), with the stop recorded and no traceback."""
+    """A tool server that never finishes starting (as a slow ``npx`` download looks): "after the turn"
+    would never come, so the first Ctrl-C ends the wait, the server with it, and the run (130), with the
+    stop recorded and no traceback."""
     marker = uuid.uuid4().hex
     llm_server.respond_with(WalkthroughModel(walkthrough(game_file)))
     config = tmp_path / "slow_mcp.json"
@@ -199,13 +200,81 @@ def test_a_second_ctrl_c_while_a_tool_server_starts_ends_it_and_records_the_stop
             time.sleep(0.05)
         assert processes_with(marker), main.stderr
         main.proc.send_signal(signal.SIGINT)
-        main.wait_for_stderr(STOPPING)
-        time.sleep(REPEAT_WINDOW_SECONDS + 0.2)  # the scenario: a second, deliberate Ctrl-C
-        main.proc.send_signal(signal.SIGINT)
         code = main.wait()
     finally:
         main.kill()
     assert code == 130, main.stderr
-    assert "Aborted" in main.stderr
+    assert "Ctrl-C: stopping now (the turn was waiting on MCP servers readying the turn's tools)" in main.stderr
+    assert "Aborted by SIGINT while waiting on MCP servers readying the turn's tools." in main.stderr
     assert_stopped_cleanly(tmp_path, main.stderr, turns=0)
+    assert processes_with(marker) == []
+
+
+class CallingModel(WalkthroughModel):
+    """The walkthrough player, whose first turn calls the raw server's ``tool`` before it answers."""
+
+    def __init__(self, commands: list[str], tool: str) -> None:
+        super().__init__(commands)
+        self.tool = tool
+        self.called = False
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("model") == AGENT_MODEL and body.get("tools") and not self.called:
+            self.called = True
+            return completion(tool_calls=[tool_call(f"raw__{self.tool}", {"text": "hi"}, "call-1")])
+        return super().__call__(body, index)
+
+
+@pytest.mark.parametrize(
+    ("tool", "silent", "waiting", "turns"),
+    [
+        # The server says its tools changed (grow), then never answers the next turn's tools/list.
+        ("grow", "tools/list@2", "MCP servers readying the turn's tools", 1),
+        ("echo", "tools/call@1", "the MCP tool raw.echo", 0),
+    ],
+    ids=["relisting-changed-tools", "tool-call"],
+)
+def test_sigterm_while_a_server_never_answers_ends_the_run_at_once(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, tool: str, silent: str, waiting: str, turns: int
+) -> None:
+    """The request's own bound (the call timeout, 600 s here) is far off; the first SIGTERM ends the
+    wait, the server and the run (143), with the stop recorded."""
+    marker = uuid.uuid4().hex
+    methods = tmp_path / "methods.txt"
+    llm_server.respond_with(CallingModel(walkthrough(game_file), tool))
+    method, _, nth = silent.partition("@")
+    env = {
+        "RAW_SERVER_SILENT": silent,
+        "RAW_SERVER_EXTRAS": "1",
+        "RAW_SERVER_LOG": str(methods),
+        "ZORKGPT_TEST_MARKER": marker,
+    }
+    config = tmp_path / "silent_mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"raw": {**raw_entry(env), "lifetime": "episode"}}}), "utf-8")
+    main = start(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config),
+        ZORKGPT_MCP_TOOL_CALL_TIMEOUT_SECONDS="600",
+        PYTHONFAULTHANDLER="1",
+    )
+
+    def unanswered() -> bool:
+        return methods.exists() and methods.read_text(encoding="utf-8").split().count(method) == int(nth)
+
+    try:
+        with stacks_on_failure(main):
+            deadline = time.monotonic() + 120
+            while not unanswered() and time.monotonic() < deadline and main.proc.poll() is None:
+                time.sleep(0.05)
+            assert unanswered(), main.stderr
+            main.proc.send_signal(signal.SIGTERM)
+            code = main.wait()
+    finally:
+        main.kill()
+    assert code == 143, main.stderr
+    assert f"Aborted by SIGTERM while waiting on {waiting}." in main.stderr
+    assert_stopped_cleanly(tmp_path, main.stderr, turns=turns)
     assert processes_with(marker) == []

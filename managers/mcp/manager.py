@@ -94,11 +94,15 @@ class MCPManager:
             self.make_source,
             logger,
             ahead=config.mcp.servers_started_ahead,
+            max_tools=config.mcp.max_tools_offered,
+            config_file=self.config_path.name,
         )
         self._log_loaded()
         self._runtime: SessionLoop | None = None
         self._runtime_lock = threading.Lock()
         self._turn: int | None = None
+        # The waits on servers in progress (read by a stop signal's handler: see ``waiting_on``).
+        self._waits: dict[object, str] = {}
         # The configured prompts' text by server; None until the episode's first turn asked for them.
         self._prompts: dict[str, tuple[ServerPrompt, ...]] | None = None
 
@@ -158,6 +162,22 @@ class MCPManager:
         self.toolbox.reset_episode()
         self._prompts = None
 
+    # -- waits -----------------------------------------------------------------------------
+
+    def waiting_on(self) -> str | None:
+        """What the episode waits on right now, when that is a server (a turn's tools being readied, a
+        tool call): a stop signal then ends the wait at once instead of after the turn."""
+        return next(iter(self._waits.values()), None)
+
+    @contextmanager
+    def _waiting_on(self, what: str) -> Iterator[None]:
+        key = object()
+        self._waits[key] = what
+        try:
+            yield
+        finally:
+            del self._waits[key]
+
     # -- turns -----------------------------------------------------------------------------
 
     @property
@@ -179,7 +199,8 @@ class MCPManager:
         Raises:
             MCPServerStartupError: a server's first connect of the episode failed.
         """
-        toolset = self.runtime.call(self._begin_turn(turn))
+        with self._waiting_on("MCP servers readying the turn's tools"):
+            toolset = self.runtime.call(self._begin_turn(turn))
         try:
             yield toolset
         finally:
@@ -199,9 +220,13 @@ class MCPManager:
             self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
             return TurnToolset(self, None)
         started = time.perf_counter()
-        tools = await self.toolbox.begin_turn()
+        mcp = self.config.mcp
+        # Readying the turn is bounded as its tool calls are: each request by the call timeout, all of
+        # them by the turn's budget (a server that never answers must not hold the episode).
+        deadline = time.monotonic() + mcp.turn_timeout_seconds
+        tools = await self.toolbox.begin_turn(mcp.tool_call_timeout_seconds, deadline)
         if any(server.prompts for server in self.mcp_config.servers):
-            await self._update_prompts()
+            await self._update_prompts(deadline)
         duration_ms = round((time.perf_counter() - started) * 1000, 2)
         self.logger.debug(
             "Turn %d: MCP tools ready from %d servers in %.1f ms",
@@ -257,15 +282,16 @@ class MCPManager:
         finally:
             self._sweeper.stop()  # ends whatever is somehow still running, then exits itself
 
-    async def _update_prompts(self) -> None:
+    async def _update_prompts(self, deadline: float) -> None:
         """Ask for the configured prompts: all of them on the episode's first turn, later only those
-        of servers that said their prompts changed."""
+        of servers that said their prompts changed; none waited for past ``deadline``."""
         mcp = self.config.mcp
         fetch = self.toolbox.fetch_prompts(
             everything=self._prompts is None,
             timeout=mcp.tool_call_timeout_seconds,
             max_chars=mcp.max_tool_result_chars,
             config_file=str(self.config_path),
+            deadline=deadline,
         )
         fetched = await fetch
         self._prompts = {**(self._prompts or {}), **fetched}
@@ -358,7 +384,8 @@ class MCPManager:
         started = time.perf_counter()
         progress = _ProgressLog(self.logger, self.display_name(tool_name), self.server_of(tool_name), self._turn)
         call = self.toolbox.call(tool_name, arguments, timeout, deadline=deadline, on_progress=progress)
-        _, raw = await self.runtime.run(call)
+        with self._waiting_on(f"the MCP tool {self.display_name(tool_name)}"):
+            _, raw = await self.runtime.run(call)
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
         mcp = self.config.mcp
         return convert_call_result(raw, mcp.max_tool_result_chars, mcp.max_tool_reply_bytes), duration_ms

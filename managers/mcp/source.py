@@ -97,6 +97,8 @@ _INSTALL_HINTS = {
 }
 
 _STRAY_LINE_CHARS = 120
+# A server acknowledges subscriptions/listen in milliseconds; without it within this, it is used unheard.
+LISTEN_ACK_SECONDS = 5.0
 _MAX_PAGES = 1000  # pages of one tool, resource or prompt listing: beyond them, the server is paging in circles
 _T = TypeVar("_T")
 
@@ -118,16 +120,17 @@ _EVENT_TOO_LARGE = "Server-sent event exceeded the"
 
 
 @dataclass
-class StrayOutput:
-    """Per server name, how many stdout lines were not MCP messages: warned about once per server
-    for the whole run, however many times a turn-lifetime server is started."""
+class PerServerCount:
+    """Per server name, how often something happened (a stdout line that was not an MCP message, a
+    start without notice of changes): warned about once per server for the whole run, however many
+    times a turn-lifetime server is started."""
 
-    lines: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
 
     def count(self, name: str) -> bool:
-        """Count one line of ``name``; True for the server's first."""
-        seen = self.lines.get(name, 0)
-        self.lines[name] = seen + 1
+        """Count one of ``name``; True for the server's first."""
+        seen = self.counts.get(name, 0)
+        self.counts[name] = seen + 1
         return seen == 0
 
 
@@ -144,7 +147,9 @@ class SourceSettings:
     config_file: str
     redact: Redactor
     logger: logging.Logger
-    stray_output: StrayOutput = field(default_factory=StrayOutput)
+    stray_output: PerServerCount = field(default_factory=PerServerCount)
+    # The starts that went without notice of changes (no listen acknowledgement).
+    unheard: PerServerCount = field(default_factory=PerServerCount)
     owner: str | None = None  # the manager's marker, for the sweeper (``sweeper.py``)
     # How servers' requests are answered (elicitation, sampling); None: the SDK's defaults (refused).
     answers: ServerRequestAnswers | None = None
@@ -324,8 +329,12 @@ class ToolSource(ABC):
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
-            # Only what the server says can change: a server may refuse a filter it cannot honour.
-            async with client.listen(**self._changing(client)) as subscription:
+            async with contextlib.AsyncExitStack() as stack:
+                # The SDK waits for the acknowledgement as long as the session's read timeout (none):
+                # a server that never gives it would hold the start until its timeout and fail it.
+                with anyio.fail_after(self._listen_ack_seconds()):
+                    # Only what the server says can change: a server may refuse a filter it cannot honour.
+                    subscription = await stack.enter_async_context(client.listen(**self._changing(client)))
                 task_status.started()
                 # The SDK hands each event's notification to _on_message as well; either marks the change.
                 async for event in subscription:
@@ -335,7 +344,19 @@ class ToolSource(ABC):
                         self.resources_changed = True
                     elif isinstance(event, PromptsListChanged):
                         self.prompts_changed = True
-        except (SDKMCPError, SubscriptionLost, ListenNotSupportedError, TimeoutError) as exc:
+        except TimeoutError:
+            # Listening is optional: the server is used as listed at connect, and told about once a run.
+            if self.settings.unheard.count(self.name):
+                self.settings.logger.warning(
+                    "MCP server '%s' did not acknowledge subscriptions/listen within %gs: it is used without "
+                    "notice of changes to its tools, resources or prompts (they stay as listed when it started).",
+                    self.name,
+                    self._listen_ack_seconds(),
+                    extra={"event_type": "mcp_listen_unacknowledged", "server_name": self.name},
+                )
+            with contextlib.suppress(RuntimeError):
+                task_status.started()
+        except (SDKMCPError, SubscriptionLost, ListenNotSupportedError) as exc:
             # What was listed at connect stays offered; only later changes go unseen.
             self.settings.logger.debug(
                 "MCP server '%s': no notice of tool, resource or prompt changes (%s)",
@@ -345,6 +366,11 @@ class ToolSource(ABC):
             )
             with contextlib.suppress(RuntimeError):  # started already: the stream was lost later
                 task_status.started()
+
+    def _listen_ack_seconds(self) -> float:
+        """How long a server has to acknowledge ``subscriptions/listen``: a working one does so at
+        once, and half the startup timeout leaves the other half for the start itself."""
+        return min(LISTEN_ACK_SECONDS, self.settings.startup_timeout / 2)
 
     def _mode(self) -> str:
         if self.server.transport == "sse" or self.server.protocol == "2025-11-25":
@@ -373,15 +399,17 @@ class ToolSource(ABC):
 
     # -- requests --------------------------------------------------------------------------
 
-    async def list_tools(self) -> list[types.Tool]:
-        """List the tools again (after a list_changed notification)."""
-        session = self._require_session(None)
-        try:
-            self.tools = await list_all_tools(session)
-        except (SDKMCPError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            self._died = f"listing tools failed: {exc!r}"
-            raise MCPServerDiedError(self._died_message(None), server_name=self.name) from None
+    async def list_tools(self, timeout: float, *, deadline: float | None = None) -> list[types.Tool]:
+        """List the tools again (after a list_changed notification). Errors and ``deadline`` as for
+        ``call_tool``; a server that lists nothing in time keeps its last listing."""
+        session = self._require_session("listing its tools")
+        # Cleared first, as in list_resources: a change announced meanwhile is heard next turn.
         self.tools_changed = False
+        try:
+            self.tools = await self._request("listing its tools", lambda: list_all_tools(session), timeout, deadline)
+        except BaseException:
+            self.tools_changed = True  # still to be listed
+            raise
         return self.tools
 
     async def ping(self, timeout: float) -> bool:
@@ -582,7 +610,7 @@ class ToolSource(ABC):
         client = self._live_client(f"reading {uri}")
         return await self._request(f"reading {uri}", lambda: client.read_resource(uri), timeout, deadline)
 
-    async def list_prompts(self, timeout: float) -> list[types.Prompt]:
+    async def list_prompts(self, timeout: float, *, deadline: float | None = None) -> list[types.Prompt]:
         """Every prompt, following pagination cursors (as ``list_resources``)."""
         client = self._live_client("listing prompts")
 
@@ -592,15 +620,17 @@ class ToolSource(ABC):
                 lambda result: result.prompts,
             )
 
-        return await self._request("listing its prompts", every_page, timeout, None)
+        return await self._request("listing its prompts", every_page, timeout, deadline)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str], timeout: float) -> types.GetPromptResult:
-        """One prompt's messages (MCP ``prompts/get``). Errors as for ``call_tool``."""
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], timeout: float, *, deadline: float | None = None
+    ) -> types.GetPromptResult:
+        """One prompt's messages (MCP ``prompts/get``). Errors and ``deadline`` as for ``call_tool``."""
         client = self._live_client(f"getting the prompt {name!r}")
         # Cleared first, as in list_resources.
         self.prompts_changed = False
         return await self._request(
-            f"getting the prompt {name!r}", lambda: client.get_prompt(name, arguments or None), timeout, None
+            f"getting the prompt {name!r}", lambda: client.get_prompt(name, arguments or None), timeout, deadline
         )
 
     def _live_client(self, doing: str) -> Client:

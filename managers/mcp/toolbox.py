@@ -23,8 +23,9 @@ Lifetimes, per server:
   runs, and a call to it waits for the answer. A dead one (found either way) is reconnected
   under the rules above before any call reaches it. A ping round trip through the SDK costs
   a few milliseconds, which would otherwise be the whole per-turn cost of a kept session.
-  A ``tools/list_changed`` notification makes the next turn list its tools again first, and a
-  ``resources/list_changed`` its resources.
+  A ``tools/list_changed`` notification makes the next turn list its tools again first (within the
+  call timeout and the turn's budget: a server that leaves it unanswered is reconnected under the
+  rules), and a ``resources/list_changed`` its resources.
 * ``turn``: every turn gets a freshly started server, but fresh servers are started ahead
   (``ahead`` of them; two by default in the settings) as soon as this turn's is ready, so they start while the
   model is thinking and a turn only takes over the oldest. Two rather than one because a
@@ -43,6 +44,11 @@ every server built on the Python SDK declares resources, and two tools that can 
 "nothing" would cost the model's context on every turn. The listing is made at connect,
 beside the tool listing (for turn-lifetime servers, while they start ahead).
 
+How many. A turn offers at most ``max_tools`` tools (``max_tools_offered``): the servers in config
+order, each server's own tools in the order it lists them, then the resource tools; the rest are
+named in one warning an episode. Providers refuse long tool lists (OpenAI's beyond 128), and the
+entries' ``includeTools`` / ``excludeTools`` are how a user chooses.
+
 Prompts. The prompts an entry names (``prompts``) are asked for once per episode, on its first
 turn, and again after the server says its prompts changed; ``fetch_prompts`` returns their
 text for the agent's system prompt, and a prompt that cannot be had is a warning, not a stop.
@@ -53,7 +59,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -222,11 +228,18 @@ class Toolbox:
         make_source: SourceFactory,
         logger: logging.Logger,
         ahead: int,
+        max_tools: int,
+        config_file: str,
     ) -> None:
-        """``ahead``: how many fresh servers a turn-lifetime server keeps started ahead of its turns."""
+        """``ahead``: how many fresh servers a turn-lifetime server keeps started ahead of its turns;
+        ``max_tools``: how many tools a turn offers at most (the first, in ``refresh_tools``'s order);
+        ``config_file``: the MCP config's name, for messages."""
         self.logger = logger
         self._make_source = make_source
         self._ahead = ahead
+        self._max_tools = max_tools
+        self._config_file = config_file
+        self._cap_warned = False  # once an episode: the same surplus is left out every turn
         self._slots = {server.name: _Slot(server, lifetime) for server, lifetime in servers}
         self._closing: set[asyncio.Task[None]] = set()
         # Turns being readied; close() waits for them (see there).
@@ -235,6 +248,8 @@ class Toolbox:
         # The last names offered, kept after the sessions close: logs still show dotted names.
         self.known_names = ToolNameMap([])
         self._prompt_warnings: set[str] = set()  # given this episode
+        # The turn being readied: each request's timeout and the turn's end (``begin_turn``).
+        self._bounds: tuple[float, float | None] = (PING_TIMEOUT_SECONDS, None)
         self.turn: int | None = None  # the turn being readied or played (the manager says which)
 
     @property
@@ -250,6 +265,7 @@ class Toolbox:
     def reset_episode(self) -> None:
         """Forget the rules' memory: the next connect of every server is a first connect again."""
         self._prompt_warnings.clear()
+        self._cap_warned = False
         for slot in self._slots.values():
             slot.health = ServerHealth()
             slot.prompts_changed = False
@@ -265,8 +281,10 @@ class Toolbox:
             if slot.source is not None and slot.source.instructions
         }
 
-    async def begin_turn(self) -> TurnTools:
-        """Ready every server for a new turn, at once; the tools of all that are up.
+    async def begin_turn(self, timeout: float, deadline: float) -> TurnTools:
+        """Ready every server for a new turn, at once; the tools of all that are up. A request made on
+        the way (a new tool listing) gets ``timeout`` seconds (the entry's own ``timeout`` wins), and
+        none goes past ``deadline`` (``time.monotonic()``: the turn's budget).
 
         Raises:
             MCPServerStartupError: a server's first connect of the episode failed (the
@@ -275,6 +293,7 @@ class Toolbox:
         task = asyncio.current_task()
         assert task is not None  # a coroutine on the session loop always runs in a task
         self._turns.add(task)
+        self._bounds = (timeout, deadline)
         try:
             results = await asyncio.gather(
                 *(self._ready(slot) for slot in self._slots.values()), return_exceptions=True
@@ -313,18 +332,22 @@ class Toolbox:
         """Ping the server (and list changed tools); a dead or missing one is connected by the rules."""
         source = slot.source
         if source is not None:
-            if await source.ping(PING_TIMEOUT_SECONDS):
-                if source.tools_changed:
-                    await self._relist(slot, source)
-                if source.resources_changed:
-                    await self._list_resources(slot, source, changed=True)
-                return
+            if not await source.ping(PING_TIMEOUT_SECONDS):
+                reason: str | None = "it is not answering"
+            else:
+                reason = await self._relist(slot, source) if source.tools_changed else None
+                if reason is None:
+                    if source.resources_changed:
+                        await self._list_resources(slot, source, changed=True)
+                    return
             self._log(
                 logging.WARNING,
                 "mcp_server_unhealthy",
-                "MCP server '%s' is not answering; reconnecting",
+                "MCP server '%s': %s; reconnecting",
                 slot.server.name,
+                reason,
                 server_name=slot.server.name,
+                reason=reason,
             )
             slot.source = None
             self._close_later(source)
@@ -345,12 +368,16 @@ class Toolbox:
         if error is not None:
             raise error
 
-    async def _relist(self, slot: _Slot, source: ToolSource) -> None:
+    async def _relist(self, slot: _Slot, source: ToolSource) -> str | None:
+        """List the tools of a server that said they changed; None when that went well, else why not
+        (the caller reconnects it: a server that leaves a request unanswered is not to be waited on)."""
+        timeout, deadline = self._bounds
         try:
-            tools = await source.list_tools()
+            tools = await source.list_tools(slot.server.timeout or timeout, deadline=deadline)
         except MCPServerDiedError as exc:
-            self._log(logging.WARNING, "mcp_tool_listing_failed", "%s", str(exc), server_name=slot.server.name)
-            return
+            return str(exc)
+        except (MCPToolCallError, TimeoutError) as exc:
+            return f"it said its tools changed, then {exc}"
         self._log(
             logging.INFO,
             "mcp_tools_changed",
@@ -359,6 +386,7 @@ class Toolbox:
             len(tools),
             server_name=slot.server.name,
         )
+        return None
 
     async def _list_resources(self, slot: _Slot, source: ToolSource, changed: bool = False) -> None:
         """List the server's resources (kept on the source), if it declares any; a failure leaves
@@ -504,7 +532,8 @@ class Toolbox:
         return source
 
     def refresh_tools(self) -> TurnTools:
-        """The offered tools of every live server, in config order (filters applied)."""
+        """The offered tools of every live server, in config order (filters applied): each server's own
+        tools in the order it lists them, then the resource tools; the first ``max_tools`` of them."""
         offered: list[tuple[str, types.Tool]] = []
         resource_tools: list[tuple[str, types.Tool]] = []  # after every server's own tools
         servers: list[str] = []
@@ -516,6 +545,14 @@ class Toolbox:
             offered.extend((name, tool) for tool in source.tools if slot.server.offers(tool.name))
             resource_tools.extend((name, tool) for tool in self._resource_tools(slot, source))
         offered.extend(resource_tools)
+        if len(offered) > self._max_tools:
+            left_out = offered[self._max_tools :]
+            offered = offered[: self._max_tools]
+            self._warn_left_out(left_out, len(offered) + len(left_out))
+            resource_tools = [tool for tool in resource_tools if tool in offered]
+            # A server all of whose tools were left out offers none this turn (the run reports count it so).
+            kept = {server for server, _ in offered}
+            servers = [name for name in servers if name in kept or not self._offered_any(name, left_out)]
         names = ToolNameMap((server, tool.name) for server, tool in offered)
         schemas = [translate_tool(server, tool, names) for server, tool in offered]
         wire = frozenset(names.wire_for(server, tool.name) for server, tool in resource_tools)
@@ -523,6 +560,41 @@ class Toolbox:
         if names.routes:
             self.known_names = names
         return self.turn_tools
+
+    @staticmethod
+    def _offered_any(server: str, tools: list[tuple[str, types.Tool]]) -> bool:
+        return any(name == server for name, _ in tools)
+
+    def _warn_left_out(self, left_out: list[tuple[str, types.Tool]], listed: int) -> None:
+        """Name the tools beyond ``max_tools_offered`` (once an episode): which, and how to choose."""
+        if self._cap_warned:
+            return
+        self._cap_warned = True
+        dotted = [f"{server}.{tool.name}" for server, tool in left_out]
+        per_server = Counter(server for server, _ in left_out)
+        shown = ", ".join(dotted[:_NAMES_SHOWN]) + (
+            f" and {len(dotted) - _NAMES_SHOWN:,} more" if len(dotted) > _NAMES_SHOWN else ""
+        )
+        self._log(
+            logging.WARNING,
+            "mcp_tools_capped",
+            "MCP servers offer %s tools, more than max_tools_offered (%d) under [tool.zorkgpt.mcp]: the first %d "
+            "are offered (servers in %s order, each server's tools in its own order, resource tools last) and "
+            '%s left out (%s): %s. Choose which with "includeTools" / "excludeTools" in the entries of %s, '
+            "or raise max_tools_offered if your model's provider takes more (OpenAI's takes 128).",
+            f"{listed:,}",
+            self._max_tools,
+            self._max_tools,
+            self._config_file,
+            f"{len(dotted):,}",
+            ", ".join(f"{server}: {count:,}" for server, count in per_server.items()),
+            shown,
+            self._config_file,
+            max_tools_offered=self._max_tools,
+            tools_listed=listed,
+            left_out=dotted,
+            left_out_by_server=dict(per_server),
+        )
 
     def _resource_tools(self, slot: _Slot, source: ToolSource) -> list[types.Tool]:
         """``list_resources`` and ``read_resource`` for this server, where they are offered (see the
@@ -659,12 +731,12 @@ class Toolbox:
     # -- prompts ---------------------------------------------------------------------------
 
     async def fetch_prompts(
-        self, everything: bool, timeout: float, max_chars: int, config_file: str
+        self, everything: bool, timeout: float, max_chars: int, config_file: str, deadline: float | None = None
     ) -> dict[str, tuple[ServerPrompt, ...]]:
         """The configured prompts, by server: of every server that has some (``everything``: the
         episode's first turn), else only of those that said their prompts changed. A prompt that
         cannot be had is logged as a warning (naming the entry and the fix) and left out; the
-        texts are cut to ``max_chars`` each, as tool results are."""
+        texts are cut to ``max_chars`` each, as tool results are. None is waited for past ``deadline``."""
         wanted = []
         for slot in self._slots.values():
             source = slot.source
@@ -672,10 +744,14 @@ class Toolbox:
             if slot.server.prompts and (everything or changed) and not slot.health.disabled:
                 slot.prompts_changed = False
                 wanted.append(slot)
-        fetched = await asyncio.gather(*(self._fetch(slot, timeout, max_chars, config_file) for slot in wanted))
+        fetched = await asyncio.gather(
+            *(self._fetch(slot, timeout, max_chars, config_file, deadline) for slot in wanted)
+        )
         return {slot.server.name: prompts for slot, prompts in zip(wanted, fetched, strict=True)}
 
-    async def _fetch(self, slot: _Slot, timeout: float, max_chars: int, config_file: str) -> tuple[ServerPrompt, ...]:
+    async def _fetch(
+        self, slot: _Slot, timeout: float, max_chars: int, config_file: str, deadline: float | None
+    ) -> tuple[ServerPrompt, ...]:
         server = slot.server
         where = f'"prompts" of the entry "{server.name}" in {config_file}'
         source = slot.source
@@ -696,11 +772,14 @@ class Toolbox:
         prompts: list[ServerPrompt] = []
         for request in server.prompts:
             try:
-                result = await source.get_prompt(request.name, dict(request.arguments), server.timeout or timeout)
+                result = await source.get_prompt(
+                    request.name, dict(request.arguments), server.timeout or timeout, deadline=deadline
+                )
             except (MCPToolCallError, TimeoutError) as exc:
-                self._prompt_warning(server, request.name, await _prompt_failure(source, request, exc, where, timeout))
-                if isinstance(exc, MCPServerDiedError):
-                    break
+                why = await _prompt_failure(source, request, exc, where, server.timeout or timeout, deadline)
+                self._prompt_warning(server, request.name, why)
+                if isinstance(exc, MCPServerDiedError | TimeoutError):
+                    break  # gone, or not answering: its other prompts would wait as long
                 continue
             text = prompt_text(result)
             if not text:
@@ -834,12 +913,15 @@ def prompt_text(result: types.GetPromptResult) -> str:
 
 
 async def _prompt_failure(
-    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float
+    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float, deadline: float | None
 ) -> str:
     """Why a prompt could not be had, and the fix: a name the server does not have, else its arguments."""
     name = source.name
+    if isinstance(error, MCPServerDiedError | TimeoutError):
+        # Nothing to ask a server that is gone or did not answer.
+        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
     try:
-        known = await source.list_prompts(timeout)
+        known = await source.list_prompts(timeout, deadline=deadline)
     except (MCPToolCallError, TimeoutError):
         known = None
     if known is not None and request.name not in {prompt.name for prompt in known}:
@@ -856,8 +938,6 @@ async def _prompt_failure(
         if prompt is not None
         else ""
     )
-    if isinstance(error, MCPServerDiedError | TimeoutError):
-        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
     return f"{error}. Check its arguments in {where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
 
 
