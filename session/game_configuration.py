@@ -203,6 +203,23 @@ class MCPSection(_Section):
     servers_started_ahead: int = Field(default=2, ge=0, le=8)
     # One agent call's whole tool loop; when spent, the model is asked for its action at once.
     turn_timeout_seconds: float = Field(default=300, gt=0, le=86_400)
+    # The first model request of each turn: "auto" lets the model choose; "required" makes it call
+    # some tool; "server.tool" makes it call that one (the form llama-cpp-python enforces with a
+    # grammar; it does not enforce "required"). Later requests of the turn are "auto".
+    tool_choice: str = "auto"
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, value: str) -> str:
+        if value in ("auto", "required"):
+            return value
+        server, dot, tool = value.partition(".")
+        if not (dot and server.strip() and tool.strip()):
+            raise ValueError(
+                f'{value!r} is not a tool choice: use "auto", "required" or a tool as '
+                '"server.tool" (e.g. "thoughtbox.think")'
+            )
+        return value
 
 
 class MemorySection(_Section):
