@@ -178,7 +178,10 @@ def _assert_played(figures: dict[str, Any]) -> None:
         action = turn["action"]
         assert action and len(action) <= 120 and action == action.strip().lower(), action
         assert not turn["response"].startswith("[ZorkGPT]"), f"the game refused {action!r}: {turn['response']}"
-    # Each turn plays the model's own reply, not the fallback command an unusable reply gets.
+
+
+def _assert_own_replies(figures: dict[str, Any]) -> None:
+    """Each turn played the model's own reply, not the fallback command an unusable reply gets."""
     fallbacks = [e.get("raw_response") for e in figures["events"] if e["event_type"] == "agent_parse_error"]
     assert fallbacks == [], f"{len(fallbacks)} of {TURNS} turns fell back: {fallbacks}"
 
@@ -190,9 +193,9 @@ def test_five_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp
     _assert_played(figures)
     assert figures["statuses"] == [200], "every request accepted by the server"
     assert figures["structured_output"] == []
-    # No fallback (checked in _assert_played): with the schema left to the grammar (not copied into
-    # the prompt) and a cut-off reply read up to its action, the 135M model's replies are used
-    # (before: 2 to 5 of 5 turns fell back).
+    # With the schema left to the grammar (not copied into the prompt) and a cut-off reply read up
+    # to its action, the 135M model's replies are used (before: 2 to 5 of 5 turns fell back).
+    _assert_own_replies(figures)
 
 
 def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
@@ -210,6 +213,8 @@ def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_pa
         ZORKGPT_MCP_TOOL_CHOICE="thoughtbox.think",
     )
     _assert_played(figures)
+    # A prose answer after the tool call is asked for again in the structured form, not played as the fallback.
+    _assert_own_replies(figures)
     assert figures["statuses"] == [200], "every request accepted by the server, tools included"
     assert not [e for e in figures["events"] if e["event_type"] in ("mcp_disabled", "mcp_error")]
     # Tools really used: every turn's forced first request made a call, and the server answered it.

@@ -252,6 +252,29 @@ def test_full_turn_with_two_thoughts_then_an_answer(
     line("[INFO] Turn 7: Agent action: open mailbox")
 
 
+def test_a_prose_answer_with_tools_offered_is_asked_for_again_in_the_structured_form_not_played_as_a_fallback(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    """A small local model answers in prose once it may call tools (no response_format then): the agent
+    tells the loop the prose holds no action, and the model is asked once more with the agent's schema."""
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        completion(content="The mailbox is small. I will open it, I think, and then read what is inside."),
+        agent_reply("open mailbox"),
+    )
+    run = turns(tool_choice="thoughtbox.think")
+    decision = run.turn(turn=1)
+
+    assert decision.action == "open mailbox"
+    assert [call.tool for call in decision.tool_calls] == ["thoughtbox.think"]
+    first, prose, final = llm_server.bodies
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "thoughtbox__think"}}
+    assert prose["tool_choice"] == "auto" and "response_format" not in prose
+    assert "tools" not in final and final["response_format"]["json_schema"]["name"] == "AgentResponse"
+    assert len(run.events("mcp_unreadable_answer")) == 1
+    assert run.events("agent_parse_error") == []
+
+
 def test_the_system_prompt_says_tools_are_offered_and_what_they_are_for(
     llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
 ) -> None:
