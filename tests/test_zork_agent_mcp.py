@@ -90,8 +90,8 @@ class AgentTurns(ManagerTurns):
 
         monkeypatch.setattr(asyncio, "run", counting_run)
 
-    def ask(self, turn: int, state: str = STATE) -> Any:
-        return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn))
+    def ask(self, turn: int, state: str = STATE, rejections: tuple[str, ...] = ()) -> Any:
+        return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn), rejections=rejections)
 
     def turn(self, turn: int = 1, state: str = STATE) -> dict[str, Any]:
         return self._run(lambda: self.ask(turn, state))
@@ -104,9 +104,9 @@ class AgentTurns(ManagerTurns):
 
         return self._run(call)
 
-    def reask(self, turn: int, state: str = STATE) -> dict[str, Any]:
+    def reask(self, turn: int, state: str = STATE, rejections: tuple[str, ...] = ()) -> dict[str, Any]:
         """The critic sends the proposal back: the same turn again, before the turn ends."""
-        return self._run(lambda: self.ask(turn, state), end_turn=False)
+        return self._run(lambda: self.ask(turn, state, rejections), end_turn=False)
 
     def _run(self, call: Callable[[], Any], end_turn: bool = True) -> Any:
         runs = self.asyncio_runs
@@ -273,6 +273,24 @@ def test_a_prose_answer_with_tools_offered_is_asked_for_again_in_the_structured_
     assert "tools" not in final and final["response_format"]["json_schema"]["name"] == "AgentResponse"
     assert len(run.events("mcp_unreadable_answer")) == 1
     assert run.events("agent_parse_error") == []
+
+
+def test_a_named_tool_choice_forces_a_turns_first_request_but_not_a_reask_that_goes_on_with_its_calls(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        agent_reply("open mailbox"),
+        agent_reply("north"),
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_2")]),
+        agent_reply("south"),
+    )
+    run = turns(tool_choice="thoughtbox.think")
+    assert run.reask(turn=1).action == "open mailbox"
+    assert run.reask(turn=1, rejections=("open mailbox: it is already open",)).action == "north"
+    assert run.turn(turn=2).action == "south"
+    forced = {"type": "function", "function": {"name": "thoughtbox__think"}}
+    assert [body["tool_choice"] for body in llm_server.bodies] == [forced, "auto", "auto", forced, "auto"]
 
 
 def test_the_system_prompt_says_tools_are_offered_and_what_they_are_for(
