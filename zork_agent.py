@@ -235,6 +235,7 @@ class ZorkAgent:
             ToolLoopEvents(self.logger, episode_id),
             request_args=self._client_args,
             read_answer=self._parse_response,
+            is_answer=self._readable,
         )
 
     # -- prompt ------------------------------------------------------------------------
@@ -395,6 +396,14 @@ class ZorkAgent:
             raw_response=content,
             tool_calls=tool_calls,
         )
+
+    def _readable(self, content: str) -> bool:
+        """Whether the reply holds an action ``_parse_response`` would play (checked without logging)."""
+        try:
+            self._read_reply(content)
+        except (ValidationError, ValueError):
+            return False
+        return True
 
     def _read_reply(self, content: str | None) -> tuple[AgentResponse, list[str], list[str]]:
         """The reply, what of it was dropped as unusable, and the commands its action chains.

@@ -175,10 +175,12 @@ def build_payload(
     An empty ``tools`` list is treated as "no tools": providers reject ``tools: []`` and a
     ``tool_choice`` without tools.
     """
-    payload: dict[str, Any] = {
-        "model": model,
-        "messages": prepare_messages(messages, model, cache_control=preset.cache_control),
-    }
+    prepared = prepare_messages(messages, model, cache_control=preset.cache_control)
+    if preset.string_assistant_content:
+        for message in prepared:
+            if message["role"] == "assistant" and message.get("content") is None:
+                message["content"] = ""
+    payload: dict[str, Any] = {"model": model, "messages": prepared}
     optional = {
         **(sampling or Sampling()).request_args(),
         "stop": stop,

@@ -210,6 +210,23 @@ class MCPSection(_Section):
     # Tools offered to the model per turn, of every server together. OpenAI's API refuses more than 128
     # and models choose worse long before; 100 stays under that with room, and is far more than a game needs.
     max_tools_offered: int = Field(default=100, ge=1, le=10_000)
+    # The first model request of each turn: "auto" lets the model choose; "required" makes it call
+    # some tool; "server.tool" makes it call that one (the form llama-cpp-python enforces with a
+    # grammar; it does not enforce "required"). Later requests of the turn are "auto".
+    tool_choice: str = "auto"
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, value: str) -> str:
+        if value in ("auto", "required"):
+            return value
+        server, dot, tool = value.partition(".")
+        if not (dot and server.strip() and tool.strip()):
+            raise ValueError(
+                f'{value!r} is not a tool choice: use "auto", "required" or a tool as '
+                '"server.tool" (e.g. "thoughtbox.think")'
+            )
+        return value
 
 
 class MemorySection(_Section):

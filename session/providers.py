@@ -48,6 +48,10 @@ class ProviderPreset:
     request_cost: bool = False
     # Sampling parameters the server answers with HTTP 400; the client leaves them out.
     unsupported_params: frozenset[str] = frozenset()
+    # The server wants every assistant message's content as a string: the OpenAI API's null beside
+    # tool calls is sent as "" (llama-cpp-python answers null with HTTP 500, and chat templates
+    # that add the content to a string fail on a missing one).
+    string_assistant_content: bool = False
 
 
 PRESETS: dict[str, ProviderPreset] = {
@@ -72,6 +76,7 @@ PRESETS: dict[str, ProviderPreset] = {
             strict_schema=False,
             json_object_schema=True,
             cache_control=False,
+            string_assistant_content=True,
         ),
         # LM Studio accepts json_schema but refuses json_object.
         ProviderPreset(

@@ -102,10 +102,16 @@ def test_explicit_missing_config_file_fails(tmp_path: Path) -> None:
 
 def test_env_overrides_toml(tmp_path: Path) -> None:
     path = write_toml(tmp_path, "[tool.zorkgpt.mcp]\nenabled = false\nmax_tool_iterations = 3\n")
-    env = {"ZORKGPT_MCP_ENABLED": "true", "ZORKGPT_MCP_MAX_TOOL_ITERATIONS": "9", "ZORKGPT_LLM_AGENT_MODEL": "m/x"}
+    env = {
+        "ZORKGPT_MCP_ENABLED": "true",
+        "ZORKGPT_MCP_MAX_TOOL_ITERATIONS": "9",
+        "ZORKGPT_MCP_TOOL_CHOICE": "thoughtbox.think",
+        "ZORKGPT_LLM_AGENT_MODEL": "m/x",
+    }
     config = GameConfiguration.from_toml(path, environ=env)
     assert config.mcp.enabled is True
     assert config.mcp.max_tool_iterations == 9
+    assert config.mcp.tool_choice == "thoughtbox.think"
     assert config.agent_model == "m/x"
 
 
@@ -349,6 +355,8 @@ def test_every_numeric_key_has_finite_bounds() -> None:
         ("llm", "agent_base_url", "localhost:8000/v1", "http:// or https:// URL"),
         ("llm", "memory_base_url", "https://", "http:// or https:// URL"),
         ("langfuse", "host", "cloud.langfuse.com", "http:// or https:// URL"),
+        ("mcp", "tool_choice", "think", 'not a tool choice: use "auto", "required" or a tool as "server.tool"'),
+        ("mcp", "tool_choice", "thoughtbox.", "not a tool choice"),
     ],
 )
 def test_out_of_range_values_are_config_errors_naming_the_key(

@@ -990,6 +990,27 @@ def test_the_schema_is_written_into_the_prompt_only_where_no_grammar_holds_the_r
     assert json.dumps(VERDICT_SCHEMA, separators=(",", ":")) in system_text(in_prompt)
 
 
+def test_llama_cpp_gets_an_empty_string_where_a_tool_calling_assistant_message_has_no_content(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
+) -> None:
+    """llama-cpp-python's server answers ``content: null`` with HTTP 500 (its chat templates add
+    the content to a string); OpenAI's own form, null, still goes everywhere else."""
+    history = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [tool_call("thoughtbox__think", {}, "c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}'},
+    ]
+    llm_server.script(completion("ok"), completion("ok"))
+    for provider in ("llamacpp", "openrouter"):
+        config = GameConfiguration.from_mapping({"llm": {"provider": provider}}, environ={})
+        client, _ = make_client(config, preset=config.preset_for_url(config.llm.base_url))
+        client.complete(model="m", messages=history)
+    llama, openrouter = (body["messages"][len(MESSAGES)] for body in llm_server.bodies)
+    assert llama["content"] == "" and llama["tool_calls"][0]["function"]["name"] == "thoughtbox__think"
+    assert openrouter["content"] is None
+    assert history[len(MESSAGES)]["content"] is None, "the caller's history is not changed"
+
+
 def test_openrouter_is_asked_for_the_cost_and_reports_it(
     llm_server: ScriptedLLMServer, make_client: Callable[..., Any]
 ) -> None:

@@ -5,9 +5,11 @@ Needs the ``local`` dependency group (``uv sync --group local``: a few minutes o
 first time); without it every test here skips with one reason. The server runs on 127.0.0.1 for
 the module and is stopped at the end; each test plays 5 turns through ``main.py`` and checks
 that the server accepted every request, every turn played a command the game took, and nothing
-was left running. Without tools, every turn must play the model's own reply (no fallback); with
-tools offered, the model's free-text answers still fall back and it makes no tool call (llama-cpp-
-python's default chat format drops the tools), so that variant checks the plumbing only.
+was left running. Every turn must play the model's own reply (no fallback). With tools offered,
+each turn's first request names the thoughtbox's ``think`` (``tool_choice``): llama-cpp-python's
+default chat format leaves the tool list out of the prompt, so a free choice never calls a tool,
+but a named one is enforced with a grammar built from the tool's schema. The model must really
+call it and get answers, and a free-text answer after it is asked for again in the structured form.
 """
 
 from __future__ import annotations
@@ -159,6 +161,9 @@ def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) ->
         "fallback_turns": sum(1 for e in events if e["event_type"] == "agent_parse_error"),
         "structured_output": [e["message"] for e in events if e["event_type"] == "llm_structured_output"],
         "tool_calls": sum(1 for e in events if e["event_type"] == "mcp_tool_call"),
+        "tool_results": sum(1 for e in events if e["event_type"] == "mcp_tool_result" and not e.get("is_error")),
+        "tool_results_in_error": sum(1 for e in events if e["event_type"] == "mcp_tool_result" and e.get("is_error")),
+        "unreadable_answers": sum(1 for e in events if e["event_type"] == "mcp_unreadable_answer"),
     }
     print(f"\nllama.cpp run {extra.get('ZORKGPT_MCP_ENABLED', 'false')=}: {json.dumps(figures)}")
     for text in (*FORBIDDEN_TEXT, "traceback"):
@@ -175,6 +180,12 @@ def _assert_played(figures: dict[str, Any]) -> None:
         assert not turn["response"].startswith("[ZorkGPT]"), f"the game refused {action!r}: {turn['response']}"
 
 
+def _assert_own_replies(figures: dict[str, Any]) -> None:
+    """Each turn played the model's own reply, not the fallback command an unusable reply gets."""
+    fallbacks = [e.get("raw_response") for e in figures["events"] if e["event_type"] == "agent_parse_error"]
+    assert fallbacks == [], f"{len(fallbacks)} of {TURNS} turns fell back: {fallbacks}"
+
+
 def test_five_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
     """The llamacpp preset starts at json_object carrying the schema (enforced by llama.cpp's
     grammar): every request is accepted, no negotiation is needed."""
@@ -182,11 +193,9 @@ def test_five_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp
     _assert_played(figures)
     assert figures["statuses"] == [200], "every request accepted by the server"
     assert figures["structured_output"] == []
-    # Each turn plays the model's own reply, not the fallback command an unusable reply gets: with
-    # the schema left to the grammar (not copied into the prompt) and a cut-off reply read up to
-    # its action, the 135M model's replies are used (before: 2 to 5 of 5 turns fell back).
-    fallbacks = [e.get("raw_response") for e in figures["events"] if e["event_type"] == "agent_parse_error"]
-    assert fallbacks == [], f"{len(fallbacks)} of {TURNS} turns fell back: {fallbacks}"
+    # With the schema left to the grammar (not copied into the prompt) and a cut-off reply read up
+    # to its action, the 135M model's replies are used (before: 2 to 5 of 5 turns fell back).
+    _assert_own_replies(figures)
 
 
 def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
@@ -201,10 +210,18 @@ def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_pa
         ZORKGPT_MCP_CONFIG_FILE=str(config),
         ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="120",
         ZORKGPT_MCP_MAX_TOOL_ITERATIONS="3",
+        ZORKGPT_MCP_TOOL_CHOICE="thoughtbox.think",
     )
     _assert_played(figures)
+    # A prose answer after the tool call is asked for again in the structured form, not played as the fallback.
+    _assert_own_replies(figures)
     assert figures["statuses"] == [200], "every request accepted by the server, tools included"
     assert not [e for e in figures["events"] if e["event_type"] in ("mcp_disabled", "mcp_error")]
+    # Tools really used: every turn's forced first request made a call, and the server answered it.
+    called = {e["turn"] for e in figures["events"] if e["event_type"] == "mcp_tool_call"}
+    answered = {e["turn"] for e in figures["events"] if e["event_type"] == "mcp_tool_result"}
+    assert called == answered == set(range(1, TURNS + 1)), f"turns with tool calls {called}, answered {answered}"
+    assert figures["tool_results"] >= 1, "at least one tool call answered without an error"
     assert not processes_with(marker), "an MCP server outlived main.py"
 
 

@@ -81,15 +81,19 @@ class LoopTurns(ManagerTurns):
         caplog: pytest.LogCaptureFixture,
         capfd: pytest.CaptureFixture[str],
         config_file: Path = SHIPPED_MCP_CONFIG,
+        checks_answers: bool = False,
         **mcp: Any,
     ) -> None:
+        """``checks_answers``: the owner tells the loop which text replies it can read (as the agent does)."""
         super().__init__(llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, **mcp)
+        extra: dict[str, Any] = {"is_answer": lambda content: read_answer(content, ()).action != "?"}
         self.loop = ToolLoop(
             LLMClient(self.config, logger=self.logger),
             self.config.mcp,
             ToolLoopEvents(self.logger, "tool-loop-test"),
             request_args=self.request_args,
             read_answer=read_answer,
+            **(extra if checks_answers else {}),
         )
         self.outcomes: list[ToolLoopOutcome] = []
 
@@ -193,6 +197,72 @@ def test_an_empty_reply_in_the_loop_is_a_warning_then_the_forced_final_call(
     (warning,) = run.events("mcp_unexpected_state")
     assert "no content and no tool_calls" in warning.getMessage()
     assert len(run.events("mcp_no_content")) == 1
+
+
+def test_a_text_answer_the_owner_cannot_read_is_asked_for_again_without_tools(
+    llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns]
+) -> None:
+    """While tools are offered there is no response_format, so a weak model may answer in prose:
+    that answer is asked for once more, without tools and with the answer's schema, not played
+    as a fallback. A readable text answer ends the loop as before (one request)."""
+    llm_server.script(
+        completion(content="I think I should go north to the forest."),
+        agent_reply("north"),
+        agent_reply("south"),
+    )
+    run = loops(checks_answers=True)
+    assert run.turn(turn=1).action == "north"
+    bodies = llm_server.bodies
+    assert len(bodies) == 2
+    assert "tools" in bodies[0] and "response_format" not in bodies[0]
+    assert "tools" not in bodies[1] and bodies[1]["response_format"] == ANSWER_FORMAT
+    assert text_of(bodies[1]["messages"][-1]) == FINAL_ACTION_PROMPT
+    (unreadable,) = run.events("mcp_unreadable_answer")
+    assert unreadable.raw_response == "I think I should go north to the forest."
+    (complete,) = run.events("mcp_session_complete")
+    assert complete.forced_final is True and complete.final_action == "north"
+
+    assert run.turn(turn=2).action == "south"
+    assert len(llm_server.bodies) == 3, "a readable answer is played as it came"
+    assert len(run.events("mcp_unreadable_answer")) == 1
+
+
+@pytest.mark.parametrize(
+    ("setting", "forced"),
+    [
+        ("auto", "auto"),
+        ("required", "required"),
+        ("thoughtbox.think", {"type": "function", "function": {"name": "thoughtbox__think"}}),
+    ],
+)
+def test_tool_choice_forces_the_first_request_of_a_turn_and_leaves_the_rest_auto(
+    llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns], setting: str, forced: Any
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 2, True), "c0")]),
+        completion(tool_calls=[tool_call("thoughtbox__think", think(2, 2, False), "c1")]),
+        agent_reply("north"),
+        agent_reply("east"),
+    )
+    run = loops(tool_choice=setting)
+    assert run.turn(turn=1).action == "north"
+    assert run.turn(turn=2).action == "east"
+    choices = [body["tool_choice"] for body in llm_server.bodies]
+    assert choices == [forced, "auto", "auto", forced], "each turn's first request, and only it, is forced"
+    assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
+    assert run.events("mcp_tool_choice_not_offered") == []
+
+
+def test_a_tool_choice_naming_a_tool_not_offered_lets_the_model_choose_and_says_so(
+    llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns]
+) -> None:
+    llm_server.script(agent_reply("north"))
+    run = loops(tool_choice="thoughtbox.daydream")
+    assert run.turn(turn=1).action == "north"
+    (body,) = llm_server.bodies
+    assert body["tool_choice"] == "auto"
+    (warning,) = run.events("mcp_tool_choice_not_offered")
+    assert warning.tool_choice == "thoughtbox.daydream" and "not offered this turn" in warning.getMessage()
 
 
 def test_timeout_aborts_the_rest_of_the_batch_and_the_model_is_asked_again(

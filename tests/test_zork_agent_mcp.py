@@ -90,8 +90,8 @@ class AgentTurns(ManagerTurns):
 
         monkeypatch.setattr(asyncio, "run", counting_run)
 
-    def ask(self, turn: int, state: str = STATE) -> Any:
-        return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn))
+    def ask(self, turn: int, state: str = STATE, rejections: tuple[str, ...] = ()) -> Any:
+        return self.agent.get_action_with_reasoning(state, turn=turn, tools=self.tools_for(turn), rejections=rejections)
 
     def turn(self, turn: int = 1, state: str = STATE) -> dict[str, Any]:
         return self._run(lambda: self.ask(turn, state))
@@ -104,9 +104,9 @@ class AgentTurns(ManagerTurns):
 
         return self._run(call)
 
-    def reask(self, turn: int, state: str = STATE) -> dict[str, Any]:
+    def reask(self, turn: int, state: str = STATE, rejections: tuple[str, ...] = ()) -> dict[str, Any]:
         """The critic sends the proposal back: the same turn again, before the turn ends."""
-        return self._run(lambda: self.ask(turn, state), end_turn=False)
+        return self._run(lambda: self.ask(turn, state, rejections), end_turn=False)
 
     def _run(self, call: Callable[[], Any], end_turn: bool = True) -> Any:
         runs = self.asyncio_runs
@@ -250,6 +250,47 @@ def test_full_turn_with_two_thoughts_then_an_answer(
     line("[INFO] Turn 7 Iteration 2: Agent calling tool thoughtbox.think")
     line("[INFO] Turn 7: MCP session complete (3 iterations, 2 tool calls)")
     line("[INFO] Turn 7: Agent action: open mailbox")
+
+
+def test_a_prose_answer_with_tools_offered_is_asked_for_again_in_the_structured_form_not_played_as_a_fallback(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    """A small local model answers in prose once it may call tools (no response_format then): the agent
+    tells the loop the prose holds no action, and the model is asked once more with the agent's schema."""
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        completion(content="The mailbox is small. I will open it, I think, and then read what is inside."),
+        agent_reply("open mailbox"),
+    )
+    run = turns(tool_choice="thoughtbox.think")
+    decision = run.turn(turn=1)
+
+    assert decision.action == "open mailbox"
+    assert [call.tool for call in decision.tool_calls] == ["thoughtbox.think"]
+    first, prose, final = llm_server.bodies
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "thoughtbox__think"}}
+    assert prose["tool_choice"] == "auto" and "response_format" not in prose
+    assert "tools" not in final and final["response_format"]["json_schema"]["name"] == "AgentResponse"
+    assert len(run.events("mcp_unreadable_answer")) == 1
+    assert run.events("agent_parse_error") == []
+
+
+def test_a_named_tool_choice_forces_a_turns_first_request_but_not_a_reask_that_goes_on_with_its_calls(
+    llm_server: ScriptedLLMServer, turns: Callable[..., AgentTurns]
+) -> None:
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_1")]),
+        agent_reply("open mailbox"),
+        agent_reply("north"),
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "call_2")]),
+        agent_reply("south"),
+    )
+    run = turns(tool_choice="thoughtbox.think")
+    assert run.reask(turn=1).action == "open mailbox"
+    assert run.reask(turn=1, rejections=("open mailbox: it is already open",)).action == "north"
+    assert run.turn(turn=2).action == "south"
+    forced = {"type": "function", "function": {"name": "thoughtbox__think"}}
+    assert [body["tool_choice"] for body in llm_server.bodies] == [forced, "auto", "auto", forced, "auto"]
 
 
 def test_the_system_prompt_says_tools_are_offered_and_what_they_are_for(

@@ -242,7 +242,8 @@ def expect(s: Scenario) -> Expected:
     Tool calls of one response run in order; a failure moves on to the next call, a timeout
     skips the rest of the batch, a dead server skips the rest and ends the loop. Content ends
     the loop; so does a reply with neither content nor tool calls. Without an answer after
-    the loop (cap reached, empty reply, dead server) one forced final call is made.
+    the loop (cap reached, empty reply, content holding no readable action, dead server) one
+    forced final call is made.
     """
     steps = [*s.steps, Step("content", content=s.final)]  # the scripted model answers once the script ends
     iteration, batches, server_gone = 0, [], False
@@ -252,7 +253,7 @@ def expect(s: Scenario) -> Expected:
         iteration += 1
         if step.kind == "llm_error":
             return Expected(iteration, batches, False, None, llm_error=True)
-        if step.kind == "content" and step.content:
+        if step.kind == "content" and step.content and reference_reply(step.content) is not None:
             return Expected(iteration, batches, False, step.content)
         if step.kind in ("content", "empty"):  # an empty string is no content either
             break
@@ -271,17 +272,24 @@ def expect(s: Scenario) -> Expected:
     return Expected(iteration, batches, True, s.final)
 
 
-def parsed_answer(content: str | None) -> dict[str, Any]:
-    """What AgentResponse parsing must yield for ``content`` (property 46), fallback included."""
+def reference_reply(content: str | None) -> tuple[AgentResponse, str] | None:
+    """The reply and its action as AgentResponse parsing reads them, or None for an unusable reply."""
     data = extract_json_object(content or "")
     try:
         response = AgentResponse.model_validate(data)
     except Exception:  # noqa: BLE001 - any validation failure means the fallback
-        return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
+        return None
     # The first command of the line (an agent without a game splits only at sentence breaks).
     action = next(iter(sentence_commands(clean_action(response.action))), "")
-    if not action:
+    return (response, action) if action else None
+
+
+def parsed_answer(content: str | None) -> dict[str, Any]:
+    """What AgentResponse parsing must yield for ``content`` (property 46), fallback included."""
+    read = reference_reply(content)
+    if read is None:
         return {"action": FALLBACK_ACTION, "new_objective": None, "reasoning": None}
+    response, action = read
     return {
         "action": action,
         "new_objective": response.new_objective

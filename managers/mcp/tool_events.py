@@ -232,6 +232,29 @@ class ToolLoopEvents:
             iteration=stats.iterations,
         )
 
+    def unreadable_answer(self, stats: ToolLoopStats, content: str) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_unreadable_answer",
+            "Turn %s: the model answered in text that is not a readable action; asking again without tools",
+            stats.turn,
+            turn=stats.turn,
+            iteration=stats.iterations,
+            raw_response=cap_text(content, TOOL_RESULT_LOG_CHARS),
+        )
+
+    def choice_not_offered(self, stats: ToolLoopStats, choice: str) -> None:
+        self._log(
+            logging.WARNING,
+            "mcp_tool_choice_not_offered",
+            "Turn %s: [tool.zorkgpt.mcp] tool_choice names %s, which is not offered this turn; "
+            "the model chooses (auto)",
+            stats.turn,
+            choice,
+            turn=stats.turn,
+            tool_choice=choice,
+        )
+
     def forcing_final(self, stats: ToolLoopStats) -> None:
         self._log(
             logging.WARNING,

@@ -8,6 +8,16 @@ tools, for the final answer. Every tool_call id gets exactly one ``role: "tool"`
 the model's order, even a call that was skipped: providers reject a history where an
 assistant tool call has no matching result.
 
+While tools are offered the requests carry no ``response_format`` (a grammar that forces the
+answer's JSON would forbid the tool calls), so a model may answer in free text. A text answer
+its owner cannot read as an action (a small local model's, typically) is not played as a
+fallback: the loop asks once more, without tools, with the answer's structured output, which a
+grammar-capable server enforces.
+
+The first request of a turn sends ``[tool.zorkgpt.mcp] tool_choice``: "auto", "required" (some
+tool) or one tool named as ``server.tool``, sent as the OpenAI API defines it; later requests,
+and a critic's re-ask that goes on with the turn's tool calls, are "auto".
+
 What to ask and how to read the answer belong to the loop's owner, the agent:
 ``request_args`` builds each request (model, sampling, the answer's JSON schema) and
 ``read_answer`` turns the final reply into an ``AgentDecision``. The tools come as the turn's
@@ -108,15 +118,19 @@ class ToolLoop:
         *,
         request_args: RequestArgs,
         read_answer: ReadAnswer,
+        is_answer: Callable[[str], bool] = lambda content: True,
     ) -> None:
         """``request_args(messages, **overrides)``: the keyword arguments of one model call; the
         loop overrides ``tools``, ``tool_choice`` and, while tools are offered, ``response_format``.
-        ``read_answer(content, tool_calls)``: the decision in the final reply."""
+        ``read_answer(content, tool_calls)``: the decision in the final reply.
+        ``is_answer(content)``: whether a text reply holds an action ``read_answer`` can read;
+        one that does not is asked for again without tools (see the module docstring)."""
         self.client = client
         self.settings = settings
         self.events = events
         self.request_args = request_args
         self.read_answer = read_answer
+        self.is_answer = is_answer
 
     async def run(self, messages: list[dict[str, Any]], toolset: Toolset, turn: int) -> ToolLoopOutcome:
         """Ask, run the requested tools, repeat until the model answers, the cap or the budget.
@@ -126,7 +140,8 @@ class ToolLoop:
         stats = ToolLoopStats(turn=turn, deadline=time.monotonic() + self.settings.turn_timeout_seconds)
         max_iterations = self.settings.max_tool_iterations
         self.events.started(stats, max_iterations)
-        args = self.request_args(messages, response_format=None, tools=toolset.schemas, tool_choice="auto")
+        first_choice = self._first_choice(toolset, messages, stats)
+        args = self.request_args(messages, response_format=None, tools=toolset.schemas, tool_choice=first_choice)
         response: LLMResponse | None = None
         while stats.iterations < max_iterations and args["tools"]:
             if stats.remaining() <= 0:
@@ -135,9 +150,12 @@ class ToolLoop:
             stats.iterations += 1
             self.events.iteration(stats, max_iterations)
             response = self.client.complete(**args)
+            args["tool_choice"] = "auto"  # only the turn's first request is forced
             if not response.tool_calls:
                 if not response.content:
                     self.events.no_answer(stats, response.finish_reason)
+                elif not self.is_answer(response.content):
+                    self.events.unreadable_answer(stats, response.content)
                 break
             messages.append(
                 {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
@@ -149,7 +167,8 @@ class ToolLoop:
                 args["tool_choice"] = "auto" if toolset.schemas else None
             if stats.budget_exhausted:
                 break
-        if response is None or not response.content or response.tool_calls or stats.budget_exhausted:
+        answered = response is not None and bool(response.content) and self.is_answer(response.content)
+        if not answered or response is None or response.tool_calls or stats.budget_exhausted:
             self.events.forcing_final(stats)
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
@@ -157,6 +176,21 @@ class ToolLoop:
         decision = self.read_answer(response.content, tuple(stats.calls))
         self.events.finished(stats, decision)
         return ToolLoopOutcome(decision, stats.iterations, stats.forced_final, stats.budget_exhausted)
+
+    def _first_choice(
+        self, toolset: Toolset, messages: list[dict[str, Any]], stats: ToolLoopStats
+    ) -> str | dict[str, Any]:
+        """The ``tool_choice`` of the loop's first request (see the module docstring)."""
+        choice = self.settings.tool_choice
+        if choice == "auto" or any(message.get("role") == "tool" for message in messages):
+            return "auto"  # a re-ask going on with this turn's tool calls is not forced again
+        if choice == "required":
+            return "required"
+        wire = toolset.tool(choice).wire_name
+        if wire not in {schema["function"]["name"] for schema in toolset.schemas}:
+            self.events.choice_not_offered(stats, choice)
+            return "auto"
+        return {"type": "function", "function": {"name": wire}}
 
     def _budget_exhausted(self, stats: ToolLoopStats) -> None:
         if not stats.budget_exhausted:
