@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.sweeper import marked_processes
+from managers.mcp.processes import marked_processes
 from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
@@ -74,7 +74,7 @@ def status_of(stdout: str, name: str) -> str:
 
 def assert_nothing_left(env: dict[str, str]) -> None:
     """Every process the check started (the servers, what they started, the sweeper) is gone."""
-    assert marked_processes(f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()) == []
+    assert marked_processes("CHECK_TEST_TAG", env["CHECK_TEST_TAG"]) == []
 
 
 def assert_no_secret(result: subprocess.CompletedProcess[str], *secrets: str) -> None:
@@ -296,9 +296,10 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
         text=True,
     )
     try:
-        tag = f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()
+        tag = env["CHECK_TEST_TAG"]
         while not any(
-            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in marked_processes(tag)
+            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            for pid in marked_processes("CHECK_TEST_TAG", tag)
         ):
             assert check.poll() is None, check.communicate()
         check.send_signal(signal.SIGINT)
