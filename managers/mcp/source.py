@@ -49,7 +49,7 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +82,7 @@ from managers.mcp.results import assume_complete
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
-from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
 from shared_utils import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
@@ -877,23 +877,6 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
     for tool in tools:
         unique.setdefault(tool.name, tool)
     return list(unique.values())
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The real error inside anyio's exception groups (cancellations last)."""
-    leaves = list(_leaves(exc))
-    for leaf in leaves:
-        if not isinstance(leaf, asyncio.CancelledError):
-            return leaf
-    return leaves[0] if leaves else exc
 
 
 def _stray_line(error: ValidationError) -> str:
