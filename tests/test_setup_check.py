@@ -9,7 +9,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -21,7 +20,7 @@ from managers.mcp.processes import marked_processes
 from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
-from tests.mcp_test_servers.helpers import HTTPServer
+from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.scripted_llm import ScriptedLLMServer
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
@@ -96,12 +95,6 @@ def check_here(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], config: Pat
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return check_setup(str(config))
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- the shipped config ---------------------------------------------------------------------------
@@ -317,7 +310,7 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
 
 
 def test_unreachable_endpoint_fails_the_check(game_file: Path, tmp_path: Path) -> None:
-    port = closed_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     config = write_setup(tmp_path, MODELS_TOML, None)
     env = check_env(url, game_file, tmp_path)
