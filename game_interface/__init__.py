@@ -1,4 +1,12 @@
-"""Zork I through Jericho: the game engine interface and story-file resolution."""
+"""Zork I through Jericho: commands in, text and engine facts out.
+
+- ``story_data``: static facts read from the story file (object names, the words that name them);
+- ``commands``: where one command ends in a line, as Zork's parser finds it;
+- ``session_commands``: the game's own save/restore/quit commands, refused;
+- ``story_file``: finding, fetching and verifying the story file;
+- ``jericho_interface``: the engine itself;
+- ``fetch_story``: ``python -m game_interface.fetch_story``.
+"""
 
 from game_interface.jericho_interface import (
     DIRECTIONS,

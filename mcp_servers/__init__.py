@@ -1,1 +1,7 @@
-"""MCP servers that ship with ZorkGPT (run each with ``python -m mcp_servers.<name>``)."""
+"""MCP servers that ship with ZorkGPT (run each with ``python -m mcp_servers.<name>``).
+
+- ``host_check``: the Host and Origin names our HTTP servers answer to;
+- ``http_mode``: serving a server over streamable HTTP or SSE;
+- ``thoughtbox_server``: one ``think`` tool for step-by-step reasoning;
+- ``zork_server``: Zork I as an MCP server.
+"""

@@ -1,1 +1,12 @@
-"""The synchronous turn loop that ties the game, the agent and the managers together."""
+"""Playing episodes and reporting on them: the layer between ``main.py`` and the agent and managers.
+
+- ``turn_figures``: one played turn's figures for whoever watches;
+- ``context_builder``: the agent's per-turn user message;
+- ``zork_orchestrator_v2``: the episode runner, one synchronous turn at a time;
+- ``episode_records``: an episode's figures from what it wrote;
+- ``run_report``: the run folder, its report and ``compare``;
+- ``terminal_status``: the live status at the bottom of a terminal;
+- ``parallel``: ``--parallel K``, one ``main.py`` process per episode;
+- ``setup_check``: ``main.py --check``;
+- ``embedded_model``: the bundled model that plays when no key and no endpoint are set.
+"""

@@ -35,10 +35,10 @@ from chat_api.payload import request_headers
 from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
 from managers.mcp.config import MCPConfig, ServerConfig, run_redactor, safe_url
 from managers.mcp.oauth import login_command, needs_login, set_login_command
-from managers.mcp.source import ServerStartupTimeoutError, SourceSettings, make_source, root_cause
+from managers.mcp.source import ServerStartupTimeoutError, SourceSettings, make_source
 from managers.mcp.sweeper import Sweeper
 from managers.mcp.toolbox import SLOW_START_SHARE
-from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError
+from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
 from session.redaction import Redactor

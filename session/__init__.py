@@ -1,1 +1,12 @@
-"""Per-run configuration and per-episode state shared by the orchestrator and managers."""
+"""What a run is set up with and what an episode has so far, shared by the layers above:
+
+- ``errors``: every error ZorkGPT raises on purpose, and what the program does with each;
+- ``providers``: what ZorkGPT knows of the OpenAI-compatible servers people use;
+- ``game_configuration``: the ``[tool.zorkgpt.*]`` settings, their env overrides and ``.env``;
+- ``objective_spec``: how an objective says it is done;
+- ``game_state``: the episode's state, owned by the orchestrator;
+- ``episode_folder``: every file name of an episode folder, and the one reader of its events;
+- ``redaction``: the run's secrets, taken out of text before it is written anywhere;
+- ``episode_log``: the JSONL and human logs;
+- ``stop_signals``: Ctrl-C and SIGTERM.
+"""

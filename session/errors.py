@@ -42,6 +42,7 @@ end-of-episode files (one failing must not lose the others'), and the JSON log h
 
 from __future__ import annotations
 
+import asyncio
 from enum import Enum
 from typing import ClassVar
 
@@ -280,3 +281,19 @@ def exit_code_for(error: ZorkGPTError) -> int:
 def end_reason_for(error: ZorkGPTError) -> str:
     """The episode's ``end_reason`` for an error that ended it: ``<kind>: <message>``."""
     return f"{error.kind}: {error}"
+
+
+def leaf_errors(error: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, in order; a plain error is its own leaf.
+
+    anyio's task groups wrap what really failed (a refused connection, an auth error) in groups,
+    often beside the cancellations it caused; whoever reports a failure wants the leaves."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaf_errors(inner)]
+    return [error]
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The real error inside exception groups: the first leaf that is not a cancellation."""
+    leaves = leaf_errors(error)
+    return next((leaf for leaf in leaves if not isinstance(leaf, asyncio.CancelledError)), leaves[0])

@@ -353,35 +353,6 @@ class GameConfiguration(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd)
     api_key: str | None = Field(default=None, repr=False, exclude=True)
 
-    # Older callers address MCP settings as flat attributes; keep those names readable.
-    @property
-    def mcp_enabled(self) -> bool:
-        return self.mcp.enabled
-
-    @property
-    def mcp_config_file(self) -> str:
-        return self.mcp.config_file
-
-    @property
-    def mcp_max_tool_iterations(self) -> int:
-        return self.mcp.max_tool_iterations
-
-    @property
-    def mcp_tool_call_timeout_seconds(self) -> float:
-        return self.mcp.tool_call_timeout_seconds
-
-    @property
-    def mcp_server_startup_timeout_seconds(self) -> float:
-        return self.mcp.server_startup_timeout_seconds
-
-    @property
-    def mcp_force_tool_support(self) -> bool:
-        return self.mcp.force_tool_support
-
-    @property
-    def agent_model(self) -> str:
-        return self.llm.agent_model
-
     def resolve_path(self, value: str | os.PathLike[str]) -> Path:
         """A configured path: absolute as given, relative against ``base_dir``."""
         path = Path(value).expanduser()

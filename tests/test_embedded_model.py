@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from managers.mcp.processes import marked_processes
 from orchestration import embedded_model
 from orchestration.embedded_model import (
     EMBEDDED_MODEL,
@@ -31,7 +32,6 @@ from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
-from tests.test_main_providers import processes_with
 
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3
@@ -148,7 +148,7 @@ def _embedded_env(tmp_path: Path, game_file: Path, marker: str) -> dict[str, str
 
 def _llama_servers(marker: str) -> list[int]:
     servers = []
-    for pid in processes_with(marker):
+    for pid in marked_processes("EMBEDDED_TEST_MARKER", marker):
         try:
             if b"llama_cpp.server" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 servers.append(pid)

@@ -52,7 +52,7 @@ request_timeout = 15
 """,
     )
     config = GameConfiguration.from_toml(path, environ={})
-    assert config.agent_model == "openai/gpt-4o"
+    assert config.llm.agent_model == "openai/gpt-4o"
     assert config.base_url_for("critic") == "http://localhost:8000/v1"
     assert config.base_url_for("agent") == config.llm.base_url
     assert config.sampling_for("agent").temperature == 0.4
@@ -112,7 +112,7 @@ def test_env_overrides_toml(tmp_path: Path) -> None:
     assert config.mcp.enabled is True
     assert config.mcp.max_tool_iterations == 9
     assert config.mcp.tool_choice == "thoughtbox.think"
-    assert config.agent_model == "m/x"
+    assert config.llm.agent_model == "m/x"
 
 
 def _env_text(value: object) -> str:
@@ -245,8 +245,6 @@ def test_property_45_configuration_defaults(values: dict) -> None:
     config = GameConfiguration.from_mapping({"mcp": values}, environ={})
     for key, default in defaults.items():
         assert getattr(config.mcp, key) == values.get(key, default)
-    assert config.mcp_max_tool_iterations == config.mcp.max_tool_iterations
-    assert config.mcp_force_tool_support == config.mcp.force_tool_support
 
 
 def test_dotenv_file_supplies_key_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,7 +258,7 @@ def test_dotenv_file_supplies_key_and_overrides(tmp_path: Path, monkeypatch: pyt
     config = GameConfiguration.from_toml(write_toml(tmp_path, ""))
     assert config.api_key == "sk-or-from-dotenv-123"
     assert config.mcp.enabled is True
-    assert config.agent_model == "from/real-env"  # the real environment wins over .env
+    assert config.llm.agent_model == "from/real-env"  # the real environment wins over .env
 
 
 @pytest.mark.parametrize("body", ['[tool.zorkgpt]\nllm = "x"\n', "[tool.zorkgpt]\nmcp = 5\n"])

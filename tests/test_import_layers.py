@@ -76,6 +76,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.episode_counts",
         "managers.episode_synthesizer",
         "managers.mcp.config",
+        "managers.mcp.processes",
         "managers.mcp.sweeper",
         "managers.mcp.runtime",
         "managers.mcp.server_requests",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from session.errors import (
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from shared_utils import get_langfuse_client
+from tests.mcp_test_servers.helpers import free_port
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     TOOL_DIALECTS,
@@ -338,9 +338,7 @@ def test_timeout_retried(
 
 
 def test_connection_error_retried_then_exhausted() -> None:
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens on it
     client = LLMClient(make_config(max_retries=2), base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY)
     delays: list[float] = []
     client.sleep = delays.append

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from tests.main_support import (
     run_main,
     scripted_env,
 )
+from tests.mcp_test_servers.helpers import free_port
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -285,10 +285,7 @@ def test_unusable_config_values_exit_2_at_start_naming_the_key(
 
 def _closed_port_url() -> str:
     """A local URL where nothing listens: connection refused, as for a provider that is down."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+    return f"http://127.0.0.1:{free_port()}/v1"
 
 
 @pytest.mark.parametrize(

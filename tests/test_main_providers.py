@@ -9,13 +9,13 @@ and one that writes its tool calls in the dialects local servers use.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from managers.mcp.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
@@ -193,17 +193,8 @@ def test_every_tool_call_dialect_plays_a_whole_game_with_mcp_on(
 
 
 def processes_with(marker: str) -> list[int]:
-    """Live processes whose environment carries ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return [pid for pid in found if pid != os.getpid()]
+    """Live processes carrying ``LEAK_MARKER=marker`` (the tests' servers and what they start)."""
+    return marked_processes("LEAK_MARKER", marker)
 
 
 # -- local servers need no key; an empty reply is an answer -------------------------------------

@@ -33,7 +33,6 @@ import logging
 import os
 import re
 import shlex
-import socket
 import sys
 import tempfile
 import threading
@@ -48,6 +47,7 @@ import pytest  # noqa: E402
 
 import tests.mcp_conformance_client as driver  # noqa: E402
 from tests.conformance_support import Conformance, Verdict, conformance_suite  # noqa: E402
+from tests.mcp_test_servers.helpers import free_port  # noqa: E402
 
 # The auth scenarios each revision requires of a client (held to the suite's lists below).
 REQUIRED_2025 = (
@@ -168,12 +168,6 @@ def test_unsupported_extensions_still_fail(suite: Conformance, scenario: str) ->
 # -- the client the suite runs ---------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def oauth_entry(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
     """The entry's ``oauth`` a user of this server would write, from what the scenario gives."""
     client_id = context.get("client_id")
@@ -186,7 +180,7 @@ def oauth_entry(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
         }
     if scenario == "auth/client-credentials-basic":
         return {"grant": "client_credentials", "clientId": client_id, "clientSecret": context["client_secret"]}
-    entry: dict[str, Any] = {"callbackPort": _free_port()}
+    entry: dict[str, Any] = {"callbackPort": free_port()}
     if client_id:
         entry.update(clientId=client_id, clientSecret=context.get("client_secret"))
     else:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.source import processes_with_marker
-from managers.mcp.sweeper import OWNER_ENV_VAR, sweep
+from managers.mcp.processes import marked_processes, sweep
+from managers.mcp.sweeper import OWNER_ENV_VAR
 from tests.e2e_support import walkthrough
 from tests.mcp_test_servers.helpers import misbehaving_entry
 from tests.scripted_llm import ScriptedLLMServer
@@ -30,7 +30,7 @@ TEST_MARKER = "SWEEPER_TEST_MARKER"
 
 
 def processes_with(marker: str) -> list[int]:
-    return processes_with_marker(TEST_MARKER, marker)
+    return marked_processes(TEST_MARKER, marker)
 
 
 def wait_until_none(marker: str, seconds: float = 60.0) -> list[int]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import uuid
@@ -30,6 +29,7 @@ from tests.mcp_test_servers.helpers import (
     async_hygiene,
     capture_logger,
     child_pids,
+    free_port,
     make_config,
     wait_gone,
     write_mcp_config,
@@ -92,12 +92,6 @@ def npx() -> str:
             tail = "" if fetched is None else "\n".join(fetched.stderr.strip().splitlines()[-3:])
             pytest.skip(f"npx could not fetch {package} within {FETCH_TIMEOUT_SECONDS}s: {tail}")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from managers.mcp.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, clean_env
 from tests.mcp_test_servers.helpers import free_port
 from tests.test_local_model import _local_group_missing
-from tests.test_main_providers import processes_with
 
 # Beside the local-model tests: one llama.cpp server at a time on the machine's cores.
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
@@ -79,10 +79,10 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
     try:
         shell.wait(timeout=RECIPE_SECONDS)
         elapsed = time.monotonic() - started
-        survivors = processes_with(marker)
+        survivors = marked_processes("README_RECIPE_TEST", marker)
     finally:
         # A failed run must not leave the server behind for the next test either.
-        for pid in processes_with(marker):
+        for pid in marked_processes("README_RECIPE_TEST", marker):
             os.kill(pid, signal.SIGKILL)
         if shell.poll() is None:
             os.killpg(shell.pid, signal.SIGKILL)

@@ -9,7 +9,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -17,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.sweeper import marked_processes
+from managers.mcp.processes import marked_processes
 from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
-from tests.mcp_test_servers.helpers import HTTPServer
+from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.scripted_llm import ScriptedLLMServer
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
@@ -75,7 +74,7 @@ def status_of(stdout: str, name: str) -> str:
 
 def assert_nothing_left(env: dict[str, str]) -> None:
     """Every process the check started (the servers, what they started, the sweeper) is gone."""
-    assert marked_processes(f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()) == []
+    assert marked_processes("CHECK_TEST_TAG", env["CHECK_TEST_TAG"]) == []
 
 
 def assert_no_secret(result: subprocess.CompletedProcess[str], *secrets: str) -> None:
@@ -97,12 +96,6 @@ def check_here(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], config: Pat
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return check_setup(str(config))
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- the shipped config ---------------------------------------------------------------------------
@@ -318,9 +311,10 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
         text=True,
     )
     try:
-        tag = f"CHECK_TEST_TAG={env['CHECK_TEST_TAG']}".encode()
+        tag = env["CHECK_TEST_TAG"]
         while not any(
-            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in marked_processes(tag)
+            b"misbehaving_server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            for pid in marked_processes("CHECK_TEST_TAG", tag)
         ):
             assert check.poll() is None, check.communicate()
         check.send_signal(signal.SIGINT)
@@ -338,7 +332,7 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
 
 
 def test_unreachable_endpoint_fails_the_check(game_file: Path, tmp_path: Path) -> None:
-    port = closed_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     config = write_setup(tmp_path, MODELS_TOML, None)
     env = check_env(url, game_file, tmp_path)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from managers.mcp.source import processes_with_marker
+from managers.mcp.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
@@ -47,7 +47,7 @@ def mcp_env(tmp_path: Path, marker: str) -> dict[str, str]:
 
 def processes_with(marker: str) -> list[int]:
     """Live processes carrying this test's marker in their environment."""
-    return processes_with_marker("ZORKGPT_TEST_MARKER", marker)
+    return marked_processes("ZORKGPT_TEST_MARKER", marker)
 
 
 def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:

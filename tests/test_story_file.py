@@ -7,7 +7,6 @@ import functools
 import http.server
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ import pytest
 from game_interface import CANONICAL_MD5, StoryFileError, resolve_story_file
 from game_interface.story_file import default_cache_dir, file_md5
 from tests.main_support import REPO
+from tests.mcp_test_servers.helpers import free_port
 
 
 @pytest.fixture
@@ -59,12 +59,6 @@ def http_root(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_configured_path_wins(story_copy: Path, tmp_path: Path, altered_story: Path) -> None:
@@ -127,7 +121,7 @@ def test_download_fills_the_cache_then_the_cache_is_used(
     assert file_md5(found) == CANONICAL_MD5
     assert [p.name for p in cache.iterdir()] == ["zork1.z5"]  # no temp files left behind
     # Offline from now on: the cached copy is enough.
-    offline = f"http://127.0.0.1:{_closed_port()}/zork1.z5"
+    offline = f"http://127.0.0.1:{free_port()}/zork1.z5"
     assert resolve_story_file(None, environ={}, cache_dir=cache, download_url=offline) == found
 
 
@@ -143,7 +137,7 @@ def test_download_with_wrong_md5_is_not_saved(http_root: tuple[Path, str], alter
 def test_download_failure_says_where_to_put_the_file(http_root: tuple[Path, str], tmp_path: Path) -> None:
     _, base_url = http_root
     cache = tmp_path / "cache"
-    for url in (f"{base_url}/missing.z5", f"http://127.0.0.1:{_closed_port()}/zork1.z5"):
+    for url in (f"{base_url}/missing.z5", f"http://127.0.0.1:{free_port()}/zork1.z5"):
         with pytest.raises(StoryFileError) as info:
             resolve_story_file(None, environ={}, cache_dir=cache, download_url=url)
         message = str(info.value)

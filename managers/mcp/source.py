@@ -44,13 +44,12 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
 import signal
 import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,17 +77,16 @@ from pydantic import ValidationError
 from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
 from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
 from managers.mcp.oauth import episode_auth
+from managers.mcp.processes import end_process_group, marked_processes, signal_group
 from managers.mcp.results import assume_complete
 from managers.mcp.server_requests import ServerRequestAnswers
 from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
 from managers.mcp.sweeper import OWNER_ENV_VAR
-from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
 from shared_utils import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000
-_GROUP_GRACE_SECONDS = 2.0
-_GROUP_POLL_SECONDS = 0.02
 _INSTALL_HINTS = {
     "npx": "Install Node.js 22 or newer (https://nodejs.org), which provides npx, and make sure it is on PATH.",
     "node": "Install Node.js 22 or newer (https://nodejs.org) and make sure it is on PATH.",
@@ -722,14 +720,14 @@ class StdioSource(ToolSource):
         # A server that never finished its handshake has nothing to lose: it does not get the
         # SDK's grace period for a clean exit (seconds, for a server still importing).
         if self.pid is not None:
-            _signal_group(self.pid, signal.SIGTERM)
+            signal_group(self.pid, signal.SIGTERM)
 
     async def _after_close(self) -> None:
         if self.pid is not None:
             await end_process_group(self.pid)
         # Anything the server started that left its group (or a group we never learned) still
         # carries the server's marker in its environment.
-        for pid in processes_with_marker(MARKER_ENV_VAR, self._marker):
+        for pid in marked_processes(MARKER_ENV_VAR, self._marker):
             await end_process_group(pid, group=False)
         if self._stray_lines:
             self.settings.logger.debug(
@@ -909,74 +907,6 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
     for tool in tools:
         unique.setdefault(tool.name, tool)
     return list(unique.values())
-
-
-def processes_with_marker(variable: str, marker: str) -> list[int]:
-    """Every live process whose environment has ``variable=marker``: a server and whatever it started."""
-    needle = f"{variable}={marker}".encode()
-    return [int(pid) for pid in _all_pids() if _has_marker(pid, needle)]
-
-
-def _all_pids() -> list[str]:
-    try:
-        return [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-    except OSError:
-        return []
-
-
-def _has_marker(pid: str, needle: bytes) -> bool:
-    try:
-        return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:  # gone, or not ours to read
-        return False
-
-
-async def end_process_group(pgid: int, group: bool = True) -> None:
-    """SIGTERM every process left in group ``pgid``, then SIGKILL what is still there after a grace period
-    (``group=False``: the one process ``pgid``).
-
-    The server was started as the leader of a new group (pgid == its pid); a group id cannot be
-    reused while any member lives, so this reaches only what the server left behind.
-    """
-    if not _signal_group(pgid, signal.SIGTERM, group):
-        return
-    deadline = time.monotonic() + _GROUP_GRACE_SECONDS
-    while time.monotonic() < deadline:
-        await asyncio.sleep(_GROUP_POLL_SECONDS)
-        if not _signal_group(pgid, 0, group):
-            return
-    _signal_group(pgid, signal.SIGKILL, group)
-
-
-def _signal_group(pgid: int, signum: int, group: bool = True) -> bool:
-    """Send ``signum`` to the group (or the one process); False once nothing is left to signal."""
-    try:
-        if group:
-            os.killpg(pgid, signum)
-        else:
-            os.kill(pgid, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a member we may not signal: not ours to end
-        return False
-    return True
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The real error inside anyio's exception groups (cancellations last)."""
-    leaves = list(_leaves(exc))
-    for leaf in leaves:
-        if not isinstance(leaf, asyncio.CancelledError):
-            return leaf
-    return leaves[0] if leaves else exc
 
 
 def _stray_line(error: ValidationError) -> str:

@@ -5,8 +5,8 @@ outright (SIGKILL, the OOM killer) closes nothing: its servers see their stdin c
 usually exit, but what they started themselves (helpers in their group, or ones that left it)
 runs on with nobody left to end it.
 
-So while MCP sessions run, a small watcher process runs beside ZorkGPT: this file, started
-with the interpreter's isolated mode so it imports nothing of ours or the SDK's. It holds the
+So while MCP sessions run, a small watcher process runs beside ZorkGPT: ``processes.py`` run as a
+script, with the interpreter's isolated mode so it imports nothing of ours or the SDK's. It holds the
 read end of a pipe whose only write end ZorkGPT holds, and does nothing until that pipe
 reports end-of-file, which the kernel does as soon as ZorkGPT is gone, however it went (or
 when ``close()`` closes it on purpose, saying so first). Then it ends every process whose
@@ -30,20 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from managers.mcp import processes
+
 OWNER_ENV_VAR = "ZORKGPT_MCP_OWNER"
-GRACE_SECONDS = 2.0  # after SIGTERM, before SIGKILL
-GIVE_UP_SECONDS = 10.0  # a process that survives SIGKILL this long is stuck in the kernel
-# After ZorkGPT died: how long scans must find nothing before the watcher is done, so a server
-# ZorkGPT was starting at that moment (forked, not yet running with its marker) is caught too.
-SETTLE_SECONDS = 0.5
-_POLL_SECONDS = 0.05
-_CLOSING = b"closing\n"  # what close() writes before closing the pipe: nothing died
 _STOP_WAIT_SECONDS = 30.0
 
 
@@ -68,7 +61,7 @@ class Sweeper:
             return
         env = {key: value for key, value in os.environ.items() if key != OWNER_ENV_VAR}
         self._process = subprocess.Popen(
-            [sys.executable, "-I", __file__, OWNER_ENV_VAR, self.owner],
+            [sys.executable, "-I", processes.__file__, OWNER_ENV_VAR, self.owner],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             env=env,
@@ -83,7 +76,7 @@ class Sweeper:
         assert process.stdin is not None
         # A watcher already gone makes these fail; wait() below says so.
         with contextlib.suppress(BrokenPipeError):
-            process.stdin.write(_CLOSING)
+            process.stdin.write(processes.CLOSING)
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()  # the pipe closes even when the flush fails
         try:
@@ -91,77 +84,3 @@ class Sweeper:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def marked_processes(needle: bytes) -> list[int]:
-    """Live processes (not this one) whose environment holds ``needle`` (``VAR=value``)."""
-    own = os.getpid()
-    found: list[int] = []
-    try:
-        entries = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-    except OSError:
-        return found
-    for name in entries:
-        if int(name) == own:
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:  # gone, or not ours to read
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(name))
-    return found
-
-
-def sweep(variable: str, owner: str, settle: float = 0.0) -> int:
-    """End every process marked ``variable=owner`` (and the groups they lead); how many were found.
-
-    Done once scans have found nothing for ``settle`` seconds.
-    """
-    needle = f"{variable}={owner}".encode()
-    ended: set[int] = set()
-    started = last_found = time.monotonic()
-    while time.monotonic() - started < GIVE_UP_SECONDS:
-        marked = marked_processes(needle)
-        if not marked:
-            if time.monotonic() - last_found >= settle:
-                break
-            time.sleep(_POLL_SECONDS)
-            continue
-        last_found = time.monotonic()
-        signum = signal.SIGTERM if time.monotonic() - started < GRACE_SECONDS else signal.SIGKILL
-        for pid in marked:
-            if pid not in ended or signum == signal.SIGKILL:
-                _signal(pid, signum)
-            ended.add(pid)
-        time.sleep(_POLL_SECONDS)
-    return len(ended)
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        if os.getpgid(pid) == pid:  # a group leader (a server): its whole group
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):  # gone meanwhile, or not ours to end
-        pass
-
-
-def main(argv: list[str]) -> int:
-    variable, owner = argv
-    # Only end-of-file counts: the owner's whole group may get a Ctrl-C or hang-up meant for it.
-    for signum in (signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_IGN)
-    received = b""
-    while chunk := sys.stdin.buffer.read(65536):
-        received += chunk
-    # Closed by close(): every session has ended, one scan is enough. Else ZorkGPT died.
-    count = sweep(variable, owner, settle=0.0 if received.endswith(_CLOSING) else SETTLE_SECONDS)
-    if count:
-        sys.stderr.write(f"ZorkGPT: ended {count} MCP server process(es) left running when ZorkGPT stopped.\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

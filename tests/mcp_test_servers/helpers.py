@@ -426,12 +426,12 @@ class ManagerTurns:
         sweeper watching over them (the check after close covers it), nor any other child this
         test process happens to start while a turn opens (under load, counting every new child
         now and then took such a process for a second server of the turn)."""
-        from managers.mcp.source import processes_with_marker
+        from managers.mcp.processes import marked_processes
         from managers.mcp.sweeper import OWNER_ENV_VAR
 
         owner = self.manager.settings.owner
         assert owner is not None
-        return set(processes_with_marker(OWNER_ENV_VAR, owner))
+        return set(marked_processes(OWNER_ENV_VAR, owner))
 
     def end_turn(self) -> None:
         held, self._held = self._held, None
