@@ -82,7 +82,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from managers.mcp.config import MCPConfig, ServerConfig, safe_url
 from managers.mcp.results import assume_complete
-from session.errors import MCPAuthError, MCPConfigError
+from session.errors import MCPAuthError, MCPConfigError, leaf_errors
 from session.redaction import Redactor
 from shared_utils import atomic_write_text, cap_text
 
@@ -1217,14 +1217,8 @@ def run_login(
     return result
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
-
-
 def _login_failure(server: ServerConfig, error: BaseException, redact: Redactor) -> MCPAuthError:
-    leaves = _leaves(error)
+    leaves = leaf_errors(error)
     for leaf in leaves:
         if isinstance(leaf, MCPAuthError):
             return MCPAuthError(redact(str(leaf)), leaf.server_name)
