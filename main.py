@@ -22,15 +22,16 @@ from session.game_configuration import (
     game_seed_argument,
 )
 from session.stop_signals import StopSignals, UserAbort, wait_for_stop
-from shared_utils import add_version_argument, escape_control_chars, project_version
+from shared_utils.text import escape_control_chars
+from shared_utils.version import add_version_argument, project_version
 from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
     from chat_api.structured import StructuredOutputMemory
+    from orchestration.episode_runner import EpisodeRunner
     from orchestration.run_report import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
-    from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
     from session.episode_log import ConsoleOptions
     from session.game_state import GameState
     from session.redaction import Redactor
@@ -295,8 +296,8 @@ def check(args: argparse.Namespace) -> int:
 
 def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
     """``--mcp-login NAME``: the OAuth login of one remote MCP server, then exit (no game, no API key)."""
-    from managers.mcp.config import MCPConfig, run_redactor
-    from managers.mcp.oauth import run_login, set_login_command
+    from mcp_client.config import MCPConfig, run_redactor
+    from mcp_client.oauth import run_login, set_login_command
     from session.game_configuration import process_environ
 
     set_login_command(args.config)
@@ -312,13 +313,13 @@ def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
 def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int | None:
     """Exit 2 (naming the command to run) when a remote MCP server's entry has "oauth" and nobody
     logged in to it; None to play on. A config that does not load is the episode's to report."""
-    from managers.mcp.oauth import set_login_command
+    from mcp_client.oauth import set_login_command
 
     set_login_command(args.config)
     if not config.mcp.enabled:
         return None
-    from managers.mcp.config import MCPConfig
-    from managers.mcp.oauth import check_logins
+    from mcp_client.config import MCPConfig
+    from mcp_client.oauth import check_logins
     from session.game_configuration import process_environ
 
     try:
@@ -334,7 +335,7 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from managers.mcp.config import run_redactor
+    from mcp_client.config import run_redactor
     from orchestration.run_report import EpisodeStatus, report_run
 
     # The run's secrets, gathered once: every episode's logs and files and the run report use it.
@@ -423,7 +424,7 @@ def play_in_turn(
     an episode counts as crashed from its start until it ends otherwise, so one whose exception
     leaves here is in it."""
     from chat_api.structured import StructuredOutputMemory
-    from orchestration.zork_orchestrator_v2 import configure_root_logging
+    from orchestration.episode_runner import configure_root_logging
 
     configure_root_logging(handler=status.log_handler() if status else None)
     # What each endpoint accepts for structured output, learnt once for the whole run.
@@ -452,11 +453,11 @@ def play_one(
 ) -> int | None:
     """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
     must stop here, None when the next episode may follow."""
+    from orchestration.episode_runner import EpisodeRunner
     from orchestration.run_report import EpisodeEnd, EpisodeStatus
-    from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
 
     try:
-        orchestrator = ZorkOrchestratorV2(
+        orchestrator = EpisodeRunner(
             max_turns_per_episode=args.max_turns,
             config=config,
             game_file=Path(args.game_file).resolve() if args.game_file else None,
@@ -504,7 +505,7 @@ def play_one(
 
 
 def stopped_by_write_failures(
-    orchestrator: ZorkOrchestratorV2, state: GameState, config: GameConfiguration, ends: list[EpisodeEnd], label: str
+    orchestrator: EpisodeRunner, state: GameState, config: GameConfiguration, ends: list[EpisodeEnd], label: str
 ) -> int | None:
     """A full or read-only disk: the episode stopped after the turn that met it (what was written
     is whole), and the next episode would meet it too: the run's exit code, else None."""

@@ -3,7 +3,7 @@
 ``get_action_with_reasoning`` is the public, synchronous API. Without tools it makes one LLM
 call (JSON-schema response format). With the turn's tools (a ``Toolset`` the episode runner
 opened for the turn and closes after it) it is the single ``asyncio.run`` boundary of the
-agent call: the tool-calling loop (``managers.mcp.tool_loop``) runs in it within the turn
+agent call: the tool-calling loop (``tool_loop.loop``) runs in it within the turn
 budget (``turn_timeout_seconds``); the MCP manager's own background loop owns the sessions, so
 the blocking model call here never holds up a server. The critic's re-asks of the same turn go
 on with the turn's conversation and the same tools. The agent owns what the loop asks (model,
@@ -25,26 +25,20 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from chat_api.models import tools_not_supported
 from llm_client import LLMClient
-from managers.mcp.tool_events import ToolLoopEvents
-from managers.mcp.tool_loop import ToolLoop, json_type
-from managers.mcp.toolset import Toolset
+from mcp_client.toolset import Toolset
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
-from shared_utils import (
-    MAX_JSON_DEPTH,
-    cap_text,
-    create_json_schema,
-    extract_json_object,
-    read_cut_json_object,
-    shorten,
-    traced_observation,
-)
+from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
+from shared_utils.text import cap_text, shorten
+from shared_utils.tracing import traced_observation
+from tool_loop.events import ToolLoopEvents
+from tool_loop.loop import ToolLoop, json_type
 
 if TYPE_CHECKING:
-    from managers.mcp.toolset import ServerPrompt
+    from mcp_client.toolset import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.

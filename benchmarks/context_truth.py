@@ -1,6 +1,6 @@
 """Context truth: is what the agent is told each turn true, complete and compact?
 
-Replays the Jericho walkthrough (396 moves, 350 points) through ``ZorkOrchestratorV2`` with
+Replays the Jericho walkthrough (396 moves, 350 points) through ``EpisodeRunner`` with
 every manager on and a scripted model on 127.0.0.1 (the agent plays the walkthrough; the
 memory, objective and knowledge models give real answers), then checks every agent prompt
 against the engine, replayed independently with raw Jericho calls:
@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle
 from game_interface import resolve_story_file
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
@@ -679,7 +679,7 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
                 knowledge={"enabled": True},
                 gameplay={"enable_critic": True},  # the critic's requests are checked too
             )
-            orchestrator = ZorkOrchestratorV2(
+            orchestrator = EpisodeRunner(
                 episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
             )
             compact = orchestrator.map.context_section

@@ -1,6 +1,6 @@
 """What the critic costs: LLM calls and prompt tokens per turn on the walkthrough, critic off and on.
 
-Plays the Jericho walkthrough (396 moves) through ``ZorkOrchestratorV2`` with every learning
+Plays the Jericho walkthrough (396 moves) through ``EpisodeRunner`` with every learning
 manager and the extractor's model on, answered over loopback HTTP by the test suite's scripted
 server (the critic model approves every proposal, so each turn plays the walkthrough's move),
 once per critic setting:
@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
@@ -103,7 +103,7 @@ def replay(game_file: Path, commands: list[str], gameplay: dict[str, Any]) -> Co
                 extractor={"llm_enabled": True},
                 gameplay=gameplay,
             )
-            orchestrator = ZorkOrchestratorV2(
+            orchestrator = EpisodeRunner(
                 episode_id="critic-cost", config=config, console=False, max_turns_per_episode=len(commands)
             )
             try:

@@ -1,6 +1,6 @@
 """Harness cost per turn: the whole orchestrator with an instant scripted LLM.
 
-Plays the Jericho walkthrough through ``ZorkOrchestratorV2`` with the product's default
+Plays the Jericho walkthrough through ``EpisodeRunner`` with the product's default
 managers (memory, objectives, knowledge, extractor LLM on; their requests answered instantly
 over loopback HTTP by the test suite's scripted server; ``--bare`` turns them off) and
 prints, excluding time spent inside LLM calls:
@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from tests.e2e_support import WalkthroughModel, e2e_config, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -70,7 +70,7 @@ def play_walkthrough(game_file: Path, commands: list[str], all_managers: bool, t
             )
             if trace_memory:
                 tracemalloc.start()
-            orchestrator = ZorkOrchestratorV2(
+            orchestrator = EpisodeRunner(
                 episode_id="bench", config=config, console=False, max_turns_per_episode=len(commands)
             )
             timer = TimedClient(orchestrator.client)

@@ -51,7 +51,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from llm_client import LLMClient  # noqa: E402
-from managers.mcp import MCPManager  # noqa: E402
+from managers.mcp_manager import MCPManager  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from tests.mcp_test_servers.helpers import http_server, thoughtbox_entry  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402

@@ -17,7 +17,8 @@ from typing import Any
 
 from chat_api.payload import text_of
 from chat_api.wire import FunctionCall, LLMResponse, ToolCall
-from shared_utils import fenced_blocks, loads_json, shorten
+from shared_utils.model_json import fenced_blocks, loads_json
+from shared_utils.text import shorten
 
 
 class RetryableReplyError(Exception):

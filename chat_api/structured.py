@@ -23,7 +23,8 @@ from chat_api.payload import text_of
 from chat_api.wire import LLMResponse
 from session.errors import LLMRequestError
 from session.providers import ProviderPreset, StructuredMode
-from shared_utils import loads_json, shorten
+from shared_utils.model_json import loads_json
+from shared_utils.text import shorten
 
 # A 400/422 whose message names one of these refused the structured-output form, not the request.
 _FORMAT_REFUSAL = re.compile(r"response_format|json_schema|json_object|structured.output|guided", re.IGNORECASE)

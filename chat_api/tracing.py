@@ -14,7 +14,7 @@ from typing import Any
 
 from chat_api.payload import SAMPLING_PARAMS
 from chat_api.wire import LLMResponse
-from shared_utils import traced_observation
+from shared_utils.tracing import traced_observation
 
 
 def traced_parameters(payload: Mapping[str, Any]) -> dict[str, Any]:

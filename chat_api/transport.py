@@ -19,7 +19,7 @@ from chat_api.retry import parse_retry_after
 from chat_api.structured import refuses_format
 from chat_api.wire import LLMResponse
 from session.errors import LLMInvalidRequestError, LLMRequestError
-from shared_utils import MAX_JSON_DEPTH, json_depth
+from shared_utils.model_json import MAX_JSON_DEPTH, json_depth
 
 STATUS_HINTS: dict[int, str] = {
     400: "The provider refused the request as invalid; see its message.",

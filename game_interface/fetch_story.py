@@ -12,7 +12,7 @@ import sys
 
 from game_interface.story_file import resolve_story_file
 from session.errors import StoryFileError
-from shared_utils import add_version_argument
+from shared_utils.version import add_version_argument
 
 
 def main(argv: list[str] | None = None) -> int:

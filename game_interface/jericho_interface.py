@@ -22,7 +22,7 @@ from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
 from session.errors import GameInterfaceError
 from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED, MIN_GAME_SEED
-from shared_utils import has_control_chars
+from shared_utils.text import has_control_chars
 
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from session.errors import StoryFileError
-from shared_utils import atomic_write_bytes
+from shared_utils.files import atomic_write_bytes
 
 CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
 STORY_FILE_NAME = "zork1.z5"

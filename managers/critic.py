@@ -32,11 +32,11 @@ from pydantic import BaseModel, Field
 from game_interface import GameInterfaceError, JerichoInterface
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
 from llm_client import LLMClient
-from managers.map_graph import normalize_direction
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
-from shared_utils import cap_text, whole_sentences
+from shared_utils.text import cap_text, whole_sentences
+from world.map_graph import normalize_direction
 
 # The critic model's justification goes into logs and back to the agent: a sentence or two, never megabytes.
 MAX_JUSTIFICATION_CHARS = 1_000

@@ -28,7 +28,8 @@ from managers.episode_counts import REJECTION_CAUSES, critic_counts, game_seed, 
 from session.episode_folder import EpisodeFolder, read_events
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import atomic_write_json, atomic_write_text, shorten
+from shared_utils.files import atomic_write_json, atomic_write_text
+from shared_utils.text import shorten
 
 RESPONSE_EXCERPT_CHARS = 160  # enough to say how a death happened, short enough for a one-line event
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from managers.base_manager import BaseManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import whole_sentences
+from shared_utils.text import whole_sentences
 
 KEEP_TURNS = 30
 HEAL_TURNS = 40

@@ -31,12 +31,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from managers.base_manager import ManagerFileError
-from managers.knowledge_file import KnowledgeDocument
 from managers.learning_file import LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import whole_sentences
+from shared_utils.text import whole_sentences
+from world.knowledge_file import KnowledgeDocument
 
 MAX_EVENTS_PER_UPDATE = 60
 # The agent's system prompt carries at most this much of the knowledge base (about 600 tokens):

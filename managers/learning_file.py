@@ -40,7 +40,7 @@ from session.errors import LearningFileError
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
-from shared_utils import atomic_write_text
+from shared_utils.files import atomic_write_text
 
 LOCK_TIMEOUT_SECONDS = 10.0
 # Far above what a long campaign writes (the walkthrough leaves a few kilobytes per file)

@@ -29,11 +29,11 @@ from typing import Any
 
 from managers.base_manager import BaseManager
 from managers.learning_file import LearningFile
-from managers.map_graph import MapGraph, normalize_direction
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
-from shared_utils import json_text
+from shared_utils.files import json_text
+from world.map_graph import MapGraph, normalize_direction
 
 MERMAID_FILE_NAME = "map.mmd"
 # Rooms the agent wants to reach, by the name to show and the room ids that count.

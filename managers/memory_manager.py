@@ -47,11 +47,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from managers.learning_file import LearningManager
-from managers.memory_file import THIS_GAME_MARK, Memory, MemoryFile, MemoryStatus, one_line, parse_memories
 from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils import shorten, whole_sentences
+from shared_utils.text import shorten, whole_sentences
+from world.memory_file import THIS_GAME_MARK, Memory, MemoryFile, MemoryStatus, one_line, parse_memories
 
 MAX_MEMORY_CHARS = 300
 RESPONSE_EXCERPT_CHARS = 600

@@ -66,7 +66,8 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
 from session.redaction import Redactor
-from shared_utils import json_text, shorten, whole_sentences
+from shared_utils.files import json_text
+from shared_utils.text import shorten, whole_sentences
 
 MAX_EPISODES_KEPT = 50
 RECENT_TURNS = 15

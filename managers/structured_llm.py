@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from llm_client import LLMClient
 from session.errors import LLMError
 from session.game_configuration import GameConfiguration
-from shared_utils import create_json_schema, extract_json_object
+from shared_utils.model_json import create_json_schema, extract_json_object
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -54,7 +54,8 @@ from typing import Annotated, Any, NotRequired, TextIO, TypedDict
 
 from pydantic import Field
 
-from shared_utils import add_version_argument, escape_control_chars, project_version, shorten
+from shared_utils.text import escape_control_chars, shorten
+from shared_utils.version import add_version_argument, project_version
 
 THINK_DESCRIPTION = """Record one step of structured, reflective reasoning before choosing a game action.
 

@@ -55,10 +55,11 @@ from game_interface import (
     StoryFileError,
     resolve_story_file,
 )
-from managers.map_graph import MapGraph, normalize_direction
 from mcp_servers import http_mode
 from session.game_configuration import DEFAULT_GAME_SEED, game_seed_argument
-from shared_utils import add_version_argument, has_control_chars, project_version, shorten
+from shared_utils.text import has_control_chars, shorten
+from shared_utils.version import add_version_argument, project_version
+from world.map_graph import MapGraph, normalize_direction
 
 logger = logging.getLogger("zorkgpt.zork_server")
 

@@ -2,7 +2,7 @@
 
 - ``turn_figures``: one played turn's figures for whoever watches;
 - ``context_builder``: the agent's per-turn user message;
-- ``zork_orchestrator_v2``: the episode runner, one synchronous turn at a time;
+- ``episode_runner``: the episode runner, one synchronous turn at a time;
 - ``episode_records``: an episode's figures from what it wrote;
 - ``run_report``: the run folder, its report and ``compare``;
 - ``terminal_status``: the live status at the bottom of a terminal;

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from session.game_state import GameState
-from shared_utils import whole_sentences
+from shared_utils.text import whole_sentences
 
 RECENT_ACTIONS = 6
 RESPONSE_SNIPPET = 120

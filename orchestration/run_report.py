@@ -48,7 +48,9 @@ from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
-from shared_utils import add_version_argument, atomic_write_text, escape_control_chars
+from shared_utils.files import atomic_write_text
+from shared_utils.text import escape_control_chars
+from shared_utils.version import add_version_argument
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"

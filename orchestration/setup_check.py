@@ -4,7 +4,7 @@ The settings, the API key, the story file and the game workdir; each model endpo
 models it serves with ``GET /models``) and each role's model on it (served? tool calling and
 structured output, from the endpoint's list where it says, else from what the client knows of the
 model and the provider); and every enabled server of ``mcp_config.json``, started once through the
-same sources an episode uses (``managers.mcp.source``) to list its tools, the protocol revision
+same sources an episode uses (``mcp_client.source``) to list its tools, the protocol revision
 agreed, its login state and how long it took to start. The result is a few plain tables, one row per
 thing checked, and the fix on every row that would stop a run. Nothing is played and nothing is
 written; every server started is ended again before this returns.
@@ -33,16 +33,16 @@ import requests
 from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not_supported
 from chat_api.payload import request_headers
 from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
-from managers.mcp.config import MCPConfig, ServerConfig, run_redactor, safe_url
-from managers.mcp.oauth import login_command, needs_login, set_login_command
-from managers.mcp.source import ServerStartupTimeoutError, SourceSettings, make_source
-from managers.mcp.sweeper import Sweeper
-from managers.mcp.toolbox import SLOW_START_SHARE
+from mcp_client.config import MCPConfig, ServerConfig, run_redactor, safe_url
+from mcp_client.oauth import login_command, needs_login, set_login_command
+from mcp_client.source import ServerStartupTimeoutError, SourceSettings, make_source
+from mcp_client.sweeper import Sweeper
+from mcp_client.toolbox import SLOW_START_SHARE
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
 from session.redaction import Redactor
-from shared_utils import escape_control_chars, shorten
+from shared_utils.text import escape_control_chars, shorten
 
 ROLES = ("agent", "critic", "extractor", "memory")
 ENDPOINT_TIMEOUT_SECONDS = 15.0  # connect and read, each: a hosted list of models is a few hundred KB

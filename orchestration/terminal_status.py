@@ -26,7 +26,7 @@ from rich.live import Live
 from rich.text import Text
 
 from orchestration.turn_figures import TurnFigures
-from shared_utils import escape_control_chars
+from shared_utils.text import escape_control_chars
 
 REFRESHES_PER_SECOND = 2  # the clock ticks between turns; turns redraw at once
 

@@ -27,7 +27,7 @@ from typing import Any
 from session.episode_folder import EpisodeFolder
 from session.errors import ConfigError
 from session.redaction import Redactor
-from shared_utils import CONTROL_CHARS, escape_control_chars
+from shared_utils.text import CONTROL_CHARS, escape_control_chars
 
 _TRACEBACKS = logging.Formatter()
 # Attributes every LogRecord has; anything else came in through ``extra=``.

@@ -15,7 +15,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     ├── MCPError                     a tool server failed
     │   ├── MCPConfigError
     │   ├── MCPServerStartupError    the server did not start on the episode's first connect
-    │   │   └── ServerStartupTimeoutError  (managers/mcp/source.py) its start ran out of time
+    │   │   └── ServerStartupTimeoutError  (mcp_client/source.py) its start ran out of time
     │   ├── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
     │   │   └── MCPServerDiedError   the server went away during the turn
     │   └── MCPAuthError             a remote server's login is missing, can no longer be refreshed, or failed
@@ -26,7 +26,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     │       └── RefusedCommandError  (game_interface/jericho_interface.py) a session command: save, quit...
     └── LearningFileError            a file kept across runs cannot be read
         ├── ManagerFileError         (managers/base_manager.py) memories.md, knowledgebase.md...
-        └── MapGraphError            (managers/map_graph.py) map_state.json
+        └── MapGraphError            (world/map_graph.py) map_state.json
 
 Subclasses that only add detail to their parent (same consequence) live beside the code
 that raises them; every class the policy below names is defined here.
@@ -234,7 +234,7 @@ POLICY: dict[type[ZorkGPTError], Consequence] = {
 """Each class's consequence; a class not listed has its nearest listed ancestor's.
 
 Where the consequences are carried out:
-- ``TURN_CONTINUES``: the tool loop (``managers/mcp/tool_loop.py``) turns ``MCPToolCallError`` into the
+- ``TURN_CONTINUES``: the tool loop (``tool_loop/loop.py``) turns ``MCPToolCallError`` into the
   call's error result; the orchestrator turns ``GameInterfaceError`` from sending a command
   into the turn's reply.
 - ``TOOL_SERVER_DOWN``: the tool loop stops calling that server's tools after ``MCPServerDiedError``

@@ -1,6 +1,6 @@
 """Which values are secrets, and taking them out of text before it is written anywhere.
 
-A run builds one ``Redactor`` (``managers.mcp.config.run_redactor(config)``: the LLM API key, the provider and
+A run builds one ``Redactor`` (``mcp_client.config.run_redactor(config)``: the LLM API key, the provider and
 Langfuse keys in the environment or ``.env``, and the header, env and OAuth secret values of
 the MCP servers' entries) and hands it to everything that writes: the episode logger, the
 learning files, the MCP manager, the live status, the run report.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 
 # Our secrets: the LLM keys and Langfuse's. One list for redaction here and for what the
-# MCP server subprocess must not inherit (managers.mcp.config).
+# MCP server subprocess must not inherit (mcp_client.config).
 SECRET_ENV_VARS: frozenset[str] = frozenset({*API_KEY_ENV_VARS, "LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY"})
 REDACTED = "[REDACTED]"
 # Shorter values are not treated as secrets: replacing a short test key everywhere would
@@ -75,7 +75,7 @@ class Redactor:
     @classmethod
     def for_run(cls, config: GameConfiguration, mcp_secrets: Iterable[str] = ()) -> Redactor:
         """Every secret a run knows of: the API key, the keys in the environment and ``.env``, and
-        ``mcp_secrets`` (the MCP servers' header, env and OAuth values: ``managers.mcp.config.run_redactor``
+        ``mcp_secrets`` (the MCP servers' header, env and OAuth values: ``mcp_client.config.run_redactor``
         adds them from the configured file)."""
         environ = process_environ()
         return cls.from_environment([config.api_key, *mcp_secrets], environ)

@@ -10,7 +10,7 @@ from typing import Any
 
 import jericho
 
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
@@ -135,7 +135,7 @@ def play_walkthrough(
     ``tmp_path / "game_files"``; returns the final GameState."""
     llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
     config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    orchestrator = EpisodeRunner(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
     try:
         return orchestrator.play_episode()
     finally:

@@ -40,15 +40,15 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the projec
     sys.path.insert(0, str(REPO_ROOT))
 
 from llm_client import LLMClient  # noqa: E402
-from managers.mcp import MCPManager  # noqa: E402
-from managers.mcp.tool_events import ToolLoopEvents  # noqa: E402
-from managers.mcp.tool_loop import ToolLoop  # noqa: E402
-from managers.mcp.tools import wire_name  # noqa: E402
+from managers.mcp_manager import MCPManager  # noqa: E402
+from mcp_client.tools import wire_name  # noqa: E402
 from session.errors import MCPServerStartupError  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
 from tests.e2e_support import minimal_instance  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
+from tool_loop.events import ToolLoopEvents  # noqa: E402
+from tool_loop.loop import ToolLoop  # noqa: E402
 
 SERVER_NAME = "conformance"
 MODEL = "stand-in/model"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.processes import marked_processes
+from mcp_client.processes import marked_processes
 from orchestration import embedded_model
 from orchestration.embedded_model import (
     EMBEDDED_MODEL,

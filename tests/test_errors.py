@@ -22,7 +22,7 @@ from tests.scripted_llm import Reply, ScriptedLLMServer
 EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.errors", "ZorkGPTError", Consequence.EPISODE_ENDS),
     ("session.game_configuration", "ConfigError", Consequence.SETUP_FAILS),
-    ("managers.mcp", "MCPConfigError", Consequence.SETUP_FAILS),
+    ("mcp_client", "MCPConfigError", Consequence.SETUP_FAILS),
     ("session.episode_log", "WorkdirError", Consequence.SETUP_FAILS),
     ("session.errors", "LLMError", Consequence.EPISODE_ENDS),
     ("session.errors", "LLMInvalidRequestError", Consequence.EPISODE_ENDS),
@@ -30,12 +30,12 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.errors", "LLMRequestError", Consequence.EPISODE_ENDS),
     ("session.errors", "LLMRetryExhaustedError", Consequence.EPISODE_ENDS),
     ("session.errors", "CircuitOpenError", Consequence.EPISODE_ENDS),
-    ("managers.mcp", "MCPError", Consequence.EPISODE_ENDS),
-    ("managers.mcp", "MCPServerStartupError", Consequence.SETUP_FAILS),
-    ("managers.mcp.source", "ServerStartupTimeoutError", Consequence.SETUP_FAILS),
-    ("managers.mcp", "MCPToolCallError", Consequence.TURN_CONTINUES),
-    ("managers.mcp", "MCPServerDiedError", Consequence.TOOL_SERVER_DOWN),
-    ("managers.mcp.oauth", "MCPAuthError", Consequence.SETUP_FAILS),
+    ("mcp_client", "MCPError", Consequence.EPISODE_ENDS),
+    ("mcp_client", "MCPServerStartupError", Consequence.SETUP_FAILS),
+    ("mcp_client.source", "ServerStartupTimeoutError", Consequence.SETUP_FAILS),
+    ("mcp_client", "MCPToolCallError", Consequence.TURN_CONTINUES),
+    ("mcp_client", "MCPServerDiedError", Consequence.TOOL_SERVER_DOWN),
+    ("mcp_client.oauth", "MCPAuthError", Consequence.SETUP_FAILS),
     ("session.errors", "GameError", Consequence.EPISODE_ENDS),
     ("game_interface", "StoryFileError", Consequence.SETUP_FAILS),
     ("game_interface.story_data", "StoryDataError", Consequence.SETUP_FAILS),
@@ -43,7 +43,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("game_interface", "RefusedCommandError", Consequence.TURN_CONTINUES),
     ("session.errors", "LearningFileError", Consequence.SETUP_FAILS),
     ("managers.base_manager", "ManagerFileError", Consequence.SETUP_FAILS),
-    ("managers.map_graph", "MapGraphError", Consequence.SETUP_FAILS),
+    ("world.map_graph", "MapGraphError", Consequence.SETUP_FAILS),
 ]
 
 

@@ -26,6 +26,11 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 # Lowest first; within a layer, a module may import only the ones listed before it.
 LAYERS: dict[str, tuple[str, ...]] = {
     "below": (
+        "shared_utils.text",
+        "shared_utils.model_json",
+        "shared_utils.files",
+        "shared_utils.version",
+        "shared_utils.tracing",
         "shared_utils",
         "session.errors",
         "session.providers",
@@ -43,6 +48,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "game_interface.story_file",
         "game_interface.jericho_interface",
         "game_interface",
+        "world.memory_file",
+        "world.knowledge_file",
+        "world.map_graph",
+        "world",
         "chat_api.wire",
         "chat_api.models",
         "chat_api.payload",
@@ -56,15 +65,26 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "chat_api.transport",
         "chat_api",
         "llm_client",
+        "mcp_client.config",
+        "mcp_client.processes",
+        "mcp_client.sweeper",
+        "mcp_client.runtime",
+        "mcp_client.server_requests",
+        "mcp_client.http",
+        "mcp_client.results",
+        "mcp_client.oauth",
+        "mcp_client.stdio",
+        "mcp_client.source",
+        "mcp_client.tools",
+        "mcp_client.toolset",
+        "mcp_client.toolbox",
+        "mcp_client",
     ),
     "managers": (
         "managers.base_manager",
         "managers.structured_llm",
         "managers.learning_file",
         "managers.turn_events",
-        "managers.memory_file",
-        "managers.knowledge_file",
-        "managers.map_graph",
         "managers.map_manager",
         "managers.critic",
         "managers.critic_manager",
@@ -75,30 +95,14 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.in_view",
         "managers.episode_counts",
         "managers.episode_synthesizer",
-        "managers.mcp.config",
-        "managers.mcp.processes",
-        "managers.mcp.sweeper",
-        "managers.mcp.runtime",
-        "managers.mcp.server_requests",
-        "managers.mcp.http",
-        "managers.mcp.results",
-        "managers.mcp.oauth",
-        "managers.mcp.stdio",
-        "managers.mcp.source",
-        "managers.mcp.tools",
-        "managers.mcp.toolset",
-        "managers.mcp.toolbox",
-        "managers.mcp.manager",
-        "managers.mcp.tool_events",
-        "managers.mcp.tool_loop",
-        "managers.mcp",
+        "managers.mcp_manager",
         "managers",
     ),
-    "agent": ("zork_agent",),
+    "agent": ("tool_loop.events", "tool_loop.loop", "tool_loop", "zork_agent"),
     "orchestration": (
         "orchestration.turn_figures",
         "orchestration.context_builder",
-        "orchestration.zork_orchestrator_v2",
+        "orchestration.episode_runner",
         "orchestration.episode_records",
         "orchestration.run_report",
         "orchestration.terminal_status",
@@ -175,7 +179,7 @@ def import_graph() -> dict[str, set[str]]:
 
 def test_every_module_is_placed_in_a_layer() -> None:
     modules = set(product_modules())
-    assert {"main", "zork_agent", "managers.mcp.tool_loop", "viewer.server"} <= modules  # the walk found the code
+    assert {"main", "zork_agent", "tool_loop.loop", "viewer.server"} <= modules  # the walk found the code
     assert len(ORDER) == len(set(ORDER)), "a module is listed twice"
     assert sorted(modules - set(ORDER)) == [], "modules no layer names: add them to LAYERS and the architecture page"
     assert sorted(set(ORDER) - modules) == [], "LAYERS names modules that are gone"
@@ -183,7 +187,7 @@ def test_every_module_is_placed_in_a_layer() -> None:
 
 def test_every_import_points_down() -> None:
     graph = import_graph()
-    assert "orchestration.zork_orchestrator_v2" in graph["main"]  # the walk read the imports
+    assert "orchestration.episode_runner" in graph["main"]  # the walk read the imports
     position = {module: index for index, module in enumerate(ORDER)}
     upward = sorted(
         f"{module} -> {target}"
@@ -233,7 +237,7 @@ def test_the_viewer_reads_the_files_without_the_model_behind_them() -> None:
         check=True,
     ).stdout.split()
     assert "viewer.workdir" in loaded  # the import ran
-    assert [m for m in ("llm_client", "chat_api", "filelock", "requests", "managers.mcp") if m in loaded] == []
+    assert [m for m in ("llm_client", "chat_api", "filelock", "requests", "mcp_client") if m in loaded] == []
 
 
 def test_the_critic_lives_among_the_managers() -> None:
@@ -259,3 +263,19 @@ def test_no_top_level_name_of_ours_shadows_an_installed_library() -> None:
     assert {"main", "llm_client", "chat_api", "managers", "session"} <= ours  # the scan sees our layout
     clashes = {name: installed[name] for name in sorted(ours & set(installed))}
     assert clashes == {}, f"these top-level names of ours hide installed libraries: {clashes}"
+
+
+_MODULE_LINE = re.compile(r"^[-*] (?P<names>``[A-Za-z_]+``(?:, ``[A-Za-z_]+``)*):", re.MULTILINE)
+
+
+def test_each_package_docstring_names_its_modules() -> None:
+    """A package's docstring is its map: a ``- ``module``: role`` line names each module in it
+    (several may share a line), and none names a module that is not there."""
+    modules = product_modules()
+    for package, path in modules.items():
+        if path.name != "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        named = sorted(name for line in _MODULE_LINE.finditer(doc) for name in re.findall(r"``(\w+)``", line["names"]))
+        inside = sorted(module.rpartition(".")[2] for module in modules if module.rpartition(".")[0] == package)
+        assert named == inside, f"{path.relative_to(REPO)}: its docstring names {named}, the package holds {inside}"

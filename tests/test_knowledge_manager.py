@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.knowledge_file import KnowledgeDocument
 from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import (
@@ -28,6 +27,7 @@ from tests.manager_support import (
 )
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 from tests.walkthrough_turns import walkthrough_turns
+from world.knowledge_file import KnowledgeDocument
 
 CELLAR = (12, "Cellar")
 TROLL = (13, "The Troll Room")

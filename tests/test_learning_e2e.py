@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
@@ -30,8 +30,8 @@ def default_config(tmp_path: Path, base_url: str, game_file: Path) -> GameConfig
     )
 
 
-def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[ZorkOrchestratorV2, GameState]:
-    orchestrator = ZorkOrchestratorV2(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[EpisodeRunner, GameState]:
+    orchestrator = EpisodeRunner(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
     try:
         state = orchestrator.play_episode()
     finally:

@@ -24,12 +24,9 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
-from managers.knowledge_file import KnowledgeDocument
 from managers.knowledge_manager import KnowledgeManager
 from managers.learning_file import LearningFile
-from managers.map_graph import MapGraph
 from managers.map_manager import MapManager
-from managers.memory_file import parse_memories
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
@@ -37,6 +34,9 @@ from session.game_state import GameState
 from session.redaction import REDACTED
 from tests.manager_support import capture_logger, json_reply, make_client, schema_name, turn, user_text
 from tests.scripted_llm import ScriptedLLMServer
+from world.knowledge_file import KnowledgeDocument
+from world.map_graph import MapGraph
+from world.memory_file import parse_memories
 
 START = (1, "West of House")  # both runs start here, as every Zork game does
 TURNS_PER_RUN = 16

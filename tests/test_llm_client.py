@@ -33,7 +33,7 @@ from session.errors import (
 )
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
-from shared_utils import get_langfuse_client
+from shared_utils.tracing import get_langfuse_client
 from tests.mcp_test_servers.helpers import free_port
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,

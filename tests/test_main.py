@@ -137,10 +137,10 @@ def _start_main(
 def test_killed_episode_leaves_every_file_parseable(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from managers.knowledge_file import KnowledgeDocument
-    from managers.memory_file import parse_memories
     from tests.e2e_support import walkthrough
     from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+    from world.knowledge_file import KnowledgeDocument
+    from world.memory_file import parse_memories
 
     class ReachesTurn(LearningModel):
         """Sets ``reached`` when the agent's request for turn ``turn`` arrives."""
@@ -213,7 +213,7 @@ HOSTILE_TEXT = "\u202eevil\x9b31m\x7f\x1b[2J\x1b]0;owned\x07"
 def test_control_characters_from_the_model_never_reach_the_terminal_or_logs_raw(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from shared_utils import CONTROL_CHARS
+    from shared_utils.text import CONTROL_CHARS
 
     llm_server.script(
         agent_reply(f"open {HOSTILE_TEXT} mailbox", thinking=f"reasoning {HOSTILE_TEXT}"),
@@ -415,9 +415,9 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
 def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from managers.map_graph import MapGraph
     from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
     from tests.main_support import fill_disk, small_disk
+    from world.map_graph import MapGraph
 
     class FillsTheDisk(WalkthroughModel):
         """The walkthrough; while the agent's request for turn 5 is answered, another program takes

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from managers.mcp.processes import marked_processes
+from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from managers.map_graph import (
+from world.map_graph import (
     CANONICAL_DIRECTIONS,
     FAILED_EXIT_PRUNE_THRESHOLD,
     MapGraph,

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from game_interface import JerichoInterface
-from managers.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
 from managers.map_manager import MapManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from world.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
 
 # The walkthrough's opening: up the tree for the egg, round the house, in through the window.
 OPENING = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W"]

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from managers.mcp import MCPConfig, MCPConfigError, MCPError, MCPManager, MCPServerStartupError
-from managers.mcp.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
+from managers.mcp_manager import MCPManager
+from mcp_client import MCPConfig, MCPConfigError, MCPError, MCPServerStartupError
+from mcp_client.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
 from session.game_configuration import GameConfiguration
 from tests.main_support import run_main
 from tests.mcp_test_servers.helpers import REPO_ROOT, capture_logger, make_config, write_mcp_config

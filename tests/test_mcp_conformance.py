@@ -27,7 +27,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from shared_utils import project_version
+from shared_utils.version import project_version
 from tests.conformance_support import Conformance, Verdict, conformance_suite
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
 

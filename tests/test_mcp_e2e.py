@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from orchestration.episode_records import EpisodeFigures
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
@@ -67,7 +67,7 @@ class ThinkingWalkthroughModel:
         return self.walkthrough(body, index)
 
 
-def play(orchestrator: ZorkOrchestratorV2) -> GameState:
+def play(orchestrator: EpisodeRunner) -> GameState:
     try:
         return orchestrator.play_episode()
     finally:
@@ -81,9 +81,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
 
     llm_server.respond_with(WalkthroughModel(commands))
     plain_config = e2e_config(tmp_path / "plain", llm_server.base_url, game_file)
-    plain = play(
-        ZorkOrchestratorV2(episode_id="plain", config=plain_config, console=False, max_turns_per_episode=TURNS)
-    )
+    plain = play(EpisodeRunner(episode_id="plain", config=plain_config, console=False, max_turns_per_episode=TURNS))
     plain_requests = len(llm_server.requests)
 
     never = tmp_path / "never-started.txt"
@@ -104,7 +102,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
         game_file,
         mcp={"enabled": True, "config_file": str(mcp_file), "server_startup_timeout_seconds": 120},
     )
-    orchestrator = ZorkOrchestratorV2(episode_id="with-mcp", config=config, console=False, max_turns_per_episode=TURNS)
+    orchestrator = EpisodeRunner(episode_id="with-mcp", config=config, console=False, max_turns_per_episode=TURNS)
     assert orchestrator.mcp_manager is not None
     children_before = child_pids()
     spawned: set[int] = set()

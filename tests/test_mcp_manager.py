@@ -22,14 +22,9 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from chat_api.wire import TOOL_NAME_PATTERN
-from managers.mcp import (
-    MCPManager,
-    MCPServerDiedError,
-    MCPServerStartupError,
-    MCPToolCallError,
-    ToolCallResult,
-)
-from managers.mcp.tools import dotted_name, wire_name
+from managers.mcp_manager import MCPManager
+from mcp_client import MCPServerDiedError, MCPServerStartupError, MCPToolCallError, ToolCallResult
+from mcp_client.tools import dotted_name, wire_name
 from session.game_configuration import GameConfiguration
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,

@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from chat_api.wire import TOOL_NAME_PATTERN
-from managers.mcp import MCPConfigError, MCPManager, MCPToolCallError
-from managers.mcp.config import SECRET_ENV_VARS, build_server_environment
-from managers.mcp.tools import (
+from managers.mcp_manager import MCPManager
+from mcp_client import MCPConfigError, MCPToolCallError
+from mcp_client.config import SECRET_ENV_VARS, build_server_environment
+from mcp_client.tools import (
     WIRE_NAME_MAX,
     ToolCallResult,
     ToolNameMap,

@@ -1,4 +1,4 @@
-"""OAuth for remote MCP servers (managers/mcp/oauth.py), against a real protected MCP server and
+"""OAuth for remote MCP servers (mcp_client/oauth.py), against a real protected MCP server and
 its own authorization server (tests/mcp_test_servers/oauth_server.py), over real HTTP.
 
 The tests play the user's browser: they follow the authorization URL ZorkGPT prints, and the
@@ -31,9 +31,10 @@ import httpx2
 import pytest
 from pydantic import AnyHttpUrl
 
-from managers.mcp import MCPError, MCPManager, MCPServerStartupError
-from managers.mcp.config import MCPConfig
-from managers.mcp.oauth import (
+from managers.mcp_manager import MCPManager
+from mcp_client import MCPError, MCPServerStartupError
+from mcp_client.config import MCPConfig
+from mcp_client.oauth import (
     FileTokenStorage,
     MCPAuthError,
     StoredLogin,
@@ -441,7 +442,7 @@ def test_a_login_revoked_mid_episode_stops_the_calls_and_the_next_start(
             protected.revoke()
             return [before, await secret_or_error(manager)]
 
-        with caplog.at_level(logging.WARNING, logger="managers.mcp.oauth"):
+        with caplog.at_level(logging.WARNING, logger="mcp_client.oauth"):
             before, after = episode(tmp_path, config_path).run(calls)
         assert before == SECRET_WORD
         assert after.startswith("error: MCP server 'protected' is no longer available")

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from managers.mcp import MCPConfig, MCPConfigError, MCPManager, MCPToolCallError
-from managers.mcp.config import PromptRequest
+from managers.mcp_manager import MCPManager
+from mcp_client import MCPConfig, MCPConfigError, MCPToolCallError
+from mcp_client.config import PromptRequest
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SERVERS_DIR,

@@ -15,8 +15,8 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
-from managers.mcp import MCPManager
-from managers.mcp.results import with_result_type
+from managers.mcp_manager import MCPManager
+from mcp_client.results import with_result_type
 from tests.mcp_test_servers.helpers import Scenario, capture_logger, make_config, raw_entry, write_mcp_config
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from llm_client import LLMClient
-from managers.mcp import MCPManager
+from managers.mcp_manager import MCPManager
 from session.errors import MCPToolCallError
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, read_events

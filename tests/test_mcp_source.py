@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from managers.mcp import MCPManager
+from managers.mcp_manager import MCPManager
 from tests.mcp_test_servers.helpers import (
     SERVERS_DIR,
     Scenario,

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from managers.mcp.stdio import _LineSplitter, _Oversized, top_level_id
+from mcp_client.stdio import _LineSplitter, _Oversized, top_level_id
 from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT
 
 
@@ -58,8 +58,8 @@ def test_the_top_level_id_is_found_in_the_head_of_a_message(head: bytes, expecte
 _MEASURE = """
 import asyncio, json, logging, resource, sys, tempfile
 from pathlib import Path
-from managers.mcp.config import ServerConfig
-from managers.mcp.source import SourceSettings, StdioSource
+from mcp_client.config import ServerConfig
+from mcp_client.source import SourceSettings, StdioSource
 from session.errors import MCPToolCallError
 
 async def main():

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.processes import marked_processes, sweep
-from managers.mcp.sweeper import OWNER_ENV_VAR
+from mcp_client.processes import marked_processes, sweep
+from mcp_client.sweeper import OWNER_ENV_VAR
 from tests.e2e_support import walkthrough
 from tests.mcp_test_servers.helpers import misbehaving_entry
 from tests.scripted_llm import ScriptedLLMServer

@@ -23,10 +23,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from managers.mcp import MCPManager, MCPServerDiedError, MCPServerStartupError
-from managers.mcp.manager import TurnToolset
-from managers.mcp.source import ServerStartupTimeoutError
-from managers.mcp.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
+from managers.mcp_manager import MCPManager, TurnToolset
+from mcp_client import MCPServerDiedError, MCPServerStartupError
+from mcp_client.source import ServerStartupTimeoutError
+from mcp_client.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     assert_clean,
@@ -432,7 +432,7 @@ def test_episode_lifetime_offers_tools_before_the_health_check_answers(
 ) -> None:
     """The turn's ping runs beside the turn: with the server stopped (SIGSTOP) it cannot answer,
     yet the turn gets its tools; resumed, it answers and the same session serves the call."""
-    monkeypatch.setattr("managers.mcp.toolbox.PING_TIMEOUT_SECONDS", 60.0)
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 60.0)
     episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
     with async_hygiene(episode.handler) as report:
         server = episode.play(pid_of)
@@ -454,7 +454,7 @@ def test_episode_lifetime_a_call_waits_for_a_failed_check_to_reconnect(
 ) -> None:
     """A server that stays stopped fails the turn's ping; the call waits for the reconnect and
     reaches a new server, never the stopped one."""
-    monkeypatch.setattr("managers.mcp.toolbox.PING_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 0.5)
     episode = Episode(tmp_path, {"r": raw_entry()}, session_lifetime="episode")
     with async_hygiene(episode.handler) as report:
         first = episode.play(pid_of)

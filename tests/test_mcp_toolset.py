@@ -1,11 +1,11 @@
-"""What a turn's toolset says of a tool before it is called (``managers/mcp/toolset.py``)."""
+"""What a turn's toolset says of a tool before it is called (``mcp_client/toolset.py``)."""
 
 from __future__ import annotations
 
 import pytest
 from mcp.types import ToolAnnotations
 
-from managers.mcp.toolset import ToolInfo
+from mcp_client.toolset import ToolInfo
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.memory_file import UNREADABLE_HEADING, Memory, MemoryFile, MemoryStatus, parse_memories
 from managers.memory_manager import MemoryManager
 from session.game_state import GameState
 from tests.manager_support import (
@@ -28,6 +27,7 @@ from tests.manager_support import (
 )
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 from tests.walkthrough_turns import played_turns, walkthrough_turns
+from world.memory_file import UNREADABLE_HEADING, Memory, MemoryFile, MemoryStatus, parse_memories
 
 HOUSE = (1, "West of House")
 NORTH = (2, "North of House")

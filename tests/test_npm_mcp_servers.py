@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from chat_api.wire import TOOL_NAME_PATTERN
-from managers.mcp import MCPManager
+from managers.mcp_manager import MCPManager
 from tests.mcp_test_servers.helpers import (
     assert_clean,
     async_hygiene,

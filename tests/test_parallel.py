@@ -16,8 +16,6 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-from managers.map_graph import MapGraph
-from managers.memory_file import parse_memories
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -25,6 +23,8 @@ from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
+from world.map_graph import MapGraph
+from world.memory_file import parse_memories
 
 REPO = Path(__file__).resolve().parent.parent
 # Three routes from West of House into different rooms, so a map that lost one episode's

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.processes import marked_processes
+from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, clean_env
 from tests.mcp_test_servers.helpers import free_port

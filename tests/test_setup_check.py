@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.mcp.processes import marked_processes
+from mcp_client.processes import marked_processes
 from orchestration import setup_check
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
 from tests.main_support import REPO, clean_env, run_main
@@ -412,7 +412,7 @@ def test_bad_settings_are_one_failing_row(tmp_path: Path, monkeypatch: pytest.Mo
     ],
 )
 def test_every_entry_point_says_its_version(command: list[str], tmp_path: Path) -> None:
-    from shared_utils import project_version
+    from shared_utils.version import project_version
 
     result = subprocess.run(
         [sys.executable, *command, "--version"],

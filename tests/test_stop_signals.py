@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from managers.mcp.processes import marked_processes
+from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough

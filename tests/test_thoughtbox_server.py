@@ -16,7 +16,8 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from managers.mcp import MCPManager, ToolCallResult
+from managers.mcp_manager import MCPManager
+from mcp_client import ToolCallResult
 from mcp_servers.thoughtbox_server import (
     MAX_HISTORY_CHARS,
     SessionBoxes,

@@ -1,4 +1,4 @@
-"""The tool loop (``managers/mcp/tool_loop.py``) with real parts: real HTTP and real stdio MCP servers.
+"""The tool loop (``tool_loop/loop.py``) with real parts: real HTTP and real stdio MCP servers.
 
 ``LoopTurns`` drives ``ToolLoop.run`` as the agent does, without the agent: the model is the
 scripted chat-completions server (``llm_server``) reached through the real ``LLMClient``;
@@ -25,10 +25,9 @@ from pydantic import BaseModel
 
 from llm_client import LLMClient
 from managers.episode_counts import ToolTally, tool_call_counts
-from managers.mcp.tool_events import ToolLoopEvents
-from managers.mcp.tool_loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
 from session.game_state import AgentDecision, ToolCallRecord
-from shared_utils import cap_text, create_json_schema
+from shared_utils.model_json import create_json_schema
+from shared_utils.text import cap_text
 from tests.mcp_test_servers.helpers import (
     SERVERS_DIR,
     SHIPPED_MCP_CONFIG,
@@ -42,6 +41,8 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from tool_loop.events import ToolLoopEvents
+from tool_loop.loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
 
 API_KEY = "sk-or-v1-tool-loop-test-0123456789"
 ANNOTATED_SERVER = SERVERS_DIR / "annotated_server.py"
@@ -405,12 +406,12 @@ def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error
 ) -> None:
     """Only failed calls (the MCP family, a broken pipe) become error results; a programming error
     inside ZorkGPT's own call path is not the model's to handle and must surface with its traceback."""
-    import managers.mcp.manager
+    import managers.mcp_manager
 
     def buggy_conversion(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("a bug in the result conversion")
 
-    monkeypatch.setattr(managers.mcp.manager, "convert_call_result", buggy_conversion)
+    monkeypatch.setattr(managers.mcp_manager, "convert_call_result", buggy_conversion)
     llm_server.script(
         completion(tool_calls=[tool_call("misbehaving__echo", {"text": "hello"}, "call_echo")]),
         agent_reply("north"),

@@ -23,9 +23,7 @@ from typing import TypeVar
 
 import pytest
 
-from managers.knowledge_file import KnowledgeDocument, Section
-from managers.memory_file import Memory, MemoryFile, MemoryStatus
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import read_events
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
@@ -36,6 +34,8 @@ from tests.test_viewer_map_layout import walkthrough_map as walkthrough_graph
 from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
+from world.knowledge_file import KnowledgeDocument, Section
+from world.memory_file import Memory, MemoryFile, MemoryStatus
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (uv sync installs it)")
 # Read at import: every test then runs with the ZORKGPT_* variables cleared (tests/conftest.py).
@@ -213,7 +213,7 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
 class SteppedEpisode:
     """A real episode played in a thread, one turn each time the test says so."""
 
-    def __init__(self, orchestrator: ZorkOrchestratorV2) -> None:
+    def __init__(self, orchestrator: EpisodeRunner) -> None:
         self.orchestrator = orchestrator
         self.state: GameState | None = None
         self.error: BaseException | None = None
@@ -260,7 +260,7 @@ def test_running_episode_updates_without_reloading(
     llm_server.respond_with(WalkthroughModel(commands))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
     game = SteppedEpisode(
-        ZorkOrchestratorV2(episode_id="running", config=config, console=False, max_turns_per_episode=max_turns)
+        EpisodeRunner(episode_id="running", config=config, console=False, max_turns_per_episode=max_turns)
     )
     try:
         page.goto(viewer.url)  # no episode named: the page follows the newest one

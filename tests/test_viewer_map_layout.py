@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from managers.map_graph import MapGraph
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.map_layout import is_compass, layout, misfits, points_its_way, step
+from world.map_graph import MapGraph
 
 
 def walkthrough_map(game_file: Path) -> MapGraph:

@@ -30,7 +30,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClient
-from managers.mcp import MCPServerStartupError
+from mcp_client import MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.errors import Consequence, ToolsNotSupportedError, consequence_of

@@ -10,7 +10,7 @@ from pathlib import Path
 from mcp_servers.host_check import add_allow_host_argument
 from session.errors import EXIT_OK, EXIT_SETUP, ConfigError
 from session.game_configuration import GameConfiguration
-from shared_utils import add_version_argument
+from shared_utils.version import add_version_argument
 from viewer.server import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 

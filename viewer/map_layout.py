@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from managers.map_graph import MapGraph
+from world.map_graph import MapGraph
 
 # Screen directions: x grows to the east, y grows to the south.
 COMPASS: dict[str, tuple[int, int]] = {

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from mcp_servers.host_check import HostCheck
 from session.game_configuration import FilesSection
-from shared_utils import shorten
+from shared_utils.text import shorten
 from viewer import DEFAULT_PORT
 from viewer.workdir import EpisodeNotFoundError, GameWorkdir
 

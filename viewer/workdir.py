@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from managers.knowledge_file import KnowledgeDocument
-from managers.map_graph import MapGraph, MapGraphError
-from managers.memory_file import parse_memories
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
 from session.game_configuration import FilesSection
-from shared_utils import json_depth
+from shared_utils.model_json import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
+from world.knowledge_file import KnowledgeDocument
+from world.map_graph import MapGraph, MapGraphError
+from world.memory_file import parse_memories
 
 logger = logging.getLogger("zorkgpt.viewer")
 

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from session.game_configuration import GameConfiguration
 
 if TYPE_CHECKING:
-    from managers.mcp import MCPManager
-    from managers.mcp.manager import TurnToolset
+    from managers.mcp_manager import MCPManager, TurnToolset
 
 T = TypeVar("T")
 
@@ -373,7 +372,7 @@ class ManagerTurns:
         langfuse: Any = None,
         **mcp: Any,
     ) -> None:
-        from managers.mcp import MCPManager
+        from managers.mcp_manager import MCPManager
 
         self.caplog, self.capfd = caplog, capfd
         self.config = GameConfiguration.from_mapping(
@@ -426,8 +425,8 @@ class ManagerTurns:
         sweeper watching over them (the check after close covers it), nor any other child this
         test process happens to start while a turn opens (under load, counting every new child
         now and then took such a process for a second server of the turn)."""
-        from managers.mcp.processes import marked_processes
-        from managers.mcp.sweeper import OWNER_ENV_VAR
+        from mcp_client.processes import marked_processes
+        from mcp_client.sweeper import OWNER_ENV_VAR
 
         owner = self.manager.settings.owner
         assert owner is not None

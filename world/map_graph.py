@@ -32,7 +32,7 @@ from typing import Any
 
 from game_interface.jericho_interface import DIRECTIONS
 from session.errors import LearningFileError
-from shared_utils import atomic_write_json
+from shared_utils.files import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
 MAP_FORMAT_VERSION = 2

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.zork_orchestrator_v2 import ZorkOrchestratorV2
+from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import REPO
@@ -21,7 +21,7 @@ def test_walkthrough_episode_wins_with_full_score(
     model = WalkthroughModel(commands)
     llm_server.respond_with(model)
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(
+    orchestrator = EpisodeRunner(
         episode_id="e2e-walkthrough", config=config, console=False, max_turns_per_episode=len(commands) + 5
     )
     try:
@@ -76,7 +76,7 @@ def test_the_episode_plays_the_game_seed_it_records(
     (main.py gives each episode its own), is the one the game plays and the one recorded."""
     llm_server.respond_with(WalkthroughModel(walkthrough(game_file)[:TROLL_BLOW]))
     config = e2e_config(tmp_path, llm_server.base_url, game_file, gameplay={} if setting is None else {"seed": setting})
-    orchestrator = ZorkOrchestratorV2(
+    orchestrator = EpisodeRunner(
         episode_id="seeded", config=config, console=False, max_turns_per_episode=TROLL_BLOW, game_seed=given
     )
     try:
@@ -94,7 +94,7 @@ def test_the_episode_plays_the_game_seed_it_records(
 def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(episode_id="ctx", config=config, console=False, max_turns_per_episode=2)
+    orchestrator = EpisodeRunner(episode_id="ctx", config=config, console=False, max_turns_per_episode=2)
     try:
         state = orchestrator.play_episode()
     finally:
@@ -113,7 +113,7 @@ def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path
 def test_stop_request_ends_after_current_turn(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.respond_with(lambda body, i: agent_reply("look"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(episode_id="stop", config=config, console=False, max_turns_per_episode=50)
+    orchestrator = EpisodeRunner(episode_id="stop", config=config, console=False, max_turns_per_episode=50)
     original = orchestrator._process_turn
 
     def process_and_stop() -> bool:
@@ -141,7 +141,7 @@ def play_script(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, 
         )
     )
     config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = ZorkOrchestratorV2(episode_id="script", config=config, console=False, max_turns_per_episode=60)
+    orchestrator = EpisodeRunner(episode_id="script", config=config, console=False, max_turns_per_episode=60)
     try:
         return orchestrator, orchestrator.play_episode()
     finally:
@@ -201,7 +201,7 @@ def test_each_role_talks_to_its_own_endpoint(llm_server: ScriptedLLMServer, tmp_
             llm={"agent_base_url": agent_server.base_url},
             objectives={"enabled": True, "discovery_interval_turns": 1},
         )
-        orchestrator = ZorkOrchestratorV2(episode_id="roles", config=config, console=False, max_turns_per_episode=2)
+        orchestrator = EpisodeRunner(episode_id="roles", config=config, console=False, max_turns_per_episode=2)
         try:
             orchestrator.play_episode()
         finally:
@@ -219,7 +219,7 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
 
     config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", tmp_path / "missing.z5")
     with pytest.raises(StoryFileError, match=r"missing\.z5"):
-        ZorkOrchestratorV2(episode_id="none", config=config, console=False)
+        EpisodeRunner(episode_id="none", config=config, console=False)
     assert not episodes_dir(tmp_path / "game_files").exists()
 
 
@@ -259,7 +259,7 @@ def test_a_huge_reply_is_stored_cut_with_its_length(
         agent_reply("take leaflet"),
     )
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(episode_id="huge", config=config, console=False, max_turns_per_episode=3)
+    orchestrator = EpisodeRunner(episode_id="huge", config=config, console=False, max_turns_per_episode=3)
     try:
         state = orchestrator.play_episode()
     finally:
@@ -284,7 +284,7 @@ def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_prop
     traceback in the episode's files, and lets the error out instead of playing on."""
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(episode_id="bug", config=config, console=False, max_turns_per_episode=5)
+    orchestrator = EpisodeRunner(episode_id="bug", config=config, console=False, max_turns_per_episode=5)
 
     def buggy_process_turn(result: object) -> None:
         raise TypeError("a bug in the map manager")
@@ -329,7 +329,7 @@ def test_failing_memory_calls_open_their_roles_breaker_and_the_agent_plays_on(
         memory={"enabled": True, "min_turns_between_calls": 1},
         objectives={"enabled": True, "discovery_interval_turns": 1},
     )
-    orchestrator = ZorkOrchestratorV2(episode_id="breaker", config=config, console=False, max_turns_per_episode=12)
+    orchestrator = EpisodeRunner(episode_id="breaker", config=config, console=False, max_turns_per_episode=12)
     try:
         state = orchestrator.play_episode()
     finally:
@@ -361,7 +361,7 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
         pricing={"scripted/agent": {"input": 2.0, "output": 10.0}},
         objectives={"enabled": True, "discovery_interval_turns": 2},
     )
-    orchestrator = ZorkOrchestratorV2(episode_id="cost", config=config, console=False, max_turns_per_episode=4)
+    orchestrator = EpisodeRunner(episode_id="cost", config=config, console=False, max_turns_per_episode=4)
     try:
         orchestrator.play_episode()
     finally:
@@ -387,7 +387,7 @@ def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
     """One command per turn: the game makes one move, and the model hears, once, what was not played."""
     llm_server.script(agent_reply("go s, go w, take leaflet and read it"), agent_reply("look"), agent_reply("look"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = ZorkOrchestratorV2(episode_id="chain", config=config, console=False, max_turns_per_episode=3)
+    orchestrator = EpisodeRunner(episode_id="chain", config=config, console=False, max_turns_per_episode=3)
     moves_after: list[int] = []
     original = orchestrator._process_turn
 
@@ -429,7 +429,7 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     )
     mcp = {"enabled": True, "config_file": str(REPO / "mcp_config.json"), "server_startup_timeout_seconds": 120}
     config = e2e_config(tmp_path, llm_server.base_url, game_file, mcp=mcp)
-    orchestrator = ZorkOrchestratorV2(episode_id="reask", config=config, console=False, max_turns_per_episode=1)
+    orchestrator = EpisodeRunner(episode_id="reask", config=config, console=False, max_turns_per_episode=1)
     try:
         state = orchestrator.play_episode()
     finally:

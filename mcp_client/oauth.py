@@ -80,11 +80,12 @@ from mcp.shared.auth import (
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from managers.mcp.config import MCPConfig, ServerConfig, safe_url
-from managers.mcp.results import assume_complete
+from mcp_client.config import MCPConfig, ServerConfig, safe_url
+from mcp_client.results import assume_complete
 from session.errors import MCPAuthError, MCPConfigError, leaf_errors
 from session.redaction import Redactor
-from shared_utils import atomic_write_text, cap_text
+from shared_utils.files import atomic_write_text
+from shared_utils.text import cap_text
 
 __all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
 

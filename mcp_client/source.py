@@ -74,16 +74,16 @@ from mcp.types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from managers.mcp.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
-from managers.mcp.http import TOO_LARGE_MARKER, bounded_http_client
-from managers.mcp.oauth import episode_auth
-from managers.mcp.processes import end_process_group, marked_processes, signal_group
-from managers.mcp.results import assume_complete
-from managers.mcp.server_requests import ServerRequestAnswers
-from managers.mcp.stdio import REPLY_TOO_LARGE, stdio_transport
-from managers.mcp.sweeper import OWNER_ENV_VAR
+from mcp_client.config import PROJECT_INTERPRETER_ALIASES, ServerConfig, build_stdio_parameters, safe_url
+from mcp_client.http import TOO_LARGE_MARKER, bounded_http_client
+from mcp_client.oauth import episode_auth
+from mcp_client.processes import end_process_group, marked_processes, signal_group
+from mcp_client.results import assume_complete
+from mcp_client.server_requests import ServerRequestAnswers
+from mcp_client.stdio import REPLY_TOO_LARGE, stdio_transport
+from mcp_client.sweeper import OWNER_ENV_VAR
 from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
-from shared_utils import project_version
+from shared_utils.version import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000

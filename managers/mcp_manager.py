@@ -1,7 +1,7 @@
 """MCPManager: every configured MCP server, as one set of tools per turn.
 
 The episode runner holds each turn's tools with ``with manager.turn(n) as tools:``: entering
-connects (or reuses) every server and gives the turn's ``Toolset`` (``managers.mcp.toolset``),
+connects (or reuses) every server and gives the turn's ``Toolset`` (``mcp_client.toolset``),
 which the agent and the critic's re-asks of that turn use; leaving ends the turn, and
 turn-lifetime sessions close in the background. ``close()`` ends everything when the episode
 ends. Code that already runs an event loop awaits ``open_turn(n)`` and says ``end_turn()``.
@@ -9,7 +9,7 @@ ends. Code that already runs an event loop awaits ``open_turn(n)`` and says ``en
 Everything MCP happens on one background event loop (``runtime.SessionLoop``) that lives
 as long as the episode: the agent's own ``asyncio.run`` per ask only awaits results from it.
 Which servers, how they are reached and the per-server rules are the toolbox's
-(``managers.mcp.toolbox``); how each transport works is the sources' (``managers.mcp.source``).
+(``mcp_client.toolbox``); how each transport works is the sources' (``mcp_client.source``).
 
 The servers' resources reach the model as two more tools per server (the toolbox offers them;
 they run through ``call_tool`` like any other). The prompts an entry names are asked for on the
@@ -29,18 +29,18 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from managers.mcp.config import MCPConfig, ServerConfig, run_redactor
-from managers.mcp.runtime import SessionLoop
-from managers.mcp.server_requests import ServerRequestAnswers
-from managers.mcp.source import SourceSettings, ToolSource, make_source
-from managers.mcp.sweeper import Sweeper
-from managers.mcp.toolbox import Toolbox, TurnTools
-from managers.mcp.tools import ToolCallResult, convert_call_result
-from managers.mcp.toolset import ServerPrompt, ToolInfo, Toolset
+from mcp_client.config import MCPConfig, ServerConfig, run_redactor
+from mcp_client.runtime import SessionLoop
+from mcp_client.server_requests import ServerRequestAnswers
+from mcp_client.source import SourceSettings, ToolSource, make_source
+from mcp_client.sweeper import Sweeper
+from mcp_client.toolbox import Toolbox, TurnTools
+from mcp_client.tools import ToolCallResult, convert_call_result
+from mcp_client.toolset import ServerPrompt, ToolInfo, Toolset
 from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
-from shared_utils import traced_observation
+from shared_utils.tracing import traced_observation
 
 # A tool may report progress hundreds of times a second; the log gets at most this often one line of it.
 PROGRESS_LOG_INTERVAL_SECONDS = 0.25

@@ -66,12 +66,12 @@ from typing import Any, Literal
 
 import mcp.types as types
 
-from managers.mcp.config import Lifetime, PromptRequest, ServerConfig
-from managers.mcp.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from managers.mcp.tools import ToolNameMap, ToolRoute, translate_tool
-from managers.mcp.toolset import ServerPrompt
+from mcp_client.config import Lifetime, PromptRequest, ServerConfig
+from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
+from mcp_client.tools import ToolNameMap, ToolRoute, translate_tool
+from mcp_client.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
-from shared_utils import cap_text
+from shared_utils.text import cap_text
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way

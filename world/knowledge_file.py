@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared_utils import whole_sentences
+from shared_utils.text import whole_sentences
 
 MAX_BULLET_CHARS = 500
 FILE_TITLE = "# Zork I knowledge base"

@@ -17,7 +17,7 @@ from typing import Any
 
 import mcp.types as types
 
-from managers.mcp.tools import ToolCallResult
+from mcp_client.tools import ToolCallResult
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from managers.mcp import processes
+from mcp_client import processes
 
 OWNER_ENV_VAR = "ZORKGPT_MCP_OWNER"
 _STOP_WAIT_SECONDS = 30.0

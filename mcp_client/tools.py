@@ -47,7 +47,7 @@ from typing import Any
 import mcp.types as types
 from pydantic import BaseModel
 
-from shared_utils import cap_text
+from shared_utils.text import cap_text
 
 WIRE_NAME_MAX = 64
 WIRE_SEPARATOR = "__"

@@ -1,4 +1,4 @@
-"""ZorkOrchestratorV2: plays one episode, one synchronous turn at a time.
+"""EpisodeRunner: plays one episode, one synchronous turn at a time.
 
 The turn loop mirrors the spec's flow: build context → agent (optionally with MCP tools,
 behind the agent's own ``asyncio.run``) → critic → execute → extract → update state →
@@ -26,11 +26,11 @@ from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe
 from managers.in_view import InViewManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
-from managers.mcp import MCPManager
-from managers.mcp.config import run_redactor
-from managers.mcp.toolset import Toolset
+from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
+from mcp_client.config import run_redactor
+from mcp_client.toolset import Toolset
 from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
 from session.episode_folder import EpisodeFolder
@@ -44,7 +44,9 @@ from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_co
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
-from shared_utils import atomic_write_json, cap_text, get_langfuse_client
+from shared_utils.files import atomic_write_json
+from shared_utils.text import cap_text
+from shared_utils.tracing import get_langfuse_client
 from zork_agent import ZorkAgent, unplayed_note
 
 # What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
@@ -63,7 +65,7 @@ def is_failed_action(result: TurnResult) -> bool:
     return not changed and sounds_refused(result.response)
 
 
-class ZorkOrchestratorV2:
+class EpisodeRunner:
     def __init__(
         self,
         episode_id: str | None = None,

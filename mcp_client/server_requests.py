@@ -40,8 +40,8 @@ import mcp.types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from chat_api.wire import LLMResponse
-from managers.mcp.config import ServerConfig
-from shared_utils import extract_json_object
+from mcp_client.config import ServerConfig
+from shared_utils.model_json import extract_json_object
 
 ELICITATION_USAGE_NAME = "mcp-elicitation"
 SAMPLING_USAGE_NAME = "mcp-sampling"

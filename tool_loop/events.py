@@ -1,6 +1,6 @@
 """What the tool loop reports, as episode log events.
 
-The loop (``managers.mcp.tool_loop``) says what happened in one call each (a tool called, a
+The loop (``tool_loop.loop``) says what happened in one call each (a tool called, a
 result, a timeout...); this module decides how that reads in the log: the message, its level,
 and the event's fields, which the episode log, the run report and the web viewer read by
 ``event_type``. Keeping them here leaves the loop's code about the loop.
@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from managers.mcp.tools import ToolCallResult
-from managers.mcp.toolset import ToolInfo
+from mcp_client.tools import ToolCallResult
+from mcp_client.toolset import ToolInfo
 from session.errors import MCPToolCallError
 from session.game_state import AgentDecision, ToolCallRecord
-from shared_utils import cap_text, shorten
+from shared_utils.text import cap_text, shorten
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 # How much of a tool call's arguments the log keeps (the server still gets them whole).

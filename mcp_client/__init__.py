@@ -1,0 +1,46 @@
+"""The MCP client: every server of mcp_config.json (stdio or remote) as one set of tools.
+
+- ``config``: the config file in the shapes the common MCP clients write, validated;
+- ``processes``: process hygiene: the owner-marker scan, group signals, the sweep (standard library only);
+- ``sweeper``: the watcher that ends every server when ZorkGPT is killed outright;
+- ``runtime``: the background event loop that owns every session;
+- ``server_requests``: answers to what a server asks (forms, completions), capped per turn;
+- ``http``: the bounded HTTP client of remote servers;
+- ``results``: a tool result without ``resultType`` read as complete;
+- ``oauth``: logins for remote servers: the token files and the episode's auth;
+- ``stdio``: our bounded stdio transport;
+- ``source``: one server behind one transport (stdio, streamable HTTP, SSE);
+- ``tools``: names, schemas and results between MCP and the chat API;
+- ``toolset``: ``Toolset``, one turn's tools as the agent sees them;
+- ``toolbox``: all servers together: names routed, per-server rules, resources and prompts.
+"""
+
+from mcp_client.config import MCPConfig, ServerConfig, ServerEntry, build_server_environment
+from mcp_client.source import SSESource, StdioSource, StreamableHTTPSource, ToolSource
+from mcp_client.toolbox import Toolbox
+from mcp_client.tools import ToolCallResult
+from session.errors import (
+    MCPConfigError,
+    MCPError,
+    MCPServerDiedError,
+    MCPServerStartupError,
+    MCPToolCallError,
+)
+
+__all__ = [
+    "MCPConfig",
+    "MCPConfigError",
+    "MCPError",
+    "MCPServerDiedError",
+    "MCPServerStartupError",
+    "MCPToolCallError",
+    "SSESource",
+    "ServerConfig",
+    "ServerEntry",
+    "StdioSource",
+    "StreamableHTTPSource",
+    "ToolCallResult",
+    "ToolSource",
+    "Toolbox",
+    "build_server_environment",
+]

@@ -1,0 +1,8 @@
+"""Helpers every layer uses, one module per job:
+
+- ``text``: terminal-safe text and the cutting helpers;
+- ``model_json``: JSON schemas for structured output and the one reader of JSON a model wrote;
+- ``files``: atomic writes: a file replaced whole or not at all, its mode kept;
+- ``tracing``: the Langfuse client and the observation helper;
+- ``version``: the product's version and the ``--version`` argument.
+"""
