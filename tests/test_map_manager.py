@@ -41,9 +41,9 @@ def logger() -> Iterator[tuple[logging.Logger, _Records]]:
 
 
 def _config(tmp_path: Path, **gameplay: object) -> GameConfiguration:
+    """Fair play "engine" unless ``fair_play`` says otherwise: most tests here check what the probe found."""
     raw: dict[str, dict[str, object]] = {"files": {"game_workdir": str(tmp_path / "work")}}
-    if gameplay:
-        raw["gameplay"] = dict(gameplay)
+    raw["gameplay"] = {"fair_play": "engine", **gameplay}
     return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
 
 
@@ -55,8 +55,8 @@ class Driver:
         self.state = GameState()
 
     def start(self) -> str | None:
-        self.game.start()
-        self.state = GameState()
+        intro = self.game.start()
+        self.state = GameState(last_observation=intro)
         self.manager.reset_episode(self.state)
         self._apply()
         return self.manager.context_section()
@@ -96,6 +96,7 @@ class Driver:
                 rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
             )
             self._apply()
+            state.last_observation = response
             state.record_turn(result)
             self.manager.process_turn(result)
             self.manager.context_section()
