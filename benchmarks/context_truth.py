@@ -307,6 +307,7 @@ class PlayerSaw:
     visited: set[int] = field(default_factory=set)
     walked: dict[tuple[int, str], int] = field(default_factory=dict)
     refused: dict[tuple[int, str], str] = field(default_factory=dict)
+    refused_at: dict[tuple[int, str], int] = field(default_factory=dict)  # the turn of the refusal
     tried: set[tuple[int, str]] = field(default_factory=set)
     words: set[str] = field(default_factory=set)
     texts: list[str] = field(default_factory=list)
@@ -327,6 +328,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             set(saw.visited),
             dict(saw.walked),
             dict(saw.refused),
+            dict(saw.refused_at),
             set(saw.tried),
             set(saw.words),
             list(saw.texts),
@@ -348,6 +350,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             saw.refused.pop((here, direction), None)
         else:
             saw.refused[(here, direction)] = next((x.strip() for x in reply.splitlines() if x.strip()), "")
+            saw.refused_at[(here, direction)] = turn
     return found
 
 
@@ -390,12 +393,13 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             to = walked[match.group("label")]
             if match.group("to") != names.get(to):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
-        elif match and match.group("to").startswith("not tried"):
-            label = match.group("label")
-            if (room, label) in saw.tried or not _described(saw, room, label):
-                verdicts.disagree("seen_map", f"{where}: {way!r}: tried already, or not in what was read here")
         else:
-            verdicts.disagree("seen_map", f"{where}: {way!r}: never walked, tried or read of here")
+            verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
+    named = _line(prompt, "Named in the room's description, not tried yet: ")
+    for label in _items(named, ""):
+        verdicts.checked["seen_map"] += 1
+        if (room, label) in saw.tried or not _described(saw, room, label):
+            verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
 
 
 def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
@@ -438,9 +442,21 @@ def check_seen_routes(
                 verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
 
 
-def check_route_lines(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts) -> None:
+def _reopened(truth: EngineTruth, saw: PlayerSaw, room: int, direction: str, turn: int) -> bool:
+    """Engine level: the probe found the refused way open in a later visit (the troll killed)."""
+    for t in range(turn, saw.refused_at.get((room, direction), turn), -1):
+        facts = truth.turns.get(t)
+        if facts is not None and facts.room_id == room:
+            return direction in facts.leads_to
+    return False
+
+
+def check_route_lines(
+    turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts, engine: bool
+) -> None:
     """Both levels: one line per distinct route; no route through a way the game refused the
-    player since it was last walked; "Unexplored exits nearby" at most ``NEARBY_STEPS`` moves away."""
+    player since it was last walked (at the engine level: unless the probe found it open since);
+    "Unexplored exits nearby" at most ``NEARBY_STEPS`` moves away."""
     facts = truth.turns[turn]
     where = f"turn {turn} in {facts.room}"
     lines = _map_lines(prompt)
@@ -458,7 +474,7 @@ def check_route_lines(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw
         verdicts.checked["refused_routes"] += 1
         at = facts.room_id
         for step in (x.strip() for x in route.group("steps").split(",")):
-            if (at, step) in saw.refused:
+            if (at, step) in saw.refused and not (engine and _reopened(truth, saw, at, step, turn)):
                 verdicts.disagree(
                     "refused_routes",
                     f"{where}: {route.group(0)!r}: {step} from {truth.room_names.get(at)} was refused: "
@@ -645,6 +661,12 @@ def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, fro
     return flat
 
 
+def _read(name: str, words_read: set[str]) -> bool:
+    """The player read the object's name: its last word, or that word with -s or -es."""
+    last = _WORD.findall(name.lower())[-1:]
+    return bool(last) and any(last[0] + ending in words_read for ending in ("", "s", "es"))
+
+
 def check_things(
     turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, words_read: set[str] | None = None
 ) -> None:
@@ -657,9 +679,7 @@ def check_things(
         seen = {
             name: (place, states)
             for name, (place, states) in seen.items()
-            if _WORD.findall(name.lower())[-1:]
-            and _WORD.findall(name.lower())[-1] in words_read
-            and not place.startswith("carried by ")
+            if _read(name, words_read) and not place.startswith("carried by ")
         }
     room = truth.turns[turn].room
     inventory = parse_shown(_line(prompt, "Inventory: "), "empty-handed")
@@ -884,7 +904,7 @@ def check_walkthrough(
             check_seen_ways(turn, user, truth, saws[turn], verdicts)
             check_seen_routes(turn, user, truth, saws[turn], verdicts, oracle)
             check_things(turn, user, truth, verdicts, saws[turn].words)
-        check_route_lines(turn, user, truth, saws[turn], verdicts)
+        check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
         check_repeats(turn, user, verdicts)
     if fair_play == "seen":
         check_seen_requests(run["bodies"], truth, saws, verdicts, oracle)

@@ -779,9 +779,10 @@ def text_words(text: str) -> set[str]:
 
 
 def named_in(name: str, words: Set[str]) -> bool:
-    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg") is among ``words``."""
+    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg"), or
+    that word's plural ("guidebooks" for the tour guidebook), is among ``words``."""
     found = _name_words(name)
-    return bool(found) and found[-1] in words
+    return bool(found) and not words.isdisjoint((found[-1], found[-1] + "s", found[-1] + "es"))
 
 
 def _name_words(name: str) -> tuple[str, ...]:

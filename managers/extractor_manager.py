@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -173,10 +173,22 @@ class ExtractorManager(BaseManager):
             died=game.last_response_was_death,
             in_combat=self._in_combat(action, response, visible),
             is_room_description=is_room_description(response, location.name),
-            world_changes=game.last_world_changes() if action is not None else (),
+            world_changes=self._named_changes(game.last_world_changes()) if action is not None else (),
             inventory_shown=tuple(game.describe_inventory()),
             ways=tuple(ways),
             rooms_entered=game.last_rooms_entered() if action is not None else (),
+        )
+
+    def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:
+        """Fair play "seen": an object the game has not named yet is "something" (the spirits are
+        "number of ghosts" to the engine); the change itself is still told."""
+        if self._words_read is None:
+            return changes
+        return tuple(
+            replace(c, name="something the game has not named")
+            if c.name and not named_in(c.name, self._words_read)
+            else c
+            for c in changes
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:

@@ -46,7 +46,7 @@ FAILED_EXIT_PRUNE_THRESHOLD = 3
 # "Unexplored exits nearby" looks this many moves away at most: further leads are not "nearby",
 # and listing rooms 15 moves off every turn cost prompt space for nothing.
 NEARBY_STEPS = 5
-MENTIONED = "not tried (the room's description names it)"
+MENTIONED = "Named in the room's description, not tried yet"
 MAP_FORMAT_VERSION = 2
 # Version 1 maps also held "probable" reverse ways; those are dropped when such a map is read.
 _READABLE_VERSIONS = (1, 2)
@@ -152,6 +152,8 @@ class MapGraph:
         # (room, direction) -> the game's reply when the player last tried it and stayed put,
         # until a move that way succeeds: the way is refused "since", and no route uses it.
         self.refusals: dict[tuple[int, str], str] = {}
+        # Refused ways the probe has found open since (the troll killed): the engine view may use them.
+        self.reopened: set[tuple[int, str]] = set()
         # room -> the directions its latest description named (the seen view's untried leads).
         self.mentioned: dict[int, set[str]] = {}
 
@@ -183,6 +185,7 @@ class MapGraph:
                 self.add_room(room_id, "")
         changed = self.failed_exits.pop((from_id, label), None) is not None
         changed |= self.refusals.pop((from_id, label), None) is not None
+        self.reopened.discard((from_id, label))
         routes = self.edges.setdefault(from_id, {})
         if routes.get(label) != to_id:
             routes[label] = to_id
@@ -199,6 +202,7 @@ class MapGraph:
             self.add_room(room_id, "")
         key = (room_id, direction)
         self.failed_exits[key] = self.failed_exits.get(key, 0) + 1
+        self.reopened.discard(key)
         self.refusals[key] = next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
         return True
 
@@ -239,6 +243,8 @@ class MapGraph:
             return False
         for direction in new - room.verified_exits:
             self.failed_exits.pop((room_id, direction), None)
+            if (room_id, direction) in self.refusals:
+                self.reopened.add((room_id, direction))
         room.verified_exits = new
         room.leads_to = known
         room.refused = refused
@@ -318,11 +324,10 @@ class MapGraph:
         return self._search(from_id, to_ids, doors=False) or self._search(from_id, to_ids, doors=True)
 
     def _walkable(self, room_id: int, way: Way, doors: bool) -> bool:
-        if not way.to_id:
+        key = (room_id, way.label)
+        if not way.to_id or (key in self.refusals and key not in self.reopened):
             return False
-        if not way.blocked:
-            return True
-        return doors and bool(way.door) and (room_id, way.label) not in self.refusals
+        return not way.blocked or (doors and bool(way.door))
 
     def _search(self, from_id: int, to_ids: set[int], doors: bool, seen: bool = False) -> list[Way] | None:
         if from_id in to_ids:
@@ -385,8 +390,6 @@ class MapGraph:
     def _way_text(self, way: Way, label: Callable[[int], str]) -> str:
         if way.blocked:
             return f"{way.label}: blocked — {way.refusal}"
-        if way.mentioned:
-            return f"{way.label} -> {MENTIONED}"
         return f"{way.label} -> {label(way.to_id) if self.been_to(way.to_id) else 'unexplored'}"
 
     def _room_line(self, room_id: int) -> str:
@@ -425,8 +428,12 @@ class MapGraph:
         if current_room_id not in self.rooms:
             return "## Map\nNothing explored here yet."
         lines = [f"## Map around {self._name(current_room_id)}"]
-        ways = [self._way_text(way, self._name) for way in self.ways(current_room_id, seen)]
+        here = self.ways(current_room_id, seen)
+        ways = [self._way_text(way, self._name) for way in here if not way.mentioned]
         lines.append("Ways from here: " + ("; ".join(ways) if ways else "none known"))
+        named = [way.label for way in here if way.mentioned]
+        if named:
+            lines.append(f"{MENTIONED}: {', '.join(named)}")
         near = self.nearest_unexplored(current_room_id, nearby, seen)
         if near:
             lines.append("Unexplored exits nearby:")
@@ -484,7 +491,10 @@ class MapGraph:
             "failed_exits": [
                 {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
             ],
-            "refusals": [{"room_id": room_id, "direction": d, "text": t} for (room_id, d), t in self.refusals.items()],
+            "refusals": [
+                {"room_id": room_id, "direction": d, "text": t, "reopened": (room_id, d) in self.reopened}
+                for (room_id, d), t in self.refusals.items()
+            ],
             "mentioned": {
                 str(room_id): sorted(named, key=_direction_sort_key)
                 for room_id, named in self.mentioned.items()
@@ -528,7 +538,10 @@ class MapGraph:
                 graph.failed_exits[(int(entry["room_id"]), str(entry["direction"]))] = int(entry["count"])
             # Maps saved before these were kept have none: nothing refused, nothing named yet.
             for entry in list(data.get("refusals", [])):
-                graph.refusals[(int(entry["room_id"]), str(entry["direction"]))] = str(entry["text"])
+                key = (int(entry["room_id"]), str(entry["direction"]))
+                graph.refusals[key] = str(entry["text"])
+                if entry.get("reopened"):
+                    graph.reopened.add(key)
             for key, named in dict(data.get("mentioned", {})).items():
                 graph.mentioned[int(key)] = {str(d) for d in named if str(d) in _ORDER}
         except MapGraphError:

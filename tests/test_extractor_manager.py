@@ -300,3 +300,21 @@ def test_a_room_entered_and_died_in_is_reported(
     assert info.died and info.location.name != "Gas Room"
     assert [room.name for room in info.rooms_entered] == ["Gas Room"]
     assert info.rooms_entered[0].id == game.find_rooms("Gas Room")[0].id
+
+
+def test_fair_play_seen_names_only_what_the_game_named_and_no_creatures_load(
+    game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    seen = make_extractor(make_config(), game, None)
+    engine = make_extractor(make_config(gameplay={"fair_play": "engine"}), game, None)
+    intro = game.start()
+    seen.extract(None, intro)
+    engine.extract(None, intro)
+    for command in TO_TROLL:
+        reply = game.send_command(command)
+        shown_seen, shown_engine = seen.extract(command, reply), engine.extract(command, reply)
+    # The game said "A nasty-looking troll, brandishing a bloody axe": named, but what he holds is his.
+    assert "troll" in shown_seen.visible_objects and "troll (carrying: bloody axe)" in shown_engine.visible_objects
+    assert not any("carrying" in label for label in shown_seen.visible_objects)
+    # A creature the game has not called by its name is not listed at all.
+    assert "troll" not in game.describe_visible_objects({"nasty-looking", "axe"})
