@@ -179,6 +179,8 @@ class Verdicts:
     examples: dict[str, list[str]] = field(default_factory=dict)
     # Routes over ways the engine confirmed that the world has changed since (not the map's fault).
     changed_since: list[str] = field(default_factory=list)
+    # The requests read for what the player saw, by role (their schema's name).
+    roles: Counter[str] = field(default_factory=Counter)
 
     def disagree(self, check: str, detail: str) -> None:
         self.counts[check] += 1
@@ -523,6 +525,7 @@ def check_seen_requests(
         words = saw.words | set(_WORD.findall(read.lower()))
         role = schema_name(body) if body.get("response_format") else "agent"
         verdicts.checked["seen_requests"] += 1
+        verdicts.roles[role] += 1
         flat = " ".join(text.split())
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
@@ -940,6 +943,7 @@ def check_walkthrough(
         "checked": checked,
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
+        "requests_checked_by_role": dict(sorted(verdicts.roles.items())),
         "routes_changed_since_confirmed": {
             "count": len(verdicts.changed_since),
             "examples": verdicts.changed_since[:EXAMPLES],

@@ -40,6 +40,16 @@ def test_every_prompt_agrees_with_the_engine(game_file: Path) -> None:
     assert report.figures["end_reason"] == "victory" and report.figures["turns"] == len(report.truth.turns)
     assert uncovered(report.truth) == [], "the replay no longer reaches every kind of room"
     assert set(report.checked) == set(SEEN_CHECKS + COMMON_CHECKS)
+    # Every role's requests were read: agent, critic, extractor, memory, objectives, knowledge.
+    roles = {
+        "AgentResponse",
+        "CriticResponse",
+        "CombatAssessment",
+        "MemoryBatchReply",
+        "ObjectiveReview",
+        "KnowledgeUpdate",
+    }
+    assert roles <= set(report.figures["requests_checked_by_role"])
 
 
 # The engine level's replay is kept short (the suite runs near CI's limit): the house, the cellar, the

@@ -9,9 +9,15 @@ from typing import Any
 
 import pytest
 
-from game_interface import JerichoInterface
+from game_interface import JerichoInterface, Location
 from llm_client import LLMClient
-from managers.extractor_manager import ExtractorManager, changed_chars, is_room_description
+from managers.extractor_manager import (
+    ExtractedInfo,
+    ExtractorManager,
+    changed_chars,
+    describe_world_changes,
+    is_room_description,
+)
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.conftest import ConfigFactory
@@ -318,3 +324,20 @@ def test_fair_play_seen_names_only_what_the_game_named_and_no_creatures_load(
     assert not any("carrying" in label for label in shown_seen.visible_objects)
     # A creature the game has not called by its name is not listed at all.
     assert "troll" not in game.describe_visible_objects({"nasty-looking", "axe"})
+
+
+def test_exits_opening_or_closing_are_told_only_when_the_probe_may_be() -> None:
+    info = ExtractedInfo(
+        location=Location(1, "Living Room"),
+        inventory=(),
+        visible_objects=(),
+        score=0,
+        max_score=350,
+        moves=1,
+        exits=("east", "down"),
+        game_over=False,
+        victory=False,
+        died=False,
+    )
+    assert describe_world_changes(info, 1, ["east", "west"]) == ("new exit: down", "exit closed: west")
+    assert describe_world_changes(info, 1, ["east", "west"], exits_known=False) == ()
