@@ -678,7 +678,9 @@ def check_things(
     ``words_read`` (fair play "seen"): only objects whose name's last word the player has read,
     and nothing a creature carries."""
     carried, seen = truth.things[turn]
-    if words_read is not None:
+    if words_read is not None and truth.turns[turn].dark:
+        seen = {}  # the player sees nothing in the dark
+    elif words_read is not None:
         seen = {
             name: (place, states)
             for name, (place, states) in seen.items()

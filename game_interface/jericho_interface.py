@@ -390,9 +390,11 @@ class JerichoInterface:
         ``words_read`` (fair play "seen"): the words of the game's text the player has read. Only
         objects whose name's last word is among them are listed (the thief once the game calls
         him a thief, not while it says "someone carrying a large bag"), and no creature with what
-        it carries."""
+        it carries; in the dark, nothing."""
         tree = self._tree()
         room = self.get_location().id
+        if words_read is not None and not self._lit(room, tree):
+            return []
         shown: list[str] = []
         for obj in self.get_visible_objects():
             if self._held_by_creature(obj.id, room, tree):
@@ -409,6 +411,13 @@ class JerichoInterface:
                 parts.append(f"{word} the {self._name(holder)}")
             shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
         return shown
+
+    def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
+        """Light here: the room's own, or a light source that is on, in the room or carried."""
+        if room in tree and ONBIT in tree[room][3]:
+            return True
+        in_view = self._visible_below(room, tree) + self._visible_below(self._player_id, tree)
+        return any(LIGHTBIT in obj.attributes and ONBIT in obj.attributes for obj in in_view)
 
     def _children(self, parent: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
         """The visible objects directly inside ``parent``, in the tree's order."""
