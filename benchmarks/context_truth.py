@@ -48,7 +48,7 @@ disagreements on every check, each check run at least once: when it is missed, i
 disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/test_context_truth.py``
 runs the same check in the suite.
 
-    uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N]
+    uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N] [--fair-play seen|engine] [--turns N]
 """
 
 from __future__ import annotations
@@ -79,10 +79,8 @@ from tests.scripted_llm import ScriptedLLMServer, completion
 CHARS_PER_TOKEN = 4
 EXAMPLES = 5
 SIZE_TURNS = (1, 100, 200, 400)
-CHECKS = (
-    "exits",
-    "map",
-    "routes",
+# Checked at both fair-play levels.
+COMMON_CHECKS = (
     "turn_numbers",
     "objects",
     "inventory",
@@ -95,6 +93,8 @@ CHECKS = (
     "request_budgets",
     "in_view",
     "stale_memory",
+    "route_lines",
+    "refused_routes",
 )
 # The largest request each role may send, in tokens (characters / 4, every message): the agent's
 # whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
@@ -106,6 +106,14 @@ ROLE_BUDGETS = {
     "ObjectiveReview": 1_500,
     "KnowledgeUpdate": 4_000,
 }
+# The engine level's ways: the prompt says what the exit probe finds.
+ENGINE_CHECKS = ("exits", "map", "routes")
+# The seen level's: only what the player saw, in every role's request.
+SEEN_CHECKS = ("seen_exits", "seen_map", "seen_routes", "seen_requests")
+LEVEL_CHECKS = {"engine": ENGINE_CHECKS, "seen": SEEN_CHECKS}
+CHECKS = ENGINE_CHECKS + COMMON_CHECKS + SEEN_CHECKS
+# "Unexplored exits nearby" may name rooms this many moves away at most (the product's promise).
+NEARBY_STEPS = 5
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_CHANGES = re.compile(
     r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE
@@ -128,7 +136,9 @@ class TruthModel(LearningModel):
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
         if reviewing and schema_name(body) == "CriticResponse":
-            return completion(json.dumps({"score": 0.5, "justification": "a walkthrough move"}))
+            # The critic is asked (so its requests are checked too) and lets the walkthrough play.
+            self.calls["CriticResponse"] += 1
+            return completion(json.dumps({"score": 1.0, "justification": "The walkthrough's move."}))
         if reviewing and schema_name(body) == "MemoryBatchReply":
             return self.remember_this_game(body, index)
         if not reviewing or schema_name(body) != "ObjectiveReview":
@@ -212,6 +222,8 @@ class Verdicts:
     examples: dict[str, list[str]] = field(default_factory=dict)
     # Routes over ways the engine confirmed that the world has changed since (not the map's fault).
     changed_since: list[str] = field(default_factory=list)
+    # The requests read for what the player saw, by role (their schema's name).
+    roles: Counter[str] = field(default_factory=Counter)
 
     def disagree(self, check: str, detail: str) -> None:
         self.counts[check] += 1
@@ -309,6 +321,273 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
                     "routes",
                     f"turn {turn} in {facts.room}: {line!r} ends in {oracle.name(end)}; not unexplored: {wrong}",
                 )
+
+
+# -- fair play: what the player saw, and routes a player can walk --------------------------------
+
+_MOVE_WORDS = {
+    "n": "north", "s": "south", "e": "east", "w": "west", "ne": "northeast", "nw": "northwest",
+    "se": "southeast", "sw": "southwest", "u": "up", "d": "down", "enter": "in", "inside": "in",
+    "exit": "out", "outside": "out",
+} | {d: d for d in DIRECTIONS}  # fmt: skip
+_GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
+_WORD = re.compile(r"[a-z0-9'-]+")
+_DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b"
+
+
+def _direction(command: str) -> str | None:
+    """The direction a plain move goes ("n", "go north", "climb up"), read here apart from the product."""
+    words = command.strip().lower().rstrip(".!").split()
+    if len(words) == 2 and words[0] in _GO_VERBS:
+        words = words[1:]
+    return _MOVE_WORDS.get(words[0]) if len(words) == 1 else None
+
+
+@dataclass
+class PlayerSaw:
+    """What the player had seen when the agent was asked for turn ``turn``, from the walkthrough
+    and the engine's replies alone: rooms been in, ways walked (and where to), the game's reply to
+    ways tried that left the player where they were (until walked again), the text read."""
+
+    visited: set[int] = field(default_factory=set)
+    walked: dict[tuple[int, str], int] = field(default_factory=dict)
+    refused: dict[tuple[int, str], str] = field(default_factory=dict)
+    refused_at: dict[tuple[int, str], int] = field(default_factory=dict)  # the turn of the refusal
+    tried: set[tuple[int, str]] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    texts: list[str] = field(default_factory=list)
+    descriptions: dict[int, list[str]] = field(default_factory=dict)  # room -> what was read there
+
+
+def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
+    """``PlayerSaw`` for every turn of the replay (each built on the one before)."""
+    saw = PlayerSaw()
+    first = truth.turns[min(truth.turns)]
+    saw.visited.add(first.room_id)
+    saw.words |= set(_WORD.findall(truth.read.get(0, "").lower()))
+    saw.texts.append(truth.read.get(0, ""))
+    saw.descriptions.setdefault(first.room_id, []).append(truth.read.get(0, ""))
+    found: dict[int, PlayerSaw] = {}
+    for turn in sorted(truth.turns):
+        found[turn] = PlayerSaw(
+            set(saw.visited),
+            dict(saw.walked),
+            dict(saw.refused),
+            dict(saw.refused_at),
+            set(saw.tried),
+            set(saw.words),
+            list(saw.texts),
+            {room: list(texts) for room, texts in saw.descriptions.items()},
+        )
+        here, reply = truth.turns[turn].room_id, truth.read.get(turn, "")
+        there = truth.after[turn].room_id
+        saw.visited.add(there)
+        saw.words |= set(_WORD.findall(reply.lower()))
+        saw.texts.append(reply)
+        saw.descriptions.setdefault(there, []).append(reply)
+        direction = _direction(commands[turn - 1])
+        died = "You have died" in reply
+        if direction is None or died:
+            continue
+        saw.tried.add((here, direction))
+        if there != here:
+            saw.walked[(here, direction)] = there
+            saw.refused.pop((here, direction), None)
+        else:
+            saw.refused[(here, direction)] = next((x.strip() for x in reply.splitlines() if x.strip()), "")
+            saw.refused_at[(here, direction)] = turn
+    return found
+
+
+def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways walked from ``room`` and not refused since."""
+    return {d: to for (r, d), to in saw.walked.items() if r == room and (r, d) not in saw.refused}
+
+
+def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
+    """The game's text read in ``room`` names ``direction`` after the room's name line."""
+    pattern = re.compile(_DESCRIBED_DIRECTION.format(direction), re.IGNORECASE)
+    return any(pattern.search(text) for text in saw.descriptions.get(room, []))
+
+
+def _map_lines(prompt: str) -> list[str]:
+    return prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0].splitlines() if "\n## Map" in prompt else []
+
+
+def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts) -> None:
+    """Seen level: "Valid exits" are exactly the ways walked from here and not refused since, and
+    every way in the map's "Ways from here" is one the player walked (to the room named), was
+    refused (in the game's words to that try), or read of in this room and never tried."""
+    facts = truth.turns[turn]
+    room, names = facts.room_id, truth.room_names
+    where = f"turn {turn} in {facts.room}"
+    verdicts.checked["seen_exits"] += 1
+    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    walked = _open_ways(saw, room)
+    if exits != set(walked):
+        verdicts.disagree("seen_exits", f"{where}: {_difference(exits, set(walked))} (walked from here)")
+    ways = _line(prompt, "Ways from here: ")
+    for way in ways.split("; ") if ways and ways != "none known" else []:
+        verdicts.checked["seen_map"] += 1
+        blocked, match = _BLOCKED.match(way), _WAY.match(way)
+        if blocked:
+            label, text = blocked.group("label"), blocked.group("text")
+            if saw.refused.get((room, label)) != text:
+                verdicts.disagree("seen_map", f"{where}: {way!r}: the player got {saw.refused.get((room, label))!r}")
+        elif match and match.group("label") in walked:
+            to = walked[match.group("label")]
+            if match.group("to") != names.get(to):
+                verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
+        else:
+            verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
+    named = _line(prompt, "Named in the room's description, not tried yet: ")
+    for label in _items(named, ""):
+        verdicts.checked["seen_map"] += 1
+        if (room, label) in saw.tried or not _described(saw, room, label):
+            verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
+
+
+def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
+    """The room reached over ways walked (None: a step the player never walked)."""
+    at: int | None = start
+    for step in steps:
+        if at is None:
+            break
+        at = saw.walked.get((at, step))
+    return at
+
+
+def check_seen_routes(
+    turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts, oracle: Oracle
+) -> None:
+    """Seen level: routes and the nearby unexplored ways go over ways walked (walked again in the
+    engine from this turn), and a nearby room's listed ways are read of there and never tried."""
+    facts = truth.turns[turn]
+    where = f"turn {turn} in {facts.room}"
+    for line in _map_lines(prompt):
+        nearby, route = _NEARBY.match(line), _ROUTE.match(line)
+        if not (nearby or route):
+            continue
+        verdicts.checked["seen_routes"] += 1
+        steps = [x.strip() for x in (nearby or route).group("steps").split(",")]  # type: ignore[union-attr]
+        if route and route.group("door"):
+            verdicts.disagree("seen_routes", f"{where}: {line!r}: a door only the probe opened")
+            continue
+        end = _walk_seen(saw, facts.room_id, steps)
+        if end is None:
+            verdicts.disagree("seen_routes", f"{where}: {line!r}: a step the player never walked")
+            continue
+        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _open_ways(saw, room))
+        if kind == "changed":
+            verdicts.changed_since.append(f"{where}: {line!r}: {detail}")
+        if nearby:
+            listed = [d.strip() for d in nearby.group("dirs").split(",")]
+            wrong = [d for d in listed if (end, d) in saw.tried or not _described(saw, end, d)]
+            if truth.room_names.get(end) != nearby.group("room") or wrong:
+                verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
+
+
+def _reopened(truth: EngineTruth, saw: PlayerSaw, room: int, direction: str, turn: int) -> bool:
+    """Engine level: the probe found the refused way open in a later visit (the troll killed)."""
+    for t in range(turn, saw.refused_at.get((room, direction), turn), -1):
+        facts = truth.turns.get(t)
+        if facts is not None and facts.room_id == room:
+            return direction in facts.leads_to
+    return False
+
+
+def check_route_lines(
+    turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts, engine: bool
+) -> None:
+    """Both levels: one line per distinct route; no route through a way the game refused the
+    player since it was last walked (at the engine level: unless the probe found it open since);
+    "Unexplored exits nearby" at most ``NEARBY_STEPS`` moves away."""
+    facts = truth.turns[turn]
+    where = f"turn {turn} in {facts.room}"
+    lines = _map_lines(prompt)
+    routes = [m for m in map(_ROUTE.match, lines) if m]
+    verdicts.checked["route_lines"] += 1
+    ways = Counter((m.group("steps"), m.group("door") or "") for m in routes)
+    twice = [steps for steps, n in ways.items() if n > 1]
+    if twice:
+        verdicts.disagree("route_lines", f"{where}: the same route on {max(ways.values())} lines: {twice[0]}")
+    for line in lines:
+        nearby = _NEARBY.match(line)
+        if nearby and len(nearby.group("steps").split(",")) > NEARBY_STEPS:
+            verdicts.disagree("route_lines", f"{where}: {line!r}: further than {NEARBY_STEPS} moves")
+    for route in routes:
+        verdicts.checked["refused_routes"] += 1
+        at = facts.room_id
+        for step in (x.strip() for x in route.group("steps").split(",")):
+            if (at, step) in saw.refused and not (engine and _reopened(truth, saw, at, step, turn)):
+                verdicts.disagree(
+                    "refused_routes",
+                    f"{where}: {route.group(0)!r}: {step} from {truth.room_names.get(at)} was refused: "
+                    f"{saw.refused[(at, step)]!r}",
+                )
+                break
+            following = saw.walked.get((at, step)) or _last_probe(truth, at, turn).get(step)
+            if following is None:
+                break  # a door step: where it leads is the probe's (checked at the engine level)
+            at = following
+
+
+def _request_text(body: dict[str, Any]) -> str:
+    parts = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        parts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(parts)
+
+
+def check_seen_requests(
+    bodies: list[dict[str, Any]], truth: EngineTruth, saws: dict[int, PlayerSaw], verdicts: Verdicts, oracle: Oracle
+) -> None:
+    """Seen level, every role's request (agent, critic, extractor, memory, objectives, knowledge):
+    no refusal the exit probe got that the player never read, no creature called by a name the
+    game has not used, nothing a creature carries, and no way or route line that breaks the
+    rules above (each request checked against what the player had seen by then)."""
+    probe_replies = {
+        line.strip()
+        for facts in truth.turns.values()
+        for reply in facts.replies.values()
+        for line in reply.splitlines()
+        # Room headers in a reply are names (an objective may name a room ahead), not refusals.
+        if len(line.strip()) > 12 and line.strip() not in truth.room_names.values()
+    }
+    system_prompt = Path(__file__).resolve().parent.parent.joinpath("prompts", "agent.md").read_text(encoding="utf-8")
+    turn = min(saws)
+    for body in bodies:
+        text = _request_text(body)
+        found = _TURN_LINE.search(user_text(body)) if body.get("model") == AGENT_MODEL else None
+        if found:
+            turn = int(found.group(1))
+        saw = saws[min(max(turn, min(saws)), max(saws))]
+        # A helper asked after turn N's command has read its reply too.
+        read = " ".join(" ".join(saw.texts + ([truth.read.get(turn, "")] if not found else [])).split())
+        words = saw.words | set(_WORD.findall(read.lower()))
+        role = schema_name(body) if body.get("response_format") else "agent"
+        verdicts.checked["seen_requests"] += 1
+        verdicts.roles[role] += 1
+        flat = " ".join(text.split())
+        for refusal in probe_replies:
+            if refusal in flat and refusal not in read and refusal not in system_prompt:
+                verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
+        for creature in truth.creatures:
+            noun = _WORD.findall(creature.lower())[-1]
+            named = re.compile(rf"\b{re.escape(noun)}\b", re.IGNORECASE)
+            if noun not in words and named.search(text) and not named.search(system_prompt):
+                verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
+        if "carrying: " in text:
+            verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
+        if not found and f"Turn {turn} |" in text and turn in truth.turns:
+            # The critic is shown the agent's prompt: its ways and routes are held to the same rules.
+            probe = Verdicts()
+            check_seen_ways(turn, text, truth, saws[turn], probe)
+            check_seen_routes(turn, text, truth, saws[turn], probe, oracle)
+            for check, examples in probe.examples.items():
+                for example in examples:
+                    verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
 
 
 def _reply_action(reply: dict[str, Any]) -> str:
@@ -428,10 +707,28 @@ def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, fro
     return flat
 
 
-def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
+def _read(name: str, words_read: set[str]) -> bool:
+    """The player read the object's name: its last word, or that word with -s or -es."""
+    last = _WORD.findall(name.lower())[-1:]
+    return bool(last) and any(last[0] + ending in words_read for ending in ("", "s", "es"))
+
+
+def check_things(
+    turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, words_read: set[str] | None = None
+) -> None:
     """Inventory and visible objects against the engine: every name, where it sits (nested in a
-    carried container, on or in something in the room, carried by a creature) and its states."""
+    carried container, on or in something in the room, carried by a creature) and its states.
+    ``words_read`` (fair play "seen"): only objects whose name's last word the player has read,
+    and nothing a creature carries."""
     carried, seen = truth.things[turn]
+    if words_read is not None and truth.turns[turn].dark:
+        seen = {}  # the player sees nothing in the dark
+    elif words_read is not None:
+        seen = {
+            name: (place, states)
+            for name, (place, states) in seen.items()
+            if _read(name, words_read) and not place.startswith("carried by ")
+        }
     room = truth.turns[turn].room
     inventory = parse_shown(_line(prompt, "Inventory: "), "empty-handed")
     shown_carried = {
@@ -657,7 +954,9 @@ def prompt_sections(system: str, user: str) -> dict[str, int]:
     return {name: len(text) // CHARS_PER_TOKEN for name, text in parts.items()}
 
 
-def play(game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel) -> dict[str, Any]:
+def play(
+    game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel, fair_play: str = "seen"
+) -> dict[str, Any]:
     server = ScriptedLLMServer().start()
     answered: list[tuple[dict[str, Any], Any]] = []
 
@@ -677,7 +976,9 @@ def play(game_file: Path, commands: list[str], show_turn: int | None, model: Lea
                 memory={"enabled": True},
                 objectives={"enabled": True},
                 knowledge={"enabled": True},
-                gameplay={"enable_critic": True},  # the critic's requests are checked too
+                # Every role asks its model, so every role's requests are checked.
+                gameplay={"fair_play": fair_play, "enable_critic": True},
+                extractor={"llm_enabled": True},
             )
             orchestrator = EpisodeRunner(
                 episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
@@ -752,7 +1053,7 @@ class TruthReport:
     def problems(self) -> list[str]:
         """The goal missed, one line per check: its disagreements (with examples), or nothing checked."""
         found = []
-        for check in CHECKS:
+        for check in self.checked:
             if self.disagreements[check]:
                 shown = "\n    ".join(self.examples.get(check, []))
                 found.append(f"{check}: {self.disagreements[check]} disagreement(s), e.g.\n    {shown}")
@@ -761,12 +1062,16 @@ class TruthReport:
         return found
 
 
-def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthReport:
-    """Play the walkthrough through the product and check every prompt against the engine."""
-    commands = walkthrough(game_file)
+def check_walkthrough(
+    game_file: Path, show_turn: int | None = None, fair_play: str = "seen", turns: int | None = None
+) -> TruthReport:
+    """Play the walkthrough (its first ``turns`` commands) through the product at the fair-play
+    level ``fair_play`` and check every prompt against the engine."""
+    commands = walkthrough(game_file)[:turns]
     oracle = Oracle(game_file)
     truth = oracle.replay(commands)
-    run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle))
+    run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
+    saws = player_saw(truth, commands)
     verdicts = Verdicts()
     object_names: dict[str, set[int]] = {}
     for number in truth.after[min(truth.after)].tree:
@@ -775,13 +1080,21 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
             object_names.setdefault(name, set()).add(number)
     check_objectives(run["objectives"], truth, oracle, verdicts)
     for turn, (_, user) in sorted(run["prompts"].items()):
-        check_prompt(turn, user, truth, verdicts)
-        check_map(turn, user, truth, verdicts, oracle)
-        check_things(turn, user, truth, verdicts)
+        if fair_play == "engine":
+            check_prompt(turn, user, truth, verdicts)
+            check_map(turn, user, truth, verdicts, oracle)
+            check_things(turn, user, truth, verdicts)
+        else:
+            check_seen_ways(turn, user, truth, saws[turn], verdicts)
+            check_seen_routes(turn, user, truth, saws[turn], verdicts, oracle)
+            check_things(turn, user, truth, verdicts, saws[turn].words)
+        check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
         check_repeats(turn, user, verdicts)
         check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
         check_in_view(turn, user, run["replies"], truth, verdicts)
         check_stale_memory(turn, user, truth, object_names, verdicts)
+    if fair_play == "seen":
+        check_seen_requests(run["bodies"], truth, saws, verdicts, oracle)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")
@@ -803,9 +1116,11 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         key = f"turn {turn}" if turn == wanted else f"turn {turn} (last; asked for {wanted})"
         sizes[key] = {"before": before // CHARS_PER_TOKEN, "after": after // CHARS_PER_TOKEN}
     state = run["state"]
-    disagreements = {check: verdicts.counts.get(check, 0) for check in CHECKS}
-    checked = {check: verdicts.checked.get(check, 0) for check in CHECKS}
+    level_checks = LEVEL_CHECKS[fair_play] + COMMON_CHECKS
+    disagreements = {check: verdicts.counts.get(check, 0) for check in level_checks}
+    checked = {check: verdicts.checked.get(check, 0) for check in level_checks}
     figures = {
+        "fair_play": fair_play,
         "turns": state.turn_count,
         "score": f"{state.score}/{state.max_score}",
         "end_reason": state.end_reason,
@@ -813,6 +1128,7 @@ def check_walkthrough(game_file: Path, show_turn: int | None = None) -> TruthRep
         "checked": checked,
         "objectives": dict(Counter(o["status"] for o in run["objectives"]["objectives"])),
         "examples": verdicts.examples,
+        "requests_checked_by_role": dict(sorted(verdicts.roles.items())),
         "routes_changed_since_confirmed": {
             "count": len(verdicts.changed_since),
             "examples": verdicts.changed_since[:EXAMPLES],
@@ -828,13 +1144,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", default=None)
     parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
+    parser.add_argument(
+        "--fair-play", choices=("seen", "engine"), default="seen", help="what the models may be told (default seen)"
+    )
+    parser.add_argument("--turns", type=int, default=None, help="play only the walkthrough's first N commands")
     args = parser.parse_args()
     try:
         game_file = resolve_story_file(args.game_file, allow_download=False)
     except StoryFileError as exc:
         print(f"context_truth: {exc}", file=sys.stderr)
         return 2
-    report = check_walkthrough(game_file, args.show_turn)
+    report = check_walkthrough(game_file, args.show_turn, args.fair_play, args.turns)
     print(json.dumps(report.figures, indent=2))
     if report.problems:
         print("context_truth: the goal (0 disagreements, every check run) is missed:", file=sys.stderr)

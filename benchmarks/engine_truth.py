@@ -209,6 +209,10 @@ class EngineTruth:
     world_changed: set[int] = field(default_factory=set)
     # Per turn, as the agent is asked: (carried, in the room) -> name -> (where it sits, its states).
     things: dict[int, tuple[Things, Things]] = field(default_factory=dict)
+    # What the player read: the game's reply to each turn's command (0: the opening text).
+    read: dict[int, str] = field(default_factory=dict)
+    # The names of the creatures (actors) the game has, as the engine names them.
+    creatures: set[str] = field(default_factory=set)
 
 
 class Oracle:
@@ -218,7 +222,7 @@ class Oracle:
         self.story = Story(game_file.read_bytes())
         self.story.check_directions(DIRECTIONS)
         self.env = jericho.FrotzEnv(str(game_file))
-        self.env.reset()
+        self.intro = str(self.env.reset()[0])
         self.player = self.env.player_obj_num
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
         self.check_attributes()
@@ -371,8 +375,12 @@ class Oracle:
 
     def replay(self, commands: list[str]) -> EngineTruth:
         truth = EngineTruth()
+        truth.read[0] = self.intro
         for turn, command in enumerate(commands, start=1):
             tree = self.tree()
+            truth.creatures |= {
+                self.name(n) for n, (_, attrs) in tree.items() if ACTORBIT in attrs and n != self.player
+            }
             room = self.room(tree)
             truth.room_names[room] = self.name(room)
             carried = {self.name(n) for n in self.visible_below(tree, self.player)}
@@ -391,7 +399,7 @@ class Oracle:
             for reached in leads.values():
                 truth.probed_names[reached] = self.name(reached)
             truth.things[turn] = self.things(tree, room)
-            self.env.step(command)
+            truth.read[turn] = str(self.env.step(command)[0])
             ram_changed = bool(self.env._get_world_diff()[3])
             after = self.tree()
             room_after = self.room(after)

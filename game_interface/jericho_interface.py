@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 # death it does not resurrect from); a resurrection continues without it.
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
-_NO_WAY = "You can't go that way."
+NO_WAY_REPLY = "You can't go that way."
 # Zork's replies when the parser or the world refuses a command ("You can't go that way.",
 # "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
 _REFUSAL = re.compile(
@@ -380,19 +381,28 @@ class JerichoInterface:
         tree = self._tree()
         return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
 
-    def describe_visible_objects(self) -> list[str]:
+    def describe_visible_objects(self, words_read: Set[str] | None = None) -> list[str]:
         """The room's objects (as ``get_visible_objects`` finds them), each with its state and,
         when it is not loose in the room, where it sits ("jewel-encrusted egg (open, in the
         trophy case)", "sceptre (on the altar)"). A creature is listed with what it carries
-        ("thief (carrying: large bag, stiletto)") and those are not listed again as loose."""
+        ("thief (carrying: large bag, stiletto)") and those are not listed again as loose.
+
+        ``words_read`` (fair play "seen"): the words of the game's text the player has read. Only
+        objects whose name's last word is among them are listed (the thief once the game calls
+        him a thief, not while it says "someone carrying a large bag"), and no creature with what
+        it carries; in the dark, nothing."""
         tree = self._tree()
         room = self.get_location().id
+        if words_read is not None and not self._lit(room, tree):
+            return []
         shown: list[str] = []
         for obj in self.get_visible_objects():
             if self._held_by_creature(obj.id, room, tree):
                 continue
+            if words_read is not None and not named_in(obj.name, words_read):
+                continue
             if ACTORBIT in obj.attributes:
-                shown.append(self._nested_label(obj, tree))
+                shown.append(self._nested_label(obj, tree, carried=words_read is None))
                 continue
             parts = list(obj.states)
             holder = obj.parent_id
@@ -401,6 +411,13 @@ class JerichoInterface:
                 parts.append(f"{word} the {self._name(holder)}")
             shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
         return shown
+
+    def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
+        """Light here: the room's own, or a light source that is on, in the room or carried."""
+        if room in tree and ONBIT in tree[room][3]:
+            return True
+        in_view = self._visible_below(room, tree) + self._visible_below(self._player_id, tree)
+        return any(LIGHTBIT in obj.attributes and ONBIT in obj.attributes for obj in in_view)
 
     def _children(self, parent: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> list[GameObject]:
         """The visible objects directly inside ``parent``, in the tree's order."""
@@ -414,11 +431,13 @@ class JerichoInterface:
             child = tree[child][1]
         return found
 
-    def _nested_label(self, obj: GameObject, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> str:
-        """The label with what can be seen inside (or, for a creature, what it carries)."""
+    def _nested_label(
+        self, obj: GameObject, tree: dict[int, tuple[int, int, int, tuple[int, ...]]], carried: bool = True
+    ) -> str:
+        """The label with what can be seen inside (or, for a creature, what it carries, unless not ``carried``)."""
         parts = list(obj.states)
         creature = ACTORBIT in obj.attributes
-        if creature or _SEE_INSIDE.intersection(obj.attributes):
+        if (creature and carried) or (not creature and _SEE_INSIDE.intersection(obj.attributes)):
             inside = [self._nested_label(child, tree) for child in self._children(obj.id, tree)]
             if inside:
                 parts.append(("carrying: " if creature else "containing: ") + ", ".join(inside))
@@ -698,7 +717,8 @@ class JerichoInterface:
 
         The full engine state (memory, stack, random generator, pending text) is restored
         after every probe. A probe that kills the player (a grue, a fall) is no exit, even when
-        Zork resurrects the player elsewhere. Directions the story never makes a way ("The
+        Zork resurrects the player elsewhere. A refused way names its door only when opening it
+        from here lets the player through. Directions the story never makes a way ("The
         windows are all boarded.") or answers with "You can't go that way." are left out. The
         result is cached until the next command or restore, and read fresh after a command
         that changed the world (the Cyclops fleeing opens the staircase at once).
@@ -726,12 +746,24 @@ class JerichoInterface:
                 continue
             way = static.exit(direction) if static else None
             refusal = clean_text(raw).split("\n", 1)[0].strip()
-            if way is None or not way.can_open or not refusal or refusal == _NO_WAY:
+            if way is None or not way.can_open or not refusal or refusal == NO_WAY_REPLY:
                 continue
-            door = self._name(way.door) if way.door else ""
+            door = self._name(way.door) if way.door and self._door_opens(way.door, direction, here) else ""
             found.append(ExitProbe(direction, refusal=refusal, door=door, door_to=way.to if door else 0))
         self._exits_cache = tuple(found)
         return self._exits_cache
+
+    def _door_opens(self, door: int, direction: str, here: int) -> bool:
+        """Whether opening ``door`` from here lets the player go ``direction`` (tried and undone):
+        a trap door barred from above does not open, and no route may go through it."""
+        env = self.env
+        state = env.get_state()
+        try:
+            env.step(f"open {self._name(door)}")
+            env.step(direction)
+            return not env.game_over() and self.get_location().id != here
+        finally:
+            env.set_state(state)
 
     def close(self) -> None:
         """Release the emulator. Jericho's own finaliser shuts the library down and unloads it."""
@@ -748,6 +780,18 @@ def _attributes(flags: bytes) -> tuple[int, ...]:
     bits = int.from_bytes(flags, "big")
     width = 8 * len(flags)
     return tuple(i for i in range(width) if bits >> (width - 1 - i) & 1)
+
+
+def text_words(text: str) -> set[str]:
+    """The words of a text as ``named_in`` compares them."""
+    return set(re.findall(r"[a-z0-9'-]+", text.lower()))
+
+
+def named_in(name: str, words: Set[str]) -> bool:
+    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg"), or
+    that word's plural ("guidebooks" for the tour guidebook), is among ``words``."""
+    found = _name_words(name)
+    return bool(found) and not words.isdisjoint((found[-1], found[-1] + "s", found[-1] + "es"))
 
 
 def _name_words(name: str) -> tuple[str, ...]:

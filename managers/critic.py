@@ -116,11 +116,12 @@ class ObjectTreeCheck:
         self.game = game
         self._dictionary = game.dictionary_words()
 
-    def check(self, action: str, exits: list[str] | None) -> CriticVerdict | None:
+    def check(self, action: str, exits: list[str] | None, shown: list[str] | None = None) -> CriticVerdict | None:
         """A rejecting verdict, or None when the action may work.
 
         ``exits`` are the engine-verified exits of the current room; None means unknown
-        (exit probing off), and then no direction is judged.
+        (exit probing off), and then no direction is judged. ``shown``: the exits the agent may
+        be told (fair play "seen"), named in a rejection instead of the engine's.
         """
         text = action.strip().lower()
         if not text:
@@ -132,7 +133,7 @@ class ObjectTreeCheck:
             return _reject(f'The game does not know the word "{unknown}"; rephrase with words the game uses.')
         direction = normalize_direction(text)
         if direction is not None:
-            return self._check_direction(direction, exits)
+            return self._check_direction(direction, exits, exits if shown is None else shown)
         return self._check_objects(text)
 
     def _unknown_word(self, text: str) -> str | None:
@@ -143,11 +144,16 @@ class ObjectTreeCheck:
                 return token
         return None
 
-    def _check_direction(self, direction: str, exits: list[str] | None) -> CriticVerdict | None:
+    def _check_direction(
+        self, direction: str, exits: list[str] | None, shown: list[str] | None
+    ) -> CriticVerdict | None:
         if exits is None or direction in exits:
             return None
         if not self._move_changes_nothing(direction):
             return None
+        if shown is not exits:
+            known = ", ".join(shown) if shown else "none walked yet"
+            return _reject(f"There is no exit {direction} from here. Ways you have walked from here: {known}.")
         where = ", ".join(exits) if exits else "none (try something other than walking)"
         return _reject(f"There is no exit {direction} from here. Exits the game confirms: {where}.")
 
@@ -336,7 +342,7 @@ class Critic:
         """The free engine check, then the critic model when it is on and the action calls for it
         (``gameplay.critic_when``); ``reasoning`` is the agent's reason for this proposal."""
         exits = list(game_state.exits) if self.config.gameplay.exit_probe else None
-        verdict = self.object_tree.check(action, exits)
+        verdict = self.object_tree.check(action, exits, game_state.exits_shown)
         if verdict is not None:
             return verdict
         risk = risk_of(action, game_state)

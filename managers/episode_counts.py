@@ -304,6 +304,22 @@ def tool_availability(events: Iterable[Mapping[str, Any]]) -> ToolAvailability:
     )
 
 
+# What each fair-play level means, in the summary's and the run report's words.
+FAIR_PLAY_MEANING = {
+    "seen": "the models were told only what the player saw",
+    "engine": "the models were also told what only the engine knew: scores not comparable with play from the text",
+}
+
+
+def fair_play(events: Iterable[Mapping[str, Any]]) -> str | None:
+    """What the models could be told ("seen" or "engine", ``episode_start``); None when the log predates the setting."""
+    for event in events:
+        if event.get("event_type") == "episode_start":
+            level = event.get("fair_play")
+            return level if isinstance(level, str) else None
+    return None
+
+
 def game_seed(events: Iterable[Mapping[str, Any]]) -> int | None:
     """The seed the game was played with (``episode_start``); None when the log predates seeds."""
     for event in events:

@@ -24,7 +24,15 @@ from typing import Any
 
 from chat_api.wire import UsageStats
 from managers.base_manager import BaseManager
-from managers.episode_counts import REJECTION_CAUSES, critic_counts, game_seed, tool_availability, tool_call_counts
+from managers.episode_counts import (
+    FAIR_PLAY_MEANING,
+    REJECTION_CAUSES,
+    critic_counts,
+    fair_play,
+    game_seed,
+    tool_availability,
+    tool_call_counts,
+)
 from session.episode_folder import EpisodeFolder, read_events
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
@@ -235,6 +243,7 @@ class EpisodeSynthesizer(BaseManager):
             "settings_held": mcp.held,
             "not_as_configured": [] if mcp.held else [mcp.describe()],
             "game_seed": game_seed(events),
+            "fair_play": fair_play(events),
             "wall_seconds": None if self.wall_clock is None else self.wall_clock(),
             "end_reason": state.end_reason,
             "victory": state.victory,
@@ -320,7 +329,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     """The summary for people: outcome, key events, and what the LLMs cost."""
     usage = summary["llm_usage"]
     not_held = summary.get("not_as_configured") or []
-    seed, wall = summary.get("game_seed"), summary.get("wall_seconds")
+    seed, wall, level = summary.get("game_seed"), summary.get("wall_seconds"), summary.get("fair_play")
     lines = [
         *(f"**Not as configured:** {note}" for note in not_held),
         f"# Episode {summary['episode_id']}",
@@ -331,6 +340,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- Deaths: {summary['deaths']}",
         f"- Rooms visited: {summary['rooms_visited']}",
         f"- Game seed: {'?' if seed is None else seed}",
+        f"- Fair play: {level or '?'} ({FAIR_PLAY_MEANING.get(level or '', 'not recorded')})",
         f"- Wall time: {'?' if wall is None else f'{wall:.1f} s'}",
         *([f"- {summary['mcp']['description']}"] if summary.get("mcp") else []),
         f"- Mean LLM calls per turn: {usage['total']['calls_per_turn']:.2f}",

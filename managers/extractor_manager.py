@@ -27,13 +27,13 @@ import difflib
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from game_interface import ExitProbe, GameObject, JerichoInterface, Location, WorldChange
-from game_interface.jericho_interface import ACTORBIT
+from game_interface.jericho_interface import ACTORBIT, named_in, text_words
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
@@ -97,11 +97,14 @@ class ExtractedInfo:
     rooms_entered: tuple[Location, ...] = ()
 
 
-def describe_world_changes(info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str]) -> tuple[str, ...]:
+def describe_world_changes(
+    info: ExtractedInfo, room_id_before: int, exits_before: Sequence[str], exits_known: bool = True
+) -> tuple[str, ...]:
     """The engine's object-tree changes in words, plus exits that opened or closed in the room
-    the player stayed in (those need the exit probe; without it both exit lists are empty)."""
+    the player stayed in (those need the exit probe; without it both exit lists are empty). With
+    ``exits_known`` False (fair play "seen") the probe's exits are not the player's to know."""
     changes = [change.describe() for change in info.world_changes]
-    if info.location.id == room_id_before and not info.game_over:
+    if exits_known and info.location.id == room_id_before and not info.game_over:
         changes += [f"new exit: {d}" for d in info.exits if d not in exits_before]
         changes += [f"exit closed: {d}" for d in exits_before if d not in info.exits]
     return tuple(changes)
@@ -157,16 +160,22 @@ class ExtractorManager(BaseManager):
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
         self._skipped_unengaged = 0
+        # Fair play "seen": every word of the game's text the player has read this episode.
+        self._words_read: set[str] | None = set() if config.gameplay.fair_play == "seen" else None
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
         self._skipped_unengaged = 0
+        if self._words_read is not None:
+            self._words_read = set()
 
     def extract(self, action: str | None, response: str) -> ExtractedInfo:
         """The facts after ``action`` (None for the intro text) produced ``response``."""
         game = self.game
+        if self._words_read is not None:
+            self._words_read |= text_words(response)
         location = game.get_location()
         visible = game.get_visible_objects()
         # Probed after every command, the world-changing ones included: the Cyclops fleeing opens
@@ -175,7 +184,7 @@ class ExtractorManager(BaseManager):
         return ExtractedInfo(
             location=location,
             inventory=tuple(game.get_inventory()),
-            visible_objects=tuple(game.describe_visible_objects()),
+            visible_objects=tuple(game.describe_visible_objects(self._words_read)),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
@@ -185,10 +194,22 @@ class ExtractorManager(BaseManager):
             died=game.last_response_was_death,
             in_combat=self._in_combat(action, response, visible),
             is_room_description=is_room_description(response, location.name),
-            world_changes=game.last_world_changes() if action is not None else (),
+            world_changes=self._named_changes(game.last_world_changes()) if action is not None else (),
             inventory_shown=tuple(game.describe_inventory()),
             ways=tuple(ways),
             rooms_entered=game.last_rooms_entered() if action is not None else (),
+        )
+
+    def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:
+        """Fair play "seen": an object the game has not named yet is "something" (the spirits are
+        "number of ghosts" to the engine); the change itself is still told."""
+        if self._words_read is None:
+            return changes
+        return tuple(
+            replace(c, name="something the game has not named")
+            if c.name and not named_in(c.name, self._words_read)
+            else c
+            for c in changes
         )
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:
@@ -211,8 +232,10 @@ class ExtractorManager(BaseManager):
         if self._llm is None:
             return None
         turn = self.game_state.turn_count + 1
+        # Fair play "seen": a creature the game has not named yet is not named to the model either.
+        named = [c for c in creatures if self._words_read is None or named_in(c, self._words_read)]
         user = (
-            f"Creatures in the room (from the game engine): {', '.join(creatures)}\n"
+            f"Creatures in the room: {', '.join(named) if named else 'one the game has not named yet'}\n"
             f"The player's command: {action if action is not None else '(start of the game)'}\n"
             f"The game's reply:\n{response[:REPLY_EXCERPT_CHARS]}"
         )

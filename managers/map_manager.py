@@ -12,10 +12,12 @@ the file: every change since the last save is kept as the graph operation that m
 onto the map as it is on disk. The result, every run's rooms and exits, is written and
 becomes this run's map too.
 
-The agent sees a compact view each turn (``context_section``): the current room's ways out
-as the engine's exit probe found them (where each leads, or the game's words for a way refused
-now), the nearest unexplored exits and the route to its objectives' rooms over ways the
-engine confirmed.
+The agent sees a compact view each turn (``context_section``): the current room's ways out,
+the nearest unexplored exits and one line per route to its objectives' rooms. What it shows
+follows ``[tool.zorkgpt.gameplay] fair_play``: with "seen" (the default) only ways the player
+walked, the game's replies to ways tried, and the directions the room's description names; with
+"engine" the exit probe's findings too (every way out, where it leads, refusals of ways never
+tried, routes through doors the probe opened).
 Repeating the whole map every turn grew to three quarters of the prompt by the end of a
 game; the whole map stays in ``map_state.json`` and ``map.mmd``.
 """
@@ -23,6 +25,7 @@ game; the whole map stays in ``map_state.json`` and ``map.mmd``.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,10 @@ from shared_utils.files import json_text
 from world.map_graph import MapGraph, normalize_direction
 
 MERMAID_FILE_NAME = "map.mmd"
+# A direction word in a room's description ("a path leads north", "a staircase leading upward").
+_NAMED_DIRECTION = re.compile(
+    r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
+)
 # Rooms the agent wants to reach, by the name to show and the room ids that count.
 RouteTargets = Callable[[], list[tuple[str, set[int]]]]
 
@@ -67,6 +74,7 @@ class MapManager(BaseManager):
         self._unsaved: list[tuple[str, tuple[Any, ...]]] = []
         self._start_visit_pending = True
         self.route_targets: RouteTargets | None = None
+        self.seen_only = config.gameplay.fair_play == "seen"
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
@@ -86,6 +94,9 @@ class MapManager(BaseManager):
         if not state.current_room_id:
             return False
         changed = self._change("add_room", state.current_room_id, state.current_room_name)
+        named = directions_described(state.last_observation, state.current_room_name)
+        if named is not None:
+            changed |= self._change("set_mentioned", state.current_room_id, named)
         if self._start_visit_pending:
             self._change("visit", state.current_room_id, state.current_room_name)
             self._start_visit_pending = False
@@ -117,7 +128,7 @@ class MapManager(BaseManager):
             if not result.died:
                 changed |= self._change("record_move", result.room_id_before, result.action, result.room_id_after)
         elif direction is not None and not result.died and not result.game_over:
-            changed |= self._change("record_failed_move", result.room_id_before, result.action)
+            changed |= self._change("record_failed_move", result.room_id_before, result.action, result.response)
         # Only trust the state's exits if they describe the room this turn ended in.
         if self.game_state.current_room_id == result.room_id_after:
             changed |= self._sync_current_room()
@@ -157,7 +168,15 @@ class MapManager(BaseManager):
         if not room_id:
             return None
         targets = self.route_targets() if self.route_targets else None
-        return self.graph.render_compact(room_id, targets)
+        return self.graph.render_compact(room_id, targets, seen=self.seen_only)
+
+    def exits_shown(self) -> list[str] | None:
+        """The current room's open ways as fair play "seen" lets the models know them (walked
+        from here, not refused since); None at the "engine" level: the probe's exits are shown."""
+        room_id = self.game_state.current_room_id
+        if not self.seen_only:
+            return None
+        return self.graph.known_exits(room_id) if room_id else []
 
     def finalize_episode(self) -> None:
         self._save()
@@ -174,3 +193,17 @@ class MapManager(BaseManager):
             "map_file": str(self.map_path),
             "mermaid_file": str(self.mermaid_path),
         }
+
+
+def directions_described(text: str, room_name: str) -> list[str] | None:
+    """The directions named in ``text`` when it describes ``room_name`` (Zork heads a room's
+    description with its name on a line of its own), in the order first named; None when the
+    text is no description of the room."""
+    name = room_name.strip().lower()
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        line = line.strip().lower()
+        if name and (line == name or line.startswith(name + ",")):
+            described = " ".join(lines[index + 1 :])
+            return list(dict.fromkeys(m.group(1).lower() for m in _NAMED_DIRECTION.finditer(described)))
+    return None

@@ -358,9 +358,13 @@ class ObjectiveManager(LearningManager):
                     found.append((f"{step.target} (objective #{o.id})", set(step.ids)))
                     break
                 if step.kind == "item_in_container":
-                    rooms = {r.id for r in (self.game.room_of(c) for c in step.container_ids) if r is not None}
+                    # Its next place: the item first, while it is not carried (the painting on the
+                    # Gallery wall before the trophy case).
+                    carried = any(self.game.is_carried(i) for i in step.ids)
+                    holders, what = (step.container_ids, step.container) if carried else (step.ids, step.target)
+                    rooms = {r.id for r in (self.game.room_of(c) for c in holders) if r is not None}
                     if rooms:
-                        found.append((f"the {step.container} (objective #{o.id})", rooms))
+                        found.append((f"the {what} (objective #{o.id})", rooms))
                         break
             if len(found) >= MAX_ROUTE_TARGETS:
                 break

@@ -38,11 +38,12 @@ def build_context(state: GameState, sections: list[str] | None = None, limits: T
     command's reply is shown whole below the recent actions, so they only name it, and
     earlier replies are cut at a sentence's end, never inside one.
     """
+    exits = state.exits if state.exits_shown is None else state.exits_shown
     lines = [
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         *([limits_line(state, limits)] if limits is not None else []),
         f"Location: {state.current_room_name} (room {state.current_room_id})",
-        f"Valid exits: {', '.join(state.exits) if state.exits else 'none known'}",
+        f"Valid exits: {', '.join(exits) if exits else 'none known'}",
         f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",
     ]

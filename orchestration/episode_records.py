@@ -22,6 +22,7 @@ from managers.episode_counts import (
     ToolAvailability,
     ToolCallCounts,
     critic_counts,
+    fair_play,
     game_seed,
     tool_availability,
     tool_call_counts,
@@ -95,6 +96,7 @@ class EpisodeFigures:
     mcp_enabled: bool | None = None
     max_turns: int | None = None
     game_seed: int | None = None  # None: the log predates seeds
+    fair_play: str | None = None  # "seen" or "engine"; None: the log predates the setting
     wall_seconds: float | None = None  # None: no end recorded
     turns: int = 0
     moves: int = 0  # the game's own move count: a turn is one command, but the game counts its moves itself
@@ -213,6 +215,7 @@ class EpisodeFigures:
             unpriced_calls=unpriced,
             usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
             game_seed=game_seed(events),
+            fair_play=fair_play(events),
             tool_calls=tool_call_counts(events),
             critic=critic_counts(events),
             mcp=tool_availability(events),
@@ -230,6 +233,7 @@ class EpisodeFigures:
             "mcp_enabled": self.mcp_enabled,
             "max_turns": self.max_turns,
             "game_seed": self.game_seed,
+            "fair_play": self.fair_play,
             "wall_seconds": self.wall_seconds,
             "turns": self.turns,
             "moves": self.moves,

@@ -295,6 +295,7 @@ class EpisodeRunner:
                 "agent_model": self.config.llm.agent_model,
                 "mcp_enabled": self.config.mcp.enabled,
                 "max_turns": self.max_turns,
+                "fair_play": self.config.gameplay.fair_play,
             },
         )
         self._export_state()
@@ -303,7 +304,9 @@ class EpisodeRunner:
         """One turn, as the spec's flow. Stays synchronous: any async MCP work lives inside the agent call."""
         turn = self.game_state.turn_count + 1
         limits = TurnLimits(self.max_turns, self.config.gameplay.stuck_limit_turns)
-        context = build_context(self.game_state, [m.context_section() or "" for m in self.context_managers], limits)
+        sections = [m.context_section() or "" for m in self.context_managers]
+        self.game_state.exits_shown = self.map.exits_shown()  # after the map took in the last move
+        context = build_context(self.game_state, sections, limits)
         if self.write_failures:
             return True  # building the context saved the map, and that failed: no model call for this turn
         with self._turn_tools(turn) as tools:  # the agent's asks and the critic's re-asks share them
@@ -319,6 +322,11 @@ class EpisodeRunner:
         self._log_turn(result, review)
         self._report_figures(result, len(decision.tool_calls))
         return not self.game_state.game_over
+
+    @property
+    def _engine_level(self) -> bool:
+        """Fair play "engine": the models may be told what only the engine knows (see the setting)."""
+        return self.config.gameplay.fair_play == "engine"
 
     def _turn_tools(self, turn: int) -> contextlib.AbstractContextManager[Toolset | None]:
         """The turn's MCP tools, held until its action is chosen (no tools when MCP is off)."""
@@ -359,7 +367,7 @@ class EpisodeRunner:
             game_over=info.game_over,
             died=info.died,
             victory=info.victory,
-            world_changes=describe_world_changes(info, state.current_room_id, state.exits),
+            world_changes=describe_world_changes(info, state.current_room_id, state.exits, self._engine_level),
             rooms_entered=tuple((room.id, room.name) for room in info.rooms_entered),
         )
         self._apply_facts(info, response)

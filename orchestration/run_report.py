@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from managers.episode_counts import DisabledServer, ToolAvailability
+from managers.episode_counts import FAIR_PLAY_MEANING, DisabledServer, ToolAvailability
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
@@ -148,6 +148,7 @@ class EpisodeRow:
     servers_disabled: str  # "thoughtbox@3:start timeout;other@5:start failed"
     mcp_revisions: str  # the protocol revisions agreed: "2025-11-25;2026-07-28"
     mcp_lifetimes: str  # "thoughtbox=turn;tools=episode"
+    fair_play: str  # "seen" or "engine": what the models could be told; "" when not recorded
 
     @property
     def tokens(self) -> int:
@@ -227,6 +228,7 @@ class EpisodeRow:
             servers_disabled="",
             mcp_revisions="",
             mcp_lifetimes="",
+            fair_play="",
         )
 
     @classmethod
@@ -262,6 +264,7 @@ class EpisodeRow:
             ),
             mcp_revisions=";".join(figures.mcp.revisions),
             mcp_lifetimes=";".join(f"{name}={lifetime}" for name, lifetime in figures.mcp.lifetimes.items()),
+            fair_play=figures.fair_play or "",
         )
 
     def to_csv(self) -> dict[str, str]:
@@ -311,6 +314,7 @@ _OPTIONAL_FIELDS = {
     "servers_disabled",
     "mcp_revisions",
     "mcp_lifetimes",
+    "fair_play",
 }
 _TEXT_FIELDS = {
     "status",
@@ -324,6 +328,7 @@ _TEXT_FIELDS = {
     "servers_disabled",
     "mcp_revisions",
     "mcp_lifetimes",
+    "fair_play",
 }
 
 
@@ -529,6 +534,13 @@ class RunSummary:
         return text
 
     @property
+    def fair_play(self) -> str:
+        """The fair-play level its episodes played at: ``seen``, ``engine``, ``mixed (engine, seen)``,
+        ``?`` where none was recorded (episodes from before the setting)."""
+        levels = sorted({row.fair_play or "?" for row in self.rows if row.played})
+        return levels[0] if len(levels) == 1 else f"mixed ({', '.join(levels)})" if levels else "?"
+
+    @property
     def seeds(self) -> str:
         """The game seeds played: ``0–4``, ``7``, ``0, 3, 9``; ``?`` where an episode recorded none."""
         played = [row for row in self.rows if row.played]
@@ -679,7 +691,7 @@ def run_table(summary: RunSummary, warning: bool = True) -> str:
         f"Intervals: 95% Student t intervals of the mean over the {n} finished episode{'s' if n != 1 else ''} "
         "(none for one episode)",
         f"Model {summary.models} · MCP {summary.mcp_use} · game seeds {summary.seeds} · "
-        f"MCP revisions {summary.mcp_revisions}",
+        f"MCP revisions {summary.mcp_revisions} · fair play {_fair_play_text(summary.fair_play)}",
         f"End reasons: {summary.end_reasons}",
         f"LLM calls per turn: {summary.llm_calls_per_turn:.2f} · tokens per turn: {summary.tokens_per_turn:.0f}",
         f"Cost: {_cost(total_cost)}"
@@ -688,6 +700,11 @@ def run_table(summary: RunSummary, warning: bool = True) -> str:
         f"{summary.mcp_errors} failed; by server: {summary.mcp_by_server})",
     ]
     return warning_line + table + "\n\n" + "\n".join(facts)
+
+
+def _fair_play_text(level: str) -> str:
+    meaning = FAIR_PLAY_MEANING.get(level)
+    return f"{level} ({meaning})" if meaning else level
 
 
 def _not_as_configured_line(summary: RunSummary) -> str:
@@ -712,6 +729,7 @@ def episodes_table(summary: RunSummary) -> str:
         "MCP calls",
         "MCP",
         "seed",
+        "fair play",
         "wall (s)",
     )
     rows = [
@@ -730,13 +748,14 @@ def episodes_table(summary: RunSummary) -> str:
             f"{r.mcp_calls} ({r.mcp_errors} failed)" if r.mcp_errors else str(r.mcp_calls),
             _cell(r.mcp.describe() if r.mcp is not None else "MCP on"),
             "?" if r.game_seed is None else str(r.game_seed),
+            r.fair_play or "?",
             "?" if r.wall_seconds is None else f"{r.wall_seconds:.1f}",
         )
         if r.played
         else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))
         for r in summary.rows
     ]
-    return _markdown_table(header, rows, "rllrrrrlrrrrlrr")
+    return _markdown_table(header, rows, "rllrrrrlrrrrlrlr")
 
 
 def _cell(text: str) -> str:
@@ -776,6 +795,7 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
         "MCP calls/turn",
         "failed tool calls",
         "seeds",
+        "fair play",
     )
     rows = [
         (
@@ -799,10 +819,11 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
             f"{run.mcp_calls_per_turn:.2f}",
             str(run.mcp_errors),
             run.seeds,
+            run.fair_play,
         )
         for run in runs
     ]
-    return _markdown_table(header, rows, "lllrrrrrrrrrrrrrrrrl")
+    return _markdown_table(header, rows, "lllrrrrrrrrrrrrrrrrll")
 
 
 @dataclass(frozen=True)
@@ -814,13 +835,17 @@ class ScoreVerdict:
     second: str
     first_scores: tuple[float, ...]
     second_scores: tuple[float, ...]
-    p_value: float | None  # None: a run has fewer than two finished episodes
+    p_value: float | None  # None: a run has fewer than two finished episodes, or the runs are not comparable
+    # Set when the runs' models were told different things (fair play): no test, no ranking.
+    not_comparable: str = ""
 
     @property
     def distinguishable(self) -> bool:
         return self.p_value is not None and self.p_value < SIGNIFICANCE
 
     def describe(self) -> str:
+        if self.not_comparable:
+            return f"{self.first} vs {self.second}: not comparable, {self.not_comparable}; not ranked"
         n, m = len(self.first_scores), len(self.second_scores)
         episodes = f"{n} vs {m} finished episodes"
         if self.p_value is None:
@@ -846,6 +871,12 @@ def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
     seed, so the same folders always give the same p-value."""
     a = tuple(float(r.score) for r in first.finished)
     b = tuple(float(r.score) for r in second.finished)
+    if first.fair_play != second.fair_play:
+        why = (
+            f"played at different fair-play levels ({first.name}: {first.fair_play}, {second.name}: "
+            f"{second.fair_play}): their models were not told the same things"
+        )
+        return ScoreVerdict(first.name, second.name, a, b, None, why)
     if len(a) < 2 or len(b) < 2:
         return ScoreVerdict(first.name, second.name, a, b, None)
     result = stats.permutation_test(
@@ -933,6 +964,8 @@ def compare_runs(folders: Sequence[Path], out: Path) -> str:
     table = comparison_table(runs)
     warnings = [f"{NOT_AS_CONFIGURED}: run {run.name}: {note}" for run in runs for note in run.not_as_configured]
     verdicts = score_verdicts(runs)
+    # Said before any figure, like settings that did not hold: these scores are not one measure.
+    warnings += [f"NOT COMPARABLE: {v.first} vs {v.second}: {v.not_comparable}" for v in verdicts if v.not_comparable]
     notes = ""
     if verdicts:
         notes = (

@@ -156,6 +156,11 @@ class GameplaySection(_Section):
     stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)
     stuck_limit_turns: int = Field(default=40, ge=1, le=100_000)
     exit_probe: bool = True
+    # What the models may be told. "seen": only rooms, ways, objects, creatures and refusals the
+    # player has seen (the engine's exit probe still runs, for the free checks, but what it alone
+    # found reaches no model). "engine": also what the engine knows (every way out, where it leads,
+    # refusals of ways never tried, creatures' names and what they carry): scores are not comparable.
+    fair_play: Literal["seen", "engine"] = "seen"
     # The game's random numbers (the thief, combat, the carousel room): episode i of a run plays seed + i - 1.
     seed: int = Field(default=DEFAULT_GAME_SEED, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
 

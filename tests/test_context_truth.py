@@ -16,19 +16,65 @@ from pathlib import Path
 import pytest
 
 from benchmarks import context_truth
-from benchmarks.context_truth import CHECKS, TruthReport, check_walkthrough
+from benchmarks.context_truth import (
+    CHECKS,
+    COMMON_CHECKS,
+    ENGINE_CHECKS,
+    SEEN_CHECKS,
+    TruthReport,
+    check_walkthrough,
+)
 from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
 from tests.e2e_support import walkthrough
+from world.map_graph import MapGraph
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_prompt_agrees_with_the_engine(game_file: Path) -> None:
-    """One replay (about 30 s of CPU) for both verdicts, so no second worker repeats it."""
+    """One replay (about 30 s of CPU) at the default fair-play level, "seen", for both verdicts, so
+    no second worker repeats it: every role's request holds only what the player saw."""
     report = check_walkthrough(game_file)
+    assert report.figures["fair_play"] == "seen"
     assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
     assert report.figures["end_reason"] == "victory" and report.figures["turns"] == len(report.truth.turns)
     assert uncovered(report.truth) == [], "the replay no longer reaches every kind of room"
+    assert set(report.checked) == set(SEEN_CHECKS + COMMON_CHECKS)
+    # Every role's requests were read: agent, critic, extractor, memory, objectives, knowledge.
+    roles = {
+        "AgentResponse",
+        "CriticResponse",
+        "CombatAssessment",
+        "MemoryBatchReply",
+        "ObjectiveReview",
+        "KnowledgeUpdate",
+    }
+    assert roles <= set(report.figures["requests_checked_by_role"])
+
+
+# The engine level's replay is kept short (the suite runs near CI's limit): the house, the cellar, the
+# troll, the maze's edge and the dam, with the trap door shutting behind the player on the way.
+ENGINE_LEVEL_TURNS = 100
+
+
+def test_at_the_engine_level_every_prompt_agrees_with_the_probe(game_file: Path) -> None:
+    report = check_walkthrough(game_file, fair_play="engine", turns=ENGINE_LEVEL_TURNS)
+    assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
+    assert set(report.checked) == set(ENGINE_CHECKS + COMMON_CHECKS)
+    assert report.figures["turns"] == ENGINE_LEVEL_TURNS
+
+
+def test_a_room_the_player_never_entered_fails_the_seen_level(game_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check catches a leak: the map shows the probe's ways, each named with the room it reaches,
+    as if the player had walked them ("north -> North of House" before the first move)."""
+    oracle = Oracle(game_file)
+    monkeypatch.setattr(MapGraph, "_seen_ways", lambda graph, room_id, moved: MapGraph.ways(graph, room_id))
+    monkeypatch.setattr(MapGraph, "been_to", lambda graph, room_id: True)
+    monkeypatch.setattr(MapGraph, "_name", lambda graph, room_id: oracle.name(room_id))
+    report = check_walkthrough(game_file, turns=12)
+    problems = "\n".join(report.problems)
+    assert "turn 1 in West of House: 'north -> North of House': never walked or tried here" in problems, problems
+    assert "seen_exits" in problems and "CriticResponse (seen_map)" in problems, problems
 
 
 def uncovered(truth: EngineTruth) -> list[str]:
@@ -90,7 +136,7 @@ def test_the_benchmark_exits_1_naming_each_disagreement(
     game_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wrong = truth_report({"inventory": 1}, {"inventory": ["turn 12: shown {}, engine {'leaflet': ('', frozenset())}"]})
-    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: wrong)
+    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn, level, turns: wrong)
     monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
     assert context_truth.main() == 1
     err = capsys.readouterr().err
@@ -102,7 +148,7 @@ def test_the_benchmark_exits_1_when_a_check_ran_no_times(
 ) -> None:
     idle = truth_report({}, {})
     idle.checked["map"] = 0
-    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: idle)
+    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn, level, turns: idle)
     monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
     assert context_truth.main() == 1
     assert "map: nothing checked" in capsys.readouterr().err
@@ -111,11 +157,13 @@ def test_the_benchmark_exits_1_when_a_check_ran_no_times(
 def test_the_benchmark_exits_0_when_all_agree(
     game_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(context_truth, "check_walkthrough", lambda game_file, show_turn: truth_report({}, {}))
+    monkeypatch.setattr(
+        context_truth, "check_walkthrough", lambda game_file, show_turn, level, turns: truth_report({}, {})
+    )
     monkeypatch.setattr(sys, "argv", ["context_truth.py", "--game-file", str(game_file)])
     assert context_truth.main() == 0
     captured = capsys.readouterr()
-    assert '"disagreements"' in captured.out and "0 disagreements in 45 checks" in captured.err
+    assert '"disagreements"' in captured.out and f"0 disagreements in {3 * len(CHECKS)} checks" in captured.err
 
 
 def test_the_benchmark_exits_2_without_a_story_file(tmp_path: Path) -> None:

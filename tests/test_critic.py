@@ -89,6 +89,13 @@ def test_direction_rejection_uses_the_exits(game: JerichoInterface) -> None:
     assert check.check("n", exits) is not None
     assert check.check("west", exits) is None
     assert check.check("north", None) is None  # exits unknown (probe off): no direction is judged
+    # Fair play "seen": the move is still judged by the engine, but the rejection names only the
+    # ways walked from here, never the probe's.
+    seen = check.check("north", exits, shown=["west"])
+    assert seen is not None and seen.rejected
+    assert seen.justification == "There is no exit north from here. Ways you have walked from here: west."
+    nothing = check.check("north", exits, shown=[])
+    assert nothing is not None and nothing.justification.endswith("Ways you have walked from here: none walked yet.")
 
 
 def test_moves_that_matter_in_place_are_not_rejected(game: JerichoInterface) -> None:

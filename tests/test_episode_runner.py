@@ -105,7 +105,9 @@ def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path
     second_user = llm_server.bodies[1]["messages"][-1]
     text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
     assert "West of House" in text(first_user)
-    assert "Valid exits:" in text(first_user) and "north" in text(first_user)
+    # Fair play "seen" (the default): no way walked yet, and the one the room's description names.
+    assert "Valid exits: none known" in text(first_user)
+    assert "Named in the room's description, not tried yet: west" in text(first_user)
     assert "> open mailbox" in text(second_user)
     assert "leaflet" in text(second_user).lower()
 

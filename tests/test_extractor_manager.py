@@ -9,9 +9,16 @@ from typing import Any
 
 import pytest
 
-from game_interface import JerichoInterface
+from game_interface import JerichoInterface, Location
 from llm_client import LLMClient
-from managers.extractor_manager import ExtractorManager, changed_chars, engages, is_room_description
+from managers.extractor_manager import (
+    ExtractedInfo,
+    ExtractorManager,
+    changed_chars,
+    describe_world_changes,
+    engages,
+    is_room_description,
+)
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from tests.conftest import ConfigFactory
@@ -318,3 +325,38 @@ def test_the_combat_question_waits_for_a_creature_to_be_engaged(
     action: str, response: str, was_fighting: bool, asked: bool
 ) -> None:
     assert engages(action, response, ("vampire bat", "spirits"), was_fighting) is asked
+
+
+def test_fair_play_seen_names_only_what_the_game_named_and_no_creatures_load(
+    game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    seen = make_extractor(make_config(), game, None)
+    engine = make_extractor(make_config(gameplay={"fair_play": "engine"}), game, None)
+    intro = game.start()
+    seen.extract(None, intro)
+    engine.extract(None, intro)
+    for command in TO_TROLL:
+        reply = game.send_command(command)
+        shown_seen, shown_engine = seen.extract(command, reply), engine.extract(command, reply)
+    # The game said "A nasty-looking troll, brandishing a bloody axe": named, but what he holds is his.
+    assert "troll" in shown_seen.visible_objects and "troll (carrying: bloody axe)" in shown_engine.visible_objects
+    assert not any("carrying" in label for label in shown_seen.visible_objects)
+    # A creature the game has not called by its name is not listed at all.
+    assert "troll" not in game.describe_visible_objects({"nasty-looking", "axe"})
+
+
+def test_exits_opening_or_closing_are_told_only_when_the_probe_may_be() -> None:
+    info = ExtractedInfo(
+        location=Location(1, "Living Room"),
+        inventory=(),
+        visible_objects=(),
+        score=0,
+        max_score=350,
+        moves=1,
+        exits=("east", "down"),
+        game_over=False,
+        victory=False,
+        died=False,
+    )
+    assert describe_world_changes(info, 1, ["east", "west"]) == ("new exit: down", "exit closed: west")
+    assert describe_world_changes(info, 1, ["east", "west"], exits_known=False) == ()

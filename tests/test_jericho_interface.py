@@ -552,3 +552,16 @@ def test_the_games_refusals_are_told_from_its_answers(game: JerichoInterface) ->
     assert sounds_refused(game.send_command("east"))  # the boarded front door
     assert sounds_refused(game.send_command("xyzzyq"))  # "I don't know the word ..."
     assert not sounds_refused(game.send_command("open mailbox"))
+
+
+def test_a_refused_way_names_its_door_only_when_it_opens_from_here(game: JerichoInterface) -> None:
+    game.start()
+    for command in ("N", "E"):
+        game.send_command(command)
+    west = next(p for p in game.probe_exits() if p.direction == "west")
+    assert (west.refusal, west.door) == ("The kitchen window is closed.", "kitchen window")
+    for command in ("Open window", "W", "W", "Move rug", "Open trapdoor", "D"):
+        game.send_command(command)
+    # "The trap door crashes shut, and you hear someone barring it": no opening it from below.
+    up = next(p for p in game.probe_exits() if p.direction == "up")
+    assert up.refusal and up.door == "" and up.door_to == 0

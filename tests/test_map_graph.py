@@ -271,3 +271,75 @@ def test_probed_ways_and_refusals_survive_a_save(tmp_path: Path) -> None:
     assert loaded.render_compact(79).splitlines()[1] == (
         "Ways from here: north -> unexplored; west: blocked — The kitchen window is closed."
     )
+
+
+def _walked_graph() -> MapGraph:
+    """Cellar (1) -> up -> Living Room (2) -> east -> Kitchen (3), walked; the probe knows more."""
+    graph = MapGraph()
+    for room_id, name in ((1, "Cellar"), (2, "Living Room"), (3, "Kitchen")):
+        graph.visit(room_id, name)
+    graph.record_move(1, "up", 2)
+    graph.record_move(2, "east", 3)
+    graph.record_move(3, "west", 2)
+    graph.record_move(2, "down", 1)
+    # The probe found a way north from the Kitchen to a room never entered, and a chimney.
+    graph.set_probed_ways(3, [("west", 2, "", "", 0), ("north", 9, "", "", 0)])
+    graph.set_probed_ways(2, [("east", 3, "", "", 0), ("down", 1, "", "", 0)])
+    return graph
+
+
+def test_the_seen_view_shows_only_ways_walked_refused_or_described() -> None:
+    graph = _walked_graph()
+    graph.set_mentioned(3, ["west", "up", "down"])
+    assert graph.render_compact(3, seen=True).splitlines()[1:] == [
+        "Ways from here: west -> Living Room",
+        "Named in the room's description, not tried yet: up, down",
+    ]
+    # The engine view has the probe's way north; the seen view never shows it.
+    assert "north -> unexplored" in graph.render_compact(3)
+    graph.record_failed_move(3, "down", "Only Santa Claus climbs down chimneys.\n")
+    graph.record_failed_move(3, "northeast", "You can't go that way.")
+    assert graph.render_compact(3, seen=True).splitlines()[1:] == [
+        "Ways from here: west -> Living Room; down: blocked — Only Santa Claus climbs down chimneys.",
+        "Named in the room's description, not tried yet: up",
+    ]
+    assert graph.known_exits(3) == ["west"]
+    assert graph.unexplored_exits(3, seen=True) == ["up"]
+
+
+def test_no_route_through_a_way_refused_since_it_was_walked() -> None:
+    graph = _walked_graph()
+    targets = [("the cellar (objective #1)", {1}), ("the stairs (objective #2)", {1})]
+    # Two objectives that share a route: one line naming both.
+    assert graph.render_compact(3, targets, seen=True).splitlines()[-1] == (
+        "Route to the cellar (objective #1) and the stairs (objective #2): west, down"
+    )
+    graph.record_failed_move(2, "down", "The trap door is closed.")
+    for seen in (True, False):
+        assert graph.route(3, {1}, seen) is None
+        assert "Route to" not in graph.render_compact(3, targets, seen=seen)
+    graph.record_move(2, "down", 1)  # walked again: usable again
+    assert [w.label for w in graph.route(3, {1}, seen=True) or []] == ["west", "down"]
+
+
+def test_nearby_unexplored_exits_stop_five_moves_away() -> None:
+    graph = MapGraph()
+    for room_id in range(1, 9):
+        graph.visit(room_id, f"Room {room_id}")
+        if room_id > 1:
+            graph.record_move(room_id - 1, "east", room_id)
+            graph.record_move(room_id, "west", room_id - 1)
+    graph.set_mentioned(7, ["north"])  # six moves from room 1
+    assert graph.nearest_unexplored(1, 3, seen=True) == []
+    assert [room for room, _ in graph.nearest_unexplored(2, 3, seen=True)] == [7]
+    assert "Unexplored exits nearby" not in graph.render_compact(1, seen=True)
+
+
+def test_refusals_and_described_ways_survive_a_save(tmp_path: Path) -> None:
+    graph = _walked_graph()
+    graph.set_mentioned(3, ["up"])
+    graph.record_failed_move(2, "down", "The trap door is closed.")
+    graph.save(tmp_path / "map.json")
+    loaded = MapGraph.load(tmp_path / "map.json")
+    assert loaded.refusals == {(2, "down"): "The trap door is closed."} and loaded.mentioned == {3: {"up"}}
+    assert loaded.render_compact(3, seen=True) == graph.render_compact(3, seen=True)

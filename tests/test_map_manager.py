@@ -41,9 +41,9 @@ def logger() -> Iterator[tuple[logging.Logger, _Records]]:
 
 
 def _config(tmp_path: Path, **gameplay: object) -> GameConfiguration:
+    """Fair play "engine" unless ``fair_play`` says otherwise: most tests here check what the probe found."""
     raw: dict[str, dict[str, object]] = {"files": {"game_workdir": str(tmp_path / "work")}}
-    if gameplay:
-        raw["gameplay"] = dict(gameplay)
+    raw["gameplay"] = {"fair_play": "engine", **gameplay}
     return GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={})
 
 
@@ -55,8 +55,8 @@ class Driver:
         self.state = GameState()
 
     def start(self) -> str | None:
-        self.game.start()
-        self.state = GameState()
+        intro = self.game.start()
+        self.state = GameState(last_observation=intro)
         self.manager.reset_episode(self.state)
         self._apply()
         return self.manager.context_section()
@@ -96,6 +96,7 @@ class Driver:
                 rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
             )
             self._apply()
+            state.last_observation = response
             state.record_turn(result)
             self.manager.process_turn(result)
             self.manager.context_section()
@@ -389,3 +390,28 @@ def test_a_room_entered_and_died_in_counts_as_visited(
     assert manager.graph.rooms[gas_room].visits == 1
     assert gas_room in driver.state.visited_room_ids
     assert "down" not in manager.graph.edges.get(game.find_rooms("Smelly Room")[0].id, {})  # dying is no passage
+
+
+def test_fair_play_seen_shows_ways_walked_tried_or_described(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager = MapManager(_config(tmp_path, fair_play="seen"), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(OPENING)  # into the Living Room from the Kitchen: nothing walked from here yet
+    section = manager.context_section() or ""
+    assert section.splitlines()[1:3] == [
+        "Ways from here: none known",
+        "Named in the room's description, not tried yet: east, west",
+    ]
+    assert manager.exits_shown() == []
+    driver.play(["W"])  # the game's own words for the way, once tried
+    assert (manager.context_section() or "").splitlines()[1:3] == [
+        "Ways from here: west: blocked — The door is nailed shut.",
+        "Named in the room's description, not tried yet: east",
+    ]
+    driver.play(["E", "W"])
+    assert (manager.context_section() or "").splitlines()[1] == (
+        "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
+    )
+    assert manager.exits_shown() == ["east"]

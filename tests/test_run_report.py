@@ -177,7 +177,12 @@ def test_parallel_episodes_end_with_one_report_for_the_run(
 
 
 def play_run(
-    llm_server: ScriptedLLMServer, root: Path, game_file: Path, commands: list[str], episodes: int
+    llm_server: ScriptedLLMServer,
+    root: Path,
+    game_file: Path,
+    commands: list[str],
+    episodes: int,
+    **sections: dict[str, Any],
 ) -> list[Path]:
     """``episodes`` episodes of ``commands`` in one workdir under ``root``."""
     folders = []
@@ -186,7 +191,7 @@ def play_run(
             agent_reply(commands[min(i, len(commands) - 1)]) if body["model"] == AGENT_MODEL else completion("{}")
         )
         llm_server.requests.clear()
-        play_walkthrough(llm_server, root, game_file, f"ep{n}", len(commands), model=responder)
+        play_walkthrough(llm_server, root, game_file, f"ep{n}", len(commands), model=responder, **sections)
         folders.append(episodes_dir(root / "game_files") / f"ep{n}")
     return folders
 
@@ -240,6 +245,34 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     same = run_cli("compare", "egg-hunter", "other/egg-hunter", cwd=tmp_path)
     assert same.returncode == 2 and "same name" in same.stderr
     assert "Traceback" not in not_run.stderr + same.stderr
+
+
+def test_runs_of_different_fair_play_levels_are_recorded_and_not_ranked(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    egg = walkthrough(game_file)[:TURNS]
+    seen = play_run(llm_server, tmp_path / "s", game_file, egg, episodes=2)
+    engine = play_run(llm_server, tmp_path / "e", game_file, egg, episodes=2, gameplay={"fair_play": "engine"})
+    assert json.loads(EpisodeFolder(seen[0]).summary.read_text())["fair_play"] == "seen"
+    assert "- Fair play: engine (the models were also told" in EpisodeFolder(engine[0]).summary_md.read_text()
+    for name, folders in (("seen-run", seen), ("engine-run", engine)):
+        assert run_report.main(["report", *map(str, folders), "--out", str(tmp_path / name)]) == 0
+    with (tmp_path / "engine-run" / RESULTS_CSV).open() as fh:
+        assert [row["fair_play"] for row in csv.DictReader(fh)] == ["engine", "engine"]
+    assert (
+        "fair play seen (the models were told only what the player saw)"
+        in (tmp_path / "seen-run" / REPORT_MD).read_text()
+    )
+    out = compare_output(capsys, str(tmp_path / "seen-run"), str(tmp_path / "engine-run"), "--out", str(tmp_path / "c"))
+    levels = (
+        "played at different fair-play levels (seen-run: seen, engine-run: engine): "
+        "their models were not told the same things"
+    )
+    assert out.startswith(f"NOT COMPARABLE: seen-run vs engine-run: {levels}")
+    assert f"- seen-run vs engine-run: not comparable, {levels}; not ranked" in out
+    assert "higher" not in out and "cannot be told apart" not in out
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert rows[1].endswith("| seen |") and rows[2].endswith("| engine |")
 
 
 def test_run_folder_reads_back_as_it_was_written(
@@ -382,6 +415,7 @@ ADDED_FOR_WHAT_RAN = (
     "servers_disabled",
     "mcp_revisions",
     "mcp_lifetimes",
+    "fair_play",
 )
 
 

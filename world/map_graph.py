@@ -12,6 +12,14 @@ Every way the map knows comes from the engine, nothing is inferred:
   stand in for the probe where it never ran (probing off); where it ran, the probe's latest
   word wins (a trap door that closed).
 
+Two views read the same data. The *engine* view shows all of the above. The *seen* view (fair
+play) shows only what the player saw: ways walked, the game's reply to a way tried that left the
+player where they were, and directions a room's description names (its own words: "To the north
+a narrow path winds through the trees" names north; whether it leads anywhere is untried). The
+probe's findings stay in the file, for the engine view and the free checks, but the seen view
+never reads them. Both views route only over ways that can be walked: never through a way the
+game refused the player since it was last walked.
+
 Zork's houses, forests and mazes do not follow "south undoes north", so no way back is ever
 guessed. A way to a room the player has not been to is *unexplored* — the cheapest thing to
 suggest to the agent. Commands that are not plain directions ("pray", "climb tree") are never
@@ -30,11 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from game_interface.jericho_interface import DIRECTIONS
+from game_interface.jericho_interface import DIRECTIONS, NO_WAY_REPLY
 from session.errors import LearningFileError
 from shared_utils.files import atomic_write_json
 
 FAILED_EXIT_PRUNE_THRESHOLD = 3
+# "Unexplored exits nearby" looks this many moves away at most: further leads are not "nearby",
+# and listing rooms 15 moves off every turn cost prompt space for nothing.
+NEARBY_STEPS = 5
+MENTIONED = "Named in the room's description, not tried yet"
 MAP_FORMAT_VERSION = 2
 # Version 1 maps also held "probable" reverse ways; those are dropped when such a map is read.
 _READABLE_VERSIONS = (1, 2)
@@ -115,12 +127,14 @@ class Room:
 @dataclass(frozen=True)
 class Way:
     """One way out of a room as the engine showed it: to ``to_id`` (0 when not known), or refused
-    with the game's words (``refusal``), possibly until ``door`` is opened."""
+    with the game's words (``refusal``), possibly until ``door`` is opened. ``mentioned``: (seen
+    view) a direction the room's description names that the player has not tried."""
 
     label: str
     to_id: int
     refusal: str = ""
     door: str = ""
+    mentioned: bool = False
 
     @property
     def blocked(self) -> bool:
@@ -135,6 +149,13 @@ class MapGraph:
         # from_id -> direction -> to_id: moves made in plain directions.
         self.edges: dict[int, dict[str, int]] = {}
         self.failed_exits: dict[tuple[int, str], int] = {}
+        # (room, direction) -> the game's reply when the player last tried it and stayed put,
+        # until a move that way succeeds: the way is refused "since", and no route uses it.
+        self.refusals: dict[tuple[int, str], str] = {}
+        # Refused ways the probe has found open since (the troll killed): the engine view may use them.
+        self.reopened: set[tuple[int, str]] = set()
+        # room -> the directions its latest description named (the seen view's untried leads).
+        self.mentioned: dict[int, set[str]] = {}
 
     # ----------------------------------------------------------------- updates
 
@@ -163,14 +184,17 @@ class MapGraph:
             if room_id not in self.rooms:
                 self.add_room(room_id, "")
         changed = self.failed_exits.pop((from_id, label), None) is not None
+        changed |= self.refusals.pop((from_id, label), None) is not None
+        self.reopened.discard((from_id, label))
         routes = self.edges.setdefault(from_id, {})
         if routes.get(label) != to_id:
             routes[label] = to_id
             changed = True
         return changed
 
-    def record_failed_move(self, room_id: int, action: str) -> bool:
-        """A direction tried from ``room_id`` that left the player where they were."""
+    def record_failed_move(self, room_id: int, action: str, reply: str = "") -> bool:
+        """A direction tried from ``room_id`` that left the player where they were; ``reply`` is
+        the game's answer (its first line is kept as the way's refusal)."""
         direction = normalize_direction(action)
         if direction is None:
             return False
@@ -178,6 +202,18 @@ class MapGraph:
             self.add_room(room_id, "")
         key = (room_id, direction)
         self.failed_exits[key] = self.failed_exits.get(key, 0) + 1
+        self.reopened.discard(key)
+        self.refusals[key] = next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
+        return True
+
+    def set_mentioned(self, room_id: int, directions: list[str]) -> bool:
+        """The directions the room's latest description names; True if that changed."""
+        if room_id not in self.rooms:
+            self.add_room(room_id, "")
+        named = {d for d in directions if d in _ORDER}
+        if self.mentioned.get(room_id, set()) == named:
+            return False
+        self.mentioned[room_id] = named
         return True
 
     def set_verified_exits(self, room_id: int, exits: list[str] | set[str]) -> bool:
@@ -207,6 +243,8 @@ class MapGraph:
             return False
         for direction in new - room.verified_exits:
             self.failed_exits.pop((room_id, direction), None)
+            if (room_id, direction) in self.refusals:
+                self.reopened.add((room_id, direction))
         room.verified_exits = new
         room.leads_to = known
         room.refused = refused
@@ -222,11 +260,12 @@ class MapGraph:
         room = self.rooms.get(room_id)
         return room is not None and room.visits > 0
 
-    def unexplored_exits(self, room_id: int) -> list[str]:
-        """Ways out that lead to rooms not yet visited (or not yet known), not pruned, in canonical order."""
+    def unexplored_exits(self, room_id: int, seen: bool = False) -> list[str]:
+        """Ways out that lead to rooms not yet visited (or not yet known), not pruned, in canonical
+        order; in the seen view, the directions the room's description names that were never tried."""
         return [
             w.label
-            for w in self.ways(room_id)
+            for w in self.ways(room_id, seen)
             if not w.blocked and not self.been_to(w.to_id) and not self.is_pruned(room_id, w.label)
         ]
 
@@ -234,18 +273,34 @@ class MapGraph:
         """Where each open way out leads, when known."""
         return {w.label: w.to_id for w in self.ways(room_id) if not w.blocked and w.to_id}
 
-    def ways(self, room_id: int) -> list[Way]:
+    def known_exits(self, room_id: int) -> list[str]:
+        """The seen view's open ways: directions walked from here and not refused since."""
+        return [w.label for w in self.ways(room_id, seen=True) if not w.blocked and w.to_id]
+
+    def ways(self, room_id: int, seen: bool = False) -> list[Way]:
         """Every way out of a room the engine showed: where the probe ran, its latest word (each
         verified exit with the room it reached, or the room a move that way reached; then the
-        refused ways with the game's words); elsewhere the moves made from it."""
+        refused ways with the game's words); elsewhere the moves made from it. ``seen``: only
+        what the player saw (see the module's docstring)."""
         room = self.rooms.get(room_id)
         if room is None:
             return []
         moved = self.edges.get(room_id, {})
+        if seen:
+            return self._seen_ways(room_id, moved)
         if not room.probed:
             return sorted((Way(d, to) for d, to in moved.items()), key=lambda w: _direction_sort_key(w.label))
         found = [Way(d, room.leads_to.get(d) or moved.get(d, 0)) for d in room.verified_exits]
         found += [Way(d, r.door_to, r.text, r.door) for d, r in room.refused.items()]
+        return sorted(found, key=lambda w: _direction_sort_key(w.label))
+
+    def _seen_ways(self, room_id: int, moved: dict[str, int]) -> list[Way]:
+        refused = {d: text for (r, d), text in self.refusals.items() if r == room_id}
+        found = [Way(d, to) for d, to in moved.items() if d not in refused]
+        # "You can't go that way." for a way never walked says there is none: nothing to show.
+        found += [Way(d, moved.get(d, 0), text) for d, text in refused.items() if d in moved or text != NO_WAY_REPLY]
+        untried = self.mentioned.get(room_id, set()) - set(moved) - set(refused)
+        found += [Way(d, 0, mentioned=True) for d in untried]
         return sorted(found, key=lambda w: _direction_sort_key(w.label))
 
     def probed_edges(self) -> dict[int, dict[str, int]]:
@@ -258,26 +313,35 @@ class MapGraph:
                     found.setdefault(room_id, {})[label] = to_id
         return found
 
-    def route(self, from_id: int, to_ids: set[int]) -> list[Way] | None:
+    def route(self, from_id: int, to_ids: set[int], seen: bool = False) -> list[Way] | None:
         """The shortest way (fewest moves) to any of ``to_ids`` over ways the engine confirmed
-        open; failing that, one that goes through doors the story names (the kitchen window),
-        each such step a refused ``Way`` with its door. None if the map knows no way."""
+        open (in the seen view: ways walked); failing that (engine view), one that goes through
+        doors the probe opened (the kitchen window), each such step a refused ``Way`` with its
+        door. Never through a way the game refused the player since it was last walked. None if
+        the map knows no way."""
+        if seen:
+            return self._search(from_id, to_ids, doors=False, seen=True)
         return self._search(from_id, to_ids, doors=False) or self._search(from_id, to_ids, doors=True)
 
-    def _search(self, from_id: int, to_ids: set[int], doors: bool) -> list[Way] | None:
+    def _walkable(self, room_id: int, way: Way, doors: bool) -> bool:
+        key = (room_id, way.label)
+        if not way.to_id or (key in self.refusals and key not in self.reopened):
+            return False
+        return not way.blocked or (doors and bool(way.door))
+
+    def _search(self, from_id: int, to_ids: set[int], doors: bool, seen: bool = False) -> list[Way] | None:
         if from_id in to_ids:
             return []
         previous: dict[int, tuple[int, Way]] = {}
         frontier = [from_id]
-        seen = {from_id}
+        reached = {from_id}
         while frontier:
             following: list[int] = []
             for room_id in frontier:
-                for way in self.ways(room_id):
-                    usable = way.to_id and (not way.blocked or (doors and way.door))
-                    if not usable or way.to_id in seen:
+                for way in self.ways(room_id, seen):
+                    if not self._walkable(room_id, way, doors) or way.to_id in reached:
                         continue
-                    seen.add(way.to_id)
+                    reached.add(way.to_id)
                     previous[way.to_id] = (room_id, way)
                     if way.to_id in to_ids:
                         path: list[Way] = []
@@ -290,21 +354,25 @@ class MapGraph:
             frontier = following
         return None
 
-    def nearest_unexplored(self, from_id: int, limit: int) -> list[tuple[int, list[Way]]]:
-        """Up to ``limit`` other visited rooms with unexplored exits, nearest first, with the way
-        there over open ways."""
+    def nearest_unexplored(
+        self, from_id: int, limit: int, seen: bool = False, max_steps: int = NEARBY_STEPS
+    ) -> list[tuple[int, list[Way]]]:
+        """Up to ``limit`` other visited rooms with unexplored exits at most ``max_steps`` moves
+        away, nearest first, with the way there over open ways."""
         found: list[tuple[int, list[Way]]] = []
         paths: dict[int, list[Way]] = {from_id: []}
         frontier = [from_id]
-        while frontier and len(found) < limit:
+        depth = 0
+        while frontier and len(found) < limit and depth < max_steps:
+            depth += 1
             following: list[int] = []
             for room_id in frontier:
-                for way in self.ways(room_id):
+                for way in self.ways(room_id, seen):
                     if way.blocked or not self.been_to(way.to_id) or way.to_id in paths:
                         continue
                     paths[way.to_id] = [*paths[room_id], way]
                     following.append(way.to_id)
-                    if self.unexplored_exits(way.to_id) and len(found) < limit:
+                    if self.unexplored_exits(way.to_id, seen) and len(found) < limit:
                         found.append((way.to_id, paths[way.to_id]))
             frontier = following
         return found
@@ -346,30 +414,44 @@ class MapGraph:
         return "\n".join(lines)
 
     def render_compact(
-        self, current_room_id: int, targets: list[tuple[str, set[int]]] | None = None, nearby: int = 3
+        self,
+        current_room_id: int,
+        targets: list[tuple[str, set[int]]] | None = None,
+        nearby: int = 3,
+        seen: bool = False,
     ) -> str:
         """What the agent needs each turn, instead of the whole map: the current room's ways
-        out and where they lead, the nearest rooms with unexplored exits and how to get there,
-        and the route to each target room (an objective's) when the map knows one."""
+        out and where they lead, the nearest rooms with unexplored exits (at most
+        ``NEARBY_STEPS`` moves away) and how to get there, and the route to each target room (an
+        objective's) when the map knows one: one line per route, naming every target it serves.
+        ``seen``: only what the player saw."""
         if current_room_id not in self.rooms:
             return "## Map\nNothing explored here yet."
         lines = [f"## Map around {self._name(current_room_id)}"]
-        ways = [self._way_text(way, self._name) for way in self.ways(current_room_id)]
+        here = self.ways(current_room_id, seen)
+        ways = [self._way_text(way, self._name) for way in here if not way.mentioned]
         lines.append("Ways from here: " + ("; ".join(ways) if ways else "none known"))
-        near = self.nearest_unexplored(current_room_id, nearby)
+        named = [way.label for way in here if way.mentioned]
+        if named:
+            lines.append(f"{MENTIONED}: {', '.join(named)}")
+        near = self.nearest_unexplored(current_room_id, nearby, seen)
         if near:
             lines.append("Unexplored exits nearby:")
             for room_id, path in near:
                 steps = ", ".join(w.label for w in path)
-                lines.append(f"- {self._name(room_id)} ({steps}): {', '.join(self.unexplored_exits(room_id))}")
+                lines.append(f"- {self._name(room_id)} ({steps}): {', '.join(self.unexplored_exits(room_id, seen))}")
+        routes: dict[str, list[str]] = {}  # the route's text -> the targets it leads to
         for name, room_ids in targets or []:
             if current_room_id in room_ids:
                 continue
-            path = self.route(current_room_id, room_ids)
+            path = self.route(current_room_id, room_ids, seen)
             if path is not None:
                 doors = list(dict.fromkeys(w.door for w in path if w.blocked))
                 first = f" (open the {' and the '.join(doors)} on the way)" if doors else ""
-                lines.append(f"Route to {name}: {', '.join(w.label for w in path)}{first}")
+                names = routes.setdefault(f"{', '.join(w.label for w in path)}{first}", [])
+                if name not in names:
+                    names.append(name)
+        lines += [f"Route to {' and '.join(names)}: {steps}" for steps, names in routes.items()]
         return "\n".join(lines)
 
     def render_mermaid(self, current_room_id: int | None = None) -> str:
@@ -409,6 +491,15 @@ class MapGraph:
             "failed_exits": [
                 {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
             ],
+            "refusals": [
+                {"room_id": room_id, "direction": d, "text": t, "reopened": (room_id, d) in self.reopened}
+                for (room_id, d), t in self.refusals.items()
+            ],
+            "mentioned": {
+                str(room_id): sorted(named, key=_direction_sort_key)
+                for room_id, named in self.mentioned.items()
+                if named
+            },
         }
 
     @classmethod
@@ -445,6 +536,14 @@ class MapGraph:
                 }
             for entry in list(data.get("failed_exits", [])):
                 graph.failed_exits[(int(entry["room_id"]), str(entry["direction"]))] = int(entry["count"])
+            # Maps saved before these were kept have none: nothing refused, nothing named yet.
+            for entry in list(data.get("refusals", [])):
+                key = (int(entry["room_id"]), str(entry["direction"]))
+                graph.refusals[key] = str(entry["text"])
+                if entry.get("reopened"):
+                    graph.reopened.add(key)
+            for key, named in dict(data.get("mentioned", {})).items():
+                graph.mentioned[int(key)] = {str(d) for d in named if str(d) in _ORDER}
         except MapGraphError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
