@@ -297,7 +297,8 @@ def check(args: argparse.Namespace) -> int:
 def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
     """``--mcp-login NAME``: the OAuth login of one remote MCP server, then exit (no game, no API key)."""
     from mcp_client.config import MCPConfig, run_redactor
-    from mcp_client.oauth import run_login, set_login_command
+    from mcp_client.login import run_login
+    from mcp_client.tokens import set_login_command
     from session.game_configuration import process_environ
 
     set_login_command(args.config)
@@ -313,7 +314,7 @@ def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
 def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int | None:
     """Exit 2 (naming the command to run) when a remote MCP server's entry has "oauth" and nobody
     logged in to it; None to play on. A config that does not load is the episode's to report."""
-    from mcp_client.oauth import set_login_command
+    from mcp_client.tokens import set_login_command
 
     set_login_command(args.config)
     if not config.mcp.enabled:

@@ -7,7 +7,9 @@
 - ``server_requests``: answers to what a server asks (forms, completions), capped per turn;
 - ``http``: the bounded HTTP client of remote servers;
 - ``results``: a tool result without ``resultType`` read as complete;
-- ``oauth``: logins for remote servers: the token files and the episode's auth;
+- ``tokens``: where logins live: one token file per remote server, checked before it is trusted;
+- ``oauth``: a remote server's OAuth as an episode uses it, unattended (the providers, https unless loopback);
+- ``login``: ``main.py --mcp-login NAME``, the one place a person logs in;
 - ``stdio``: our bounded stdio transport;
 - ``source``: one server behind one transport (stdio, streamable HTTP, SSE);
 - ``tools``: names, schemas and results between MCP and the chat API;

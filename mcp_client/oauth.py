@@ -36,28 +36,17 @@ calls of a server that never asked for a login.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ipaddress
 import logging
-import os
-import re
-import shlex
-import stat
-import sys
-import time
 import warnings
-import webbrowser
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from hashlib import sha256
 from pathlib import Path
-from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
-from filelock import FileLock, Timeout
-from mcp import Client
+from filelock import FileLock
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
@@ -66,38 +55,25 @@ from mcp.client.auth.extensions.client_credentials import (
 )
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthMetadata,
-    OAuthToken,
-    ProtectedResourceMetadata,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning
-from pydantic import AnyUrl, BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import AnyUrl, PrivateAttr
 
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
-from mcp_client.results import assume_complete
-from session.errors import MCPAuthError, MCPConfigError, leaf_errors
+from mcp_client.tokens import FileTokenStorage, StoredLogin, login_command, token_dir
+from session.errors import MCPAuthError
 from session.redaction import Redactor
-from shared_utils.files import atomic_write_text
 from shared_utils.text import cap_text
 
-__all__ = ["MCPAuthError", "check_logins", "episode_auth", "login_command", "run_login", "token_dir"]
+__all__ = ["MCPAuthError", "check_logins", "episode_auth", "needs_login"]
 
 logger = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
-LOGIN_WAIT_SECONDS = 300.0
-# How long a refresh waits for another process refreshing the same login: that one sends a
-# single request to the token endpoint, so this is reached only when it hangs.
-REFRESH_LOCK_SECONDS = 120.0
-_DEFAULT_COMMAND = "uv run python main.py"
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class _QuietFlowErrors(logging.Filter):
@@ -109,261 +85,6 @@ class _QuietFlowErrors(logging.Filter):
 
 
 logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietFlowErrors())
-
-
-# -- where tokens live ---------------------------------------------------------------------
-
-
-def token_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The folder of the token files, in the user's state folder (XDG): never the game's workdir,
-    whose files are shared and shown in the viewer."""
-    env = os.environ if environ is None else environ
-    state = Path(env["XDG_STATE_HOME"]).expanduser() if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
-    return state / "zorkgpt" / "oauth"
-
-
-def token_file(server_name: str, environ: Mapping[str, str] | None = None) -> Path:
-    """One file per server name; a name that is not plain letters and digits gets a hash, so
-    two names never share a file."""
-    safe = _SAFE_NAME.sub("_", server_name)
-    if safe != server_name or safe.startswith("."):
-        safe = f"{safe.lstrip('.')}-{sha256(server_name.encode()).hexdigest()[:12]}"
-    return token_dir(environ) / f"{safe}.json"
-
-
-class StoredLogin(BaseModel):
-    """A token file: one server's login, as ``FileTokenStorage`` writes it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    server: str
-    url: str  # the login is for this address only: an entry pointed elsewhere needs a new one
-    saved_at: float
-    tokens: OAuthToken | None = None
-    expires_at: float | None = None  # when the access token runs out (seconds since the epoch)
-    client: OAuthClientInformationFull | None = None  # a dynamic registration (or client ID document)
-    authorization_server_url: str | None = None
-    authorization_server: OAuthMetadata | None = None
-    resource: ProtectedResourceMetadata | None = None
-    no_login_needed: bool = False  # the login found a server that never asked for one
-    # An episode found that only a new login helps (why, for the next start's message), and
-    # the scopes the server asked for beyond the login's (the next login asks for them too).
-    login_needed: str | None = None
-    wanted_scopes: list[str] = []
-
-    @property
-    def logged_in(self) -> bool:
-        return (self.tokens is not None or self.no_login_needed) and self.login_needed is None
-
-
-class UnusableLoginFileError(MCPAuthError):
-    """A token file that cannot be used (damaged, or open to other users): the start stops with the
-    fix; ``--mcp-login`` replaces it. ``problem`` says what is wrong with the file."""
-
-    def __init__(self, path: Path, server_name: str, problem: str, fix: str | None = None) -> None:
-        super().__init__(
-            f"The MCP login of '{server_name}' in {path} {problem}{f'; {fix}' if fix else ''}. A new login "
-            f"replaces it: {login_command(server_name)}",
-            server_name,
-        )
-        self.problem = problem
-
-
-def _make_folder(folder: Path) -> None:
-    """The token folder, 0700 when this creates it (whatever the umask); its parents too, as far
-    as they are created here (the user's own state folders are left as they are)."""
-    missing = [path for path in (folder, *folder.parents) if not path.exists()]
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for created in missing:
-        created.chmod(0o700)
-
-
-# A token file is refused when anyone but its owner may read or write it (its tokens are a
-# login, as an SSH key is); its folder when others may write it (they could put a login of their
-# choosing in it, or swap ours).
-_FILE_OPEN_BITS = 0o077
-_FOLDER_OPEN_BITS = 0o022
-
-
-def _unsafe(info: os.stat_result, open_bits: int) -> str | None:
-    """Why a token file or folder must not be trusted, or None: another user owns it, or
-    ``open_bits`` of its mode are set."""
-    if info.st_uid != os.geteuid():
-        return f"is owned by another user (uid {info.st_uid}, not {os.geteuid()})"
-    mode = stat.S_IMODE(info.st_mode)
-    if mode & open_bits:
-        return f"is open to other users (mode {mode:o})"
-    return None
-
-
-class FileTokenStorage:
-    """The SDK's ``TokenStorage`` over one server's token file (see the module docstring).
-
-    The file is small and read or written a few times per session, so the methods do plain
-    file I/O; ``latest`` re-reads it only when it changed, which lets every connection to a
-    server (and every process) pick up the tokens another one refreshed.
-    """
-
-    def __init__(self, server: ServerConfig, path: Path | None = None) -> None:
-        assert server.url is not None
-        self.server_name = server.name
-        self.url = server.url
-        self.path = path or token_file(server.name)
-        self.context: OAuthContext | None = None  # the provider's, once bound: what to save with the tokens
-        self._seen: int | None = None  # the file's mtime_ns when last read
-
-    # -- the file ----------------------------------------------------------------------
-
-    def check_folder(self) -> None:
-        """Refuse a token folder that another user owns or may write (the fix in the message)."""
-        folder = self.path.parent
-        try:
-            info = folder.stat()
-        except FileNotFoundError:
-            return
-        problem = _unsafe(info, _FOLDER_OPEN_BITS)
-        if problem is None:
-            return
-        fix = f"chmod 700 {shlex.quote(str(folder))}"
-        if info.st_uid != os.geteuid():
-            fix = f"chown {os.geteuid()} {shlex.quote(str(folder))} && {fix}"
-        raise MCPAuthError(
-            f"The folder of the MCP logins {folder} {problem}: another user could change the logins in it, so "
-            f"none is used. Make it yours alone: {fix}",
-            self.server_name,
-        )
-
-    def load(self) -> StoredLogin | None:
-        """The stored login for this server's address; None if there is none. A file that cannot
-        be used (damaged, unreadable, or open to other users) is an ``UnusableLoginFileError``
-        saying how to fix or replace it; an unsafe folder holding it an ``MCPAuthError``."""
-        try:
-            with self.path.open("rb") as file:
-                info = os.fstat(file.fileno())
-                data = file.read()
-        except FileNotFoundError:
-            return None  # a server with no login has no use for the folder: it is checked before a write
-        except OSError as exc:
-            raise self._unusable(f"cannot be read ({exc.strerror})") from None
-        self.check_folder()
-        if problem := _unsafe(info, _FILE_OPEN_BITS):
-            quoted = shlex.quote(str(self.path))
-            fix = f"chmod 600 {quoted}"
-            if info.st_uid != os.geteuid():
-                fix = f"chown {os.geteuid()} {quoted} && {fix}"
-            raise self._unusable(problem, f"make it yours alone ({fix}), or replace it")
-        self._seen = info.st_mtime_ns
-        # Never echo the content: it holds tokens.
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._unusable("is damaged (not UTF-8 text)") from None
-        try:
-            stored = StoredLogin.model_validate_json(text)
-        except ValidationError as exc:
-            what = "not JSON" if any(error["type"] == "json_invalid" for error in exc.errors()) else "not a login"
-            raise self._unusable(f"is damaged ({what})") from None
-        return stored if stored.url == self.url else None
-
-    def _unusable(self, problem: str, fix: str | None = None) -> UnusableLoginFileError:
-        return UnusableLoginFileError(self.path, self.server_name, problem, fix)
-
-    def replace_unusable(self) -> str | None:
-        """For a login: a token file that cannot be used is removed (the login writes a new one);
-        why it could not be used, or None. An unsafe folder is still refused."""
-        try:
-            self.load()
-        except UnusableLoginFileError as exc:
-            self.path.unlink(missing_ok=True)
-            return exc.problem
-        return None
-
-    def save(self, **changes: Any) -> None:
-        """Write the file whole with ``changes``: a temporary file (0600) renamed over the old one,
-        so a reader sees the old login or the new one, never half of either."""
-        current = self.load()
-        data = (current.model_dump() if current else {}) | changes
-        data.update(server=self.server_name, url=self.url, saved_at=time.time())
-        stored = StoredLogin.model_validate(data)
-        _make_folder(self.path.parent)
-        self.check_folder()
-        atomic_write_text(self.path, stored.model_dump_json(indent=2, exclude_none=True), mode=0o600)
-        with contextlib.suppress(OSError):
-            self._seen = self.path.stat().st_mtime_ns
-
-    @property
-    def lock_path(self) -> Path:
-        """Beside the token file: held by the process refreshing the login (see ``refresh_lock``)."""
-        return self.path.with_name(f"{self.path.name}.lock")
-
-    async def refresh_lock(self) -> FileLock:
-        """The login's lock, once held: one process at a time refreshes it.
-
-        A rotating refresh token works once: parallel episodes refreshing it together would each
-        send it, and all but the first would be refused. The holder re-reads the file and uses
-        tokens another process stored meanwhile instead of refreshing. Polled, not waited on in a
-        thread, so the episode's event loop goes on (and a stop signal still ends it)."""
-        _make_folder(self.path.parent)
-        self.check_folder()
-        lock = FileLock(self.lock_path, mode=0o600, thread_local=False)
-        deadline = time.monotonic() + REFRESH_LOCK_SECONDS
-        while True:
-            try:
-                lock.acquire(timeout=0)
-                return lock
-            except Timeout:
-                if time.monotonic() > deadline:
-                    raise MCPAuthError(
-                        f"MCP server '{self.server_name}': another ZorkGPT process has been refreshing its login for "
-                        f"{REFRESH_LOCK_SECONDS:g} s (it holds {self.lock_path}). End that process, or wait for it, "
-                        "then start again.",
-                        self.server_name,
-                    ) from None
-                await asyncio.sleep(0.05)
-
-    def changed(self) -> bool:
-        """Whether the file changed since this storage last read or wrote it."""
-        try:
-            return self.path.stat().st_mtime_ns != self._seen
-        except OSError:
-            return False
-
-    def forget_tokens(self) -> None:
-        if self.load() is not None:
-            self.save(tokens=None, expires_at=None, no_login_needed=False)
-
-    def need_login(self, why: str, scopes: str | None = None) -> None:
-        """Remember that only a person can go on (and which scopes the server asked for)."""
-        current = self.load()
-        wanted = list(current.wanted_scopes) if current else []
-        wanted += [scope for scope in (scopes or "").split() if scope not in wanted]
-        self.save(login_needed=why, wanted_scopes=wanted)
-
-    # -- TokenStorage ------------------------------------------------------------------
-
-    async def get_tokens(self) -> OAuthToken | None:
-        stored = self.load()
-        return stored.tokens if stored else None
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        context = self.context
-        changes: dict[str, Any] = {"tokens": tokens, "no_login_needed": False, "login_needed": None}
-        if context is not None:
-            changes["expires_at"] = context.token_expiry_time
-            if context.oauth_metadata is not None:
-                changes["authorization_server"] = context.oauth_metadata
-            if context.protected_resource_metadata is not None:
-                changes["resource"] = context.protected_resource_metadata
-            if context.auth_server_url is not None:
-                changes["authorization_server_url"] = context.auth_server_url
-        self.save(**changes)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        stored = self.load()
-        return stored.client if stored else None
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.save(client=client_info)
 
 
 # -- https unless loopback -------------------------------------------------------------------
@@ -403,7 +124,7 @@ def cleartext_refusal(server: ServerConfig, what: str, url: str) -> MCPAuthError
 
 
 @dataclass
-class _Interactive:
+class Interactive:
     """How a login reaches the person: show them the URL, then wait for the redirect."""
 
     redirect: Callable[[str], Awaitable[None]]
@@ -441,7 +162,7 @@ class _LoginReplacedError(Exception):
 _MAX_REPLACED = 5  # flows started again in a row with another process's tokens before giving up
 
 
-class _ZorkGPTAuth:
+class ZorkGPTAuth:
     """What every provider here adds to the SDK's (a mixin; see the module docstring):
 
     * the stored expiry and metadata restored, and tokens another connection refreshed adopted;
@@ -571,7 +292,7 @@ class _ZorkGPTAuth:
     def _explain(self, exc: OAuthFlowError) -> MCPAuthError:
         return MCPAuthError(
             f"MCP server '{self._server.name}' ({safe_url(self._server.url or '')}): the OAuth login failed: "
-            f"{_short(exc, self.redact)}. {self._what_to_do()}",
+            f"{short_error(exc, self.redact)}. {self._what_to_do()}",
             self._server.name,
         )
 
@@ -579,14 +300,14 @@ class _ZorkGPTAuth:
         return f"Log in again with: {login_command(self._server.name)}"
 
 
-class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
+class _AuthorizationCodeProvider(ZorkGPTAuth, OAuthClientProvider):
     """A person's login (authorization code + PKCE), refreshed without them afterwards."""
 
     def __init__(
         self,
         server: ServerConfig,
         storage: FileTokenStorage,
-        interactive: _Interactive | None,
+        interactive: Interactive | None,
         client: OAuthClientInformationFull | None,
         scopes: list[str] | None,
     ) -> None:
@@ -747,7 +468,8 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
             port = oauth.callback_port if oauth else 0
             return MCPAuthError(
                 f"MCP server '{self._server.name}': its authorization server did not register ZorkGPT as a client "
-                f"({_short(exc, self.redact)}). Register a client there with the redirect URI {redirect_uri(port)}, "
+                f"({short_error(exc, self.redact)}). Register a client there with the redirect URI "
+                f"{redirect_uri(port)}, "
                 'put its id in the entry as "oauth": {"clientId": "..."} (and "clientSecret" if it has one), then '
                 f"log in with: {login_command(self._server.name)}",
                 self._server.name,
@@ -755,7 +477,7 @@ class _AuthorizationCodeProvider(_ZorkGPTAuth, OAuthClientProvider):
         return super()._explain(exc)
 
 
-class _HeadlessAuth(_ZorkGPTAuth):
+class _HeadlessAuth(ZorkGPTAuth):
     """Client credentials: no person, so a failure is the entry's to fix."""
 
     def _what_to_do(self) -> str:
@@ -790,7 +512,7 @@ def _scope_note(response: httpx2.Response) -> str:
     return f', scope "{scope}"' if scope and response.status_code == 403 else ""
 
 
-def _short(exc: BaseException, redact: Callable[[str], str] | None = None) -> str:
+def short_error(exc: BaseException, redact: Callable[[str], str] | None = None) -> str:
     """The error's text, short: secrets are taken out before it is cut, or a cut could keep the
     start of one."""
     text = str(exc).strip() or type(exc).__name__
@@ -798,7 +520,7 @@ def _short(exc: BaseException, redact: Callable[[str], str] | None = None) -> st
 
 
 def build_provider(
-    server: ServerConfig, storage: FileTokenStorage | None = None, interactive: _Interactive | None = None
+    server: ServerConfig, storage: FileTokenStorage | None = None, interactive: Interactive | None = None
 ) -> OAuthClientProvider:
     """The SDK provider for ``server``'s ``oauth`` (an episode's when ``interactive`` is None)."""
     oauth = server.oauth
@@ -909,23 +631,6 @@ def episode_auth(server: ServerConfig) -> httpx2.Auth | None:
 
 # -- checks before playing -----------------------------------------------------------------
 
-_login_prefix = _DEFAULT_COMMAND
-
-
-def set_login_command(config_file: str | None) -> None:
-    """How ``main.py`` was started, so messages name the login command exactly (its ``--config``)."""
-    global _login_prefix
-    _login_prefix = (
-        _DEFAULT_COMMAND
-        if not config_file or config_file == "pyproject.toml"
-        else (f"{_DEFAULT_COMMAND} --config {shlex.quote(config_file)}")
-    )
-
-
-def login_command(server_name: str) -> str:
-    """The command that logs in to ``server_name``, as the user types it."""
-    return f"{_login_prefix} --mcp-login {shlex.quote(server_name)}"
-
 
 def needs_login(server: ServerConfig) -> str | None:
     """Why ``server`` needs a person's login before playing, or None: its entry has ``oauth`` and
@@ -958,274 +663,4 @@ def check_logins(mcp_config: MCPConfig) -> None:
         "The command shows the authorization page (in a browser where there is one); episodes then use and "
         f"refresh the login by themselves. Logins are kept in {token_dir()}.",
         missing[0][0].name,
-    )
-
-
-# -- the login ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoginResult:
-    server: str
-    path: Path
-    asked: bool  # the server asked for a login (False: it works without one)
-    tools: tuple[str, ...]
-
-
-class _CallbackServer:
-    """The redirect's end: ``http://127.0.0.1:<port>/callback``, one answer per authorization
-    (a login may take two: a server whose authorization server changed asks again)."""
-
-    def __init__(self, server_name: str) -> None:
-        self.server_name = server_name
-        self.result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
-        self.state: str | None = None
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
-
-    def expect(self, authorization_url: str) -> None:
-        """A new authorization starts: its redirect is the next request carrying the ``state`` of
-        ``authorization_url``. Any web page can make a browser request the callback; without that
-        state a request is not the authorization server's answer to this login."""
-        if self.result.done():
-            self.result = asyncio.get_running_loop().create_future()
-        self.state = parse_qs(urlsplit(authorization_url).query).get("state", [None])[0]
-
-    async def start(self, port: int) -> None:
-        try:
-            self._server = await asyncio.start_server(self._answer, "127.0.0.1", port)
-        except OSError as exc:
-            raise MCPAuthError(
-                f"Cannot take the login's redirect on 127.0.0.1:{port} ({exc.strerror}). Close what uses that "
-                f'port, or set another in the entry of \'{self.server_name}\': "oauth": {{"callbackPort": ...}} '
-                "(a pre-registered client needs that redirect URI registered too).",
-                self.server_name,
-            ) from None
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-        # A connection that never sent a request (a browser's preconnect) is still waiting for
-        # one: ended here, quietly, rather than cancelled with a traceback when the loop closes.
-        for task in self._connections:
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
-            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
-            parts = urlsplit(target)
-            query = {key: values[0] for key, values in parse_qs(parts.query).items()}
-            if parts.path != CALLBACK_PATH or self.result.done():
-                await _respond(writer, 404, "Nothing here.")
-                return
-            if self.state is None or query.get("state") != self.state:
-                await _respond(writer, 400, "This is not the redirect of the login started in the terminal.")
-                return
-            if "error" in query:
-                description = query.get("error_description", "")
-                self.result.set_exception(
-                    MCPAuthError(
-                        f"MCP server '{self.server_name}': the authorization server refused the login: "
-                        f"{query['error']}{f' ({description})' if description else ''}. Try again, or check "
-                        "the entry's oauth settings with the server's operator.",
-                        self.server_name,
-                    )
-                )
-                await _respond(writer, 400, "The login was refused. You can close this tab.")
-                return
-            if "code" not in query:
-                await _respond(writer, 400, "This address expects the authorization server's redirect.")
-                return
-            self.result.set_result(
-                AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
-            )
-            await _respond(writer, 200, f"Logged in to {self.server_name}. You can close this tab.")
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, IndexError):
-            pass  # a connection that was not a browser's request: nothing to answer
-        except asyncio.CancelledError:
-            # close() ends a connection that never asked anything; the streams' callback would log
-            # a cancelled handler as an error, so it ends as an answered one does.
-            pass
-        finally:
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(OSError, asyncio.CancelledError):
-                await writer.wait_closed()
-
-
-async def _respond(writer: asyncio.StreamWriter, status: int, text: str) -> None:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
-    body = f"<!doctype html><title>ZorkGPT</title><p>{text}</p>\n".encode()
-    writer.write(
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-        + body
-    )
-    await writer.drain()
-
-
-def _has_display() -> bool:
-    """A browser can open here: not over SSH without a display, where a text browser would take
-    over the terminal."""
-    if sys.platform in ("darwin", "win32"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def _default_open(url: str) -> None:
-    if _has_display():
-        with contextlib.suppress(webbrowser.Error):
-            webbrowser.open(url)
-
-
-async def login(
-    server: ServerConfig,
-    open_url: Callable[[str], Any] | None = None,
-    out: TextIO | None = None,
-    wait_seconds: float = LOGIN_WAIT_SECONDS,
-    redactor: Redactor | None = None,
-) -> LoginResult:
-    """Log in to ``server`` once: the flow the server asks for, with the person (or, for client
-    credentials, without); tokens stored. ``open_url`` stands for the browser. A failure is an
-    ``MCPAuthError`` without the run's secrets (``redactor``), the entry's or the flow's: an
-    authorization server may quote them in its refusal."""
-    oauth = server.oauth
-    if not server.is_remote or oauth is None:
-        raise MCPConfigError(f"MCP server '{server.name}' runs as a command (stdio); it needs no login.")
-    stream = out or sys.stderr
-    storage = FileTokenStorage(server)
-    if (problem := storage.replace_unusable()) is not None:
-        print(f"The login file {storage.path} {problem}; this login replaces it.", file=stream, flush=True)
-    storage.forget_tokens()
-    callback: _CallbackServer | None = None
-    interactive: _Interactive | None = None
-    if oauth.grant == "authorization_code":
-        stored = storage.load()
-        if stored is not None and stored.client is not None and stored.client.client_id != oauth.client_metadata_url:
-            uris = [str(uri) for uri in stored.client.redirect_uris or []]
-            registered = set((stored.client.scope or "").split())
-            wanted = set(oauth.scopes or []) | set(stored.wanted_scopes)
-            if redirect_uri(oauth.callback_port) not in uris or (registered and not wanted <= registered):
-                # Registered for another callback port, or for fewer scopes than this login asks
-                # for (which the authorization server would refuse): register again.
-                storage.save(client=None)
-        callback = _CallbackServer(server.name)
-        await callback.start(oauth.callback_port)
-        opener = open_url or _default_open
-        waiting = callback
-
-        async def show(url: str) -> None:
-            if (refusal := cleartext_refusal(server, "authorization endpoint", url)) is not None:
-                raise refusal
-            waiting.expect(url)
-            print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
-            result = opener(url)
-            if asyncio.iscoroutine(result):
-                await result
-
-        async def wait() -> AuthorizationCodeResult:
-            try:
-                return await asyncio.wait_for(asyncio.shield(waiting.result), wait_seconds)
-            except TimeoutError:
-                raise MCPAuthError(
-                    f"No login for MCP server '{server.name}' within {wait_seconds:g} s: the browser never came "
-                    f"back to {redirect_uri(oauth.callback_port)}. Run the command again.",
-                    server.name,
-                ) from None
-
-        interactive = _Interactive(show, wait)
-    provider = build_provider(server, storage, interactive)
-    try:
-        tools = await _list_tools(server, provider)
-    except Exception as exc:  # noqa: BLE001 - the transports' task groups wrap what failed; the leaf is the news
-        secrets = redactor.secrets if redactor else ()
-        flow = provider.flow_secrets if isinstance(provider, _ZorkGPTAuth) else set()
-        raise _login_failure(server, exc, Redactor.of(*secrets, *server.secrets(), *flow)) from None
-    finally:
-        if callback is not None:
-            await callback.close()
-    stored = storage.load()
-    asked = stored is not None and stored.tokens is not None
-    if not asked:
-        storage.save(no_login_needed=True)
-    return LoginResult(server.name, storage.path, asked, tools)
-
-
-async def _list_tools(server: ServerConfig, auth: httpx2.Auth) -> tuple[str, ...]:
-    """Connect as an episode does, with ``auth``, and list the tools (proof the login works)."""
-    assert server.url is not None
-    headers = dict(server.headers)
-    mode = "legacy" if server.transport == "sse" or server.protocol == "2025-11-25" else server.protocol
-    if server.transport == "sse":
-        transport: contextlib.AbstractAsyncContextManager[Any] = sse_client(server.url, headers=headers, auth=auth)
-        async with Client(assume_complete(transport), mode="legacy") as client:
-            return tuple(tool.name for tool in (await client.list_tools()).tools)
-    async with (
-        httpx2.AsyncClient(
-            headers=headers, auth=auth, timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-        ) as http,
-        Client(assume_complete(streamable_http_client(server.url, http_client=http)), mode=mode) as client,
-    ):
-        return tuple(tool.name for tool in (await client.list_tools()).tools)
-
-
-def find_server(mcp_config: MCPConfig, name: str) -> ServerConfig:
-    """The enabled remote entry called ``name``; an error listing the ones there are otherwise."""
-    remote = [server.name for server in mcp_config.servers if server.is_remote]
-    where = mcp_config.source or "the MCP config"
-    try:
-        server = mcp_config.server(name)
-    except KeyError:
-        disabled = ' It is disabled ("disabled": true); enable it first.' if name in mcp_config.disabled else ""
-        known = f"Remote servers there: {', '.join(remote)}." if remote else 'It has no remote server (a "url").'
-        raise MCPConfigError(f"No MCP server '{name}' in {where}.{disabled} {known}") from None
-    if not server.is_remote:
-        raise MCPConfigError(
-            f"MCP server '{name}' in {where} runs as a command (stdio); only remote servers (a \"url\") log in."
-        )
-    return server
-
-
-def run_login(
-    mcp_config: MCPConfig,
-    name: str,
-    out: TextIO | None = None,
-    open_url: Callable[[str], Any] | None = None,
-    wait_seconds: float = LOGIN_WAIT_SECONDS,
-    redactor: Redactor | None = None,
-) -> LoginResult:
-    """``main.py --mcp-login NAME``: log in and say where the login is kept."""
-    server = find_server(mcp_config, name)
-    stream = out or sys.stderr
-    result = asyncio.run(login(server, open_url, stream, wait_seconds, redactor))
-    if result.asked:
-        print(
-            f"Logged in to MCP server '{name}'. The login is kept in {result.path} (readable only by you); "
-            f"episodes use and refresh it. Tools: {', '.join(result.tools) or 'none'}.",
-            file=stream,
-        )
-    else:
-        print(
-            f"MCP server '{name}' did not ask for a login; it works as it is. Tools: {', '.join(result.tools)}.",
-            file=stream,
-        )
-    return result
-
-
-def _login_failure(server: ServerConfig, error: BaseException, redact: Redactor) -> MCPAuthError:
-    leaves = leaf_errors(error)
-    for leaf in leaves:
-        if isinstance(leaf, MCPAuthError):
-            return MCPAuthError(redact(str(leaf)), leaf.server_name)
-    cause = leaves[0]
-    return MCPAuthError(
-        f"Could not log in to MCP server '{server.name}' at {safe_url(server.url or '')}: "
-        f"{type(cause).__name__}: {_short(cause, redact)}. Check that the server is running and its url is right.",
-        server.name,
     )

@@ -34,9 +34,10 @@ from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not
 from chat_api.payload import request_headers
 from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
 from mcp_client.config import MCPConfig, ServerConfig, run_redactor, safe_url
-from mcp_client.oauth import login_command, needs_login, set_login_command
+from mcp_client.oauth import needs_login
 from mcp_client.source import ServerStartupTimeoutError, SourceSettings, make_source
 from mcp_client.sweeper import Sweeper
+from mcp_client.tokens import login_command, set_login_command
 from mcp_client.toolbox import SLOW_START_SHARE
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ

@@ -209,7 +209,8 @@ def _browser(pages: list[threading.Thread]) -> Any:
 
 def play_as_a_user(server_url: str, scenario: str, context: dict[str, Any], logger: logging.Logger) -> int:
     from mcp_client.config import MCPConfig
-    from mcp_client.oauth import MCPAuthError, needs_login, run_login
+    from mcp_client.login import run_login
+    from mcp_client.oauth import MCPAuthError, needs_login
 
     oauth = oauth_entry(scenario, context)
     mcp_config = MCPConfig.from_mapping({"mcpServers": {driver.SERVER_NAME: {"url": server_url, "oauth": oauth}}})

@@ -34,16 +34,13 @@ from pydantic import AnyHttpUrl
 from managers.mcp_manager import MCPManager
 from mcp_client import MCPError, MCPServerStartupError
 from mcp_client.config import MCPConfig
-from mcp_client.oauth import (
+from mcp_client.login import run_login
+from mcp_client.oauth import MCPAuthError, check_logins, cleartext_refusal, needs_login
+from mcp_client.tokens import (
     FileTokenStorage,
-    MCPAuthError,
     StoredLogin,
     UnusableLoginFileError,
-    check_logins,
-    cleartext_refusal,
     login_command,
-    needs_login,
-    run_login,
     token_dir,
     token_file,
 )
