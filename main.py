@@ -141,6 +141,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episode-id", default=None, help=argparse.SUPPRESS)
     # For --parallel on the bundled model: the parent's model server, which every child shares.
     parser.add_argument("--embedded-model-url", default=None, help=argparse.SUPPRESS)
+    # For --parallel: the warm parent the episodes are forked from, serving requests on this socket.
+    parser.add_argument("--fork-server", type=int, default=None, metavar="FD", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.episode_id is not None and (
         args.episodes != 1 or args.episode_id in (".", "..") or not re.fullmatch(r"[\w.-]+", args.episode_id)
@@ -196,6 +198,8 @@ def report(error: ZorkGPTError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.fork_server is not None:
+        return fork_server(args.fork_server)
     if args.check:  # before the signal handlers: Ctrl-C simply interrupts a check, ending its servers
         return check(args)
     signals = StopSignals()
@@ -206,6 +210,24 @@ def main(argv: list[str] | None = None) -> int:
         signals.ignore()
         print(f"Aborted by a second {abort}.", file=sys.stderr)
         return abort.exit_code
+
+
+def fork_server(fd: int) -> int:
+    """``--fork-server FD`` (``--parallel`` starts it): import what an episode imports, start
+    nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
+    forked child goes on here as ``main.py`` with its episode's command line."""
+    # What an episode imports before its first turn, imported once for all of them.
+    import chat_api.structured  # noqa: F401
+    import managers.mcp.config
+    import managers.mcp.oauth  # noqa: F401
+    import orchestration.embedded_model
+    import orchestration.run_report
+    import orchestration.zork_orchestrator_v2  # noqa: F401
+    import session.episode_log  # noqa: F401
+    from orchestration.parallel import serve_forks
+
+    argv = serve_forks(fd)
+    return EXIT_OK if argv is None else main(argv)
 
 
 def run(args: argparse.Namespace, signals: StopSignals) -> int:
