@@ -462,12 +462,13 @@ class ParallelRunner:
         out: TextIO | None = None,
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
-        fork_server: bool = FORK_SERVER,
+        fork_server: bool | None = None,
     ) -> None:
         """``workdir``: the children's game workdir (their episode folders go under its
         ``episodes/``); ``status``: the live terminal status, which then shows each running episode;
-        ``fork_server``: fork the episodes from a warm parent (else each is a fresh process)."""
-        self.fork_server = fork_server
+        ``fork_server``: fork the episodes from a warm parent, else each is a fresh process
+        (default: forked where the platform allows, see ``FORK_SERVER``)."""
+        self.fork_server = FORK_SERVER if fork_server is None else fork_server
         self.child_argv = list(child_argv)
         self.first_seed = first_seed
         self.workdir = workdir
