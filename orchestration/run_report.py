@@ -38,10 +38,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from io import StringIO
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from scipy import stats
+from typing import TYPE_CHECKING, Any
 
 from managers.episode_counts import DisabledServer, ToolAvailability
 from orchestration.episode_records import EpisodeFigures
@@ -49,6 +46,12 @@ from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
 from shared_utils import add_version_argument, atomic_write_text, escape_control_chars
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and scipy (about a second of CPU to import) are imported where a figure needs them: a
+# run's report and a comparison do, but --parallel's runner, which imports this module, does not.
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"
@@ -361,6 +364,8 @@ class Spread:
         mean = statistics.fmean(values)
         interval = None
         if len(values) > 1:
+            from scipy import stats
+
             sem = float(stats.sem(values))
             if sem == 0:
                 interval = (mean, mean)
@@ -835,7 +840,7 @@ class ScoreVerdict:
 
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    return x.mean(axis=axis) - y.mean(axis=axis)
 
 
 def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
@@ -846,6 +851,9 @@ def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
     b = tuple(float(r.score) for r in second.finished)
     if len(a) < 2 or len(b) < 2:
         return ScoreVerdict(first.name, second.name, a, b, None)
+    import numpy as np
+    from scipy import stats
+
     result = stats.permutation_test(
         (np.array(a), np.array(b)),
         _mean_difference,
