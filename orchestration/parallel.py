@@ -504,9 +504,11 @@ class ParallelRunner:
         launched = 0
         signals.on_stop = self.request_stop
         self.stopping = signals.stop_requested
-        server = ForkServer() if self.fork_server else None
-        start = server.launch if server is not None else start_process
+        server: ForkServer | None = None
         try:
+            if self.fork_server:
+                server = ForkServer()
+            start = server.launch if server is not None else start_process
             while self.running or (launched < self.episodes and not self.stopping):
                 while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
                     launched += 1
