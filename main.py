@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -331,13 +332,12 @@ def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
 def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int | None:
     """Exit 2 (naming the command to run) when a remote MCP server's entry has "oauth" and nobody
     logged in to it; None to play on. A config that does not load is the episode's to report."""
-    from managers.mcp.oauth import set_login_command
-
-    set_login_command(args.config)
     if not config.mcp.enabled:
         return None
     from managers.mcp.config import MCPConfig
-    from managers.mcp.oauth import check_logins
+    from managers.mcp.oauth import check_logins, set_login_command
+
+    set_login_command(args.config)
     from session.game_configuration import process_environ
 
     try:
@@ -353,16 +353,21 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from managers.mcp.config import run_redactor
     from orchestration.run_report import EpisodeStatus, report_run
 
-    # The run's secrets, gathered once: every episode's logs and files and the run report use it.
-    redactor = run_redactor(config)
+    @functools.cache
+    def redactor() -> Redactor:
+        """The run's secrets, gathered once: every episode's logs and files and the run report use
+        it. Gathered when first needed: with --parallel that is the run's report, so the parent
+        does not import the MCP client (which gathers them) before its episodes start."""
+        from managers.mcp.config import run_redactor
+
+        return run_redactor(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        return (report_run(config.workdir, ends, args.episodes, redactor) or code) if args.episodes > 1 else code
+        return (report_run(config.workdir, ends, args.episodes, redactor()) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
         if status is not None:
@@ -386,7 +391,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return end_of_run(result.ends, result.exit_code)
         ends: list[EpisodeEnd] = []
         try:
-            code = play_in_turn(args, config, signals, status, ends, redactor)
+            code = play_in_turn(args, config, signals, status, ends, redactor())
         except Exception as exc:
             # A bug, or an episode's close that failed: the report first, then the traceback.
             if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
