@@ -353,7 +353,10 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from orchestration.run_report import EpisodeStatus, report_run
+    from orchestration.run_report import EpisodeStatus, import_figures_ahead, report_run
+
+    if args.episodes > 1:
+        import_figures_ahead()  # the run's report, at the end, needs them
 
     @functools.cache
     def redactor() -> Redactor:

@@ -31,6 +31,7 @@ import csv
 import itertools
 import statistics
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -50,8 +51,28 @@ from shared_utils import add_version_argument, atomic_write_text, escape_control
 if TYPE_CHECKING:
     import numpy as np
 
-# numpy and scipy (about a second of CPU to import) are imported where a figure needs them: a
-# run's report and a comparison do, but --parallel's runner, which imports this module, does not.
+# numpy, scipy and matplotlib (a second or two of CPU to import) are imported where a figure or
+# a plot needs them: a run's report and a comparison do, but --parallel's runner, which imports
+# this module, does not.
+
+
+def import_figures_ahead() -> threading.Thread:
+    """Import what the run's report computes and draws with (numpy, scipy, matplotlib) in the
+    background, while the run's episodes play (mostly waiting on the model), so the report at
+    the end does not wait for it; the report's own import then finds it done (or waits for the rest)."""
+    thread = threading.Thread(target=_import_figures, name="run-report-imports", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_figures() -> None:
+    import matplotlib
+    import numpy  # noqa: F401
+    from scipy import stats  # noqa: F401
+
+    matplotlib.use("Agg")  # as plot_runs sets it, before pyplot
+    import matplotlib.pyplot
+
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"
