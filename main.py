@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -144,6 +145,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episode-id", default=None, help=argparse.SUPPRESS)
     # For --parallel on the bundled model: the parent's model server, which every child shares.
     parser.add_argument("--embedded-model-url", default=None, help=argparse.SUPPRESS)
+    # For --parallel: the warm parent the episodes are forked from, serving requests on this socket.
+    parser.add_argument("--fork-server", type=int, default=None, metavar="FD", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.episode_id is not None and (
         args.episodes != 1 or args.episode_id in (".", "..") or not re.fullmatch(r"[\w.-]+", args.episode_id)
@@ -199,6 +202,8 @@ def report(error: ZorkGPTError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.fork_server is not None:
+        return fork_server(args.fork_server)
     if args.check:  # before the signal handlers: Ctrl-C simply interrupts a check, ending its servers
         return check(args)
     signals = StopSignals()
@@ -209,6 +214,21 @@ def main(argv: list[str] | None = None) -> int:
         signals.ignore()
         print(f"Aborted by {abort.description}.", file=sys.stderr)
         return abort.exit_code
+
+
+def fork_server(fd: int) -> int:
+    """``--fork-server FD`` (``--parallel`` starts it): import what an episode imports, start
+    nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
+    forked child goes on here as ``main.py`` with its episode's command line."""
+    # What an episode imports before its first turn, imported once for all of them.
+    import chat_api.structured  # noqa: F401
+    import mcp_client.config
+    import mcp_client.oauth  # noqa: F401
+    import session.episode_log  # noqa: F401
+    from orchestration.parallel import serve_forks
+
+    argv = serve_forks(fd)
+    return EXIT_OK if argv is None else main(argv)
 
 
 def run(args: argparse.Namespace, signals: StopSignals) -> int:
@@ -314,13 +334,13 @@ def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
 def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int | None:
     """Exit 2 (naming the command to run) when a remote MCP server's entry has "oauth" and nobody
     logged in to it; None to play on. A config that does not load is the episode's to report."""
-    from mcp_client.tokens import set_login_command
-
-    set_login_command(args.config)
     if not config.mcp.enabled:
         return None
     from mcp_client.config import MCPConfig
     from mcp_client.oauth import check_logins
+    from mcp_client.tokens import set_login_command
+
+    set_login_command(args.config)
     from session.game_configuration import process_environ
 
     try:
@@ -336,16 +356,24 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from mcp_client.config import run_redactor
-    from orchestration.run_report import EpisodeStatus, report_run
+    from orchestration.run_report import EpisodeStatus, import_figures_ahead, report_run
 
-    # The run's secrets, gathered once: every episode's logs and files and the run report use it.
-    redactor = run_redactor(config)
+    if args.episodes > 1:
+        import_figures_ahead()  # the run's report, at the end, needs them
+
+    @functools.cache
+    def redactor() -> Redactor:
+        """The run's secrets, gathered once: every episode's logs and files and the run report use
+        it. Gathered when first needed: with --parallel that is the run's report, so the parent
+        does not import the MCP client (which gathers them) before its episodes start."""
+        from mcp_client.config import run_redactor
+
+        return run_redactor(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        return (report_run(config.workdir, ends, args.episodes, redactor) or code) if args.episodes > 1 else code
+        return (report_run(config.workdir, ends, args.episodes, redactor()) or code) if args.episodes > 1 else code
 
     with live_status(args) as status:
         if status is not None:
@@ -369,7 +397,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return end_of_run(result.ends, result.exit_code)
         ends: list[EpisodeEnd] = []
         try:
-            code = play_in_turn(args, config, signals, status, ends, redactor)
+            code = play_in_turn(args, config, signals, status, ends, redactor())
         except Exception as exc:
             # A bug, or an episode's close that failed: the report first, then the traceback.
             if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:

@@ -15,6 +15,10 @@ The parent owns its children:
   its turn and write its summary; a later one (see ``session.stop_signals``) aborts them;
 * each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
   outlives the run;
+* on Linux the children are forked from a warm parent (``ForkServer``): one ``main.py`` process
+  that has imported the product and started nothing (no thread, no event loop, no server), so an
+  episode starts in milliseconds of CPU and shares that process's memory pages instead of
+  importing everything again; elsewhere each child is a fresh ``main.py`` process;
 * the exit code aggregates: 0 if every episode ended in play, 1 if any ended in an error,
   2 if they could not start (a setup problem every episode would hit);
 * the parent names each child's episode (``--episode-id``), so it knows every episode's
@@ -25,17 +29,22 @@ The parent owns its children:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
+import gc
+import json
 import os
+import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING, Protocol, TextIO
 
 from orchestration.run_report import EpisodeEnd, EpisodeStatus, one_line
 from orchestration.turn_figures import TurnFigures
@@ -126,6 +135,262 @@ def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
         os._exit(1)
 
 
+# Forking from the warm parent is Linux only: die_with_parent needs prctl, and forking a process
+# that loaded system frameworks is unsafe on macOS.
+FORK_SERVER = sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+_MESSAGE_BYTES = 1 << 16  # one request: an episode's command line
+
+
+class EpisodeProcess(Protocol):
+    """What the runner needs of a running episode: ``subprocess.Popen``'s own names."""
+
+    pid: int
+    stdout: IO[str] | None
+    stderr: IO[str] | None
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+
+def start_process(argv: Sequence[str], figures: bool) -> EpisodeProcess:
+    """An episode as a fresh ``main.py`` process: it imports the whole product before its first turn."""
+    return subprocess.Popen(
+        [sys.executable, str(MAIN_PY), *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if figures else None,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        # Own process group: a Ctrl-C at the terminal reaches the parent only, which
+        # forwards it once to every child (instead of each child seeing it too).
+        start_new_session=True,
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+class ForkedEpisode:
+    """An episode forked by the ``ForkServer``: not our child but its, so its exit status comes
+    from the server; otherwise it reads like a ``subprocess.Popen``."""
+
+    def __init__(self, server: ForkServer, pid: int, stdout: IO[str] | None, stderr: IO[str]) -> None:
+        self._server = server
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self._server.exit_code(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self) -> int:
+        return self._server.wait(self.pid)
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:  # not yet reaped by the server, so the pid is still this episode's
+            with contextlib.suppress(ProcessLookupError):  # it exited just now: its status is on its way
+                os.kill(self.pid, signum)
+
+
+class ForkServer:
+    """The warm parent of a run's episodes (parent side).
+
+    ``main.py --fork-server FD`` imports the product, starts nothing, and forks one child per
+    request sent over a socket pair; the child dup2s the pipes it was handed onto its stdout and
+    stderr and runs ``main.py`` with the request's command line, as a fresh process would. The
+    server reports each child's pid and then its exit status (negative: the signal that killed
+    it). It dies with this process (``die_with_parent``) and each episode dies with it, so a
+    SIGKILL of the run still leaves no episode behind.
+    """
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, str(MAIN_PY), "--fork-server", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._socket = ours
+        self._changed = threading.Condition()
+        self._started: list[int] = []
+        self._exits: dict[int, int] = {}
+        self._gone = False  # the server ended: no status will come any more
+        self._launch_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="fork-server-replies", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._socket.recv(_MESSAGE_BYTES)
+            except OSError:
+                data = b""
+            with self._changed:
+                if not data:
+                    self._gone = True
+                    self._changed.notify_all()
+                    return
+                reply = json.loads(data)
+                if "exit" in reply:
+                    self._exits[reply["pid"]] = reply["exit"]
+                else:
+                    self._started.append(reply["pid"])
+                self._changed.notify_all()
+
+    def launch(self, argv: Sequence[str], figures: bool) -> ForkedEpisode:
+        """Fork one episode running ``main.py argv``; its stdout is ours only with ``figures``
+        (else it writes to the run's stdout, as a fresh process would)."""
+        err_r, err_w = os.pipe()
+        out_r, out_w = os.pipe() if figures else (-1, -1)
+        try:
+            with self._launch_lock:  # one request at a time: the next pid reply is this one's
+                fds = [err_w] + ([out_w] if figures else [])
+                socket.send_fds(self._socket, [json.dumps(list(argv)).encode()], fds)
+                with self._changed:
+                    self._changed.wait_for(lambda: self._started or self._gone)
+                    if not self._started:
+                        raise RuntimeError(f"The episode fork server ended (exit code {self.process.wait()}).")
+                    pid = self._started.pop(0)
+        except BaseException:
+            for fd in (err_r, out_r):
+                if fd >= 0:
+                    os.close(fd)
+            raise
+        finally:
+            for fd in (err_w, out_w):
+                if fd >= 0:
+                    os.close(fd)  # the episode holds its own copies: EOF comes when it ends
+        # The runner closes both once the episode ended.
+        stdout = open(out_r, errors="replace", buffering=1) if figures else None  # noqa: SIM115
+        return ForkedEpisode(self, pid, stdout, open(err_r, errors="replace", buffering=1))
+
+    def exit_code(self, pid: int) -> int | None:
+        with self._changed:
+            if pid in self._exits:
+                return self._exits[pid]
+            if self._gone:
+                # The server died before reporting it (killed, say): the episode died with it
+                # (die_with_parent), and the server's own end is the best account of how.
+                return self.process.wait()
+            return None
+
+    def wait(self, pid: int) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._exits or self._gone)
+        code = self.exit_code(pid)
+        assert code is not None
+        return code
+
+    def close(self) -> None:
+        """End the server: it exits on end-of-file (the runner has ended every episode first)."""
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
+        self._socket.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join()
+
+
+def serve_forks(fd: int) -> list[str] | None:
+    """The fork server's loop (``main.py --fork-server FD``, after it imported the product):
+    fork one episode per request and report its pid and, once reaped, its exit status. Returns
+    None in the server when the run closes the socket, and the episode's command line in each
+    forked child, which then runs it as ``main.py`` would: it leaves through the interpreter's
+    normal exit (exit handlers, threads joined), like a fresh process."""
+    # Everything imported so far lives as long as the children do: frozen, the collector of a
+    # child never walks it, so its pages stay shared and each collection is cheap (this halves an
+    # episode's CPU: benchmarks/main_startup.py).
+    gc.freeze()
+    server_pid = os.getpid()
+    channel = socket.socket(fileno=fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    # SIGCHLD wakes the loop through the pipe (its handler does nothing); Ctrl-C is the run's to
+    # forward, and SIGTERM keeps its default: the server dies, and each episode with it.
+    old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.set_wakeup_fd(wake_w)
+    with channel, selectors.DefaultSelector() as selector:
+        selector.register(channel, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is channel:
+                    message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
+                    if not message:
+                        return None  # the run is over
+                    pid = os.fork()
+                    if pid == 0:
+                        selector.close()
+                        channel.close()
+                        signal.set_wakeup_fd(-1)
+                        for own in (wake_r, wake_w):
+                            os.close(own)
+                        signal.signal(signal.SIGCHLD, old_chld)
+                        signal.signal(signal.SIGINT, old_int)
+                        _become_episode(server_pid, fds)
+                        return [str(arg) for arg in json.loads(message)]
+                    for sent in fds:
+                        os.close(sent)
+                    channel.send(json.dumps({"pid": pid}).encode())
+                else:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                    _report_exits(channel)
+
+
+def _report_exits(channel: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        channel.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _become_episode(server_pid: int, fds: list[int]) -> None:
+    """In a freshly forked child: what ``start_process`` gives a fresh process (its own session,
+    death with its parent, stdin from /dev/null, stdout and stderr on the run's pipes)."""
+    os.setsid()
+    die_with_parent(server_pid)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    err_w, *out = fds
+    os.dup2(err_w, 2)
+    os.close(err_w)
+    for out_w in out:
+        os.dup2(out_w, 1)
+        os.close(out_w)
+
+
 class _Child:
     def __init__(
         self,
@@ -135,16 +400,15 @@ class _Child:
         out: TextIO,
         episode_dir: Path,
         seed: int,
+        start: Callable[[Sequence[str], bool], EpisodeProcess],
         on_figures: Callable[[int, TurnFigures], None] | None = None,
     ) -> None:
         self.number = number
         self.episode_dir = episode_dir
         self.last_line = ""
         self.on_figures = on_figures
-        self.process = subprocess.Popen(
+        self.process = start(
             [
-                sys.executable,
-                str(MAIN_PY),
                 *argv,
                 "--episode-id",
                 episode_dir.name,
@@ -152,17 +416,7 @@ class _Child:
                 str(seed),
                 *(["--turn-figures"] if on_figures else []),
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if on_figures else None,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            # Own process group: a Ctrl-C at the terminal reaches the parent only, which
-            # forwards it once to every child (instead of each child seeing it too).
-            start_new_session=True,
-            preexec_fn=functools.partial(die_with_parent, os.getpid()),
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            on_figures is not None,
         )
         self._prefix = f"[{number}/{total}] "
         self._out = out
@@ -198,6 +452,9 @@ class _Child:
         self.relay.join()
         if self.figures_reader is not None:
             self.figures_reader.join()
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
         return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir, self.last_line)
 
 
@@ -215,9 +472,13 @@ class ParallelRunner:
         out: TextIO | None = None,
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
+        fork_server: bool | None = None,
     ) -> None:
         """``workdir``: the children's game workdir (their episode folders go under its
-        ``episodes/``); ``status``: the live terminal status, which then shows each running episode."""
+        ``episodes/``); ``status``: the live terminal status, which then shows each running episode;
+        ``fork_server``: fork the episodes from a warm parent, else each is a fresh process
+        (default: forked where the platform allows, see ``FORK_SERVER``)."""
+        self.fork_server = FORK_SERVER if fork_server is None else fork_server
         self.child_argv = list(child_argv)
         self.first_seed = first_seed
         self.workdir = workdir
@@ -253,7 +514,11 @@ class ParallelRunner:
         launched = 0
         signals.on_stop = self.request_stop
         self.stopping = signals.stop_requested
+        server: ForkServer | None = None
         try:
+            if self.fork_server:
+                server = ForkServer()
+            start = server.launch if server is not None else start_process
             while self.running or (launched < self.episodes and not self.stopping):
                 while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
                     launched += 1
@@ -268,6 +533,7 @@ class ParallelRunner:
                             self.out,
                             self._next_episode_dir(),
                             self.first_seed + launched - 1,
+                            start,
                             on_figures,
                         )
                     )
@@ -304,6 +570,8 @@ class ParallelRunner:
             for child in self.running:
                 child.signal(signal.SIGKILL)
                 child.process.wait()
+            if server is not None:
+                server.close()
         outcomes.sort(key=lambda o: o.number)
         return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
 

@@ -31,6 +31,7 @@ import csv
 import itertools
 import statistics
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -38,10 +39,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from io import StringIO
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from scipy import stats
+from typing import TYPE_CHECKING, Any
 
 from managers.episode_counts import FAIR_PLAY_MEANING, DisabledServer, ToolAvailability
 from orchestration.episode_records import EpisodeFigures
@@ -51,6 +49,32 @@ from session.redaction import Redactor
 from shared_utils.files import atomic_write_text
 from shared_utils.text import escape_control_chars
 from shared_utils.version import add_version_argument
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy, scipy and matplotlib (a second or two of CPU to import) are imported where a figure or
+# a plot needs them: a run's report and a comparison do, but --parallel's runner, which imports
+# this module, does not.
+
+
+def import_figures_ahead() -> threading.Thread:
+    """Import what the run's report computes and draws with (numpy, scipy, matplotlib) in the
+    background, while the run's episodes play (mostly waiting on the model), so the report at
+    the end does not wait for it; the report's own import then finds it done (or waits for the rest)."""
+    thread = threading.Thread(target=_import_figures, name="run-report-imports", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_figures() -> None:
+    import matplotlib
+    import numpy  # noqa: F401
+    from scipy import stats  # noqa: F401
+
+    matplotlib.use("Agg")  # as plot_runs sets it, before pyplot
+    import matplotlib.pyplot
+
 
 RESULTS_CSV = "results.csv"
 SCORES_CSV = "scores.csv"
@@ -368,6 +392,8 @@ class Spread:
         mean = statistics.fmean(values)
         interval = None
         if len(values) > 1:
+            from scipy import stats
+
             sem = float(stats.sem(values))
             if sem == 0:
                 interval = (mean, mean)
@@ -862,7 +888,7 @@ class ScoreVerdict:
 
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    return x.mean(axis=axis) - y.mean(axis=axis)
 
 
 def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
@@ -879,6 +905,9 @@ def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
         return ScoreVerdict(first.name, second.name, a, b, None, why)
     if len(a) < 2 or len(b) < 2:
         return ScoreVerdict(first.name, second.name, a, b, None)
+    import numpy as np
+    from scipy import stats
+
     result = stats.permutation_test(
         (np.array(a), np.array(b)),
         _mean_difference,

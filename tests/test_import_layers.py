@@ -136,6 +136,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "benchmarks.mcp_overhead",
         "benchmarks.parallel_episodes",
         "benchmarks.thoughtbox_startup",
+        "benchmarks.turn_lifetime_breakdown",
+        "benchmarks.main_startup",
     ),
 }
 ORDER = [module for modules in LAYERS.values() for module in modules]

@@ -202,6 +202,18 @@ def _child_pids(parent: int) -> list[int]:
     return [int(p) for p in children.read_text().split()] if children.exists() else []
 
 
+def _fork_server_pid(parent: int) -> int:
+    """The run's warm parent: its one child, ``main.py --fork-server``."""
+    servers = [pid for pid in _child_pids(parent) if b"--fork-server" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(servers) == 1, servers
+    return servers[0]
+
+
+def _episode_pids(parent: int) -> list[int]:
+    """The run's episodes: forked by its fork server, so the server's children."""
+    return _child_pids(_fork_server_pid(parent))
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -228,7 +240,8 @@ def test_sigterm_stops_every_episode_after_its_turn(
     proc = start_main(["--episodes", "5", "--parallel", "2", "--max-turns", "100000"], env, tmp_path)
     try:
         _wait_for_turns(tmp_path / "runs", 2, 3)
-        children = _child_pids(proc.pid)
+        server = _fork_server_pid(proc.pid)
+        children = _child_pids(server)
         assert len(children) == 2
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=120)
@@ -236,12 +249,37 @@ def test_sigterm_stops_every_episode_after_its_turn(
         proc.kill()
     assert proc.returncode == 0, stderr
     assert "SIGTERM: stopping after this turn" in stderr
-    assert not any(_alive(pid) for pid in children)
+    assert not any(_alive(pid) for pid in [server, *children])
     episode_dirs = list(episodes_dir(tmp_path / "runs").iterdir())
     assert len(episode_dirs) == 2  # no new episode started after the signal
     for episode_dir in episode_dirs:
         end = read_events(episode_dir)[-1]
         assert end["event_type"] == "episode_end" and end["end_reason"] == "stopped_by_user"
+
+
+def test_episodes_are_forked_from_a_warm_parent_that_started_nothing(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    llm_server.respond_with(RouteModel())
+    env = main_env(llm_server, tmp_path, game_file)
+    proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "100000"], env, tmp_path)
+    try:
+        _wait_for_turns(tmp_path / "runs", 2, 2)
+        server = _fork_server_pid(proc.pid)
+        episodes = _child_pids(server)
+        # One thread and nothing else of its own: forking never copies a thread's half-held lock.
+        assert [p.name for p in Path(f"/proc/{server}/task").iterdir()] == [str(server)]
+        assert len(episodes) == 2
+        for pid in episodes:
+            # Forked, not a fresh interpreter: the server's command line, in a session of its own.
+            assert Path(f"/proc/{pid}/cmdline").read_bytes() == Path(f"/proc/{server}/cmdline").read_bytes()
+            assert os.getsid(pid) == pid
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert not any(_alive(pid) for pid in [server, *episodes])
 
 
 def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
@@ -250,8 +288,9 @@ def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_
     proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "100000"], env, tmp_path)
     try:
         _wait_for_turns(tmp_path / "runs", 2, 2)
-        children = _child_pids(proc.pid)
-        assert len(children) == 2
+        server = _fork_server_pid(proc.pid)
+        children = [server, *_child_pids(server)]
+        assert len(children) == 3
         proc.kill()  # SIGKILL: the parent's own cleanup never runs
         proc.communicate(timeout=30)
     finally:
@@ -259,7 +298,7 @@ def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_
     deadline = time.monotonic() + 60
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in children), "an episode outlived its parent"
+    assert not any(_alive(pid) for pid in children), "an episode (or the fork server) outlived its parent"
 
 
 def test_a_setup_problem_exits_2_once_for_all(tmp_path: Path, game_file: Path) -> None:
@@ -311,7 +350,7 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
     proc = start_main(["--episodes", "6", "--parallel", "3", "--max-turns", "6"], env, tmp_path)
     try:
         llm_server.wait_for_requests(3 * 6, timeout=120)  # the agent's only calls: 3 episodes at turn 6
-        children = {_episode_folder_of(pid): pid for pid in _child_pids(proc.pid)}
+        children = {_episode_folder_of(pid): pid for pid in _episode_pids(proc.pid)}
         assert len(children) == 3
         victim = sorted(children)[1]
         os.kill(children[victim], signal.SIGKILL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -226,15 +227,24 @@ def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> 
 
 # -- start cost -----------------------------------------------------------------------------------
 
-# Run as the real stdio server, then tell (on stderr, at exit) which rich modules were imported and
-# which handlers the SDK's logging set-up left on the root logger.
+# Run as the real stdio server, then tell (on stderr, as it ends) which rich modules were imported
+# and which handlers the SDK's logging set-up left on the root logger.
 _WATCHED_START = """
-import atexit, json, logging, runpy, sys
+import json, logging, sys
+import mcp_servers.thoughtbox_server as thoughtbox
+end = thoughtbox.end_without_teardown
 def report():
     rich = sorted(name for name in sys.modules if name == "rich" or name.startswith("rich."))
     handlers = [type(handler).__name__ for handler in logging.getLogger().handlers]
     print("WATCHED " + json.dumps({"rich": rich, "handlers": handlers}), file=sys.stderr)
-atexit.register(report)
+    end()
+thoughtbox.end_without_teardown = report
+thoughtbox.main([])
+"""
+# The real stdio server, with an exit handler that says whether the interpreter's teardown ran.
+_TEARDOWN_WATCHED = """
+import atexit, runpy, sys
+atexit.register(lambda: print("TEARDOWN RAN", file=sys.stderr, flush=True))
 runpy.run_module("mcp_servers.thoughtbox_server", run_name="__main__")
 """
 _INITIALIZE = {
@@ -262,6 +272,41 @@ def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("WATCHED ")]
     watched = json.loads(line.removeprefix("WATCHED "))
     assert watched == {"rich": [], "handlers": ["StreamHandler"]}
+
+
+def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote() -> None:
+    """The client closing stdin ends the server at once (the teardown is a fifth of a fresh
+    server's CPU, paid every turn-lifetime turn), after the last reply and thought log are out."""
+    messages = [
+        _INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "think", "arguments": THOUGHT}},
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-c", _TEARDOWN_WATCHED],
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DISABLE_THOUGHT_LOGGING": "false"},
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        for message in messages:
+            server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+        replies = [json.loads(server.stdout.readline()) for _ in range(2)]  # then the session ends
+        _, stderr = server.communicate(timeout=120)
+    finally:
+        server.kill()
+    assert server.returncode == 0, stderr
+    assert [reply["id"] for reply in replies] == [1, 2] and replies[1]["result"]["isError"] is False
+    assert "[thoughtbox] Thought 1/1: The last thought." in stderr
+    assert "TEARDOWN RAN" not in stderr
+
+
+THOUGHT = {"thought": "The last thought.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
 def test_rich_stays_importable_after_the_server_is_built() -> None:
