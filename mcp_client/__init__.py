@@ -14,7 +14,9 @@
 - ``source``: one server behind one transport (stdio, streamable HTTP, SSE);
 - ``tools``: names, schemas and results between MCP and the chat API;
 - ``toolset``: ``Toolset``, one turn's tools as the agent sees them;
-- ``toolbox``: all servers together: names routed, per-server rules, resources and prompts.
+- ``resources``: a server's resources offered as two read-only tools;
+- ``prompts``: the prompts an entry names, fetched for the agent's system prompt;
+- ``toolbox``: all servers together: lifetimes, health rules, names routed, the cap on tools offered.
 """
 
 from mcp_client.config import MCPConfig, ServerConfig, ServerEntry, build_server_environment

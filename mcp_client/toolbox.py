@@ -34,30 +34,18 @@ Lifetimes, per server:
   start counts as a failed connect, and the retry takes the next spare. Sessions of a
   finished turn close in the background.
 
-Resources. A server that declares resources and lists at least one for the model (after its
-entry's ``includeResources`` / ``excludeResources``, and leaving out those it marks for the
-user alone: ``audience: ["user"]``) gets two more tools: ``list_resources`` and
-``read_resource``, offered, routed and counted like its own (``call``), read-only. They are
-left out where the server has a tool of that name itself (its own wins), where the entry's
-``includeTools`` / ``excludeTools`` leave them out, and for a server that lists no resource:
-every server built on the Python SDK declares resources, and two tools that can only answer
-"nothing" would cost the model's context on every turn. The listing is made at connect,
-beside the tool listing (for turn-lifetime servers, while they start ahead).
-
 How many. A turn offers at most ``max_tools`` tools (``max_tools_offered``): the servers in config
 order, each server's own tools in the order it lists them, then the resource tools; the rest are
 named in one warning an episode. Providers refuse long tool lists (OpenAI's beyond 128), and the
 entries' ``includeTools`` / ``excludeTools`` are how a user chooses.
 
-Prompts. The prompts an entry names (``prompts``) are asked for once per episode, on its first
-turn, and again after the server says its prompts changed; ``fetch_prompts`` returns their
-text for the agent's system prompt, and a prompt that cannot be had is a warning, not a stop.
+Resources offered as tools live in ``resources.py``, the entries' prompts in ``prompts.py``.
+
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -66,22 +54,23 @@ from typing import Any, Literal
 
 import mcp.types as types
 
-from mcp_client.config import Lifetime, PromptRequest, ServerConfig
+from mcp_client.config import Lifetime, ServerConfig
+from mcp_client.prompts import server_prompts
+from mcp_client.resources import (
+    RESOURCE_TOOL_ANNOTATIONS,
+    RESOURCE_TOOLS,
+    for_model,
+    resource_call,
+    resource_tool_definitions,
+)
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
 from mcp_client.tools import ToolNameMap, ToolRoute, translate_tool
 from mcp_client.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
-from shared_utils.text import cap_text
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
 _NAMES_SHOWN = 10  # servers named in a message about many; the rest are counted
-LIST_RESOURCES = "list_resources"
-READ_RESOURCE = "read_resource"
-RESOURCE_TOOLS = (LIST_RESOURCES, READ_RESOURCE)
-# Both only read, so the tool loop runs them beside other read-only calls and never refuses them.
-RESOURCE_TOOL_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
-_URIS_DESCRIBED = 10  # resource URIs named in read_resource's description; beyond that, list_resources names them
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
 RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
@@ -723,7 +712,7 @@ class Toolbox:
         if source is None:
             raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.", route.server_name)
         if route.wire_name in self.turn_tools.resource_tools:
-            return route, await _resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
+            return route, await resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
         return route, await source.call_tool(
             route.tool_name, arguments, timeout, deadline=deadline, on_progress=on_progress
         )
@@ -745,53 +734,14 @@ class Toolbox:
                 slot.prompts_changed = False
                 wanted.append(slot)
         fetched = await asyncio.gather(
-            *(self._fetch(slot, timeout, max_chars, config_file, deadline) for slot in wanted)
+            *(
+                server_prompts(
+                    slot.server, slot.source, timeout, max_chars, config_file, deadline, self._prompt_warning
+                )
+                for slot in wanted
+            )
         )
         return {slot.server.name: prompts for slot, prompts in zip(wanted, fetched, strict=True)}
-
-    async def _fetch(
-        self, slot: _Slot, timeout: float, max_chars: int, config_file: str, deadline: float | None
-    ) -> tuple[ServerPrompt, ...]:
-        server = slot.server
-        where = f'"prompts" of the entry "{server.name}" in {config_file}'
-        source = slot.source
-        if source is None or not source.is_alive:
-            self._prompt_warning(
-                server, None, f"MCP server '{server.name}' is not connected, so its prompts were not added"
-            )
-            return ()
-        capabilities = source.capabilities  # None: not known (see ToolSource.capabilities), so asked
-        if capabilities is not None and capabilities.prompts is None:
-            self._prompt_warning(
-                server,
-                None,
-                f"MCP server '{server.name}' offers no prompts, so {where} adds nothing. Remove \"prompts\" from "
-                "the entry, or check that it starts the server you meant",
-            )
-            return ()
-        prompts: list[ServerPrompt] = []
-        for request in server.prompts:
-            try:
-                result = await source.get_prompt(
-                    request.name, dict(request.arguments), server.timeout or timeout, deadline=deadline
-                )
-            except (MCPToolCallError, TimeoutError) as exc:
-                why = await _prompt_failure(source, request, exc, where, server.timeout or timeout, deadline)
-                self._prompt_warning(server, request.name, why)
-                if isinstance(exc, MCPServerDiedError | TimeoutError):
-                    break  # gone, or not answering: its other prompts would wait as long
-                continue
-            text = prompt_text(result)
-            if not text:
-                self._prompt_warning(
-                    server,
-                    request.name,
-                    f"The prompt \"{request.name}\" of MCP server '{server.name}' has no text to add; remove it "
-                    f"from {where}",
-                )
-                continue
-            prompts.append(ServerPrompt(server.name, request.name, cap_text(text, max_chars)))
-        return tuple(prompts)
 
     def _prompt_warning(self, server: ServerConfig, prompt: str | None, message: str) -> None:
         """Warn once per episode: a prompt asked for again after a change fails the same way."""
@@ -815,130 +765,6 @@ def _backoff_for(server: ServerConfig) -> tuple[float, ...]:
     """A remote server gets a few tries, 1, 2 and 4 s apart, before a failed connect counts; a
     local one is started afresh, and waiting would not bring a broken command back."""
     return RECONNECT_BACKOFF_SECONDS if server.is_remote else ()
-
-
-def resource_tool_definitions(server_name: str, resources: list[types.Resource]) -> list[types.Tool]:
-    """The two resource tools of one server, as if it listed them itself."""
-    uris = [resource.uri for resource in resources]
-    named = (
-        f"Its resources: {', '.join(uris)}."
-        if len(uris) <= _URIS_DESCRIBED
-        else f"It has {len(uris)} resources; {LIST_RESOURCES} names them."
-    )
-    return [
-        types.Tool(
-            name=LIST_RESOURCES,
-            description=(
-                f"List the resources of MCP server '{server_name}': the name, uri, mimeType and description of each. "
-                f"Read one with {READ_RESOURCE}."
-            ),
-            input_schema={"type": "object", "properties": {}},
-            annotations=RESOURCE_TOOL_ANNOTATIONS,
-        ),
-        types.Tool(
-            name=READ_RESOURCE,
-            description=(
-                f"Read one resource of MCP server '{server_name}' by its URI: text as it is, binary content "
-                f"described by its type and size. {named}"
-            ),
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "uri": {"type": "string", "description": f"The resource's URI, as {LIST_RESOURCES} gives it"}
-                },
-                "required": ["uri"],
-            },
-            annotations=RESOURCE_TOOL_ANNOTATIONS,
-        ),
-    ]
-
-
-def for_model(server: ServerConfig, resource: types.Resource) -> bool:
-    """Whether the model is shown ``resource``: the entry's filters let it through, and the server
-    did not mark it for the user alone (MCP's ``audience`` annotation without ``assistant``)."""
-    audience = resource.annotations.audience if resource.annotations is not None else None
-    return server.shows_resource(resource.uri) and (audience is None or "assistant" in audience)
-
-
-def describe_resource(resource: types.Resource) -> dict[str, Any]:
-    """What list_resources says of one resource (MCP's own key names; absent fields left out)."""
-    fields = {
-        "name": resource.name,
-        "uri": resource.uri,
-        "mimeType": resource.mime_type,
-        "description": resource.description,
-    }
-    return {key: value for key, value in fields.items() if value}
-
-
-def _tool_error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
-
-
-async def _resource_call(
-    server: ServerConfig,
-    source: ToolSource,
-    tool: str,
-    arguments: dict[str, Any],
-    timeout: float,
-    deadline: float | None,
-) -> types.CallToolResult:
-    """One call of a resource tool, answered as a tool's result would be (``tools.convert_call_result``
-    then shows text inline, blobs by type and size, and applies the caps)."""
-    if tool == LIST_RESOURCES:
-        resources = await source.list_resources(timeout, deadline=deadline)
-        shown = [describe_resource(r) for r in resources if for_model(server, r)]
-        listing = {"resources": shown}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(listing, ensure_ascii=False))],
-            structured_content=listing,
-        )
-    uri = arguments.get("uri")
-    if not isinstance(uri, str) or not uri.strip():
-        return _tool_error(f'{READ_RESOURCE} needs "uri": the URI of one resource, as {LIST_RESOURCES} gives it.')
-    refusal = server.resource_refusal(uri)
-    if refusal is not None:
-        return _tool_error(f"Not read: {refusal} in ZorkGPT's MCP config.")
-    contents = list((await source.read_resource(uri, timeout, deadline=deadline)).contents)
-    if len(contents) == 1 and isinstance(contents[0], types.TextResourceContents):
-        # The usual case: one text, shown as it is (and cut with a marker like any long result).
-        return types.CallToolResult(content=[types.TextContent(type="text", text=contents[0].text)])
-    return types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=item) for item in contents])
-
-
-def prompt_text(result: types.GetPromptResult) -> str:
-    """The text messages of a prompt, in order (images, audio and embedded resources left out)."""
-    texts = [message.content.text for message in result.messages if isinstance(message.content, types.TextContent)]
-    return "\n\n".join(text.strip() for text in texts if text.strip())
-
-
-async def _prompt_failure(
-    source: ToolSource, request: PromptRequest, error: Exception, where: str, timeout: float, deadline: float | None
-) -> str:
-    """Why a prompt could not be had, and the fix: a name the server does not have, else its arguments."""
-    name = source.name
-    if isinstance(error, MCPServerDiedError | TimeoutError):
-        # Nothing to ask a server that is gone or did not answer.
-        return f"{error}: the prompt \"{request.name}\" of MCP server '{name}' was not added"
-    try:
-        known = await source.list_prompts(timeout, deadline=deadline)
-    except (MCPToolCallError, TimeoutError):
-        known = None
-    if known is not None and request.name not in {prompt.name for prompt in known}:
-        offered = ", ".join(prompt.name for prompt in known) or "none"
-        return (
-            f"MCP server '{name}' has no prompt \"{request.name}\" (its prompts: {offered}). Fix the name in "
-            f"{where}, or remove it"
-        )
-    prompt = next((p for p in known or [] if p.name == request.name), None)
-    takes = (
-        ", ".join(
-            f"{argument.name}{' (required)' if argument.required else ''}" for argument in (prompt.arguments or [])
-        )
-        if prompt is not None
-        else ""
-    )
-    return f"{error}. Check its arguments in {where}" + (f" (it takes: {takes})" if takes else "") + ", or remove it"
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:

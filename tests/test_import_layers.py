@@ -79,6 +79,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "mcp_client.login",
         "mcp_client.tools",
         "mcp_client.toolset",
+        "mcp_client.resources",
+        "mcp_client.prompts",
         "mcp_client.toolbox",
         "mcp_client",
     ),
