@@ -510,6 +510,31 @@ def expand(value: str, environ: Mapping[str, str], where: str) -> str:
 
 
 def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str, str]) -> ServerConfig:
+    """The entry as a server: its transport checked, ``${VAR}`` expanded, paths resolved, built once."""
+    transport = _transport(entry)
+    where = (
+        _stdio_fields(entry, base_dir, environ) if transport == "stdio" else _remote_fields(entry, base_dir, environ)
+    )
+    return ServerConfig(
+        name=name,
+        transport=transport,
+        timeout=entry.timeout,
+        include_tools=frozenset(entry.include_tools) if entry.include_tools is not None else None,
+        exclude_tools=frozenset(entry.exclude_tools or ()),
+        include_resources=tuple(entry.include_resources) if entry.include_resources is not None else None,
+        exclude_resources=tuple(entry.exclude_resources or ()),
+        prompts=tuple(PromptRequest(p.name, dict(p.arguments)) for p in entry.prompts or ()),
+        lifetime=entry.lifetime,
+        protocol=entry.protocol,
+        elicitation=entry.elicitation,
+        sampling=entry.sampling,
+        allow_destructive=entry.allow_destructive,
+        **where,
+    )
+
+
+def _transport(entry: ServerEntry) -> Transport:
+    """Which transport the entry means, from its ``type``, ``command`` and ``url``; a contradiction is refused."""
     url = entry.url or entry.http_url
     declared = _TYPE_ALIASES[entry.type.strip().lower()] if entry.type else None
     if entry.http_url and not entry.url and declared is None:
@@ -529,59 +554,36 @@ def _resolve(name: str, entry: ServerEntry, base_dir: Path, environ: Mapping[str
             'protocol "2026-07-28" has no SSE transport: use type "http" for a server that speaks it, '
             'or protocol "auto" (SSE then speaks 2025-11-25).'
         )
-    lifetime = entry.lifetime
-    timeout = entry.timeout
-    include = frozenset(entry.include_tools) if entry.include_tools is not None else None
-    exclude = frozenset(entry.exclude_tools or ())
     if declared == "stdio" and entry.oauth is not None:
         raise ValueError('"oauth" is for remote servers (a "url"); give a stdio server its credentials in "env".')
-    # Resource filters and prompts mean the same for every transport.
-    shared: dict[str, Any] = {
-        "include_resources": tuple(entry.include_resources) if entry.include_resources is not None else None,
-        "exclude_resources": tuple(entry.exclude_resources or ()),
-        "prompts": tuple(PromptRequest(p.name, dict(p.arguments)) for p in entry.prompts or ()),
+    return declared
+
+
+def _stdio_fields(entry: ServerEntry, base_dir: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Where a stdio server runs: its command line, environment and working folder."""
+    assert entry.command is not None
+    return {
+        "command": expand(entry.command, environ, "command"),
+        "args": tuple(expand(arg, environ, f"args[{i}]") for i, arg in enumerate(entry.args)),
+        "env": {k: expand(v, environ, f"env.{k}") for k, v in entry.env.items()} if entry.env is not None else None,
+        "cwd": resolve_cwd(expand(entry.cwd, environ, "cwd") if entry.cwd else None, base_dir),
     }
-    if declared == "stdio":
-        assert entry.command is not None
-        return ServerConfig(
-            name=name,
-            transport="stdio",
-            command=expand(entry.command, environ, "command"),
-            args=tuple(expand(arg, environ, f"args[{i}]") for i, arg in enumerate(entry.args)),
-            env={k: expand(v, environ, f"env.{k}") for k, v in entry.env.items()} if entry.env is not None else None,
-            cwd=resolve_cwd(expand(entry.cwd, environ, "cwd") if entry.cwd else None, base_dir),
-            timeout=timeout,
-            include_tools=include,
-            exclude_tools=exclude,
-            lifetime=lifetime,
-            protocol=entry.protocol,
-            elicitation=entry.elicitation,
-            sampling=entry.sampling,
-            allow_destructive=entry.allow_destructive,
-            **shared,
-        )
+
+
+def _remote_fields(entry: ServerEntry, base_dir: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Where a remote server is: its URL, headers and login."""
+    url = entry.url or entry.http_url
     assert url is not None
     expanded_url = expand(url, environ, "url")
     parts = urlsplit(expanded_url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"url {safe_url(expanded_url)!r} is not an http(s) URL.")
-    return ServerConfig(
-        name=name,
-        transport=declared,
-        url=expanded_url,
-        headers={k: expand(v, environ, f"headers.{k}") for k, v in (entry.headers or {}).items()},
-        timeout=timeout,
-        include_tools=include,
-        exclude_tools=exclude,
-        lifetime=lifetime,
-        protocol=entry.protocol,
-        elicitation=entry.elicitation,
-        sampling=entry.sampling,
-        allow_destructive=entry.allow_destructive,
-        oauth=_resolve_oauth(entry.oauth or OAuthEntry(), base_dir, environ),
-        oauth_declared=entry.oauth is not None,
-        **shared,
-    )
+    return {
+        "url": expanded_url,
+        "headers": {k: expand(v, environ, f"headers.{k}") for k, v in (entry.headers or {}).items()},
+        "oauth": _resolve_oauth(entry.oauth or OAuthEntry(), base_dir, environ),
+        "oauth_declared": entry.oauth is not None,
+    }
 
 
 def _resolve_oauth(oauth: OAuthEntry, base_dir: Path, environ: Mapping[str, str]) -> OAuthEntry:
