@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from managers.episode_counts import FAIR_PLAY_MEANING, DisabledServer, ToolAvailability
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
-from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
+from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text
 from shared_utils.text import escape_control_chars
@@ -90,8 +90,11 @@ PERMUTATIONS = 9999  # beyond this many rearrangements of two runs' episodes, a 
 NOT_AS_CONFIGURED = "NOT AS CONFIGURED"
 
 
-class RunReportError(Exception):
+class RunReportError(ConfigError):
     """A run folder that cannot be read; the message names it and what is missing."""
+
+    kind = "run_report_error"
+    title = "Run report error"
 
 
 class EpisodeStatus(StrEnum):

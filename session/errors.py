@@ -5,7 +5,8 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     ZorkGPTError
     ├── ConfigError                  a setting is missing, unknown or of the wrong type
     │   ├── MCPConfigError           mcp_config.json is unusable                                   (also an MCPError)
-    │   └── WorkdirError             (session/episode_log.py) game_workdir cannot be written
+    │   ├── WorkdirError             (session/episode_log.py) game_workdir cannot be written
+    │   └── RunReportError           (orchestration/run_report.py) a run folder to report on cannot be read
     ├── LLMError                     the model provider could not give an answer
     │   ├── LLMInvalidRequestError   the request was refused before sending                         (also a ValueError)
     │   │   └── ToolsNotSupportedError   tools were offered to a model that cannot call them
@@ -19,6 +20,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     │   ├── MCPToolCallError         one tool call failed (unknown tool, protocol error...)
     │   │   └── MCPServerDiedError   the server went away during the turn
     │   └── MCPAuthError             a remote server's login is missing, can no longer be refreshed, or failed
+    │       └── UnusableLoginFileError  (mcp_client/tokens.py) its token file is damaged or not safe to trust
     ├── GameError                    the game could not be played
     │   ├── StoryFileError           the story file is missing, unreadable or not Zork I
     │   │   └── StoryDataError       (game_interface/story_data.py) not a version 3 story
@@ -30,6 +32,15 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
 
 Subclasses that only add detail to their parent (same consequence) live beside the code
 that raises them; every class the policy below names is defined here.
+
+A few exceptions are raised on purpose outside the tree, and never reach a user as themselves:
+control flow inside one module (``_StopSignalError``, ``_StartupTimeoutError``,
+``_LoginReplacedError``, ``_DuplicateKeyError``, ``RetryableReplyError`` in the retry loop,
+``ReplyTooLarge`` inside the HTTP client), errors of the MCP servers we ship (``ThoughtError``,
+``ZorkInputError``: a tool's error result for whichever client called it), the viewer's
+``EpisodeNotFoundError`` (its HTTP 404), ``AgentRuntimeError`` (the agent's blocking call used
+inside a running event loop: a bug in the caller), and the benchmark's own ``EngineTruthError``
+(the truth benchmark imports nothing of ZorkGPT).
 
 Anything that is not a ``ZorkGPTError`` (a ``TypeError``, a ``KeyError``...) is a bug and
 propagates with its traceback; the episode loop logs it into the episode's files on the way
