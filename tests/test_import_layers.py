@@ -285,3 +285,19 @@ def test_each_package_docstring_names_its_modules() -> None:
         named = sorted(name for line in _MODULE_LINE.finditer(doc) for name in re.findall(r"``(\w+)``", line["names"]))
         inside = sorted(module.rpartition(".")[2] for module in modules if module.rpartition(".")[0] == package)
         assert named == inside, f"{path.relative_to(REPO)}: its docstring names {named}, the package holds {inside}"
+
+
+def test_every_module_the_architecture_page_names_exists() -> None:
+    """A path the page names (`mcp_client/source.py`, `managers/critic*.py`, a bare `files.py`) is
+    in the repository, so a move or a rename cannot leave the page pointing at nothing."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    tracked = set(product_modules().values())
+    names = {path.name for path in tracked}
+    missing = []
+    for found in sorted(set(re.findall(r"[`(]([\w./*-]+\.py)[`)]", page))):
+        if "/" in found:
+            if not list(REPO.glob(found)):
+                missing.append(found)
+        elif found not in names:
+            missing.append(found)
+    assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"
