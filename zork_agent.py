@@ -356,7 +356,7 @@ class ZorkAgent:
             )
             return AgentDecision(
                 action=FALLBACK_ACTION,
-                reasoning=f"Parse error: {exc}. Raw: {(content or '')[:100]}",
+                reasoning=f"Parse error: {exc}. Raw: {cap_text(content or '', 100)}",
                 raw_response=content,
                 tool_calls=tool_calls,
             )

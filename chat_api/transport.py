@@ -20,6 +20,7 @@ from chat_api.structured import refuses_format
 from chat_api.wire import LLMResponse
 from session.errors import LLMInvalidRequestError, LLMRequestError
 from shared_utils.model_json import MAX_JSON_DEPTH, json_depth
+from shared_utils.text import cap_text
 
 STATUS_HINTS: dict[int, str] = {
     400: "The provider refused the request as invalid; see its message.",
@@ -117,9 +118,9 @@ def read_reply(
     if too_deep:
         raise RetryableReplyError(
             f"malformed reply: the body nests JSON more than {MAX_JSON_DEPTH} levels deep, which no chat "
-            f"completion does ({len(text):,} characters, starting {text[:40]!r})",
+            f"completion does ({len(text):,} characters, starting {cap_text(text, 40)!r})",
             status_code=status,
         )
     if body is None:
-        raise RetryableReplyError(f"malformed reply: body is not JSON ({text[:200]!r})", status_code=status)
+        raise RetryableReplyError(f"malformed reply: body is not JSON ({cap_text(text, 200)!r})", status_code=status)
     return parse_completion(body, payload["model"], tool_names)

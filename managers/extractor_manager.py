@@ -39,6 +39,7 @@ from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from shared_utils.text import cap_text
 
 EXTRACTOR_SYSTEM_PROMPT = (
     "You read one reply from the text adventure Zork I and judge a single fact: is the player in combat "
@@ -237,7 +238,7 @@ class ExtractorManager(BaseManager):
         user = (
             f"Creatures in the room: {', '.join(named) if named else 'one the game has not named yet'}\n"
             f"The player's command: {action if action is not None else '(start of the game)'}\n"
-            f"The game's reply:\n{response[:REPLY_EXCERPT_CHARS]}"
+            f"The game's reply:\n{cap_text(response, REPLY_EXCERPT_CHARS)}"
         )
         reply = self._llm.ask(EXTRACTOR_SYSTEM_PROMPT, user, CombatAssessment, turn)
         if reply is None:

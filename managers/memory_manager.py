@@ -50,7 +50,7 @@ from managers.learning_file import LearningManager
 from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
-from shared_utils.text import shorten, whole_sentences
+from shared_utils.text import cap_text, shorten, whole_sentences
 from world.memory_file import THIS_GAME_MARK, Memory, MemoryFile, MemoryStatus, one_line, parse_memories
 
 MAX_MEMORY_CHARS = 300
@@ -457,7 +457,7 @@ class MemoryManager(LearningManager):
                 "Unreadable line in %s, kept but not used (expected '- [#id] STATUS | category | "
                 "episode E turn N: text' under a '## Room <id>: <name>' heading): %s",
                 self.path,
-                line[:120],
-                extra={"event_type": "memory_file_line_skipped", "path": str(self.path), "line": line[:200]},
+                cap_text(line, 120),
+                extra={"event_type": "memory_file_line_skipped", "path": str(self.path), "line": cap_text(line, 200)},
             )
         return parsed

@@ -20,6 +20,7 @@ from llm_client import LLMClient
 from session.errors import LLMError
 from session.game_configuration import GameConfiguration
 from shared_utils.model_json import create_json_schema, extract_json_object
+from shared_utils.text import cap_text
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -106,8 +107,8 @@ class StructuredLLM:
                 extra={
                     "event_type": f"{self.manager}_malformed_reply",
                     "turn": turn,
-                    "error": str(exc)[:RAW_REPLY_LOG_CHARS],
-                    "raw_response": content[:RAW_REPLY_LOG_CHARS],
+                    "error": cap_text(str(exc), RAW_REPLY_LOG_CHARS),
+                    "raw_response": cap_text(content, RAW_REPLY_LOG_CHARS),
                 },
             )
             return None

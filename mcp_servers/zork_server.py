@@ -302,7 +302,7 @@ class ZorkSession:
         with self._lock:
             status = self._status(self.game.last_response)
             recent = [
-                RecentAction(action=action, result=shorten(result, RECENT_RESULT_CHARS, ellipsis="..."))
+                RecentAction(action=action, result=shorten(result, RECENT_RESULT_CHARS))
                 for action, result in list(self.history)[-RECENT_ACTIONS:]
             ]
             return MemoryResult(

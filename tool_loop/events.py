@@ -149,7 +149,10 @@ class ToolLoopEvents:
             logging.INFO, "mcp_tool_call", "Agent calling tool %s", stats, tool, tool.name, arguments=logged
         )
         self.logger.debug(
-            "Turn %s Iteration %s: Tool arguments: %s", stats.turn, stats.iterations, json.dumps(arguments)[:500]
+            "Turn %s Iteration %s: Tool arguments: %s",
+            stats.turn,
+            stats.iterations,
+            logged_arguments(raw),
         )
 
     def timed_out(self, stats: ToolLoopStats, tool: ToolInfo, timeout: float) -> None:
