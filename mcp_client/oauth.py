@@ -36,7 +36,6 @@ calls of a server that never asked for a login.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -66,6 +65,7 @@ from pydantic import AnyUrl, PrivateAttr
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.tokens import FileTokenStorage, StoredLogin, login_command, token_dir
 from session.errors import MCPAuthError
+from session.providers import is_loopback_host
 from session.redaction import Redactor
 from shared_utils.text import cap_text
 
@@ -90,16 +90,6 @@ logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietFlowErrors())
 # -- https unless loopback -------------------------------------------------------------------
 
 
-def _is_loopback(host: str) -> bool:
-    host = host.strip("[]").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def cleartext_refusal(server: ServerConfig, what: str, url: str) -> MCPAuthError | None:
     """The error refusing to send OAuth traffic to ``url`` (``what``: which endpoint) over plain
     http to another machine, or None for https and loopback.
@@ -110,7 +100,7 @@ def cleartext_refusal(server: ServerConfig, what: str, url: str) -> MCPAuthError
     away that the spec rules out, and the addresses come from the servers' metadata, not from
     the user, so one entry's setting could not say which of them it trusts."""
     parts = urlsplit(url)
-    if parts.scheme.lower() != "http" or _is_loopback(parts.hostname or ""):
+    if parts.scheme.lower() != "http" or is_loopback_host(parts.hostname or ""):
         return None
     return MCPAuthError(
         f"MCP server '{server.name}': its {what} {safe_url(url)} is plain http on another machine, where the "

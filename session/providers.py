@@ -110,9 +110,12 @@ def is_loopback_url(url: str) -> bool:
         host = urlsplit(url).hostname
     except ValueError:
         return False
-    if not host:
-        return False
-    host = host.lower()
+    return is_loopback_host(host or "")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for a name or address of this machine: ``localhost`` (and ``*.localhost``), 127.0.0.0/8, ::1."""
+    host = host.strip("[]").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
