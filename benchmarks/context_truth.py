@@ -580,8 +580,8 @@ def check_seen_requests(
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
-        if not found and f"Turn {turn} |" in text and turn in truth.turns:
-            # The critic is shown the agent's prompt: its ways and routes are held to the same rules.
+        if not found and turn in truth.turns and (f"Turn {turn} |" in text or role == "CriticResponse"):
+            # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
             check_seen_ways(turn, text, truth, saws[turn], probe)
             check_seen_routes(turn, text, truth, saws[turn], probe, oracle)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from game_interface import GameSnapshot, JerichoInterface
 from llm_client import LLMClient
-from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker, risk_of
+from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker, critic_request, risk_of
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
@@ -322,13 +322,24 @@ def test_the_critic_is_asked_the_proposal_and_its_facts_not_the_agents_prompt(
 
     (user,) = [m["content"] for m in llm_server.bodies[0]["messages"] if m["role"] == "user"]
     text = user if isinstance(user, str) else " ".join(part["text"] for part in user)
-    assert "Location: West of House" in text and "Exits the game confirms: " in text
+    assert "Location: West of House" in text and "Valid exits: " in text
     assert "Carrying: brass lantern (on)" in text and "Seen here: small mailbox (closed)" in text
     assert "Actions that already failed here: push house" in text
     assert "The agent's reason for it: The mailbox may hold a leaflet." in text
     assert text.endswith("Proposed action: open mailbox")
     assert "Ways from here" not in text and "An old reasoning" not in text and "Your " not in text
     assert len(text) < CRITIC_REQUEST_BUDGET_CHARS < len(context)  # the reply is cut at a sentence
+
+
+def test_the_critics_request_shows_the_exits_the_agent_was_shown_not_the_probes() -> None:
+    """Fair play "seen": the critic is told the ways walked from here, as the agent is, never the
+    exit probe's findings; at the "engine" level (no ``exits_shown``) the probe's exits."""
+    state = GameState()
+    state.current_room_name, state.exits = "West of House", ["north", "south", "west"]
+    state.exits_shown = ["south"]
+    assert "Valid exits: south\n" in critic_request("north", "go", None, state)
+    state.exits_shown = None
+    assert "Valid exits: north, south, west\n" in critic_request("north", "go", None, state)
 
 
 @pytest.mark.parametrize(
