@@ -63,6 +63,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from session.events import Event
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -1032,8 +1034,8 @@ def play(
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
         "bodies": server.bodies,
-        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
-        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == "turn"},
+        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == Event.TURN},
+        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
     }
