@@ -214,3 +214,12 @@ def test_the_viewers_script_reads_only_listed_names() -> None:
         read |= set(re.findall(r"\"(\w+)\"", members))
     assert {"episode_start", "turn", "critic_override", "objective_dropped", "mcp_tool_timeout"} <= read
     assert sorted(read - every_event_name()) == []
+
+
+def test_the_readmes_event_names_are_listed() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("Events in `episode_log.jsonl`:")
+    paragraph = readme[start : readme.index("\n\n", start)]
+    named = set(re.findall(r"`(mcp_\w+)`", paragraph))
+    assert {"mcp_session_start", "mcp_server_requests_refused"} <= named  # the paragraph was found whole
+    assert sorted(named - every_event_name()) == []
