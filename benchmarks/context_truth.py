@@ -63,8 +63,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from session.events import Event
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -73,6 +71,7 @@ from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
+from session.events import Event
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text

@@ -22,12 +22,11 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from session.events import Event
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
 from session.episode_folder import EpisodeFolder, episodes_dir
+from session.events import Event
 from session.redaction import SECRET_ENV_VARS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,12 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from session.events import Event
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
+from session.events import Event
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
