@@ -28,6 +28,7 @@ from llm_client import LLMClient
 from mcp_client.toolset import Toolset
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
+from session.events import Event
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -347,7 +348,7 @@ class ZorkAgent:
         except (ValidationError, ValueError) as exc:
             self._log_event(
                 logging.ERROR,
-                "agent_parse_error",
+                Event.AGENT_PARSE_ERROR,
                 "could not parse the agent's reply (%s); falling back to '%s'",
                 exc,
                 FALLBACK_ACTION,
@@ -364,7 +365,7 @@ class ZorkAgent:
         if dropped:
             self._log_event(
                 logging.WARNING,
-                "agent_reply_partial",
+                Event.AGENT_REPLY_PARTIAL,
                 "kept the agent's action '%s' and dropped what was unusable in its reply: %s",
                 action,
                 "; ".join(dropped),
@@ -374,7 +375,7 @@ class ZorkAgent:
         if unplayed:
             self._log_event(
                 logging.INFO,
-                "agent_commands_cut",
+                Event.AGENT_COMMANDS_CUT,
                 "the agent chained %s commands; playing only the first, '%s'",
                 len(commands),
                 action,

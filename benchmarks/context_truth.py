@@ -71,6 +71,7 @@ from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
+from session.events import Event
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
@@ -1032,8 +1033,8 @@ def play(
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
         "bodies": server.bodies,
-        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == "turn"},
-        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == "turn"},
+        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == Event.TURN},
+        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
     }

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
 from session.episode_folder import EpisodeFolder, episodes_dir
+from session.events import Event
 from session.redaction import SECRET_ENV_VARS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,14 +51,14 @@ def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | in
     for event in events:
         stamps[event["event_type"]].append(datetime.fromisoformat(event["timestamp"]))
     # From the episode's start (the game loaded, before the first model call) to the last turn.
-    play_seconds = (stamps["turn"][-1] - stamps["episode_start"][0]).total_seconds()
+    play_seconds = (stamps[Event.TURN][-1] - stamps[Event.EPISODE_START][0]).total_seconds()
     # The calls of the turns; the end-of-episode updates (memory, knowledge) come after the last turn.
-    last_turn = stamps["turn"][-1]
+    last_turn = stamps[Event.TURN][-1]
     turn_calls = [
-        e for e in events if e["event_type"] == "llm_call" and datetime.fromisoformat(e["timestamp"]) <= last_turn
+        e for e in events if e["event_type"] == Event.LLM_CALL and datetime.fromisoformat(e["timestamp"]) <= last_turn
     ]
     answered = _ANSWERED.search(proc.stderr)
-    played = len(stamps["turn"])
+    played = len(stamps[Event.TURN])
     return {
         "exit": 0,
         "model_start_s": float(answered.group(1)) if answered else float("nan"),
@@ -67,7 +68,7 @@ def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | in
         "turns_per_min": played / play_seconds * 60,
         "llm_calls_per_turn": len(turn_calls) / played,
         "tokens_per_call": sum(c["usage"]["total_tokens"] for c in turn_calls) / max(len(turn_calls), 1),
-        "fallback_turns": len(stamps.get("agent_parse_error", [])),
+        "fallback_turns": len(stamps.get(Event.AGENT_PARSE_ERROR, [])),
         "load_before": load_before,
         "load_after": os.getloadavg()[0],
     }

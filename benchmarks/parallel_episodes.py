@@ -28,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from session.episode_folder import EpisodeFolder, episodes_dir
+from session.episode_folder import EpisodeFolder, episodes_dir, read_events
+from session.events import Event
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -64,8 +65,10 @@ def play(
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-3000:])
     played = sum(
-        log.read_text(encoding="utf-8").count('"event_type": "turn"')
+        1
         for log in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
+        for event in read_events(log.parent)
+        if event.get("event_type") == Event.TURN
     )
     return wall, played, proc.returncode
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from session.errors import CircuitOpenError, LLMRequestError, LLMRetryExhaustedError
+from session.events import Event
 from session.game_configuration import RetrySection
 
 T = TypeVar("T")
@@ -82,7 +83,7 @@ class CircuitBreaker:
                     self._consecutive_failures,
                     retry.circuit_breaker_reset_seconds,
                     extra={
-                        "event_type": "llm_circuit_open",
+                        "event_type": Event.LLM_CIRCUIT_OPEN,
                         "consecutive_failures": self._consecutive_failures,
                         "reset_seconds": retry.circuit_breaker_reset_seconds,
                     },
@@ -92,7 +93,7 @@ class CircuitBreaker:
         with self._lock:
             if trial:
                 self.logger.info(
-                    "LLM circuit breaker closed: trial call succeeded", extra={"event_type": "llm_circuit_closed"}
+                    "LLM circuit breaker closed: trial call succeeded", extra={"event_type": Event.LLM_CIRCUIT_CLOSED}
                 )
             self._consecutive_failures = 0
             self._open_until = None

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 
 from chat_api.wire import LLMResponse, UsageStats
+from session.events import Event
 from session.game_configuration import ModelPrice, PricingSection
 
 
@@ -56,7 +57,7 @@ class UsageLedger:
             usage.get("total_tokens", "?"),
             "unknown" if response.cost_usd is None else f"${response.cost_usd:.6f}",
             extra={
-                "event_type": "llm_call",
+                "event_type": Event.LLM_CALL,
                 "call_name": label,
                 "model": response.model,
                 "requested_model": requested_model,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from chat_api.replies import RetryableReplyError
 from chat_api.wire import LLMResponse
 from session.errors import LLMRetryExhaustedError
+from session.events import Event
 from session.game_configuration import RetrySection
 
 
@@ -105,7 +106,7 @@ def _log_retry(
         retries,
         delay,
         extra={
-            "event_type": "llm_retry",
+            "event_type": Event.LLM_RETRY,
             "call_name": label,
             "model": model,
             "attempt": attempt,

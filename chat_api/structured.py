@@ -22,6 +22,7 @@ from chat_api.models import is_reasoning_model
 from chat_api.payload import text_of
 from chat_api.wire import LLMResponse
 from session.errors import LLMRequestError
+from session.events import Event
 from session.providers import ProviderPreset, StructuredMode
 from shared_utils.model_json import loads_json
 from shared_utils.text import shorten
@@ -239,7 +240,7 @@ class StructuredOutput:
                 reason,
                 _MODE_WORDS.get(chosen, chosen.value),
                 extra={
-                    "event_type": "llm_structured_output",
+                    "event_type": Event.LLM_STRUCTURED_OUTPUT,
                     "base_url": self.base_url,
                     "model": model,
                     "failed_mode": failed.value,

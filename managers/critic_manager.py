@@ -19,6 +19,7 @@ from game_interface import JerichoInterface
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic import Critic, CriticVerdict
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
 
@@ -101,7 +102,7 @@ class CriticManager(BaseManager):
                 rounds,
                 max_rounds,
                 extra={
-                    "event_type": "critic_rejection",
+                    "event_type": Event.CRITIC_REJECTION,
                     "turn": turn,
                     "action": action,
                     "score": verdict.score,
@@ -131,7 +132,7 @@ class CriticManager(BaseManager):
             verdict.source,
             rounds,
             extra={
-                "event_type": "critic_override",
+                "event_type": Event.CRITIC_OVERRIDE,
                 "turn": turn,
                 "action": action,
                 "score": verdict.score,
@@ -158,7 +159,7 @@ class CriticManager(BaseManager):
             "wrong (the action succeeded)" if succeeded else "right (the action failed)",
             self.critic.trust.weight,
             extra={
-                "event_type": "critic_trust_update",
+                "event_type": Event.CRITIC_TRUST_UPDATE,
                 "turn": result.turn,
                 "action": result.action,
                 "succeeded": succeeded,

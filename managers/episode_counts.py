@@ -19,7 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-OUTCOME_EVENTS = frozenset({"mcp_tool_result", "mcp_tool_error", "mcp_tool_timeout"})
+from session.events import Event
+
+OUTCOME_EVENTS = frozenset({Event.MCP_TOOL_RESULT, Event.MCP_TOOL_ERROR, Event.MCP_TOOL_TIMEOUT})
 # What the critic's verdict sources stand for, in users' words.
 REJECTION_CAUSES = {"object_tree": "engine check", "llm": "critic model"}
 
@@ -112,7 +114,7 @@ def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
         kind = event.get("event_type")
         if isinstance(event.get("server_name"), str):
             servers.add(event["server_name"])
-        if kind == "mcp_tool_call":
+        if kind == Event.MCP_TOOL_CALL:
             key = _tool_of(event)
             add(key, calls=1)
             open_calls.setdefault((event.get("turn"), str(event.get("tool_name"))), []).append(key)
@@ -123,7 +125,7 @@ def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
             else:  # failed before a call went out (arguments it could not read): still a call the model made
                 key = _tool_of(event)
                 add(key, calls=1)
-            failed = kind != "mcp_tool_result" or event.get("is_error") is True
+            failed = kind != Event.MCP_TOOL_RESULT or event.get("is_error") is True
             add(key, failed=int(failed), duration_ms=_milliseconds(event.get("duration_ms")))
     by_server: dict[str, dict[str, ToolTally]] = {}
     unknown: dict[str, ToolTally] = {}
@@ -168,19 +170,19 @@ def critic_counts(events: Iterable[Mapping[str, Any]]) -> CriticCounts:
     causes: Counter[str] = Counter()
     for event in events:
         kind = event.get("event_type")
-        if kind == "turn":
+        if kind == Event.TURN:
             critic = event.get("critic")
             rounds = critic.get("rounds") if isinstance(critic, Mapping) else None
             proposals += 1 + (rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else 0)
-        elif kind in ("critic_rejection", "critic_override"):
+        elif kind in (Event.CRITIC_REJECTION, Event.CRITIC_OVERRIDE):
             # An override is the last round's rejection, played anyway.
             causes[str(event.get("source") or "unknown")] += 1
-            overrides += kind == "critic_override"
+            overrides += kind == Event.CRITIC_OVERRIDE
     return CriticCounts(proposals, dict(sorted(causes.items())), overrides)
 
 
 # Why a turn played without tools, by the event the MCP manager logged for it.
-NO_TOOLS_REASONS = {"mcp_disabled_fallback": "servers disabled", "mcp_no_tools": "no tools offered"}
+NO_TOOLS_REASONS = {Event.MCP_DISABLED_FALLBACK: "servers disabled", Event.MCP_NO_TOOLS: "no tools offered"}
 NOT_RECORDED = "not recorded"  # MCP on, yet the turn has no event saying it offered tools or why not
 
 
@@ -266,23 +268,23 @@ def tool_availability(events: Iterable[Mapping[str, Any]]) -> ToolAvailability:
         kind = event.get("event_type")
         turn = event.get("turn")
         turn = turn if isinstance(turn, int) and not isinstance(turn, bool) else None
-        if kind == "episode_start":
+        if kind == Event.EPISODE_START:
             enabled = bool(event.get("mcp_enabled"))
-        elif kind == "turn" and turn is not None:
+        elif kind == Event.TURN and turn is not None:
             played.add(turn)
-        elif kind == "mcp_turn_ready" and turn is not None:
+        elif kind == Event.MCP_TURN_READY and turn is not None:
             servers = event.get("servers")
             tools = event.get("tool_count")
             if isinstance(tools, int) and tools > 0 and isinstance(servers, list):
                 offered[turn] = tuple(str(server) for server in servers)
         elif kind in NO_TOOLS_REASONS and turn is not None:
             without[turn] = NO_TOOLS_REASONS[str(kind)]
-        elif kind == "mcp_server_disabled":
+        elif kind == Event.MCP_SERVER_DISABLED:
             reason = event.get("reason")
             disabled.append(
                 DisabledServer(str(event.get("server_name") or "?"), turn, str(reason) if reason else "start failed")
             )
-        elif kind == "mcp_session_connect":
+        elif kind == Event.MCP_SESSION_CONNECT:
             if isinstance(version := event.get("protocol_version"), str) and version not in revisions:
                 revisions.append(version)
             if isinstance(lifetime := event.get("lifetime"), str) and isinstance(event.get("server_name"), str):
@@ -314,7 +316,7 @@ FAIR_PLAY_MEANING = {
 def fair_play(events: Iterable[Mapping[str, Any]]) -> str | None:
     """What the models could be told ("seen" or "engine", ``episode_start``); None when the log predates the setting."""
     for event in events:
-        if event.get("event_type") == "episode_start":
+        if event.get("event_type") == Event.EPISODE_START:
             level = event.get("fair_play")
             return level if isinstance(level, str) else None
     return None
@@ -323,7 +325,7 @@ def fair_play(events: Iterable[Mapping[str, Any]]) -> str | None:
 def game_seed(events: Iterable[Mapping[str, Any]]) -> int | None:
     """The seed the game was played with (``episode_start``); None when the log predates seeds."""
     for event in events:
-        if event.get("event_type") == "episode_start":
+        if event.get("event_type") == Event.EPISODE_START:
             seed = event.get("game_seed")
             return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     return None

@@ -34,6 +34,7 @@ from managers.episode_counts import (
     tool_call_counts,
 )
 from session.episode_folder import EpisodeFolder, read_events
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils.files import atomic_write_json, atomic_write_text
@@ -198,7 +199,7 @@ class EpisodeSynthesizer(BaseManager):
                 turn,
                 idle,
                 extra={
-                    "event_type": "stuck_limit",
+                    "event_type": Event.STUCK_LIMIT,
                     "turn": turn,
                     "turns_without_progress": idle,
                 },
@@ -210,7 +211,7 @@ class EpisodeSynthesizer(BaseManager):
                 turn,
                 idle,
                 extra={
-                    "event_type": "stuck_warning",
+                    "event_type": Event.STUCK_WARNING,
                     "turn": turn,
                     "turns_without_progress": idle,
                 },
@@ -291,7 +292,7 @@ class EpisodeSynthesizer(BaseManager):
             total["calls_per_turn"],
             _cost_cell(total),
             extra={
-                "event_type": "episode_summary",
+                "event_type": Event.EPISODE_SUMMARY,
                 "path": str(self.episode.summary),
                 "llm_calls_per_turn": total["calls_per_turn"],
                 "llm_cost_usd": total["cost_usd"],

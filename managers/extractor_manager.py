@@ -37,6 +37,7 @@ from game_interface.jericho_interface import ACTORBIT, named_in, text_words
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from shared_utils.text import cap_text
@@ -251,7 +252,7 @@ class ExtractorManager(BaseManager):
             reply.in_combat,
             reply.reason,
             extra={
-                "event_type": "extractor_combat",
+                "event_type": Event.EXTRACTOR_COMBAT,
                 "turn": turn,
                 "in_combat": reply.in_combat,
                 "creatures": list(creatures),

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils.text import whole_sentences
@@ -164,7 +165,7 @@ class KnowledgeManager(LearningManager):
                 self.logger.error(
                     "%s Until then the agent keeps the knowledge base as last read.",
                     exc,
-                    extra={"event_type": "knowledge_read_error", "path": str(self.path), "error": str(exc)},
+                    extra={"event_type": Event.KNOWLEDGE_READ_ERROR, "path": str(self.path), "error": str(exc)},
                 )
             return self._last_good_text
         self._read_problem = None
@@ -270,5 +271,5 @@ class KnowledgeManager(LearningManager):
             turn,
             added,
             removed,
-            extra={"event_type": "knowledge_updated", "turn": turn, "added": added, "removed": removed},
+            extra={"event_type": Event.KNOWLEDGE_UPDATED, "turn": turn, "added": added, "removed": removed},
         )

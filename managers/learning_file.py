@@ -37,6 +37,7 @@ from llm_client import LLMClient
 from managers.base_manager import BaseManager, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.errors import LearningFileError
+from session.events import LearningFileProblem, learning_file_event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
@@ -52,7 +53,8 @@ MAX_LEARNING_FILE_BYTES = 1_000_000
 class LearningFile:
     """One shared file (and the files written with it, such as ``map.mmd``): locked, merged, redacted, capped.
 
-    ``name`` prefixes the log events (``memory_lock_timeout``, ``map_save_error``...).
+    ``name`` prefixes the log events (``memory_lock_timeout``, ``map_save_error``...): one of
+    ``LEARNING_FILES``, so every name a run can write is listed (``session/events.py``).
     Failures to write are logged and the update is dropped: the manager keeps what it holds in
     memory, the file keeps its last complete state, and a write that failed for the disk
     (``write_failures``) ends the episode after the turn.
@@ -71,6 +73,8 @@ class LearningFile:
         self.path = path
         self.logger = logger
         self.name = name
+        # Built now: a name with no listed events fails here, not in the middle of logging a failure.
+        self.events = {problem: learning_file_event(name, problem) for problem in LearningFileProblem}
         self.companions = tuple(companions)
         self.max_bytes = max_bytes
         self.scrub = redactor or Redactor.from_environment()  # applied to every text written
@@ -123,7 +127,7 @@ class LearningFile:
                 where,
                 self.path,
                 LOCK_TIMEOUT_SECONDS,
-                extra={"event_type": f"{self.name}_lock_timeout", **extra},
+                extra={"event_type": self.events[LearningFileProblem.LOCK_TIMEOUT], **extra},
             )
         except LearningFileError as exc:
             # Rewriting a file we cannot read would destroy it, and a person's edits with it.
@@ -131,7 +135,7 @@ class LearningFile:
                 "%s%s Until then this update is not saved.",
                 where,
                 exc,
-                extra={"event_type": f"{self.name}_file_unreadable", **extra, "error": str(exc)},
+                extra={"event_type": self.events[LearningFileProblem.FILE_UNREADABLE], **extra, "error": str(exc)},
             )
         except OSError as exc:
             # A full disk, a read-only folder: the manager's state in memory is still right, and
@@ -144,7 +148,7 @@ class LearningFile:
                 where,
                 self.path,
                 exc,
-                extra={"event_type": f"{self.name}_save_error", **extra, "error": str(exc)},
+                extra={"event_type": self.events[LearningFileProblem.SAVE_ERROR], **extra, "error": str(exc)},
             )
         return None
 
@@ -161,7 +165,7 @@ class LearningFile:
             path,
             size,
             self.max_bytes,
-            extra={"event_type": f"{self.name}_file_too_large", **extra, "bytes": size},
+            extra={"event_type": self.events[LearningFileProblem.FILE_TOO_LARGE], **extra, "bytes": size},
         )
         return True
 
@@ -187,20 +191,24 @@ class LearningFile:
             self.logger.warning(
                 "%s is locked by another process; leftover temp files beside it are left for later",
                 self.path,
-                extra={"event_type": f"{self.name}_lock_timeout", "path": str(self.path)},
+                extra={"event_type": self.events[LearningFileProblem.LOCK_TIMEOUT], "path": str(self.path)},
             )
         except OSError as exc:
             self.logger.warning(
                 "Could not remove leftover temp files beside %s: %s",
                 self.path,
                 exc,
-                extra={"event_type": f"{self.name}_cleanup_error", "path": str(self.path), "error": str(exc)},
+                extra={
+                    "event_type": self.events[LearningFileProblem.CLEANUP_ERROR],
+                    "path": str(self.path),
+                    "error": str(exc),
+                },
             )
         for leftover in removed:
             self.logger.info(
                 "Removed %s, left by a run that stopped mid-write",
                 leftover,
-                extra={"event_type": f"{self.name}_temp_file_removed", "path": str(leftover)},
+                extra={"event_type": self.events[LearningFileProblem.TEMP_FILE_REMOVED], "path": str(leftover)},
             )
         return removed
 

@@ -38,6 +38,7 @@ from mcp_client.toolbox import Toolbox, TurnTools
 from mcp_client.tools import ToolCallResult, convert_call_result
 from mcp_client.toolset import ServerPrompt, ToolInfo, Toolset
 from session.errors import MCPToolCallError
+from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
 from shared_utils.tracing import traced_observation
@@ -118,7 +119,7 @@ class MCPManager:
             ", ".join(servers) or "none enabled",
             f"; disabled: {', '.join(config.disabled)}" if config.disabled else "",
             extra={
-                "event_type": "mcp_config_loaded",
+                "event_type": Event.MCP_CONFIG_LOADED,
                 "config_file": str(self.config_path),
                 "servers": [server.name for server in config.servers],
                 "disabled_servers": list(config.disabled),
@@ -129,7 +130,7 @@ class MCPManager:
                 "%s: ignoring %s",
                 self.config_path,
                 ", ".join(config.ignored_keys),
-                extra={"event_type": "mcp_config_ignored_keys", "ignored": list(config.ignored_keys)},
+                extra={"event_type": Event.MCP_CONFIG_IGNORED_KEYS, "ignored": list(config.ignored_keys)},
             )
 
     # -- state ---------------------------------------------------------------------------
@@ -217,7 +218,7 @@ class MCPManager:
         (see the toolbox). When there are none, the turn plays without tools and the log says why."""
         self._turn = self.toolbox.turn = turn
         if self.toolbox.all_disabled:
-            self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
+            self._log_no_tools(turn, Event.MCP_DISABLED_FALLBACK, "Turn %s: MCP disabled, continuing without tools")
             return TurnToolset(self, None)
         started = time.perf_counter()
         mcp = self.config.mcp
@@ -234,7 +235,7 @@ class MCPManager:
             len(tools.servers),
             duration_ms,
             extra={
-                "event_type": "mcp_turn_ready",
+                "event_type": Event.MCP_TURN_READY,
                 "turn": turn,
                 "servers": list(tools.servers),
                 "tool_count": len(tools.schemas),
@@ -242,11 +243,11 @@ class MCPManager:
             },
         )
         if self.toolbox.all_disabled:  # every server disabled after repeated failures
-            self._log_no_tools(turn, "mcp_disabled_fallback", "Turn %s: MCP disabled, continuing without tools")
+            self._log_no_tools(turn, Event.MCP_DISABLED_FALLBACK, "Turn %s: MCP disabled, continuing without tools")
         elif not tools.schemas:  # working servers that offer no tools: nothing is disabled
             self._log_no_tools(
                 turn,
-                "mcp_no_tools",
+                Event.MCP_NO_TOOLS,
                 "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
                 ", ".join(self.server_names),
             )
@@ -416,7 +417,7 @@ class _ProgressLog:
             amount,
             f" · {message}" if message else "",
             extra={
-                "event_type": "mcp_tool_progress",
+                "event_type": Event.MCP_TOOL_PROGRESS,
                 "turn": self.turn,
                 "tool_name": self.tool,
                 "server_name": self.server,

@@ -48,6 +48,7 @@ from pydantic import BaseModel, Field
 
 from managers.learning_file import LearningManager
 from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils.text import cap_text, shorten, whole_sentences
@@ -300,7 +301,7 @@ class MemoryManager(LearningManager):
                 self.logger.warning(
                     "Memory reply refers to turn %d, which was not in the batch; ignored",
                     d.turn,
-                    extra={"event_type": "memory_unknown_turn", "turn": d.turn},
+                    extra={"event_type": Event.MEMORY_UNKNOWN_TURN, "turn": d.turn},
                 )
                 continue
             new_id: int | None = None
@@ -334,7 +335,7 @@ class MemoryManager(LearningManager):
                     result.turn,
                     memory.room_name,
                     text,
-                    extra={"event_type": "memory_added", "turn": result.turn, "memory_id": new_id},
+                    extra={"event_type": Event.MEMORY_ADDED, "turn": result.turn, "memory_id": new_id},
                 )
             for old_id in d.supersedes:
                 old = by_id.get(old_id)
@@ -346,7 +347,7 @@ class MemoryManager(LearningManager):
                     "Memory #%d superseded%s",
                     old_id,
                     f" by #{new_id}" if new_id else "",
-                    extra={"event_type": "memory_superseded", "memory_id": old_id, "superseded_by": new_id},
+                    extra={"event_type": Event.MEMORY_SUPERSEDED, "memory_id": old_id, "superseded_by": new_id},
                 )
         return changed
 
@@ -361,7 +362,7 @@ class MemoryManager(LearningManager):
                 turn,
                 later[0],
                 text,
-                extra={"event_type": "memory_outdated", "turn": turn, "changed_on": later[0]},
+                extra={"event_type": Event.MEMORY_OUTDATED, "turn": turn, "changed_on": later[0]},
             )
         return bool(later)
 
@@ -374,7 +375,7 @@ class MemoryManager(LearningManager):
                 decision.turn,
                 decision.room_id,
                 rooms.describe(),
-                extra={"event_type": "memory_unknown_room", "turn": decision.turn, "room_id": decision.room_id},
+                extra={"event_type": Event.MEMORY_UNKNOWN_ROOM, "turn": decision.turn, "room_id": decision.room_id},
             )
         return rooms.done_in[0]
 
@@ -441,7 +442,7 @@ class MemoryManager(LearningManager):
                     turn,
                     memory_id,
                     why,
-                    extra={"event_type": "memory_superseded", "memory_id": memory_id, "superseded_by": None},
+                    extra={"event_type": Event.MEMORY_SUPERSEDED, "memory_id": memory_id, "superseded_by": None},
                 )
 
     @staticmethod
@@ -458,6 +459,10 @@ class MemoryManager(LearningManager):
                 "episode E turn N: text' under a '## Room <id>: <name>' heading): %s",
                 self.path,
                 cap_text(line, 120),
-                extra={"event_type": "memory_file_line_skipped", "path": str(self.path), "line": cap_text(line, 200)},
+                extra={
+                    "event_type": Event.MEMORY_FILE_LINE_SKIPPED,
+                    "path": str(self.path),
+                    "line": cap_text(line, 200),
+                },
             )
         return parsed

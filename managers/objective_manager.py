@@ -62,6 +62,7 @@ from game_interface.jericho_interface import ONBIT, OPENBIT
 from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
@@ -104,6 +105,10 @@ class ObjectiveStatus(StrEnum):
     ACTIVE = "active"
     COMPLETED = "completed"
     DROPPED = "dropped"
+
+
+# The event an objective's closing writes, by the status it closes with.
+CLOSED_EVENTS = {ObjectiveStatus.COMPLETED: Event.OBJECTIVE_COMPLETED, ObjectiveStatus.DROPPED: Event.OBJECTIVE_DROPPED}
 
 
 class DiscoveredObjective(ObjectiveProposal):
@@ -435,7 +440,7 @@ class ObjectiveManager(LearningManager):
             turn,
             source,
             reason,
-            extra={"event_type": "objective_refused", "turn": turn, "source": source, "problems": problems},
+            extra={"event_type": Event.OBJECTIVE_REFUSED, "turn": turn, "source": source, "problems": problems},
         )
 
     # -- adding --------------------------------------------------------------------------
@@ -466,7 +471,7 @@ class ObjectiveManager(LearningManager):
                 objective.text,
                 twin.id,
                 twin.text,
-                extra={"event_type": "objective_merged", "turn": turn, "objective_id": twin.id, "source": source},
+                extra={"event_type": Event.OBJECTIVE_MERGED, "turn": turn, "objective_id": twin.id, "source": source},
             )
             return None
         self.objectives.append(objective)
@@ -477,7 +482,7 @@ class ObjectiveManager(LearningManager):
             source,
             priority,
             objective.text,
-            extra={"event_type": "objective_added", "turn": turn, "objective_id": objective.id, "source": source},
+            extra={"event_type": Event.OBJECTIVE_ADDED, "turn": turn, "objective_id": objective.id, "source": source},
         )
         return objective
 
@@ -549,7 +554,7 @@ class ObjectiveManager(LearningManager):
             objective.text,
             evidence,
             extra={
-                "event_type": f"objective_{status.value}",
+                "event_type": CLOSED_EVENTS[status],
                 "turn": turn,
                 "objective_id": objective.id,
                 "evidence": evidence,
@@ -571,7 +576,7 @@ class ObjectiveManager(LearningManager):
                 "Turn %d: objective review rejected (%s); asking once more",
                 turn,
                 "; ".join(problems),
-                extra={"event_type": "objective_review_rejected", "turn": turn, "problems": problems},
+                extra={"event_type": Event.OBJECTIVE_REVIEW_REJECTED, "turn": turn, "problems": problems},
             )
             retry = f"{prompt}\n\nYour previous answer was rejected:\n" + "\n".join(f"- {p}" for p in problems)
             reply = self.llm.ask(SYSTEM_PROMPT, retry + "\nAnswer again.", ObjectiveReview, turn)

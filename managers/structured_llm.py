@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from llm_client import LLMClient
 from session.errors import LLMError
+from session.events import HelperModelProblem, helper_model_event
 from session.game_configuration import GameConfiguration
 from shared_utils.model_json import create_json_schema, extract_json_object
 from shared_utils.text import cap_text
@@ -44,7 +45,8 @@ class StructuredLLM:
     """Asks one role's model for a reply that validates as a pydantic model.
 
     ``manager`` names the caller in log events (``<manager>_llm_error``,
-    ``<manager>_malformed_reply``) and is the tracing label sent as ``name``.
+    ``<manager>_malformed_reply``: one of ``HELPER_MODELS``, ``session/events.py``) and is the
+    tracing label sent as ``name``.
     """
 
     def __init__(
@@ -60,6 +62,8 @@ class StructuredLLM:
         self.config = config
         self.logger = logger
         self.manager = manager
+        # Built now: a manager with no listed events fails here, not in the middle of logging a failure.
+        self.events = {problem: helper_model_event(manager, problem) for problem in HelperModelProblem}
         self.trace_name = trace_name
         self.role = role
         self.stats = CallStats()
@@ -87,7 +91,7 @@ class StructuredLLM:
                 turn,
                 self.manager,
                 exc,
-                extra={"event_type": f"{self.manager}_llm_error", "turn": turn, "error": str(exc)},
+                extra={"event_type": self.events[HelperModelProblem.LLM_ERROR], "turn": turn, "error": str(exc)},
             )
             return None
         self._count_tokens(response.usage)
@@ -105,7 +109,7 @@ class StructuredLLM:
                 self.manager,
                 response_model.__name__,
                 extra={
-                    "event_type": f"{self.manager}_malformed_reply",
+                    "event_type": self.events[HelperModelProblem.MALFORMED_REPLY],
                     "turn": turn,
                     "error": cap_text(str(exc), RAW_REPLY_LOG_CHARS),
                     "raw_response": cap_text(content, RAW_REPLY_LOG_CHARS),

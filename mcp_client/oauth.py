@@ -65,6 +65,7 @@ from pydantic import AnyUrl, PrivateAttr
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.tokens import FileTokenStorage, StoredLogin, login_command, token_dir
 from session.errors import MCPAuthError
+from session.events import Event
 from session.providers import is_loopback_host
 from session.redaction import Redactor
 from shared_utils.text import cap_text
@@ -346,7 +347,7 @@ class _AuthorizationCodeProvider(ZorkGPTAuth, OAuthClientProvider):
             name,
             why,
             login_command(name),
-            extra={"event_type": "mcp_login_needed", "server_name": name},
+            extra={"event_type": Event.MCP_LOGIN_NEEDED, "server_name": name},
         )
         return MCPAuthError(
             f"MCP server '{name}' ({safe_url(self._server.url or '')}) {why}. Run once: {login_command(name)}\n"

@@ -41,6 +41,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from chat_api.wire import LLMResponse
 from mcp_client.config import ServerConfig
+from session.events import Event
 from shared_utils.model_json import extract_json_object
 
 ELICITATION_USAGE_NAME = "mcp-elicitation"
@@ -122,7 +123,7 @@ class ServerRequestAnswers:
                 if self._turned_away(server.name, ELICITATION_REFUSED):
                     self._log(
                         logging.WARNING,
-                        "mcp_elicitation_refused",
+                        Event.MCP_ELICITATION_REFUSED,
                         "ZorkGPT fills at most %d forms per turn from '%s' (its entry's elicitation.maxPerTurn); "
                         "declined, as any more this turn will be (counted, not logged one by one)",
                         settings.max_per_turn,
@@ -138,7 +139,7 @@ class ServerRequestAnswers:
                 return types.ElicitResult(action="decline")
             self._log(
                 logging.INFO,
-                "mcp_elicitation_answered",
+                Event.MCP_ELICITATION_ANSWERED,
                 "MCP server '%s' asked: %s; the agent's model answered the form (%d of %d this turn)",
                 server.name,
                 self.redact(params.message),
@@ -169,7 +170,7 @@ class ServerRequestAnswers:
                 if self._turned_away(server.name, SAMPLING_REFUSED):
                     self._log(
                         logging.WARNING,
-                        "mcp_sampling_refused",
+                        Event.MCP_SAMPLING_REFUSED,
                         "%s; refused, as any more this turn will be (counted, not logged one by one)",
                         message,
                         server_name=server.name,
@@ -180,7 +181,7 @@ class ServerRequestAnswers:
             text, model = await asyncio.to_thread(self._sample, settings.role, params, max_tokens)
             self._log(
                 logging.INFO,
-                "mcp_sampling_answered",
+                Event.MCP_SAMPLING_ANSWERED,
                 "MCP server '%s' asked the %s model for a completion (%d of %d this turn)",
                 server.name,
                 settings.role,
@@ -239,7 +240,7 @@ class ServerRequestAnswers:
                 server_name,
                 ", ".join(f"{count} {_WHAT[kind]}" for kind, count in sorted(counts.items())),
                 extra={
-                    "event_type": "mcp_server_requests_refused",
+                    "event_type": Event.MCP_SERVER_REQUESTS_REFUSED,
                     "turn": turn,
                     "server_name": server_name,
                     **{kind: counts.get(kind, 0) for kind in _WHAT},
@@ -297,7 +298,7 @@ class ServerRequestAnswers:
     def _declined(self, server: ServerConfig, message: str, reason: str) -> None:
         self._log(
             logging.INFO,
-            "mcp_elicitation_declined",
+            Event.MCP_ELICITATION_DECLINED,
             "MCP server '%s' asked: %s; declined (%s)",
             server.name,
             self.redact(message),

@@ -83,6 +83,7 @@ from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.stdio import REPLY_TOO_LARGE, stdio_transport
 from mcp_client.sweeper import OWNER_ENV_VAR
 from session.errors import MCPAuthError, MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
+from session.events import Event
 from shared_utils.version import project_version
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
@@ -350,7 +351,7 @@ class ToolSource(ABC):
                     "notice of changes to its tools, resources or prompts (they stay as listed when it started).",
                     self.name,
                     self._listen_ack_seconds(),
-                    extra={"event_type": "mcp_listen_unacknowledged", "server_name": self.name},
+                    extra={"event_type": Event.MCP_LISTEN_UNACKNOWLEDGED, "server_name": self.name},
                 )
             with contextlib.suppress(RuntimeError):
                 task_status.started()
@@ -360,7 +361,7 @@ class ToolSource(ABC):
                 "MCP server '%s': no notice of tool, resource or prompt changes (%s)",
                 self.name,
                 self.settings.redact(repr(exc)),
-                extra={"event_type": "mcp_listen_unavailable", "server_name": self.name},
+                extra={"event_type": Event.MCP_LISTEN_UNAVAILABLE, "server_name": self.name},
             )
             with contextlib.suppress(RuntimeError):  # started already: the stream was lost later
                 task_status.started()
@@ -392,7 +393,7 @@ class ToolSource(ABC):
             "MCP server '%s': the transport reported %s",
             self.name,
             self.settings.redact(repr(error)),
-            extra={"event_type": "mcp_transport_error", "server_name": self.name},
+            extra={"event_type": Event.MCP_TRANSPORT_ERROR, "server_name": self.name},
         )
 
     # -- requests --------------------------------------------------------------------------
@@ -734,7 +735,11 @@ class StdioSource(ToolSource):
                 "MCP server '%s' wrote %d line(s) on stdout that were not MCP messages (ignored)",
                 self.name,
                 self._stray_lines,
-                extra={"event_type": "mcp_server_stray_lines", "server_name": self.name, "lines": self._stray_lines},
+                extra={
+                    "event_type": Event.MCP_SERVER_STRAY_LINES,
+                    "server_name": self.name,
+                    "lines": self._stray_lines,
+                },
             )
             self._stray_lines = 0
         if self._stderr_tail is None:
@@ -745,7 +750,7 @@ class StdioSource(ToolSource):
                     "MCP server '%s' stderr:\n%s",
                     self.name,
                     self._stderr_tail,
-                    extra={"event_type": "mcp_server_stderr", "server_name": self.name},
+                    extra={"event_type": Event.MCP_SERVER_STDERR, "server_name": self.name},
                 )
 
     def stderr_tail(self) -> str:
@@ -764,7 +769,7 @@ class StdioSource(ToolSource):
             "must write only MCP messages on stdout (logs go to stderr); further such lines are ignored quietly.",
             self.name,
             self.settings.redact(_stray_line(error)),
-            extra={"event_type": "mcp_server_stray_output", "server_name": self.name},
+            extra={"event_type": Event.MCP_SERVER_STRAY_OUTPUT, "server_name": self.name},
         )
 
     def _describe_failure(self, cause: BaseException) -> str:

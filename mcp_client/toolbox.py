@@ -67,6 +67,7 @@ from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSou
 from mcp_client.tools import ToolNameMap, ToolRoute, translate_tool
 from mcp_client.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
+from session.events import Event
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
@@ -116,7 +117,7 @@ async def connect_by_rules(
             # Off the console: the error ends the run and main.py prints it once.
             log(
                 logging.ERROR,
-                "mcp_session_connect_failed",
+                Event.MCP_SESSION_CONNECT_FAILED,
                 "%s",
                 str(first),
                 server_name=name,
@@ -126,7 +127,7 @@ async def connect_by_rules(
             raise
         log(
             logging.WARNING,
-            "mcp_session_connect_failed",
+            Event.MCP_SESSION_CONNECT_FAILED,
             "MCP server '%s' failed to connect, retrying once: %s",
             name,
             str(first),
@@ -139,7 +140,7 @@ async def connect_by_rules(
             health.disabled = True
             log(
                 logging.WARNING,
-                "mcp_server_disabled",
+                Event.MCP_SERVER_DISABLED,
                 "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
                 name,
                 str(second),
@@ -152,7 +153,7 @@ async def connect_by_rules(
             )
             return "disabled", None
         health.ever_connected = True
-        log(logging.INFO, "mcp_session_retry_ok", "MCP server '%s' connected on retry", name, server_name=name)
+        log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
         return "retried", source
     health.ever_connected = True
     return "connected", source
@@ -168,7 +169,7 @@ def _with_backoff(
             except MCPServerStartupError as exc:
                 log(
                     logging.INFO,
-                    "mcp_reconnect_backoff",
+                    Event.MCP_RECONNECT_BACKOFF,
                     "MCP server '%s' is not reachable; trying again in %gs: %s",
                     name,
                     wait,
@@ -331,7 +332,7 @@ class Toolbox:
                     return
             self._log(
                 logging.WARNING,
-                "mcp_server_unhealthy",
+                Event.MCP_SERVER_UNHEALTHY,
                 "MCP server '%s': %s; reconnecting",
                 slot.server.name,
                 reason,
@@ -369,7 +370,7 @@ class Toolbox:
             return f"it said its tools changed, then {exc}"
         self._log(
             logging.INFO,
-            "mcp_tools_changed",
+            Event.MCP_TOOLS_CHANGED,
             "MCP server '%s' changed its tools; it now offers %d",
             slot.server.name,
             len(tools),
@@ -390,7 +391,7 @@ class Toolbox:
         except (MCPToolCallError, TimeoutError) as exc:  # MCPServerDiedError included: the next check sees it
             self._log(
                 logging.DEBUG,
-                "mcp_resource_listing_failed",
+                Event.MCP_RESOURCE_LISTING_FAILED,
                 "MCP server '%s': its resources are not offered (%s)",
                 name,
                 str(exc),
@@ -400,7 +401,7 @@ class Toolbox:
         if changed:
             self._log(
                 logging.INFO,
-                "mcp_resources_changed",
+                Event.MCP_RESOURCES_CHANGED,
                 "MCP server '%s' changed its resources; it now lists %d",
                 name,
                 len(resources),
@@ -440,7 +441,7 @@ class Toolbox:
         name = slot.server.name
         self._log(
             logging.WARNING,
-            "mcp_server_slow_start",
+            Event.MCP_SERVER_SLOW_START,
             "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
             "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
             name,
@@ -475,7 +476,7 @@ class Toolbox:
             waited_ms = (loop.time() - began) * 1000
             self._log(
                 logging.DEBUG,
-                "mcp_server_start_waited",
+                Event.MCP_SERVER_START_WAITED,
                 "Waited %.0f ms for MCP server '%s' started ahead",
                 waited_ms,
                 slot.server.name,
@@ -505,7 +506,7 @@ class Toolbox:
             raise
         self._log(
             logging.INFO,
-            "mcp_session_connect",
+            Event.MCP_SESSION_CONNECT,
             "MCP server '%s' connected with %d tools (%.0f ms, protocol %s)",
             slot.server.name,
             len(source.tools),
@@ -566,7 +567,7 @@ class Toolbox:
         )
         self._log(
             logging.WARNING,
-            "mcp_tools_capped",
+            Event.MCP_TOOLS_CAPPED,
             "MCP servers offer %s tools, more than max_tools_offered (%d) under [tool.zorkgpt.mcp]: the first %d "
             "are offered (servers in %s order, each server's tools in its own order, resource tools last) and "
             '%s left out (%s): %s. Choose which with "includeTools" / "excludeTools" in the entries of %s, '
@@ -597,7 +598,7 @@ class Toolbox:
             slot.shadowed = True
             self._log(
                 logging.DEBUG,
-                "mcp_resource_tool_shadowed",
+                Event.MCP_RESOURCE_TOOL_SHADOWED,
                 "MCP server '%s' has its own %s tool; ZorkGPT's resource tool of that name is not offered",
                 server.name,
                 " and ".join(sorted(own)),
@@ -750,7 +751,7 @@ class Toolbox:
         self._prompt_warnings.add(message)
         self._log(
             logging.WARNING,
-            "mcp_prompt_unavailable",
+            Event.MCP_PROMPT_UNAVAILABLE,
             "%s; the game goes on without it.",
             message,
             server_name=server.name,

@@ -28,6 +28,7 @@ from managers.episode_counts import (
     tool_call_counts,
 )
 from session.episode_folder import AGENT_CALL_NAME
+from session.events import Event
 
 
 def _number(value: Any) -> float | None:
@@ -71,7 +72,7 @@ def model_answers(events: Iterable[Mapping[str, Any]]) -> tuple[ModelAnswers, ..
     """Who answered each role's calls, from the ``llm_call`` events, by role, then in order of first use."""
     counts: dict[tuple[str, str | None, str | None], int] = {}
     for event in events:
-        if event.get("event_type") != "llm_call":
+        if event.get("event_type") != Event.LLM_CALL:
             continue
         recorded = "requested_model" in event
         configured = event.get("requested_model") if recorded else None
@@ -163,13 +164,13 @@ class EpisodeFigures:
         events = list(events)
         for event in events:
             kind = event.get("event_type")
-            if kind == "episode_start":
+            if kind == Event.EPISODE_START:
                 fields_["started_at"] = event.get("timestamp")
                 fields_["model"] = event.get("agent_model")
                 fields_["mcp_enabled"] = event.get("mcp_enabled")
                 fields_["max_turns"] = event.get("max_turns")
                 scores = [(0, 0)]
-            elif kind == "turn":
+            elif kind == Event.TURN:
                 turn, score = _int(event.get("turn")), _int(event.get("score"))
                 scores.append((turn, score))
                 deaths += bool(event.get("died"))
@@ -181,7 +182,7 @@ class EpisodeFigures:
                     room_name=event.get("room_name"),
                     last_action=event.get("action"),
                 )
-            elif kind == "llm_call":
+            elif kind == Event.LLM_CALL:
                 usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
                 role = roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
                 p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
@@ -192,7 +193,7 @@ class EpisodeFigures:
                     unpriced += 1
                 else:
                     cost += spent
-            elif kind == "episode_end":
+            elif kind == Event.EPISODE_END:
                 fields_.update(
                     end_reason=event.get("end_reason") or "unknown",
                     score=_int(event.get("score"), fields_.get("score", 0)),

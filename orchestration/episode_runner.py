@@ -41,6 +41,7 @@ from session.episode_log import (
     setup_episode_logger,
 )
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
+from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
@@ -202,7 +203,7 @@ class EpisodeRunner:
                 models=self.clients,
                 redactor=self.redactor,
             )
-            log.info("MCP Manager initialized", extra={"event_type": "mcp_manager_init"})
+            log.info("MCP Manager initialized", extra={"event_type": Event.MCP_MANAGER_INIT})
 
     def _initialize_game_components(self) -> None:
         self.agent = ZorkAgent(
@@ -252,7 +253,7 @@ class EpisodeRunner:
             self.logger.warning(
                 "Episode aborted by the user during turn %d",
                 self.game_state.turn_count + 1,
-                extra={"event_type": "episode_aborted", "turn": self.game_state.turn_count + 1},
+                extra={"event_type": Event.EPISODE_ABORTED, "turn": self.game_state.turn_count + 1},
             )
             self._finish_episode(aborted=True)
             raise
@@ -264,7 +265,7 @@ class EpisodeRunner:
                 "Episode stopped by an unexpected %s: %s",
                 type(exc).__name__,
                 exc,
-                extra={"event_type": "episode_error"},
+                extra={"event_type": Event.EPISODE_ERROR},
             )
             raise
         finally:
@@ -289,7 +290,7 @@ class EpisodeRunner:
             self.game_state.current_room_name,
             self.game_state.game_seed,
             extra={
-                "event_type": "episode_start",
+                "event_type": Event.EPISODE_START,
                 "episode_id": self.game_state.episode_id,
                 "game_seed": self.game_state.game_seed,
                 "agent_model": self.config.llm.agent_model,
@@ -395,7 +396,7 @@ class EpisodeRunner:
                 turn,
                 action,
                 exc,
-                extra={"event_type": "command_refused", "turn": turn, "action": action, "error": str(exc)},
+                extra={"event_type": Event.COMMAND_REFUSED, "turn": turn, "action": action, "error": str(exc)},
             )
             return f"{REFUSED_PREFIX} {exc}"
 
@@ -458,7 +459,7 @@ class EpisodeRunner:
             state.turn_count,
             state.death_count,
             extra={
-                "event_type": "episode_end",
+                "event_type": Event.EPISODE_END,
                 "episode_id": state.episode_id,
                 "end_reason": state.end_reason,
                 "score": state.score,
@@ -498,7 +499,7 @@ class EpisodeRunner:
                     manager.name,
                     exc,
                     exc_info=True,
-                    extra={"event_type": "manager_finalize_error", "manager": manager.name},
+                    extra={"event_type": Event.MANAGER_FINALIZE_ERROR, "manager": manager.name},
                 )
         return interrupt
 
@@ -550,7 +551,7 @@ class EpisodeRunner:
             result.room_id_after,
             result.action,
             extra={
-                "event_type": "turn",
+                "event_type": Event.TURN,
                 "episode_id": self.game_state.episode_id,
                 "turn": result.turn,
                 "action": result.action,
@@ -639,7 +640,7 @@ class EpisodeRunner:
                 "Could not write %s: %s",
                 path,
                 exc.strerror or exc,
-                extra={"event_type": "file_write_error", "path": str(path), "error": str(exc)},
+                extra={"event_type": Event.FILE_WRITE_ERROR, "path": str(path), "error": str(exc)},
             )
 
 

@@ -45,6 +45,7 @@ from managers.episode_counts import FAIR_PLAY_MEANING, DisabledServer, ToolAvail
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, read_events
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError
+from session.events import Event
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text
 from shared_utils.text import escape_control_chars
@@ -126,7 +127,7 @@ class EpisodeEnd:
     @classmethod
     def from_folder(cls, number: int, episode_dir: Path) -> EpisodeEnd:
         """An episode known only by its folder: finished if its log records an end."""
-        ended = any(event.get("event_type") == "episode_end" for event in read_events(episode_dir))
+        ended = any(event.get("event_type") == Event.EPISODE_END for event in read_events(episode_dir))
         return cls(number, EpisodeStatus.FINISHED if ended else EpisodeStatus.UNFINISHED, "", episode_dir)
 
 

@@ -26,6 +26,7 @@ from rich.live import Live
 from rich.text import Text
 
 from orchestration.turn_figures import TurnFigures
+from session.events import Event
 from shared_utils.text import escape_control_chars
 
 REFRESHES_PER_SECOND = 2  # the clock ticks between turns; turns redraw at once
@@ -205,7 +206,7 @@ class _AboveStatus(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            if getattr(record, "event_type", None) == "mcp_tool_progress":
+            if getattr(record, "event_type", None) == Event.MCP_TOOL_PROGRESS:
                 self.status.show_progress(record.getMessage())
                 return
             self.status.print(self.format(record))

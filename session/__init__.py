@@ -1,5 +1,6 @@
 """What a run is set up with and what an episode has so far, shared by the layers above:
 
+- ``events``: every event name the episode log holds, for its writers and its readers;
 - ``errors``: every error ZorkGPT raises on purpose, and what the program does with each;
 - ``providers``: what ZorkGPT knows of the OpenAI-compatible servers people use;
 - ``game_configuration``: the ``[tool.zorkgpt.*]`` settings, their env overrides and ``.env``;

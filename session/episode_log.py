@@ -26,6 +26,7 @@ from typing import Any
 
 from session.episode_folder import EpisodeFolder
 from session.errors import ConfigError
+from session.events import Event
 from session.redaction import Redactor
 from shared_utils.text import CONTROL_CHARS, escape_control_chars
 
@@ -60,7 +61,7 @@ class ConsoleOptions:
 
 def is_progress(record: logging.LogRecord) -> bool:
     """A tool's progress notification (``mcp_tool_progress``)."""
-    return getattr(record, "event_type", None) == "mcp_tool_progress"
+    return getattr(record, "event_type", None) == Event.MCP_TOOL_PROGRESS
 
 
 def is_mcp_detail(record: logging.LogRecord) -> bool:

@@ -57,6 +57,8 @@ import asyncio
 from enum import Enum
 from typing import ClassVar
 
+from session.events import Event
+
 
 class Consequence(Enum):
     """What happens to the run when an error of a given class is raised."""
@@ -87,7 +89,7 @@ EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP = 0, 1, 2
 class ZorkGPTError(Exception):
     """Base of every error ZorkGPT raises on purpose. Messages name the problem and the fix."""
 
-    kind: ClassVar[str] = "error"
+    kind: ClassVar[Event] = Event.ERROR
     """Short label for ``end_reason`` and log events (``llm_error: ...``)."""
     title: ClassVar[str] = "Error"
     """How the error is introduced to a user on the terminal."""
@@ -99,7 +101,7 @@ class ZorkGPTError(Exception):
 class ConfigError(ZorkGPTError):
     """A configuration value is missing, unknown or of the wrong type. Raised at start."""
 
-    kind = "config_error"
+    kind = Event.CONFIG_ERROR
     title = "Configuration error"
 
 
@@ -109,7 +111,7 @@ class ConfigError(ZorkGPTError):
 class LLMError(ZorkGPTError):
     """Base of every LLM client error. Messages never contain the API key."""
 
-    kind = "llm_error"
+    kind = Event.LLM_ERROR
     title = "LLM error"
 
 
@@ -156,7 +158,7 @@ class MCPError(ZorkGPTError):
     """Base of every error of the MCP client side. ``server_name`` names the server it concerns
     ("" when it concerns none, or several): whoever handles the error needs no second lookup."""
 
-    kind = "mcp_error"
+    kind = Event.MCP_ERROR
     title = "MCP error"
 
     def __init__(self, message: str, server_name: str = "") -> None:
@@ -201,7 +203,7 @@ class MCPAuthError(MCPError):
 class GameError(ZorkGPTError):
     """Base of the errors of the game engine and the story file."""
 
-    kind = "game_error"
+    kind = Event.GAME_ERROR
     title = "Game error"
 
 
@@ -223,7 +225,7 @@ class LearningFileError(ZorkGPTError):
     message says how), not a bug, and a run must not start over it and overwrite it.
     """
 
-    kind = "file_error"
+    kind = Event.FILE_ERROR
     title = "Learning file error"
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from session.events import Event
+
 
 def get_langfuse_client(config: Any, environ: dict[str, str] | None = None) -> Any:
     """A ``langfuse.Langfuse`` client when tracing is configured, else None.
@@ -51,7 +53,7 @@ def traced_observation(
             observation.get("name"),
             redact(str(exc)),
             exc_info=True,
-            extra={"event_type": "langfuse_error"},
+            extra={"event_type": Event.LANGFUSE_ERROR},
         )
         yield None
         return

@@ -384,11 +384,11 @@ def test_temp_files_left_by_a_crash_are_removed_at_start(
 def test_a_write_over_the_size_cap_is_refused_and_the_file_kept(tmp_path: Path) -> None:
     log = capture_logger()
     path = tmp_path / "notes.md"
-    file = LearningFile(path, log.logger, "notes", max_bytes=100)
+    file = LearningFile(path, log.logger, "memory", max_bytes=100)
     assert file.update(lambda current: "small\n") == "small\n"
     assert file.update(lambda current: current + "x" * 200) is None
     assert path.read_text(encoding="utf-8") == "small\n"
-    [event] = log.events("notes_file_too_large")
+    [event] = log.events("memory_file_too_large")
     assert str(path) in event.getMessage() and "Trim the file" in event.getMessage()
 
 
@@ -396,10 +396,10 @@ def test_a_file_that_cannot_be_read_is_never_overwritten(tmp_path: Path) -> None
     log = capture_logger()
     path = tmp_path / "notes.md"
     path.write_bytes("caf\xe9".encode("latin-1"))
-    file = LearningFile(path, log.logger, "notes")
+    file = LearningFile(path, log.logger, "memory")
     assert file.update(lambda current: "replacement\n", turn=7) is None
     assert path.read_bytes() == "caf\xe9".encode("latin-1")
-    [event] = log.events("notes_file_unreadable")
+    [event] = log.events("memory_file_unreadable")
     assert event.getMessage().startswith("Turn 7: ") and "re-save it as UTF-8" in event.getMessage()
 
 

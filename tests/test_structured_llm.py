@@ -21,7 +21,7 @@ def make_llm(
 ) -> tuple[StructuredLLM, LogCapture]:
     config = make_config(server, tmp_path, memory_sampling=sampling, llm={"memory_model": model})
     log = capture_logger()
-    return StructuredLLM(make_client(config, server), config, log.logger, "probe", "ProbeManager"), log
+    return StructuredLLM(make_client(config, server), config, log.logger, "memory", "MemoryManager"), log
 
 
 def test_fenced_reply_validates_and_the_request_uses_the_role_settings(
@@ -46,10 +46,10 @@ def test_failures_return_none_with_an_event_naming_the_manager(llm_server: Scrip
     assert llm.ask("s", "u", Verdict, turn=2) is None
     assert llm.ask("s", "u", Verdict, turn=3) is None
     events = [getattr(r, "event_type", None) for r in log.records]
-    assert [e for e in events if e and e.startswith("probe_")] == [
-        "probe_malformed_reply",
-        "probe_malformed_reply",
-        "probe_llm_error",
+    assert [e for e in events if e and e.startswith("memory_")] == [
+        "memory_malformed_reply",
+        "memory_malformed_reply",
+        "memory_llm_error",
     ]
     assert llm.stats.calls == 3 and llm.stats.failures == 3
 

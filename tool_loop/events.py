@@ -18,6 +18,7 @@ from typing import Any
 from mcp_client.tools import ToolCallResult
 from mcp_client.toolset import ToolInfo
 from session.errors import MCPToolCallError
+from session.events import Event
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils.text import cap_text, shorten
 
@@ -64,7 +65,7 @@ class ToolLoopEvents:
     def started(self, stats: ToolLoopStats, max_iterations: int) -> None:
         self._log(
             logging.INFO,
-            "mcp_session_start",
+            Event.MCP_SESSION_START,
             "Turn %s: MCP session started (max %s iterations)",
             stats.turn,
             max_iterations,
@@ -75,7 +76,7 @@ class ToolLoopEvents:
     def iteration(self, stats: ToolLoopStats, max_iterations: int) -> None:
         self._log(
             logging.DEBUG,
-            "mcp_iteration_start",
+            Event.MCP_ITERATION_START,
             "Turn %s: tool-calling iteration %s/%s",
             stats.turn,
             stats.iterations,
@@ -88,7 +89,7 @@ class ToolLoopEvents:
     def capped(self, stats: ToolLoopStats, requested: int, cap: int) -> None:
         self._log(
             logging.WARNING,
-            "mcp_tool_calls_capped",
+            Event.MCP_TOOL_CALLS_CAPPED,
             "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
             "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
             stats.turn,
@@ -104,7 +105,7 @@ class ToolLoopEvents:
     def at_once(self, stats: ToolLoopStats, tools: list[str]) -> None:
         self._log(
             logging.DEBUG,
-            "mcp_tool_calls_concurrent",
+            Event.MCP_TOOL_CALLS_CONCURRENT,
             "Turn %s Iteration %s: %s read-only tool calls run at once",
             stats.turn,
             stats.iterations,
@@ -118,7 +119,7 @@ class ToolLoopEvents:
         # No server named: the call never reached one, and the counts keep it apart.
         self._tool_event(
             logging.WARNING,
-            "mcp_tool_error",
+            Event.MCP_TOOL_ERROR,
             "invalid arguments for %s: %s",
             stats,
             tool,
@@ -131,7 +132,7 @@ class ToolLoopEvents:
     def refused(self, stats: ToolLoopStats, tool: ToolInfo) -> None:
         self._tool_event(
             logging.WARNING,
-            "mcp_tool_error",
+            Event.MCP_TOOL_ERROR,
             "refused %s: %s",
             stats,
             tool,
@@ -146,7 +147,7 @@ class ToolLoopEvents:
         that JSON cut when it is longer than the log keeps."""
         logged = arguments if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(raw)
         self._tool_event(
-            logging.INFO, "mcp_tool_call", "Agent calling tool %s", stats, tool, tool.name, arguments=logged
+            logging.INFO, Event.MCP_TOOL_CALL, "Agent calling tool %s", stats, tool, tool.name, arguments=logged
         )
         self.logger.debug(
             "Turn %s Iteration %s: Tool arguments: %s",
@@ -158,7 +159,7 @@ class ToolLoopEvents:
     def timed_out(self, stats: ToolLoopStats, tool: ToolInfo, timeout: float) -> None:
         self._tool_event(
             logging.WARNING,
-            "mcp_tool_timeout",
+            Event.MCP_TOOL_TIMEOUT,
             "Tool call timeout: %s",
             stats,
             tool,
@@ -170,7 +171,7 @@ class ToolLoopEvents:
         """A failed call; a transport failure (not one of ours) keeps its traceback."""
         self._tool_event(
             logging.WARNING,
-            "mcp_tool_error",
+            Event.MCP_TOOL_ERROR,
             "Tool call failed: %s - %s",
             stats,
             tool,
@@ -184,7 +185,7 @@ class ToolLoopEvents:
     def result(self, stats: ToolLoopStats, tool: ToolInfo, result: ToolCallResult, seconds: float) -> None:
         self._tool_event(
             logging.INFO,
-            "mcp_tool_result",
+            Event.MCP_TOOL_RESULT,
             "Tool result received (%.1fs)",
             stats,
             tool,
@@ -200,7 +201,7 @@ class ToolLoopEvents:
     def batch_aborted(self, stats: ToolLoopStats, tool: ToolInfo, skipped: int) -> None:
         self._log(
             logging.INFO,
-            "mcp_batch_aborted",
+            Event.MCP_BATCH_ABORTED,
             "Turn %s: Skipping remaining tools in batch after timeout",
             stats.turn,
             turn=stats.turn,
@@ -212,7 +213,7 @@ class ToolLoopEvents:
     def budget_exhausted(self, stats: ToolLoopStats, budget: float) -> None:
         self._log(
             logging.WARNING,
-            "mcp_turn_budget_exhausted",
+            Event.MCP_TURN_BUDGET_EXHAUSTED,
             "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
             stats.turn,
             budget,
@@ -226,7 +227,7 @@ class ToolLoopEvents:
     def no_answer(self, stats: ToolLoopStats, finish_reason: str | None) -> None:
         self._log(
             logging.WARNING,
-            "mcp_unexpected_state",
+            Event.MCP_UNEXPECTED_STATE,
             "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
             stats.turn,
             finish_reason,
@@ -238,7 +239,7 @@ class ToolLoopEvents:
     def unreadable_answer(self, stats: ToolLoopStats, content: str) -> None:
         self._log(
             logging.WARNING,
-            "mcp_unreadable_answer",
+            Event.MCP_UNREADABLE_ANSWER,
             "Turn %s: the model answered in text that is not a readable action; asking again without tools",
             stats.turn,
             turn=stats.turn,
@@ -249,7 +250,7 @@ class ToolLoopEvents:
     def choice_not_offered(self, stats: ToolLoopStats, choice: str) -> None:
         self._log(
             logging.WARNING,
-            "mcp_tool_choice_not_offered",
+            Event.MCP_TOOL_CHOICE_NOT_OFFERED,
             "Turn %s: [tool.zorkgpt.mcp] tool_choice names %s, which is not offered this turn; "
             "the model chooses (auto)",
             stats.turn,
@@ -261,7 +262,7 @@ class ToolLoopEvents:
     def forcing_final(self, stats: ToolLoopStats) -> None:
         self._log(
             logging.WARNING,
-            "mcp_no_content",
+            Event.MCP_NO_CONTENT,
             "Turn %s: forcing final action after %s iterations without an answer",
             stats.turn,
             stats.iterations,
@@ -272,7 +273,7 @@ class ToolLoopEvents:
     def finished(self, stats: ToolLoopStats, decision: AgentDecision) -> None:
         self._log(
             logging.INFO,
-            "mcp_session_complete",
+            Event.MCP_SESSION_COMPLETE,
             "Turn %s: MCP session complete (%s iterations, %s tool calls)",
             stats.turn,
             stats.iterations,
@@ -288,7 +289,7 @@ class ToolLoopEvents:
         # The episode log closes each MCP session with the action it produced.
         self._log(
             logging.INFO,
-            "mcp_agent_action",
+            Event.MCP_AGENT_ACTION,
             "Turn %s: Agent action: %s",
             stats.turn,
             decision.action,

@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
+from session.events import Event
 from session.game_configuration import FilesSection
 from shared_utils.model_json import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
@@ -197,7 +198,7 @@ class GameWorkdir:
         folder = self.episode_folder(episode_id)
         figures = self._figures(episode_id, events)
         state = self.read_json(folder.state)
-        visited = {e.get("room_id") for e in events if e.get("event_type") == "turn"}
+        visited = {e.get("room_id") for e in events if e.get("event_type") == Event.TURN}
         if state and isinstance(state.get("visited_room_ids"), list):
             visited |= {room for room in state["visited_room_ids"] if isinstance(room, int)}
         current = figures["room_id"] if figures["room_id"] is not None else (state or {}).get("current_room_id")
