@@ -60,6 +60,8 @@ DIRECTIONS: tuple[str, ...] = (
 # Property numbers of this release: a room's local globals, a container's capacity.
 _GLOBALS = 5
 _CAPACITY = 10
+# Zork I's direction properties are numbered from here up (``land`` is the lowest, 19).
+_LOWEST_DIRECTION = 19
 # A dictionary entry's first data byte: part-of-speech flags, and which value byte comes first.
 _DIRECTION_FLAG = 0x10
 _FIRST_IS_DIRECTION = 3
@@ -76,6 +78,9 @@ class StoryObject:
     name: str
     local_globals: tuple[int, ...]
     capacity: int
+    # A room's direction properties: property number -> the room it names first (0: none, a
+    # message or a routine), as the story defines its ways out.
+    ways: dict[int, int] = field(default_factory=dict)
 
 
 class Story:
@@ -140,6 +145,8 @@ class Story:
                 self.text(table + 1) if name_words else "",
                 tuple(n for n in properties.get(_GLOBALS, b"") if n),
                 int.from_bytes(properties.get(_CAPACITY, b""), "big"),
+                # One byte: the room; four or five: the room when a flag or door allows; two or three: none.
+                {p: (v[0] if len(v) in (1, 4, 5) else 0) for p, v in properties.items() if p >= _LOWEST_DIRECTION},
             )
         return objects
 
@@ -317,16 +324,30 @@ class Oracle:
         return carried, seen
 
     def exits(self) -> tuple[dict[str, int], dict[str, str]]:
-        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
+        """Each direction tried and undone: where the open ones lead, and what the game says to the
+        others. A direction that ends where a direction the room has no way in ends (the river's
+        current moves the boat on whatever is typed) leads nowhere; one into a room that throws
+        the player out again (the Loud Room) leads to that room, whose name the reply heads a line with."""
         here = self.room(self.tree())
         state = self.env.get_state()
+        ways = self.story.objects[here].ways
+        props = self.story.direction_words
+        nowhere = next((d for d in DIRECTIONS if props[d[:_WORD_LETTERS]] not in ways), None)
+        drift = here
+        if nowhere is not None:
+            reply = self.env.step(nowhere)[0]
+            if not self.env.game_over() and "You have died" not in reply:
+                drift = self.room(self.tree())
+            self.env.set_state(state)
         found: dict[str, int] = {}
         replies: dict[str, str] = {}
         for direction in DIRECTIONS:
             reply = self.env.step(direction)[0]
             now = self.room(self.tree())
-            if not self.env.game_over() and "You have died" not in reply and now != here:
-                found[direction] = now
+            if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
+                lines = {line.split(",")[0].strip() for line in reply.splitlines()}
+                passed = [r for r in ways.values() if r not in (0, now) and self.name(r) in lines]
+                found[direction] = passed[0] if passed else now
             else:
                 replies[direction] = reply.strip()
             self.env.set_state(state)

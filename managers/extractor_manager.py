@@ -95,6 +95,8 @@ class ExtractedInfo:
     ways: tuple[ExitProbe, ...] = ()
     # Rooms entered that the location no longer shows (one entered and died in).
     rooms_entered: tuple[Location, ...] = ()
+    # The change of room was the world's doing (the river's current), not the command's.
+    carried: bool = False
 
 
 def describe_world_changes(
@@ -198,6 +200,7 @@ class ExtractorManager(BaseManager):
             inventory_shown=tuple(game.describe_inventory()),
             ways=tuple(ways),
             rooms_entered=game.last_rooms_entered() if action is not None else (),
+            carried=game.last_move_carried() if action is not None else False,
         )
 
     def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:

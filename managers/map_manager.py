@@ -124,9 +124,11 @@ class MapManager(BaseManager):
             changed |= self._change("visit", room_id, name)
         if result.moved:
             changed |= self._change("visit", result.room_id_after, result.room_name_after)
-            # Dying moves the player too (to the forest), but that is no passage.
-            if not result.died:
-                changed |= self._change("record_move", result.room_id_before, result.action, result.room_id_after)
+        # Dying moves the player too (to the forest), and the river's current whatever is typed: no
+        # passage. A way into a room that threw the player out (the Loud Room) leads to that room.
+        if result.moved and not result.died and not result.carried:
+            to_id = result.rooms_entered[0][0] if result.rooms_entered else result.room_id_after
+            changed |= self._change("record_move", result.room_id_before, result.action, to_id)
         elif direction is not None and not result.died and not result.game_over:
             changed |= self._change("record_failed_move", result.room_id_before, result.action, result.response)
         # Only trust the state's exits if they describe the room this turn ended in.

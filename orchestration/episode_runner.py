@@ -369,6 +369,7 @@ class EpisodeRunner:
             victory=info.victory,
             world_changes=describe_world_changes(info, state.current_room_id, state.exits, self._engine_level),
             rooms_entered=tuple((room.id, room.name) for room in info.rooms_entered),
+            carried=info.carried,
         )
         self._apply_facts(info, response)
         state.record_turn(result)

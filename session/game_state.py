@@ -79,8 +79,11 @@ class TurnResult:
     # What the command changed near the player, from the engine's object tree and exit probe:
     # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
     world_changes: tuple[str, ...] = ()
-    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died in.
+    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died
+    # in, or one that threw the player out again (the first is where the way taken leads).
     rooms_entered: tuple[tuple[int, str], ...] = ()
+    # The move was the world's doing (the river's current carried the boat), not the command's.
+    carried: bool = False
 
     @property
     def moved(self) -> bool:

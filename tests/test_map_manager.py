@@ -94,6 +94,7 @@ class Driver:
                 died=self.game.last_response_was_death,
                 victory=self.game.is_victory(),
                 rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
+                carried=self.game.last_move_carried(),
             )
             self._apply()
             state.last_observation = response
@@ -415,3 +416,46 @@ def test_fair_play_seen_shows_ways_walked_tried_or_described(
         "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
     )
     assert manager.exits_shown() == ["east"]
+
+
+def _walkthrough_to(game: JerichoInterface, last: str) -> list[str]:
+    """The walkthrough's commands up to and including the first one equal to ``last``."""
+    commands = game.get_walkthrough()
+    return commands[: commands.index(last) + 1]
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_a_room_that_throws_the_player_out_is_where_the_way_leads(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """With the dam's gates open the Loud Room throws whoever enters out to a room nearby: the way
+    down from the Deep Canyon still leads to the Loud Room, never to where the player landed."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*_walkthrough_to(game, "Turn bolt with wrench"), "W", "Se"])
+    canyon = game.get_location().id
+    driver.play(["D"])
+    loud = game.find_rooms("Loud Room")[0].id
+    assert game.get_location().id != loud and "unbearably loud" in game.last_response
+    graph = manager.graph
+    assert graph.edges[canyon]["down"] == loud and graph.been_to(loud)
+    assert "down -> Loud Room" in graph.render_compact(canyon, seen=fair_play == "seen")
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_the_rivers_current_is_no_way(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """On the river the current carries the boat on whatever is typed: "north" refused and carried
+    downstream is no way north, and the probe lists only the ways to the shores."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*_walkthrough_to(game, "Launch"), "Get sceptre"])
+    river = game.get_location().id
+    assert {p.direction for p in game.probe_exits() if p.leads} == {"west", "land"}
+    driver.play(["North"])
+    assert game.get_location().id != river and game.last_move_carried()
+    assert "north" not in manager.graph.edges.get(river, {})
+    assert "north" not in manager.graph.known_exits(river)
