@@ -35,6 +35,8 @@ against the engine, replayed independently with raw Jericho calls:
   objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
 - in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
   object "gone from here" was in view there then and is not now;
+- dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar") exactly
+  while nothing carried is lit;
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
@@ -95,6 +97,7 @@ COMMON_CHECKS = (
     "stale_memory",
     "route_lines",
     "refused_routes",
+    "dark_ahead",
 )
 # The largest request each role may send, in tokens (characters / 4, every message): the agent's
 # whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
@@ -250,7 +253,10 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
 
 _BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
-_ROUTE = re.compile(r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+ on the way\))?$")
+_ROUTE = re.compile(
+    r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
+    r"(?: \(dark ahead: (?P<dark>.+)\))?$"
+)
 
 
 def _last_probe(truth: EngineTruth, room: int, turn: int) -> dict[str, int]:
@@ -515,9 +521,12 @@ def check_route_lines(
         nearby = _NEARBY.match(line)
         if nearby and len(nearby.group("steps").split(",")) > NEARBY_STEPS:
             verdicts.disagree("route_lines", f"{where}: {line!r}: further than {NEARBY_STEPS} moves")
+    lit = any("on" in states for _, states in truth.things[turn][0].values())
     for route in routes:
         verdicts.checked["refused_routes"] += 1
+        verdicts.checked["dark_ahead"] += 1
         at = facts.room_id
+        dark: list[str] = []
         for step in (x.strip() for x in route.group("steps").split(",")):
             if (at, step) in saw.refused and not (engine and _reopened(truth, saw, at, step, turn)):
                 verdicts.disagree(
@@ -530,6 +539,16 @@ def check_route_lines(
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
+            if not lit and _found_dark(saw, at) and f"the {truth.room_names.get(at)}" not in dark:
+                dark.append(f"the {truth.room_names.get(at)}")
+        shown = route.group("dark").split(", ") if route.group("dark") else []
+        if shown != dark:
+            verdicts.disagree("dark_ahead", f"{where}: {route.group(0)!r}: the player found dark on it {dark}")
+
+
+def _found_dark(saw: PlayerSaw, room: int) -> bool:
+    """The game told the player, in ``room`` and alive, that it is pitch black there."""
+    return any("pitch black" in text and "You have died" not in text for text in saw.descriptions.get(room, []))
 
 
 def _request_text(body: dict[str, Any]) -> str:

@@ -232,6 +232,8 @@ class Oracle:
         self.intro = str(self.env.reset()[0])
         self.player = self.env.player_obj_num
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
+        # Container -> whether the game lets the player open or close it (see ``opens``).
+        self.opening: dict[int, bool] = {}
         self.check_attributes()
 
     def check_attributes(self) -> None:
@@ -291,13 +293,28 @@ class Oracle:
             if INVISIBLE not in tree.get(n, (0, ()))[1] and INTERACTIVE & set(tree.get(n, (0, ()))[1])
         ]
 
+    def opens(self, number: int, flags: set[int]) -> bool:
+        """Whether the game lets the player open or close this container: asked once, from the state
+        the engine is in now, and undone. "You can't do that." (the chalice) is a no; an answer
+        about something else (the name not understood here) is asked again at the next sight."""
+        if number not in self.opening:
+            words = [w for w in self.name(number).lower().split() if w not in ("a", "an", "the")]
+            state = self.env.get_state()
+            reply = self.env.step(f"{'close' if OPENBIT in flags else 'open'} {words[-1]}")[0].strip()
+            self.env.set_state(state)
+            if reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
+                return True
+            self.opening[number] = reply != "You can't do that."
+        return self.opening[number]
+
     def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
         """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
-        or a creature); on or off for light sources."""
+        or a creature, and not one the game refuses to open or close); on or off for light sources."""
         flags = set(attrs)
         states: set[str] = set()
         capacity = self.story.objects[number].capacity if number in self.story.objects else 0
-        if DOORBIT in flags or (CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags):
+        container = CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags
+        if DOORBIT in flags or (container and self.opens(number, flags)):
             states.add("open" if OPENBIT in flags else "closed")
         if LIGHTBIT in flags:
             states.add("on" if ONBIT in flags else "off")
@@ -345,9 +362,12 @@ class Oracle:
             reply = self.env.step(direction)[0]
             now = self.room(self.tree())
             if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
+                # The room this direction's own property names, when the reply heads a line with it
+                # and the player is no longer there.
                 lines = {line.split(",")[0].strip() for line in reply.splitlines()}
-                passed = [r for r in ways.values() if r not in (0, now) and self.name(r) in lines]
-                found[direction] = passed[0] if passed else now
+                named = ways.get(props[direction[:_WORD_LETTERS]], 0)
+                passed = named and named != now and self.name(named) in lines - {self.name(now), self.name(here)}
+                found[direction] = named if passed else now
             else:
                 replies[direction] = reply.strip()
             self.env.set_state(state)

@@ -68,6 +68,7 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
 NO_WAY_REPLY = "You can't go that way."
+CANNOT_DO_REPLY = "You can't do that."
 # Zork's replies when the parser or the world refuses a command ("You can't go that way.",
 # "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
 _REFUSAL = re.compile(
@@ -115,15 +116,18 @@ class GameObject:
     attributes: tuple[int, ...]
     parent_id: int
     capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
+    # False for a container the game will not open or close ("You can't do that.": the chalice).
+    opens: bool = True
 
     @property
     def states(self) -> list[str]:
         """The state a player acts on: doors and containers open or closed, light sources on
-        or off. A container with no capacity (the black book, "open to page 569") is never
+        or off. A container with no capacity (the black book, "open to page 569"), or one the game
+        answers "You can't do that." when asked to open or close it (the chalice), is never
         opened or closed, and a creature (the thief carries a bag) is no container."""
         attrs = self.attributes
         states: list[str] = []
-        openable = CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+        openable = CONTBIT in attrs and self.capacity > 0 and self.opens and not {SURFACEBIT, ACTORBIT} & set(attrs)
         if DOORBIT in attrs or openable:
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
@@ -225,6 +229,9 @@ class JerichoInterface:
         self._last_changes: tuple[WorldChange, ...] = ()
         self._entered: tuple[Location, ...] = ()
         self._carried = False
+        # Containers the game will not open or close, and every container tried so far (see _try_opening).
+        self._never_opens: set[int] = set()
+        self._tried_opening: set[int] = set()
 
     @property
     def env(self) -> FrotzEnv:
@@ -351,9 +358,12 @@ class JerichoInterface:
         static = self._story.objects.get(room_before)
         destinations = {way.to for _, way in static.exits} if static else set()
         tree = self._tree()
+        # A line naming the room left or the room reached says nothing of a room between (the mine's
+        # rooms all called "Coal Mine").
+        known = {self._name(room_before), self._name(room_after) if room_after else ""}
         for line in text.splitlines():
             name = line.split(",", 1)[0].strip()  # "Frigid River, in the magic boat"
-            if not name or len(name) > 40:
+            if not name or len(name) > 40 or name in known:
                 continue
             rooms = [
                 n
@@ -411,6 +421,7 @@ class JerichoInterface:
         """Carried items as a player needs them: each with its state and, nested, what it holds
         ("gold coffin (open, containing: sceptre)"), so putting the coffin away visibly takes
         the sceptre with it."""
+        self._try_opening(self._visible_below(self._player_id, self._tree()))
         tree = self._tree()
         return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
 
@@ -428,6 +439,7 @@ class JerichoInterface:
         room = self.get_location().id
         if words_read is not None and not self._lit(room, tree):
             return []
+        self._try_opening(self._visible_below(room, tree))
         shown: list[str] = []
         for obj in self.get_visible_objects():
             if self._held_by_creature(obj.id, room, tree):
@@ -444,6 +456,29 @@ class JerichoInterface:
                 parts.append(f"{word} the {self._name(holder)}")
             shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
         return shown
+
+    def _try_opening(self, objects: list[GameObject]) -> None:
+        """Ask the game once to open (or close) each container shown with an open/closed state, and
+        undo it: one it answers "You can't do that." (the chalice) is never shown open or closed.
+        Whether a container opens is its own code's answer, the same all game; an answer about
+        something else (an ambiguous name) is not kept, and the container is asked again later."""
+        env = self.env
+        for obj in objects:
+            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
+                continue
+            words = _name_words(obj.name)
+            verb = "close" if OPENBIT in obj.attributes else "open"
+            state = env.get_state()
+            try:
+                reply = clean_text(env.step(f"{verb} {words[-1]}")[0]) if words else ""
+                flipped = (OPENBIT in _attributes(bytes(env.get_object(obj.id)._attr))) != (OPENBIT in obj.attributes)
+            finally:
+                env.set_state(state)
+            if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
+                continue
+            self._tried_opening.add(obj.id)
+            if not flipped and reply == CANNOT_DO_REPLY:
+                self._never_opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
         """Light here: the room's own, or a light source that is on, in the room or carried."""
@@ -711,6 +746,7 @@ class JerichoInterface:
             attributes=attrs,
             parent_id=parent,
             capacity=static.capacity if static else 0,
+            opens=number not in self._never_opens,
         )
 
     def _name(self, number: int) -> str:

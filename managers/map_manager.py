@@ -39,6 +39,11 @@ from shared_utils.files import json_text
 from world.map_graph import MapGraph, normalize_direction
 
 MERMAID_FILE_NAME = "map.mmd"
+# The game's words for a room with no light of its own and none carried ("It is pitch black. You are
+# likely to be eaten by a grue.", "It is now pitch black.").
+_PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)
+# A carried thing that gives light now: "brass lantern (on)", "sack (open, containing: torch (on))".
+_LIGHT_ON = re.compile(r"\(on[,)]")
 # A direction word in a room's description ("a path leads north", "a staircase leading upward").
 _NAMED_DIRECTION = re.compile(
     r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
@@ -131,6 +136,8 @@ class MapManager(BaseManager):
             changed |= self._change("record_move", result.room_id_before, result.action, to_id)
         elif direction is not None and not result.died and not result.game_over:
             changed |= self._change("record_failed_move", result.room_id_before, result.action, result.response)
+        if _PITCH_BLACK.search(result.response) and not result.died:
+            changed |= self._change("set_dark", result.room_id_after)
         # Only trust the state's exits if they describe the room this turn ended in.
         if self.game_state.current_room_id == result.room_id_after:
             changed |= self._sync_current_room()
@@ -170,7 +177,8 @@ class MapManager(BaseManager):
         if not room_id:
             return None
         targets = self.route_targets() if self.route_targets else None
-        return self.graph.render_compact(room_id, targets, seen=self.seen_only)
+        lit = any(_LIGHT_ON.search(shown) for shown in self.game_state.inventory_shown)
+        return self.graph.render_compact(room_id, targets, seen=self.seen_only, lit=lit)
 
     def exits_shown(self) -> list[str] | None:
         """The current room's open ways as fair play "seen" lets the models know them (walked

@@ -217,3 +217,23 @@ def test_the_probe_and_the_engine_side_agree_where_the_world_moves_the_player(
         assert {p.direction: oracle.name(p.to) for p in game.probe_exits() if p.leads} == expected
     finally:
         game.close()
+
+
+def test_a_container_the_game_will_not_open_is_never_called_closed(game_file: Path) -> None:
+    """The chalice holds things, but "open chalice" and "close chalice" get "You can't do that.":
+    neither side calls it closed; a container the player does open (the mailbox) keeps its state."""
+    commands = walkthrough(game_file)
+    oracle, game = Oracle(game_file), JerichoInterface(game_file)
+    try:
+        game.start()
+        assert "small mailbox (closed)" in game.describe_visible_objects()
+        assert oracle.things(oracle.tree(), oracle.room(oracle.tree()))[1]["small mailbox"][1] == {"closed"}
+        for command in commands[: commands.index("Get chalice") + 1]:
+            oracle.env.step(command)
+            game.send_command(command)
+        assert "chalice" in game.describe_inventory()
+        assert game.send_command("close chalice") == "You can't do that."
+        carried, _ = oracle.things(oracle.tree(), oracle.room(oracle.tree()))
+        assert carried["chalice"] == ("", frozenset())
+    finally:
+        game.close()

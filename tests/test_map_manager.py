@@ -459,3 +459,30 @@ def test_the_rivers_current_is_no_way(
     assert game.get_location().id != river and game.last_move_carried()
     assert "north" not in manager.graph.edges.get(river, {})
     assert "north" not in manager.graph.known_exits(river)
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_a_route_through_rooms_found_dark_says_so_while_nothing_carried_is_lit(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """Down the trap door with the lamp off the game says "It is pitch black": further on, the
+    route back names the Cellar as dark ahead while nothing carried is lit, and not while the lamp is on."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*OPENING, "Get lamp", "W", "Move rug", "Open trap door", "D"])
+    cellar = game.get_location().id
+    assert "pitch black" in game.last_response
+    driver.play(["Turn on lamp", "S", "N", "S"])
+    chasm, target = game.get_location().id, [("the Cellar", {cellar})]
+    manager.route_targets = lambda: target
+    driver.state.inventory_shown = game.describe_inventory()
+    section = manager.context_section() or ""
+    assert "Route to the Cellar: north" in section and "dark ahead" not in section
+    dark = manager.graph.render_compact(chasm, target, seen=fair_play == "seen", lit=False)
+    assert "Route to the Cellar: north (dark ahead: the Cellar)" in dark
+    # In the dark the engine's probe finds the way north deadly (a grue): only the seen level keeps it.
+    driver.play(["Turn off lamp"])
+    driver.state.inventory_shown = game.describe_inventory()
+    expected = "Route to the Cellar: north (dark ahead: the Cellar)" if fair_play == "seen" else "Route to"
+    assert (expected in (manager.context_section() or "")) == (fair_play == "seen")
