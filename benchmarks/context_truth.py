@@ -218,6 +218,12 @@ def _items(value: str | None, empty: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def _exits_listed(prompt: str) -> list[str]:
+    """The directions "Valid exits" lists: none for "none known" or "none from the magic boat (...)"."""
+    value = _line(prompt, "Valid exits: ")
+    return [] if value is None or value.startswith("none ") else _items(value, "")
+
+
 @dataclass
 class Verdicts:
     counts: Counter[str] = field(default_factory=Counter)
@@ -246,7 +252,7 @@ def _difference(shown: set[str], engine: set[str]) -> str:
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
     verdicts.checked.update(("exits",))
-    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    exits = set(_exits_listed(prompt))
     if exits != facts.exits:
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
@@ -428,7 +434,7 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
     room, names = facts.room_id, truth.room_names
     where = f"turn {turn} in {facts.room}"
     verdicts.checked["seen_exits"] += 1
-    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    exits = set(_exits_listed(prompt))
     walked = _open_ways(saw, room)
     if exits != set(walked):
         verdicts.disagree("seen_exits", f"{where}: {_difference(exits, set(walked))} (walked from here)")

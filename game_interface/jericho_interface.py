@@ -307,6 +307,11 @@ class JerichoInterface:
         """What the player is directly in: the room, or a vehicle in it (the boat)."""
         return int(self.env.get_player_object().parent)
 
+    def vehicle(self) -> str:
+        """The vehicle the player is in (the magic boat), or "" when standing in the room."""
+        container = self.player_container()
+        return "" if container == self.get_location().id else self._name(container)
+
     def world_state_hash(self) -> str:
         """A fingerprint of the whole game state: equal before and after a turn that changed nothing."""
         return str(self.env.get_world_state_hash())

@@ -97,6 +97,8 @@ class ExtractedInfo:
     rooms_entered: tuple[Location, ...] = ()
     # The change of room was the world's doing (the river's current), not the command's.
     carried: bool = False
+    # The vehicle the player is in ("magic boat"), "" on foot.
+    vehicle: str = ""
 
 
 def describe_world_changes(
@@ -201,6 +203,7 @@ class ExtractorManager(BaseManager):
             ways=tuple(ways),
             rooms_entered=game.last_rooms_entered() if action is not None else (),
             carried=game.last_move_carried() if action is not None else False,
+            vehicle=game.vehicle(),
         )
 
     def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:

@@ -108,7 +108,10 @@ class MapManager(BaseManager):
             changed = True
         # With probing off the exits list is empty for lack of data, not for lack of exits;
         # at game over it is empty too. Neither may wipe what the engine confirmed earlier.
-        if self.config.gameplay.exit_probe and not state.game_over:
+        # In a vehicle on land every direction is refused ("You can't go there in a magic boat."):
+        # a probe that found no way there says nothing of the room's own ways.
+        boat_bound = state.vehicle and not any(p[1] for p in state.exit_probes)
+        if self.config.gameplay.exit_probe and not state.game_over and not boat_bound:
             if state.exit_probes:
                 probes = [tuple(p) for p in state.exit_probes]
                 changed |= self._change("set_probed_ways", state.current_room_id, probes)
@@ -134,7 +137,7 @@ class MapManager(BaseManager):
         if result.moved and not result.died and not result.carried:
             to_id = result.rooms_entered[0][0] if result.rooms_entered else result.room_id_after
             changed |= self._change("record_move", result.room_id_before, result.action, to_id)
-        elif direction is not None and not result.died and not result.game_over:
+        elif direction is not None and not result.died and not result.game_over and not self._vehicles_refusal(result):
             changed |= self._change("record_failed_move", result.room_id_before, result.action, result.response)
         if _PITCH_BLACK.search(result.response) and not result.died:
             changed |= self._change("set_dark", result.room_id_after)
@@ -143,6 +146,12 @@ class MapManager(BaseManager):
             changed |= self._sync_current_room()
         if changed:
             self._save()
+
+    def _vehicles_refusal(self, result: TurnResult) -> bool:
+        """A move refused because of the vehicle the player sits in ("You can't go there in a magic
+        boat."): the way itself was not tried, and stays as it was."""
+        vehicle = self.game_state.vehicle
+        return bool(vehicle) and not result.moved and vehicle.split()[-1].lower() in result.response.lower()
 
     def _save(self) -> None:
         unsaved = list(self._unsaved)

@@ -408,6 +408,7 @@ class EpisodeRunner:
         state.visible_objects = list(info.visible_objects)
         state.exits = list(info.exits)
         state.exit_probes = [astuple(probe) for probe in info.ways]
+        state.vehicle = info.vehicle
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat

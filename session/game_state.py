@@ -121,6 +121,8 @@ class GameState:
     exits: list[str] = field(default_factory=list)
     # The engine's exit probe in full: (direction, room reached or 0, refusal, door, room behind the door).
     exit_probes: list[tuple[str, int, str, str, int]] = field(default_factory=list)
+    # The vehicle the player is in ("magic boat"), "" on foot: the ways it refuses are not the room's.
+    vehicle: str = ""
     # The exits the agent is told, as the fair-play level allows (with "seen", ways walked and not
     # refused since); None: the engine's ``exits``.
     exits_shown: list[str] | None = None

@@ -13,6 +13,7 @@ import pytest
 
 from game_interface import JerichoInterface
 from managers.map_manager import MapManager
+from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from world.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
@@ -69,6 +70,7 @@ class Driver:
         self.state.exit_probes = [astuple(p) for p in self.game.probe_exits()] if self.probe else []
         self.state.score, self.state.moves = self.game.score, self.game.moves
         self.state.game_over = self.game.is_game_over()
+        self.state.vehicle = self.game.vehicle()
 
     def play(self, commands: list[str]) -> None:
         for command in commands:
@@ -486,3 +488,26 @@ def test_a_route_through_rooms_found_dark_says_so_while_nothing_carried_is_lit(
     driver.state.inventory_shown = game.describe_inventory()
     expected = "Route to the Cellar: north (dark ahead: the Cellar)" if fair_play == "seen" else "Route to"
     assert (expected in (manager.context_section() or "")) == (fair_play == "seen")
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_in_the_boat_on_land_the_rooms_ways_stay_as_they_were(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """In the boat on the beach every move on foot is refused ("You can't go there in a magic
+    boat."): the beach keeps its ways (walked, or probed on foot), none is taken for refused, and
+    the exits line says why it lists none instead of "none known"."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    commands = game.get_walkthrough()
+    driver.play([*commands[: commands.index("Enter boat")], "W", "E", "Enter boat"])
+    beach, seen = game.get_location().id, fair_play == "seen"
+    damp = game.find_rooms("Damp Cave")[0].id
+    assert game.vehicle() == "magic boat" and game.get_valid_exits() == []
+    assert "Valid exits: none from the magic boat (get out of it to walk)" in build_context(driver.state)
+    driver.play(["W"])
+    assert "in a magic boat" in game.last_response and game.get_location().id == beach
+    assert (beach, "west") not in manager.graph.refusals
+    assert [w.label for w in manager.graph.route(beach, {damp}, seen=seen) or []] == ["west"]
+    assert "west -> Damp Cave" in (manager.context_section() or "")
