@@ -35,8 +35,8 @@ against the engine, replayed independently with raw Jericho calls:
   objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
 - in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
   object "gone from here" was in view there then and is not now;
-- dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar") exactly
-  while nothing carried is lit;
+- dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar"), and at
+  the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
@@ -528,6 +528,9 @@ def check_route_lines(
         if nearby and len(nearby.group("steps").split(",")) > NEARBY_STEPS:
             verdicts.disagree("route_lines", f"{where}: {line!r}: further than {NEARBY_STEPS} moves")
     lit = any("on" in states for _, states in truth.things[turn][0].values())
+    # The engine level also knows which rooms the player has been in have no light of their own.
+    been = {truth.turns[t].room_id for t in truth.turns if t <= turn} if engine else set()
+    tree = truth.after[turn - 1].tree if turn - 1 in truth.after else {}
     for route in routes:
         verdicts.checked["refused_routes"] += 1
         verdicts.checked["dark_ahead"] += 1
@@ -545,7 +548,8 @@ def check_route_lines(
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
-            if not lit and _found_dark(saw, at) and f"the {truth.room_names.get(at)}" not in dark:
+            unlit = _found_dark(saw, at) or (at in been and ONBIT not in tree.get(at, (0, (ONBIT,)))[1])
+            if not lit and unlit and f"the {truth.room_names.get(at)}" not in dark:
                 dark.append(f"the {truth.room_names.get(at)}")
         shown = route.group("dark").split(", ") if route.group("dark") else []
         if shown != dark:

@@ -307,6 +307,13 @@ class JerichoInterface:
         """What the player is directly in: the room, or a vehicle in it (the boat)."""
         return int(self.env.get_player_object().parent)
 
+    def dark_by_itself(self) -> bool:
+        """Whether the player's room has no light of its own (the cellar, the caves): lit only by
+        what the player brings."""
+        room = self.get_location().id
+        tree = self._tree()
+        return room in tree and ONBIT not in tree[room][3]
+
     def vehicle(self) -> str:
         """The vehicle the player is in (the magic boat), or "" when standing in the room."""
         container = self.player_container()

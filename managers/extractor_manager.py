@@ -99,6 +99,8 @@ class ExtractedInfo:
     carried: bool = False
     # The vehicle the player is in ("magic boat"), "" on foot.
     vehicle: str = ""
+    # The room has no light of its own (engine knowledge: the player may have a lamp on).
+    room_dark: bool = False
 
 
 def describe_world_changes(
@@ -204,6 +206,7 @@ class ExtractorManager(BaseManager):
             rooms_entered=game.last_rooms_entered() if action is not None else (),
             carried=game.last_move_carried() if action is not None else False,
             vehicle=game.vehicle(),
+            room_dark=game.dark_by_itself(),
         )
 
     def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:

@@ -99,6 +99,8 @@ class MapManager(BaseManager):
         if not state.current_room_id:
             return False
         changed = self._change("add_room", state.current_room_id, state.current_room_name)
+        if state.room_dark:
+            changed |= self._change("set_dark", state.current_room_id, True)
         named = directions_described(state.last_observation, state.current_room_name)
         if named is not None:
             changed |= self._change("set_mentioned", state.current_room_id, named)

@@ -409,6 +409,7 @@ class EpisodeRunner:
         state.exits = list(info.exits)
         state.exit_probes = [astuple(probe) for probe in info.ways]
         state.vehicle = info.vehicle
+        state.room_dark = info.room_dark
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat

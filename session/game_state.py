@@ -123,6 +123,8 @@ class GameState:
     exit_probes: list[tuple[str, int, str, str, int]] = field(default_factory=list)
     # The vehicle the player is in ("magic boat"), "" on foot: the ways it refuses are not the room's.
     vehicle: str = ""
+    # The room has no light of its own, as the engine knows (only the "engine" level's map uses it).
+    room_dark: bool = False
     # The exits the agent is told, as the fair-play level allows (with "seen", ways walked and not
     # refused since); None: the engine's ``exits``.
     exits_shown: list[str] | None = None

@@ -71,6 +71,7 @@ class Driver:
         self.state.score, self.state.moves = self.game.score, self.game.moves
         self.state.game_over = self.game.is_game_over()
         self.state.vehicle = self.game.vehicle()
+        self.state.room_dark = self.game.dark_by_itself()
 
     def play(self, commands: list[str]) -> None:
         for command in commands:
@@ -483,6 +484,10 @@ def test_a_route_through_rooms_found_dark_says_so_while_nothing_carried_is_lit(
     assert "Route to the Cellar: north" in section and "dark ahead" not in section
     dark = manager.graph.render_compact(chasm, target, seen=fair_play == "seen", lit=False)
     assert "Route to the Cellar: north (dark ahead: the Cellar)" in dark
+    # East of Chasm was always lit by the lamp: only the engine knows it has no light of its own.
+    back = manager.graph.render_compact(cellar, [("the chasm", {chasm})], seen=fair_play == "seen", lit=False)
+    expected = "(dark ahead: the East of Chasm)" if fair_play == "engine" else "Route to the chasm: south"
+    assert back.endswith(expected), back
     # In the dark the engine's probe finds the way north deadly (a grue): only the seen level keeps it.
     driver.play(["Turn off lamp"])
     driver.state.inventory_shown = game.describe_inventory()
