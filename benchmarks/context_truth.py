@@ -68,7 +68,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle, TurnTruth
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -265,18 +265,32 @@ _ROUTE = re.compile(
 )
 
 
+def _on_foot(facts: TurnTruth) -> bool:
+    """The probe showed the room's own ways: not from a vehicle that refuses every move (the boat on land)."""
+    return not facts.vehicle or bool(facts.leads_to)
+
+
 def _last_probe(truth: EngineTruth, room: int, turn: int) -> dict[str, int]:
-    """Where each direction led when the player was last in ``room``, up to ``turn``."""
+    """Where each direction led when the player was last in ``room`` (on foot), up to ``turn``."""
     for t in range(turn, 0, -1):
         facts = truth.turns.get(t)
-        if facts is not None and facts.room_id == room:
+        if facts is not None and facts.room_id == room and _on_foot(facts):
             return facts.leads_to
     return {}
 
 
+def _room_facts(truth: EngineTruth, turn: int) -> TurnTruth:
+    """The turn's facts; in a vehicle that refuses every move, the room's own ways as last probed on
+    foot (the map keeps them: they are the room's, and the player gets out to walk them)."""
+    facts = truth.turns[turn]
+    earlier = [t for t in range(turn - 1, 0, -1) if t in truth.turns and truth.turns[t].room_id == facts.room_id]
+    on_foot = next((truth.turns[t] for t in earlier if _on_foot(truth.turns[t])), None)
+    return facts if _on_foot(facts) or on_foot is None else on_foot
+
+
 def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, oracle: Oracle) -> None:
     """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
-    facts = truth.turns[turn]
+    facts = _room_facts(truth, turn)
     names = truth.probed_names
     visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
     ways = _line(prompt, "Ways from here: ")
@@ -317,7 +331,7 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         else:
             continue
         verdicts.checked["routes"] += 1
-        kind, detail, end = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
+        kind, detail, end = oracle.walk(truth.turns[turn].state, steps, lambda room: _last_probe(truth, room, turn))
         if kind == "wrong":
             verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r}: {detail}")
         elif kind == "changed":

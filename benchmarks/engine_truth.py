@@ -196,6 +196,7 @@ class TurnTruth:
     replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
     state: Any = None  # the engine's state then, to walk the routes shown
     dark: bool = False  # no light here: the player sees nothing in the room
+    vehicle: bool = False  # the player sits in a vehicle (the boat), not in the room itself
 
 
 @dataclass
@@ -436,6 +437,7 @@ class Oracle:
                 replies,
                 self.env.get_state(),
                 not self.lit(tree, room),
+                tree[self.player][0] != room,
             )
             for reached in leads.values():
                 truth.probed_names[reached] = self.name(reached)
