@@ -35,6 +35,8 @@ against the engine, replayed independently with raw Jericho calls:
   objectives, knowledge) within its budget in tokens (``ROLE_BUDGETS``);
 - in_view: what "Still in view" keeps is the game's own words, from the turn and room it names, and an
   object "gone from here" was in view there then and is not now;
+- dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar"), and at
+  the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
@@ -66,7 +68,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle, TurnTruth
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -96,6 +98,7 @@ COMMON_CHECKS = (
     "stale_memory",
     "route_lines",
     "refused_routes",
+    "dark_ahead",
 )
 # The largest request each role may send, in tokens (characters / 4, every message): the agent's
 # whole prompt, and each helper's question. A role whose requests outgrow this is the check's failure.
@@ -216,6 +219,12 @@ def _items(value: str | None, empty: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def _exits_listed(prompt: str) -> list[str]:
+    """The directions "Valid exits" lists: none for "none known" or "none from the magic boat (...)"."""
+    value = _line(prompt, "Valid exits: ")
+    return [] if value is None or value.startswith("none ") else _items(value, "")
+
+
 @dataclass
 class Verdicts:
     counts: Counter[str] = field(default_factory=Counter)
@@ -244,28 +253,45 @@ def _difference(shown: set[str], engine: set[str]) -> str:
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
     verdicts.checked.update(("exits",))
-    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    exits = set(_exits_listed(prompt))
     if exits != facts.exits:
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
 _BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
-_ROUTE = re.compile(r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+ on the way\))?$")
+_ROUTE = re.compile(
+    r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
+    r"(?: \(dark ahead: (?P<dark>.+)\))?$"
+)
+
+
+def _on_foot(facts: TurnTruth) -> bool:
+    """The probe showed the room's own ways: not from a vehicle that refuses every move (the boat on land)."""
+    return not facts.vehicle or bool(facts.leads_to)
 
 
 def _last_probe(truth: EngineTruth, room: int, turn: int) -> dict[str, int]:
-    """Where each direction led when the player was last in ``room``, up to ``turn``."""
+    """Where each direction led when the player was last in ``room`` (on foot), up to ``turn``."""
     for t in range(turn, 0, -1):
         facts = truth.turns.get(t)
-        if facts is not None and facts.room_id == room:
+        if facts is not None and facts.room_id == room and _on_foot(facts):
             return facts.leads_to
     return {}
 
 
+def _room_facts(truth: EngineTruth, turn: int) -> TurnTruth:
+    """The turn's facts; in a vehicle that refuses every move, the room's own ways as last probed on
+    foot (the map keeps them: they are the room's, and the player gets out to walk them)."""
+    facts = truth.turns[turn]
+    earlier = [t for t in range(turn - 1, 0, -1) if t in truth.turns and truth.turns[t].room_id == facts.room_id]
+    on_foot = next((truth.turns[t] for t in earlier if _on_foot(truth.turns[t])), None)
+    return facts if _on_foot(facts) or on_foot is None else on_foot
+
+
 def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, oracle: Oracle) -> None:
     """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
-    facts = truth.turns[turn]
+    facts = _room_facts(truth, turn)
     names = truth.probed_names
     visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
     ways = _line(prompt, "Ways from here: ")
@@ -306,7 +332,7 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         else:
             continue
         verdicts.checked["routes"] += 1
-        kind, detail, end = oracle.walk(facts.state, steps, lambda room: _last_probe(truth, room, turn))
+        kind, detail, end = oracle.walk(truth.turns[turn].state, steps, lambda room: _last_probe(truth, room, turn))
         if kind == "wrong":
             verdicts.disagree("routes", f"turn {turn} in {facts.room}: {line!r}: {detail}")
         elif kind == "changed":
@@ -423,7 +449,7 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
     room, names = facts.room_id, truth.room_names
     where = f"turn {turn} in {facts.room}"
     verdicts.checked["seen_exits"] += 1
-    exits = set(_items(_line(prompt, "Valid exits: "), "none known"))
+    exits = set(_exits_listed(prompt))
     walked = _open_ways(saw, room)
     if exits != set(walked):
         verdicts.disagree("seen_exits", f"{where}: {_difference(exits, set(walked))} (walked from here)")
@@ -516,9 +542,15 @@ def check_route_lines(
         nearby = _NEARBY.match(line)
         if nearby and len(nearby.group("steps").split(",")) > NEARBY_STEPS:
             verdicts.disagree("route_lines", f"{where}: {line!r}: further than {NEARBY_STEPS} moves")
+    lit = any("on" in states for _, states in truth.things[turn][0].values())
+    # The engine level also knows which rooms the player has been in have no light of their own.
+    been = {truth.turns[t].room_id for t in truth.turns if t <= turn} if engine else set()
+    tree = truth.after[turn - 1].tree if turn - 1 in truth.after else {}
     for route in routes:
         verdicts.checked["refused_routes"] += 1
+        verdicts.checked["dark_ahead"] += 1
         at = facts.room_id
+        dark: list[str] = []
         for step in (x.strip() for x in route.group("steps").split(",")):
             if (at, step) in saw.refused and not (engine and _reopened(truth, saw, at, step, turn)):
                 verdicts.disagree(
@@ -531,6 +563,17 @@ def check_route_lines(
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
+            unlit = _found_dark(saw, at) or (at in been and ONBIT not in tree.get(at, (0, (ONBIT,)))[1])
+            if not lit and unlit and f"the {truth.room_names.get(at)}" not in dark:
+                dark.append(f"the {truth.room_names.get(at)}")
+        shown = route.group("dark").split(", ") if route.group("dark") else []
+        if shown != dark:
+            verdicts.disagree("dark_ahead", f"{where}: {route.group(0)!r}: the player found dark on it {dark}")
+
+
+def _found_dark(saw: PlayerSaw, room: int) -> bool:
+    """The game told the player, in ``room`` and alive, that it is pitch black there."""
+    return any("pitch black" in text and "You have died" not in text for text in saw.descriptions.get(room, []))
 
 
 def _request_text(body: dict[str, Any]) -> str:

@@ -60,6 +60,8 @@ DIRECTIONS: tuple[str, ...] = (
 # Property numbers of this release: a room's local globals, a container's capacity.
 _GLOBALS = 5
 _CAPACITY = 10
+# Zork I's direction properties are numbered from here up (``land`` is the lowest, 19).
+_LOWEST_DIRECTION = 19
 # A dictionary entry's first data byte: part-of-speech flags, and which value byte comes first.
 _DIRECTION_FLAG = 0x10
 _FIRST_IS_DIRECTION = 3
@@ -76,6 +78,9 @@ class StoryObject:
     name: str
     local_globals: tuple[int, ...]
     capacity: int
+    # A room's direction properties: property number -> the room it names first (0: none, a
+    # message or a routine), as the story defines its ways out.
+    ways: dict[int, int] = field(default_factory=dict)
 
 
 class Story:
@@ -140,6 +145,8 @@ class Story:
                 self.text(table + 1) if name_words else "",
                 tuple(n for n in properties.get(_GLOBALS, b"") if n),
                 int.from_bytes(properties.get(_CAPACITY, b""), "big"),
+                # One byte: the room; four or five: the room when a flag or door allows; two or three: none.
+                {p: (v[0] if len(v) in (1, 4, 5) else 0) for p, v in properties.items() if p >= _LOWEST_DIRECTION},
             )
         return objects
 
@@ -189,6 +196,7 @@ class TurnTruth:
     replies: dict[str, str] = field(default_factory=dict)  # direction -> the game's reply, for those that lead nowhere
     state: Any = None  # the engine's state then, to walk the routes shown
     dark: bool = False  # no light here: the player sees nothing in the room
+    vehicle: bool = False  # the player sits in a vehicle (the boat), not in the room itself
 
 
 @dataclass
@@ -225,6 +233,8 @@ class Oracle:
         self.intro = str(self.env.reset()[0])
         self.player = self.env.player_obj_num
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
+        # Container -> whether the game lets the player open or close it (see ``opens``).
+        self.opening: dict[int, bool] = {}
         self.check_attributes()
 
     def check_attributes(self) -> None:
@@ -284,13 +294,28 @@ class Oracle:
             if INVISIBLE not in tree.get(n, (0, ()))[1] and INTERACTIVE & set(tree.get(n, (0, ()))[1])
         ]
 
+    def opens(self, number: int, flags: set[int]) -> bool:
+        """Whether the game lets the player open or close this container: asked once, from the state
+        the engine is in now, and undone. "You can't do that." (the chalice) is a no; an answer
+        about something else (the name not understood here) is asked again at the next sight."""
+        if number not in self.opening:
+            words = [w for w in self.name(number).lower().split() if w not in ("a", "an", "the")]
+            state = self.env.get_state()
+            reply = self.env.step(f"{'close' if OPENBIT in flags else 'open'} {words[-1]}")[0].strip()
+            self.env.set_state(state)
+            if reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
+                return True
+            self.opening[number] = reply != "You can't do that."
+        return self.opening[number]
+
     def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
         """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
-        or a creature); on or off for light sources."""
+        or a creature, and not one the game refuses to open or close); on or off for light sources."""
         flags = set(attrs)
         states: set[str] = set()
         capacity = self.story.objects[number].capacity if number in self.story.objects else 0
-        if DOORBIT in flags or (CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags):
+        container = CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags
+        if DOORBIT in flags or (container and self.opens(number, flags)):
             states.add("open" if OPENBIT in flags else "closed")
         if LIGHTBIT in flags:
             states.add("on" if ONBIT in flags else "off")
@@ -317,16 +342,33 @@ class Oracle:
         return carried, seen
 
     def exits(self) -> tuple[dict[str, int], dict[str, str]]:
-        """Each direction tried and undone: where the open ones lead, and what the game says to the others."""
+        """Each direction tried and undone: where the open ones lead, and what the game says to the
+        others. A direction that ends where a direction the room has no way in ends (the river's
+        current moves the boat on whatever is typed) leads nowhere; one into a room that throws
+        the player out again (the Loud Room) leads to that room, whose name the reply heads a line with."""
         here = self.room(self.tree())
         state = self.env.get_state()
+        ways = self.story.objects[here].ways
+        props = self.story.direction_words
+        nowhere = next((d for d in DIRECTIONS if props[d[:_WORD_LETTERS]] not in ways), None)
+        drift = here
+        if nowhere is not None:
+            reply = self.env.step(nowhere)[0]
+            if not self.env.game_over() and "You have died" not in reply:
+                drift = self.room(self.tree())
+            self.env.set_state(state)
         found: dict[str, int] = {}
         replies: dict[str, str] = {}
         for direction in DIRECTIONS:
             reply = self.env.step(direction)[0]
             now = self.room(self.tree())
-            if not self.env.game_over() and "You have died" not in reply and now != here:
-                found[direction] = now
+            if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
+                # The room this direction's own property names, when the reply heads a line with it
+                # and the player is no longer there.
+                lines = {line.split(",")[0].strip() for line in reply.splitlines()}
+                named = ways.get(props[direction[:_WORD_LETTERS]], 0)
+                passed = named and named != now and self.name(named) in lines - {self.name(now), self.name(here)}
+                found[direction] = named if passed else now
             else:
                 replies[direction] = reply.strip()
             self.env.set_state(state)
@@ -395,6 +437,7 @@ class Oracle:
                 replies,
                 self.env.get_state(),
                 not self.lit(tree, room),
+                tree[self.player][0] != room,
             )
             for reached in leads.values():
                 truth.probed_names[reached] = self.name(reached)

@@ -68,6 +68,7 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
 _ARTICLES = frozenset({"a", "an", "the"})
 NO_WAY_REPLY = "You can't go that way."
+CANNOT_DO_REPLY = "You can't do that."
 # Zork's replies when the parser or the world refuses a command ("You can't go that way.",
 # "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
 _REFUSAL = re.compile(
@@ -115,15 +116,18 @@ class GameObject:
     attributes: tuple[int, ...]
     parent_id: int
     capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
+    # False for a container the game will not open or close ("You can't do that.": the chalice).
+    opens: bool = True
 
     @property
     def states(self) -> list[str]:
         """The state a player acts on: doors and containers open or closed, light sources on
-        or off. A container with no capacity (the black book, "open to page 569") is never
+        or off. A container with no capacity (the black book, "open to page 569"), or one the game
+        answers "You can't do that." when asked to open or close it (the chalice), is never
         opened or closed, and a creature (the thief carries a bag) is no container."""
         attrs = self.attributes
         states: list[str] = []
-        openable = CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+        openable = CONTBIT in attrs and self.capacity > 0 and self.opens and not {SURFACEBIT, ACTORBIT} & set(attrs)
         if DOORBIT in attrs or openable:
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
@@ -224,6 +228,10 @@ class JerichoInterface:
         self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
         self._last_changes: tuple[WorldChange, ...] = ()
         self._entered: tuple[Location, ...] = ()
+        self._carried = False
+        # Containers the game will not open or close, and every container tried so far (see _try_opening).
+        self._never_opens: set[int] = set()
+        self._tried_opening: set[int] = set()
 
     @property
     def env(self) -> FrotzEnv:
@@ -254,12 +262,14 @@ class JerichoInterface:
         if meta is not None:
             raise RefusedCommandError(command, meta)
         self._entered = ()
+        self._carried = False
         if self._game_over:
             self._last_changes = ()
             return GAME_OVER_TEXT
         env = self.env
         room_before = self.get_location().id
         before = self._tree()
+        state_before = env.get_state()
         raw, _, _, _ = env.step(command)
         hidden_change = bool(env._get_world_diff()[3])  # read now: an exit probe would overwrite it
         text = clean_text(raw)
@@ -269,7 +279,11 @@ class JerichoInterface:
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
         self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
         if self.last_response_was_death:
-            self._entered = self._room_died_in(room_before, text)
+            self._entered = self._room_named(room_before, _DEATH.split(text, maxsplit=1)[0])
+        elif (room_after := self.get_location().id) != room_before:
+            self._carried = self._drift(room_before, state_before) == room_after
+            if not self._carried:
+                self._entered = self._room_named(room_before, text, room_after)
         if env.victory():
             self._victory = True
             self._game_over = True
@@ -292,6 +306,18 @@ class JerichoInterface:
     def player_container(self) -> int:
         """What the player is directly in: the room, or a vehicle in it (the boat)."""
         return int(self.env.get_player_object().parent)
+
+    def dark_by_itself(self) -> bool:
+        """Whether the player's room has no light of its own (the cellar, the caves): lit only by
+        what the player brings."""
+        room = self.get_location().id
+        tree = self._tree()
+        return room in tree and ONBIT not in tree[room][3]
+
+    def vehicle(self) -> str:
+        """The vehicle the player is in (the magic boat), or "" when standing in the room."""
+        container = self.player_container()
+        return "" if container == self.get_location().id else self._name(container)
 
     def world_state_hash(self) -> str:
         """A fingerprint of the whole game state: equal before and after a turn that changed nothing."""
@@ -325,30 +351,59 @@ class JerichoInterface:
 
     def last_rooms_entered(self) -> tuple[Location, ...]:
         """Rooms the last command took the player into that the location after it cannot show:
-        a room entered and died in (the Gas Room with a torch lit), as the player is then moved on."""
+        a room entered and died in (the Gas Room with a torch lit), or one that threw the player
+        straight out again (the Loud Room while the water roars), as the player is then moved on.
+        The first is the room the way taken leads to."""
         return self._entered
 
-    def _room_died_in(self, room_before: int, text: str) -> tuple[Location, ...]:
-        """The room whose name heads a line of the reply before the death, if it is not the room
-        the command started in. Several rooms share a name ("Forest"): the one a way out of the
-        room before leads to is taken, and a shared name with no such way is not guessed."""
-        before_death = _DEATH.split(text, maxsplit=1)[0]
+    def last_move_carried(self) -> bool:
+        """Whether the last command's change of room was the world's doing, not the command's: a
+        turn spent going nowhere would have ended in the same room (the river's current carries
+        the boat whatever is typed, "north" included)."""
+        return self._carried
+
+    def _room_named(self, room_before: int, text: str, room_after: int = 0) -> tuple[Location, ...]:
+        """The room whose name heads a line of ``text`` (Zork prints it on entering), if it is one a
+        way out of the room before leads to, and neither that room nor ``room_after``. Several rooms
+        share a name ("Forest"): the one a way out of the room before leads to is taken, and a
+        shared name with no such way is not guessed."""
         static = self._story.objects.get(room_before)
         destinations = {way.to for _, way in static.exits} if static else set()
         tree = self._tree()
-        for line in before_death.splitlines():
-            name = line.strip()
-            if not name or len(name) > 40:
+        # A line naming the room left or the room reached says nothing of a room between (the mine's
+        # rooms all called "Coal Mine").
+        known = {self._name(room_before), self._name(room_after) if room_after else ""}
+        for line in text.splitlines():
+            name = line.split(",", 1)[0].strip()  # "Frigid River, in the magic boat"
+            if not name or len(name) > 40 or name in known:
                 continue
             rooms = [
                 n
                 for n, entry in tree.items()
-                if entry[0] == self._rooms_root and self._name(n) == name and n != room_before
+                if entry[0] == self._rooms_root and self._name(n) == name and n not in (room_before, room_after)
             ]
-            chosen = [n for n in rooms if n in destinations] or (rooms if len(rooms) == 1 else [])
+            chosen = [n for n in rooms if n in destinations] or (rooms if len(rooms) == 1 and not room_after else [])
             if chosen:
                 return (Location(chosen[0], name),)
         return ()
+
+    def _drift(self, here: int, state: tuple[Any, ...]) -> int:
+        """The room a turn spent going nowhere ends in, from ``state`` in room ``here`` (tried and
+        undone): here, unless something carries the player on (the river). The turn is a
+        direction the story gives this room no way in; with none, or a death, the answer is here."""
+        static = self._story.objects.get(here)
+        nowhere = next((d for d in DIRECTIONS if static and static.exit(d) is None), None)
+        if nowhere is None:
+            return here
+        env = self.env
+        after = env.get_state()
+        env.set_state(state)
+        try:
+            raw = env.step(nowhere)[0]
+            died = env.game_over() or bool(_DEATH.search(raw))
+            return here if died else self.get_location().id
+        finally:
+            env.set_state(after)
 
     def last_world_changes(self) -> tuple[WorldChange, ...]:
         """What the last command changed near the player (empty for a look, a refusal, a plain move)."""
@@ -378,6 +433,7 @@ class JerichoInterface:
         """Carried items as a player needs them: each with its state and, nested, what it holds
         ("gold coffin (open, containing: sceptre)"), so putting the coffin away visibly takes
         the sceptre with it."""
+        self._try_opening(self._visible_below(self._player_id, self._tree()))
         tree = self._tree()
         return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
 
@@ -395,6 +451,7 @@ class JerichoInterface:
         room = self.get_location().id
         if words_read is not None and not self._lit(room, tree):
             return []
+        self._try_opening(self._visible_below(room, tree))
         shown: list[str] = []
         for obj in self.get_visible_objects():
             if self._held_by_creature(obj.id, room, tree):
@@ -411,6 +468,29 @@ class JerichoInterface:
                 parts.append(f"{word} the {self._name(holder)}")
             shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
         return shown
+
+    def _try_opening(self, objects: list[GameObject]) -> None:
+        """Ask the game once to open (or close) each container shown with an open/closed state, and
+        undo it: one it answers "You can't do that." (the chalice) is never shown open or closed.
+        Whether a container opens is its own code's answer, the same all game; an answer about
+        something else (an ambiguous name) is not kept, and the container is asked again later."""
+        env = self.env
+        for obj in objects:
+            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
+                continue
+            words = _name_words(obj.name)
+            verb = "close" if OPENBIT in obj.attributes else "open"
+            state = env.get_state()
+            try:
+                reply = clean_text(env.step(f"{verb} {words[-1]}")[0]) if words else ""
+                flipped = (OPENBIT in _attributes(bytes(env.get_object(obj.id)._attr))) != (OPENBIT in obj.attributes)
+            finally:
+                env.set_state(state)
+            if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
+                continue
+            self._tried_opening.add(obj.id)
+            if not flipped and reply == CANNOT_DO_REPLY:
+                self._never_opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
         """Light here: the room's own, or a light source that is on, in the room or carried."""
@@ -678,6 +758,7 @@ class JerichoInterface:
             attributes=attrs,
             parent_id=parent,
             capacity=static.capacity if static else 0,
+            opens=number not in self._never_opens,
         )
 
     def _name(self, number: int) -> str:
@@ -717,7 +798,10 @@ class JerichoInterface:
 
         The full engine state (memory, stack, random generator, pending text) is restored
         after every probe. A probe that kills the player (a grue, a fall) is no exit, even when
-        Zork resurrects the player elsewhere. A refused way names its door only when opening it
+        Zork resurrects the player elsewhere. A direction that ends where going nowhere would (the
+        river's current carries the boat on whatever is typed) is no exit either, and a way into a
+        room that throws the player straight out (the Loud Room while the water roars) leads to
+        that room, not to where the player landed. A refused way names its door only when opening it
         from here lets the player through. Directions the story never makes a way ("The
         windows are all boarded.") or answers with "You can't go that way." are left out. The
         result is cached until the next command or restore, and read fresh after a command
@@ -731,6 +815,7 @@ class JerichoInterface:
         here = self.get_location().id
         static = self._story.objects.get(here)
         state = env.get_state()
+        drift = self._drift(here, state)
         found: list[ExitProbe] = []
         for direction in DIRECTIONS:
             try:
@@ -741,8 +826,12 @@ class JerichoInterface:
                 env.set_state(state)
             if died:
                 continue
+            if now == drift != here:
+                continue  # refused, and the current carried the boat on: no way of this direction's
             if now != here:
-                found.append(ExitProbe(direction, to=now))
+                # The room the way leads to, also when that room threw the player out again.
+                passed = self._room_named(here, clean_text(raw), now)
+                found.append(ExitProbe(direction, to=passed[0].id if passed else now))
                 continue
             way = static.exit(direction) if static else None
             refusal = clean_text(raw).split("\n", 1)[0].strip()

@@ -97,6 +97,12 @@ class ExtractedInfo:
     ways: tuple[ExitProbe, ...] = ()
     # Rooms entered that the location no longer shows (one entered and died in).
     rooms_entered: tuple[Location, ...] = ()
+    # The change of room was the world's doing (the river's current), not the command's.
+    carried: bool = False
+    # The vehicle the player is in ("magic boat"), "" on foot.
+    vehicle: str = ""
+    # The room has no light of its own (engine knowledge: the player may have a lamp on).
+    room_dark: bool = False
 
 
 def describe_world_changes(
@@ -200,6 +206,9 @@ class ExtractorManager(BaseManager):
             inventory_shown=tuple(game.describe_inventory()),
             ways=tuple(ways),
             rooms_entered=game.last_rooms_entered() if action is not None else (),
+            carried=game.last_move_carried() if action is not None else False,
+            vehicle=game.vehicle(),
+            room_dark=game.dark_by_itself(),
         )
 
     def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:

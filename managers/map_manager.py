@@ -39,6 +39,11 @@ from shared_utils.files import json_text
 from world.map_graph import MapGraph, normalize_direction
 
 MERMAID_FILE_NAME = "map.mmd"
+# The game's words for a room with no light of its own and none carried ("It is pitch black. You are
+# likely to be eaten by a grue.", "It is now pitch black.").
+_PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)
+# A carried thing that gives light now: "brass lantern (on)", "sack (open, containing: torch (on))".
+_LIGHT_ON = re.compile(r"\(on[,)]")
 # A direction word in a room's description ("a path leads north", "a staircase leading upward").
 _NAMED_DIRECTION = re.compile(
     r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
@@ -94,6 +99,8 @@ class MapManager(BaseManager):
         if not state.current_room_id:
             return False
         changed = self._change("add_room", state.current_room_id, state.current_room_name)
+        if state.room_dark:
+            changed |= self._change("set_dark", state.current_room_id, True)
         named = directions_described(state.last_observation, state.current_room_name)
         if named is not None:
             changed |= self._change("set_mentioned", state.current_room_id, named)
@@ -103,7 +110,10 @@ class MapManager(BaseManager):
             changed = True
         # With probing off the exits list is empty for lack of data, not for lack of exits;
         # at game over it is empty too. Neither may wipe what the engine confirmed earlier.
-        if self.config.gameplay.exit_probe and not state.game_over:
+        # In a vehicle on land every direction is refused ("You can't go there in a magic boat."):
+        # a probe that found no way there says nothing of the room's own ways.
+        boat_bound = state.vehicle and not any(p[1] for p in state.exit_probes)
+        if self.config.gameplay.exit_probe and not state.game_over and not boat_bound:
             if state.exit_probes:
                 probes = [tuple(p) for p in state.exit_probes]
                 changed |= self._change("set_probed_ways", state.current_room_id, probes)
@@ -124,16 +134,26 @@ class MapManager(BaseManager):
             changed |= self._change("visit", room_id, name)
         if result.moved:
             changed |= self._change("visit", result.room_id_after, result.room_name_after)
-            # Dying moves the player too (to the forest), but that is no passage.
-            if not result.died:
-                changed |= self._change("record_move", result.room_id_before, result.action, result.room_id_after)
-        elif direction is not None and not result.died and not result.game_over:
+        # Dying moves the player too (to the forest), and the river's current whatever is typed: no
+        # passage. A way into a room that threw the player out (the Loud Room) leads to that room.
+        if result.moved and not result.died and not result.carried:
+            to_id = result.rooms_entered[0][0] if result.rooms_entered else result.room_id_after
+            changed |= self._change("record_move", result.room_id_before, result.action, to_id)
+        elif direction is not None and not result.died and not result.game_over and not self._vehicles_refusal(result):
             changed |= self._change("record_failed_move", result.room_id_before, result.action, result.response)
+        if _PITCH_BLACK.search(result.response) and not result.died:
+            changed |= self._change("set_dark", result.room_id_after)
         # Only trust the state's exits if they describe the room this turn ended in.
         if self.game_state.current_room_id == result.room_id_after:
             changed |= self._sync_current_room()
         if changed:
             self._save()
+
+    def _vehicles_refusal(self, result: TurnResult) -> bool:
+        """A move refused because of the vehicle the player sits in ("You can't go there in a magic
+        boat."): the way itself was not tried, and stays as it was."""
+        vehicle = self.game_state.vehicle
+        return bool(vehicle) and not result.moved and vehicle.split()[-1].lower() in result.response.lower()
 
     def _save(self) -> None:
         unsaved = list(self._unsaved)
@@ -168,7 +188,8 @@ class MapManager(BaseManager):
         if not room_id:
             return None
         targets = self.route_targets() if self.route_targets else None
-        return self.graph.render_compact(room_id, targets, seen=self.seen_only)
+        lit = any(_LIGHT_ON.search(shown) for shown in self.game_state.inventory_shown)
+        return self.graph.render_compact(room_id, targets, seen=self.seen_only, lit=lit)
 
     def exits_shown(self) -> list[str] | None:
         """The current room's open ways as fair play "seen" lets the models know them (walked

@@ -289,10 +289,16 @@ class ZorkSession:
 
     def _update_map(self, command: str, before_id: int, after_id: int, after_name: str, died: bool) -> None:
         game = self.game
+        carried = game.last_move_carried()
         if after_id != before_id:
             self.graph.visit(after_id, after_name)
-            if not died:  # dying moves you to the forest, but that is no passage
-                self.graph.record_move(before_id, command, after_id)
+        # Dying moves you to the forest, and the river's current whatever you type: no passage. A
+        # way into a room that threw you out again (the Loud Room) leads to that room.
+        if after_id != before_id and not died and not carried:
+            entered = game.last_rooms_entered()
+            for room in entered:
+                self.graph.visit(room.id, room.name)
+            self.graph.record_move(before_id, command, entered[0].id if entered else after_id)
         elif normalize_direction(command) and not died:
             self.graph.record_failed_move(before_id, command)
         if not game.is_game_over():

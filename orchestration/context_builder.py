@@ -30,6 +30,12 @@ def limits_line(state: GameState, limits: TurnLimits) -> str:
     )
 
 
+def _no_exits(state: GameState) -> str:
+    """What "Valid exits" says when it lists none: in a vehicle on land every move on foot is
+    refused until the player gets out, which "none known" would hide."""
+    return f"none from the {state.vehicle} (get out of it to walk)" if state.vehicle else "none known"
+
+
 def build_context(state: GameState, sections: list[str] | None = None, limits: TurnLimits | None = None) -> str:
     """The user message for the agent: where it is, what it has, what just happened.
 
@@ -43,7 +49,7 @@ def build_context(state: GameState, sections: list[str] | None = None, limits: T
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         *([limits_line(state, limits)] if limits is not None else []),
         f"Location: {state.current_room_name} (room {state.current_room_id})",
-        f"Valid exits: {', '.join(exits) if exits else 'none known'}",
+        f"Valid exits: {', '.join(exits) if exits else _no_exits(state)}",
         f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",
     ]

@@ -370,6 +370,7 @@ class EpisodeRunner:
             victory=info.victory,
             world_changes=describe_world_changes(info, state.current_room_id, state.exits, self._engine_level),
             rooms_entered=tuple((room.id, room.name) for room in info.rooms_entered),
+            carried=info.carried,
         )
         self._apply_facts(info, response)
         state.record_turn(result)
@@ -408,6 +409,8 @@ class EpisodeRunner:
         state.visible_objects = list(info.visible_objects)
         state.exits = list(info.exits)
         state.exit_probes = [astuple(probe) for probe in info.ways]
+        state.vehicle = info.vehicle
+        state.room_dark = info.room_dark
         state.score, state.max_score, state.moves = info.score, info.max_score, info.moves
         state.game_over, state.victory = info.game_over, info.victory
         state.in_combat = info.in_combat

@@ -79,8 +79,11 @@ class TurnResult:
     # What the command changed near the player, from the engine's object tree and exit probe:
     # "kitchen window: opened", "trap door: revealed", "troll: gone from the game", "new exit: down".
     world_changes: tuple[str, ...] = ()
-    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died in.
+    # Rooms entered on the way that room_id_after cannot show, as (id, name): one entered and died
+    # in, or one that threw the player out again (the first is where the way taken leads).
     rooms_entered: tuple[tuple[int, str], ...] = ()
+    # The move was the world's doing (the river's current carried the boat), not the command's.
+    carried: bool = False
 
     @property
     def moved(self) -> bool:
@@ -118,6 +121,10 @@ class GameState:
     exits: list[str] = field(default_factory=list)
     # The engine's exit probe in full: (direction, room reached or 0, refusal, door, room behind the door).
     exit_probes: list[tuple[str, int, str, str, int]] = field(default_factory=list)
+    # The vehicle the player is in ("magic boat"), "" on foot: the ways it refuses are not the room's.
+    vehicle: str = ""
+    # The room has no light of its own, as the engine knows (only the "engine" level's map uses it).
+    room_dark: bool = False
     # The exits the agent is told, as the fair-play level allows (with "seen", ways walked and not
     # refused since); None: the engine's ``exits``.
     exits_shown: list[str] | None = None

@@ -25,6 +25,7 @@ from benchmarks.context_truth import (
     check_walkthrough,
 )
 from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
+from game_interface import JerichoInterface
 from tests.e2e_support import walkthrough
 from world.map_graph import MapGraph
 
@@ -177,3 +178,62 @@ def test_the_benchmark_exits_2_without_a_story_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert str(missing) in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("upto", "then", "room", "expected"),
+    [
+        # In the boat on the river, the current carries it on whatever is typed: only the shore is a way.
+        (
+            "Enter boat",
+            ["Launch", "Get sceptre"],
+            "Frigid River",
+            {"west": "White Cliffs Beach", "land": "White Cliffs Beach"},
+        ),
+        # With the dam's gates open, the Loud Room throws whoever enters out again: down still leads there.
+        (
+            "Turn bolt with wrench",
+            ["W", "Se"],
+            "Deep Canyon",
+            {"east": "Dam", "northwest": "Reservoir South", "southwest": "North-South Passage", "down": "Loud Room"},
+        ),
+    ],
+)
+def test_the_probe_and_the_engine_side_agree_where_the_world_moves_the_player(
+    game_file: Path, upto: str, then: list[str], room: str, expected: dict[str, str]
+) -> None:
+    """Both sides, each its own way, name only the ways the player's direction takes: not the
+    river's current, not where the Loud Room threw the player."""
+    commands = walkthrough(game_file)
+    oracle, game = Oracle(game_file), JerichoInterface(game_file)
+    try:
+        game.start()
+        for command in commands[: commands.index(upto) + 1] + then:
+            oracle.env.step(command)
+            game.send_command(command)
+        assert game.get_location().name == room
+        leads, _ = oracle.exits()
+        assert {d: oracle.name(to) for d, to in leads.items()} == expected
+        assert {p.direction: oracle.name(p.to) for p in game.probe_exits() if p.leads} == expected
+    finally:
+        game.close()
+
+
+def test_a_container_the_game_will_not_open_is_never_called_closed(game_file: Path) -> None:
+    """The chalice holds things, but "open chalice" and "close chalice" get "You can't do that.":
+    neither side calls it closed; a container the player does open (the mailbox) keeps its state."""
+    commands = walkthrough(game_file)
+    oracle, game = Oracle(game_file), JerichoInterface(game_file)
+    try:
+        game.start()
+        assert "small mailbox (closed)" in game.describe_visible_objects()
+        assert oracle.things(oracle.tree(), oracle.room(oracle.tree()))[1]["small mailbox"][1] == {"closed"}
+        for command in commands[: commands.index("Get chalice") + 1]:
+            oracle.env.step(command)
+            game.send_command(command)
+        assert "chalice" in game.describe_inventory()
+        assert game.send_command("close chalice") == "You can't do that."
+        carried, _ = oracle.things(oracle.tree(), oracle.room(oracle.tree()))
+        assert carried["chalice"] == ("", frozenset())
+    finally:
+        game.close()

@@ -13,6 +13,7 @@ import pytest
 
 from game_interface import JerichoInterface
 from managers.map_manager import MapManager
+from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from world.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
@@ -69,6 +70,8 @@ class Driver:
         self.state.exit_probes = [astuple(p) for p in self.game.probe_exits()] if self.probe else []
         self.state.score, self.state.moves = self.game.score, self.game.moves
         self.state.game_over = self.game.is_game_over()
+        self.state.vehicle = self.game.vehicle()
+        self.state.room_dark = self.game.dark_by_itself()
 
     def play(self, commands: list[str]) -> None:
         for command in commands:
@@ -94,6 +97,7 @@ class Driver:
                 died=self.game.last_response_was_death,
                 victory=self.game.is_victory(),
                 rooms_entered=tuple((room.id, room.name) for room in self.game.last_rooms_entered()),
+                carried=self.game.last_move_carried(),
             )
             self._apply()
             state.last_observation = response
@@ -415,3 +419,100 @@ def test_fair_play_seen_shows_ways_walked_tried_or_described(
         "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
     )
     assert manager.exits_shown() == ["east"]
+
+
+def _walkthrough_to(game: JerichoInterface, last: str) -> list[str]:
+    """The walkthrough's commands up to and including the first one equal to ``last``."""
+    commands = game.get_walkthrough()
+    return commands[: commands.index(last) + 1]
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_a_room_that_throws_the_player_out_is_where_the_way_leads(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """With the dam's gates open the Loud Room throws whoever enters out to a room nearby: the way
+    down from the Deep Canyon still leads to the Loud Room, never to where the player landed."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*_walkthrough_to(game, "Turn bolt with wrench"), "W", "Se"])
+    canyon = game.get_location().id
+    driver.play(["D"])
+    loud = game.find_rooms("Loud Room")[0].id
+    assert game.get_location().id != loud and "unbearably loud" in game.last_response
+    graph = manager.graph
+    assert graph.edges[canyon]["down"] == loud and graph.been_to(loud)
+    assert "down -> Loud Room" in graph.render_compact(canyon, seen=fair_play == "seen")
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_the_rivers_current_is_no_way(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """On the river the current carries the boat on whatever is typed: "north" refused and carried
+    downstream is no way north, and the probe lists only the ways to the shores."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*_walkthrough_to(game, "Launch"), "Get sceptre"])
+    river = game.get_location().id
+    assert {p.direction for p in game.probe_exits() if p.leads} == {"west", "land"}
+    driver.play(["North"])
+    assert game.get_location().id != river and game.last_move_carried()
+    assert "north" not in manager.graph.edges.get(river, {})
+    assert "north" not in manager.graph.known_exits(river)
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_a_route_through_rooms_found_dark_says_so_while_nothing_carried_is_lit(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """Down the trap door with the lamp off the game says "It is pitch black": further on, the
+    route back names the Cellar as dark ahead while nothing carried is lit, and not while the lamp is on."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play([*OPENING, "Get lamp", "W", "Move rug", "Open trap door", "D"])
+    cellar = game.get_location().id
+    assert "pitch black" in game.last_response
+    driver.play(["Turn on lamp", "S", "N", "S"])
+    chasm, target = game.get_location().id, [("the Cellar", {cellar})]
+    manager.route_targets = lambda: target
+    driver.state.inventory_shown = game.describe_inventory()
+    section = manager.context_section() or ""
+    assert "Route to the Cellar: north" in section and "dark ahead" not in section
+    dark = manager.graph.render_compact(chasm, target, seen=fair_play == "seen", lit=False)
+    assert "Route to the Cellar: north (dark ahead: the Cellar)" in dark
+    # East of Chasm was always lit by the lamp: only the engine knows it has no light of its own.
+    back = manager.graph.render_compact(cellar, [("the chasm", {chasm})], seen=fair_play == "seen", lit=False)
+    expected = "(dark ahead: the East of Chasm)" if fair_play == "engine" else "Route to the chasm: south"
+    assert back.endswith(expected), back
+    # In the dark the engine's probe finds the way north deadly (a grue): only the seen level keeps it.
+    driver.play(["Turn off lamp"])
+    driver.state.inventory_shown = game.describe_inventory()
+    expected = "Route to the Cellar: north (dark ahead: the Cellar)" if fair_play == "seen" else "Route to"
+    assert (expected in (manager.context_section() or "")) == (fair_play == "seen")
+
+
+@pytest.mark.parametrize("fair_play", ["seen", "engine"])
+def test_in_the_boat_on_land_the_rooms_ways_stay_as_they_were(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records], fair_play: str
+) -> None:
+    """In the boat on the beach every move on foot is refused ("You can't go there in a magic
+    boat."): the beach keeps its ways (walked, or probed on foot), none is taken for refused, and
+    the exits line says why it lists none instead of "none known"."""
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    driver = Driver(game, manager)
+    driver.start()
+    commands = game.get_walkthrough()
+    driver.play([*commands[: commands.index("Enter boat")], "W", "E", "Enter boat"])
+    beach, seen = game.get_location().id, fair_play == "seen"
+    damp = game.find_rooms("Damp Cave")[0].id
+    assert game.vehicle() == "magic boat" and game.get_valid_exits() == []
+    assert "Valid exits: none from the magic boat (get out of it to walk)" in build_context(driver.state)
+    driver.play(["W"])
+    assert "in a magic boat" in game.last_response and game.get_location().id == beach
+    assert (beach, "west") not in manager.graph.refusals
+    assert [w.label for w in manager.graph.route(beach, {damp}, seen=seen) or []] == ["west"]
+    assert "west -> Damp Cave" in (manager.context_section() or "")

@@ -750,3 +750,26 @@ async def test_play_zork_prompt_lists_and_renders(transport: str, game_file: Pat
         assert unknown.value.error.code == INVALID_PARAMS
         assert "play_chess" in unknown.value.error.message and "play_zork" in unknown.value.error.message
         assert (await _call(session, "memory")).structured_content["moves"] == 0  # still serving
+
+
+def test_the_servers_map_keeps_the_ways_the_players_direction_took(game_file: Path) -> None:
+    """The Loud Room throwing the player out: the way down leads to it; the river's current carrying
+    the boat on after a refused "north": no way north."""
+    session = ZorkSession(game_file, environ={})
+    try:
+        commands = session.game.get_walkthrough()
+        for command in [*commands[: commands.index("Turn bolt with wrench") + 1], "W", "Se"]:
+            session.play_action(command)
+        canyon = session.game.get_location().id
+        session.play_action("D")
+        loud = session.game.find_rooms("Loud Room")[0].id
+        assert session.game.get_location().id != loud
+        assert session.graph.edges[canyon]["down"] == loud and session.graph.been_to(loud)
+        session.game.start()
+        for command in [*commands[: commands.index("Launch") + 1], "Get sceptre"]:
+            session.game.send_command(command)
+        river = session.game.get_location().id
+        session.play_action("North")
+        assert session.game.get_location().id != river and "north" not in session.graph.edges.get(river, {})
+    finally:
+        session.close()

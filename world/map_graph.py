@@ -156,6 +156,10 @@ class MapGraph:
         self.reopened: set[tuple[int, str]] = set()
         # room -> the directions its latest description named (the seen view's untried leads).
         self.mentioned: dict[int, set[str]] = {}
+        # Rooms the player found dark by themselves (the game said "It is pitch black" there).
+        self.dark: set[int] = set()
+        # Rooms the engine says have no light of their own, found or not (the engine view's).
+        self.engine_dark: set[int] = set()
 
     # ----------------------------------------------------------------- updates
 
@@ -214,6 +218,17 @@ class MapGraph:
         if self.mentioned.get(room_id, set()) == named:
             return False
         self.mentioned[room_id] = named
+        return True
+
+    def set_dark(self, room_id: int, engine: bool = False) -> bool:
+        """The player found ``room_id`` dark (``engine``: the engine says it has no light of its
+        own); True if that is news."""
+        found = self.engine_dark if engine else self.dark
+        if room_id in found:
+            return False
+        if room_id not in self.rooms:
+            self.add_room(room_id, "")
+        found.add(room_id)
         return True
 
     def set_verified_exits(self, room_id: int, exits: list[str] | set[str]) -> bool:
@@ -419,12 +434,15 @@ class MapGraph:
         targets: list[tuple[str, set[int]]] | None = None,
         nearby: int = 3,
         seen: bool = False,
+        lit: bool = True,
     ) -> str:
         """What the agent needs each turn, instead of the whole map: the current room's ways
         out and where they lead, the nearest rooms with unexplored exits (at most
         ``NEARBY_STEPS`` moves away) and how to get there, and the route to each target room (an
         objective's) when the map knows one: one line per route, naming every target it serves.
-        ``seen``: only what the player saw."""
+        ``seen``: only what the player saw. Unless ``lit`` (something carried gives light), a route
+        names the rooms on it the player found dark ("dark ahead: the Cellar"), and in the engine view
+        also those the engine says have no light of their own."""
         if current_room_id not in self.rooms:
             return "## Map\nNothing explored here yet."
         lines = [f"## Map around {self._name(current_room_id)}"]
@@ -448,6 +466,9 @@ class MapGraph:
             if path is not None:
                 doors = list(dict.fromkeys(w.door for w in path if w.blocked))
                 first = f" (open the {' and the '.join(doors)} on the way)" if doors else ""
+                known = self.dark if seen else self.dark | self.engine_dark
+                dark = [] if lit else list(dict.fromkeys(self._name(w.to_id) for w in path if w.to_id in known))
+                first += f" (dark ahead: {', '.join('the ' + name for name in dark)})" if dark else ""
                 names = routes.setdefault(f"{', '.join(w.label for w in path)}{first}", [])
                 if name not in names:
                     names.append(name)
@@ -500,6 +521,8 @@ class MapGraph:
                 for room_id, named in self.mentioned.items()
                 if named
             },
+            "dark": sorted(self.dark),
+            "engine_dark": sorted(self.engine_dark),
         }
 
     @classmethod
@@ -544,6 +567,8 @@ class MapGraph:
                     graph.reopened.add(key)
             for key, named in dict(data.get("mentioned", {})).items():
                 graph.mentioned[int(key)] = {str(d) for d in named if str(d) in _ORDER}
+            graph.dark = {int(room_id) for room_id in list(data.get("dark", []))}
+            graph.engine_dark = {int(room_id) for room_id in list(data.get("engine_dark", []))}
         except MapGraphError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
