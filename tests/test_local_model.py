@@ -138,6 +138,12 @@ def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) ->
         "ZORKGPT_AGENT_SAMPLING_MAX_TOKENS": "200",
         "ZORKGPT_EXTRACTOR_SAMPLING_MAX_TOKENS": "200",
         "ZORKGPT_MEMORY_SAMPLING_MAX_TOKENS": "300",
+        # Greedy decoding: llama.cpp samples with a random seed by default, so the same prompt could
+        # be read one run and cut off the next; at temperature 0 a run repeats itself.
+        "ZORKGPT_AGENT_SAMPLING_TEMPERATURE": "0",
+        "ZORKGPT_EXTRACTOR_SAMPLING_TEMPERATURE": "0",
+        "ZORKGPT_MEMORY_SAMPLING_TEMPERATURE": "0",
+        "ZORKGPT_CRITIC_SAMPLING_TEMPERATURE": "0",
         "ZORKGPT_RETRY_REQUEST_TIMEOUT": "300",
         # The prompt the bundled model plays with: the shipped one is written for large models.
         "ZORKGPT_FILES_AGENT_PROMPT_FILE": str(REPO / "prompts" / "agent_small.md"),
