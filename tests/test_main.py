@@ -532,3 +532,39 @@ def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, 
     assert "Configuration error" in proc.stderr and "Permission denied" in proc.stderr
     assert str(workdir) in proc.stderr and "game_workdir" in proc.stderr
     assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stderr
+
+
+# What main.py builds the run's redactor from, in a fresh interpreter: which modules it loaded.
+RUN_REDACTOR = """
+import sys
+import main
+from session.game_configuration import GameConfiguration
+enabled, config_file, secret = sys.argv[1] == "on", sys.argv[2], sys.argv[3]
+config = GameConfiguration.from_mapping({"mcp": {"enabled": enabled, "config_file": config_file}}, environ={})
+redactor = main.run_redactor(config)
+print(redactor(secret), "mcp_client" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("mcp", "expected"), [("on", "[REDACTED] True"), ("off", "tok-entry-0123456789 False")])
+def test_the_runs_redactor_knows_the_mcp_entries_secrets_and_mcp_off_needs_no_mcp_client(
+    tmp_path: Path, mcp: str, expected: str
+) -> None:
+    """With MCP on, the entries' header values are secrets of the run; with MCP off the run's
+    redactor is built without importing the MCP client (and its entries are not read)."""
+    secret = "tok-entry-0123456789"
+    config_file = tmp_path / "mcp_config.json"
+    config_file.write_text(
+        json.dumps({"mcpServers": {"r": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": secret}}}})
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_REDACTOR, mcp, str(config_file), secret],
+        cwd=REPO,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-2] == expected
