@@ -43,7 +43,7 @@ from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_co
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
-from shared_utils.files import atomic_write_json
+from shared_utils.files import atomic_write_text, json_text
 from shared_utils.text import cap_text
 from shared_utils.tracing import get_langfuse_client
 from zork_agent import ZorkAgent, unplayed_note
@@ -625,7 +625,8 @@ class EpisodeRunner:
         }
         path = self.episode.state
         try:
-            atomic_write_json(path, data)
+            # The state quotes the model (its thinking, objectives): the run's secrets are taken out.
+            atomic_write_text(path, self.redactor(json_text(data)))
         except OSError as exc:
             # A full or read-only disk: the game itself is in memory and can go on (the next
             # turn writes the file again); the run's exit code reports the loss.

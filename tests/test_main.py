@@ -16,7 +16,8 @@ import pytest
 
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.config_support import UNUSED_BASE_URL
-from tests.e2e_support import read_events
+from tests.e2e_support import read_events, walkthrough
+from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from tests.main_support import (
     NO_LEARNING,
     REPO,
@@ -568,3 +569,43 @@ def test_the_runs_redactor_knows_the_mcp_entries_secrets_and_mcp_off_needs_no_mc
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[-2] == expected
+
+
+class EchoingModel(LearningModel):
+    """The learning model, each answer of which repeats the run's key, as a provider quoting it
+    or a model told to leak it might: in the agent's thinking, the memory, the lesson, the objective."""
+
+    def __init__(self, commands: list[str], secret: str) -> None:
+        super().__init__(commands)
+        self.secret = secret
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        reply = super().__call__(body, index)
+        message = reply["choices"][0]["message"]
+        for text in (REMEMBERED, LEARNED, OBJECTIVE, "walkthrough step"):
+            message["content"] = (message["content"] or "").replace(text, f"{text} {self.secret}")
+        return reply
+
+
+def test_the_key_a_model_echoes_reaches_no_file_of_the_run(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The run's redactor, built by main.py, reaches every writer of the episode: the logs, the
+    state, the memory, knowledge and objective files all keep [REDACTED] where the key was."""
+    secret = "sk-or-v1-echoed-by-the-model-0123456789"
+    model = EchoingModel(walkthrough(game_file), secret)
+    llm_server.respond_with(model)
+    learning_every_turn = {
+        "ZORKGPT_MEMORY_MIN_TURNS_BETWEEN_CALLS": "1",
+        "ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS": "1",
+        "ZORKGPT_OBJECTIVES_DISCOVERY_INTERVAL_TURNS": "1",
+    }
+    env = scripted_env(llm_server, tmp_path, game_file, OPENROUTER_API_KEY=secret, **learning_every_turn)
+    proc = run_main(["--max-turns", "4", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert {"MemoryBatchReply", "KnowledgeUpdate", "ObjectiveReview"} <= set(model.calls)  # every one echoed it
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout
+    redacted = {path.name for path, text in written.items() if "[REDACTED]" in text}
+    assert {"episode_log.jsonl", "episode.log", "memories.md", "knowledgebase.md", "objectives.json"} <= redacted
