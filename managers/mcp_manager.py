@@ -78,14 +78,14 @@ class MCPManager:
             models or {},
             logger,
             turn=lambda: self._turn,
-            redact=self.redactor,
+            redactor=self.redactor,
         )
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
             max_reply_bytes=config.mcp.max_tool_reply_bytes,
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
-            redact=self.redactor,
+            redactor=self.redactor,
             logger=logger,
             owner=self._sweeper.owner,
             answers=self.answers,

@@ -41,6 +41,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from chat_api.wire import LLMResponse
 from mcp_client.config import ServerConfig
+from session.redaction import Redactor
 from shared_utils.model_json import extract_json_object
 
 ELICITATION_USAGE_NAME = "mcp-elicitation"
@@ -92,13 +93,13 @@ class ServerRequestAnswers:
         clients: Mapping[str, ChatModel],
         logger: logging.Logger,
         turn: Callable[[], int | None],
-        redact: Callable[[str], str],
+        redactor: Redactor,
     ) -> None:
         self.models = config_models  # role -> model name
         self.clients = clients  # role -> client
         self.logger = logger
         self.turn = turn
-        self.redact = redact
+        self.redactor = redactor
         # By (server, turn). Requests are answered on the session loop, the summary is asked for
         # from the episode's thread: the lock keeps each count whole.
         self._tallies: dict[tuple[str, int | None], _Tally] = {}
@@ -141,7 +142,7 @@ class ServerRequestAnswers:
                 "mcp_elicitation_answered",
                 "MCP server '%s' asked: %s; the agent's model answered the form (%d of %d this turn)",
                 server.name,
-                self.redact(params.message),
+                self.redactor(params.message),
                 used,
                 settings.max_per_turn,
                 server_name=server.name,
@@ -300,7 +301,7 @@ class ServerRequestAnswers:
             "mcp_elicitation_declined",
             "MCP server '%s' asked: %s; declined (%s)",
             server.name,
-            self.redact(message),
+            self.redactor(message),
             reason,
             server_name=server.name,
             reason=reason,

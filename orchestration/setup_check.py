@@ -489,7 +489,7 @@ async def check_servers(config: GameConfiguration, mcp_config: MCPConfig, redact
         max_reply_bytes=config.mcp.max_tool_reply_bytes,
         config_dir=mcp_config.base_dir,
         config_file=str(config.resolve_path(config.mcp.config_file)),
-        redact=redactor,
+        redactor=redactor,
         logger=logger,
         owner=sweeper.owner,
     )
