@@ -609,3 +609,21 @@ def test_the_key_a_model_echoes_reaches_no_file_of_the_run(
     assert secret not in proc.stderr + proc.stdout
     redacted = {path.name for path, text in written.items() if "[REDACTED]" in text}
     assert {"episode_log.jsonl", "episode.log", "memories.md", "knowledgebase.md", "objectives.json"} <= redacted
+
+
+def test_a_provider_error_quoting_the_key_reaches_no_file_of_the_run(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The LLM clients get the run's redactor: the provider's refusal, which quotes the key, ends
+    the episode and is told in its files with [REDACTED] in the key's place."""
+    secret = "sk-or-v1-quoted-by-the-provider-0123456789"
+    llm_server.script(Reply(401, {"error": {"message": f"Invalid API key {secret}"}}))
+    env = scripted_env(llm_server, tmp_path, game_file, OPENROUTER_API_KEY=secret, **NO_LEARNING)
+    proc = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Invalid API key [REDACTED]" in proc.stderr
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout
+    redacted = {path.name for path, text in written.items() if "Invalid API key [REDACTED]" in text}
+    assert {"episode_log.jsonl", "episode.log", "current_state.json"} <= redacted
