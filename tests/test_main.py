@@ -28,7 +28,7 @@ from tests.main_support import (
     run_main,
     scripted_env,
 )
-from tests.mcp_test_servers.helpers import free_port
+from tests.mcp_test_servers.helpers import free_port, write_mcp_config
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -627,3 +627,28 @@ def test_a_provider_error_quoting_the_key_reaches_no_file_of_the_run(
     assert secret not in proc.stderr + proc.stdout
     redacted = {path.name for path, text in written.items() if "Invalid API key [REDACTED]" in text}
     assert {"episode_log.jsonl", "episode.log", "current_state.json"} <= redacted
+
+
+def test_an_mcp_entrys_secret_in_a_start_failure_reaches_no_file_or_terminal(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The MCP manager gets the run's redactor, which knows the entries' env values: a server
+    that cannot start is reported with [REDACTED] where its command line named the value."""
+    secret = "entry-token-not-for-anyone-0123456789"
+    entry = {"command": "zorkgpt-missing-server", "args": ["--token", secret], "env": {"TOKEN": secret}}
+    config_file = write_mcp_config(tmp_path / "mcp", {"broken": entry})
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config_file),
+        **NO_LEARNING,
+    )
+    proc = run_main(["--max-turns", "1", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr  # a server that cannot start stops the run before play
+    assert "Command: zorkgpt-missing-server --token [REDACTED]" in proc.stderr
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout
