@@ -330,8 +330,7 @@ class FakeLLM:
     def supports_tool_calling(self, model: str) -> bool:
         return self.supports_tools
 
-    def redact(self, text: str) -> str:
-        return text  # the fake model knows no secrets
+    redactor = Redactor()  # the fake model knows no secrets
 
 
 class FakeToolset(Toolset):
