@@ -54,14 +54,14 @@ class LLMClient:
         session: requests.Session | None = None,
         preset: ProviderPreset | None = None,
         structured_memory: StructuredOutputMemory | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
     ) -> None:
         self.config = config
         self.base_url = (base_url or config.llm.base_url).rstrip("/")
         self.preset = preset or config.preset_for_url(self.base_url)
         self._api_key = api_key if api_key is not None else config.api_key
-        # The run's; alone, the keys in the environment and this client's own.
-        self.redact = redactor or Redactor.from_environment([self._api_key])
+        self.redactor = redactor  # the run's: every secret it knows of, this client's key among them
         self.langfuse = langfuse_client
         self.logger = logger or logging.getLogger("zorkgpt.llm")
         self.session = session or requests.Session()
@@ -72,7 +72,7 @@ class LLMClient:
         self.clock: Callable[[], float] = time.monotonic
         self.random: Callable[[], float] = random.random
         memory = structured_memory or StructuredOutputMemory()
-        self.structured = StructuredOutput(memory, self.base_url, self.preset, self.logger, self.redact)
+        self.structured = StructuredOutput(memory, self.base_url, self.preset, self.logger, self.redactor)
         self.breaker = CircuitBreaker(config.retry, self.base_url, self.logger)
         self.usage = UsageLedger(self.logger)
 
@@ -146,13 +146,13 @@ class LLMClient:
         self, payload: dict[str, Any], headers: dict[str, str], label: str, tool_names: frozenset[str]
     ) -> LLMResponse:
         """One call through the breaker and retries, traced, with its tokens and cost counted."""
-        with tracing.generation(self.langfuse, self.logger, self.redact, label, payload) as observation:
+        with tracing.generation(self.langfuse, self.logger, self.redactor, label, payload) as observation:
             response = self.breaker.call(
                 lambda trial: self._call(payload, headers, label, tool_names, trial), now=self.clock
             )
             response.cost_usd = call_cost(payload["model"], response, self.config.pricing)
             if observation is not None:
-                tracing.record_generation(observation, response, self.logger, self.redact)
+                tracing.record_generation(observation, response, self.logger, self.redactor)
         self.usage.record(label, response, payload["model"])
         return response
 
@@ -171,7 +171,7 @@ class LLMClient:
                 headers,
                 timeout=retry.request_timeout,
                 tool_names=tool_names,
-                redact=self.redact,
+                redact=self.redactor,
             ),
             retry=retry,
             retries=0 if trial else retry.max_retries,
@@ -181,5 +181,5 @@ class LLMClient:
             sleep=self.sleep,
             rand=self.random,
             logger=self.logger,
-            redact=self.redact,
+            redact=self.redactor,
         )

@@ -316,16 +316,17 @@ def check(args: argparse.Namespace) -> int:
 
 def mcp_login(args: argparse.Namespace, config: GameConfiguration) -> int:
     """``--mcp-login NAME``: the OAuth login of one remote MCP server, then exit (no game, no API key)."""
-    from mcp_client.config import MCPConfig, run_redactor
+    from mcp_client.config import MCPConfig
     from mcp_client.login import run_login
     from mcp_client.tokens import set_login_command
     from session.game_configuration import process_environ
+    from session.redaction import Redactor
 
     set_login_command(args.config)
     try:
         mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
         # An authorization server may quote secrets in its errors: the login redacts as an episode does.
-        run_login(mcp_config, args.mcp_login, redactor=run_redactor(config, mcp_config))
+        run_login(mcp_config, args.mcp_login, redactor=Redactor.for_run(config, mcp_config.secrets()))
     except ZorkGPTError as exc:
         return report(exc)
     return EXIT_OK
@@ -354,6 +355,19 @@ def check_mcp_logins(args: argparse.Namespace, config: GameConfiguration) -> int
     return None
 
 
+def run_redactor(config: GameConfiguration) -> Redactor:
+    """The run's ``Redactor``: the API key, the keys in the environment and ``.env``, and, when MCP
+    is on, the header, env and OAuth secret values of the MCP entries (an MCP-off run does not
+    import the MCP client for them)."""
+    from session.redaction import Redactor
+
+    if not config.mcp.enabled:
+        return Redactor.for_run(config)
+    from mcp_client.config import configured_secrets
+
+    return Redactor.for_run(config, configured_secrets(config))
+
+
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
     from orchestration.run_report import EpisodeStatus, import_figures_ahead, report_run
@@ -365,15 +379,15 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
     def redactor() -> Redactor:
         """The run's secrets, gathered once: every episode's logs and files and the run report use
         it. Gathered when first needed: with --parallel that is the run's report, so the parent
-        does not import the MCP client (which gathers them) before its episodes start."""
-        from mcp_client.config import run_redactor
-
+        does not import the MCP client (which reads the MCP entries' secrets) before its episodes start."""
         return run_redactor(config)
 
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        return (report_run(config.workdir, ends, args.episodes, redactor()) or code) if args.episodes > 1 else code
+        if args.episodes <= 1:
+            return code
+        return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
 
     with live_status(args) as status:
         if status is not None:

@@ -466,7 +466,7 @@ class ZorkAgent:
         return traced_observation(
             self.langfuse_client,
             self.logger,
-            self.client.redact,
+            self.client.redactor,
             as_type="span",
             name="agent-tool-calling-session",
             metadata={

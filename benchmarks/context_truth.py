@@ -74,6 +74,7 @@ from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
 from session.events import Event
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
@@ -1025,7 +1026,11 @@ def play(
                 extractor={"llm_enabled": True},
             )
             orchestrator = EpisodeRunner(
-                episode_id="truth", config=config, console=False, max_turns_per_episode=len(commands)
+                episode_id="truth",
+                config=config,
+                console=False,
+                max_turns_per_episode=len(commands),
+                redactor=Redactor.for_run(config),
             )
             compact = orchestrator.map.context_section
 

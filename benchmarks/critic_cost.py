@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name
@@ -104,7 +105,11 @@ def replay(game_file: Path, commands: list[str], gameplay: dict[str, Any]) -> Co
                 gameplay=gameplay,
             )
             orchestrator = EpisodeRunner(
-                episode_id="critic-cost", config=config, console=False, max_turns_per_episode=len(commands)
+                episode_id="critic-cost",
+                config=config,
+                console=False,
+                max_turns_per_episode=len(commands),
+                redactor=Redactor.for_run(config),
             )
             try:
                 state = orchestrator.play_episode()

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
+from session.redaction import Redactor
 from tests.e2e_support import WalkthroughModel, e2e_config, walkthrough
 from tests.scripted_llm import ScriptedLLMServer
 
@@ -71,7 +72,11 @@ def play_walkthrough(game_file: Path, commands: list[str], all_managers: bool, t
             if trace_memory:
                 tracemalloc.start()
             orchestrator = EpisodeRunner(
-                episode_id="bench", config=config, console=False, max_turns_per_episode=len(commands)
+                episode_id="bench",
+                config=config,
+                console=False,
+                max_turns_per_episode=len(commands),
+                redactor=Redactor.for_run(config),
             )
             timer = TimedClient(orchestrator.client)
             per_turn: list[float] = []

@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from llm_client import LLMClient  # noqa: E402
 from managers.mcp_manager import MCPManager  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
+from session.redaction import Redactor  # noqa: E402
 from tests.mcp_test_servers.helpers import http_server, thoughtbox_entry  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402
 from zork_agent import ZorkAgent  # noqa: E402
@@ -164,8 +165,9 @@ class Bench:
             environ={"OPENROUTER_API_KEY": "benchmark-key-0123456789"},
         )
         logger = quiet_logger()
-        manager = MCPManager(config, logger) if servers is not None else None
-        client = LLMClient(config, logger=logger)
+        redactor = Redactor.for_run(config)
+        manager = MCPManager(config, logger, redactor=redactor) if servers is not None else None
+        client = LLMClient(config, logger=logger, redactor=redactor)
         return ZorkAgent(config, client, logger=logger), manager
 
     def turns(

@@ -153,7 +153,7 @@ def main() -> int:
         max_reply_bytes=1 << 20,
         config_dir=REPO,
         config_file=str(REPO / "mcp_config.json"),
-        redact=Redactor(),
+        redactor=Redactor(),
         logger=logger,
     )
     print(

@@ -24,6 +24,7 @@ from chat_api.wire import LLMResponse
 from session.errors import LLMRequestError
 from session.events import Event
 from session.providers import ProviderPreset, StructuredMode
+from session.redaction import Redactor
 from shared_utils.model_json import loads_json
 from shared_utils.text import shorten
 
@@ -169,13 +170,13 @@ class StructuredOutput:
         base_url: str,
         preset: ProviderPreset,
         logger: logging.Logger,
-        redact: Callable[[str], str],
+        redactor: Redactor,
     ) -> None:
         self.memory = memory
         self.base_url = base_url
         self.preset = preset
         self.logger = logger
-        self.redact = redact
+        self.redactor = redactor
 
     def complete(
         self,
@@ -232,7 +233,7 @@ class StructuredOutput:
         """Move this endpoint and model one structured-output form down and say so once."""
         chosen = self.memory.step_down(self.base_url, model, ladder, failed)
         if chosen is not None and chosen is not failed:
-            reason = self.redact(what)
+            reason = self.redactor(what)
             self.logger.warning(
                 "%s for model %s %s; using %s for the rest of the run",
                 self.base_url,

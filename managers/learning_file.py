@@ -66,7 +66,7 @@ class LearningFile:
         logger: logging.Logger,
         name: str,
         *,
-        redactor: Redactor | None = None,
+        redactor: Redactor,
         companions: Sequence[Path] = (),
         max_bytes: int = MAX_LEARNING_FILE_BYTES,
     ) -> None:
@@ -77,7 +77,7 @@ class LearningFile:
         self.events = {problem: learning_file_event(name, problem) for problem in LearningFileProblem}
         self.companions = tuple(companions)
         self.max_bytes = max_bytes
-        self.scrub = redactor or Redactor.from_environment()  # applied to every text written
+        self.redactor = redactor  # applied to every text written
         self._lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
         self.write_failures: list[str] = []
         """Writes that failed (a full disk), one line each: ``<file>: <reason>``."""
@@ -112,10 +112,10 @@ class LearningFile:
                 merged = merge(current)
                 if merged is None or merged == current:
                     return current
-                text = self.scrub(merged)
+                text = self.redactor(merged)
                 files = {self.path: text}
                 if companions is not None:
-                    files |= {path: self.scrub(content) for path, content in companions(text).items()}
+                    files |= {path: self.redactor(content) for path, content in companions(text).items()}
                 if self._over_cap(files, where, extra):
                     return None
                 for path, content in files.items():
@@ -228,12 +228,13 @@ class LearningManager(BaseManager):
         game_state: GameState,
         client: LLMClient,
         path: Path | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
     ) -> None:
-        """``redactor``: the run's (built from the configuration when not given)."""
+        """``redactor``: the run's, applied to everything the file keeps."""
         super().__init__(config, logger, game_state)
         self.path = path or self.default_path(config)
-        self.file = LearningFile(self.path, logger, self.name, redactor=redactor or Redactor.for_run(config))
+        self.file = LearningFile(self.path, logger, self.name, redactor=redactor)
         # Langfuse traces are named after the class: MemoryManager, KnowledgeManager, ObjectiveManager.
         self.llm = StructuredLLM(client, config, logger, manager=self.name, trace_name=type(self).__name__)
         self.load()

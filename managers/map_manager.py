@@ -61,9 +61,10 @@ class MapManager(BaseManager):
         logger: logging.Logger,
         game_state: GameState,
         map_path: Path | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
     ) -> None:
-        """``redactor``: the run's (built from the configuration when not given)."""
+        """``redactor``: the run's, applied to everything the map files keep."""
         super().__init__(config, logger, game_state)
         self.map_path = map_path or config.workdir / config.files.map_file
         self.mermaid_path = self.map_path.with_name(MERMAID_FILE_NAME)
@@ -71,7 +72,7 @@ class MapManager(BaseManager):
             self.map_path,
             logger,
             self.name,
-            redactor=redactor or Redactor.for_run(config),
+            redactor=redactor,
             companions=[self.mermaid_path],
         )
         self.graph = MapGraph.load(self.map_path)

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from mcp_client.config import MCPConfig, ServerConfig, run_redactor
+from mcp_client.config import MCPConfig, ServerConfig
 from mcp_client.runtime import SessionLoop
 from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.source import SourceSettings, ToolSource, make_source
@@ -56,19 +56,21 @@ class MCPManager:
         logger: logging.Logger,
         langfuse_client: Any | None = None,
         models: Mapping[str, Any] | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
     ) -> None:
         """``models``: each role's LLM client (agent, critic, extractor, memory), for the servers
         whose entries let them ask for a form to be filled or a completion (``server_requests.py``);
-        without them every such request is declined. ``redactor``: the run's (built from the
-        configuration when not given); it knows the servers' header and env values too."""
+        without them every such request is declined. ``redactor``: the run's (``Redactor.for_run``
+        with the entries' secrets, ``mcp_client.config.configured_secrets``): it knows the servers'
+        header, env and OAuth values too."""
         self.config = config
         self.logger = logger
         self.langfuse_client = langfuse_client
         self.config_path = config.resolve_path(config.mcp.config_file)
         # ${VAR} in the file comes from the environment and .env, as the API key does.
         self.mcp_config = MCPConfig.from_file(self.config_path, environ=process_environ())
-        self.redact = redactor or run_redactor(config, self.mcp_config)
+        self.redactor = redactor
         self._sweeper = Sweeper(owner=uuid.uuid4().hex)
         # Always there: without the roles' models every form is declined (and said so), and
         # sampling is not offered.
@@ -77,14 +79,14 @@ class MCPManager:
             models or {},
             logger,
             turn=lambda: self._turn,
-            redact=self.redact,
+            redactor=self.redactor,
         )
         self.settings = SourceSettings(
             startup_timeout=config.mcp.server_startup_timeout_seconds,
             max_reply_bytes=config.mcp.max_tool_reply_bytes,
             config_dir=self.mcp_config.base_dir,
             config_file=str(self.config_path),
-            redact=self.redact,
+            redactor=self.redactor,
             logger=logger,
             owner=self._sweeper.owner,
             answers=self.answers,
@@ -363,7 +365,7 @@ class MCPManager:
         with traced_observation(
             self.langfuse_client,
             self.logger,
-            self.redact,
+            self.redactor,
             as_type="tool",
             name=f"mcp-tool-{display}",
             input=arguments,

@@ -239,10 +239,11 @@ class ObjectiveManager(LearningManager):
         client: LLMClient,
         game: JerichoInterface,
         path: Path | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
     ) -> None:
         self.game = game  # the engine the steps are checked against; set before the base resets the episode
-        super().__init__(config, logger, game_state, client, path, redactor)
+        super().__init__(config, logger, game_state, client, path, redactor=redactor)
 
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:
@@ -385,7 +386,7 @@ class ObjectiveManager(LearningManager):
     def _resolve(self, step: CompletionStep) -> tuple[Step | None, str | None]:
         """The step bound to engine ids, or the reason it cannot be."""
         # Scrubbed like the objective's text: the agent reads the steps back every turn.
-        target = self.file.scrub(" ".join(step.target.split()))
+        target = self.file.redactor(" ".join(step.target.split()))
         resolved = Step(kind=step.kind, target=target)
         if step.kind == "reach_room":
             rooms = self.game.find_rooms(target)
@@ -403,7 +404,7 @@ class ObjectiveManager(LearningManager):
             resolved.score = step.score
             return resolved, None
         if step.kind == "free":
-            resolved.criterion = self.file.scrub(" ".join(step.criterion.split()))
+            resolved.criterion = self.file.redactor(" ".join(step.criterion.split()))
             if not resolved.criterion:
                 return None, "a free step needs a criterion saying how to tell it is done"
         elif not target:
@@ -414,7 +415,7 @@ class ObjectiveManager(LearningManager):
                 return None, f"no object in the game is called {target!r}"
             resolved.subject_in_play = self._in_play(resolved.ids)
         if step.kind == "item_in_container":
-            resolved.container = self.file.scrub(" ".join(step.container.split()))
+            resolved.container = self.file.redactor(" ".join(step.container.split()))
             resolved.container_ids = self._objects_named(resolved.container) if resolved.container else []
             if not resolved.container_ids:
                 return None, f"no container in the game is called {resolved.container!r}"
@@ -432,7 +433,7 @@ class ObjectiveManager(LearningManager):
         return [problem for step in proposal.done_when for problem in [self._resolve(step)[1]] if problem]
 
     def _refuse(self, proposal: ObjectiveProposal, problems: list[str], turn: int, source: str) -> None:
-        reason = self.file.scrub(f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}")
+        reason = self.file.redactor(f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}")
         if source == "agent":
             self.refusals.append(reason)
         self.logger.info(
@@ -447,7 +448,7 @@ class ObjectiveManager(LearningManager):
     def _scrubbed(self, proposal: ObjectiveProposal) -> ObjectiveProposal:
         """The proposal without known secrets in any field (text, targets, criteria): the agent
         reads its objectives back every turn, so a secret must not survive in memory either."""
-        return type(proposal).model_validate_json(self.file.scrub(proposal.model_dump_json()))
+        return type(proposal).model_validate_json(self.file.redactor(proposal.model_dump_json()))
 
     def _add(self, proposal: ObjectiveProposal, turn: int, source: str, priority: Priority) -> Objective | None:
         proposal = self._scrubbed(proposal)
@@ -455,7 +456,7 @@ class ObjectiveManager(LearningManager):
         objective = Objective(
             id=max((o.id for o in self.objectives), default=0) + 1,
             # Scrubbed here as well as in the file: the agent reads its objectives back every turn.
-            text=shorten(self.file.scrub(proposal.text), MAX_OBJECTIVE_CHARS),
+            text=shorten(self.file.redactor(proposal.text), MAX_OBJECTIVE_CHARS),
             created_turn=turn,
             source=source,
             priority=priority,

@@ -37,7 +37,6 @@ holding ZorkGPT's own secrets (a tool server gets those only if its entry names 
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import os
@@ -54,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 from session.errors import ConfigError, MCPConfigError
 from session.game_configuration import GameConfiguration, process_environ
-from session.redaction import SECRET_ENV_VARS, Redactor
+from session.redaction import SECRET_ENV_VARS
 
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 
@@ -323,6 +322,10 @@ class MCPConfig:
     def base_dir(self) -> Path:
         """The folder relative paths resolve against: the config file's."""
         return self.source.resolve().parent if self.source is not None else Path.cwd()
+
+    def secrets(self) -> list[str]:
+        """Every entry's values that must never be shown (``ServerConfig.secrets``)."""
+        return [secret for server in self.servers for secret in server.secrets()]
 
     def server(self, name: str) -> ServerConfig:
         for server in self.servers:
@@ -677,13 +680,12 @@ def build_stdio_parameters(server: ServerConfig, base_env: Mapping[str, str] | N
     )
 
 
-def run_redactor(config: GameConfiguration, mcp_config: MCPConfig | None = None) -> Redactor:
-    """The run's ``Redactor``: the API key, the keys in the environment and ``.env``, and the
-    header, env and OAuth secret values of the MCP servers' entries (``mcp_config``, else the
-    configured file when MCP is on; a file that does not load adds none: the MCP manager
-    reports it when it loads the same file)."""
-    if mcp_config is None and config.mcp.enabled:
-        with contextlib.suppress(ConfigError, OSError):
-            mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
-    servers = mcp_config.servers if mcp_config is not None else ()
-    return Redactor.for_run(config, [secret for server in servers for secret in server.secrets()])
+def configured_secrets(config: GameConfiguration) -> list[str]:
+    """The header, env and OAuth secret values of the entries in the configured MCP file, for the
+    run's ``Redactor`` (``Redactor.for_run``). A file that does not load adds none: the MCP manager
+    reports it when it loads the same file."""
+    try:
+        mcp_config = MCPConfig.from_file(config.resolve_path(config.mcp.config_file), environ=process_environ())
+    except (ConfigError, OSError):
+        return []
+    return mcp_config.secrets()

@@ -177,7 +177,8 @@ async def login(
     open_url: Callable[[str], Any] | None = None,
     out: TextIO | None = None,
     wait_seconds: float = LOGIN_WAIT_SECONDS,
-    redactor: Redactor | None = None,
+    *,
+    redactor: Redactor,
 ) -> LoginResult:
     """Log in to ``server`` once: the flow the server asks for, with the person (or, for client
     credentials, without); tokens stored. ``open_url`` stands for the browser. A failure is an
@@ -232,9 +233,8 @@ async def login(
     try:
         tools = await _list_tools(server, provider)
     except Exception as exc:  # noqa: BLE001 - the transports' task groups wrap what failed; the leaf is the news
-        secrets = redactor.secrets if redactor else ()
         flow = provider.flow_secrets if isinstance(provider, ZorkGPTAuth) else set()
-        raise _login_failure(server, exc, Redactor.of(*secrets, *server.secrets(), *flow)) from None
+        raise _login_failure(server, exc, Redactor.of(*redactor.secrets, *server.secrets(), *flow)) from None
     finally:
         if callback is not None:
             await callback.close()
@@ -286,12 +286,13 @@ def run_login(
     out: TextIO | None = None,
     open_url: Callable[[str], Any] | None = None,
     wait_seconds: float = LOGIN_WAIT_SECONDS,
-    redactor: Redactor | None = None,
+    *,
+    redactor: Redactor,
 ) -> LoginResult:
     """``main.py --mcp-login NAME``: log in and say where the login is kept."""
     server = find_server(mcp_config, name)
     stream = out or sys.stderr
-    result = asyncio.run(login(server, open_url, stream, wait_seconds, redactor))
+    result = asyncio.run(login(server, open_url, stream, wait_seconds, redactor=redactor))
     if result.asked:
         print(
             f"Logged in to MCP server '{name}'. The login is kept in {result.path} (readable only by you); "

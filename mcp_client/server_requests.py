@@ -42,6 +42,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 from chat_api.wire import LLMResponse
 from mcp_client.config import ServerConfig
 from session.events import Event
+from session.redaction import Redactor
 from shared_utils.model_json import extract_json_object
 
 ELICITATION_USAGE_NAME = "mcp-elicitation"
@@ -93,13 +94,13 @@ class ServerRequestAnswers:
         clients: Mapping[str, ChatModel],
         logger: logging.Logger,
         turn: Callable[[], int | None],
-        redact: Callable[[str], str],
+        redactor: Redactor,
     ) -> None:
         self.models = config_models  # role -> model name
         self.clients = clients  # role -> client
         self.logger = logger
         self.turn = turn
-        self.redact = redact
+        self.redactor = redactor
         # By (server, turn). Requests are answered on the session loop, the summary is asked for
         # from the episode's thread: the lock keeps each count whole.
         self._tallies: dict[tuple[str, int | None], _Tally] = {}
@@ -142,7 +143,7 @@ class ServerRequestAnswers:
                 Event.MCP_ELICITATION_ANSWERED,
                 "MCP server '%s' asked: %s; the agent's model answered the form (%d of %d this turn)",
                 server.name,
-                self.redact(params.message),
+                self.redactor(params.message),
                 used,
                 settings.max_per_turn,
                 server_name=server.name,
@@ -301,7 +302,7 @@ class ServerRequestAnswers:
             Event.MCP_ELICITATION_DECLINED,
             "MCP server '%s' asked: %s; declined (%s)",
             server.name,
-            self.redact(message),
+            self.redactor(message),
             reason,
             server_name=server.name,
             reason=reason,

@@ -144,7 +144,7 @@ class SourceSettings:
     max_reply_bytes: int
     config_dir: Path
     config_file: str
-    redact: Redactor
+    redactor: Redactor
     logger: logging.Logger
     stray_output: PerServerCount = field(default_factory=PerServerCount)
     # The starts that went without notice of changes (no listen acknowledgement).
@@ -284,7 +284,7 @@ class ToolSource(ABC):
                 # A deadline cancel can surface as a transport error; report the real reason.
                 ready.set_exception(_StartupTimeoutError() if startup.cancel_called else exc)
             else:
-                self._died = f"the session ended unexpectedly: {self.settings.redact(repr(root_cause(exc)))}"
+                self._died = f"the session ended unexpectedly: {self.settings.redactor(repr(root_cause(exc)))}"
         finally:
             self._session = None
             self._client = None
@@ -360,7 +360,7 @@ class ToolSource(ABC):
             self.settings.logger.debug(
                 "MCP server '%s': no notice of tool, resource or prompt changes (%s)",
                 self.name,
-                self.settings.redact(repr(exc)),
+                self.settings.redactor(repr(exc)),
                 extra={"event_type": Event.MCP_LISTEN_UNAVAILABLE, "server_name": self.name},
             )
             with contextlib.suppress(RuntimeError):  # started already: the stream was lost later
@@ -392,7 +392,7 @@ class ToolSource(ABC):
         self.settings.logger.debug(
             "MCP server '%s': the transport reported %s",
             self.name,
-            self.settings.redact(repr(error)),
+            self.settings.redactor(repr(error)),
             extra={"event_type": Event.MCP_TRANSPORT_ERROR, "server_name": self.name},
         )
 
@@ -455,7 +455,7 @@ class ToolSource(ABC):
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             scope.deadline = min(anyio.current_time() + timeout, hard_end)
             if on_progress is not None:
-                on_progress(progress, total, self.settings.redact(message) if message else message)
+                on_progress(progress, total, self.settings.redactor(message) if message else message)
 
         try:
             with scope:
@@ -477,7 +477,7 @@ class ToolSource(ABC):
             ) from None
         except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
             raise MCPToolCallError(
-                f"MCP tool {dotted} failed: {self.settings.redact(str(exc))}", server_name=self.name
+                f"MCP tool {dotted} failed: {self.settings.redactor(str(exc))}", server_name=self.name
             ) from None
         if not isinstance(raw, types.CallToolResult):
             raise MCPToolCallError(
@@ -506,7 +506,7 @@ class ToolSource(ABC):
         if exc.code == CONNECTION_CLOSED:
             self._died = f"connection closed during {dotted}"
             return MCPServerDiedError(self._died_message(dotted), server_name=self.name)
-        message = self.settings.redact(exc.message)
+        message = self.settings.redactor(exc.message)
         return MCPToolCallError(f"MCP tool {dotted} failed: {message} (code {exc.code})", server_name=self.name)
 
     def _require_session(self, dotted: str | None) -> ClientSession:
@@ -559,7 +559,7 @@ class ToolSource(ABC):
         tail = self.stderr_tail()
         if tail:
             message += f"\nServer stderr (last lines):\n{tail}"
-        return self.settings.redact(message)
+        return self.settings.redactor(message)
 
     def _died_message(self, dotted: str | None) -> str:
         during = f" during {dotted}" if dotted else ""
@@ -658,7 +658,7 @@ class ToolSource(ABC):
             if exc.code == CONNECTION_CLOSED:
                 self._died = f"connection closed while {doing}"
                 raise MCPServerDiedError(self._died_message(doing), server_name=self.name) from None
-            message = self.settings.redact(exc.message)
+            message = self.settings.redactor(exc.message)
             raise MCPToolCallError(
                 f"{what} failed {doing}: {message} (code {exc.code})", server_name=self.name
             ) from None
@@ -669,7 +669,7 @@ class ToolSource(ABC):
             raise MCPToolCallError(f"{what} answered malformed while {doing}: {exc}", server_name=self.name) from None
         except RuntimeError as exc:  # e.g. an input_required result, which ZorkGPT cannot answer
             raise MCPToolCallError(
-                f"{what} failed {doing}: {self.settings.redact(str(exc))}", server_name=self.name
+                f"{what} failed {doing}: {self.settings.redactor(str(exc))}", server_name=self.name
             ) from None
         return result
 
@@ -743,7 +743,7 @@ class StdioSource(ToolSource):
             )
             self._stray_lines = 0
         if self._stderr_tail is None:
-            self._stderr_tail = self.settings.redact(read_tail(self._errlog))
+            self._stderr_tail = self.settings.redactor(read_tail(self._errlog))
             self._errlog.close()
             if self._stderr_tail and self.connect_ms is not None:
                 self.settings.logger.debug(
@@ -768,7 +768,7 @@ class StdioSource(ToolSource):
             "MCP server '%s' wrote a line on stdout that is not an MCP message (ignored): %s. A stdio server "
             "must write only MCP messages on stdout (logs go to stderr); further such lines are ignored quietly.",
             self.name,
-            self.settings.redact(_stray_line(error)),
+            self.settings.redactor(_stray_line(error)),
             extra={"event_type": Event.MCP_SERVER_STRAY_OUTPUT, "server_name": self.name},
         )
 

@@ -29,7 +29,6 @@ from managers.map_manager import MapManager
 from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
-from mcp_client.config import run_redactor
 from mcp_client.toolset import Toolset
 from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
@@ -45,7 +44,7 @@ from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
-from shared_utils.files import atomic_write_json
+from shared_utils.files import atomic_write_text, json_text
 from shared_utils.text import cap_text
 from shared_utils.tracing import get_langfuse_client
 from zork_agent import ZorkAgent, unplayed_note
@@ -78,21 +77,22 @@ class EpisodeRunner:
         client: LLMClient | None = None,
         console_options: ConsoleOptions | None = None,
         on_turn: Callable[[TurnFigures], None] | None = None,
-        redactor: Redactor | None = None,
+        *,
+        redactor: Redactor,
         structured_memory: StructuredOutputMemory | None = None,
         game_seed: int | None = None,
     ) -> None:
         """``game_seed``: the game's random seed (default ``[tool.zorkgpt.gameplay] seed``).
         ``on_turn`` hears each turn's figures, and the final ones when the episode ends
         (the live terminal status); ``console_options`` say what of the log reaches the console.
-        The run's ``redactor`` (built from the configuration when not given) and
+        The run's ``redactor`` (``Redactor.for_run``: every secret the run knows of) and
         ``structured_memory`` (what the run learnt about each endpoint's structured output;
         default: this episode's own) are shared by every episode of a run."""
         self.structured_memory = structured_memory or StructuredOutputMemory()
         self.config = config or GameConfiguration.from_toml(config_path)
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
-        self.redactor = redactor or run_redactor(self.config)
+        self.redactor = redactor
         seed = self.config.gameplay.seed if game_seed is None else game_seed
         self.game_state = GameState(episode_id=episode_id or new_episode_id(), game_seed=seed)
         # The story file first: a missing or wrong file must not leave an empty episode folder.
@@ -629,7 +629,8 @@ class EpisodeRunner:
         }
         path = self.episode.state
         try:
-            atomic_write_json(path, data)
+            # The state quotes the model (its thinking, objectives): the run's secrets are taken out.
+            atomic_write_text(path, self.redactor(json_text(data)))
         except OSError as exc:
             # A full or read-only disk: the game itself is in memory and can go on (the next
             # turn writes the file again); the run's exit code reports the loss.

@@ -600,13 +600,12 @@ class RunSummary:
 
 
 # ---------------------------------------------------------------------- building and reading
-def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], redactor: Redactor | None = None) -> RunSummary:
-    """``redactor``: the run's (else the secrets in the environment), for the end details."""
-    redact = redactor or Redactor.from_environment()
+def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], *, redactor: Redactor) -> RunSummary:
+    """``redactor``: the run's, for the end details."""
     rows, scores = [], {}
     for end in sorted(episodes, key=lambda e: e.number):
         # The detail may quote a child's stderr: no known secret goes into the files.
-        end = end.with_detail(one_line(redact(end.detail)))
+        end = end.with_detail(one_line(redactor(end.detail)))
         folder = end.episode_dir
         if folder is None or not folder.is_dir():
             rows.append(EpisodeRow.never_started(end))
@@ -642,9 +641,9 @@ def read_run(folder: Path) -> RunSummary:
     return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()})
 
 
-def write_run(folder: Path, episodes: Sequence[EpisodeEnd], redactor: Redactor | None = None) -> RunSummary:
+def write_run(folder: Path, episodes: Sequence[EpisodeEnd], *, redactor: Redactor) -> RunSummary:
     """Write the run folder for these episodes; returns its summary."""
-    summary = summarize_episodes(folder.name, episodes, redactor)
+    summary = summarize_episodes(folder.name, episodes, redactor=redactor)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / RESULTS_CSV, _csv(CSV_FIELDS, [row.to_csv() for row in summary.rows]))
     score_rows = [
@@ -1044,7 +1043,8 @@ def report_run(
     workdir: Path,
     ends: Iterable[EpisodeEnd],
     requested: int,
-    redactor: Redactor | None = None,
+    *,
+    redactor: Redactor,
     finished_at: datetime | None = None,
 ) -> int:
     """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
@@ -1055,7 +1055,7 @@ def report_run(
         return EXIT_OK
     try:
         folder = new_run_folder(workdir, finished_at or datetime.now(UTC))
-        summary = write_run(folder, episodes, redactor)
+        summary = write_run(folder, episodes, redactor=redactor)
     except OSError as exc:
         where = workdir / "runs"
         print(f"The episodes were played, but the run report could not be written in {where}: {exc}", file=sys.stderr)
@@ -1098,7 +1098,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Not episode folders (no {EpisodeFolder.LOG}): {', '.join(missing)}", file=sys.stderr)
                 return EXIT_SETUP
             replaced = _replaced_note(args.out / RESULTS_CSV, "run report")
-            print(escape_control_chars(run_table(write_run(args.out, ends_from_folders(args.episodes)))))
+            # No run configuration here: the secrets in the environment are the ones known.
+            summary = write_run(args.out, ends_from_folders(args.episodes), redactor=Redactor.from_environment())
+            print(escape_control_chars(run_table(summary)))
             print(f"Written: {args.out}{replaced}", file=sys.stderr)
     except RunReportError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -33,7 +33,7 @@ import requests
 from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not_supported
 from chat_api.payload import request_headers
 from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
-from mcp_client.config import MCPConfig, ServerConfig, run_redactor, safe_url
+from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.oauth import needs_login
 from mcp_client.source import ServerStartupTimeoutError, SourceSettings, make_source
 from mcp_client.sweeper import Sweeper
@@ -136,7 +136,7 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
     set_login_command(config_file)
     environ = process_environ()
     mcp_config, mcp_rows = load_mcp_config(config, environ)
-    redactor = run_redactor(config, mcp_config)
+    redactor = Redactor.for_run(config, mcp_config.secrets() if mcp_config is not None else ())
     setup = (
         settings_row(config, config_file),
         api_key_row(config, environ),
@@ -489,7 +489,7 @@ async def check_servers(config: GameConfiguration, mcp_config: MCPConfig, redact
         max_reply_bytes=config.mcp.max_tool_reply_bytes,
         config_dir=mcp_config.base_dir,
         config_file=str(config.resolve_path(config.mcp.config_file)),
-        redact=redactor,
+        redactor=redactor,
         logger=logger,
         owner=sweeper.owner,
     )

@@ -78,22 +78,22 @@ def record_extras(record: logging.LogRecord) -> dict[str, Any]:
 class RedactingFilter(logging.Filter):
     """Removes the run's secrets from the message and extras of every record."""
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    def __init__(self, *, redactor: Redactor) -> None:
         super().__init__()
-        self.scrub = redactor or Redactor.from_environment()
+        self.redactor = redactor
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and not record.exc_text:
             # Formatted once here so every handler writes the same, redacted traceback.
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
-        if self.scrub.secrets:
-            record.msg = self.scrub(record.getMessage())
+        if self.redactor.secrets:
+            record.msg = self.redactor(record.getMessage())
             record.args = None
             if record.exc_text:
-                record.exc_text = self.scrub(record.exc_text)
+                record.exc_text = self.redactor(record.exc_text)
             for key, value in record_extras(record).items():
                 if isinstance(value, str):
-                    setattr(record, key, self.scrub(value))
+                    setattr(record, key, self.redactor(value))
         return True
 
 
@@ -167,9 +167,9 @@ class _LogFile(logging.Handler):
 class JSONLHandler(_LogFile):
     """Writes records that carry an ``event_type`` as JSON lines, each on disk when logged."""
 
-    def __init__(self, path: Path, redactor: RedactingFilter | None = None) -> None:
+    def __init__(self, path: Path, *, redactor: Redactor) -> None:
         super().__init__(path)
-        self.redactor = redactor or RedactingFilter()
+        self.redactor = redactor
 
     def line(self, record: logging.LogRecord) -> str | None:
         extras = record_extras(record)
@@ -185,7 +185,7 @@ class JSONLHandler(_LogFile):
         if record.exc_text:
             event["traceback"] = record.exc_text
         # Scrubbed after serialising: a secret can hide in nested extras (tool arguments).
-        line = self.redactor.scrub(json.dumps(event, default=str, ensure_ascii=False))
+        line = self.redactor(json.dumps(event, default=str, ensure_ascii=False))
         # json.dumps escapes C0 but leaves DEL, C1 and bidi controls raw; they occur only inside
         # JSON strings, where \uXXXX is the same text, so `cat episode_log.jsonl` stays inert.
         return CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
@@ -222,12 +222,13 @@ def setup_episode_logger(
     name: str = "zorkgpt",
     console: bool = True,
     console_options: ConsoleOptions | None = None,
-    redactor: Redactor | None = None,
+    *,
+    redactor: Redactor,
 ) -> logging.Logger:
     """A logger writing to ``episode_dir`` (JSONL + human log) and optionally the console
     (as ``console_options`` say: by default INFO lines without MCP per-call detail, on stderr).
 
-    ``redactor`` (the run's; else the secrets in the environment) cleans every record.
+    ``redactor`` (the run's) cleans every record.
     Calling it again for a new episode replaces the previous episode's handlers.
     """
     logger = logging.getLogger(name)
@@ -236,13 +237,13 @@ def setup_episode_logger(
     logger.propagate = False
     # Filters go on the handlers, not the logger: a logger's own filters are skipped for
     # records propagated from child loggers (zorkgpt.llm, zorkgpt.mcp, ...).
-    redacting = RedactingFilter(redactor)
+    redacting = RedactingFilter(redactor=redactor)
     new_folders: list[Path] = []  # removed again when the start fails here: no empty episode folder is left
     try:
         new_folders = list(itertools.takewhile(lambda folder: not folder.exists(), (episode_dir, *episode_dir.parents)))
         episode_dir.mkdir(parents=True, exist_ok=True)
         check_free_space(episode_dir)
-        jsonl = JSONLHandler(EpisodeFolder(episode_dir).log, redacting)
+        jsonl = JSONLHandler(EpisodeFolder(episode_dir).log, redactor=redactor)
         logger.addHandler(jsonl)
         human = _HumanLogHandler(EpisodeFolder(episode_dir).human_log)
     except OSError as exc:

@@ -1,9 +1,12 @@
 """Which values are secrets, and taking them out of text before it is written anywhere.
 
-A run builds one ``Redactor`` (``mcp_client.config.run_redactor(config)``: the LLM API key, the provider and
-Langfuse keys in the environment or ``.env``, and the header, env and OAuth secret values of
-the MCP servers' entries) and hands it to everything that writes: the episode logger, the
-learning files, the MCP manager, the live status, the run report.
+A run builds one ``Redactor`` where it starts (``main.py``'s run, ``--check``, ``--mcp-login``),
+with ``Redactor.for_run``: the LLM API key, the provider and Langfuse keys in the environment or
+``.env``, and the header, env and OAuth secret values of the MCP servers' entries (read by
+``mcp_client.config`` only when MCP is on). It hands it to everything that writes, each of which
+requires it as ``redactor`` and keeps it under that name: the episode logger, the LLM clients, the
+learning files, the MCP manager, the live status, the run report. There is no fallback: a part
+that was not handed the run's redactor does not start, rather than redacting less.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class Redactor:
     @classmethod
     def for_run(cls, config: GameConfiguration, mcp_secrets: Iterable[str] = ()) -> Redactor:
         """Every secret a run knows of: the API key, the keys in the environment and ``.env``, and
-        ``mcp_secrets`` (the MCP servers' header, env and OAuth values: ``mcp_client.config.run_redactor``
-        adds them from the configured file)."""
+        ``mcp_secrets`` (the MCP servers' header, env and OAuth values, from
+        ``mcp_client.config.configured_secrets`` or ``MCPConfig.secrets``)."""
         environ = process_environ()
         return cls.from_environment([config.api_key, *mcp_secrets], environ)

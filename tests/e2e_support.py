@@ -14,6 +14,7 @@ from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
 
@@ -135,7 +136,9 @@ def play_walkthrough(
     ``tmp_path / "game_files"``; returns the final GameState."""
     llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
     config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = EpisodeRunner(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    orchestrator = EpisodeRunner(
+        episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns, redactor=Redactor()
+    )
     try:
         return orchestrator.play_episode()
     finally:

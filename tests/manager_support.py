@@ -16,6 +16,7 @@ from typing import Any
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
 from session.game_state import TurnResult
+from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.scripted_llm import ScriptedLLMServer, completion
 
@@ -28,7 +29,7 @@ def make_config(server: ScriptedLLMServer, tmp_path: Path, **sections: dict[str,
 
 
 def make_client(config: GameConfiguration, server: ScriptedLLMServer) -> LLMClient:
-    return LLMClient(config, base_url=server.base_url, api_key="test-key")
+    return LLMClient(config, base_url=server.base_url, api_key="test-key", redactor=Redactor())
 
 
 @dataclass

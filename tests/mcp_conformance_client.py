@@ -45,6 +45,7 @@ from mcp_client.tools import wire_name  # noqa: E402
 from session.errors import MCPServerStartupError  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
+from session.redaction import Redactor  # noqa: E402
 from tests.e2e_support import minimal_instance  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
 from tool_loop.events import ToolLoopEvents  # noqa: E402
@@ -254,8 +255,8 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
     chat.respond_with(model)
     with tempfile.TemporaryDirectory(prefix="zorkgpt-conformance-") as folder, _running(chat):
         config = _configuration(Path(folder), server_url, chat.base_url)
-        client = LLMClient(config, logger=logger)
-        manager = MCPManager(config, logger, models={"agent": client})
+        client = LLMClient(config, logger=logger, redactor=Redactor())
+        manager = MCPManager(config, logger, models={"agent": client}, redactor=Redactor())
         loop = ToolLoop(
             client,
             config.mcp,

@@ -20,6 +20,7 @@ from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeChec
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
@@ -200,7 +201,7 @@ def test_trust_never_falls_below_the_floor() -> None:
 
 
 def make_critic(config: GameConfiguration, game: JerichoInterface, server: Any) -> Critic:
-    client = LLMClient(config, base_url=server.base_url, api_key="test-key")
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key", redactor=Redactor())
     return Critic(config, logging.getLogger("test.critic"), client, game)
 
 

@@ -15,6 +15,7 @@ from llm_client import LLMClient
 from managers.critic_manager import CriticManager
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
+from session.redaction import Redactor
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
@@ -35,7 +36,7 @@ class Agent:
 def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any = None) -> CriticManager:
     location = game.get_location()
     state = GameState(current_room_id=location.id, current_room_name=location.name, exits=game.get_valid_exits())
-    client = LLMClient(config, base_url=server.base_url, api_key="test-key") if server else None
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key", redactor=Redactor()) if server else None
     return CriticManager(config, logging.getLogger("test.critic_manager"), state, game, client)
 
 

@@ -18,7 +18,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def test_events_are_flushed_per_event_and_plain_records_skipped(tmp_path: Path) -> None:
-    logger = setup_episode_logger(tmp_path, name="test.eplog.flush", console=False)
+    logger = setup_episode_logger(tmp_path, name="test.eplog.flush", console=False, redactor=Redactor())
     try:
         logger.info("Turn 1 | > look", extra={"event_type": "turn", "turn": 1, "inventory": ["lamp"]})
         # Read while the handler is still open: nothing may sit in a buffer.
@@ -62,9 +62,9 @@ def test_secrets_are_scrubbed_from_messages_nested_extras_and_child_loggers(
 
 
 def test_a_new_episode_replaces_the_previous_handlers(tmp_path: Path) -> None:
-    first = setup_episode_logger(tmp_path / "one", name="test.eplog.reuse", console=False)
+    first = setup_episode_logger(tmp_path / "one", name="test.eplog.reuse", console=False, redactor=Redactor())
     first.info("first", extra={"event_type": "a"})
-    second = setup_episode_logger(tmp_path / "two", name="test.eplog.reuse", console=False)
+    second = setup_episode_logger(tmp_path / "two", name="test.eplog.reuse", console=False, redactor=Redactor())
     try:
         second.info("second", extra={"event_type": "b"})
         assert second is first and len(second.handlers) == 2
@@ -78,7 +78,7 @@ def test_control_characters_are_escaped_in_the_human_log_and_console_and_json_st
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hostile = "\x1b]0;title\x07 \x9b2J \u202eevil\x7f"
-    logger = setup_episode_logger(tmp_path, name="test.eplog.controls", console=True)
+    logger = setup_episode_logger(tmp_path, name="test.eplog.controls", console=True, redactor=Redactor())
     try:
         logger.warning("Turn 1: > %s", hostile, extra={"event_type": "turn", "action": hostile})
     finally:
@@ -98,7 +98,9 @@ def test_a_logged_traceback_reaches_both_files_redacted_but_not_the_console(
 ) -> None:
     secret = "sk-or-v1-secret-inside-an-exception"
     monkeypatch.setenv("OPENROUTER_API_KEY", secret)
-    logger = setup_episode_logger(tmp_path, name="test.eplog.traceback", console=True)
+    logger = setup_episode_logger(
+        tmp_path, name="test.eplog.traceback", console=True, redactor=Redactor.from_environment()
+    )
     try:
         try:
             raise TypeError(f"bug while sending {secret}")
@@ -127,7 +129,7 @@ def test_on_a_full_disk_a_record_is_written_whole_or_taken_back_and_closing_does
     disk = tmp_path / "disk"
     with small_disk(disk, "256k"):
         episode = disk / "episode"
-        logger = setup_episode_logger(episode, name="test.eplog.full-disk", console=False)
+        logger = setup_episode_logger(episode, name="test.eplog.full-disk", console=False, redactor=Redactor())
         try:
             logger.info("before", extra={"event_type": "small"})
             fill_disk(disk)  # the log files' last blocks still have room for a few small lines
@@ -155,7 +157,9 @@ def test_a_disk_too_full_to_start_an_episode_leaves_no_folder(tmp_path: Path) ->
     with small_disk(disk, "256k"):
         fill_disk(disk)
         with pytest.raises(WorkdirError, match="No space left on device") as raised:
-            setup_episode_logger(episodes_dir(disk) / "one", name="test.eplog.no-space", console=False)
+            setup_episode_logger(
+                episodes_dir(disk) / "one", name="test.eplog.no-space", console=False, redactor=Redactor()
+            )
         assert f"Cannot record an episode in {disk}:" in str(raised.value)
         assert "Free space on that disk" in str(raised.value)
         assert sorted(path.name for path in disk.iterdir()) == ["filler"]

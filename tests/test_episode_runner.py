@@ -9,6 +9,7 @@ import pytest
 
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
+from session.redaction import Redactor
 from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import REPO
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
@@ -22,7 +23,11 @@ def test_walkthrough_episode_wins_with_full_score(
     llm_server.respond_with(model)
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
     orchestrator = EpisodeRunner(
-        episode_id="e2e-walkthrough", config=config, console=False, max_turns_per_episode=len(commands) + 5
+        episode_id="e2e-walkthrough",
+        config=config,
+        console=False,
+        max_turns_per_episode=len(commands) + 5,
+        redactor=Redactor(),
     )
     try:
         state = orchestrator.play_episode()
@@ -77,7 +82,12 @@ def test_the_episode_plays_the_game_seed_it_records(
     llm_server.respond_with(WalkthroughModel(walkthrough(game_file)[:TROLL_BLOW]))
     config = e2e_config(tmp_path, llm_server.base_url, game_file, gameplay={} if setting is None else {"seed": setting})
     orchestrator = EpisodeRunner(
-        episode_id="seeded", config=config, console=False, max_turns_per_episode=TROLL_BLOW, game_seed=given
+        episode_id="seeded",
+        config=config,
+        console=False,
+        max_turns_per_episode=TROLL_BLOW,
+        game_seed=given,
+        redactor=Redactor(),
     )
     try:
         orchestrator.play_episode()
@@ -94,7 +104,9 @@ def test_the_episode_plays_the_game_seed_it_records(
 def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = EpisodeRunner(episode_id="ctx", config=config, console=False, max_turns_per_episode=2)
+    orchestrator = EpisodeRunner(
+        episode_id="ctx", config=config, console=False, max_turns_per_episode=2, redactor=Redactor()
+    )
     try:
         state = orchestrator.play_episode()
     finally:
@@ -115,7 +127,9 @@ def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path
 def test_stop_request_ends_after_current_turn(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.respond_with(lambda body, i: agent_reply("look"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = EpisodeRunner(episode_id="stop", config=config, console=False, max_turns_per_episode=50)
+    orchestrator = EpisodeRunner(
+        episode_id="stop", config=config, console=False, max_turns_per_episode=50, redactor=Redactor()
+    )
     original = orchestrator._process_turn
 
     def process_and_stop() -> bool:
@@ -143,7 +157,9 @@ def play_script(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, 
         )
     )
     config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = EpisodeRunner(episode_id="script", config=config, console=False, max_turns_per_episode=60)
+    orchestrator = EpisodeRunner(
+        episode_id="script", config=config, console=False, max_turns_per_episode=60, redactor=Redactor()
+    )
     try:
         return orchestrator, orchestrator.play_episode()
     finally:
@@ -203,7 +219,9 @@ def test_each_role_talks_to_its_own_endpoint(llm_server: ScriptedLLMServer, tmp_
             llm={"agent_base_url": agent_server.base_url},
             objectives={"enabled": True, "discovery_interval_turns": 1},
         )
-        orchestrator = EpisodeRunner(episode_id="roles", config=config, console=False, max_turns_per_episode=2)
+        orchestrator = EpisodeRunner(
+            episode_id="roles", config=config, console=False, max_turns_per_episode=2, redactor=Redactor()
+        )
         try:
             orchestrator.play_episode()
         finally:
@@ -221,7 +239,7 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
 
     config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", tmp_path / "missing.z5")
     with pytest.raises(StoryFileError, match=r"missing\.z5"):
-        EpisodeRunner(episode_id="none", config=config, console=False)
+        EpisodeRunner(episode_id="none", config=config, console=False, redactor=Redactor())
     assert not episodes_dir(tmp_path / "game_files").exists()
 
 
@@ -261,7 +279,9 @@ def test_a_huge_reply_is_stored_cut_with_its_length(
         agent_reply("take leaflet"),
     )
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = EpisodeRunner(episode_id="huge", config=config, console=False, max_turns_per_episode=3)
+    orchestrator = EpisodeRunner(
+        episode_id="huge", config=config, console=False, max_turns_per_episode=3, redactor=Redactor()
+    )
     try:
         state = orchestrator.play_episode()
     finally:
@@ -286,7 +306,9 @@ def test_a_bug_during_a_turn_ends_the_episode_with_its_traceback_logged_and_prop
     traceback in the episode's files, and lets the error out instead of playing on."""
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = EpisodeRunner(episode_id="bug", config=config, console=False, max_turns_per_episode=5)
+    orchestrator = EpisodeRunner(
+        episode_id="bug", config=config, console=False, max_turns_per_episode=5, redactor=Redactor()
+    )
 
     def buggy_process_turn(result: object) -> None:
         raise TypeError("a bug in the map manager")
@@ -331,7 +353,9 @@ def test_failing_memory_calls_open_their_roles_breaker_and_the_agent_plays_on(
         memory={"enabled": True, "min_turns_between_calls": 1},
         objectives={"enabled": True, "discovery_interval_turns": 1},
     )
-    orchestrator = EpisodeRunner(episode_id="breaker", config=config, console=False, max_turns_per_episode=12)
+    orchestrator = EpisodeRunner(
+        episode_id="breaker", config=config, console=False, max_turns_per_episode=12, redactor=Redactor()
+    )
     try:
         state = orchestrator.play_episode()
     finally:
@@ -363,7 +387,9 @@ def test_cost_per_role_per_turn_and_per_episode(llm_server: ScriptedLLMServer, t
         pricing={"scripted/agent": {"input": 2.0, "output": 10.0}},
         objectives={"enabled": True, "discovery_interval_turns": 2},
     )
-    orchestrator = EpisodeRunner(episode_id="cost", config=config, console=False, max_turns_per_episode=4)
+    orchestrator = EpisodeRunner(
+        episode_id="cost", config=config, console=False, max_turns_per_episode=4, redactor=Redactor()
+    )
     try:
         orchestrator.play_episode()
     finally:
@@ -389,7 +415,9 @@ def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
     """One command per turn: the game makes one move, and the model hears, once, what was not played."""
     llm_server.script(agent_reply("go s, go w, take leaflet and read it"), agent_reply("look"), agent_reply("look"))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
-    orchestrator = EpisodeRunner(episode_id="chain", config=config, console=False, max_turns_per_episode=3)
+    orchestrator = EpisodeRunner(
+        episode_id="chain", config=config, console=False, max_turns_per_episode=3, redactor=Redactor()
+    )
     moves_after: list[int] = []
     original = orchestrator._process_turn
 
@@ -431,7 +459,9 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     )
     mcp = {"enabled": True, "config_file": str(REPO / "mcp_config.json"), "server_startup_timeout_seconds": 120}
     config = e2e_config(tmp_path, llm_server.base_url, game_file, mcp=mcp)
-    orchestrator = EpisodeRunner(episode_id="reask", config=config, console=False, max_turns_per_episode=1)
+    orchestrator = EpisodeRunner(
+        episode_id="reask", config=config, console=False, max_turns_per_episode=1, redactor=Redactor()
+    )
     try:
         state = orchestrator.play_episode()
     finally:

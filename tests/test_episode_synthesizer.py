@@ -14,6 +14,7 @@ from llm_client import LLMClient
 from managers.episode_synthesizer import EpisodeSynthesizer
 from session.episode_folder import EpisodeFolder
 from session.game_state import GameState, TurnResult
+from session.redaction import Redactor
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
 
@@ -126,7 +127,7 @@ def test_usage_from_the_real_client(
     tmp_path: Path, game: JerichoInterface, llm_server, make_config: ConfigFactory
 ) -> None:
     config = make_config()
-    client = LLMClient(config, base_url=llm_server.base_url, api_key="test-key")
+    client = LLMClient(config, base_url=llm_server.base_url, api_key="test-key", redactor=Redactor())
     llm_server.respond_with(
         lambda body, index: completion("{}", usage={"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23})
     )

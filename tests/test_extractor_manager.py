@@ -21,6 +21,7 @@ from managers.extractor_manager import (
 )
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 
@@ -43,7 +44,7 @@ def combat_reply(in_combat: bool, reason: str = "scripted") -> dict[str, Any]:
 def make_extractor(
     config: GameConfiguration, game: JerichoInterface, server: ScriptedLLMServer | None
 ) -> ExtractorManager:
-    client = LLMClient(config, base_url=server.base_url, api_key="test-key") if server else None
+    client = LLMClient(config, base_url=server.base_url, api_key="test-key", redactor=Redactor()) if server else None
     return ExtractorManager(config, logging.getLogger("test.extractor"), GameState(), game, client)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from managers.base_manager import ManagerFileError
 from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.manager_support import (
     MEMORY_MODEL,
     LogCapture,
@@ -44,7 +45,7 @@ def make_manager(
     config = make_config(server, tmp_path, knowledge=knowledge, memory_sampling={"temperature": 0.1})
     state = GameState(episode_id=episode, current_room_id=1, current_room_name="West of House", max_score=350)
     log = capture_logger()
-    return KnowledgeManager(config, log.logger, state, make_client(config, server)), state, log
+    return KnowledgeManager(config, log.logger, state, make_client(config, server), redactor=Redactor()), state, log
 
 
 def kb_path(tmp_path: Path) -> Path:
@@ -236,13 +237,15 @@ from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
 from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
+from session.redaction import Redactor
 
 keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
 server = ScriptedLLMServer().start()
 lessons = lambda body, i: json_reply({k: [f"{k} lesson {i}-{j} " + "y" * 200 for j in range(3)] for k in keys})
 server.respond_with(lessons)
 config = make_config(server, Path(TMP), knowledge={"update_interval_turns": 1})
-manager = KnowledgeManager(config, logging.getLogger("writer"), GameState(), make_client(config, server))
+client = make_client(config, server)
+manager = KnowledgeManager(config, logging.getLogger("writer"), GameState(), client, redactor=Redactor())
 n = 0
 while True:
     n += 1
@@ -322,7 +325,9 @@ def test_an_episode_that_never_played_leaves_the_knowledge_base_alone(tmp_path: 
     try:
         config = make_config(server, tmp_path)
         path = tmp_path / "kb.md"
-        manager = KnowledgeManager(config, capture_logger().logger, GameState(), make_client(config, server), path)
+        manager = KnowledgeManager(
+            config, capture_logger().logger, GameState(), make_client(config, server), path, redactor=Redactor()
+        )
         manager.finalize_episode()
     finally:
         server.stop()

@@ -10,6 +10,7 @@ from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.learning_support import LEARNED, REMEMBERED, LearningModel
@@ -31,7 +32,9 @@ def default_config(tmp_path: Path, base_url: str, game_file: Path) -> GameConfig
 
 
 def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[EpisodeRunner, GameState]:
-    orchestrator = EpisodeRunner(episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns)
+    orchestrator = EpisodeRunner(
+        episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns, redactor=Redactor()
+    )
     try:
         state = orchestrator.play_episode()
     finally:

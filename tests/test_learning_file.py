@@ -31,7 +31,7 @@ from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
-from session.redaction import REDACTED
+from session.redaction import REDACTED, Redactor
 from tests.manager_support import capture_logger, json_reply, make_client, schema_name, turn, user_text
 from tests.scripted_llm import ScriptedLLMServer
 from world.knowledge_file import KnowledgeDocument
@@ -147,10 +147,11 @@ class Managers:
         self.state = GameState(episode_id=episode_id, current_room_id=START[0], current_room_name=START[1])
         self.state.exits = ["north"]
         client = make_client(config, server)
-        self.map = MapManager(config, self.log.logger, self.state)
-        self.memory = MemoryManager(config, self.log.logger, self.state, client)
-        self.knowledge = KnowledgeManager(config, self.log.logger, self.state, client)
-        self.objectives = ObjectiveManager(config, self.log.logger, self.state, client, game)
+        redactor = Redactor.for_run(config)  # one for the run, as main.py builds it
+        self.map = MapManager(config, self.log.logger, self.state, redactor=redactor)
+        self.memory = MemoryManager(config, self.log.logger, self.state, client, redactor=redactor)
+        self.knowledge = KnowledgeManager(config, self.log.logger, self.state, client, redactor=redactor)
+        self.objectives = ObjectiveManager(config, self.log.logger, self.state, client, game, redactor=redactor)
 
     def play(self, run: int, turns: int) -> None:
         """A walk through rooms of this run's own, one new item per turn, one agent objective per turn."""
@@ -325,7 +326,7 @@ def test_hand_written_notes_in_memories_survive_a_memory_write(llm_server: Scrip
     path.write_text(HAND_WRITTEN, encoding="utf-8")
     llm_server.respond_with(LearningReplies(1))
     log = capture_logger()
-    manager = MemoryManager(config, log.logger, GameState(), make_client(config, llm_server))
+    manager = MemoryManager(config, log.logger, GameState(), make_client(config, llm_server), redactor=Redactor())
     manager.process_turn(turn(1, "take leaflet", room=START, inv=([], ["leaflet"])))
     manager.process_turn(turn(2, "drop leaflet", room=(2, "North of House"), inv=(["leaflet"], [])))
 
@@ -384,7 +385,7 @@ def test_temp_files_left_by_a_crash_are_removed_at_start(
 def test_a_write_over_the_size_cap_is_refused_and_the_file_kept(tmp_path: Path) -> None:
     log = capture_logger()
     path = tmp_path / "notes.md"
-    file = LearningFile(path, log.logger, "memory", max_bytes=100)
+    file = LearningFile(path, log.logger, "memory", max_bytes=100, redactor=Redactor())
     assert file.update(lambda current: "small\n") == "small\n"
     assert file.update(lambda current: current + "x" * 200) is None
     assert path.read_text(encoding="utf-8") == "small\n"
@@ -396,7 +397,7 @@ def test_a_file_that_cannot_be_read_is_never_overwritten(tmp_path: Path) -> None
     log = capture_logger()
     path = tmp_path / "notes.md"
     path.write_bytes("caf\xe9".encode("latin-1"))
-    file = LearningFile(path, log.logger, "memory")
+    file = LearningFile(path, log.logger, "memory", redactor=Redactor())
     assert file.update(lambda current: "replacement\n", turn=7) is None
     assert path.read_bytes() == "caf\xe9".encode("latin-1")
     [event] = log.events("memory_file_unreadable")
@@ -409,7 +410,7 @@ def test_a_shared_workdirs_modes_survive_a_write(tmp_path: Path) -> None:
     for file, mode in ((path, 0o640), (companion, 0o664)):
         file.write_text("old\n", encoding="utf-8")
         file.chmod(mode)
-    learning = LearningFile(path, capture_logger().logger, "map")
+    learning = LearningFile(path, capture_logger().logger, "map", redactor=Redactor())
     assert learning.update(lambda current: "new\n", companions=lambda text: {companion: "graph\n"}) == "new\n"
     assert path.read_text(encoding="utf-8") == "new\n" and companion.read_text(encoding="utf-8") == "graph\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -85,7 +85,11 @@ class FakeClock:
 @pytest.fixture
 def make_client(llm_server: ScriptedLLMServer) -> Callable[..., tuple[LLMClient, list[float]]]:
     def factory(config: GameConfiguration | None = None, **kwargs: Any) -> tuple[LLMClient, list[float]]:
-        client = LLMClient(config or make_config(), base_url=llm_server.base_url, api_key=API_KEY, **kwargs)
+        # The run's redactor knows the key its clients send.
+        redactor = Redactor.of(API_KEY)
+        client = LLMClient(
+            config or make_config(), base_url=llm_server.base_url, api_key=API_KEY, redactor=redactor, **kwargs
+        )
         delays: list[float] = []
         client.sleep = delays.append
         client.random = lambda: 0.5
@@ -254,7 +258,7 @@ def test_tools_refused_for_reasoning_model_unless_forced(
 
 
 def test_supports_tool_calling_patterns_and_override() -> None:
-    client = LLMClient(make_config(), api_key=API_KEY)
+    client = LLMClient(make_config(), api_key=API_KEY, redactor=Redactor())
     assert client.supports_tool_calling("anthropic/claude-sonnet-4.5")
     assert client.supports_tool_calling("some-lab/unknown-model")
     for model in ("openai/o1-mini", "openai/o3-mini", "qwen/qwq-32b", "deepseek/deepseek-r1", "x/grok-4-reasoning"):
@@ -339,7 +343,9 @@ def test_timeout_retried(
 
 def test_connection_error_retried_then_exhausted() -> None:
     port = free_port()  # nobody listens on it
-    client = LLMClient(make_config(max_retries=2), base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY)
+    client = LLMClient(
+        make_config(max_retries=2), base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY, redactor=Redactor()
+    )
     delays: list[float] = []
     client.sleep = delays.append
 
@@ -447,7 +453,7 @@ def test_other_4xx_not_retried_and_carry_provider_message(
 
 
 def test_unusable_base_url_is_a_clear_error() -> None:
-    client = LLMClient(make_config(), base_url="openrouter.ai/api/v1", api_key=API_KEY)
+    client = LLMClient(make_config(), base_url="openrouter.ai/api/v1", api_key=API_KEY, redactor=Redactor())
     with pytest.raises(LLMInvalidRequestError, match=r"base_url"):
         client.complete(model="m", messages=MESSAGES)
 
@@ -705,7 +711,7 @@ def test_each_call_records_the_model_asked_for_and_the_one_the_endpoint_says_ans
 
 
 def test_the_client_answers_through_its_typed_complete(llm_server: ScriptedLLMServer) -> None:
-    client = LLMClient(make_config(), base_url=llm_server.base_url, api_key=API_KEY)
+    client = LLMClient(make_config(), base_url=llm_server.base_url, api_key=API_KEY, redactor=Redactor())
     llm_server.script(completion("take lamp"))
 
     response = client.complete(model="openai/gpt-4o", messages=MESSAGES, name="agent")
@@ -723,7 +729,7 @@ def test_defaults_come_from_config(llm_server: ScriptedLLMServer) -> None:
         {"llm": {"base_url": llm_server.base_url + "/"}}, environ={"OPENROUTER_API_KEY": API_KEY}
     )
     llm_server.script(completion("ok"))
-    LLMClient(config).complete(model="m", messages=MESSAGES)
+    LLMClient(config, redactor=Redactor()).complete(model="m", messages=MESSAGES)
     request = llm_server.requests[0]
     assert request.path == "/v1/chat/completions"
     assert request.headers["Authorization"] == f"Bearer {API_KEY}"

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 from tests.llm_support import wire_tool_calls
 from tests.scripted_llm import ScriptedLLMServer, completion
 
@@ -33,7 +34,7 @@ def test_property_11_tool_calls_parsed_through_http(
 ) -> None:
     """Property 11 (Req 4.2): for any response containing tool_calls, the client returns each call's
     id, type, function name and arguments exactly as sent, in order (real HTTP round trip)."""
-    client = LLMClient(fresh_config(), base_url=llm_server.base_url, api_key="sk-test")
+    client = LLMClient(fresh_config(), base_url=llm_server.base_url, api_key="sk-test", redactor=Redactor())
     body = completion(tool_calls=calls)
     body["choices"][0]["message"]["content"] = narration
     llm_server.respond_with(lambda _body, _index: body)

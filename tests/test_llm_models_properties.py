@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from chat_api.models import supports_tool_calling
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 
 
 def fresh_config() -> GameConfiguration:
@@ -64,4 +65,4 @@ def test_property_13_model_compatibility_detection(
     assert supports_tool_calling(model, force=force) is expected
     config = fresh_config()
     config.mcp.force_tool_support = force
-    assert LLMClient(config, api_key="sk-test").supports_tool_calling(model) is expected
+    assert LLMClient(config, api_key="sk-test", redactor=Redactor()).supports_tool_calling(model) is expected

@@ -16,7 +16,8 @@ import pytest
 
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.config_support import UNUSED_BASE_URL
-from tests.e2e_support import read_events
+from tests.e2e_support import read_events, walkthrough
+from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from tests.main_support import (
     NO_LEARNING,
     REPO,
@@ -27,7 +28,7 @@ from tests.main_support import (
     run_main,
     scripted_env,
 )
-from tests.mcp_test_servers.helpers import free_port
+from tests.mcp_test_servers.helpers import free_port, write_mcp_config
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
 
@@ -532,3 +533,122 @@ def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, 
     assert "Configuration error" in proc.stderr and "Permission denied" in proc.stderr
     assert str(workdir) in proc.stderr and "game_workdir" in proc.stderr
     assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stderr
+
+
+# What main.py builds the run's redactor from, in a fresh interpreter: which modules it loaded.
+RUN_REDACTOR = """
+import sys
+import main
+from session.game_configuration import GameConfiguration
+enabled, config_file, secret = sys.argv[1] == "on", sys.argv[2], sys.argv[3]
+config = GameConfiguration.from_mapping({"mcp": {"enabled": enabled, "config_file": config_file}}, environ={})
+redactor = main.run_redactor(config)
+print(redactor(secret), "mcp_client" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("mcp", "expected"), [("on", "[REDACTED] True"), ("off", "tok-entry-0123456789 False")])
+def test_the_runs_redactor_knows_the_mcp_entries_secrets_and_mcp_off_needs_no_mcp_client(
+    tmp_path: Path, mcp: str, expected: str
+) -> None:
+    """With MCP on, the entries' header values are secrets of the run; with MCP off the run's
+    redactor is built without importing the MCP client (and its entries are not read)."""
+    secret = "tok-entry-0123456789"
+    config_file = tmp_path / "mcp_config.json"
+    config_file.write_text(
+        json.dumps({"mcpServers": {"r": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": secret}}}})
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_REDACTOR, mcp, str(config_file), secret],
+        cwd=REPO,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-2] == expected
+
+
+class EchoingModel(LearningModel):
+    """The learning model, each answer of which repeats the run's key, as a provider quoting it
+    or a model told to leak it might: in the agent's thinking, the memory, the lesson, the objective."""
+
+    def __init__(self, commands: list[str], secret: str) -> None:
+        super().__init__(commands)
+        self.secret = secret
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        reply = super().__call__(body, index)
+        message = reply["choices"][0]["message"]
+        for text in (REMEMBERED, LEARNED, OBJECTIVE, "walkthrough step"):
+            message["content"] = (message["content"] or "").replace(text, f"{text} {self.secret}")
+        return reply
+
+
+def test_the_key_a_model_echoes_reaches_no_file_of_the_run(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The run's redactor, built by main.py, reaches every writer of the episode: the logs, the
+    state, the memory, knowledge and objective files all keep [REDACTED] where the key was."""
+    secret = "sk-or-v1-echoed-by-the-model-0123456789"
+    model = EchoingModel(walkthrough(game_file), secret)
+    llm_server.respond_with(model)
+    learning_every_turn = {
+        "ZORKGPT_MEMORY_MIN_TURNS_BETWEEN_CALLS": "1",
+        "ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS": "1",
+        "ZORKGPT_OBJECTIVES_DISCOVERY_INTERVAL_TURNS": "1",
+    }
+    env = scripted_env(llm_server, tmp_path, game_file, OPENROUTER_API_KEY=secret, **learning_every_turn)
+    proc = run_main(["--max-turns", "4", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert {"MemoryBatchReply", "KnowledgeUpdate", "ObjectiveReview"} <= set(model.calls)  # every one echoed it
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout
+    redacted = {path.name for path, text in written.items() if "[REDACTED]" in text}
+    assert {"episode_log.jsonl", "episode.log", "memories.md", "knowledgebase.md", "objectives.json"} <= redacted
+
+
+def test_a_provider_error_quoting_the_key_reaches_no_file_of_the_run(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The LLM clients get the run's redactor: the provider's refusal, which quotes the key, ends
+    the episode and is told in its files with [REDACTED] in the key's place."""
+    secret = "sk-or-v1-quoted-by-the-provider-0123456789"
+    llm_server.script(Reply(401, {"error": {"message": f"Invalid API key {secret}"}}))
+    env = scripted_env(llm_server, tmp_path, game_file, OPENROUTER_API_KEY=secret, **NO_LEARNING)
+    proc = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Invalid API key [REDACTED]" in proc.stderr
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout
+    redacted = {path.name for path, text in written.items() if "Invalid API key [REDACTED]" in text}
+    assert {"episode_log.jsonl", "episode.log", "current_state.json"} <= redacted
+
+
+def test_an_mcp_entrys_secret_in_a_start_failure_reaches_no_file_or_terminal(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The MCP manager gets the run's redactor, which knows the entries' env values: a server
+    that cannot start is reported with [REDACTED] where its command line named the value."""
+    secret = "entry-token-not-for-anyone-0123456789"
+    entry = {"command": "zorkgpt-missing-server", "args": ["--token", secret], "env": {"TOKEN": secret}}
+    config_file = write_mcp_config(tmp_path / "mcp", {"broken": entry})
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config_file),
+        **NO_LEARNING,
+    )
+    proc = run_main(["--max-turns", "1", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr  # a server that cannot start stops the run before play
+    assert "Command: zorkgpt-missing-server --token [REDACTED]" in proc.stderr
+    written = {path: path.read_text(encoding="utf-8") for path in (tmp_path / "runs").rglob("*") if path.is_file()}
+    assert [path for path, text in written.items() if secret in text] == []
+    assert secret not in proc.stderr + proc.stdout

@@ -16,6 +16,7 @@ from managers.map_manager import MapManager
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from session.redaction import Redactor
 from world.map_graph import FAILED_EXIT_PRUNE_THRESHOLD, MapGraph, MapGraphError
 
 # The walkthrough's opening: up the tree for the egg, round the house, in through the window.
@@ -127,7 +128,7 @@ def test_opening_builds_the_map_from_engine_ids(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     rooms = _ids(game, OPENING)
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    manager = MapManager(_config(tmp_path), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     first_context = driver.start()
     assert first_context is not None
@@ -163,7 +164,7 @@ def test_map_is_saved_each_changed_turn_and_carries_to_the_next_episode(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     config = _config(tmp_path)
-    manager = MapManager(config, logger[0], GameState())
+    manager = MapManager(config, logger[0], GameState(), redactor=Redactor())
     map_file = config.workdir / config.files.map_file
     driver = Driver(game, manager)
     driver.start()
@@ -174,7 +175,7 @@ def test_map_is_saved_each_changed_turn_and_carries_to_the_next_episode(
     driver.play(["look"])  # nothing new: no write
     assert map_file.stat().st_mtime_ns == before
 
-    second = MapManager(config, logger[0], GameState())
+    second = MapManager(config, logger[0], GameState(), redactor=Redactor())
     assert second.graph.to_dict() == manager.graph.to_dict()
     Driver(game, second).start()
     west = _ids(game, [])[0][0]
@@ -185,7 +186,7 @@ def test_every_save_writes_the_map_as_mermaid_beside_the_json(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     config = _config(tmp_path)
-    manager = MapManager(config, logger[0], GameState())
+    manager = MapManager(config, logger[0], GameState(), redactor=Redactor())
     map_file = config.workdir / config.files.map_file
     driver = Driver(game, manager)
     driver.start()
@@ -223,7 +224,7 @@ def test_every_save_writes_the_map_as_mermaid_beside_the_json(
 def test_failed_moves_are_counted_and_pruned(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager, probe=False)
     driver.start()
     here = driver.state.current_room_id
@@ -238,13 +239,13 @@ def test_disabled_probe_does_not_wipe_verified_exits(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
     config = _config(tmp_path)
-    manager = MapManager(config, logger[0], GameState())
+    manager = MapManager(config, logger[0], GameState(), redactor=Redactor())
     Driver(game, manager).start()
     west = _ids(game, [])[0][0]
     verified = set(manager.graph.rooms[west].verified_exits)
     assert verified == {"north", "south", "west", "northeast", "southeast"}
 
-    no_probe = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState())
+    no_probe = MapManager(_config(tmp_path, exit_probe=False), logger[0], GameState(), redactor=Redactor())
     Driver(game, no_probe, probe=False).start()
     assert no_probe.graph.rooms[west].verified_exits == verified
 
@@ -252,7 +253,7 @@ def test_disabled_probe_does_not_wipe_verified_exits(
 def test_death_is_not_a_passage(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    manager = MapManager(_config(tmp_path), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play(["north", "east", "open window", "enter", "west", "move rug", "open trap door", "down"])
@@ -268,7 +269,7 @@ def test_death_is_not_a_passage(
 def test_stale_exits_are_not_given_to_the_wrong_room(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path), logger[0], GameState())
+    manager = MapManager(_config(tmp_path), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     west = driver.state.current_room_id
@@ -283,7 +284,7 @@ def test_save_failure_is_logged_and_play_continues(
 ) -> None:
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("a file where the map folder should be")
-    manager = MapManager(_config(tmp_path), logger[0], GameState(), map_path=blocker / "map.json")
+    manager = MapManager(_config(tmp_path), logger[0], GameState(), map_path=blocker / "map.json", redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play(["north"])
@@ -299,12 +300,12 @@ def test_corrupt_map_file_fails_at_start_with_the_fix(tmp_path: Path, logger: tu
     map_file.parent.mkdir(parents=True)
     map_file.write_text("{ truncated")
     with pytest.raises(MapGraphError, match="Delete it"):
-        MapManager(config, logger[0], GameState())
+        MapManager(config, logger[0], GameState(), redactor=Redactor())
     assert MapGraph.load(tmp_path / "elsewhere.json").rooms == {}
 
 
 def _started(game: JerichoInterface, tmp_path: Path, log: logging.Logger) -> tuple[MapManager, Driver]:
-    manager = MapManager(_config(tmp_path), log, GameState())
+    manager = MapManager(_config(tmp_path), log, GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     return manager, driver
@@ -399,7 +400,7 @@ def test_a_room_entered_and_died_in_counts_as_visited(
 def test_fair_play_seen_shows_ways_walked_tried_or_described(
     game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
 ) -> None:
-    manager = MapManager(_config(tmp_path, fair_play="seen"), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, fair_play="seen"), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play(OPENING)  # into the Living Room from the Kitchen: nothing walked from here yet

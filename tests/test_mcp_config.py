@@ -16,13 +16,15 @@ from managers.mcp_manager import MCPManager
 from mcp_client import MCPConfig, MCPConfigError, MCPError, MCPServerStartupError
 from mcp_client.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 from tests.main_support import run_main
-from tests.mcp_test_servers.helpers import REPO_ROOT, capture_logger, make_config, write_mcp_config
+from tests.mcp_test_servers.helpers import REPO_ROOT, capture_logger, make_config, run_redactor, write_mcp_config
 
 
 def manager_for(config_file: Path | str, base_dir: Path) -> tuple[MCPManager, list[logging.LogRecord]]:
     logger, handler = capture_logger(f"test.mcp.config.{base_dir.name}")
-    return MCPManager(make_config(config_file, base_dir), logger), handler.records
+    config = make_config(config_file, base_dir)
+    return MCPManager(config, logger, redactor=run_redactor(config)), handler.records
 
 
 def load(tmp_path: Path, data: Any, environ: dict[str, str] | None = None, name: str = "mcp.json") -> MCPConfig:
@@ -412,7 +414,8 @@ def test_header_and_env_values_never_appear_in_errors_or_logs(tmp_path: Path) ->
     (server,) = manager.mcp_config.servers
     assert secret not in repr(server)
     assert server.command_line() == "streamable-http http://127.0.0.1:1/mcp"  # no query string
-    assert manager.redact(f"echo {secret}") == "echo [REDACTED]"
+    # The run's redactor, as main.py builds it, knows the entry's secrets.
+    assert manager.redactor(f"echo {secret}") == "echo [REDACTED]"
     assert all(secret not in r.getMessage() and "key=abc" not in r.getMessage() for r in records)
 
 
@@ -442,7 +445,7 @@ def test_toml_loaded_config_resolves_mcp_config_next_to_pyproject(tmp_path: Path
     config = GameConfiguration.from_toml(tmp_path / "pyproject.toml", environ={})
     assert config.mcp.session_lifetime == "episode" and config.mcp.turn_timeout_seconds == 300
     logger, _ = capture_logger("test.mcp.config.toml")
-    assert MCPManager(config, logger).config_path == tmp_path / "my_mcp.json"
+    assert MCPManager(config, logger, redactor=Redactor()).config_path == tmp_path / "my_mcp.json"
 
 
 @pytest.mark.parametrize(("cwd", "expected"), [(None, "."), ("sub", "sub"), ("../up", "../up")])

@@ -46,6 +46,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the projec
 import pytest  # noqa: E402
 
 import tests.mcp_conformance_client as driver  # noqa: E402
+from session.redaction import Redactor  # noqa: E402
 from tests.conformance_support import Conformance, Verdict, conformance_suite  # noqa: E402
 from tests.mcp_test_servers.helpers import free_port  # noqa: E402
 
@@ -236,7 +237,9 @@ def play_as_a_user(server_url: str, scenario: str, context: dict[str, Any], logg
         if why:
             logger.info("MCP server %s: logging in, as ZorkGPT asks", why)
             try:
-                run_login(mcp_config, driver.SERVER_NAME, open_url=_browser(pages), wait_seconds=30)
+                run_login(
+                    mcp_config, driver.SERVER_NAME, open_url=_browser(pages), wait_seconds=30, redactor=Redactor()
+                )
             except MCPAuthError as exc:
                 logger.error("%s", exc)
                 return 1

@@ -20,6 +20,7 @@ from orchestration.episode_records import EpisodeFigures
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
@@ -81,7 +82,11 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
 
     llm_server.respond_with(WalkthroughModel(commands))
     plain_config = e2e_config(tmp_path / "plain", llm_server.base_url, game_file)
-    plain = play(EpisodeRunner(episode_id="plain", config=plain_config, console=False, max_turns_per_episode=TURNS))
+    plain = play(
+        EpisodeRunner(
+            episode_id="plain", config=plain_config, console=False, max_turns_per_episode=TURNS, redactor=Redactor()
+        )
+    )
     plain_requests = len(llm_server.requests)
 
     never = tmp_path / "never-started.txt"
@@ -102,7 +107,9 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
         game_file,
         mcp={"enabled": True, "config_file": str(mcp_file), "server_startup_timeout_seconds": 120},
     )
-    orchestrator = EpisodeRunner(episode_id="with-mcp", config=config, console=False, max_turns_per_episode=TURNS)
+    orchestrator = EpisodeRunner(
+        episode_id="with-mcp", config=config, console=False, max_turns_per_episode=TURNS, redactor=Redactor()
+    )
     assert orchestrator.mcp_manager is not None
     children_before = child_pids()
     spawned: set[int] = set()

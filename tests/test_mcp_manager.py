@@ -26,6 +26,7 @@ from managers.mcp_manager import MCPManager
 from mcp_client import MCPServerDiedError, MCPServerStartupError, MCPToolCallError, ToolCallResult
 from mcp_client.tools import dotted_name, wire_name
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
@@ -50,7 +51,7 @@ def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None 
     mcp.setdefault("session_lifetime", "episode")
     config_path = write_mcp_config(tmp_path / "cfg", {"misbehaving": misbehaving_entry(*args, env=env)})
     logger, handler = capture_logger(f"test.mcp.{uuid.uuid4().hex}")
-    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger, redactor=Redactor()), handler)
 
 
 async def noop(manager: MCPManager) -> None:
@@ -68,7 +69,7 @@ def test_shipped_thoughtbox_from_default_config_in_another_directory(
         {"mcp": {"enabled": True, "server_startup_timeout_seconds": 120}}, base_dir=REPO_ROOT, environ={}
     )
     logger, handler = capture_logger("test.mcp.thoughtbox")
-    manager = MCPManager(config, logger)
+    manager = MCPManager(config, logger, redactor=Redactor())
     assert manager.server_names == ["thoughtbox"]
     scenario = Scenario(manager, handler)
 
@@ -133,7 +134,7 @@ def test_thoughtbox_session_state_is_fresh_each_turn(tmp_path: Path) -> None:
         {"mcp": {"enabled": True, "server_startup_timeout_seconds": 120}}, base_dir=REPO_ROOT, environ={}
     )
     logger, handler = capture_logger("test.mcp.thoughtbox.turns")
-    scenario = Scenario(MCPManager(config, logger), handler)
+    scenario = Scenario(MCPManager(config, logger, redactor=Redactor()), handler)
     args = {"thought": "Look around.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
     async def body(m: MCPManager) -> ToolCallResult:
@@ -314,7 +315,7 @@ def test_a_reply_over_the_size_limit_over_http_is_refused_and_the_session_lives_
         config_path = write_mcp_config(tmp_path / "cfg", {"remote": {"url": server.url}})
         logger, handler = capture_logger(f"test.mcp.{uuid.uuid4().hex}")
         config = make_config(config_path, tmp_path, session_lifetime="episode", max_tool_reply_bytes=3_000_000)
-        scenario = Scenario(MCPManager(config, logger), handler)
+        scenario = Scenario(MCPManager(config, logger, redactor=Redactor()), handler)
 
         async def body(m: MCPManager) -> tuple[str, ToolCallResult, ToolCallResult]:
             with pytest.raises(MCPToolCallError) as refused:
@@ -409,7 +410,7 @@ def test_server_environment_and_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         },
     )
     logger, handler = capture_logger("test.mcp.env")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, redactor=Redactor()), handler)
     names = [
         "OPENROUTER_API_KEY",
         "LANGFUSE_SECRET_KEY",
@@ -463,7 +464,7 @@ def test_first_connect_failure_raises_startup_error_without_retry(tmp_path: Path
 def test_command_not_found_names_the_command_and_how_to_install(tmp_path: Path) -> None:
     config_path = write_mcp_config(tmp_path, {"tool": {"command": "zorkgpt-no-such-command", "args": ["--x"]}})
     logger, handler = capture_logger("test.mcp.notfound")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, redactor=Redactor()), handler)
 
     with pytest.raises(MCPServerStartupError) as caught:
         scenario.run(noop)
@@ -478,7 +479,7 @@ def test_npx_not_found_hint_mentions_node(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     config_path = write_mcp_config(tmp_path, {"seq": {"command": "npx", "args": ["-y", "some-server"]}})
     logger, handler = capture_logger("test.mcp.npx")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, redactor=Redactor()), handler)
 
     with pytest.raises(MCPServerStartupError, match=r"Install Node\.js 22 or newer"):
         scenario.run(noop)
@@ -568,7 +569,9 @@ def test_each_tool_call_is_one_langfuse_tool_observation(
     langfuse, exporter = langfuse_exporter
     config_path = write_mcp_config(tmp_path, {"misbehaving": misbehaving_entry()})
     logger, handler = capture_logger("test.mcp.langfuse")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, langfuse_client=langfuse), handler)
+    scenario = Scenario(
+        MCPManager(make_config(config_path, tmp_path), logger, langfuse_client=langfuse, redactor=Redactor()), handler
+    )
 
     async def body(m: MCPManager) -> None:
         await m.call_tool("misbehaving__echo", {"text": "hello"})
@@ -634,7 +637,7 @@ def test_paginated_listing_with_a_repeated_name_and_a_bare_schema(tmp_path: Path
     env = {"RAW_SERVER_TOOLS": json.dumps(listing), "RAW_SERVER_PAGE_SIZE": "1"}
     config_path = write_mcp_config(tmp_path, {"raw": raw_entry(env=env)})
     logger, handler = capture_logger("test.mcp.pages")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger), handler)
+    scenario = Scenario(MCPManager(make_config(config_path, tmp_path), logger, redactor=Redactor()), handler)
 
     scenario.run(noop)
     schemas = scenario.schemas

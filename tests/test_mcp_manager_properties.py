@@ -39,6 +39,7 @@ from mcp_client.tools import (
     wire_name,
 )
 from session.game_configuration import GameConfiguration
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import child_pids, make_config, raw_entry, wait_gone, write_mcp_config
 
 LOGGER = logging.getLogger("test.mcp.properties")
@@ -163,7 +164,7 @@ def test_property_05_invalid_json_configuration_is_rejected(text: str) -> None:
         path = Path(folder) / "mcp_config.json"
         path.write_text(text, encoding="utf-8")
         with pytest.raises(MCPConfigError) as caught:
-            MCPManager(make_config(path, Path(folder)), LOGGER)
+            MCPManager(make_config(path, Path(folder)), LOGGER, redactor=Redactor())
     message = str(caught.value)
     assert "not valid JSON" in message
     assert f"line {parse.value.lineno}, column {parse.value.colno}" in message
@@ -206,7 +207,7 @@ def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, t
     """Property 8: for any session, initialize (and its initialized notification) reaches the server
     before tools/list, and discovery happens before any tool call. The raw server speaks only the
     2025 revision: the client asks for 2026-07-28 first (server/discover) and falls back."""
-    manager = MCPManager(raw_config, LOGGER)
+    manager = MCPManager(raw_config, LOGGER, redactor=Redactor())
 
     async def turn() -> list[str]:
         await manager.open_turn(1)
@@ -231,7 +232,7 @@ def test_property_09_subprocess_terminates_on_close(
 ) -> None:
     """Property 9: for any MCP session, whatever happened in it (calls, failed calls, the turn
     ended early), once the manager closes its subprocess is gone."""
-    manager = MCPManager(raw_config, LOGGER)
+    manager = MCPManager(raw_config, LOGGER, redactor=Redactor())
     before = child_pids()
     spawned: set[int] = set()
 

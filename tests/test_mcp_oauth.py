@@ -46,6 +46,7 @@ from mcp_client.tokens import (
 )
 from session.episode_folder import EpisodeFolder
 from session.errors import MCPConfigError
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, episode_folders_by_number, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
@@ -124,7 +125,7 @@ def log_in(mcp_config: MCPConfig, name: str) -> tuple[str, list[httpx2.Response]
         threads.append(thread)
 
     out = io.StringIO()
-    run_login(mcp_config, name, out=out, open_url=open_url, wait_seconds=60)
+    run_login(mcp_config, name, out=out, open_url=open_url, wait_seconds=60, redactor=Redactor())
     for thread in threads:
         thread.join(30)
     return out.getvalue(), pages
@@ -138,7 +139,7 @@ def config_of(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> tuple[Path,
 def episode(tmp_path: Path, config_path: Path, **mcp: Any) -> Scenario:
     mcp.setdefault("session_lifetime", "episode")
     logger, handler = capture_logger(f"test.mcp.oauth.{uuid.uuid4().hex}")
-    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger, redactor=Redactor()), handler)
 
 
 async def secret(manager: MCPManager) -> str:
@@ -261,7 +262,11 @@ def test_a_token_folder_others_may_write_is_refused_with_the_fix(tmp_path: Path,
     message = _unusable(tmp_path)
     assert f"open to other users (mode {mode:o})" in message and f"chmod 700 {token_dir()}" in message
     with pytest.raises(MCPAuthError, match="chmod 700"):  # a login does not write into it either
-        run_login(config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})[1], "remote")
+        run_login(
+            config_of(tmp_path, {"remote": {"url": "https://mcp.example.com/mcp", "oauth": {}}})[1],
+            "remote",
+            redactor=Redactor(),
+        )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root (CI runs as root)")
@@ -535,16 +540,16 @@ def test_a_busy_callback_port_is_named_with_the_setting_that_moves_it(tmp_path: 
             tmp_path, {"protected": {"url": "http://127.0.0.1:9/mcp", "oauth": {"callbackPort": port}}}
         )
         with pytest.raises(MCPAuthError) as caught:
-            run_login(mcp_config, "protected", out=io.StringIO(), open_url=lambda url: None)
+            run_login(mcp_config, "protected", out=io.StringIO(), open_url=lambda url: None, redactor=Redactor())
     assert f"127.0.0.1:{port}" in str(caught.value) and "callbackPort" in str(caught.value)
 
 
 def test_only_a_remote_server_logs_in(tmp_path: Path, state: Path) -> None:
     _, mcp_config = config_of(tmp_path, {"local": {"command": "python", "args": ["-V"]}})
     with pytest.raises(MCPConfigError, match="stdio"):
-        run_login(mcp_config, "local", out=io.StringIO())
+        run_login(mcp_config, "local", out=io.StringIO(), redactor=Redactor())
     with pytest.raises(MCPConfigError, match="No MCP server 'nope'"):
-        run_login(mcp_config, "nope", out=io.StringIO())
+        run_login(mcp_config, "nope", out=io.StringIO(), redactor=Redactor())
 
 
 # -- accounts without a person -------------------------------------------------------------

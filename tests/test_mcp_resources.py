@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from managers.mcp_manager import MCPManager
 from mcp_client import MCPConfig, MCPConfigError, MCPToolCallError
 from mcp_client.config import PromptRequest
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SERVERS_DIR,
@@ -59,7 +60,7 @@ def scenario(tmp_path: Path, servers: dict[str, dict[str, Any]], **mcp: Any) -> 
     config_path = write_mcp_config(tmp_path / "cfg", servers)
     mcp.setdefault("session_lifetime", "episode")
     logger, handler = capture_logger(f"test.mcp.resources.{uuid.uuid4().hex}")
-    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger, redactor=Redactor()), handler)
 
 
 def offered(s: Scenario) -> list[str]:

@@ -17,13 +17,16 @@ from mcp_types.jsonrpc import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCRe
 
 from managers.mcp_manager import MCPManager
 from mcp_client.results import with_result_type
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import Scenario, capture_logger, make_config, raw_entry, write_mcp_config
 
 
 def raw_scenario(tmp_path: Path, protocol: str) -> Scenario:
     config_path = write_mcp_config(tmp_path / "cfg", {"raw": {**raw_entry(), "protocol": protocol}})
     logger, handler = capture_logger(f"test.mcp.results.{uuid.uuid4().hex}")
-    return Scenario(MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger), handler)
+    return Scenario(
+        MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger, redactor=Redactor()), handler
+    )
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])

@@ -16,6 +16,7 @@ import pytest
 from llm_client import LLMClient
 from managers.mcp_manager import MCPManager
 from session.errors import MCPToolCallError
+from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, run_main, scripted_env
@@ -43,9 +44,9 @@ def scenario_for(tmp_path: Path, llm: ScriptedLLMServer, **entry: Any) -> tuple[
             "server_startup_timeout_seconds": 120,
         },
     )
-    client = LLMClient(config, base_url=llm.base_url, api_key="test-key")
+    client = LLMClient(config, base_url=llm.base_url, api_key="test-key", redactor=Redactor())
     logger, handler = capture_logger(f"test.mcp.requests.{uuid.uuid4().hex}")
-    manager = MCPManager(config, logger, models=dict.fromkeys(ROLES, client))
+    manager = MCPManager(config, logger, models=dict.fromkeys(ROLES, client), redactor=Redactor())
     return Scenario(manager, handler), client
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from managers.mcp_manager import MCPManager
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     SERVERS_DIR,
     Scenario,
@@ -40,7 +41,7 @@ def protocol_scenario(tmp_path: Path, entry: dict[str, Any], **mcp: Any) -> Scen
     config_path = write_mcp_config(tmp_path / "cfg", {"p": server})
     mcp.setdefault("session_lifetime", "episode")
     logger, handler = capture_logger(f"test.mcp.source.{uuid.uuid4().hex}")
-    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger), handler)
+    return Scenario(MCPManager(make_config(config_path, tmp_path, **mcp), logger, redactor=Redactor()), handler)
 
 
 def events(scenario: Scenario, kind: str) -> list[Any]:
@@ -66,7 +67,9 @@ def test_a_server_that_speaks_only_2025_is_reached_in_auto_mode(tmp_path: Path) 
         tmp_path / "cfg", {"old": {"command": "python", "args": [str(SERVERS_DIR / "raw_server.py")]}}
     )
     logger, handler = capture_logger(f"test.mcp.source.{uuid.uuid4().hex}")
-    scenario = Scenario(MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger), handler)
+    scenario = Scenario(
+        MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger, redactor=Redactor()), handler
+    )
 
     async def body(m: MCPManager) -> Any:
         return (await m.call_tool("old__echo", {"text": "hi"})).content
@@ -134,7 +137,7 @@ def test_over_http_the_revision_is_agreed_and_progress_flows(tmp_path: Path) -> 
         config_path = write_mcp_config(tmp_path / "cfg", {"p": {"url": server.url}})
         logger, handler = capture_logger(f"test.mcp.source.{uuid.uuid4().hex}")
         config = make_config(config_path, tmp_path, session_lifetime="episode", tool_call_timeout_seconds=2)
-        scenario = Scenario(MCPManager(config, logger), handler)
+        scenario = Scenario(MCPManager(config, logger, redactor=Redactor()), handler)
 
         async def body(m: MCPManager) -> Any:
             return (await m.call_tool("p__steady", {"steps": 30, "interval": 0.1})).content

@@ -61,12 +61,13 @@ from pathlib import Path
 from mcp_client.config import ServerConfig
 from mcp_client.source import SourceSettings, StdioSource
 from session.errors import MCPToolCallError
+from session.redaction import Redactor
 
 async def main():
     server = ServerConfig(name="big", transport="stdio", command=sys.executable, args=(sys.argv[1],))
     settings = SourceSettings(
         startup_timeout=60, max_reply_bytes=1_000_000, config_dir=Path.cwd(), config_file="mcp_config.json",
-        redact=lambda text: text, logger=logging.getLogger("measure"),
+        redactor=Redactor(), logger=logging.getLogger("measure"),
     )
     async with StdioSource(server, settings) as source:
         await source.call_tool("echo", {"text": "warm"}, timeout=60)

@@ -27,6 +27,7 @@ from managers.mcp_manager import MCPManager, TurnToolset
 from mcp_client import MCPServerDiedError, MCPServerStartupError
 from mcp_client.source import ServerStartupTimeoutError
 from mcp_client.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
     assert_clean,
@@ -54,7 +55,7 @@ class Episode:
     def __init__(self, tmp_path: Path, servers: dict[str, dict[str, Any]], **mcp: Any) -> None:
         self.config_path = write_mcp_config(tmp_path / f"cfg-{uuid.uuid4().hex[:6]}", servers)
         self.logger, self.handler = capture_logger(f"test.mcp.toolbox.{uuid.uuid4().hex}")
-        self.manager = MCPManager(make_config(self.config_path, tmp_path, **mcp), self.logger)
+        self.manager = MCPManager(make_config(self.config_path, tmp_path, **mcp), self.logger, redactor=Redactor())
         self.before = child_pids()
         self.spawned: set[int] = set()
         self.turn = 0

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from managers.base_manager import ManagerFileError
 from managers.memory_manager import MemoryManager
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.manager_support import (
     MEMORY_MODEL,
     LogCapture,
@@ -53,7 +54,7 @@ def make_manager(
     config = make_config(server, tmp_path, memory=memory, memory_sampling={"temperature": 0.3, "max_tokens": 400})
     state = GameState(current_room_id=HOUSE[0], current_room_name=HOUSE[1])
     log = log or capture_logger()
-    return MemoryManager(config, log.logger, state, make_client(config, server)), state, log
+    return MemoryManager(config, log.logger, state, make_client(config, server), redactor=Redactor()), state, log
 
 
 # -- the Markdown file -------------------------------------------------------------------
@@ -366,13 +367,15 @@ from managers.memory_manager import MemoryManager
 from session.game_state import GameState
 from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
+from session.redaction import Redactor
 
 server = ScriptedLLMServer().start()
 server.respond_with(lambda body, i: json_reply({"decisions": [
     {"turn": i + 1, "remember": True, "category": "item", "text": f"Memory {i}-{k} " + "x" * 250,
      "status": "active", "supersedes": [i * 5 - 3] if i else []} for k in range(5)]}))
 config = make_config(server, Path(TMP), memory={"min_turns_between_calls": 1})
-manager = MemoryManager(config, logging.getLogger("writer"), GameState(), make_client(config, server))
+client = make_client(config, server)
+manager = MemoryManager(config, logging.getLogger("writer"), GameState(), client, redactor=Redactor())
 n = 0
 while True:
     n += 1

@@ -24,6 +24,7 @@ import pytest
 
 from chat_api.wire import TOOL_NAME_PATTERN
 from managers.mcp_manager import MCPManager
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     assert_clean,
     async_hygiene,
@@ -136,7 +137,7 @@ def test_npm_servers_over_stdio_and_http_in_one_toolbox(npx: str, everything_htt
         },
     )
     logger, handler = capture_logger(f"test.mcp.npm.{uuid.uuid4().hex}")
-    manager = MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger)
+    manager = MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger, redactor=Redactor())
     before = child_pids()
     spawned: set[int] = set()
     thought = {"thought": "Open the mailbox.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}

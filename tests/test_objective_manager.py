@@ -11,6 +11,7 @@ from game_interface import JerichoInterface
 from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal
+from session.redaction import Redactor
 from tests.manager_support import (
     MEMORY_MODEL,
     LogCapture,
@@ -88,7 +89,7 @@ def make_manager(
 ) -> tuple[ObjectiveManager, Player, LogCapture]:
     config = make_config(server, tmp_path, objectives=objectives, memory_sampling={"top_p": 0.9})
     log = capture_logger()
-    manager = ObjectiveManager(config, log.logger, GameState(), make_client(config, server), game)
+    manager = ObjectiveManager(config, log.logger, GameState(), make_client(config, server), game, redactor=Redactor())
     return manager, Player(game, manager), log
 
 

@@ -12,6 +12,7 @@ from managers.mcp_manager import MCPManager
 from mcp_client import MCPConfigError
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import episodes_dir
+from session.redaction import Redactor
 from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
@@ -24,7 +25,7 @@ def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path
         game_file,
         mcp={"enabled": True, "config_file": str(REPO / "mcp_config.json")},
     )
-    orchestrator = EpisodeRunner(episode_id="mcp-on", config=config, console=False)
+    orchestrator = EpisodeRunner(episode_id="mcp-on", config=config, console=False, redactor=Redactor())
     try:
         assert isinstance(orchestrator.mcp_manager, MCPManager)
         with orchestrator._turn_tools(1) as tools:  # what each turn hands the agent and the critic's re-asks
@@ -39,7 +40,7 @@ def test_disabled_mcp_never_reads_the_mcp_config(tmp_path: Path, game_file: Path
     config = e2e_config(
         tmp_path, "http://127.0.0.1:9/v1", game_file, mcp={"enabled": False, "config_file": "does-not-exist.json"}
     )
-    orchestrator = EpisodeRunner(episode_id="mcp-off", config=config, console=False)
+    orchestrator = EpisodeRunner(episode_id="mcp-off", config=config, console=False, redactor=Redactor())
     try:
         assert orchestrator.mcp_manager is None
         with orchestrator._turn_tools(1) as tools:
@@ -60,7 +61,7 @@ def test_bad_mcp_config_fails_fast_at_start(
         path.write_text(content)
     config = e2e_config(tmp_path, "http://127.0.0.1:9/v1", game_file, mcp={"enabled": True, "config_file": str(path)})
     with caplog.at_level(logging.ERROR), pytest.raises(MCPConfigError) as err:
-        EpisodeRunner(episode_id="bad-mcp", config=config, console=False)
+        EpisodeRunner(episode_id="bad-mcp", config=config, console=False, redactor=Redactor())
     assert fragment.lower() in str(err.value).lower()
     assert logging.getLogger("zorkgpt").handlers == []  # the failed start closed its log files
     # Nothing was played: no stub episode folder with only a log in it (the caller prints the error).

@@ -32,6 +32,7 @@ from orchestration.run_report import (
     summarize_episodes,
 )
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
@@ -281,7 +282,7 @@ def test_run_folder_reads_back_as_it_was_written(
     folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
     from orchestration.run_report import ends_from_folders, write_run
 
-    written = write_run(tmp_path / "run", ends_from_folders(folders))
+    written = write_run(tmp_path / "run", ends_from_folders(folders), redactor=Redactor())
     assert read_run(tmp_path / "run") == written
 
 
@@ -291,8 +292,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from orchestration.run_report import EpisodeEnd, report_run
+from session.redaction import Redactor
 ended = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-sys.exit(report_run(Path(sys.argv[1]), [EpisodeEnd.from_folder(1, Path(sys.argv[2]))], 1, finished_at=ended))
+ends = [EpisodeEnd.from_folder(1, Path(sys.argv[2]))]
+sys.exit(report_run(Path(sys.argv[1]), ends, 1, finished_at=ended, redactor=Redactor()))
 """
 
 
@@ -338,7 +341,7 @@ def test_mean_curve_holds_an_ended_episodes_final_score() -> None:
 def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -> None:
     from orchestration.run_report import EpisodeRow
 
-    base = summarize_episodes("empty", [])
+    base = summarize_episodes("empty", [], redactor=Redactor())
     assert base.cost is None and base.llm_calls_per_turn == 0.0
     row = EpisodeRow.from_csv(
         {
@@ -459,7 +462,8 @@ def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
     episode = episodes_dir(tmp_path) / "e1"
     episode.mkdir(parents=True)
     crashed = EpisodeEnd(1, EpisodeStatus.CRASHED, f"Provider error: key {secret} refused | 401\nsecond line", episode)
-    summary = write_run(tmp_path / "run", [crashed, EpisodeEnd(2, EpisodeStatus.NEVER_STARTED)])
+    ends = [crashed, EpisodeEnd(2, EpisodeStatus.NEVER_STARTED)]
+    summary = write_run(tmp_path / "run", ends, redactor=Redactor.from_environment())
     assert [r.status_detail for r in summary.rows] == ["Provider error: key [REDACTED] refused | 401", ""]
     written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "run").glob("*.*") if p.suffix != ".png")
     assert secret not in written

@@ -28,6 +28,7 @@ from mcp_servers.thoughtbox_server import (
     format_thought,
     thought_logging_enabled,
 )
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     assert_clean,
@@ -154,7 +155,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
         },
     )
     logger, handler = capture_logger(f"test.thoughtbox.{uuid.uuid4().hex}")
-    manager = MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger)
+    manager = MCPManager(make_config(config_path, tmp_path, session_lifetime="episode"), logger, redactor=Redactor())
     before = child_pids()
     spawned: set[int] = set()
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from llm_client import LLMClient
 from managers.episode_counts import ToolTally, tool_call_counts
 from session.game_state import AgentDecision, ToolCallRecord
+from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema
 from shared_utils.text import cap_text
 from tests.mcp_test_servers.helpers import (
@@ -89,7 +90,7 @@ class LoopTurns(ManagerTurns):
         super().__init__(llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, **mcp)
         extra: dict[str, Any] = {"is_answer": lambda content: read_answer(content, ()).action != "?"}
         self.loop = ToolLoop(
-            LLMClient(self.config, logger=self.logger),
+            LLMClient(self.config, logger=self.logger, redactor=Redactor()),
             self.config.mcp,
             ToolLoopEvents(self.logger, "tool-loop-test"),
             request_args=self.request_args,

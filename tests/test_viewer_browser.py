@@ -26,6 +26,7 @@ import pytest
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import read_events
 from session.game_state import GameState
+from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT
 from tests.scripted_llm import ScriptedLLMServer
@@ -260,7 +261,9 @@ def test_running_episode_updates_without_reloading(
     llm_server.respond_with(WalkthroughModel(commands))
     config = e2e_config(tmp_path, llm_server.base_url, game_file)
     game = SteppedEpisode(
-        EpisodeRunner(episode_id="running", config=config, console=False, max_turns_per_episode=max_turns)
+        EpisodeRunner(
+            episode_id="running", config=config, console=False, max_turns_per_episode=max_turns, redactor=Redactor()
+        )
     )
     try:
         page.goto(viewer.url)  # no episode named: the page follows the newest one

@@ -10,6 +10,7 @@ import pytest
 
 from llm_client import LLMClient
 from session.game_configuration import ConfigError, GameConfiguration
+from session.redaction import Redactor
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 from zork_agent import AgentResponse, ZorkAgent, clean_action, sentence_commands
 
@@ -21,7 +22,7 @@ def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> Z
     }
     raw.update(sections)
     config = GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "k-123456789"})
-    return ZorkAgent(config, LLMClient(config), logger=logging.getLogger("test.agent"))
+    return ZorkAgent(config, LLMClient(config, redactor=Redactor()), logger=logging.getLogger("test.agent"))
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from mcp_client import MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
 from session.errors import Consequence, ToolsNotSupportedError, consequence_of
+from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     SHIPPED_MCP_CONFIG,
     STATE,
@@ -73,7 +74,7 @@ class AgentTurns(ManagerTurns):
         )
         self.agent = ZorkAgent(
             self.config,
-            LLMClient(self.config, langfuse_client=langfuse, logger=self.logger),
+            LLMClient(self.config, langfuse_client=langfuse, logger=self.logger, redactor=Redactor()),
             logger=self.logger,
             episode_id="agent-mcp-test",
             langfuse_client=langfuse,

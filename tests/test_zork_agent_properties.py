@@ -46,6 +46,7 @@ from session.errors import LLMRetryExhaustedError
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
+from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from tool_loop.loop import FINAL_ACTION_PROMPT
@@ -329,8 +330,7 @@ class FakeLLM:
     def supports_tool_calling(self, model: str) -> bool:
         return self.supports_tools
 
-    def redact(self, text: str) -> str:
-        return text  # the fake model knows no secrets
+    redactor = Redactor()  # the fake model knows no secrets
 
 
 class FakeToolset(Toolset):
@@ -860,7 +860,9 @@ def traced_manager(
     """A real MCPManager (never connected: call_tool's transport is replaced per example)."""
     folder = tmp_path_factory.mktemp("traced")
     config_path = write_mcp_config(folder, {SERVER: raw_entry()})
-    return MCPManager(make_config(config_path, folder), LOGGER, langfuse_client=langfuse_exporter[0])
+    return MCPManager(
+        make_config(config_path, folder), LOGGER, langfuse_client=langfuse_exporter[0], redactor=Redactor()
+    )
 
 
 def finished_spans(langfuse: Any, exporter: InMemorySpanExporter) -> list[Any]:

@@ -30,6 +30,7 @@ from session.game_configuration import GameConfiguration
 
 if TYPE_CHECKING:
     from managers.mcp_manager import MCPManager, TurnToolset
+    from session.redaction import Redactor
 
 T = TypeVar("T")
 
@@ -393,7 +394,9 @@ class ManagerTurns:
         self.logger = logging.getLogger(f"test.mcp.turns.{uuid.uuid4().hex}")
         self.logger.setLevel(logging.DEBUG)
         caplog.set_level(logging.DEBUG, logger=self.logger.name)
-        self.manager = MCPManager(self.config, self.logger, langfuse_client=langfuse)
+        self.manager = MCPManager(
+            self.config, self.logger, langfuse_client=langfuse, redactor=run_redactor(self.config)
+        )
         self.children_before = child_pids()
         self.spawned: set[int] = set()  # server processes started by opening turns, over all turns
         self.tool_calls: list[str] = []  # the tools that reached MCPManager.call_tool, by dotted name, in order
@@ -466,3 +469,12 @@ class ManagerTurns:
 
     def all_events(self) -> list[logging.LogRecord]:
         return [r for r in self.caplog.records if r.name == self.logger.name and getattr(r, "event_type", None)]
+
+
+def run_redactor(config: GameConfiguration) -> Redactor:
+    """The run's redactor as ``main.py`` builds it for an MCP run: the keys in the environment
+    and the secrets of the configured file's entries."""
+    from mcp_client.config import configured_secrets
+    from session.redaction import Redactor
+
+    return Redactor.for_run(config, configured_secrets(config))
