@@ -434,7 +434,7 @@ def test_a_room_that_throws_the_player_out_is_where_the_way_leads(
 ) -> None:
     """With the dam's gates open the Loud Room throws whoever enters out to a room nearby: the way
     down from the Deep Canyon still leads to the Loud Room, never to where the player landed."""
-    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play([*_walkthrough_to(game, "Turn bolt with wrench"), "W", "Se"])
@@ -453,7 +453,7 @@ def test_the_rivers_current_is_no_way(
 ) -> None:
     """On the river the current carries the boat on whatever is typed: "north" refused and carried
     downstream is no way north, and the probe lists only the ways to the shores."""
-    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play([*_walkthrough_to(game, "Launch"), "Get sceptre"])
@@ -471,7 +471,7 @@ def test_a_route_through_rooms_found_dark_says_so_while_nothing_carried_is_lit(
 ) -> None:
     """Down the trap door with the lamp off the game says "It is pitch black": further on, the
     route back names the Cellar as dark ahead while nothing carried is lit, and not while the lamp is on."""
-    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     driver.play([*OPENING, "Get lamp", "W", "Move rug", "Open trap door", "D"])
@@ -503,7 +503,7 @@ def test_in_the_boat_on_land_the_rooms_ways_stay_as_they_were(
     """In the boat on the beach every move on foot is refused ("You can't go there in a magic
     boat."): the beach keeps its ways (walked, or probed on foot), none is taken for refused, and
     the exits line says why it lists none instead of "none known"."""
-    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState())
+    manager = MapManager(_config(tmp_path, fair_play=fair_play), logger[0], GameState(), redactor=Redactor())
     driver = Driver(game, manager)
     driver.start()
     commands = game.get_walkthrough()
