@@ -92,10 +92,8 @@ NOT_AS_CONFIGURED = "NOT AS CONFIGURED"
 
 
 class RunReportError(ConfigError):
-    """A run folder that cannot be read; the message names it and what is missing."""
-
-    kind = "run_report_error"
-    title = "Run report error"
+    """A run folder that cannot be read; the message names it and what is missing. Raised by the
+    report commands only, never in an episode, so it keeps its parent's kind."""
 
 
 class EpisodeStatus(StrEnum):
