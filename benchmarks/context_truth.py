@@ -75,7 +75,7 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
 from session.events import Event
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
+from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import ScriptedLLMServer, completion
@@ -1014,16 +1014,9 @@ def play(
     full_maps: dict[int, tuple[str, str]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            config = e2e_config(
-                Path(tmp),
-                server.base_url,
-                game_file,
-                memory={"enabled": True},
-                objectives={"enabled": True},
-                knowledge={"enabled": True},
-                # Every role asks its model, so every role's requests are checked.
-                gameplay={"fair_play": fair_play, "enable_critic": True},
-                extractor={"llm_enabled": True},
+            # Every role asks its model (the critic too), so every role's requests are checked.
+            config = every_role_config(
+                Path(tmp), server.base_url, game_file, gameplay={"fair_play": fair_play, "enable_critic": True}
             )
             orchestrator = EpisodeRunner(
                 episode_id="truth",

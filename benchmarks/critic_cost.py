@@ -34,7 +34,7 @@ from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, e2e_config, walkthrough
+from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
 from tests.learning_support import LearningModel
 from tests.manager_support import schema_name
 from tests.scripted_llm import ScriptedLLMServer, completion
@@ -94,16 +94,7 @@ def replay(game_file: Path, commands: list[str], gameplay: dict[str, Any]) -> Co
     server.respond_with(ApprovingModel(commands))
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            config = e2e_config(
-                Path(tmp),
-                server.base_url,
-                game_file,
-                memory={"enabled": True},
-                objectives={"enabled": True},
-                knowledge={"enabled": True},
-                extractor={"llm_enabled": True},
-                gameplay=gameplay,
-            )
+            config = every_role_config(Path(tmp), server.base_url, game_file, gameplay=gameplay)
             orchestrator = EpisodeRunner(
                 episode_id="critic-cost",
                 config=config,

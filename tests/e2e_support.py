@@ -45,6 +45,18 @@ def e2e_config(tmp_path: Path, base_url: str, game_file: Path, **sections: dict[
     return scripted_config(tmp_path, base_url, environ={"OPENROUTER_API_KEY": "test-key-123456"}, **defaults)
 
 
+def every_role_config(tmp_path: Path, base_url: str, game_file: Path, **sections: dict[str, Any]) -> GameConfiguration:
+    """A whole-game config in which every learning role asks its model: memory, objectives,
+    knowledge and the extractor's; ``sections`` add the rest (the critic is the gameplay section's)."""
+    roles: dict[str, dict[str, Any]] = {
+        "memory": {"enabled": True},
+        "objectives": {"enabled": True},
+        "knowledge": {"enabled": True},
+        "extractor": {"llm_enabled": True},
+    }
+    return e2e_config(tmp_path, base_url, game_file, **{**roles, **sections})
+
+
 def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """The smallest value that validates against a JSON schema: the "nothing to report" answer.
 
