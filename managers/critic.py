@@ -258,13 +258,12 @@ def critic_request(action: str, reasoning: str, risk: str | None, game_state: Ga
     """The critic model's question: the proposal and the facts that judge it, nothing more."""
     failed = game_state.failed_actions_by_room.get(game_state.current_room_id, [])
     inventory = game_state.inventory_shown or game_state.inventory
-    # The exits the agent was shown (at the "seen" fair-play level, only ways walked), not the probe's.
-    exits = game_state.exits if game_state.exits_shown is None else game_state.exits_shown
     reply = whole_sentences(" ".join(game_state.last_observation.split()), CRITIC_REPLY_CHARS)
     reason = whole_sentences(" ".join(reasoning.split()), CRITIC_REASON_CHARS) or "not given"
     lines = [
         f"Location: {game_state.current_room_name}",
-        f"Valid exits: {', '.join(exits) or 'none known'}",
+        # The exits the agent was shown (at the "seen" fair-play level, only ways walked), not the probe's.
+        f"Valid exits: {', '.join(game_state.exits_told) or 'none known'}",
         f"Carrying: {', '.join(inventory) or 'nothing'}",
         f"Seen here: {', '.join(game_state.visible_objects) or 'nothing notable'}",
         *(["The player is fighting right now."] if game_state.in_combat else []),

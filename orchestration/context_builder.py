@@ -44,7 +44,7 @@ def build_context(state: GameState, sections: list[str] | None = None, limits: T
     command's reply is shown whole below the recent actions, so they only name it, and
     earlier replies are cut at a sentence's end, never inside one.
     """
-    exits = state.exits if state.exits_shown is None else state.exits_shown
+    exits = state.exits_told
     lines = [
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         *([limits_line(state, limits)] if limits is not None else []),

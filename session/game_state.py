@@ -143,6 +143,12 @@ class GameState:
     end_reason: str | None = None
     last_progress_turn: int = 0  # last turn with a score change or a new room
 
+    @property
+    def exits_told(self) -> list[str]:
+        """The exits the agent and its critic are told: ``exits_shown`` where the fair-play level
+        set it, else the engine's ``exits``."""
+        return self.exits if self.exits_shown is None else self.exits_shown
+
     def record_turn(self, result: TurnResult) -> None:
         self.turn_count = result.turn
         self.action_history.append(
