@@ -37,6 +37,9 @@ against the engine, replayed independently with raw Jericho calls:
   object "gone from here" was in view there then and is not now;
 - dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar"), and at
   the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
+- room_numbers (seen level): no request of any role shows an engine room number ("Maze (room 17)"), and the
+  "Location:" line names a room that shares its name with others the player has been in by the order first
+  entered ("Maze (the 3rd so named)");
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
@@ -114,15 +117,13 @@ ROLE_BUDGETS = {
 # The engine level's ways: the prompt says what the exit probe finds.
 ENGINE_CHECKS = ("exits", "map", "routes")
 # The seen level's: only what the player saw, in every role's request.
-SEEN_CHECKS = ("seen_exits", "seen_map", "seen_routes", "seen_requests")
+SEEN_CHECKS = ("seen_exits", "seen_map", "seen_routes", "seen_requests", "room_numbers")
 LEVEL_CHECKS = {"engine": ENGINE_CHECKS, "seen": SEEN_CHECKS}
 CHECKS = ENGINE_CHECKS + COMMON_CHECKS + SEEN_CHECKS
 # "Unexplored exits nearby" may name rooms this many moves away at most (the product's promise).
 NEARBY_STEPS = 5
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
-_BATCH_CHANGES = re.compile(
-    r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE
-)
+_BATCH_CHANGES = re.compile(r"^Turn (?P<turn>\d+) in .+?: > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE)
 _STATE_CHANGE = re.compile(r"^[^:]+: (put in |taken|dropped|opened|closed)")
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -163,8 +164,7 @@ class TruthModel(LearningModel):
             if change and int(match.group("turn")) not in {d["turn"] for d in decisions}:
                 decisions.append(
                     {"turn": int(match.group("turn")), "remember": True, "category": "item", "status": "active",
-                     "text": f"This game: {change}.", "supersedes": [], "room_id": int(match.group("room")),
-                     "lasting": False}
+                     "text": f"This game: {change}.", "supersedes": [], "room": "done in", "lasting": False}
                 )  # fmt: skip
         return completion(json.dumps({"decisions": decisions}))
 
@@ -625,6 +625,11 @@ def check_seen_requests(
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
+        verdicts.checked["room_numbers"] += 1
+        number = _ROOM_NUMBER.search(text)
+        if number:
+            line = next(x for x in text.splitlines() if number.group(0) in x)
+            verdicts.disagree("room_numbers", f"turn {turn} {role}: an engine room number: {line.strip()[:120]!r}")
         if not found and turn in truth.turns and (f"Turn {turn} |" in text or role == "CriticResponse"):
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
@@ -635,6 +640,26 @@ def check_seen_requests(
                     verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def check_room_label(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
+    """Seen level: "Location:" names the room without the engine's number; a room sharing its name with
+    another the player has been in is told apart by the order the replay first entered them ("Maze (the
+    3rd so named)"), the one thing the seen level assumes a player can tell beyond the game's text."""
+    facts = truth.turns[turn]
+    first = truth.turns[min(truth.turns)].room_id
+    entered = [first] + [truth.after[t].room_id for t in sorted(truth.after) if t < turn]
+    same = [r for r in dict.fromkeys(entered) if truth.room_names.get(r) == facts.room]
+    nth = same.index(facts.room_id) + 1 if facts.room_id in same else 0
+    expected = facts.room if len(same) < 2 else f"{facts.room} (the {_ordinal(nth)} so named)"
+    verdicts.checked["room_numbers"] += 1
+    shown = _line(prompt, "Location: ")
+    if shown != expected:
+        verdicts.disagree("room_numbers", f"turn {turn}: 'Location: {shown}', the player knows it as {expected!r}")
+
+
 def _reply_action(reply: dict[str, Any]) -> str:
     """The command in a scripted agent reply (its JSON content's "action")."""
     try:
@@ -643,7 +668,13 @@ def _reply_action(reply: dict[str, Any]) -> str:
         return ""
 
 
-_MEMORY_TURN = re.compile(r"^Turn (?P<turn>\d+) in .+ \(room (?P<room>\d+)\): > (?P<action>.+)$", re.MULTILINE)
+# "Turn 3 in Kitchen: > west"; at the engine level "Turn 3 in Kitchen (room 12): > west".
+_MEMORY_TURN = re.compile(
+    r"^Turn (?P<turn>\d+) in (?P<label>.+?)(?: \(room (?P<room>\d+)\))?: > (?P<action>.+)$", re.MULTILINE
+)
+# An engine room number, as the engine level shows it ("Maze (room 17)") or as the map's files do ("#17").
+_ROOM_NUMBER = re.compile(r"\((?:room #?|#)\d+\)|\broom #\d+")
+_LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
 
 
 def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTruth, verdicts: Verdicts) -> None:
@@ -662,9 +693,14 @@ def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTr
         if not body.get("response_format") or schema_name(body) != "MemoryBatchReply":
             continue
         for match in _MEMORY_TURN.finditer(user_text(body)):
-            turn, room = int(match.group("turn")), int(match.group("room"))
+            turn, facts = int(match.group("turn")), truth.turns[int(match.group("turn"))]
             verdicts.checked["turn_numbers"] += 1
-            if match.group("action").lower() != commands[turn - 1].lower() or room != truth.turns[turn].room_id:
+            # The room by its number (engine level) or by its name, told apart from lookalikes as it was entered.
+            room = match.group("room")
+            lookalike = _LOOKALIKE.match(match.group("label"))
+            name = lookalike.group("name") if lookalike else match.group("label")
+            same_room = int(room) == facts.room_id if room else name == facts.room
+            if match.group("action").lower() != commands[turn - 1].lower() or not same_room:
                 verdicts.disagree("turn_numbers", f"memory batch: {match.group(0)[:120]!r}")
 
 
@@ -1130,6 +1166,7 @@ def check_walkthrough(
             check_seen_ways(turn, user, truth, saws[turn], verdicts)
             check_seen_routes(turn, user, truth, saws[turn], verdicts, oracle)
             check_things(turn, user, truth, verdicts, saws[turn].words)
+            check_room_label(turn, user, truth, verdicts)
         check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
         check_repeats(turn, user, verdicts)
         check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)

@@ -36,7 +36,7 @@ from managers.episode_counts import (
 from session.episode_folder import EpisodeFolder, read_events
 from session.events import Event
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState, TurnResult
+from session.game_state import GameState, TurnResult, room_label
 from shared_utils.files import atomic_write_json, atomic_write_text
 from shared_utils.text import shorten
 
@@ -254,7 +254,7 @@ class EpisodeSynthesizer(BaseManager):
             "moves": state.moves,
             "deaths": state.death_count,
             "rooms_visited": len(rooms),
-            "room_names": _room_names(rooms),
+            "room_names": _room_names(rooms, state.fair_play),
             "turns_without_progress": state.turns_without_progress,
             "key_events": [asdict(event) for event in self.events],
             "llm_usage": self._usage_summary(turns),
@@ -417,8 +417,11 @@ def _cost_cell(usage: Mapping[str, Any]) -> str:
     return "unknown (no price for this model: set [tool.zorkgpt.pricing])" if unpriced else format_cost(0.0)
 
 
-def _room_names(rooms: dict[int, str]) -> list[str]:
-    """Each visited room once, told apart by its id when several share a name (Zork has five
-    "Forest" rooms): "Forest (room 76)", "Forest (room 77)"."""
+def _room_names(rooms: dict[int, str], fair_play: str) -> list[str]:
+    """Each visited room once (``rooms`` in the order first entered), told apart as the models were told
+    of them when several share a name (Zork has five "Forest" rooms): "Forest (the 2nd so named)", or at
+    the "engine" level by the engine's number, "Forest (room 77)"."""
     shared = {name for name in rooms.values() if list(rooms.values()).count(name) > 1}
-    return sorted(f"{name} (room {room_id})" if name in shared else name for room_id, name in rooms.items())
+    return sorted(
+        room_label(room_id, name, rooms, fair_play) if name in shared else name for room_id, name in rooms.items()
+    )

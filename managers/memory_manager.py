@@ -15,7 +15,9 @@ A memory is stored under the room its lesson belongs to, which the memory model 
 the rooms the turn involved: where the command was given and, for a move, where it led ("the
 troll attacks" belongs to the Troll Room the move led to, noted with where it came from:
 "from Cellar going north"; "praying teleports you out" belongs to the Altar where it was done).
-An answer naming no room, or another one, files the lesson where the command was given.
+The model answers "done in" or "led to", never a room's number: at the "seen" fair-play level it is
+told none. An answer naming no room, or where a turn that led nowhere led, files the lesson where
+the command was given.
 
 Memories carry into later episodes, and the model is told so: a lasting lesson (how a puzzle
 works, what kills) is kept for every game; this game's state (where an item was left, what
@@ -71,8 +73,10 @@ class MemoryDecision(BaseModel):
     text: str = Field(description="One or two sentences a future player in this room needs to know")
     status: Literal["active", "tentative"] = Field(description="tentative if seen once and possibly misleading")
     supersedes: list[int] = Field(description="Ids of existing memories this one replaces or proves wrong")
-    room_id: int | None = Field(
-        default=None, description="The room this lesson belongs to: one of the rooms listed for its turn"
+    room: Literal["done in", "led to"] | None = Field(
+        default=None,
+        description='The room this lesson belongs to, as its turn lists them: "done in" the room where the command '
+        'was given, "led to" the room a move led to',
     )
     lasting: bool | None = Field(
         default=None,
@@ -122,9 +126,10 @@ rooms involved. Decide what a future player standing in that room should know: d
 solutions (what changed in the world and the exact command that changed it), where items are and what they do, exits
 that are blocked or lead somewhere surprising, actions the game refused and why. Do not restate the room description or
 things already remembered. Most turns deserve no memory. Refer to a turn by its number.
-Each turn lists the rooms it involved: where the command was done and, for a move, where it led. Set "room_id" to the
-room the lesson belongs to: where a player must be to use it. A danger met on arriving belongs where the move led; what
-a command does (praying teleports you, a chimney is too narrow to climb with a load) belongs where it was done.
+Each turn lists the rooms it involved: where the command was done and, for a move, where it led. Set "room" to the
+room the lesson belongs to: where a player must be to use it. A danger met on arriving belongs where the move
+"led to"; what a command does (praying teleports you, a chimney is too narrow to climb with a load) belongs where it
+was "done in".
 Memories carry into later episodes, where the game starts afresh. Set "lasting" true for a lesson that holds in every
 game (how a puzzle works, what kills, where an item starts); set it false for this game's state (where you left
 something, what you already took or opened), which is kept for this episode only.
@@ -272,8 +277,9 @@ class MemoryManager(LearningManager):
         lines += ["", "Recent turns:"]
         for e in batch:
             r = e.result
-            lines.append(f"Turn {r.turn} in {r.room_name_before} (room {r.room_id_before}): > {r.action}")
-            lines.append(f"  Rooms: {event_rooms(r).describe()}")
+            label = self.game_state.room_label
+            lines.append(f"Turn {r.turn} in {label(r.room_id_before, r.room_name_before)}: > {r.action}")
+            lines.append(f"  Rooms: {event_rooms(r).describe(label)}")
             # A death's text is kept whole ("... you are dead"): it is the lesson.
             reply = one_line(r.response) if r.died else whole_sentences(r.response, RESPONSE_EXCERPT_CHARS)
             lines.append(f"  Response: {reply}")
@@ -367,15 +373,14 @@ class MemoryManager(LearningManager):
         return bool(later)
 
     def _chosen_room(self, decision: MemoryDecision, rooms: EventRooms) -> int:
-        if decision.room_id in rooms.ids:
-            return decision.room_id
-        if decision.room_id is not None:
+        if decision.room == "led to" and rooms.led_to:
+            return rooms.led_to[0]
+        if decision.room == "led to":
             self.logger.warning(
-                "Memory reply files turn %d under room %s, not one the turn involved (%s); filed where it was done",
+                "Memory reply files turn %d where its move led, but the turn led nowhere (%s); filed where it was done",
                 decision.turn,
-                decision.room_id,
-                rooms.describe(),
-                extra={"event_type": Event.MEMORY_UNKNOWN_ROOM, "turn": decision.turn, "room_id": decision.room_id},
+                rooms.describe(self.game_state.room_label),
+                extra={"event_type": Event.MEMORY_UNKNOWN_ROOM, "turn": decision.turn},
             )
         return rooms.done_in[0]
 

@@ -21,6 +21,7 @@ about the Altar, where it was done, not the Forest it led to.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from session.game_state import REFUSED_PREFIX, TurnResult
@@ -62,9 +63,11 @@ class EventRooms:
             return f"from {self.done_in[1]} going {self.action}"
         return None
 
-    def describe(self) -> str:
-        text = f"done in {self.done_in[1]} (room {self.done_in[0]})"
-        return text + (f", led to {self.led_to[1]} (room {self.led_to[0]})" if self.led_to else "")
+    def describe(self, label: Callable[[int, str], str]) -> str:
+        """ "done in Kitchen, led to Living Room", each room as ``label`` names it (``GameState.room_label``:
+        the fair-play level decides whether the engine's room numbers are said)."""
+        text = f"done in {label(*self.done_in)}"
+        return text + (f", led to {label(*self.led_to)}" if self.led_to else "")
 
 
 def event_rooms(result: TurnResult) -> EventRooms:

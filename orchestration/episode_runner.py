@@ -94,7 +94,9 @@ class EpisodeRunner:
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
         self.redactor = redactor
         seed = self.config.gameplay.seed if game_seed is None else game_seed
-        self.game_state = GameState(episode_id=episode_id or new_episode_id(), game_seed=seed)
+        self.game_state = GameState(
+            episode_id=episode_id or new_episode_id(), game_seed=seed, fair_play=self.config.gameplay.fair_play
+        )
         # The story file first: a missing or wrong file must not leave an empty episode folder.
         story = resolve_story_file(game_file or self._configured_game_file())
         self.episode = EpisodeFolder.under(self.config.workdir, self.game_state.episode_id)
@@ -283,7 +285,7 @@ class EpisodeRunner:
         if self.mcp_manager is not None:
             self.mcp_manager.reset_episode()
         self._apply_facts(self.extractor.extract(None, intro), intro)
-        self.game_state.visited_room_ids.add(self.game_state.current_room_id)
+        self.game_state.enter(self.game_state.current_room_id, self.game_state.current_room_name)
         self.logger.info(
             "Episode %s started in %s (game seed %d)",
             self.game_state.episode_id,

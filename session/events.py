@@ -64,7 +64,7 @@ class Event(StrEnum):
     MEMORY_SUPERSEDED = "memory_superseded"  # a memory replaced by a newer one, or retired
     MEMORY_OUTDATED = "memory_outdated"  # a memory not written: a later turn already changed what it names
     MEMORY_UNKNOWN_TURN = "memory_unknown_turn"  # the memory model named a turn it was not shown
-    MEMORY_UNKNOWN_ROOM = "memory_unknown_room"  # the memory model named a room the map does not hold
+    MEMORY_UNKNOWN_ROOM = "memory_unknown_room"  # the memory model filed a lesson where a turn that led nowhere led
     MEMORY_FILE_LINE_SKIPPED = "memory_file_line_skipped"  # a line of the memory file that could not be read
     KNOWLEDGE_UPDATED = "knowledge_updated"  # points added to and removed from the knowledge base
     KNOWLEDGE_READ_ERROR = "knowledge_read_error"  # the knowledge base could not be read again

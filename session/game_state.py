@@ -6,9 +6,10 @@ update every turn and trivial to export as JSON.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from session.objective_spec import ObjectiveProposal
 
@@ -136,6 +137,12 @@ class GameState:
     reasoning_history: list[str] = field(default_factory=list)
     failed_actions_by_room: dict[int, list[str]] = field(default_factory=dict)
     visited_room_ids: set[int] = field(default_factory=set)
+    # The rooms been in, in the order first entered, with their names: how rooms that share a name (the
+    # maze's "Maze"s, the "Forest"s) are told apart at the "seen" fair-play level, which keeps the engine's
+    # room numbers from every model (see ``room_label``).
+    rooms_entered: dict[int, str] = field(default_factory=dict)
+    # What the models may be told (``[tool.zorkgpt.gameplay] fair_play``); set by the episode's runner.
+    fair_play: Literal["seen", "engine"] = "seen"
     in_combat: bool | None = None  # None: nobody could tell (no creature, or the extractor LLM is off)
     death_count: int = 0
     game_over: bool = False
@@ -148,6 +155,15 @@ class GameState:
         """The exits the agent and its critic are told: ``exits_shown`` where the fair-play level
         set it, else the engine's ``exits``."""
         return self.exits if self.exits_shown is None else self.exits_shown
+
+    def enter(self, room_id: int, name: str) -> None:
+        """The player is in ``room_id``: been there, and its place in the order first entered kept."""
+        self.visited_room_ids.add(room_id)
+        self.rooms_entered.setdefault(room_id, name)
+
+    def room_label(self, room_id: int, name: str) -> str:
+        """A room as every model is told of it (see ``room_label``)."""
+        return room_label(room_id, name, self.rooms_entered, self.fair_play)
 
     def record_turn(self, result: TurnResult) -> None:
         self.turn_count = result.turn
@@ -162,11 +178,13 @@ class GameState:
             )
         )
         self.reasoning_history.append(result.reasoning)
-        entered = {result.room_id_after} | {room_id for room_id, _ in result.rooms_entered}
-        new_room = bool(entered - self.visited_room_ids)
+        # In the order entered: rooms passed through on the way first, where the player ended up last.
+        entered = [*result.rooms_entered, (result.room_id_after, result.room_name_after)]
+        new_room = any(room_id not in self.visited_room_ids for room_id, _ in entered)
         if result.score_delta or new_room:
             self.last_progress_turn = result.turn
-        self.visited_room_ids |= entered
+        for room_id, name in entered:
+            self.enter(room_id, name)
         if result.died:
             self.death_count += 1
 
@@ -189,6 +207,7 @@ class GameState:
         data["action_history"] = [asdict(r) for r in self.action_history[-recent:]]
         data["reasoning_history"] = self.reasoning_history[-5:]
         data["visited_room_ids"] = sorted(self.visited_room_ids)
+        data["rooms_entered"] = {str(k): v for k, v in self.rooms_entered.items()}
         data["failed_actions_by_room"] = {str(k): list(v) for k, v in self.failed_actions_by_room.items()}
         data["inventory"] = list(self.inventory)
         data["inventory_shown"] = list(self.inventory_shown)
@@ -196,3 +215,23 @@ class GameState:
         data["exits"] = list(self.exits)
         data["exit_probes"] = [list(p) for p in self.exit_probes]
         return data
+
+
+def room_label(room_id: int, name: str, entered: Mapping[int, str], fair_play: str) -> str:
+    """A room as the models are told of it. At the "engine" fair-play level with the engine's number,
+    "Maze (room 17)". At "seen" by its name and, where the player has been in several rooms of that
+    name, by the order it was first entered (``entered``: room -> name, in that order): "Maze (the 3rd
+    so named)". That a player can tell such rooms apart is the one thing "seen" assumes beyond the
+    game's text (a person does it by dropping things in them); the engine's number is never told."""
+    if fair_play == "engine":
+        return f"{name} (room {room_id})"
+    same = [r for r, entered_as in entered.items() if entered_as == name]
+    if len(same) < 2 or room_id not in same:
+        return name
+    return f"{name} (the {_ordinal(same.index(room_id) + 1)} so named)"
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, ... 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

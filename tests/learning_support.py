@@ -15,9 +15,9 @@ from tests.scripted_llm import completion
 REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
 LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."
 OBJECTIVE = "Take the jewel-encrusted egg to the trophy case in the Living Room."
-# How the memory manager's batch prompt names each turn and its rooms:
-# "Turn 3 in Kitchen (room 12): > west" then "  Rooms: done in Kitchen (room 12), led to Living Room (room 13)".
-_BATCH_TURN = re.compile(r"^Turn (\d+) in .*\n  Rooms: .*?\(room (\d+)\)(?:, led to .*\(room (\d+)\))?$", re.MULTILINE)
+# How the memory manager's batch prompt names each turn and its rooms: "Turn 3 in Kitchen: > west" then
+# "  Rooms: done in Kitchen, led to Living Room" (at the engine level each room with its number, "Kitchen (room 12)").
+_BATCH_TURN = re.compile(r"^Turn (\d+) in .*\n  Rooms: done in .*?(, led to .*)?$", re.MULTILINE)
 
 
 class LearningModel(WalkthroughModel):
@@ -56,8 +56,8 @@ class LearningModel(WalkthroughModel):
                 json.dumps(
                     {
                         "decisions": [
-                            {"turn": int(n), "room_id": int(led_to or done_in), **decision}
-                            for n, done_in, led_to in turns[:1]
+                            {"turn": int(n), "room": "led to" if led_to else "done in", **decision}
+                            for n, led_to in turns[:1]
                         ]
                     }
                 )

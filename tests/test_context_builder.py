@@ -24,13 +24,23 @@ def test_context_has_the_facts_in_order() -> None:
     text = build_context(state_at_troll_room())
     lines = text.splitlines()
     assert lines[0] == "Turn 27 | Score: 35/350 | Moves: 27"
-    assert lines[1] == "Location: The Troll Room (room 40)"
+    assert lines[1] == "Location: The Troll Room"  # the default fair-play level, "seen": no engine room number
     assert lines[2] == "Valid exits: south, west, east"
     assert lines[3] == "Inventory: sword, brass lantern"
     assert lines[4] == "Visible objects: troll, bloody axe"
     assert "Actions that already failed here: north" in text and "climb tree" not in text
     assert "Your previous reasoning: The troll must be fought with the sword." in text
     assert text.index("Game's last response:") < text.index("blocks all passages")
+
+
+def test_the_location_names_lookalike_rooms_by_when_they_were_entered_and_the_engine_level_by_number() -> None:
+    state = state_at_troll_room()
+    state.current_room_id, state.current_room_name = 17, "Maze"
+    for room_id in (15, 16, 17):
+        state.enter(room_id, "Maze")
+    assert build_context(state).splitlines()[1] == "Location: Maze (the 3rd so named)"
+    state.fair_play = "engine"
+    assert build_context(state).splitlines()[1] == "Location: Maze (room 17)"
 
 
 def test_only_recent_actions_and_short_snippets() -> None:

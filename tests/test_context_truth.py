@@ -26,6 +26,8 @@ from benchmarks.context_truth import (
 )
 from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
 from game_interface import JerichoInterface
+from managers.turn_events import EventRooms
+from session.game_state import GameState
 from tests.e2e_support import walkthrough
 from world.map_graph import MapGraph
 
@@ -76,6 +78,28 @@ def test_a_room_the_player_never_entered_fails_the_seen_level(game_file: Path, m
     problems = "\n".join(report.problems)
     assert "turn 1 in West of House: 'north -> North of House': never walked or tried here" in problems, problems
     assert "seen_exits" in problems and "seen_map" in problems, problems
+
+
+def test_an_engine_room_number_fails_the_seen_level(game_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check catches the engine's room numbers put back into the location line and every request."""
+    monkeypatch.setattr(GameState, "room_label", lambda state, room_id, name: f"{name} (room {room_id})")
+    report = check_walkthrough(game_file, turns=12)
+    problems = "\n".join(report.problems)
+    assert "turn 1: 'Location: West of House (room " in problems, problems
+
+
+def test_a_room_number_in_the_memory_batch_alone_fails_the_seen_level(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper's request is read too: the memory model told "done in Kitchen (room 203)"."""
+    monkeypatch.setattr(
+        EventRooms, "describe", lambda rooms, label: f"done in {rooms.done_in[1]} (room {rooms.done_in[0]})"
+    )
+    report = check_walkthrough(game_file, turns=12)
+    problems = "\n".join(report.problems)
+    assert "room_numbers" in problems and "MemoryBatchReply: an engine room number: 'Rooms: done in " in problems, (
+        problems
+    )
 
 
 def uncovered(truth: EngineTruth) -> list[str]:

@@ -87,10 +87,12 @@ def test_walkthrough_summary(tmp_path: Path, game: JerichoInterface, make_config
     rooms = {r.room_id_before for r in results} | {r.room_id_after for r in results}
     assert summary["rooms_visited"] == len(rooms)
     assert "West of House" in summary["room_names"] and "Stone Barrow" in summary["room_names"]
-    # Rooms are told apart by id: each visited Forest is listed, not merged into one name.
+    # Rooms are told apart as the models are told of them at the default fair-play level, "seen": each
+    # visited Forest is listed, not merged into one name, by the order first entered, never by the engine's number.
     assert len(summary["room_names"]) == len(rooms)
-    forests = [name for name in summary["room_names"] if name.startswith("Forest (room ")]
+    forests = [name for name in summary["room_names"] if name.startswith("Forest (the ")]
     assert len(forests) == len({r.room_id_after for r in results if r.room_name_after == "Forest"}) > 1
+    assert "Forest (the 1st so named)" in forests and not any("(room " in name for name in summary["room_names"])
 
     events = summary["key_events"]
     score_events = [e for e in events if e["kind"] == "score"]

@@ -78,3 +78,26 @@ def test_export_is_json_and_keeps_only_recent_history() -> None:
     assert data["visited_room_ids"] == [1, 3] and data["failed_actions_by_room"] == {"7": ["north"]}
     assert data["turn_count"] == 30 and data["episode_id"] == "e"
     assert len(state.action_history) == 30  # the export trims a copy, not the state
+
+
+def test_rooms_that_share_a_name_are_told_apart_by_the_order_first_entered() -> None:
+    """At "seen" no engine room number is told: a lookalike room is named by when the player first
+    entered it, and only once a second room of that name was entered. At "engine" the number is said."""
+    state = GameState()
+    state.enter(17, "Maze")
+    assert state.room_label(17, "Maze") == "Maze"  # the only Maze the player knows of
+    state.record_turn(TurnResult(**{**vars(turn(1, room_after=40)), "room_name_after": "Maze"}))
+    state.record_turn(TurnResult(**{**vars(turn(2, room_after=12)), "room_name_after": "Kitchen"}))
+    state.record_turn(TurnResult(**{**vars(turn(3, room_after=17)), "room_name_after": "Maze"}))  # back again
+    assert [state.room_label(r, n) for r, n in ((17, "Maze"), (40, "Maze"), (12, "Kitchen"))] == [
+        "Maze (the 1st so named)",
+        "Maze (the 2nd so named)",
+        "Kitchen",
+    ]
+    assert list(state.rooms_entered) == [17, 40, 12] and state.visited_room_ids == {17, 40, 12}
+    for n in range(3, 13):
+        state.enter(100 + n, "Maze")
+    assert state.room_label(112, "Maze") == "Maze (the 12th so named)"
+    assert state.room_label(101, "Maze") == "Maze"  # never entered: nothing to tell it apart by
+    state.fair_play = "engine"
+    assert state.room_label(40, "Maze") == "Maze (room 40)"

@@ -43,7 +43,7 @@ def decision(turn_no: int, text: str, **kw: Any) -> dict[str, Any]:
         "text": text,
         "status": kw.get("status", "active"),
         "supersedes": kw.get("supersedes", []),
-        "room_id": kw.get("room_id"),
+        "room": kw.get("room"),
         "lasting": kw.get("lasting", True),
     }
 
@@ -173,7 +173,7 @@ def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
             {
                 "decisions": [
                     decision(2, "Opening the mailbox reveals a leaflet.", category="item", status="tentative"),
-                    decision(3, "A forest path leads further north.", category="navigation", room_id=NORTH[0]),
+                    decision(3, "A forest path leads further north.", category="navigation", room="led to"),
                     decision(1, "nothing", remember=False),
                 ]
             }
@@ -190,9 +190,10 @@ def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
     assert body["temperature"] == 0.3 and body["max_tokens"] == 400
     assert schema_name(body) == "MemoryBatchReply"
     prompt = user_text(body)
-    assert "Turn 2 in West of House (room 1): > open mailbox" in prompt
-    assert "Turn 3 in West of House (room 1): > north" in prompt and "first visit" in prompt
-    assert f"Rooms: done in West of House (room 1), led to North of House (room {NORTH[0]})" in prompt
+    # The default fair-play level, "seen": rooms by name, never by the engine's number.
+    assert "Turn 2 in West of House: > open mailbox" in prompt
+    assert "Turn 3 in West of House: > north" in prompt and "first visit" in prompt
+    assert "Rooms: done in West of House, led to North of House" in prompt and "(room " not in prompt
     assert "Turn 1 " not in prompt
 
     stored = {m.text: m for m in manager.memories}
@@ -217,6 +218,20 @@ def test_batched_call_remembers_under_the_room_where_the_lesson_applies(
     ]
     text = (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
     assert "## Room 1: West of House" in text and "TENTATIVE | item |" in text
+
+
+def test_at_the_engine_level_rooms_carry_their_number_and_a_lesson_filed_where_no_move_led_stays_where_done(
+    llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    manager, state, log = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
+    state.fair_play = "engine"
+    llm_server.script(json_reply({"decisions": [decision(1, "The mailbox holds a leaflet.", room="led to")]}))
+    manager.process_turn(turn(1, "open mailbox", response="Opening the small mailbox reveals a leaflet. " * 12))
+    prompt = user_text(llm_server.bodies[0])
+    assert "Turn 1 in West of House (room 1): > open mailbox" in prompt
+    assert "Rooms: done in West of House (room 1)\n" in prompt
+    assert [m.room_id for m in manager.memories] == [HOUSE[0]]  # the turn led nowhere: filed where it was done
+    assert len(log.events("memory_unknown_room")) == 1
 
 
 def test_moves_between_known_rooms_alone_never_call_the_llm(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
@@ -330,7 +345,7 @@ def test_malformed_reply_and_llm_error_are_logged_and_skipped(llm_server: Script
 
 def test_memories_written_in_episode_one_appear_in_episode_two(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     first, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=5)
-    trap = decision(2, "The trap door bars itself shut behind you.", category="danger", room_id=5)
+    trap = decision(2, "The trap door bars itself shut behind you.", category="danger", room="led to")
     llm_server.script(json_reply({"decisions": [trap]}))
     first.process_turn(turn(1, "look"))
     first.process_turn(turn(2, "down", response="The door crashes shut.", room=(4, "Living Room"), to=(5, "Cellar")))
@@ -482,16 +497,13 @@ def test_the_memory_model_files_each_lesson_under_the_room_it_picks(
         "Altar",
         "Forest",
     )
-    troll = decision(into_troll_room.turn, "A troll with an axe attacks.", room_id=into_troll_room.room_id_after)
+    troll = decision(into_troll_room.turn, "A troll with an axe attacks.", room="led to")
     llm_server.script(json_reply({"decisions": [troll]}))
     manager.process_turn(into_troll_room)
     prompt = user_text(llm_server.bodies[0])
-    assert (
-        f"Rooms: done in Cellar (room {into_troll_room.room_id_before}), "
-        f"led to The Troll Room (room {into_troll_room.room_id_after})"
-    ) in prompt
+    assert "Rooms: done in Cellar, led to The Troll Room" in prompt
     llm_server.script(
-        json_reply({"decisions": [decision(pray.turn, "Praying here teleports you out.", room_id=pray.room_id_before)]})
+        json_reply({"decisions": [decision(pray.turn, "Praying here teleports you out.", room="done in")]})
     )
     manager.process_turn(pray)
     by_room = {m.room_name: m.text for m in manager.memories}
@@ -505,11 +517,11 @@ def test_the_memory_model_files_each_lesson_under_the_room_it_picks(
 
 def test_a_superseding_memory_never_doubles_the_arrival_prefix(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
     manager, _, _ = make_manager(llm_server, tmp_path, min_turns_between_calls=1)
-    first = decision(1, "A path leads on.", room_id=NORTH[0])
+    first = decision(1, "A path leads on.", room="led to")
     llm_server.script(json_reply({"decisions": [first]}))
     manager.process_turn(turn(1, "north", room=HOUSE, to=NORTH))
     [old] = manager.memories
-    again = decision(2, f"{old.text} It ends at a forest.", room_id=NORTH[0], supersedes=[old.id])
+    again = decision(2, f"{old.text} It ends at a forest.", room="led to", supersedes=[old.id])
     llm_server.script(json_reply({"decisions": [again]}))
     manager.process_turn(turn(2, "north", room=HOUSE, to=NORTH, score=(0, 1)))
     assert [m.text for m in manager.memories if m.shown] == [

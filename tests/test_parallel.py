@@ -36,7 +36,7 @@ ROUTES = (
     ["west", "north", "east"],
 )
 ROUTE_MARK = re.compile(r"route (\d+) step")
-BATCH_TURN = re.compile(r"^Turn \d+ in (.+?) \(room \d+\)", re.MULTILINE)
+BATCH_TURN = re.compile(r"^Turn \d+ in (.+?)(?: \(room \d+\))?: > ", re.MULTILINE)
 
 
 class RouteModel:

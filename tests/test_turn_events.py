@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from managers.turn_events import EventRooms, attempt_reply, event_rooms
+from session.game_state import GameState
 from tests.walkthrough_turns import played_turns
 
 COMMANDS = ("take mailbox", "blorple", "examine mailbox", "open mailbox", "north", "east", "open window", "east")
@@ -23,7 +24,9 @@ def test_attempts_world_changes_and_lesson_rooms(game_file: Path) -> None:
     assert event_rooms(opened) == EventRooms((opened.room_id_before, "West of House"), None, "open mailbox")
     rooms = event_rooms(north)
     assert rooms.ids == (north.room_id_before, north.room_id_after)
-    assert rooms.describe() == (
+    seen, engine = GameState(), GameState(fair_play="engine")
+    assert rooms.describe(seen.room_label) == "done in West of House, led to North of House"
+    assert rooms.describe(engine.room_label) == (
         f"done in West of House (room {north.room_id_before}), led to North of House (room {north.room_id_after})"
     )
     assert rooms.arrived_from(north.room_id_after) == "from West of House going north"
