@@ -37,6 +37,8 @@ against the engine, replayed independently with raw Jericho calls:
   object "gone from here" was in view there then and is not now;
 - dark_ahead: a route names the rooms on it the player found pitch black ("dark ahead: the Cellar"), and at
   the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
+- seen_item_routes (seen level): a route to an objective's item (or the container it goes in) ends where the
+  player last saw that thing lying, and there is none while the player has not seen it or it is gone from there;
 - room_numbers (seen level): no request of any role shows an engine room number ("Maze (room 17)"), and the
   "Location:" line names a room that shares its name with others the player has been in by the order first
   entered ("Maze (the 3rd so named)");
@@ -117,7 +119,7 @@ ROLE_BUDGETS = {
 # The engine level's ways: the prompt says what the exit probe finds.
 ENGINE_CHECKS = ("exits", "map", "routes")
 # The seen level's: only what the player saw, in every role's request.
-SEEN_CHECKS = ("seen_exits", "seen_map", "seen_routes", "seen_requests", "room_numbers")
+SEEN_CHECKS = ("seen_exits", "seen_map", "seen_routes", "seen_requests", "room_numbers", "seen_item_routes")
 LEVEL_CHECKS = {"engine": ENGINE_CHECKS, "seen": SEEN_CHECKS}
 CHECKS = ENGINE_CHECKS + COMMON_CHECKS + SEEN_CHECKS
 # "Unexplored exits nearby" may name rooms this many moves away at most (the product's promise).
@@ -485,11 +487,50 @@ def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
     return at
 
 
+# "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: "painting".
+_ITEM_TARGET = re.compile(r"(?:^| and )the (.+?) \(objective #\d+\)")
+
+
+def _is(name: str, item: str) -> bool:
+    """An engine name for an objective's word for a thing ("gold coffin" for "coffin")."""
+    return name == item or name.endswith(f" {item}")
+
+
+def last_seen_in(truth: EngineTruth, saws: dict[int, PlayerSaw], item: str, turn: int) -> int | None:
+    """The room where the player last saw ``item`` lying, as the prompts up to ``turn`` showed the room
+    to a player (lit, its name read, not carried by a creature), or None: never seen, carried since, or
+    not there when the player came back to where it was seen."""
+    last: int | None = None
+    for t in sorted(t for t in truth.turns if t <= turn):
+        facts, (carried, seen) = truth.turns[t], truth.things[t]
+        if any(_is(name, item) for name in carried):
+            last = None  # carried: it is where it is left, seen there afterwards
+            continue
+        if facts.dark:
+            continue
+        here = any(
+            _is(name, item) and _read(name, saws[t].words) and not place.startswith("carried by ")
+            for name, (place, _) in seen.items()
+        )
+        if here:
+            last = facts.room_id
+        elif last == facts.room_id:
+            last = None  # back where it was seen, and it is gone
+    return last
+
+
 def check_seen_routes(
-    turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, verdicts: Verdicts, oracle: Oracle
+    turn: int,
+    prompt: str,
+    truth: EngineTruth,
+    saws: dict[int, PlayerSaw],
+    verdicts: Verdicts,
+    oracle: Oracle,
 ) -> None:
     """Seen level: routes and the nearby unexplored ways go over ways walked (walked again in the
-    engine from this turn), and a nearby room's listed ways are read of there and never tried."""
+    engine from this turn), and a nearby room's listed ways are read of there and never tried. A
+    route to an objective's item ends where the player last saw it (none while the player has not)."""
+    saw = saws[turn]
     facts = truth.turns[turn]
     where = f"turn {turn} in {facts.room}"
     for line in _map_lines(prompt):
@@ -513,6 +554,15 @@ def check_seen_routes(
             wrong = [d for d in listed if (end, d) in saw.tried or not _described(saw, end, d)]
             if truth.room_names.get(end) != nearby.group("room") or wrong:
                 verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
+        for item in _ITEM_TARGET.findall(route.group("target")) if route else []:
+            verdicts.checked["seen_item_routes"] += 1
+            seen_in = last_seen_in(truth, saws, item, turn)
+            if seen_in != end:
+                where_seen = f"in {truth.room_names.get(seen_in)}" if seen_in else "nowhere (never, or gone from there)"
+                verdicts.disagree(
+                    "seen_item_routes",
+                    f"{where}: {line!r} ends in {truth.room_names.get(end)}; the {item} was last seen {where_seen}",
+                )
 
 
 def _reopened(truth: EngineTruth, saw: PlayerSaw, room: int, direction: str, turn: int) -> bool:
@@ -634,7 +684,7 @@ def check_seen_requests(
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
             check_seen_ways(turn, text, truth, saws[turn], probe)
-            check_seen_routes(turn, text, truth, saws[turn], probe, oracle)
+            check_seen_routes(turn, text, truth, saws, probe, oracle)
             for check, examples in probe.examples.items():
                 for example in examples:
                     verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
@@ -1141,11 +1191,15 @@ class TruthReport:
 
 
 def check_walkthrough(
-    game_file: Path, show_turn: int | None = None, fair_play: str = "seen", turns: int | None = None
+    game_file: Path,
+    show_turn: int | None = None,
+    fair_play: str = "seen",
+    turns: int | None = None,
+    commands: list[str] | None = None,
 ) -> TruthReport:
-    """Play the walkthrough (its first ``turns`` commands) through the product at the fair-play
-    level ``fair_play`` and check every prompt against the engine."""
-    commands = walkthrough(game_file)[:turns]
+    """Play the walkthrough (its first ``turns`` commands; or ``commands``, a scene of the game) through
+    the product at the fair-play level ``fair_play`` and check every prompt against the engine."""
+    commands = (commands or walkthrough(game_file))[:turns]
     oracle = Oracle(game_file)
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
@@ -1164,7 +1218,7 @@ def check_walkthrough(
             check_things(turn, user, truth, verdicts)
         else:
             check_seen_ways(turn, user, truth, saws[turn], verdicts)
-            check_seen_routes(turn, user, truth, saws[turn], verdicts, oracle)
+            check_seen_routes(turn, user, truth, saws, verdicts, oracle)
             check_things(turn, user, truth, verdicts, saws[turn].words)
             check_room_label(turn, user, truth, verdicts)
         check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")

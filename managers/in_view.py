@@ -101,6 +101,7 @@ class InViewManager(BaseManager):
         self.gone: tuple[int, int, tuple[str, ...]] | None = None  # room, turn last seen, names
         self.lit = False  # something carried was lit after the last turn
         self.handled: set[str] = set()  # what the player carried this episode: not "gone", the player moved it
+        self.carried_at: dict[str, int] = {}  # the last turn after which the player carried each thing
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
@@ -133,11 +134,25 @@ class InViewManager(BaseManager):
         dangers = _sentences(text, _DANGER)
         if dangers:
             self.dangers[room] = Said(turn, room, " ".join(dangers))
-        self.handled |= carried_names(state)
+        carried = carried_names(state)
+        self.handled |= carried
+        self.carried_at |= dict.fromkeys(carried, turn)
         if result.room_id_after != result.room_id_before:
             self._check_gone(result.room_id_after)
         elif self.gone and self.gone[0] != result.room_id_after:
             self.gone = None
+
+    def last_seen_in(self, names: set[str]) -> set[int]:
+        """The rooms where the player last saw any of the things ``names`` (object names as the player
+        is shown them): for each, the room of its latest sighting, unless the player carried it since
+        (then it is wherever it was left, seen again when the player is there). Only what the player
+        saw: a thing never seen, or gone from where it was seen, has no room."""
+        rooms: set[int] = set()
+        for name in names:
+            sightings = [(turn, room) for room, (turn, seen) in self.seen_in.items() if name in seen]
+            if sightings and max(sightings)[0] >= self.carried_at.get(name, -1):
+                rooms.add(max(sightings)[1])
+        return rooms
 
     def _carries(self, thing: str, state: GameState) -> bool:
         words = set(thing.lower().split())

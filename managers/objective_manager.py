@@ -50,6 +50,7 @@ import json
 import logging
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -243,6 +244,9 @@ class ObjectiveManager(LearningManager):
         redactor: Redactor,
     ) -> None:
         self.game = game  # the engine the steps are checked against; set before the base resets the episode
+        # Fair play "seen": the rooms where the player last saw any of the objects named (the episode's
+        # "Still in view" keeps them), so a route leads only where the player saw the thing. None: no routes.
+        self.last_seen_in: Callable[[set[str]], set[int]] | None = None
         super().__init__(config, logger, game_state, client, path, redactor=redactor)
 
     @classmethod
@@ -353,7 +357,10 @@ class ObjectiveManager(LearningManager):
 
     def target_rooms(self) -> list[tuple[str, set[int]]]:
         """Rooms the most urgent objectives still need the player in, for the map's routes:
-        a room to reach, or the room of a container to put something in."""
+        a room to reach, or the room of a container to put something in (the item's first while it
+        is not carried). Where an item is: at fair play "seen" where the player last saw it (no
+        route while the player has not seen it, or it is not where it was last seen); at "engine",
+        where the engine has it."""
         found: list[tuple[str, set[int]]] = []
         for o in self.active():
             # One route per objective: to the first place it still needs.
@@ -368,13 +375,20 @@ class ObjectiveManager(LearningManager):
                     # Gallery wall before the trophy case).
                     carried = any(self.game.is_carried(i) for i in step.ids)
                     holders, what = (step.container_ids, step.container) if carried else (step.ids, step.target)
-                    rooms = {r.id for r in (self.game.room_of(c) for c in holders) if r is not None}
+                    rooms = self._rooms_of(holders)
                     if rooms:
                         found.append((f"the {what} (objective #{o.id})", rooms))
                         break
             if len(found) >= MAX_ROUTE_TARGETS:
                 break
         return found[:MAX_ROUTE_TARGETS]
+
+    def _rooms_of(self, ids: list[int]) -> set[int]:
+        """The rooms any of the objects ``ids`` are in, as the fair-play level lets the models know it."""
+        if self.config.gameplay.fair_play == "engine":
+            return {r.id for r in (self.game.room_of(i) for i in ids) if r is not None}
+        names = {info.name for info in map(self.game.object_info, ids) if info is not None}
+        return self.last_seen_in(names) if self.last_seen_in is not None else set()
 
     # -- resolving targets against the engine --------------------------------------------
     def _objects_named(self, name: str) -> list[int]:

@@ -186,6 +186,8 @@ class EpisodeRunner:
             cfg, log, state, self.episode_dir, usage_source=self._usage_report, wall_clock=self.wall_seconds
         )
         self.in_view = InViewManager(cfg, log, state)
+        if self.objectives is not None:
+            self.objectives.last_seen_in = self.in_view.last_seen_in  # where the player saw an objective's item
         self.managers: list[BaseManager] = [
             m
             for m in (self.extractor, self.critic, self.map, self.memory, self.objectives, self.knowledge)

@@ -26,6 +26,7 @@ from benchmarks.context_truth import (
 )
 from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
 from game_interface import JerichoInterface
+from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
 from session.game_state import GameState
 from tests.e2e_support import walkthrough
@@ -100,6 +101,29 @@ def test_a_room_number_in_the_memory_batch_alone_fails_the_seen_level(
     assert "room_numbers" in problems and "MemoryBatchReply: an engine room number: 'Rooms: done in " in problems, (
         problems
     )
+
+
+# Back and forth past the closed mailbox (the objective review comes at turn 15), then the leaflet seen,
+# taken and carried off: the objectives ask for the leaflet in the trophy case from the first review.
+LEAFLET_SCENE = ["n", "w"] * 9 + ["open mailbox", "n", "w", "get leaflet", "n", "put leaflet in case"]
+
+
+def test_a_route_to_an_objectives_item_leads_where_the_player_saw_it(game_file: Path) -> None:
+    report = check_walkthrough(game_file, commands=LEAFLET_SCENE)
+    assert report.checked["seen_item_routes"] >= 1  # once the mailbox is open: "Route to the leaflet ...: west"
+    assert report.disagreements["seen_item_routes"] == 0, "\n".join(report.examples["seen_item_routes"])
+
+
+def test_a_route_to_where_the_engine_has_an_unseen_item_fails_the_seen_level(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check catches the engine's knowledge put back: a route to the leaflet in the closed mailbox."""
+    monkeypatch.setattr(ObjectiveManager, "_rooms_of", lambda manager, ids: {manager.game.room_of(i).id for i in ids})
+    report = check_walkthrough(game_file, commands=LEAFLET_SCENE)
+    problems = "\n".join(report.examples.get("seen_item_routes", []))
+    assert "'Route to the leaflet (objective #2): west' ends in West of House; the leaflet was last seen nowhere" in (
+        problems
+    ), problems
 
 
 def uncovered(truth: EngineTruth) -> list[str]:

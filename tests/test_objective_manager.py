@@ -4,10 +4,12 @@ unknown targets, subjects that leave the game, merging, the batched LLM review a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from game_interface import JerichoInterface
+from managers.in_view import InViewManager
 from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal
@@ -85,9 +87,15 @@ class Player:
 
 
 def make_manager(
-    server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface, **objectives: Any
+    server: ScriptedLLMServer,
+    tmp_path: Path,
+    game: JerichoInterface,
+    gameplay: dict[str, Any] | None = None,
+    **objectives: Any,
 ) -> tuple[ObjectiveManager, Player, LogCapture]:
-    config = make_config(server, tmp_path, objectives=objectives, memory_sampling={"top_p": 0.9})
+    config = make_config(
+        server, tmp_path, objectives=objectives, memory_sampling={"top_p": 0.9}, gameplay=gameplay or {}
+    )
     log = capture_logger()
     manager = ObjectiveManager(config, log.logger, GameState(), make_client(config, server), game, redactor=Redactor())
     return manager, Player(game, manager), log
@@ -121,7 +129,7 @@ def test_all_steps_must_hold_take_the_egg_then_enter_the_house(
 def test_bringing_a_treasure_to_the_case_is_done_when_it_is_in_the_case(
     llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
 ) -> None:
-    manager, player, _ = make_manager(llm_server, tmp_path, game)
+    manager, player, _ = make_manager(llm_server, tmp_path, game, {"fair_play": "engine"})  # where the engine has it
     text = "Take the egg and bring it to the trophy case"
     manager.add_objective(proposal(text, step("item_in_container", "egg", container="trophy case")), turn=0)
     # The route leads to the objective's next place: the egg in its nest first, then the case.
@@ -246,13 +254,61 @@ def test_objectives_needing_items_lost_in_a_death_are_revisited_at_once(
 
 
 def test_one_route_per_objective(llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface) -> None:
-    manager, _, _ = make_manager(llm_server, tmp_path, game)
+    manager, _, _ = make_manager(llm_server, tmp_path, game, {"fair_play": "engine"})
     steps = [
         step("item_in_container", "egg", container="trophy case"),
         step("item_in_container", "lamp", container="trophy case"),
     ]
     manager.add_objective(proposal("Egg and lamp to the case", *steps), 0)
     assert [name for name, _ in manager.target_rooms()] == ["the egg (objective #1)"]
+
+
+def test_at_the_seen_level_a_route_leads_only_where_the_player_last_saw_the_item(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    """The leaflet lies in the closed mailbox: the engine knows it is at West of House, the player
+    does not until the mailbox is opened. Then the route leads where it was last seen: the mailbox,
+    and after the player carried it to North of House and left it there, North of House."""
+    config = make_config(llm_server, tmp_path)
+    assert config.gameplay.fair_play == "seen"  # the default
+    state, log = GameState(), capture_logger()
+    manager = ObjectiveManager(config, log.logger, state, make_client(config, llm_server), game, redactor=Redactor())
+    in_view = InViewManager(config, log.logger, state)
+    manager.last_seen_in = in_view.last_seen_in
+    words = set(re.findall(r"[a-z]+", game.start().lower()))
+
+    def observe() -> None:
+        # The orchestrator's part: the facts the agent reads, as the "seen" level shows them.
+        location = game.get_location()
+        state.current_room_id, state.current_room_name = location.id, location.name
+        state.inventory = state.inventory_shown = game.describe_inventory()
+        state.visible_objects = game.describe_visible_objects(words)
+
+    def play(command: str) -> None:
+        before = game.get_location()
+        response = game.send_command(command)
+        words.update(re.findall(r"[a-z]+", response.lower()))
+        after = game.get_location()
+        observe()
+        state.turn_count += 1
+        result = TurnResult(
+            state.turn_count, command, "", response, before.id, before.name, after.id, after.name, 0, 0, [], [], 0
+        )
+        in_view.process_turn(result)
+        manager.process_turn(result)
+        in_view.context_section()  # the next turn's sections, "Still in view" before the map asks for routes
+
+    observe()
+    in_view.context_section()
+    leaflet = step("item_in_container", "leaflet", container="trophy case")
+    manager.add_objective(proposal("Put the leaflet in the trophy case", leaflet), turn=0)
+    house, north = game.find_rooms("West of House")[0].id, game.find_rooms("North of House")[0].id
+    assert manager.target_rooms() == []  # never seen: no route, though the engine knows where it is
+    play("open mailbox")
+    assert manager.target_rooms() == [("the leaflet (objective #1)", {house})]
+    for command in ("take leaflet", "north", "drop leaflet", "west"):
+        play(command)
+    assert manager.target_rooms() == [("the leaflet (objective #1)", {north})]  # where the player left it
 
 
 def test_near_duplicates_merge_and_text_is_never_cut_mid_word(
