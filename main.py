@@ -111,6 +111,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"[tool.zorkgpt.gameplay] seed, else {DEFAULT_GAME_SEED}: Jericho's own seed, with which its "
         "walkthrough wins)",
     )
+    parser.add_argument(
+        "--fair-play",
+        choices=("seen", "engine"),
+        default=None,
+        help="what the agent and its helper models may be told, in every episode of the run (--parallel ones too): "
+        "'seen', only what the game has shown the player (ways walked, objects the game has named, refusals read); "
+        "'engine', also what the game's engine knows (every exit probed, where things are, what creatures carry), "
+        "whose scores cannot be compared with play from the game's text (default [tool.zorkgpt.gameplay] "
+        "fair_play, else seen)",
+    )
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument(
         "--quiet",
@@ -237,6 +247,8 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         config = GameConfiguration.from_toml(args.config)
         # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
         config.gameplay.seed = first_seed(args, config)
+        if args.fair_play is not None:
+            config.gameplay.fair_play = args.fair_play
     except ConfigError as exc:
         return report(exc)
     if args.mcp_login is not None:
@@ -405,6 +417,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 config.workdir,
                 first_seed=config.gameplay.seed,
                 extra=verbosity_flags(args)
+                + ["--fair-play", config.gameplay.fair_play]  # each episode plays at the run's level
                 + ([] if args.embedded_model_url is None else ["--embedded-model-url", args.embedded_model_url]),
                 status=status,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -104,6 +105,34 @@ def test_the_seed_setting_applies_and_jerichos_own_seed_is_the_default(
         for folder in episode_folders_by_number(proc.stderr, tmp_path / "runs").values()
     ]
     assert seeds == [12, 40, 3]
+
+
+def test_the_fair_play_option_sets_what_every_episode_is_told_and_the_run_report_records_it(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """``--fair-play`` wins over the setting, for each episode of a --parallel run too: the engine's
+    room number reaches the agent only at "engine", and each summary and the run's results.csv say
+    the level the option chose."""
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("north")))
+    args = ["--max-turns", "2", "--config", str(REPO / "pyproject.toml"), "--episodes", "2"]
+    for level, setting in (("engine", "seen"), ("seen", "engine")):
+        workdir = tmp_path / level
+        env = scripted_env(llm_server, workdir, game_file, ZORKGPT_GAMEPLAY_FAIR_PLAY=setting, **NO_LEARNING)
+        start = len(llm_server.bodies)
+        proc = run_main([*args, "--parallel", "2", "--fair-play", level], env, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        folders = episode_folders_by_number(proc.stderr, workdir / "runs")
+        assert {n: json.loads(EpisodeFolder(f).summary.read_text())["fair_play"] for n, f in folders.items()} == {
+            1: level,
+            2: level,
+        }
+        (run_dir,) = (workdir / "runs" / "runs").iterdir()
+        with (run_dir / "results.csv").open(newline="") as fh:
+            assert [row["fair_play"] for row in csv.DictReader(fh)] == [level, level]
+        prompts = [json.dumps(body["messages"]) for body in llm_server.bodies[start:]]
+        assert len(prompts) == 4  # two turns in each of two episodes
+        numbered = ["Location: West of House (room " in p or "Location: North of House (room " in p for p in prompts]
+        assert numbered == [level == "engine"] * 4, prompts
 
 
 @pytest.mark.parametrize(
