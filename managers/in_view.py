@@ -14,6 +14,9 @@ keeps them, each with the turn it was said, from the game's own text and what th
   here"), shown while the player is in that room and for ``KEEP_TURNS`` after it was said;
 - objects gone from where they were last seen: coming back to a room, what was seen there
   before and is not there now, unless the player carried it since (then the player moved it).
+
+What it keeps of each room also says where the player last saw each object (``last_seen_in``):
+at the "seen" fair-play level an objective's route leads there, not to where the engine has it.
 """
 
 from __future__ import annotations
