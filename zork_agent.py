@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from chat_api.models import tools_not_supported
 from llm_client import LLMClient
-from mcp_client.toolset import Toolset
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
 from session.events import Event
@@ -37,9 +36,10 @@ from shared_utils.text import cap_text, shorten
 from shared_utils.tracing import traced_observation
 from tool_loop.events import ToolLoopEvents
 from tool_loop.loop import ToolLoop, json_type
+from tool_loop.toolset import Toolset
 
 if TYPE_CHECKING:
-    from mcp_client.toolset import ServerPrompt
+    from tool_loop.toolset import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.

@@ -64,10 +64,10 @@ from mcp_client.resources import (
     resource_tool_definitions,
 )
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from mcp_client.tools import ToolNameMap, ToolRoute, translate_tool
-from mcp_client.toolset import ServerPrompt
+from mcp_client.tools import ToolNameMap, ToolRoute, tool_hints, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from session.events import Event
+from tool_loop.toolset import ServerPrompt, ToolHints
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
@@ -679,17 +679,17 @@ class Toolbox:
     def route(self, name: str) -> ToolRoute | None:
         return self.turn_tools.names.resolve(name)
 
-    def annotations(self, name: str) -> types.ToolAnnotations | None:
-        """The annotations of the tool offered under ``name``, from its server's latest listing."""
+    def hints(self, name: str) -> ToolHints | None:
+        """The hints (annotations) of the tool offered under ``name``, from its server's latest listing."""
         route = self.route(name)
         source = self._slots[route.server_name].source if route is not None else None
         if route is None or source is None:
             return None
         if route.wire_name in self.turn_tools.resource_tools:
-            return RESOURCE_TOOL_ANNOTATIONS
+            return tool_hints(RESOURCE_TOOL_ANNOTATIONS)
         for tool in source.tools:
             if tool.name == route.tool_name:
-                return tool.annotations
+                return tool_hints(tool.annotations)
         return None
 
     async def call(

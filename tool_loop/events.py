@@ -15,12 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_client.tools import ToolCallResult
-from mcp_client.toolset import ToolInfo
 from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils.text import cap_text, shorten
+from tool_loop.toolset import ToolCallResult, ToolInfo
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 # How much of a tool call's arguments the log keeps (the server still gets them whole).

@@ -21,7 +21,7 @@ and a critic's re-ask that goes on with the turn's tool calls, are "auto".
 What to ask and how to read the answer belong to the loop's owner, the agent:
 ``request_args`` builds each request (model, sampling, the answer's JSON schema) and
 ``read_answer`` turns the final reply into an ``AgentDecision``. The tools come as the turn's
-``Toolset`` (``mcp_client.toolset``), which the episode runner opened and will close; what
+``Toolset`` (``tool_loop.toolset``), which the episode runner opened and will close; what
 the loop does is reported through ``ToolLoopEvents`` (``tool_loop.events``).
 
 How the calls of one reply run:
@@ -57,14 +57,13 @@ from typing import Any
 from chat_api.replies import MALFORMED_TOOL_NAME
 from chat_api.wire import LLMResponse, ToolCall
 from llm_client import LLMClient
-from mcp_client.tools import ToolCallResult
-from mcp_client.toolset import ToolInfo, Toolset
 from session.errors import MCPServerDiedError, MCPToolCallError
 from session.game_configuration import MCPSection
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils.model_json import json_depth
 from shared_utils.text import shorten
 from tool_loop.events import ToolLoopEvents, ToolLoopStats, logged_arguments
+from tool_loop.toolset import ToolCallResult, ToolInfo, Toolset
 
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
