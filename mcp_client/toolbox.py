@@ -125,38 +125,51 @@ async def connect_by_rules(
                 console=False,
             )
             raise
-        log(
-            logging.WARNING,
-            Event.MCP_SESSION_CONNECT_FAILED,
-            "MCP server '%s' failed to connect, retrying once: %s",
-            name,
-            str(first),
-            server_name=name,
-            retry=True,
-        )
-        try:
-            source = await attempt()
-        except MCPServerStartupError as second:
-            health.disabled = True
-            log(
-                logging.WARNING,
-                Event.MCP_SERVER_DISABLED,
-                "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
-                name,
-                str(second),
-                server_name=name,
-                error=str(second),
-                turn=turn,
-                # The run reports' words for why: a start that ran out of time is the machine's
-                # load as often as the server's fault, and a reader should see which it was.
-                reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
-            )
-            return "disabled", None
-        health.ever_connected = True
-        log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
-        return "retried", source
+        return await _retry_once(name, health, attempt, log, first, turn)
     health.ever_connected = True
     return "connected", source
+
+
+async def _retry_once(
+    name: str,
+    health: ServerHealth,
+    attempt: Callable[[], Awaitable[ToolSource]],
+    log: Callable[..., None],
+    first: MCPServerStartupError,
+    turn: int | None,
+) -> tuple[Outcome, ToolSource | None]:
+    """A server reached before in this episode failed to connect: one more try, then it is
+    disabled for the rest of the episode."""
+    log(
+        logging.WARNING,
+        Event.MCP_SESSION_CONNECT_FAILED,
+        "MCP server '%s' failed to connect, retrying once: %s",
+        name,
+        str(first),
+        server_name=name,
+        retry=True,
+    )
+    try:
+        source = await attempt()
+    except MCPServerStartupError as second:
+        health.disabled = True
+        log(
+            logging.WARNING,
+            Event.MCP_SERVER_DISABLED,
+            "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
+            name,
+            str(second),
+            server_name=name,
+            error=str(second),
+            turn=turn,
+            # The run reports' words for why: a start that ran out of time is the machine's
+            # load as often as the server's fault, and a reader should see which it was.
+            reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
+        )
+        return "disabled", None
+    health.ever_connected = True
+    log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
+    return "retried", source
 
 
 def _with_backoff(

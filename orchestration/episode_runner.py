@@ -117,6 +117,12 @@ class EpisodeRunner:
         self.discard_episode_folder = False
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
         self._write_failures: list[str] = []
+        self._start(story, seed, client)
+
+    def _start(self, story: Path, seed: int, client: LLMClient | None) -> None:
+        """The game, the model clients, the managers and the agent. A failed start (a bad
+        mcp_config.json, a missing prompt file) leaves no open files and no episode folder:
+        nothing was played, and the error is on the terminal."""
         try:
             self.game = JerichoInterface(story, seed=seed)
             self.langfuse_client = get_langfuse_client(self.config)
@@ -125,8 +131,6 @@ class EpisodeRunner:
             self._initialize_managers()
             self._initialize_game_components()
         except BaseException:
-            # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
-            # and no episode folder: nothing was played, and the error is on the terminal.
             self.discard_episode_folder = True
             self.close()
             raise
