@@ -34,7 +34,7 @@ from session.objective_spec import ObjectiveProposal
 from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
 from shared_utils.text import cap_text, shorten
 from shared_utils.tracing import traced_observation
-from tool_loop.events import ToolLoopEvents
+from tool_loop.events import ToolLoopLog
 from tool_loop.loop import ToolLoop, json_type
 from tool_loop.toolset import Toolset
 
@@ -227,7 +227,7 @@ class ZorkAgent:
         self.tool_loop = ToolLoop(
             client,
             config.mcp,
-            ToolLoopEvents(self.logger, episode_id),
+            ToolLoopLog(self.logger, episode_id),
             request_args=self._client_args,
             read_answer=self._parse_response,
             is_answer=self._readable,
