@@ -231,9 +231,13 @@ def fork_server(fd: int) -> int:
     nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
     forked child goes on here as ``main.py`` with its episode's command line."""
     # What an episode imports before its first turn, imported once for all of them.
+    # The MCP client's modules are imported one by one (the package loads none of them), here as
+    # an episode with MCP on loads them: shared, they cost nothing to an episode with MCP off.
     import chat_api.structured  # noqa: F401
     import mcp_client.config
-    import mcp_client.oauth  # noqa: F401
+    import mcp_client.oauth
+    import mcp_client.source
+    import mcp_client.toolbox  # noqa: F401
     import session.episode_log  # noqa: F401
     from orchestration.parallel import serve_forks
 

@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from chat_api.models import tools_not_supported
 from llm_client import LLMClient
-from mcp_client.toolset import Toolset
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
 from session.events import Event
@@ -35,11 +34,12 @@ from session.objective_spec import ObjectiveProposal
 from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
 from shared_utils.text import cap_text, shorten
 from shared_utils.tracing import traced_observation
-from tool_loop.events import ToolLoopEvents
+from tool_loop.events import ToolLoopLog
 from tool_loop.loop import ToolLoop, json_type
+from tool_loop.toolset import Toolset
 
 if TYPE_CHECKING:
-    from mcp_client.toolset import ServerPrompt
+    from tool_loop.toolset import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.
@@ -227,7 +227,7 @@ class ZorkAgent:
         self.tool_loop = ToolLoop(
             client,
             config.mcp,
-            ToolLoopEvents(self.logger, episode_id),
+            ToolLoopLog(self.logger, episode_id),
             request_args=self._client_args,
             read_answer=self._parse_response,
             is_answer=self._readable,

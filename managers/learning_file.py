@@ -108,19 +108,7 @@ class LearningFile:
         extra = {"turn": turn, "path": str(self.path)}
         try:
             with self._lock:
-                current = self.read()
-                merged = merge(current)
-                if merged is None or merged == current:
-                    return current
-                text = self.redactor(merged)
-                files = {self.path: text}
-                if companions is not None:
-                    files |= {path: self.redactor(content) for path, content in companions(text).items()}
-                if self._over_cap(files, where, extra):
-                    return None
-                for path, content in files.items():
-                    atomic_write_text(path, content)
-                return text
+                return self._merge_and_write(merge, companions, where, extra)
         except Timeout:
             self.logger.warning(
                 "%s%s is locked by another process for over %.0f s; skipping this update",
@@ -151,6 +139,29 @@ class LearningFile:
                 extra={"event_type": self.events[LearningFileProblem.SAVE_ERROR], **extra, "error": str(exc)},
             )
         return None
+
+    def _merge_and_write(
+        self,
+        merge: Callable[[str], str | None],
+        companions: Callable[[str], Mapping[Path, str]] | None,
+        where: str,
+        extra: dict[str, Any],
+    ) -> str | None:
+        """``update``'s work under the lock: the merge, redacted, written with its companions
+        unless a file would pass the cap; the text on disk afterwards, None when nothing was written."""
+        current = self.read()
+        merged = merge(current)
+        if merged is None or merged == current:
+            return current
+        text = self.redactor(merged)
+        files = {self.path: text}
+        if companions is not None:
+            files |= {path: self.redactor(content) for path, content in companions(text).items()}
+        if self._over_cap(files, where, extra):
+            return None
+        for path, content in files.items():
+            atomic_write_text(path, content)
+        return text
 
     def _over_cap(self, files: Mapping[Path, str], where: str, extra: dict[str, Any]) -> bool:
         """Whether a file would grow past ``max_bytes`` (logged, naming the fix): then nothing is written."""

@@ -1,7 +1,7 @@
 """MCPManager: every configured MCP server, as one set of tools per turn.
 
 The episode runner holds each turn's tools with ``with manager.turn(n) as tools:``: entering
-connects (or reuses) every server and gives the turn's ``Toolset`` (``mcp_client.toolset``),
+connects (or reuses) every server and gives the turn's ``Toolset`` (``tool_loop.toolset``),
 which the agent and the critic's re-asks of that turn use; leaving ends the turn, and
 turn-lifetime sessions close in the background. ``close()`` ends everything when the episode
 ends. Code that already runs an event loop awaits ``open_turn(n)`` and says ``end_turn()``.
@@ -35,13 +35,13 @@ from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.source import SourceSettings, ToolSource, make_source
 from mcp_client.sweeper import Sweeper
 from mcp_client.toolbox import Toolbox, TurnTools
-from mcp_client.tools import ToolCallResult, convert_call_result
-from mcp_client.toolset import ServerPrompt, ToolInfo, Toolset
+from mcp_client.tools import convert_call_result
 from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
 from shared_utils.tracing import traced_observation
+from tool_loop.toolset import ServerPrompt, ToolCallResult, ToolInfo, Toolset
 
 # A tool may report progress hundreds of times a second; the log gets at most this often one line of it.
 PROGRESS_LOG_INTERVAL_SECONDS = 0.25
@@ -323,7 +323,7 @@ class MCPManager:
         route = self.toolbox.route(name)
         server = route.server_name if route else None
         wire = route.wire_name if route else name
-        info = ToolInfo(wire, self.display_name(name), server, self.timeout_for(name), self.toolbox.annotations(name))
+        info = ToolInfo(wire, self.display_name(name), server, self.timeout_for(name), self.toolbox.hints(name))
         if server is None or not info.destructive or self.mcp_config.server(server).allow_destructive:
             return info
         refusal = (

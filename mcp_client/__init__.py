@@ -1,5 +1,8 @@
 """The MCP client: every server of mcp_config.json (stdio or remote) as one set of tools.
 
+Importing the package imports none of its modules (and not the MCP SDK): each is imported where
+it is used, so what needs one module (the config's secrets, the sweeper) loads only that one.
+
 - ``config``: the config file in the shapes the common MCP clients write, validated;
 - ``processes``: process hygiene: the owner-marker scan, group signals, the sweep (standard library only);
 - ``sweeper``: the watcher that ends every server when ZorkGPT is killed outright;
@@ -12,39 +15,8 @@
 - ``login``: ``main.py --mcp-login NAME``, the one place a person logs in;
 - ``stdio``: our bounded stdio transport;
 - ``source``: one server behind one transport (stdio, streamable HTTP, SSE);
-- ``tools``: names, schemas and results between MCP and the chat API;
-- ``toolset``: ``Toolset``, one turn's tools as the agent sees them;
+- ``tools``: names, schemas and results between MCP and the chat API, converted into the tool loop's shapes;
 - ``resources``: a server's resources offered as two read-only tools;
 - ``prompts``: the prompts an entry names, fetched for the agent's system prompt;
 - ``toolbox``: all servers together: lifetimes, health rules, names routed, the cap on tools offered.
 """
-
-from mcp_client.config import MCPConfig, ServerConfig, ServerEntry, build_server_environment
-from mcp_client.source import SSESource, StdioSource, StreamableHTTPSource, ToolSource
-from mcp_client.toolbox import Toolbox
-from mcp_client.tools import ToolCallResult
-from session.errors import (
-    MCPConfigError,
-    MCPError,
-    MCPServerDiedError,
-    MCPServerStartupError,
-    MCPToolCallError,
-)
-
-__all__ = [
-    "MCPConfig",
-    "MCPConfigError",
-    "MCPError",
-    "MCPServerDiedError",
-    "MCPServerStartupError",
-    "MCPToolCallError",
-    "SSESource",
-    "ServerConfig",
-    "ServerEntry",
-    "StdioSource",
-    "StreamableHTTPSource",
-    "ToolCallResult",
-    "ToolSource",
-    "Toolbox",
-    "build_server_environment",
-]

@@ -385,22 +385,7 @@ class MCPConfig:
                 f"got {type(data).__name__}."
             )
         ignored: list[str] = [f'top-level key "{key}"' for key in data if key not in ("mcpServers", "servers")]
-        raw_entries: dict[str, tuple[str, Any]] = {}
-        for section in ("mcpServers", "servers"):
-            if section not in data:
-                continue
-            entries = data[section]
-            if not isinstance(entries, dict):
-                raise MCPConfigError(
-                    f"Invalid MCP config in {where}:\n  - {section}: must be an object mapping server names to "
-                    f"entries, got {type(entries).__name__}."
-                )
-            for name, entry in entries.items():
-                if name in raw_entries:
-                    raise MCPConfigError(
-                        f'{where}: server "{name}" appears under both "mcpServers" and "servers"; keep one.'
-                    )
-                raw_entries[name] = (section, entry)
+        raw_entries = _raw_entries(data, where)
         if not raw_entries:
             raise MCPConfigError(
                 f'No MCP servers configured in {where}: add an entry under "mcpServers" '
@@ -439,6 +424,28 @@ class MCPConfig:
                 f'Enable one (remove "disabled": true from its entry), or {_DISABLE_HINT}.'
             )
         return cls(servers=tuple(servers), disabled=tuple(disabled), ignored_keys=tuple(ignored), source=source)
+
+
+def _raw_entries(data: dict[str, Any], where: str) -> dict[str, tuple[str, Any]]:
+    """Every entry under "mcpServers" and "servers" (the two shapes clients write), by server
+    name, with the section it came from; a name under both is an error."""
+    raw_entries: dict[str, tuple[str, Any]] = {}
+    for section in ("mcpServers", "servers"):
+        if section not in data:
+            continue
+        entries = data[section]
+        if not isinstance(entries, dict):
+            raise MCPConfigError(
+                f"Invalid MCP config in {where}:\n  - {section}: must be an object mapping server names to "
+                f"entries, got {type(entries).__name__}."
+            )
+        for name, entry in entries.items():
+            if name in raw_entries:
+                raise MCPConfigError(
+                    f'{where}: server "{name}" appears under both "mcpServers" and "servers"; keep one.'
+                )
+            raw_entries[name] = (section, entry)
+    return raw_entries
 
 
 class _DuplicateKeyError(ValueError):

@@ -29,7 +29,7 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
 )
 
-from mcp_client.config import MCPConfig, ServerConfig, safe_url
+from mcp_client.config import MCPConfig, OAuthEntry, ServerConfig, safe_url
 from mcp_client.oauth import (
     CALLBACK_PATH,
     Interactive,
@@ -195,40 +195,10 @@ async def login(
     callback: _CallbackServer | None = None
     interactive: Interactive | None = None
     if oauth.grant == "authorization_code":
-        stored = storage.load()
-        if stored is not None and stored.client is not None and stored.client.client_id != oauth.client_metadata_url:
-            uris = [str(uri) for uri in stored.client.redirect_uris or []]
-            registered = set((stored.client.scope or "").split())
-            wanted = set(oauth.scopes or []) | set(stored.wanted_scopes)
-            if redirect_uri(oauth.callback_port) not in uris or (registered and not wanted <= registered):
-                # Registered for another callback port, or for fewer scopes than this login asks
-                # for (which the authorization server would refuse): register again.
-                storage.save(client=None)
+        _forget_stale_registration(storage, oauth)
         callback = _CallbackServer(server.name)
         await callback.start(oauth.callback_port)
-        opener = open_url or _default_open
-        waiting = callback
-
-        async def show(url: str) -> None:
-            if (refusal := cleartext_refusal(server, "authorization endpoint", url)) is not None:
-                raise refusal
-            waiting.expect(url)
-            print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
-            result = opener(url)
-            if asyncio.iscoroutine(result):
-                await result
-
-        async def wait() -> AuthorizationCodeResult:
-            try:
-                return await asyncio.wait_for(asyncio.shield(waiting.result), wait_seconds)
-            except TimeoutError:
-                raise MCPAuthError(
-                    f"No login for MCP server '{server.name}' within {wait_seconds:g} s: the browser never came "
-                    f"back to {redirect_uri(oauth.callback_port)}. Run the command again.",
-                    server.name,
-                ) from None
-
-        interactive = Interactive(show, wait)
+        interactive = _browser_flow(server, callback, open_url or _default_open, stream, wait_seconds)
     provider = build_provider(server, storage, interactive)
     try:
         tools = await _list_tools(server, provider)
@@ -243,6 +213,52 @@ async def login(
     if not asked:
         storage.save(no_login_needed=True)
     return LoginResult(server.name, storage.path, asked, tools)
+
+
+def _forget_stale_registration(storage: FileTokenStorage, oauth: OAuthEntry) -> None:
+    """A client registered for another callback port, or for fewer scopes than this login asks
+    for (which the authorization server would refuse), is forgotten: the login registers again."""
+    stored = storage.load()
+    if stored is not None and stored.client is not None and stored.client.client_id != oauth.client_metadata_url:
+        uris = [str(uri) for uri in stored.client.redirect_uris or []]
+        registered = set((stored.client.scope or "").split())
+        wanted = set(oauth.scopes or []) | set(stored.wanted_scopes)
+        if redirect_uri(oauth.callback_port) not in uris or (registered and not wanted <= registered):
+            storage.save(client=None)
+
+
+def _browser_flow(
+    server: ServerConfig,
+    waiting: _CallbackServer,
+    opener: Callable[[str], Any],
+    stream: TextIO,
+    wait_seconds: float,
+) -> Interactive:
+    """The person's part of an authorization-code login: the page shown (and opened), then the
+    browser's return to our callback awaited, for at most ``wait_seconds``."""
+    oauth = server.oauth
+    assert oauth is not None
+
+    async def show(url: str) -> None:
+        if (refusal := cleartext_refusal(server, "authorization endpoint", url)) is not None:
+            raise refusal
+        waiting.expect(url)
+        print(f"To log in to MCP server '{server.name}', open this page:\n{url}", file=stream, flush=True)
+        result = opener(url)
+        if asyncio.iscoroutine(result):
+            await result
+
+    async def wait() -> AuthorizationCodeResult:
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiting.result), wait_seconds)
+        except TimeoutError:
+            raise MCPAuthError(
+                f"No login for MCP server '{server.name}' within {wait_seconds:g} s: the browser never came "
+                f"back to {redirect_uri(oauth.callback_port)}. Run the command again.",
+                server.name,
+            ) from None
+
+    return Interactive(show, wait)
 
 
 async def _list_tools(server: ServerConfig, auth: httpx2.Auth) -> tuple[str, ...]:

@@ -13,9 +13,9 @@ import mcp.types as types
 
 from mcp_client.config import PromptRequest, ServerConfig
 from mcp_client.source import ToolSource
-from mcp_client.toolset import ServerPrompt
 from session.errors import MCPServerDiedError, MCPToolCallError
 from shared_utils.text import cap_text
+from tool_loop.toolset import ServerPrompt
 
 
 async def server_prompts(

@@ -64,10 +64,10 @@ from mcp_client.resources import (
     resource_tool_definitions,
 )
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from mcp_client.tools import ToolNameMap, ToolRoute, translate_tool
-from mcp_client.toolset import ServerPrompt
+from mcp_client.tools import ToolNameMap, ToolRoute, tool_hints, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from session.events import Event
+from tool_loop.toolset import ServerPrompt, ToolHints
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
@@ -125,38 +125,51 @@ async def connect_by_rules(
                 console=False,
             )
             raise
-        log(
-            logging.WARNING,
-            Event.MCP_SESSION_CONNECT_FAILED,
-            "MCP server '%s' failed to connect, retrying once: %s",
-            name,
-            str(first),
-            server_name=name,
-            retry=True,
-        )
-        try:
-            source = await attempt()
-        except MCPServerStartupError as second:
-            health.disabled = True
-            log(
-                logging.WARNING,
-                Event.MCP_SERVER_DISABLED,
-                "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
-                name,
-                str(second),
-                server_name=name,
-                error=str(second),
-                turn=turn,
-                # The run reports' words for why: a start that ran out of time is the machine's
-                # load as often as the server's fault, and a reader should see which it was.
-                reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
-            )
-            return "disabled", None
-        health.ever_connected = True
-        log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
-        return "retried", source
+        return await _retry_once(name, health, attempt, log, first, turn)
     health.ever_connected = True
     return "connected", source
+
+
+async def _retry_once(
+    name: str,
+    health: ServerHealth,
+    attempt: Callable[[], Awaitable[ToolSource]],
+    log: Callable[..., None],
+    first: MCPServerStartupError,
+    turn: int | None,
+) -> tuple[Outcome, ToolSource | None]:
+    """A server reached before in this episode failed to connect: one more try, then it is
+    disabled for the rest of the episode."""
+    log(
+        logging.WARNING,
+        Event.MCP_SESSION_CONNECT_FAILED,
+        "MCP server '%s' failed to connect, retrying once: %s",
+        name,
+        str(first),
+        server_name=name,
+        retry=True,
+    )
+    try:
+        source = await attempt()
+    except MCPServerStartupError as second:
+        health.disabled = True
+        log(
+            logging.WARNING,
+            Event.MCP_SERVER_DISABLED,
+            "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
+            name,
+            str(second),
+            server_name=name,
+            error=str(second),
+            turn=turn,
+            # The run reports' words for why: a start that ran out of time is the machine's
+            # load as often as the server's fault, and a reader should see which it was.
+            reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
+        )
+        return "disabled", None
+    health.ever_connected = True
+    log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
+    return "retried", source
 
 
 def _with_backoff(
@@ -679,17 +692,17 @@ class Toolbox:
     def route(self, name: str) -> ToolRoute | None:
         return self.turn_tools.names.resolve(name)
 
-    def annotations(self, name: str) -> types.ToolAnnotations | None:
-        """The annotations of the tool offered under ``name``, from its server's latest listing."""
+    def hints(self, name: str) -> ToolHints | None:
+        """The hints (annotations) of the tool offered under ``name``, from its server's latest listing."""
         route = self.route(name)
         source = self._slots[route.server_name].source if route is not None else None
         if route is None or source is None:
             return None
         if route.wire_name in self.turn_tools.resource_tools:
-            return RESOURCE_TOOL_ANNOTATIONS
+            return tool_hints(RESOURCE_TOOL_ANNOTATIONS)
         for tool in source.tools:
             if tool.name == route.tool_name:
-                return tool.annotations
+                return tool_hints(tool.annotations)
         return None
 
     async def call(

@@ -38,16 +38,15 @@ import binascii
 import copy
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
-from pydantic import BaseModel
 
 from shared_utils.text import cap_text
+from tool_loop.toolset import ToolCallResult, ToolHints, to_jsonable
 
 WIRE_NAME_MAX = 64
 WIRE_SEPARATOR = "__"
@@ -149,37 +148,11 @@ def translate_tool(server_name: str, tool: types.Tool, names: ToolNameMap) -> di
     }
 
 
-@dataclass(frozen=True)
-class ToolCallResult:
-    """What one tool call produced, in the shape the ``role: "tool"`` message carries."""
-
-    content: Any
-    is_error: bool = False
-    error_message: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"content": ...}`` or ``{"error": ..., "content": ...}``; always ``json.dumps``-able."""
-        content = to_jsonable(self.content)
-        if self.is_error:
-            return {"error": self.error_message or "Tool call failed", "content": content}
-        return {"content": content}
-
-
-def to_jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: anything unknown becomes a string, never an exception."""
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(item) for item in value]
-    if isinstance(value, BaseModel):
-        return to_jsonable(value.model_dump(mode="json", by_alias=True, exclude_none=True))
-    if isinstance(value, bytes | bytearray):
-        return f"<{len(value)} bytes of binary data>"
-    return str(value)
+def tool_hints(annotations: types.ToolAnnotations | None) -> ToolHints | None:
+    """The SDK's annotations of a tool as the hints the tool loop reads."""
+    if annotations is None:
+        return None
+    return ToolHints(read_only=annotations.read_only_hint, destructive=annotations.destructive_hint)
 
 
 def _decoded_size(data: str) -> int | None:

@@ -26,7 +26,6 @@ from typing import IO, Any
 
 import requests
 
-from orchestration.parallel import die_with_parent
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 
@@ -205,6 +204,10 @@ class EmbeddedModelServer:
         # llama.cpp's OpenMP threads spin while they wait: beside other busy processes on 2 cores
         # that made prompt processing 3x slower (measured).
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+        # Imported here: every run asks whether it wants this model, few start it, and none needs
+        # the parallel runner for that question.
+        from orchestration.parallel import die_with_parent
+
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

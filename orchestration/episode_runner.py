@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, astuple
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chat_api.structured import StructuredOutputMemory
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
@@ -26,10 +26,8 @@ from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe
 from managers.in_view import InViewManager
 from managers.knowledge_manager import KnowledgeManager
 from managers.map_manager import MapManager
-from managers.mcp_manager import MCPManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
-from mcp_client.toolset import Toolset
 from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
 from session.episode_folder import EpisodeFolder
@@ -47,7 +45,11 @@ from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
 from shared_utils.text import cap_text
 from shared_utils.tracing import get_langfuse_client
+from tool_loop.toolset import Toolset
 from zork_agent import ZorkAgent, unplayed_note
+
+if TYPE_CHECKING:
+    from managers.mcp_manager import MCPManager
 
 # What one turn may store of the model's reasoning and of the reply it got (state, logs, summaries):
 # a model can send megabytes, and current_state.json is rewritten every turn. Longer text is cut
@@ -117,6 +119,12 @@ class EpisodeRunner:
         self.discard_episode_folder = False
         """A failed start: ``close()`` removes the episode folder (nothing was played)."""
         self._write_failures: list[str] = []
+        self._start(story, seed, client)
+
+    def _start(self, story: Path, seed: int, client: LLMClient | None) -> None:
+        """The game, the model clients, the managers and the agent. A failed start (a bad
+        mcp_config.json, a missing prompt file) leaves no open files and no episode folder:
+        nothing was played, and the error is on the terminal."""
         try:
             self.game = JerichoInterface(story, seed=seed)
             self.langfuse_client = get_langfuse_client(self.config)
@@ -125,8 +133,6 @@ class EpisodeRunner:
             self._initialize_managers()
             self._initialize_game_components()
         except BaseException:
-            # A failed start (a bad mcp_config.json, a missing prompt file) leaves no open files
-            # and no episode folder: nothing was played, and the error is on the terminal.
             self.discard_episode_folder = True
             self.close()
             raise
@@ -197,8 +203,11 @@ class EpisodeRunner:
         self.context_managers: list[BaseManager] = [
             m for m in (self.in_view, self.map, self.objectives, self.synthesizer) if m is not None
         ]
-        self.mcp_manager = None
+        self.mcp_manager: MCPManager | None = None
         if cfg.mcp.enabled:
+            # Imported only here: a run with MCP off never loads the MCP client or its SDK.
+            from managers.mcp_manager import MCPManager
+
             # An unusable mcp_config.json raises MCPConfigError: the start fails and main.py says why.
             self.mcp_manager = MCPManager(
                 config=cfg,

@@ -22,6 +22,7 @@ from session.redaction import SECRET_ENV_VARS
 from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
 from tests.scripted_llm import ScriptedLLMServer
+from tool_loop.events import LoopEvent
 
 ConfigFactory = Callable[..., GameConfiguration]
 
@@ -88,6 +89,21 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+class RecordedLoopEvents:
+    """A ``ToolLoopEvents`` that keeps what the tool loop emits, in order, and writes nothing."""
+
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    def emit(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def loop_events() -> RecordedLoopEvents:
+    return RecordedLoopEvents()
 
 
 @pytest.fixture(scope="session")

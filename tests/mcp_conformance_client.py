@@ -48,7 +48,7 @@ from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
 from session.redaction import Redactor  # noqa: E402
 from tests.e2e_support import minimal_instance  # noqa: E402
 from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
-from tool_loop.events import ToolLoopEvents  # noqa: E402
+from tool_loop.events import ToolLoopLog  # noqa: E402
 from tool_loop.loop import ToolLoop  # noqa: E402
 
 SERVER_NAME = "conformance"
@@ -260,7 +260,7 @@ def run(server_url: str, scenario: str, context: dict[str, Any], logger: logging
         loop = ToolLoop(
             client,
             config.mcp,
-            ToolLoopEvents(logger, f"conformance-{scenario}"),
+            ToolLoopLog(logger, f"conformance-{scenario}"),
             request_args=_request_args,
             read_answer=_read_answer,
         )

@@ -67,6 +67,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "chat_api.transport",
         "chat_api",
         "llm_client",
+        # The tool loop's contract sits below the MCP client, which builds its shapes.
+        "tool_loop.toolset",
         "mcp_client.config",
         "mcp_client.processes",
         "mcp_client.sweeper",
@@ -80,7 +82,6 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "mcp_client.source",
         "mcp_client.login",
         "mcp_client.tools",
-        "mcp_client.toolset",
         "mcp_client.resources",
         "mcp_client.prompts",
         "mcp_client.toolbox",

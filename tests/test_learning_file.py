@@ -415,3 +415,13 @@ def test_a_shared_workdirs_modes_survive_a_write(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == "new\n" and companion.read_text(encoding="utf-8") == "graph\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert stat.S_IMODE(companion.stat().st_mode) == 0o664
+
+
+def test_the_file_and_its_companions_are_written_redacted(tmp_path: Path) -> None:
+    """A secret in the merged text or in a companion's reaches neither file."""
+    secret = "sk-or-v1-companion-secret-0123456789"
+    path, companion = tmp_path / "map_state.json", tmp_path / "map.mmd"
+    learning = LearningFile(path, capture_logger().logger, "map", redactor=Redactor.of(secret))
+    written = learning.update(lambda current: f"room {secret}\n", companions=lambda text: {companion: f"{secret}\n"})
+    assert written == "room [REDACTED]\n" == path.read_text(encoding="utf-8")
+    assert companion.read_text(encoding="utf-8") == "[REDACTED]\n"

@@ -32,6 +32,57 @@ from tests.main_support import (
 from tests.mcp_test_servers.helpers import free_port, write_mcp_config
 from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
 
+# What a run with MCP off has no use for: the MCP client and the SDK with its HTTP client and
+# OAuth, the servers' web stack, the viewer's server and the plotting library.
+NOT_FOR_AN_MCP_OFF_RUN = (
+    *("mcp", "mcp_types", "mcp_client", "managers.mcp_manager", "httpx", "httpx2", "httpx_sse", "jwt"),
+    *("anyio", "starlette", "uvicorn", "sse_starlette", "matplotlib", "orchestration.setup_check"),
+)
+
+
+def imported_modules(importtime_stderr: str) -> set[str]:
+    """Every module ``python -X importtime`` says the process imported, at whatever depth."""
+    lines = [line.removeprefix("import time:") for line in importtime_stderr.splitlines()]
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.count("|") == 2 and "imported package" not in line}
+
+
+def test_a_run_with_mcp_off_never_imports_the_mcp_client_the_sdk_or_the_viewer(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A whole episode of two turns, every import of the process listed by ``-X importtime``: the
+    agent, its tool loop and the game are loaded, and nothing the run does not use."""
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = scripted_env(llm_server, tmp_path, game_file, ZORKGPT_MCP_ENABLED="false", **NO_LEARNING)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            str(REPO / "main.py"),
+            "--max-turns",
+            "2",
+            "--config",
+            str(REPO / "pyproject.toml"),
+        ],
+        cwd=tmp_path,
+        env=clean_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "score 0/350 in 2 turns" in proc.stderr
+    loaded = imported_modules(proc.stderr)
+    assert {"zork_agent", "tool_loop.loop", "tool_loop.toolset", "jericho", "llm_client"} <= loaded  # the list is read
+    unwanted = sorted(
+        name
+        for name in loaded
+        if name.startswith("viewer.")
+        or any(name == top or name.startswith(f"{top}.") for top in NOT_FOR_AN_MCP_OFF_RUN)
+    )
+    assert unwanted == [], f"an MCP-off run imported {unwanted}"
+
 
 def test_a_remote_endpoint_without_a_key_exits_2_with_instructions(tmp_path: Path) -> None:
     """With no endpoint configured the bundled model plays (tests/test_embedded_model.py); one that

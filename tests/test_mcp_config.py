@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPConfig, MCPConfigError, MCPError, MCPServerStartupError
-from mcp_client.config import SECRET_ENV_VARS, ServerConfig, build_server_environment, build_stdio_parameters
+from mcp_client.config import SECRET_ENV_VARS, MCPConfig, ServerConfig, build_server_environment, build_stdio_parameters
+from session.errors import MCPConfigError, MCPError, MCPServerStartupError
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from tests.main_support import run_main

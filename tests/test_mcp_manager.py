@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from chat_api.wire import TOOL_NAME_PATTERN
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPServerDiedError, MCPServerStartupError, MCPToolCallError, ToolCallResult
 from mcp_client.tools import dotted_name, wire_name
+from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
@@ -43,6 +43,7 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
+from tool_loop.toolset import ToolCallResult
 
 
 def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:

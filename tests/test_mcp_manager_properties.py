@@ -24,23 +24,22 @@ from pydantic import BaseModel
 
 from chat_api.wire import TOOL_NAME_PATTERN
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPConfigError, MCPToolCallError
 from mcp_client.config import SECRET_ENV_VARS, build_server_environment
 from mcp_client.tools import (
     WIRE_NAME_MAX,
-    ToolCallResult,
     ToolNameMap,
     convert_call_result,
     dotted_name,
     stable_hash,
-    to_jsonable,
     translate_parameters,
     translate_tool,
     wire_name,
 )
+from session.errors import MCPConfigError, MCPToolCallError
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import child_pids, make_config, raw_entry, wait_gone, write_mcp_config
+from tool_loop.toolset import ToolCallResult, to_jsonable
 
 LOGGER = logging.getLogger("test.mcp.properties")
 LOGGER.addHandler(logging.NullHandler())

@@ -32,7 +32,6 @@ import pytest
 from pydantic import AnyHttpUrl
 
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPError, MCPServerStartupError
 from mcp_client.config import MCPConfig
 from mcp_client.login import run_login
 from mcp_client.oauth import MCPAuthError, check_logins, cleartext_refusal, needs_login
@@ -45,7 +44,7 @@ from mcp_client.tokens import (
     token_file,
 )
 from session.episode_folder import EpisodeFolder
-from session.errors import MCPConfigError
+from session.errors import MCPConfigError, MCPError, MCPServerStartupError
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, episode_folders_by_number, run_main, scripted_env

@@ -20,8 +20,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPConfig, MCPConfigError, MCPToolCallError
-from mcp_client.config import PromptRequest
+from mcp_client.config import MCPConfig, PromptRequest
+from session.errors import MCPConfigError, MCPToolCallError
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
@@ -88,9 +88,9 @@ def test_resources_are_listed_and_read_through_the_manager(tmp_path: Path, proto
     s = scenario(tmp_path, {"r": resource_entry(protocol=protocol)})
 
     async def body(m: MCPManager) -> tuple[Any, ...]:
-        return await listed(m), await read(m, "notes://readme"), m.tool("r__read_resource").annotations
+        return await listed(m), await read(m, "notes://readme"), m.tool("r__read_resource")
 
-    resources, readme, annotations = s.run(body)
+    resources, readme, read_tool = s.run(body)
 
     (connect,) = s.handler.by_event("mcp_session_connect")
     assert connect.protocol_version == protocol
@@ -105,7 +105,7 @@ def test_resources_are_listed_and_read_through_the_manager(tmp_path: Path, proto
     ]
     assert readme == {"content": README_TEXT}
     # Read-only: the tool loop runs them beside other read-only calls and never refuses them.
-    assert annotations is not None and annotations.read_only_hint is True
+    assert read_tool.read_only and not read_tool.destructive
 
 
 def test_a_blob_is_described_by_type_and_size_never_sent_as_base64(tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from managers.mcp_manager import MCPManager, TurnToolset
-from mcp_client import MCPServerDiedError, MCPServerStartupError
 from mcp_client.source import ServerStartupTimeoutError
 from mcp_client.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
+from session.errors import MCPServerDiedError, MCPServerStartupError
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     HTTPServer,

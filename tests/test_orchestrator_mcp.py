@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPConfigError
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import episodes_dir
+from session.errors import MCPConfigError
 from session.redaction import Redactor
 from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main

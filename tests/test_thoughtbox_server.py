@@ -18,7 +18,6 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from managers.mcp_manager import MCPManager
-from mcp_client import ToolCallResult
 from mcp_servers.thoughtbox_server import (
     MAX_HISTORY_CHARS,
     SessionBoxes,
@@ -40,6 +39,7 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
+from tool_loop.toolset import ToolCallResult
 
 
 def thought(n: int, total: int = 3, more: bool = True, **extra: Any) -> Thought:

@@ -29,11 +29,13 @@ from session.game_state import AgentDecision, ToolCallRecord
 from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema
 from shared_utils.text import cap_text
+from tests.conftest import RecordedLoopEvents
 from tests.mcp_test_servers.helpers import (
     SERVERS_DIR,
     SHIPPED_MCP_CONFIG,
     STATE,
     ManagerTurns,
+    capture_logger,
     misbehaving_config,
     raw_entry,
     text_of,
@@ -42,7 +44,15 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from tool_loop.events import ToolLoopEvents
+from tool_loop.events import (
+    IterationStarted,
+    LoopFinished,
+    LoopStarted,
+    ToolAnswered,
+    ToolCalled,
+    ToolLoopEvents,
+    ToolLoopLog,
+)
 from tool_loop.loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
 
 API_KEY = "sk-or-v1-tool-loop-test-0123456789"
@@ -84,15 +94,17 @@ class LoopTurns(ManagerTurns):
         capfd: pytest.CaptureFixture[str],
         config_file: Path = SHIPPED_MCP_CONFIG,
         checks_answers: bool = False,
+        events: ToolLoopEvents | None = None,
         **mcp: Any,
     ) -> None:
-        """``checks_answers``: the owner tells the loop which text replies it can read (as the agent does)."""
+        """``checks_answers``: the owner tells the loop which text replies it can read (as the agent does).
+        ``events``: who hears the loop (default: the episode log's ``ToolLoopLog``)."""
         super().__init__(llm_server.base_url, tmp_path, caplog, capfd, config_file, API_KEY, **mcp)
         extra: dict[str, Any] = {"is_answer": lambda content: read_answer(content, ()).action != "?"}
         self.loop = ToolLoop(
             LLMClient(self.config, logger=self.logger, redactor=Redactor()),
             self.config.mcp,
-            ToolLoopEvents(self.logger, "tool-loop-test"),
+            events or ToolLoopLog(self.logger, "tool-loop-test"),
             request_args=self.request_args,
             read_answer=read_answer,
             **(extra if checks_answers else {}),
@@ -178,6 +190,39 @@ def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
     assert len(run.events("mcp_no_content")) == 1
     (complete,) = run.events("mcp_session_complete")
     assert complete.iterations == 2 and complete.tool_calls_count == 2 and complete.forced_final is True
+
+
+def test_the_loop_tells_its_events_only_through_emit_and_the_log_writes_them_as_before(
+    llm_server: ScriptedLLMServer, loops: Callable[..., LoopTurns], loop_events: RecordedLoopEvents
+) -> None:
+    """The loop talks to ``ToolLoopEvents``: a recorder hears each step as a frozen event and the
+    episode log gets nothing from the loop; the same events through ``ToolLoopLog`` are the log's."""
+    llm_server.script(
+        completion(tool_calls=[tool_call("thoughtbox__think", think(1, 1, False), "c0")]),
+        agent_reply("north"),
+    )
+    run = loops(events=loop_events)
+    assert run.turn(turn=5).action == "north"
+
+    heard = loop_events.events
+    kinds = [LoopStarted, IterationStarted, ToolCalled, ToolAnswered, IterationStarted, LoopFinished]
+    assert [type(event) for event in heard] == kinds
+    assert [(event.turn, event.iteration) for event in heard] == [(5, 0), (5, 1), (5, 1), (5, 1), (5, 2), (5, 2)]
+    called, answered, finished = heard[2], heard[3], heard[5]
+    assert isinstance(called, ToolCalled) and called.tool.name == "thoughtbox.think"
+    assert isinstance(answered, ToolAnswered) and not answered.result.is_error
+    assert isinstance(finished, LoopFinished) and (finished.action, finished.tool_calls) == ("north", 1)
+    the_loops = ["mcp_session_start", "mcp_iteration_start", "mcp_tool_call", "mcp_tool_result", "mcp_iteration_start"]
+    the_loops += ["mcp_session_complete", "mcp_agent_action"]
+    assert [r.event_type for r in run.all_events() if r.event_type in the_loops] == []
+
+    logger, handler = capture_logger("tool-loop-events-replayed")
+    for event in heard:
+        ToolLoopLog(logger, "replayed").emit(event)
+    assert handler.events() == the_loops
+    (complete,) = handler.by_event("mcp_session_complete")
+    assert (complete.turn, complete.iterations, complete.tool_calls_count) == (5, 2, 1)
+    assert complete.tools_used == ["thoughtbox.think"] and complete.final_action == "north"
 
 
 def test_an_empty_reply_in_the_loop_is_a_warning_then_the_forced_final_call(

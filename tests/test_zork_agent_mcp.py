@@ -30,10 +30,9 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from llm_client import LLMClient
-from mcp_client import MCPServerStartupError
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
-from session.errors import Consequence, ToolsNotSupportedError, consequence_of
+from session.errors import Consequence, MCPServerStartupError, ToolsNotSupportedError, consequence_of
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
     SHIPPED_MCP_CONFIG,

@@ -39,10 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from chat_api.wire import FunctionCall, LLMResponse, ToolCall
 from managers.mcp_manager import MCPManager
-from mcp_client import MCPServerDiedError, MCPToolCallError
-from mcp_client.tools import ToolCallResult
-from mcp_client.toolset import ToolInfo, Toolset
-from session.errors import LLMRetryExhaustedError
+from session.errors import LLMRetryExhaustedError, MCPServerDiedError, MCPToolCallError
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -50,6 +47,7 @@ from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema, extract_json_object
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from tool_loop.loop import FINAL_ACTION_PROMPT
+from tool_loop.toolset import ToolCallResult, ToolInfo, Toolset
 from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action, sentence_commands
 
 SERVER = "fake"

@@ -1,9 +1,12 @@
-"""What the tool loop reports, as episode log events.
+"""What the tool loop reports: each step as a frozen event, and how it reads in the episode log.
 
-The loop (``tool_loop.loop``) says what happened in one call each (a tool called, a
-result, a timeout...); this module decides how that reads in the log: the message, its level,
-and the event's fields, which the episode log, the run report and the web viewer read by
-``event_type``. Keeping them here leaves the loop's code about the loop.
+The loop (``tool_loop.loop``) hands each step to a ``ToolLoopEvents``, a one-method protocol:
+``emit(event)``, where the event is one of the frozen dataclasses below (a tool called, a result,
+a timeout...), each carrying the turn and iteration it happened in. ``ToolLoopLog`` is the
+implementation an episode uses: it writes every event to the episode's logger, in the message,
+level and fields the episode log, the run report and the web viewer read by ``event_type``; each
+event says how it reads there (``log_lines``). A test may hand the loop any other ``emit``.
+Keeping this here leaves the loop's code about the loop.
 """
 
 from __future__ import annotations
@@ -12,15 +15,15 @@ import json
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from mcp_client.tools import ToolCallResult
-from mcp_client.toolset import ToolInfo
 from session.errors import MCPToolCallError
 from session.events import Event
-from session.game_state import AgentDecision, ToolCallRecord
+from session.game_state import ToolCallRecord
 from shared_utils.text import cap_text, shorten
+from tool_loop.toolset import ToolCallResult, ToolInfo
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 # How much of a tool call's arguments the log keeps (the server still gets them whole).
@@ -56,276 +59,394 @@ class ToolLoopStats:
 
 
 @dataclass(frozen=True)
-class ToolLoopEvents:
-    """The tool loop's reports for one episode's log (see the module docstring)."""
+class LogLine:
+    """One log record: ``message % args`` at ``level``; an event of the episode log when it has an
+    ``event_type`` (with ``fields`` and the turn in it), else a plain line."""
 
-    logger: logging.Logger
-    episode_id: str = "unknown"
+    level: int
+    event_type: str | None
+    message: str
+    args: tuple[Any, ...] = ()
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    exc_info: bool = False
 
-    def started(self, stats: ToolLoopStats, max_iterations: int) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """Something the tool loop did in ``turn``, during iteration ``iteration`` (0: before the first)."""
+
+    turn: int
+    iteration: int
+
+    def log_lines(self) -> tuple[LogLine, ...]:
+        """How the event reads in the episode log: most events as one line (``log_line``)."""
+        return (self.log_line(),)
+
+    def log_line(self) -> LogLine:
+        raise NotImplementedError(type(self).__name__)
+
+    def _event_line(self, level: int, event_type: str, message: str, *args: Any, **fields: Any) -> LogLine:
+        return LogLine(level, event_type, message, args, fields)
+
+
+@dataclass(frozen=True)
+class LoopStarted(LoopEvent):
+    max_iterations: int
+
+    def log_line(self) -> LogLine:
+        message = "Turn %s: MCP session started (max %s iterations)"
+        return self._event_line(
             logging.INFO,
             Event.MCP_SESSION_START,
-            "Turn %s: MCP session started (max %s iterations)",
-            stats.turn,
-            max_iterations,
-            turn=stats.turn,
-            max_iterations=max_iterations,
+            message,
+            self.turn,
+            self.max_iterations,
+            max_iterations=self.max_iterations,
         )
 
-    def iteration(self, stats: ToolLoopStats, max_iterations: int) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class IterationStarted(LoopEvent):
+    max_iterations: int
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.DEBUG,
             Event.MCP_ITERATION_START,
             "Turn %s: tool-calling iteration %s/%s",
-            stats.turn,
-            stats.iterations,
-            max_iterations,
-            turn=stats.turn,
-            iteration=stats.iterations,
-            max_iterations=max_iterations,
+            self.turn,
+            self.iteration,
+            self.max_iterations,
+            iteration=self.iteration,
+            max_iterations=self.max_iterations,
         )
 
-    def capped(self, stats: ToolLoopStats, requested: int, cap: int) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class CallsCapped(LoopEvent):
+    """A reply asked for more tool calls than ``max_tool_calls_per_reply``."""
+
+    requested: int
+    cap: int
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_TOOL_CALLS_CAPPED,
             "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
             "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
-            stats.turn,
-            stats.iterations,
-            requested,
-            cap,
-            turn=stats.turn,
-            requested=requested,
-            max_tool_calls_per_reply=cap,
-            iteration=stats.iterations,
+            self.turn,
+            self.iteration,
+            self.requested,
+            self.cap,
+            requested=self.requested,
+            max_tool_calls_per_reply=self.cap,
+            iteration=self.iteration,
         )
 
-    def at_once(self, stats: ToolLoopStats, tools: list[str]) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class CallsAtOnce(LoopEvent):
+    """A reply's read-only calls, started together."""
+
+    tools: tuple[str, ...]
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.DEBUG,
             Event.MCP_TOOL_CALLS_CONCURRENT,
             "Turn %s Iteration %s: %s read-only tool calls run at once",
-            stats.turn,
-            stats.iterations,
-            len(tools),
-            turn=stats.turn,
-            iteration=stats.iterations,
-            tool_names=tools,
+            self.turn,
+            self.iteration,
+            len(self.tools),
+            iteration=self.iteration,
+            tool_names=list(self.tools),
         )
 
-    def invalid_arguments(self, stats: ToolLoopStats, tool: ToolInfo, problem: str) -> None:
+
+@dataclass(frozen=True)
+class ToolEvent(LoopEvent):
+    """Something that happened to one tool call."""
+
+    tool: ToolInfo
+
+    def _tool_event_line(
+        self, level: int, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
+    ) -> LogLine:
+        """The message after "Turn N Iteration M: ", and the tool and its server in the event
+        (``server_name`` in ``fields`` overrides it)."""
+        fields = {"tool_name": self.tool.name, "server_name": self.tool.server, "iteration": self.iteration, **fields}
+        return LogLine(
+            level, event_type, f"Turn %s Iteration %s: {message}", (self.turn, self.iteration, *args), fields, exc_info
+        )
+
+
+@dataclass(frozen=True)
+class InvalidArguments(ToolEvent):
+    problem: str
+
+    def log_line(self) -> LogLine:
         # No server named: the call never reached one, and the counts keep it apart.
-        self._tool_event(
+        return self._tool_event_line(
             logging.WARNING,
             Event.MCP_TOOL_ERROR,
             "invalid arguments for %s: %s",
-            stats,
-            tool,
-            tool.name,
-            problem,
+            self.tool.name,
+            self.problem,
             server_name=None,
-            error=f"invalid arguments: {problem}",
+            error=f"invalid arguments: {self.problem}",
         )
 
-    def refused(self, stats: ToolLoopStats, tool: ToolInfo) -> None:
-        self._tool_event(
+
+@dataclass(frozen=True)
+class CallRefused(ToolEvent):
+    """A destructive tool its entry does not allow (``tool.refusal`` says why)."""
+
+    def log_line(self) -> LogLine:
+        refusal = self.tool.refusal
+        return self._tool_event_line(
             logging.WARNING,
             Event.MCP_TOOL_ERROR,
             "refused %s: %s",
-            stats,
-            tool,
-            tool.name,
-            tool.refusal,
-            error=tool.refusal,
+            self.tool.name,
+            refusal,
+            error=refusal,
             refused="destructive",
         )
 
-    def calling(self, stats: ToolLoopStats, tool: ToolInfo, arguments: dict[str, Any], raw: str) -> None:
-        """``raw``: the arguments' JSON as the model sent it; the event keeps the arguments, or
-        that JSON cut when it is longer than the log keeps."""
-        logged = arguments if len(raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(raw)
-        self._tool_event(
-            logging.INFO, Event.MCP_TOOL_CALL, "Agent calling tool %s", stats, tool, tool.name, arguments=logged
-        )
-        self.logger.debug(
-            "Turn %s Iteration %s: Tool arguments: %s",
-            stats.turn,
-            stats.iterations,
-            logged_arguments(raw),
-        )
 
-    def timed_out(self, stats: ToolLoopStats, tool: ToolInfo, timeout: float) -> None:
-        self._tool_event(
+@dataclass(frozen=True)
+class ToolCalled(ToolEvent):
+    """``raw``: the arguments' JSON as the model sent it; the event keeps the arguments, or that
+    JSON cut when it is longer than the log keeps."""
+
+    arguments: dict[str, Any]
+    raw: str
+
+    def log_lines(self) -> tuple[LogLine, ...]:
+        logged = self.arguments if len(self.raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(self.raw)
+        call = self._tool_event_line(
+            logging.INFO, Event.MCP_TOOL_CALL, "Agent calling tool %s", self.tool.name, arguments=logged
+        )
+        message = "Turn %s Iteration %s: Tool arguments: %s"
+        return call, LogLine(logging.DEBUG, None, message, (self.turn, self.iteration, logged_arguments(self.raw)))
+
+
+@dataclass(frozen=True)
+class ToolTimedOut(ToolEvent):
+    timeout: float
+
+    def log_line(self) -> LogLine:
+        return self._tool_event_line(
             logging.WARNING,
             Event.MCP_TOOL_TIMEOUT,
             "Tool call timeout: %s",
-            stats,
-            tool,
-            tool.name,
-            timeout_seconds=timeout,
+            self.tool.name,
+            timeout_seconds=self.timeout,
         )
 
-    def failed(self, stats: ToolLoopStats, tool: ToolInfo, error: Exception) -> None:
-        """A failed call; a transport failure (not one of ours) keeps its traceback."""
-        self._tool_event(
+
+@dataclass(frozen=True)
+class ToolFailed(ToolEvent):
+    """A failed call; a transport failure (not one of ours) keeps its traceback."""
+
+    error: Exception
+
+    def log_line(self) -> LogLine:
+        return self._tool_event_line(
             logging.WARNING,
             Event.MCP_TOOL_ERROR,
             "Tool call failed: %s - %s",
-            stats,
-            tool,
-            tool.name,
-            error,
-            server_name=getattr(error, "server_name", None) or tool.server,
-            error=str(error),
-            exc_info=not isinstance(error, MCPToolCallError),
+            self.tool.name,
+            self.error,
+            server_name=getattr(self.error, "server_name", None) or self.tool.server,
+            error=str(self.error),
+            exc_info=not isinstance(self.error, MCPToolCallError),
         )
 
-    def result(self, stats: ToolLoopStats, tool: ToolInfo, result: ToolCallResult, seconds: float) -> None:
-        self._tool_event(
+
+@dataclass(frozen=True)
+class ToolAnswered(ToolEvent):
+    result: ToolCallResult
+    seconds: float
+
+    def log_line(self) -> LogLine:
+        result = self.result
+        return self._tool_event_line(
             logging.INFO,
             Event.MCP_TOOL_RESULT,
             "Tool result received (%.1fs)",
-            stats,
-            tool,
-            seconds,
+            self.seconds,
             result_type=type(result.content).__name__,
             result_length=len(str(result.content)),
             # What the model saw, shortened: the episode log (and the web viewer) show it.
             result=shorten(json.dumps(result.to_dict(), default=str, ensure_ascii=False), TOOL_RESULT_LOG_CHARS),
             is_error=result.is_error,
-            duration_ms=round(seconds * 1000, 1),
+            duration_ms=round(self.seconds * 1000, 1),
         )
 
-    def batch_aborted(self, stats: ToolLoopStats, tool: ToolInfo, skipped: int) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class BatchAborted(LoopEvent):
+    """A timeout skipped the rest of a reply's calls."""
+
+    tool: ToolInfo
+    skipped: int
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.INFO,
             Event.MCP_BATCH_ABORTED,
             "Turn %s: Skipping remaining tools in batch after timeout",
-            stats.turn,
-            turn=stats.turn,
-            tool_name=tool.name,
-            skipped=skipped,
-            iteration=stats.iterations,
+            self.turn,
+            tool_name=self.tool.name,
+            skipped=self.skipped,
+            iteration=self.iteration,
         )
 
-    def budget_exhausted(self, stats: ToolLoopStats, budget: float) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class BudgetExhausted(LoopEvent):
+    budget: float
+    tool_calls: int
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_TURN_BUDGET_EXHAUSTED,
             "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
-            stats.turn,
-            budget,
-            stats.iterations,
-            turn=stats.turn,
-            turn_timeout_seconds=budget,
-            iterations=stats.iterations,
-            tool_calls_count=stats.tool_calls,
+            self.turn,
+            self.budget,
+            self.iteration,
+            turn_timeout_seconds=self.budget,
+            iterations=self.iteration,
+            tool_calls_count=self.tool_calls,
         )
 
-    def no_answer(self, stats: ToolLoopStats, finish_reason: str | None) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class NoAnswer(LoopEvent):
+    """A reply with neither content nor tool calls."""
+
+    finish_reason: str | None
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_UNEXPECTED_STATE,
             "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
-            stats.turn,
-            finish_reason,
-            turn=stats.turn,
-            finish_reason=finish_reason,
-            iteration=stats.iterations,
+            self.turn,
+            self.finish_reason,
+            finish_reason=self.finish_reason,
+            iteration=self.iteration,
         )
 
-    def unreadable_answer(self, stats: ToolLoopStats, content: str) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class UnreadableAnswer(LoopEvent):
+    """A text answer its owner cannot read as an action."""
+
+    content: str
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_UNREADABLE_ANSWER,
             "Turn %s: the model answered in text that is not a readable action; asking again without tools",
-            stats.turn,
-            turn=stats.turn,
-            iteration=stats.iterations,
-            raw_response=cap_text(content, TOOL_RESULT_LOG_CHARS),
+            self.turn,
+            iteration=self.iteration,
+            raw_response=cap_text(self.content, TOOL_RESULT_LOG_CHARS),
         )
 
-    def choice_not_offered(self, stats: ToolLoopStats, choice: str) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class ChoiceNotOffered(LoopEvent):
+    """``tool_choice`` names a tool the turn does not offer."""
+
+    choice: str
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_TOOL_CHOICE_NOT_OFFERED,
             "Turn %s: [tool.zorkgpt.mcp] tool_choice names %s, which is not offered this turn; "
             "the model chooses (auto)",
-            stats.turn,
-            choice,
-            turn=stats.turn,
-            tool_choice=choice,
+            self.turn,
+            self.choice,
+            tool_choice=self.choice,
         )
 
-    def forcing_final(self, stats: ToolLoopStats) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class ForcingFinal(LoopEvent):
+    """No answer by the cap or the budget: the final answer is asked for without tools."""
+
+    def log_line(self) -> LogLine:
+        return self._event_line(
             logging.WARNING,
             Event.MCP_NO_CONTENT,
             "Turn %s: forcing final action after %s iterations without an answer",
-            stats.turn,
-            stats.iterations,
-            turn=stats.turn,
-            iterations=stats.iterations,
+            self.turn,
+            self.iteration,
+            iterations=self.iteration,
         )
 
-    def finished(self, stats: ToolLoopStats, decision: AgentDecision) -> None:
-        self._log(
+
+@dataclass(frozen=True)
+class LoopFinished(LoopEvent):
+    """The loop's end, with what it did and the action it produced (``iteration``: how many it took)."""
+
+    tools_used: tuple[str, ...]
+    tool_calls: int
+    forced_final: bool
+    budget_exhausted: bool
+    action: str
+
+    def log_lines(self) -> tuple[LogLine, ...]:
+        complete = self._event_line(
             logging.INFO,
             Event.MCP_SESSION_COMPLETE,
             "Turn %s: MCP session complete (%s iterations, %s tool calls)",
-            stats.turn,
-            stats.iterations,
-            stats.tool_calls,
-            turn=stats.turn,
-            iterations=stats.iterations,
-            tool_calls_count=stats.tool_calls,
-            tools_used=stats.tools_used,
-            forced_final=stats.forced_final,
-            turn_budget_exhausted=stats.budget_exhausted,
-            final_action=decision.action,
+            self.turn,
+            self.iteration,
+            self.tool_calls,
+            iterations=self.iteration,
+            tool_calls_count=self.tool_calls,
+            tools_used=list(self.tools_used),
+            forced_final=self.forced_final,
+            turn_budget_exhausted=self.budget_exhausted,
+            final_action=self.action,
         )
         # The episode log closes each MCP session with the action it produced.
-        self._log(
+        action = self._event_line(
             logging.INFO,
             Event.MCP_AGENT_ACTION,
             "Turn %s: Agent action: %s",
-            stats.turn,
-            decision.action,
-            turn=stats.turn,
-            action=decision.action,
+            self.turn,
+            self.action,
+            action=self.action,
         )
+        return complete, action
 
-    def _tool_event(
-        self,
-        level: int,
-        event_type: str,
-        message: str,
-        stats: ToolLoopStats,
-        tool: ToolInfo,
-        *args: Any,
-        exc_info: bool = False,
-        **fields: Any,
-    ) -> None:
-        """An event about one tool call: the message after "Turn N Iteration M: ", and the turn,
-        iteration, tool and its server (``server_name`` in ``fields`` overrides it) in the event."""
-        fields = {"tool_name": tool.name, "server_name": tool.server, "iteration": stats.iterations, **fields}
-        self._log(
-            level,
-            event_type,
-            f"Turn %s Iteration %s: {message}",
-            stats.turn,
-            stats.iterations,
-            *args,
-            turn=stats.turn,
-            exc_info=exc_info,
-            **fields,
-        )
 
-    def _log(
-        self, level: int, event_type: str, message: str, *args: Any, turn: int, exc_info: bool = False, **fields: Any
-    ) -> None:
-        """Log ``message % args`` as an event of ``turn``; ``fields`` go into the event."""
-        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": turn, **fields}
-        self.logger.log(level, message, *args, exc_info=exc_info, extra=extra)
+class ToolLoopEvents(Protocol):
+    """Whoever hears what the tool loop does (see the module docstring)."""
+
+    def emit(self, event: LoopEvent) -> None:
+        """One step of the loop, as it happens."""
+
+
+@dataclass(frozen=True)
+class ToolLoopLog:
+    """The tool loop's events in one episode's log: each as the lines it reads as (``log_lines``)."""
+
+    logger: logging.Logger
+    episode_id: str = "unknown"
+
+    def emit(self, event: LoopEvent) -> None:
+        for line in event.log_lines():
+            if line.event_type is None:
+                self.logger.log(line.level, line.message, *line.args, exc_info=line.exc_info)
+                continue
+            extra = {"event_type": line.event_type, "episode_id": self.episode_id, "turn": event.turn, **line.fields}
+            self.logger.log(line.level, line.message, *line.args, exc_info=line.exc_info, extra=extra)

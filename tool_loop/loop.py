@@ -21,8 +21,8 @@ and a critic's re-ask that goes on with the turn's tool calls, are "auto".
 What to ask and how to read the answer belong to the loop's owner, the agent:
 ``request_args`` builds each request (model, sampling, the answer's JSON schema) and
 ``read_answer`` turns the final reply into an ``AgentDecision``. The tools come as the turn's
-``Toolset`` (``mcp_client.toolset``), which the episode runner opened and will close; what
-the loop does is reported through ``ToolLoopEvents`` (``tool_loop.events``).
+``Toolset`` (``tool_loop.toolset``), which the episode runner opened and will close; what
+the loop does is reported, one frozen event at a time, to a ``ToolLoopEvents`` (``tool_loop.events``).
 
 How the calls of one reply run:
 
@@ -57,14 +57,34 @@ from typing import Any
 from chat_api.replies import MALFORMED_TOOL_NAME
 from chat_api.wire import LLMResponse, ToolCall
 from llm_client import LLMClient
-from mcp_client.tools import ToolCallResult
-from mcp_client.toolset import ToolInfo, Toolset
 from session.errors import MCPServerDiedError, MCPToolCallError
 from session.game_configuration import MCPSection
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils.model_json import json_depth
 from shared_utils.text import shorten
-from tool_loop.events import ToolLoopEvents, ToolLoopStats, logged_arguments
+from tool_loop.events import (
+    BatchAborted,
+    BudgetExhausted,
+    CallRefused,
+    CallsAtOnce,
+    CallsCapped,
+    ChoiceNotOffered,
+    ForcingFinal,
+    InvalidArguments,
+    IterationStarted,
+    LoopFinished,
+    LoopStarted,
+    NoAnswer,
+    ToolAnswered,
+    ToolCalled,
+    ToolFailed,
+    ToolLoopEvents,
+    ToolLoopStats,
+    ToolTimedOut,
+    UnreadableAnswer,
+    logged_arguments,
+)
+from tool_loop.toolset import ToolCallResult, ToolInfo, Toolset
 
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message
@@ -140,7 +160,7 @@ class ToolLoop:
         """
         stats = ToolLoopStats(turn=turn, deadline=time.monotonic() + self.settings.turn_timeout_seconds)
         max_iterations = self.settings.max_tool_iterations
-        self.events.started(stats, max_iterations)
+        self.events.emit(LoopStarted(stats.turn, stats.iterations, max_iterations))
         first_choice = self._first_choice(toolset, messages, stats)
         args = self.request_args(messages, response_format=None, tools=toolset.schemas, tool_choice=first_choice)
         response: LLMResponse | None = None
@@ -149,14 +169,14 @@ class ToolLoop:
                 self._budget_exhausted(stats)
                 break
             stats.iterations += 1
-            self.events.iteration(stats, max_iterations)
+            self.events.emit(IterationStarted(stats.turn, stats.iterations, max_iterations))
             response = self.client.complete(**args)
             args["tool_choice"] = "auto"  # only the turn's first request is forced
             if not response.tool_calls:
                 if not response.content:
-                    self.events.no_answer(stats, response.finish_reason)
+                    self.events.emit(NoAnswer(stats.turn, stats.iterations, response.finish_reason))
                 elif not self.is_answer(response.content):
-                    self.events.unreadable_answer(stats, response.content)
+                    self.events.emit(UnreadableAnswer(stats.turn, stats.iterations, response.content))
                 break
             messages.append(
                 {"role": "assistant", "content": None, "tool_calls": [asdict(tc) for tc in response.tool_calls]}
@@ -170,12 +190,12 @@ class ToolLoop:
                 break
         answered = response is not None and bool(response.content) and self.is_answer(response.content)
         if not answered or response is None or response.tool_calls or stats.budget_exhausted:
-            self.events.forcing_final(stats)
+            self.events.emit(ForcingFinal(stats.turn, stats.iterations))
             stats.forced_final = True
             messages.append({"role": "user", "content": FINAL_ACTION_PROMPT})
             response = self.client.complete(**self.request_args(messages, tools=None, tool_choice=None))
         decision = self.read_answer(response.content, tuple(stats.calls))
-        self.events.finished(stats, decision)
+        self.events.emit(_finished(stats, decision))
         return ToolLoopOutcome(decision, stats.iterations, stats.forced_final, stats.budget_exhausted)
 
     def _first_choice(
@@ -189,14 +209,16 @@ class ToolLoop:
             return "required"
         wire = toolset.tool(choice).wire_name
         if wire not in {schema["function"]["name"] for schema in toolset.schemas}:
-            self.events.choice_not_offered(stats, choice)
+            self.events.emit(ChoiceNotOffered(stats.turn, stats.iterations, choice))
             return "auto"
         return {"type": "function", "function": {"name": wire}}
 
     def _budget_exhausted(self, stats: ToolLoopStats) -> None:
         if not stats.budget_exhausted:
             stats.budget_exhausted = True
-            self.events.budget_exhausted(stats, self.settings.turn_timeout_seconds)
+            self.events.emit(
+                BudgetExhausted(stats.turn, stats.iterations, self.settings.turn_timeout_seconds, stats.tool_calls)
+            )
 
     # -- one reply's tool calls ----------------------------------------------------------------
 
@@ -206,7 +228,7 @@ class ToolLoop:
         """Run one reply's tool calls (see the module docstring). Returns True when a server went away."""
         cap = self.settings.max_tool_calls_per_reply
         if len(tool_calls) > cap:
-            self.events.capped(stats, len(tool_calls), cap)
+            self.events.emit(CallsCapped(stats.turn, stats.iterations, len(tool_calls), cap))
         over_cap = (
             f"Skipped: this reply asked for {len(tool_calls)} tool calls and only the first {cap} run "
             "([tool.zorkgpt.mcp] max_tool_calls_per_reply). Call again for the ones you still need."
@@ -249,7 +271,7 @@ class ToolLoop:
                 else:
                     abort_reason = f"Skipped: an earlier tool call in this batch ({tool.name}) timed out"
                 if position + 1 < len(calls):
-                    self.events.batch_aborted(stats, tool, len(calls) - position - 1)
+                    self.events.emit(BatchAborted(stats.turn, stats.iterations, tool, len(calls) - position - 1))
             elif answer.lost_server is not None:
                 gone[answer.lost_server] = f"Skipped: the MCP server '{answer.lost_server}' stopped during {tool.name}"
         return bool(gone)
@@ -268,7 +290,7 @@ class ToolLoop:
             for call, _ in calls:
                 _deliver(messages, stats, _Answer(call.id, ToolCallResult(None, True, BUDGET_SPENT)))
             return False
-        self.events.at_once(stats, [tool.name for _, tool in calls])
+        self.events.emit(CallsAtOnce(stats.turn, stats.iterations, tuple(tool.name for _, tool in calls)))
         answers = await _gather([self._call(toolset, call, tool, stats) for call, tool in calls])
         for answer in answers:  # in the model's order, whichever finished first
             _deliver(messages, stats, answer)
@@ -295,29 +317,29 @@ class ToolLoop:
             if malformed:  # the client could not read this call; the model hears why instead of a crash
                 raise ValueError(str(arguments.get("error") or "unreadable tool call"))
         except ValueError as exc:
-            self.events.invalid_arguments(stats, tool, str(exc))
+            self.events.emit(InvalidArguments(stats.turn, stats.iterations, tool, str(exc)))
             problem = str(exc) if malformed else f"Invalid tool arguments: {exc}"
             return answer(ToolCallResult(None, True, problem), logged_arguments(raw))
         if tool.refusal is not None:
-            self.events.refused(stats, tool)
+            self.events.emit(CallRefused(stats.turn, stats.iterations, tool))
             return answer(ToolCallResult(None, True, tool.refusal), arguments)
         # The tool's own timeout, cut to what is left of the turn budget.
         timeout = min(tool.timeout_seconds, stats.remaining())
-        self.events.calling(stats, tool, arguments, raw)
+        self.events.emit(ToolCalled(stats.turn, stats.iterations, tool, arguments, raw))
         started = time.perf_counter()
         try:
             # Progress from the server moves the call's own timeout on; the turn's budget is a hard end.
             deadline = stats.deadline if math.isfinite(stats.deadline) else None
             result = await toolset.call(tool.wire_name, arguments, timeout_seconds=timeout, deadline=deadline)
         except TimeoutError:
-            self.events.timed_out(stats, tool, timeout)
+            self.events.emit(ToolTimedOut(stats.turn, stats.iterations, tool, timeout))
             timed_out = ToolCallResult(None, True, f"Tool call timed out after {timeout:g}s")
             return answer(timed_out, arguments, timed_out=True, budget_cut=timeout < tool.timeout_seconds)
         except (MCPToolCallError, OSError) as exc:
-            self.events.failed(stats, tool, exc)
+            self.events.emit(ToolFailed(stats.turn, stats.iterations, tool, exc))
             lost = (exc.server_name or tool.server) if isinstance(exc, MCPServerDiedError) else None
             return answer(ToolCallResult(None, True, f"Tool call failed: {exc}"), arguments, lost_server=lost)
-        self.events.result(stats, tool, result, time.perf_counter() - started)
+        self.events.emit(ToolAnswered(stats.turn, stats.iterations, tool, result, time.perf_counter() - started))
         return answer(result, arguments)
 
 
@@ -327,6 +349,18 @@ def _deliver(messages: list[dict[str, Any]], stats: ToolLoopStats, answer: _Answ
     messages.append({"role": "tool", "tool_call_id": answer.call_id, "content": content})
     if answer.record is not None:
         stats.calls.append(answer.record)
+
+
+def _finished(stats: ToolLoopStats, decision: AgentDecision) -> LoopFinished:
+    return LoopFinished(
+        stats.turn,
+        stats.iterations,
+        tuple(stats.tools_used),
+        stats.tool_calls,
+        stats.forced_final,
+        stats.budget_exhausted,
+        decision.action,
+    )
 
 
 async def _gather(calls: Iterable[Awaitable[_Answer]]) -> list[_Answer]:

@@ -1,11 +1,13 @@
-"""What a turn's toolset says of a tool before it is called (``mcp_client/toolset.py``)."""
+"""What a turn's toolset says of a tool before it is called (``tool_loop/toolset.py``), from the
+hints a server's MCP annotations give (converted by ``mcp_client.tools.tool_hints``)."""
 
 from __future__ import annotations
 
 import pytest
 from mcp.types import ToolAnnotations
 
-from mcp_client.toolset import ToolInfo
+from mcp_client.tools import tool_hints
+from tool_loop.toolset import ToolHints, ToolInfo
 
 
 @pytest.mark.parametrize(
@@ -24,6 +26,12 @@ from mcp_client.toolset import ToolInfo
 def test_which_annotations_mean_read_only_and_which_destructive(
     annotations: ToolAnnotations | None, read_only: bool, destructive: bool
 ) -> None:
-    tool = ToolInfo("server__tool", "server.tool", "server", 30.0, annotations)
+    tool = ToolInfo("server__tool", "server.tool", "server", 30.0, tool_hints(annotations))
     assert tool.read_only is read_only
     assert tool.destructive is destructive
+
+
+def test_the_hints_keep_what_the_server_left_unsaid() -> None:
+    assert tool_hints(None) is None
+    assert tool_hints(ToolAnnotations()) == ToolHints(read_only=None, destructive=None)
+    assert tool_hints(ToolAnnotations(read_only_hint=False, destructive_hint=True)) == ToolHints(False, True)

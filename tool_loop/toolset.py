@@ -1,23 +1,28 @@
-"""One turn's tools, as the agent and its tool loop see them.
+"""One turn's tools, as the agent and its tool loop see them: the contract, with no MCP in it.
 
 The episode runner opens a turn's tools (``MCPManager.turn``) before the agent's first ask and
 closes them once the turn's action is chosen; in between, the agent and the critic's re-asks of
 the same turn use them only through ``Toolset``: what is offered (OpenAI function schemas), the
 servers' own words about it (instructions, configured prompts), what is known of one tool
-(``ToolInfo``), and one call. Nothing in the agent needs to know there is an MCP manager behind
-it: a test, a benchmark or another tool provider can hand it any ``Toolset``.
+(``ToolInfo``), and one call, whose answer is a ``ToolCallResult``. Nothing in the agent needs to
+know there is an MCP manager behind it: a test, a benchmark or another tool provider can hand it
+any ``Toolset``.
+
+The shapes are plain frozen dataclasses, and this module imports nothing of the MCP SDK: the MCP
+client (``mcp_client``) converts the SDK's types into them, so the agent, the tool loop and a
+run with MCP off never load the SDK. It sits below the MCP client, which builds these shapes,
+though the tool loop is its reader.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-import mcp.types as types
-
-from mcp_client.tools import ToolCallResult
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,14 @@ class ServerPrompt:
 
 
 @dataclass(frozen=True)
+class ToolHints:
+    """A server's hints about one tool, as MCP names them; None where the server said nothing."""
+
+    read_only: bool | None = None  # ``readOnlyHint``
+    destructive: bool | None = None  # ``destructiveHint``
+
+
+@dataclass(frozen=True)
 class ToolInfo:
     """What is known of one tool before it is called."""
 
@@ -37,30 +50,65 @@ class ToolInfo:
     name: str  # ``server.tool``, for logs and traces (a name nobody offers is shown as given)
     server: str | None  # None: no server offers a tool of that name
     timeout_seconds: float  # for one call: the server's ``timeout``, else the configured default
-    annotations: types.ToolAnnotations | None = None  # the server's hints (read-only, destructive...)
+    hints: ToolHints | None = None  # the server's hints (read-only, destructive...)
     refusal: str | None = None  # why it must not run (a destructive tool its entry does not allow)
 
     @property
     def read_only(self) -> bool:
         """Marked ``readOnlyHint: true``: it changes nothing, so its calls may run at once."""
-        return self.annotations is not None and self.annotations.read_only_hint is True
+        return self.hints is not None and self.hints.read_only is True
 
     @property
     def destructive(self) -> bool:
         """Marked ``destructiveHint: true`` explicitly, and not read-only. MCP's default for an
         absent hint is true, but most servers annotate nothing: refusing every unannotated tool
         would refuse nearly every tool there is."""
-        hints = self.annotations
-        return hints is not None and hints.destructive_hint is True and hints.read_only_hint is not True
+        hints = self.hints
+        return hints is not None and hints.destructive is True and hints.read_only is not True
 
 
-class Toolset(ABC):
-    """The tools of one turn (see the module docstring)."""
+@dataclass(frozen=True)
+class ToolCallResult:
+    """What one tool call produced, in the shape the ``role: "tool"`` message carries."""
+
+    content: Any
+    is_error: bool = False
+    error_message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"content": ...}`` or ``{"error": ..., "content": ...}``; always ``json.dumps``-able."""
+        content = to_jsonable(self.content)
+        if self.is_error:
+            return {"error": self.error_message or "Tool call failed", "content": content}
+        return {"content": content}
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: anything unknown becomes a string, never an exception."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value)} bytes of binary data>"
+    return str(value)
+
+
+class Toolset(Protocol):
+    """The tools of one turn (see the module docstring). A provider may subclass it for the
+    defaults of ``instructions``, ``prompts`` and ``drop_lost_servers``."""
 
     @property
     @abstractmethod
     def schemas(self) -> list[dict[str, Any]]:
         """The tools offered now, as OpenAI function tools; empty when the turn plays without tools."""
+        ...
 
     @property
     def instructions(self) -> Mapping[str, str]:
@@ -75,6 +123,7 @@ class Toolset(ABC):
     @abstractmethod
     def tool(self, name: str) -> ToolInfo:
         """What is known of the tool offered under ``name`` (a wire or ``server.tool`` name)."""
+        ...
 
     @abstractmethod
     async def call(
@@ -88,6 +137,7 @@ class Toolset(ABC):
             MCPServerDiedError: the tool's server went away; ``server_name`` says which.
             MCPToolCallError: unknown tool, bad arguments, or a protocol error.
         """
+        ...
 
-    async def drop_lost_servers(self) -> None:  # noqa: B027 - a toolset without servers loses none
+    async def drop_lost_servers(self) -> None:
         """After a server went away mid-turn: ``schemas`` offers only the live servers' tools."""
