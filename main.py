@@ -220,10 +220,15 @@ def fork_server(fd: int) -> int:
     """``--fork-server FD`` (``--parallel`` starts it): import what an episode imports, start
     nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
     forked child goes on here as ``main.py`` with its episode's command line."""
-    # What an episode imports before its first turn, imported once for all of them.
+    # What an episode imports before its first turn, imported once for all of them: a module an
+    # episode imports after the fork costs each episode its import (tests/test_parallel.py checks
+    # that none of the product's is left).
     import chat_api.structured  # noqa: F401
     import mcp_client.config
     import mcp_client.oauth  # noqa: F401
+    import orchestration.embedded_model
+    import orchestration.episode_runner
+    import orchestration.run_report  # noqa: F401
     import session.episode_log  # noqa: F401
     from orchestration.parallel import serve_forks
 
