@@ -230,8 +230,13 @@ def fork_server(fd: int) -> int:
     import orchestration.episode_runner
     import orchestration.run_report  # noqa: F401
     import session.episode_log  # noqa: F401
+    from game_interface import StoryFileError, load_story, resolve_story_file
     from orchestration.parallel import serve_forks
 
+    # What the emulator derives from the story, derived once too, from the copy an episode finds
+    # by default (ZORKGPT_GAME_FILE or the per-user cache); any verified copy serves all of them.
+    with contextlib.suppress(StoryFileError):  # none there: each episode finds its own, or reports that it cannot
+        load_story(resolve_story_file(None, allow_download=False))
     argv = serve_forks(fd)
     return EXIT_OK if argv is None else main(argv)
 

@@ -27,6 +27,7 @@ from world.map_graph import MapGraph
 from world.memory_file import parse_memories
 
 REPO = Path(__file__).resolve().parent.parent
+RUN_CHILD: dict[str, Any] = {"cwd": REPO, "capture_output": True, "text": True, "timeout": 120, "check": False}
 # Three routes from West of House into different rooms, so a map that lost one episode's
 # rooms cannot pass: North House/Forest Path/Up a Tree; South House/Behind House/Kitchen;
 # Forest/Clearing.
@@ -310,6 +311,28 @@ def test_a_forked_episode_imports_nothing_of_the_product_itself(
     assert ("", "orchestration.parallel") in imports  # the warm parent's, before its first fork
     after_fork = {name for episode, name in imports if episode}
     assert {name for name in after_fork if name.split(".")[0] in PRODUCT} == set()
+
+
+# The warm parent up to its first fork, in a process of its own: what it holds when it would serve.
+WARM_PARENT = """
+import sys
+sys.path.insert(0, {repo!r})
+import main, orchestration.parallel
+from game_interface import jericho_interface
+orchestration.parallel.serve_forks = lambda fd: print("story data derived:", len(jericho_interface._STORY_DATA))
+sys.exit(main.fork_server(-1))
+"""
+
+
+def test_the_warm_parent_derives_the_story_data_before_its_first_fork(game_file: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZORKGPT_")}
+    code = WARM_PARENT.format(repo=str(REPO))
+    found = subprocess.run([sys.executable, "-c", code], env={**env, "ZORKGPT_GAME_FILE": str(game_file)}, **RUN_CHILD)
+    assert (found.returncode, found.stdout) == (0, "story data derived: 1\n"), found.stderr
+    # No story file where an episode looks by default: the parent still serves; each episode reports it.
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    missing = subprocess.run([sys.executable, "-c", code], env={**env, **cache}, **RUN_CHILD)
+    assert (missing.returncode, missing.stdout) == (0, "story data derived: 0\n"), missing.stderr
 
 
 def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
