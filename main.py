@@ -230,17 +230,27 @@ def fork_server(fd: int) -> int:
     """``--fork-server FD`` (``--parallel`` starts it): import what an episode imports, start
     nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
     forked child goes on here as ``main.py`` with its episode's command line."""
-    # What an episode imports before its first turn, imported once for all of them.
-    # The MCP client's modules are imported one by one (the package loads none of them), here as
-    # an episode with MCP on loads them: shared, they cost nothing to an episode with MCP off.
+    # What an episode imports before its first turn, imported once for all of them: a module an
+    # episode imports after the fork costs each episode its import (tests/test_parallel.py checks
+    # that none of the product's is left). The MCP client's modules are imported one by one (the
+    # package loads none of them), as an episode with MCP on loads them: shared, they cost nothing
+    # to an episode with MCP off.
     import chat_api.structured  # noqa: F401
     import mcp_client.config
     import mcp_client.oauth
     import mcp_client.source
     import mcp_client.toolbox  # noqa: F401
+    import orchestration.embedded_model
+    import orchestration.episode_runner
+    import orchestration.run_report  # noqa: F401
     import session.episode_log  # noqa: F401
+    from game_interface import StoryFileError, load_story, resolve_story_file
     from orchestration.parallel import serve_forks
 
+    # What the emulator derives from the story, derived once too, from the copy an episode finds
+    # by default (ZORKGPT_GAME_FILE or the per-user cache); any verified copy serves all of them.
+    with contextlib.suppress(StoryFileError):  # none there: each episode finds its own, or reports that it cannot
+        load_story(resolve_story_file(None, allow_download=False))
     argv = serve_forks(fd)
     return EXIT_OK if argv is None else main(argv)
 

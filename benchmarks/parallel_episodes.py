@@ -11,6 +11,13 @@ what ``--parallel`` does on Linux) and each episode a fresh ``main.py`` process 
 whole product first (``fresh``, what it does elsewhere). Speed-ups are against K = 1 played the
 same way.
 
+Beside the wall figures, where the CPU went (``/proc`` and the kernel's account of reaped
+processes, so the machine's load does not change them): the run's own ``main.py`` process, its
+warm parent (forked only: its imports, once per run), the episodes together and one episode on
+average, and this process, which is almost all the scripted model server. K = 1 plays its one
+episode in the run's process itself (no warm parent): its row counts that process as the episode.
+Each row ends with the machine's load average as it started.
+
     uv run python benchmarks/parallel_episodes.py [--game-file PATH] [--turns 20] [--delay 1.0] [--ks 1 16 64]
         [--ways forked fresh]
 """
@@ -19,10 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -41,10 +51,81 @@ LAUNCH = (
 )
 
 
-def play(
-    k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool
-) -> tuple[float, int, int]:
-    """Wall seconds, turns played and the exit code of one ``main.py --episodes k --parallel k``."""
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Played:
+    """One ``main.py --episodes k --parallel k``: wall seconds, turns played, exit code, and CPU seconds
+    of the run's process, of its warm parent, of its episodes together, and of this process (the
+    scripted model server, answering every call)."""
+
+    wall: float
+    turns: int
+    exit_code: int
+    run_cpu: float
+    warm_parent_cpu: float
+    episodes_cpu: float
+    server_cpu: float
+
+
+def own_cpu(pid: int) -> float | None:
+    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime); None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class OwnCPU(threading.Thread):
+    """Follows the run's process and its warm parent (its child ``--fork-server``) until the run
+    ends, keeping the last CPU reading of each: what each used itself, apart from the episodes."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(name="own-cpu", daemon=True)
+        self.pid = pid
+        self.run_cpu = 0.0
+        self.warm_parent_cpu = 0.0
+        self.warm_parent = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.run_cpu = own_cpu(self.pid) or self.run_cpu
+            if not self.warm_parent:
+                self.warm_parent = self._find_warm_parent()
+            if self.warm_parent:
+                self.warm_parent_cpu = own_cpu(self.warm_parent) or self.warm_parent_cpu
+
+    def _find_warm_parent(self) -> int:
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        try:
+            pids = [int(pid) for pid in children.read_text().split()]
+        except FileNotFoundError:
+            return 0
+        for pid in pids:
+            with_args = Path(f"/proc/{pid}/cmdline")
+            try:
+                if b"--fork-server" in with_args.read_bytes():
+                    return pid
+            except FileNotFoundError:
+                continue
+        return 0
+
+
+def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool) -> Played:
+    """Play one ``main.py --episodes k --parallel k``."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(
         {
@@ -59,18 +140,31 @@ def play(
     launch = LAUNCH.format(repo=str(REPO), forked=forked, main=str(REPO / "main.py"))
     argv = [sys.executable, "-c", launch, "--config", str(REPO / "pyproject.toml")]
     argv += ["--episodes", str(k), "--parallel", str(k), "--max-turns", str(turns)]
+    children_before, self_before = children_cpu(), self_cpu()
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=workdir.parent, capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=workdir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    own = OwnCPU(proc.pid)
+    own.start()
+    _, stderr = proc.communicate()
     wall = time.perf_counter() - start
+    own.done.set()
+    own.join()
+    whole = children_cpu() - children_before  # the run, its warm parent and every episode, all reaped
+    server_cpu = self_cpu() - self_before
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr[-3000:])
+        sys.stderr.write(stderr[-3000:])
     played = sum(
         1
         for log in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
         for event in read_events(log.parent)
         if event.get("event_type") == Event.TURN
     )
-    return wall, played, proc.returncode
+    if k == 1:  # main.py plays a single episode itself: the whole run is that episode
+        return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu)
+    episodes_cpu = whole - own.run_cpu - own.warm_parent_cpu
+    return Played(wall, played, proc.returncode, own.run_cpu, own.warm_parent_cpu, episodes_cpu, server_cpu)
 
 
 def main() -> int:
@@ -92,22 +186,29 @@ def main() -> int:
     server = ScriptedLLMServer().start()
     server.respond_with(model)
     print(f"{args.turns} turns per episode, model delay {args.delay:g} s per call, {os.cpu_count()} CPU(s)")
-    print(f"{'way':>6} {'K':>3} {'wall s':>8} {'turns':>6} {'LLM calls':>9} {'turns/min':>10} {'speed-up':>9}")
+    print(
+        f"{'way':>6} {'K':>3} {'wall s':>8} {'turns':>6} {'LLM calls':>9} {'turns/min':>10} {'speed-up':>9}"
+        f"   CPU s: {'run':>5} {'warm parent':>11} {'episodes':>8} {'per episode':>11} {'model server':>12} {'load':>5}"
+    )
     try:
         for way in args.ways:
             base_rate = None
             for k in args.ks:
                 calls_before = len(server.requests)
+                load = os.getloadavg()[0]  # the machine's, as this K starts: other work slows the wall figures
                 with tempfile.TemporaryDirectory(prefix=f"zorkgpt-parallel-{k}-") as tmp:
-                    wall, played, code = play(
-                        k, args.turns, server, game_file, Path(tmp) / "game_files", way == "forked"
-                    )
-                rate = played / wall * 60
+                    run = play(k, args.turns, server, game_file, Path(tmp) / "game_files", way == "forked")
+                rate = run.turns / run.wall * 60
                 base_rate = base_rate or rate
                 calls = len(server.requests) - calls_before
-                note = "" if code == 0 else f"  (exit {code})"
+                note = "" if run.exit_code == 0 else f"  (exit {run.exit_code})"
                 speed_up = f"{rate / base_rate:>8.1f}x"
-                print(f"{way:>6} {k:>3} {wall:>8.1f} {played:>6} {calls:>9} {rate:>10.1f} {speed_up}{note}", flush=True)
+                print(
+                    f"{way:>6} {k:>3} {run.wall:>8.1f} {run.turns:>6} {calls:>9} {rate:>10.1f} {speed_up}"
+                    f"          {run.run_cpu:>5.2f} {run.warm_parent_cpu:>11.2f} {run.episodes_cpu:>8.2f}"
+                    f" {run.episodes_cpu / k:>11.2f} {run.server_cpu:>12.2f} {load:>5.2f}{note}",
+                    flush=True,
+                )
     finally:
         server.stop()
     return 0

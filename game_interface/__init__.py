@@ -19,6 +19,7 @@ from game_interface.jericho_interface import (
     Location,
     RefusedCommandError,
     WorldChange,
+    load_story,
     sounds_refused,
 )
 from game_interface.session_commands import META_COMMANDS
@@ -39,6 +40,7 @@ __all__ = [
     "RefusedCommandError",
     "StoryFileError",
     "WorldChange",
+    "load_story",
     "resolve_story_file",
     "sounds_refused",
 ]

@@ -643,7 +643,9 @@ class EpisodeRunner:
         path = self.episode.state
         try:
             # The state quotes the model (its thinking, objectives): the run's secrets are taken out.
-            atomic_write_text(path, self.redactor(json_text(data)))
+            # A snapshot the next turn replaces: atomic, not synced to the disk (the episode's log is
+            # the record; syncing was ~1 ms of CPU a turn).
+            atomic_write_text(path, self.redactor(json_text(data)), durable=False)
         except OSError as exc:
             # A full or read-only disk: the game itself is in memory and can go on (the next
             # turn writes the file again); the run's exit code reports the loss.

@@ -511,7 +511,6 @@ class ParallelRunner:
     def run(self, signals: StopSignals) -> ParallelResult:
         """Play; ``signals`` (installed by the caller) stops the run as it stops one episode."""
         outcomes: list[EpisodeOutcome] = []
-        launched = 0
         signals.on_stop = self.request_stop
         self.stopping = signals.stop_requested
         server: ForkServer | None = None
@@ -519,43 +518,12 @@ class ParallelRunner:
             if self.fork_server:
                 server = ForkServer()
             start = server.launch if server is not None else start_process
+            launched = 0
             while self.running or (launched < self.episodes and not self.stopping):
-                while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
-                    launched += 1
-                    on_figures = self.status.update if self.status else None
-                    if self.status:
-                        self.status.start_episode(launched)
-                    self.running.append(
-                        _Child(
-                            launched,
-                            self.episodes,
-                            self.child_argv,
-                            self.out,
-                            self._next_episode_dir(),
-                            self.first_seed + launched - 1,
-                            start,
-                            on_figures,
-                        )
-                    )
+                launched = self._launch_more(launched, start)
                 self._wake.wait(0.1)
                 self._wake.clear()
-                for child in [c for c in self.running if c.process.poll() is not None]:
-                    self.running.remove(child)
-                    outcome = child.outcome()
-                    outcomes.append(outcome)
-                    if self.status:
-                        self.status.finish(outcome.number)  # its summary line is above
-                    if self.on_exit:
-                        self.on_exit(outcome)
-                    if outcome.exit_code != EXIT_OK and not self.stopping:
-                        # As when playing one after another: what ended this episode (a setup
-                        # problem, a provider that keeps failing) would end the next ones too.
-                        self.stopping = True
-                        print(
-                            f"Episode {outcome.number} ended with exit code {outcome.exit_code}: "
-                            "no new episodes are started; the running ones finish.",
-                            file=self.out,
-                        )
+                outcomes += self._collect_ended()
         except UserAbort:
             # A second signal: pass it on, so each child aborts its turn but still records its
             # episode as stopped, and wait for them before leaving.
@@ -574,6 +542,43 @@ class ParallelRunner:
                 server.close()
         outcomes.sort(key=lambda o: o.number)
         return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
+
+    def _launch_more(self, launched: int, start: Callable[[Sequence[str], bool], EpisodeProcess]) -> int:
+        """Start episodes until ``parallel`` run at once (none once stopping); the number launched so far."""
+        while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
+            launched += 1
+            on_figures = self.status.update if self.status else None
+            if self.status:
+                self.status.start_episode(launched)
+            episode_dir = self._next_episode_dir()
+            seed = self.first_seed + launched - 1
+            self.running.append(
+                _Child(launched, self.episodes, self.child_argv, self.out, episode_dir, seed, start, on_figures)
+            )
+        return launched
+
+    def _collect_ended(self) -> list[EpisodeOutcome]:
+        """The outcomes of the episodes that ended since the last look; one that did not end in play
+        stops the launching."""
+        ended = []
+        for child in [c for c in self.running if c.process.poll() is not None]:
+            self.running.remove(child)
+            outcome = child.outcome()
+            ended.append(outcome)
+            if self.status:
+                self.status.finish(outcome.number)  # its summary line is above
+            if self.on_exit:
+                self.on_exit(outcome)
+            if outcome.exit_code != EXIT_OK and not self.stopping:
+                # As when playing one after another: what ended this episode (a setup
+                # problem, a provider that keeps failing) would end the next ones too.
+                self.stopping = True
+                print(
+                    f"Episode {outcome.number} ended with exit code {outcome.exit_code}: "
+                    "no new episodes are started; the running ones finish.",
+                    file=self.out,
+                )
+        return ended
 
 
 def child_argv(config: str, max_turns: int | None, game_file: str | None, extra: Sequence[str] = ()) -> list[str]:

@@ -36,12 +36,17 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~current_umask()
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, mode: int | None = None, durable: bool = True
+) -> None:
     """Write ``data`` so a reader (or a kill mid-write) sees the old or the new file, never half.
 
     The temp file lives in the same folder so ``os.replace`` is a rename on one filesystem.
     A file that exists keeps its mode; a new one gets the umask's, as with ``open``; ``mode``
-    sets it instead (0o600 for a file of secrets), from the first byte written.
+    sets it instead (0o600 for a file of secrets), from the first byte written. ``durable``:
+    the bytes reach the disk before the rename (``fsync``), so even a machine's crash leaves the
+    old file or the new one; without it (a snapshot the next turn writes again, ~1 ms of CPU
+    saved per write) a crash of the machine, not of the process, may lose the latest version.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +56,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
             os.fchmod(fh.fileno(), _mode_for(target) if mode is None else mode)
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -59,10 +65,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
 
 
 def atomic_write_text(
-    path: str | os.PathLike[str], text: str, encoding: str = "utf-8", mode: int | None = None
+    path: str | os.PathLike[str], text: str, encoding: str = "utf-8", mode: int | None = None, durable: bool = True
 ) -> None:
     """``atomic_write_bytes`` for text."""
-    atomic_write_bytes(path, text.encode(encoding), mode)
+    atomic_write_bytes(path, text.encode(encoding), mode, durable)
 
 
 def json_text(data: Any) -> str:

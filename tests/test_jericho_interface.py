@@ -565,3 +565,25 @@ def test_a_refused_way_names_its_door_only_when_it_opens_from_here(game: Jericho
     # "The trap door crashes shut, and you hear someone barring it": no opening it from below.
     up = next(p for p in game.probe_exits() if p.direction == "up")
     assert up.refusal and up.door == "" and up.door_to == 0
+
+
+def test_what_the_emulator_derives_from_the_story_is_derived_once_per_process(
+    game: JerichoInterface, game_file: Path, tmp_path: Path
+) -> None:
+    """The second game, also from another copy of the story, takes the first one's story data
+    (bindings and action templates) and plays as a game with its own would."""
+    copy = tmp_path / "zork1-copy.z5"
+    copy.write_bytes(game_file.read_bytes())
+    other = JerichoInterface(copy)
+    try:
+        assert other.env.act_gen is game.env.act_gen
+        assert other.env.bindings is game.env.bindings
+        assert other.env.is_fully_supported
+        plain = FrotzEnv(str(copy))  # Jericho alone derives its own
+        assert plain.act_gen is not game.env.act_gen and plain.act_gen.templates == game.env.act_gen.templates
+        plain.close()
+        assert "West of House" in other.start()
+        assert "leaflet" in other.send_command("open mailbox")
+        assert other.score == 0 and other.moves == 1
+    finally:
+        other.close()

@@ -27,6 +27,7 @@ from world.map_graph import MapGraph
 from world.memory_file import parse_memories
 
 REPO = Path(__file__).resolve().parent.parent
+RUN_CHILD: dict[str, Any] = {"cwd": REPO, "capture_output": True, "text": True, "timeout": 120, "check": False}
 # Three routes from West of House into different rooms, so a map that lost one episode's
 # rooms cannot pass: North House/Forest Path/Up a Tree; South House/Behind House/Kitchen;
 # Forest/Clearing.
@@ -280,6 +281,58 @@ def test_episodes_are_forked_from_a_warm_parent_that_started_nothing(
         proc.kill()
     assert proc.returncode == 0, stderr
     assert not any(_alive(pid) for pid in [server, *episodes])
+
+
+# A product module: a package or a top-level module of the repository (the tests are not one).
+PRODUCT = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()} - {"tests"}
+PRODUCT |= {p.stem for p in REPO.glob("*.py")}
+# ``-X importtime``'s line for one import: bare from the warm parent, relayed under its number
+# from a forked episode ("[1/2] import time: ...").
+IMPORT_LINE = re.compile(r"^(\[\d+/\d+\] )?import time:\s+\d+ \|\s+\d+ \|\s+([\w.]+)$", re.MULTILINE)
+
+
+def test_a_forked_episode_imports_nothing_of_the_product_itself(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The warm parent imported what an episode runs (the runner, every manager, the agent, the
+    LLM client, the report): a module an episode imports after the fork, each episode pays for."""
+    llm_server.respond_with(RouteModel())
+    # Every process reports each module it imports on its stderr; an episode's lines come relayed
+    # under its number, the warm parent's own (before the fork) bare.
+    env = main_env(llm_server, tmp_path, game_file, PYTHONPROFILEIMPORTTIME="1")
+    proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "3"], env, tmp_path)
+    try:
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "[2/2] Episode 1/1" in stderr  # both episodes played to their end
+    imports = IMPORT_LINE.findall(stderr)
+    assert ("", "orchestration.parallel") in imports  # the warm parent's, before its first fork
+    after_fork = {name for episode, name in imports if episode}
+    assert {name for name in after_fork if name.split(".")[0] in PRODUCT} == set()
+
+
+# The warm parent up to its first fork, in a process of its own: what it holds when it would serve.
+WARM_PARENT = """
+import sys
+sys.path.insert(0, {repo!r})
+import main, orchestration.parallel
+from game_interface import jericho_interface
+orchestration.parallel.serve_forks = lambda fd: print("story data derived:", len(jericho_interface._STORY_DATA))
+sys.exit(main.fork_server(-1))
+"""
+
+
+def test_the_warm_parent_derives_the_story_data_before_its_first_fork(game_file: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZORKGPT_")}
+    code = WARM_PARENT.format(repo=str(REPO))
+    found = subprocess.run([sys.executable, "-c", code], env={**env, "ZORKGPT_GAME_FILE": str(game_file)}, **RUN_CHILD)
+    assert (found.returncode, found.stdout) == (0, "story data derived: 1\n"), found.stderr
+    # No story file where an episode looks by default: the parent still serves; each episode reports it.
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    missing = subprocess.run([sys.executable, "-c", code], env={**env, **cache}, **RUN_CHILD)
+    assert (missing.returncode, missing.stdout) == (0, "story data derived: 0\n"), missing.stderr
 
 
 def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:

@@ -117,6 +117,25 @@ def test_atomic_write_syncs_the_file_before_the_rename(tmp_path: Path, monkeypat
     assert synced == ["file", "rename"]  # the bytes are on disk before the rename makes them the file
 
 
+def test_a_snapshot_write_is_atomic_without_syncing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+    target = tmp_path / "current_state.json"
+    atomic_write_text(target, '{"turn": 1}', durable=False)
+    atomic_write_text(target, '{"turn": 2}', durable=False)
+    assert synced == []
+    assert json.loads(target.read_text()) == {"turn": 2}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current_state.json"]  # no temp file left
+    atomic_write_text(target, '{"turn": 3}')
+    assert len(synced) == 1  # durable unless told
+
+
 def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "state.json"
     atomic_write_json(target, {"ok": True})
