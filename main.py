@@ -30,7 +30,7 @@ from viewer import DEFAULT_PORT as VIEWER_PORT
 if TYPE_CHECKING:
     from chat_api.structured import StructuredOutputMemory
     from orchestration.episode_runner import EpisodeRunner
-    from orchestration.run_report import EpisodeEnd
+    from orchestration.run_results import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
     from session.episode_log import ConsoleOptions
@@ -396,7 +396,9 @@ def run_redactor(config: GameConfiguration) -> Redactor:
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from orchestration.run_report import EpisodeStatus, import_figures_ahead, report_run
+    from orchestration.run_plots import import_figures_ahead
+    from orchestration.run_report import report_run
+    from orchestration.run_results import EpisodeStatus
 
     if args.episodes > 1:
         import_figures_ahead()  # the run's report, at the end, needs them
@@ -524,7 +526,7 @@ def play_one(
     """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
     must stop here, None when the next episode may follow."""
     from orchestration.episode_runner import EpisodeRunner
-    from orchestration.run_report import EpisodeEnd, EpisodeStatus
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus
 
     try:
         orchestrator = EpisodeRunner(
@@ -579,7 +581,7 @@ def stopped_by_write_failures(
 ) -> int | None:
     """A full or read-only disk: the episode stopped after the turn that met it (what was written
     is whole), and the next episode would meet it too: the run's exit code, else None."""
-    from orchestration.run_report import EpisodeEnd, EpisodeStatus
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus
 
     failures = orchestrator.write_failures
     if not failures:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
-from orchestration.run_report import REPORT_MD, RESULTS_CSV, EpisodeStatus, comparison_table, read_run
+from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
+from orchestration.run_results import EpisodeStatus
+from orchestration.run_tables import comparison_table
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed

@@ -18,19 +18,11 @@ import pytest
 from PIL import Image
 
 from orchestration import run_report
-from orchestration.run_report import (
-    COMPARISON_MD,
-    COMPARISON_PNG,
-    REPORT_MD,
-    RESULTS_CSV,
-    SCORE_PNG,
-    SCORES_CSV,
-    RunSummary,
-    episodes_table,
-    mean_curve,
-    read_run,
-    summarize_episodes,
-)
+from orchestration.run_figures import RunSummary
+from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
+from orchestration.run_plots import mean_curve
+from orchestration.run_report import COMPARISON_MD, COMPARISON_PNG
+from orchestration.run_tables import episodes_table
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
@@ -280,7 +272,7 @@ def test_run_folder_reads_back_as_it_was_written(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
-    from orchestration.run_report import ends_from_folders, write_run
+    from orchestration.run_folder import ends_from_folders, write_run
 
     written = write_run(tmp_path / "run", ends_from_folders(folders), redactor=Redactor())
     assert read_run(tmp_path / "run") == written
@@ -291,7 +283,8 @@ RUN_END = """
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from orchestration.run_report import EpisodeEnd, report_run
+from orchestration.run_report import report_run
+from orchestration.run_results import EpisodeEnd
 from session.redaction import Redactor
 ended = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 ends = [EpisodeEnd.from_folder(1, Path(sys.argv[2]))]
@@ -339,7 +332,7 @@ def test_mean_curve_holds_an_ended_episodes_final_score() -> None:
 
 
 def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -> None:
-    from orchestration.run_report import EpisodeRow
+    from orchestration.run_results import EpisodeRow
 
     base = summarize_episodes("empty", [], redactor=Redactor())
     assert base.cost is None and base.llm_calls_per_turn == 0.0
@@ -423,7 +416,7 @@ ADDED_FOR_WHAT_RAN = (
 
 
 def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
-    from orchestration.run_report import CSV_FIELDS
+    from orchestration.run_results import CSV_FIELDS
 
     folder = tmp_path / "old-run"
     folder.mkdir()
@@ -455,7 +448,8 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
 def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestration.run_report import EpisodeEnd, EpisodeStatus, write_run
+    from orchestration.run_folder import write_run
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus
 
     secret = "sk-or-v1-not-for-files-0123456789"
     monkeypatch.setenv("OPENROUTER_API_KEY", secret)
