@@ -42,7 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp_client.config import MCPConfig
-from mcp_client.source import SourceSettings, StdioSource
+from mcp_client.source import SourceSettings
+from mcp_client.transport_sources import StdioSource
 from session.redaction import Redactor
 
 REPO = Path(__file__).resolve().parent.parent

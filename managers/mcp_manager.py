@@ -32,10 +32,11 @@ from typing import Any
 from mcp_client.config import MCPConfig, ServerConfig
 from mcp_client.runtime import SessionLoop
 from mcp_client.server_requests import ServerRequestAnswers
-from mcp_client.source import SourceSettings, ToolSource, make_source
+from mcp_client.source import SourceSettings, ToolSource
 from mcp_client.sweeper import Sweeper
 from mcp_client.toolbox import Toolbox, TurnTools
 from mcp_client.tools import convert_call_result
+from mcp_client.transport_sources import make_source
 from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ

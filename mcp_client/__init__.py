@@ -14,7 +14,8 @@ it is used, so what needs one module (the config's secrets, the sweeper) loads o
 - ``oauth``: a remote server's OAuth as an episode uses it, unattended (the providers, https unless loopback);
 - ``login``: ``main.py --mcp-login NAME``, the one place a person logs in;
 - ``stdio``: our bounded stdio transport;
-- ``source``: one server behind one transport (stdio, streamable HTTP, SSE);
+- ``source``: one server behind one transport: connect, list, call, close, whatever the transport;
+- ``transport_sources``: each transport's source (stdio, streamable HTTP, SSE) and ``make_source``;
 - ``tools``: names, schemas and results between MCP and the chat API, converted into the tool loop's shapes;
 - ``resources``: a server's resources offered as two read-only tools;
 - ``prompts``: the prompts an entry names, fetched for the agent's system prompt;

@@ -35,10 +35,11 @@ from chat_api.payload import request_headers
 from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.oauth import needs_login
-from mcp_client.source import ServerStartupTimeoutError, SourceSettings, make_source
+from mcp_client.source import ServerStartupTimeoutError, SourceSettings
 from mcp_client.sweeper import Sweeper
 from mcp_client.tokens import login_command, set_login_command
 from mcp_client.toolbox import SLOW_START_SHARE
+from mcp_client.transport_sources import make_source
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url

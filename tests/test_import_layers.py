@@ -80,6 +80,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "mcp_client.oauth",
         "mcp_client.stdio",
         "mcp_client.source",
+        "mcp_client.transport_sources",
         "mcp_client.login",
         "mcp_client.tools",
         "mcp_client.resources",

@@ -59,7 +59,8 @@ _MEASURE = """
 import asyncio, json, logging, resource, sys, tempfile
 from pathlib import Path
 from mcp_client.config import ServerConfig
-from mcp_client.source import SourceSettings, StdioSource
+from mcp_client.source import SourceSettings
+from mcp_client.transport_sources import StdioSource
 from session.errors import MCPToolCallError
 from session.redaction import Redactor
 
