@@ -2,7 +2,7 @@
 
 - ``story_data``: static facts read from the story file (object names, the words that name them);
 - ``commands``: where one command ends in a line, as Zork's parser finds it;
-- ``session_commands``: the game's own save/restore/quit commands, refused;
+- ``meta_commands``: the game's own save/restore/quit commands, refused;
 - ``story_file``: finding, fetching and verifying the story file;
 - ``jericho_interface``: the engine itself;
 - ``fetch_story``: ``python -m game_interface.fetch_story``.
@@ -22,7 +22,7 @@ from game_interface.jericho_interface import (
     load_story,
     sounds_refused,
 )
-from game_interface.session_commands import META_COMMANDS
+from game_interface.meta_commands import META_COMMANDS
 from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any
 from jericho import FrotzEnv
 
 from game_interface.commands import CommandReader
-from game_interface.session_commands import META_COMMANDS, SessionCommands
+from game_interface.meta_commands import META_COMMANDS, MetaCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
 from session.errors import GameInterfaceError
@@ -88,7 +88,7 @@ GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again
 
 
 class RefusedCommandError(GameInterfaceError):
-    """A Zork session command (save, restore, restart, quit, script...) that is never sent.
+    """A Zork meta command (save, restore, restart, quit, script...) that is never sent.
 
     Raised before the engine is stepped: the game state is unchanged and no file is written.
     """
@@ -97,7 +97,7 @@ class RefusedCommandError(GameInterfaceError):
         self.command = command
         self.meta_command = meta_command
         super().__init__(
-            f"{command!r} was not sent to the game: '{meta_command}' is one of Zork's session commands "
+            f"{command!r} was not sent to the game: '{meta_command}' is one of Zork's meta commands "
             f"({', '.join(sorted(META_COMMANDS))}), and ZorkGPT manages game state itself (saving, restoring "
             "and restarting happen outside the game). Nothing was played; send a game action instead."
         )
@@ -237,7 +237,7 @@ class JerichoInterface:
         self.story_file = verify_story_file(story_file)
         self.seed = seed
         self._story = StoryData(self.story_file.read_bytes())
-        self._session_commands = SessionCommands(self._story)
+        self._meta_commands = MetaCommands(self._story)
         self._command_reader = CommandReader(self._story)
         self._env: FrotzEnv | None = _Emulator(str(self.story_file), seed=seed)
         self._player_id = self._env.player_obj_num
@@ -283,7 +283,7 @@ class JerichoInterface:
             raise GameInterfaceError(f"Command {command!r} contains control characters; send one plain line.")
         if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
             raise GameInterfaceError(f"Command is longer than {MAX_COMMAND_BYTES} bytes; shorten it.")
-        meta = self.find_session_command(command)
+        meta = self.find_meta_command(command)
         if meta is not None:
             raise RefusedCommandError(command, meta)
         self._entered = ()
@@ -316,13 +316,13 @@ class JerichoInterface:
             self._game_over = True
         return text
 
-    def find_session_command(self, command: str) -> str | None:
-        """The Zork session command (one of ``META_COMMANDS``) that ``command`` could run, if any.
+    def find_meta_command(self, command: str) -> str | None:
+        """The Zork meta command (one of ``META_COMMANDS``) that ``command`` could run, if any.
 
-        Found as the story's parser reads the line (see ``game_interface.session_commands``):
+        Found as the story's parser reads the line (see ``game_interface.meta_commands``):
         ``say "restore"``, ``n "save`` and "look. restoration" all name one.
         """
-        return self._session_commands.find(command)
+        return self._meta_commands.find(command)
 
     def dictionary_words(self) -> frozenset[str]:
         """Every word the story's parser knows (the critic refuses an action with no known verb)."""

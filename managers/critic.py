@@ -204,7 +204,7 @@ class ObjectTreeCheck:
         try:
             return bool(_SCOPE_REFUSAL.search(game.send_command(command)))
         except GameInterfaceError:
-            # The interface refuses the line itself (a session command such as "take lamp and
+            # The interface refuses the line itself (a meta command such as "take lamp and
             # save"): nothing is proven here, and executing the turn reports that refusal.
             return False
         finally:

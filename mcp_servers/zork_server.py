@@ -10,7 +10,7 @@ ground truth, and inventory names are clean.
 
 One game per server process, created on the first tool call. Every tool returns readable
 text for the model plus structured content for programs. Bad input (an empty, over-long,
-multi-line or non-ASCII action, a Zork session command, an action after the game ended, an
+multi-line or non-ASCII action, a Zork meta command, an action after the game ended, an
 unknown checkpoint, a missing story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
 carries only protocol messages; logs go to stderr.
 
@@ -79,7 +79,7 @@ INVENTORY_URI = "zork://inventory"
 RESOURCE_URIS = (MAP_URI, TRANSCRIPT_URI, INVENTORY_URI)
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
-# What to do instead of each of Zork's session commands: one entry per game_interface
+# What to do instead of each of Zork's meta commands: one entry per game_interface
 # META_COMMANDS, which the engine interface finds (as Zork's parser would) and refuses. Under
 # Jericho "save" writes zork1.qzl into the server's working directory and "restore" loads it
 # back behind the map and history; "script" writes a transcript file; "restart" and "quit"
@@ -265,9 +265,9 @@ class ZorkSession:
         command = validate_action(action)
         with self._lock:
             game = self.game
-            meta = game.find_session_command(command)  # before the game-over answer: it says why, not "reset"
+            meta = game.find_meta_command(command)  # before the game-over answer: it says why, not "reset"
             if meta is not None:
-                raise ZorkInputError(session_command_message(command, meta))
+                raise ZorkInputError(meta_command_message(command, meta))
             if game.is_game_over():
                 outcome = "you won" if game.is_victory() else "you died for good"
                 raise ZorkInputError(
@@ -496,8 +496,8 @@ def validate_action(action: str) -> str:
     return command
 
 
-def session_command_message(command: str, meta: str) -> str:
-    return f"'{command}' is not played through this server ('{meta}' is a session command): {_META_HINTS[meta]}."
+def meta_command_message(command: str, meta: str) -> str:
+    return f"'{command}' is not played through this server ('{meta}' is a meta command): {_META_HINTS[meta]}."
 
 
 def validate_checkpoint_name(name: str) -> str:

@@ -400,7 +400,7 @@ class EpisodeRunner:
             self.agent.update_knowledge(self.knowledge.earlier_episodes_text())
 
     def _execute(self, action: str, turn: int) -> str:
-        """Send the action; one the interface refuses (a session command, an unsendable line)
+        """Send the action; one the interface refuses (a meta command, an unsendable line)
         becomes the turn's response, so the agent learns from it instead of the episode dying."""
         try:
             return self.game.send_command(action)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from session.objective_spec import ObjectiveProposal
 
 # Marks a response that ZorkGPT wrote because the game interface refused the command
-# (a session command such as "save"): the game never saw it.
+# (a meta command such as "save"): the game never saw it.
 REFUSED_PREFIX = "[ZorkGPT]"
 
 

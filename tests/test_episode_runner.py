@@ -243,13 +243,13 @@ def test_missing_story_file_leaves_no_episode_folder(tmp_path: Path) -> None:
     assert not episodes_dir(tmp_path / "game_files").exists()
 
 
-def test_session_commands_from_the_model_are_refused_turns(
+def test_meta_commands_from_the_model_are_refused_turns(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The model answers Zork's session commands in forms the parser would run: none reaches the
+    """The model answers Zork's meta commands in forms the parser would run: none reaches the
     engine, the score and the egg stay, no file appears in the working directory."""
     monkeypatch.chdir(tmp_path)  # Jericho would write zork1.qzl or a transcript here
-    # Chained: the session command is not the first command, so it is never played (one command per turn).
+    # Chained: the meta command is not the first command, so it is never played (one command per turn).
     chained = {'say "restore"': "say", 'i "save': "i", 'yell "restart"': "yell", 'say "script"': "say"}
     chained |= {"examine egg and save": "examine egg", "wait, q": "wait"}
     direct = ["restoration", "q", "$verify"]  # the parser reads "restor"; "q" is quit
@@ -259,7 +259,7 @@ def test_session_commands_from_the_model_are_refused_turns(
     assert [t.action for t in turns[: len(actions)]] == [*actions[:4], *chained.values(), "y", *direct]
     for turn in turns[4 : len(actions)]:
         if turn.action in direct:
-            assert turn.response.startswith("[ZorkGPT]") and "session commands" in turn.response, turn
+            assert turn.response.startswith("[ZorkGPT]") and "meta commands" in turn.response, turn
         assert turn.score == 5, turn
     assert state.score == 5 and "jewel-encrusted egg" in state.inventory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]

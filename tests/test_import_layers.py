@@ -46,7 +46,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "session",
         "game_interface.story_data",
         "game_interface.commands",
-        "game_interface.session_commands",
+        "game_interface.meta_commands",
         "game_interface.story_file",
         "game_interface.jericho_interface",
         "game_interface",

@@ -408,7 +408,7 @@ def test_bad_commands_are_refused(game: JerichoInterface, command: str, problem:
 
 # The egg is up the tree: +5 points and an item, so a rewind (restore, restart) would show.
 TO_EGG = ["north", "north", "up", "take egg"]
-# Lines that would run a session verb in the real engine: Zork starts a new command at a quote
+# Lines that would run a meta verb in the real engine: Zork starts a new command at a quote
 # mark, a period, a comma, "then" and "and", and reads words by their first 6 Z-characters.
 HOSTILE_SESSION_LINES = [
     *sorted(META_COMMANDS),
@@ -439,7 +439,7 @@ HOSTILE_SESSION_LINES = [
 
 
 @pytest.mark.parametrize("command", HOSTILE_SESSION_LINES)
-def test_session_commands_never_reach_the_engine(
+def test_meta_commands_never_reach_the_engine(
     game: JerichoInterface, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Jericho writes zork1.qzl (save) and a transcript (script) into the working directory.
@@ -486,13 +486,13 @@ def test_the_raw_engine_does_run_those_lines(game_file: Path, tmp_path: Path, mo
     "command",
     ["take lamp and sword", "quite", "quitting", "sav", "savex", "save-game", "read leaflet", "x", "y"],
 )
-def test_commands_that_only_look_like_session_commands_are_played(game: JerichoInterface, command: str) -> None:
+def test_commands_that_only_look_like_meta_commands_are_played(game: JerichoInterface, command: str) -> None:
     # "savex" and "save-game" differ from "save" within 6 Z-characters; the parser does not know them.
-    assert game.find_session_command(command) is None
+    assert game.find_meta_command(command) is None
 
 
-def test_no_walkthrough_command_is_taken_for_a_session_command(game: JerichoInterface) -> None:
-    assert [c for c in game.get_walkthrough() if game.find_session_command(c)] == []
+def test_no_walkthrough_command_is_taken_for_a_meta_command(game: JerichoInterface) -> None:
+    assert [c for c in game.get_walkthrough() if game.find_meta_command(c)] == []
 
 
 def test_closed_interface_says_so(game_file: Path) -> None:

@@ -346,12 +346,12 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
     assert list(server_cwd.iterdir()) == []
 
 
-def test_every_session_command_has_a_hint(game_file: Path) -> None:
+def test_every_meta_command_has_a_hint(game_file: Path) -> None:
     assert set(_META_HINTS) == META_COMMANDS
     session = ZorkSession(game_file, environ={})
     try:
         for command in META_COMMANDS:
-            with pytest.raises(ZorkInputError, match="session command") as refused:
+            with pytest.raises(ZorkInputError, match="meta command") as refused:
                 session.play_action(command)
             assert _META_HINTS[command] in str(refused.value)
     finally:
@@ -359,9 +359,7 @@ def test_every_session_command_has_a_hint(game_file: Path) -> None:
 
 
 @pytest.mark.asyncio
-async def test_session_commands_in_any_form_are_tool_errors_that_change_nothing(
-    game_file: Path, tmp_path: Path
-) -> None:
+async def test_meta_commands_in_any_form_are_tool_errors_that_change_nothing(game_file: Path, tmp_path: Path) -> None:
     """Quotes, chaining and 6-letter truncation: each line would save, restore, restart or write a
     transcript in the raw engine; over MCP each is an is_error result and the game is untouched."""
     hostile = [
@@ -388,7 +386,7 @@ async def test_session_commands_in_any_form_are_tool_errors_that_change_nothing(
                 assert "Restarting" not in _text(answer)
             else:
                 message = await _error(session, "play_action", {"action": command})
-                assert "session command" in message, (command, message)
+                assert "meta command" in message, (command, message)
             now = (await _call(session, "memory")).structured_content
             assert (now["score"], now["location"]) == (5, before["location"]), command
             items = (await _call(session, "inventory")).structured_content["items"]

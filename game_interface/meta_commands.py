@@ -1,6 +1,6 @@
-"""Zork's own session commands, found the way the story's parser would find them.
+"""Zork's own meta commands, found the way the story's parser would find them.
 
-Under Jericho, Zork's session verbs act on the host rather than the story: "save" writes
+Under Jericho, Zork's meta verbs act on the host rather than the story: "save" writes
 zork1.qzl into the working directory, "restore" loads whatever stale save lies there,
 "script" starts a transcript file, "restart" and "quit" end the game behind the caller's
 back, and "$verify" reads the story file. ZorkGPT saves, restores and restarts through the
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from game_interface.story_data import StoryData, StoryDataError
 
-# The session verbs, by the word a player types for each.
+# The meta verbs, by the word a player types for each.
 META_COMMANDS: frozenset[str] = frozenset({"save", "restore", "restart", "quit", "script", "unscript", "$verify"})
 
 
-class SessionCommands:
-    """Finds the session verb a command line would reach, from the story's own dictionary."""
+class MetaCommands:
+    """Finds the meta verb a command line would reach, from the story's own dictionary."""
 
     def __init__(self, story: StoryData) -> None:
         self._story = story
@@ -45,7 +45,7 @@ class SessionCommands:
                 self._words[key] = by_verb[verb]
 
     def find(self, command: str) -> str | None:
-        """The session verb (one of ``META_COMMANDS``) a word of ``command`` names, or None."""
+        """The meta verb (one of ``META_COMMANDS``) a word of ``command`` names, or None."""
         for token in self._story.tokenize(command):
             found = self._words.get(self._story.encode(token))
             if found is not None:
