@@ -3,5 +3,6 @@
 - ``host_check``: the Host and Origin names our HTTP servers answer to;
 - ``http_mode``: serving a server over streamable HTTP or SSE;
 - ``thoughtbox_server``: one ``think`` tool for step-by-step reasoning;
+- ``zork_game``: the Zork server's one game, its checkpoints, transcript and map;
 - ``zork_server``: Zork I as an MCP server.
 """

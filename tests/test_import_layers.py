@@ -129,6 +129,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "mcp_servers.host_check",
         "mcp_servers.http_mode",
         "mcp_servers.thoughtbox_server",
+        "mcp_servers.zork_game",
         "mcp_servers.zork_server",
         "mcp_servers",
         "viewer.map_layout",

@@ -1,5 +1,5 @@
 """The Zork MCP server as clients see it: the SDK's own stdio and streamable HTTP clients against
-the real subprocess and the real game. A few pure checks of the session logic run in-process."""
+the real subprocess and the real game. The game itself, in-process, is tested in test_zork_game.py."""
 
 from __future__ import annotations
 
@@ -22,16 +22,9 @@ from mcp.client.subscriptions import Subscription, listen
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, LATEST_PROTOCOL_VERSION, CallToolResult, TextResourceContents
 
-from game_interface import META_COMMANDS, JerichoInterface
-from mcp_servers import zork_server
-from mcp_servers.zork_server import (
-    _META_HINTS,
-    MAX_ACTION_CHARS,
-    ZorkInputError,
-    ZorkSession,
-    story_file_from,
-    validate_action,
-)
+from game_interface import JerichoInterface
+from mcp_servers.zork_game import MAX_ACTION_CHARS, ZorkInputError
+from mcp_servers.zork_server import story_file_from
 from tests.mcp_test_servers.helpers import http_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -346,18 +339,6 @@ async def test_bad_input_is_a_tool_error_and_the_session_keeps_working(game_file
     assert list(server_cwd.iterdir()) == []
 
 
-def test_every_meta_command_has_a_hint(game_file: Path) -> None:
-    assert set(_META_HINTS) == META_COMMANDS
-    session = ZorkSession(game_file, environ={})
-    try:
-        for command in META_COMMANDS:
-            with pytest.raises(ZorkInputError, match="meta command") as refused:
-                session.play_action(command)
-            assert _META_HINTS[command] in str(refused.value)
-    finally:
-        session.close()
-
-
 @pytest.mark.asyncio
 async def test_meta_commands_in_any_form_are_tool_errors_that_change_nothing(game_file: Path, tmp_path: Path) -> None:
     """Quotes, chaining and 6-letter truncation: each line would save, restore, restart or write a
@@ -501,31 +482,6 @@ def test_unsupported_game_stops_the_server_with_a_message(tmp_path: Path) -> Non
     assert done.stdout == ""
 
 
-@pytest.mark.parametrize(
-    ("action", "expected"),
-    [("  look ", "look"), ("open the small mailbox", "open the small mailbox"), ("x" * MAX_ACTION_CHARS, None)],
-)
-def test_validate_action_accepts_plain_commands(action: str, expected: str | None) -> None:
-    assert validate_action(action) == (expected if expected is not None else action)
-
-
-def test_session_restore_also_restores_map_and_history(game_file: Path) -> None:
-    session = ZorkSession(game_file, environ={})
-    try:
-        session.play_action("north")
-        session.save_checkpoint("a")
-        rooms_before = set(session.graph.rooms)
-        session.play_action("north")
-        session.play_action("up")
-        assert set(session.graph.rooms) > rooms_before
-        restored = session.restore_checkpoint("a")
-        assert set(session.graph.rooms) == rooms_before
-        assert [a.action for a in session.memory().recent_actions] == ["north"]
-        assert restored.location.name == "North of House"
-    finally:
-        session.close()
-
-
 def test_over_http_one_game_outlives_client_reconnects(game_file: Path) -> None:
     """A client that connects anew for every call (as the MCP Inspector CLI does) keeps playing one game."""
 
@@ -651,20 +607,6 @@ async def test_transcript_keeps_the_session_while_the_map_follows_checkpoints_an
     assert transcript.count("West of House\nYou are standing in an open field") == 2  # both openings
 
 
-def test_transcript_says_when_its_oldest_entries_are_gone(game_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zork_server, "MAX_TRANSCRIPT_ENTRIES", 3)
-    session = ZorkSession(game_file, environ={})
-    try:
-        for command in ["open mailbox", "take leaflet", "north", "north", "up"]:
-            session.play_action(command)
-        text = session.transcript_text()
-    finally:
-        session.close()
-    # The opening and five commands: the last three are kept.
-    assert text.startswith("[3 earlier entries are no longer kept; the transcript keeps the last 3.]\n\n> north\n")
-    assert [line for line in text.splitlines() if line.startswith("> ")] == ["> north", "> north", "> up"]
-
-
 async def _next_updates(subscription: Subscription, count: int) -> list[str]:
     updates = []
     with anyio.fail_after(30):  # guards against a hang only; the events are on their way
@@ -748,26 +690,3 @@ async def test_play_zork_prompt_lists_and_renders(transport: str, game_file: Pat
         assert unknown.value.error.code == INVALID_PARAMS
         assert "play_chess" in unknown.value.error.message and "play_zork" in unknown.value.error.message
         assert (await _call(session, "memory")).structured_content["moves"] == 0  # still serving
-
-
-def test_the_servers_map_keeps_the_ways_the_players_direction_took(game_file: Path) -> None:
-    """The Loud Room throwing the player out: the way down leads to it; the river's current carrying
-    the boat on after a refused "north": no way north."""
-    session = ZorkSession(game_file, environ={})
-    try:
-        commands = session.game.get_walkthrough()
-        for command in [*commands[: commands.index("Turn bolt with wrench") + 1], "W", "Se"]:
-            session.play_action(command)
-        canyon = session.game.get_location().id
-        session.play_action("D")
-        loud = session.game.find_rooms("Loud Room")[0].id
-        assert session.game.get_location().id != loud
-        assert session.graph.edges[canyon]["down"] == loud and session.graph.been_to(loud)
-        session.game.start()
-        for command in [*commands[: commands.index("Launch") + 1], "Get sceptre"]:
-            session.game.send_command(command)
-        river = session.game.get_location().id
-        session.play_action("North")
-        assert session.game.get_location().id != river and "north" not in session.graph.edges.get(river, {})
-    finally:
-        session.close()
