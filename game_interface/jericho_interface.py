@@ -4,6 +4,10 @@ The structured facts (room id, inventory, visible objects, exits) come from the
 Z-machine's object tree rather than from parsing text, so managers and the critic can
 trust them. Exits are ground truth: each direction is tried from a saved engine state
 which is then restored, random generator included, so probing never changes the game.
+
+One job, one class: a game in one emulator. Its methods share the emulator, the object tree read
+once a turn and the flags of the last command, so they stay together; the values they return, the
+attribute numbers and the game's own words are ``game_facts.py``'s.
 """
 
 from __future__ import annotations
@@ -11,13 +15,37 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Set
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jericho import FrotzEnv
 
 from game_interface.commands import CommandReader
+from game_interface.game_facts import (
+    ACTORBIT,
+    ARTICLES,
+    CANNOT_DO_REPLY,
+    CONTBIT,
+    DIRECTIONS,
+    DOORBIT,
+    HIDDEN_STATE_CHANGE,
+    INVISIBLE,
+    LIGHTBIT,
+    NO_WAY_REPLY,
+    ONBIT,
+    OPENBIT,
+    SURFACEBIT,
+    TOUCHBIT,
+    TRANSBIT,
+    ExitProbe,
+    GameObject,
+    GameSnapshot,
+    Location,
+    WorldChange,
+    clean_text,
+    name_words,
+    named_in,
+)
 from game_interface.meta_commands import META_COMMANDS, MetaCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
@@ -25,40 +53,11 @@ from session.errors import GameInterfaceError
 from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED, MIN_GAME_SEED
 from shared_utils.text import has_control_chars
 
-# Zork I attribute numbers (ZIL flags), identified from the canonical release's object
-# tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
-TOUCHBIT = 3
-INVISIBLE = 7
-SURFACEBIT = 10
-OPENBIT = 11
-TRANSBIT = 12
-CONTBIT = 19
-ONBIT = 20
-DOORBIT = 23
-ACTORBIT = 30
-LIGHTBIT = 31
 _SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
 # What makes an object something to act on even when it is not takeable: doors and windows,
 # containers, creatures. Local globals (objects shared by several rooms) are listed when they are one.
 INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
 
-# Canonical direction names, in the order they are probed and listed: every direction Zork I's
-# parser knows, "land" included (from the boat on the river it reaches the shore).
-DIRECTIONS: tuple[str, ...] = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
-    "land",
-)
 # Jericho's input buffer; longer commands would be truncated silently.
 MAX_COMMAND_BYTES = 198
 
@@ -66,24 +65,6 @@ _DEATH = re.compile(r"\*\*\*\*\s+You have died\s+\*\*\*\*")
 # Zork prints the final score only when the game really ends (the third death, or a
 # death it does not resurrect from); a resurrection continues without it.
 _FINAL_SCORE = re.compile(r"Your score is -?\d+ \(total of \d+ points\)")
-_ARTICLES = frozenset({"a", "an", "the"})
-NO_WAY_REPLY = "You can't go that way."
-CANNOT_DO_REPLY = "You can't do that."
-# Zork's replies when the parser or the world refuses a command ("You can't go that way.",
-# "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
-_REFUSAL = re.compile(
-    r"you can't go that way|i don't know the word|you can't see any|there is no|that's not something|"
-    r"i don't understand|you can't do that|that sentence isn't one i recognize|it is already|"
-    r"you don't have|nothing happens|the .* is locked|you can't",
-    re.IGNORECASE,
-)
-
-
-def sounds_refused(reply: str) -> bool:
-    """Whether the game's reply is one of its refusals (the parser's or the world's)."""
-    return bool(_REFUSAL.search(reply))
-
-
 GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again."
 
 
@@ -103,96 +84,12 @@ class RefusedCommandError(GameInterfaceError):
         )
 
 
-@dataclass(frozen=True)
-class Location:
-    id: int
-    name: str
-
-
-@dataclass(frozen=True)
-class GameObject:
-    id: int
-    name: str
-    attributes: tuple[int, ...]
-    parent_id: int
-    capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
-    # False for a container the game will not open or close ("You can't do that.": the chalice).
-    opens: bool = True
-
-    @property
-    def states(self) -> list[str]:
-        """The state a player acts on: doors and containers open or closed, light sources on
-        or off. A container with no capacity (the black book, "open to page 569"), or one the game
-        answers "You can't do that." when asked to open or close it (the chalice), is never
-        opened or closed, and a creature (the thief carries a bag) is no container."""
-        attrs = self.attributes
-        states: list[str] = []
-        openable = CONTBIT in attrs and self.capacity > 0 and self.opens and not {SURFACEBIT, ACTORBIT} & set(attrs)
-        if DOORBIT in attrs or openable:
-            states.append("open" if OPENBIT in attrs else "closed")
-        if LIGHTBIT in attrs:
-            states.append("on" if ONBIT in attrs else "off")
-        return states
-
-    @property
-    def label(self) -> str:
-        """The name with its state ("kitchen window (closed)", "brass lantern (on)")."""
-        return f"{self.name} ({', '.join(self.states)})" if self.states else self.name
-
-
-@dataclass(frozen=True)
-class ExitProbe:
-    """Where one direction leads from the player's room, as the engine showed when it was tried
-    (and undone): ``to`` is the room reached; or, for a way the story may open later (a door, a
-    creature in the way, a flag) that refused now, ``to`` is 0 and ``refusal`` is the game's own
-    words ("The troll fends you off with a menacing gesture."). ``door`` names the door or window
-    that has to be opened first, when the story says the way goes through one, and ``door_to``
-    the room it leads to then."""
-
-    direction: str
-    to: int = 0
-    refusal: str = ""
-    door: str = ""
-    door_to: int = 0
-
-    @property
-    def leads(self) -> bool:
-        return self.to != 0
-
-
-@dataclass(frozen=True)
-class WorldChange:
-    """One change the last command made to the world near the player, read from the object tree:
-    an object moved, opened or closed, turned on or off, appeared or vanished."""
-
-    object_id: int
-    name: str
-    change: str
-
-    def describe(self) -> str:
-        return f"{self.name}: {self.change}" if self.name else self.change
-
-
-# The game changed a counter or flag of its own that no object shows (digging in the sand
-# three times before the scarab appears); Jericho tracks those for Zork I.
-HIDDEN_STATE_CHANGE = WorldChange(0, "", "the game's state changed (no object shows it)")
 # Attribute changes worth telling, by the words a player would use.
 _ATTRIBUTE_CHANGES: dict[int, tuple[str, str]] = {
     OPENBIT: ("opened", "closed"),
     ONBIT: ("turned on", "turned off"),
     INVISIBLE: ("hidden", "revealed"),
 }
-
-
-@dataclass(frozen=True)
-class GameSnapshot:
-    """Everything needed to put the game back exactly: engine state plus our end-of-game flags."""
-
-    engine_state: tuple[Any, ...]
-    game_over: bool
-    victory: bool
-    last_response_was_death: bool
-    last_response: str
 
 
 # What Jericho derives from the story file (its bytes, the game's bindings, its action templates,
@@ -503,7 +400,7 @@ class JerichoInterface:
         for obj in objects:
             if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
                 continue
-            words = _name_words(obj.name)
+            words = name_words(obj.name)
             verb = "close" if OPENBIT in obj.attributes else "open"
             state = env.get_state()
             try:
@@ -580,7 +477,7 @@ class JerichoInterface:
         adjective matches too, as Zork's parser accepts "take brass" and asks which one:
         the critic must not reject what the game would accept.
         """
-        words = [w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _ARTICLES]
+        words = [w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in ARTICLES]
         if not words:
             return []
         tree = self._tree()
@@ -593,13 +490,13 @@ class JerichoInterface:
     def find_rooms(self, name: str) -> list[Location]:
         """Rooms whose name is ``name`` (case and a leading "the" ignored), or failing that,
         rooms whose name holds every word of ``name``."""
-        wanted = _name_words(name)
+        wanted = name_words(name)
         if not wanted:
             return []
         tree = self._tree()
         rooms = [Location(n, self._name(n)) for n, entry in tree.items() if entry[0] == self._rooms_root]
-        exact = [room for room in rooms if _name_words(room.name) == wanted]
-        return exact or [room for room in rooms if set(wanted) <= set(_name_words(room.name))]
+        exact = [room for room in rooms if name_words(room.name) == wanted]
+        return exact or [room for room in rooms if set(wanted) <= set(name_words(room.name))]
 
     def is_room(self, number: int) -> bool:
         tree = self._tree()
@@ -894,26 +791,3 @@ def _attributes(flags: bytes) -> tuple[int, ...]:
     bits = int.from_bytes(flags, "big")
     width = 8 * len(flags)
     return tuple(i for i in range(width) if bits >> (width - 1 - i) & 1)
-
-
-def text_words(text: str) -> set[str]:
-    """The words of a text as ``named_in`` compares them."""
-    return set(re.findall(r"[a-z0-9'-]+", text.lower()))
-
-
-def named_in(name: str, words: Set[str]) -> bool:
-    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg"), or
-    that word's plural ("guidebooks" for the tour guidebook), is among ``words``."""
-    found = _name_words(name)
-    return bool(found) and not words.isdisjoint((found[-1], found[-1] + "s", found[-1] + "es"))
-
-
-def _name_words(name: str) -> tuple[str, ...]:
-    words = re.findall(r"[a-z0-9'-]+", name.lower())
-    return tuple(w for w in words if w not in _ARTICLES)
-
-
-def clean_text(text: str) -> str:
-    """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

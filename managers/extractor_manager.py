@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from game_interface import ExitProbe, GameObject, JerichoInterface, Location, WorldChange
-from game_interface.jericho_interface import ACTORBIT, named_in, text_words
+from game_interface.game_facts import ACTORBIT, named_in, text_words
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM

@@ -45,6 +45,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "session.stop_signals",
         "session",
         "game_interface.story_data",
+        "game_interface.game_facts",
         "game_interface.commands",
         "game_interface.meta_commands",
         "game_interface.story_file",

@@ -18,7 +18,8 @@ from game_interface import (
     StoryFileError,
     sounds_refused,
 )
-from game_interface.jericho_interface import GAME_OVER_TEXT, HIDDEN_STATE_CHANGE, clean_text
+from game_interface.game_facts import HIDDEN_STATE_CHANGE, clean_text
+from game_interface.jericho_interface import GAME_OVER_TEXT
 from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the

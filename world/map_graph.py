@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from game_interface.jericho_interface import DIRECTIONS, NO_WAY_REPLY
+from game_interface.game_facts import DIRECTIONS, NO_WAY_REPLY
 from session.errors import LearningFileError
 from shared_utils.files import atomic_write_json
 
