@@ -59,7 +59,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from game_interface import JerichoInterface
-from game_interface.jericho_interface import ONBIT, OPENBIT
+from game_interface.game_facts import ONBIT, OPENBIT
 from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
 from managers.learning_file import LearningManager
