@@ -76,6 +76,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_play_arguments(parser)
+    _add_output_arguments(parser)
+    _add_mode_arguments(parser)
+    add_version_argument(parser)
+    _add_parallel_child_arguments(parser)
+    args = parser.parse_args(argv)
+    _check_arguments(parser, args)
+    return args
+
+
+def _add_play_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to play: how many episodes, how long, which settings and story file, the seed, what the
+    models may be told, the viewer."""
     parser.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
     parser.add_argument("--max-turns", type=int, default=None, help="turn limit per episode (default from config)")
     parser.add_argument("--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections")
@@ -121,6 +134,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "whose scores cannot be compared with play from the game's text (default [tool.zorkgpt.gameplay] "
         "fair_play, else seen)",
     )
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """How much the terminal shows."""
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument(
         "--quiet",
@@ -132,6 +149,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also print each MCP tool call and its result as it happens",
     )
+
+
+def _add_mode_arguments(parser: argparse.ArgumentParser) -> None:
+    """The commands that play nothing: an MCP login, the setup check."""
     parser.add_argument(
         "--mcp-login",
         default=None,
@@ -146,7 +167,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "and role's model, and every MCP server (started once: its tools, protocol, login, start time); "
         "exit 0 if a run would work, 2 if not, with the fix on each failing row",
     )
-    add_version_argument(parser)
+
+
+def _add_parallel_child_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a --parallel parent tells the episodes it starts; hidden from --help."""
     # For --parallel: a child episode reports each turn's figures on stdout, one JSON line per
     # turn, so the parent's live status can show it. Not for users.
     parser.add_argument("--turn-figures", action="store_true", help=argparse.SUPPRESS)
@@ -157,7 +181,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--embedded-model-url", default=None, help=argparse.SUPPRESS)
     # For --parallel: the warm parent the episodes are forked from, serving requests on this socket.
     parser.add_argument("--fork-server", type=int, default=None, metavar="FD", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+
+
+def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Values argparse cannot check by type: an error names the option and what it takes."""
     if args.episode_id is not None and (
         args.episodes != 1 or args.episode_id in (".", "..") or not re.fullmatch(r"[\w.-]+", args.episode_id)
     ):
@@ -170,7 +197,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
-    return args
 
 
 def first_seed(args: argparse.Namespace, config: GameConfiguration) -> int:

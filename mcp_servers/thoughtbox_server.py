@@ -309,9 +309,6 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
     (stdio): one history for the process; else one per MCP session (HTTP, see the module docstring)."""
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import Annotations
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     log_stream = sys.stderr if thought_logging_enabled() else None
     boxes = SessionBoxes(log_stream)
@@ -322,6 +319,23 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
             instructions="Structured step-by-step reasoning: call think once per thought.",
             log_level="WARNING",
         )
+    think = _think_tool(boxes, one_client)
+    # The annotations are strings (postponed); Context is imported above, not at module level,
+    # so hand the SDK the class itself for the parameter it injects.
+    think.__annotations__["ctx"] = Context
+    server.add_tool(think, name="think", description=THINK_DESCRIPTION)
+    _add_status_resource(server, boxes)
+    if not one_client:
+        _refuse_discover(server)
+    return server
+
+
+def _think_tool(boxes: SessionBoxes, one_client: bool) -> Callable[..., ThinkResult]:
+    """The ``think`` tool: each call's thought into the box of its client (the process's one, or
+    its MCP session's)."""
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     def think(
         thought: Annotated[str, Field(description="Your current thinking step")],
@@ -361,13 +375,14 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
         boxes.trim()
         return result
 
-    # The annotations are strings (postponed); Context is imported above, not at module level,
-    # so hand the SDK the class itself for the parameter it injects.
-    think.__annotations__["ctx"] = Context
-    server.add_tool(think, name="think", description=THINK_DESCRIPTION)
+    return think
 
-    # For whoever runs the server, not for the model thinking with it: a client that offers
-    # resources to its model (ZorkGPT does) leaves this one out.
+
+def _add_status_resource(server: Any, boxes: SessionBoxes) -> None:
+    """``thoughtbox://status``, for whoever runs the server, not for the model thinking with it: a
+    client that offers resources to its model (ZorkGPT does) leaves this one out."""
+    from mcp.types import Annotations
+
     @server.resource(
         "thoughtbox://status", name="status", mime_type="application/json", annotations=Annotations(audience=["user"])
     )
@@ -375,15 +390,16 @@ def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
         """How many sessions, thoughts and characters of thought this server keeps, and its bounds."""
         return json.dumps(boxes.status())
 
-    if not one_client:
-        from mcp.shared.exceptions import MCPError
-        from mcp.types import METHOD_NOT_FOUND, RequestParams
 
-        async def no_discover(_ctx: Any, _params: RequestParams) -> Any:
-            raise MCPError(METHOD_NOT_FOUND, "this server speaks only the 2025-11-25 revision over HTTP")
+def _refuse_discover(server: Any) -> None:
+    """Over HTTP the server speaks only 2025-11-25: ``server/discover`` is answered as unknown."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import METHOD_NOT_FOUND, RequestParams
 
-        server._lowlevel_server.add_request_handler("server/discover", RequestParams, no_discover)
-    return server
+    async def no_discover(_ctx: Any, _params: RequestParams) -> Any:
+        raise MCPError(METHOD_NOT_FOUND, "this server speaks only the 2025-11-25 revision over HTTP")
+
+    server._lowlevel_server.add_request_handler("server/discover", RequestParams, no_discover)
 
 
 def main(argv: list[str] | None = None) -> None:
