@@ -41,6 +41,80 @@ def _int(value: Any, default: int = 0) -> int:
     return int(number) if number is not None else default
 
 
+class _PlayTally:
+    """What an episode's start, turns and end say: its model, score after each turn, deaths, end."""
+
+    def __init__(self, episode_id: str) -> None:
+        self.fields: dict[str, Any] = {"episode_id": episode_id}
+        self.scores: list[tuple[int, int]] = []
+        self.deaths = 0
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        fields_ = self.fields
+        kind = event.get("event_type")
+        if kind == Event.EPISODE_START:
+            fields_["started_at"] = event.get("timestamp")
+            fields_["model"] = event.get("agent_model")
+            fields_["mcp_enabled"] = event.get("mcp_enabled")
+            fields_["max_turns"] = event.get("max_turns")
+            self.scores = [(0, 0)]
+        elif kind == Event.TURN:
+            turn, score = _int(event.get("turn")), _int(event.get("score"))
+            self.scores.append((turn, score))
+            self.deaths += bool(event.get("died"))
+            fields_.update(
+                turns=turn,
+                moves=_int(event.get("moves"), fields_.get("moves", 0)),
+                score=score,
+                room_id=event.get("room_id"),
+                room_name=event.get("room_name"),
+                last_action=event.get("action"),
+            )
+        elif kind == Event.EPISODE_END:
+            fields_.update(
+                end_reason=event.get("end_reason") or "unknown",
+                score=_int(event.get("score"), fields_.get("score", 0)),
+                max_score=event.get("max_score"),
+                turns=_int(event.get("turns"), fields_.get("turns", 0)),
+                moves=_int(event.get("moves"), fields_.get("moves", 0)),
+                victory=bool(event.get("victory")),
+                wall_seconds=_number(event.get("wall_seconds")),
+            )
+            self.deaths = _int(event.get("deaths"), self.deaths)
+
+
+class _UsageTally:
+    """The model calls an episode made: how many, their tokens by role, what they cost."""
+
+    def __init__(self) -> None:
+        self.roles: dict[str, list[int]] = {}
+        self.cost = 0.0
+        self.calls = self.prompt = self.completion = self.unpriced = 0
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
+        role = self.roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
+        p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+        self.calls, self.prompt, self.completion = self.calls + 1, self.prompt + p, self.completion + c
+        role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
+        # The client prices each call (the provider's figure, else its pricing table); None = unknown.
+        if (spent := _number(event.get("cost_usd"))) is None:
+            self.unpriced += 1
+        else:
+            self.cost += spent
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "llm_calls": self.calls,
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "cost": None if self.unpriced else self.cost,
+            "priced_cost": self.cost,
+            "unpriced_calls": self.unpriced,
+            "usage_by_role": {name: RoleUsage(*values) for name, values in sorted(self.roles.items())},
+        }
+
+
 @dataclass(frozen=True)
 class RoleUsage:
     calls: int = 0
@@ -156,65 +230,18 @@ class EpisodeFigures:
 
     @classmethod
     def from_events(cls, episode_id: str, events: Iterable[Mapping[str, Any]]) -> EpisodeFigures:
-        fields_: dict[str, Any] = {"episode_id": episode_id}
-        scores: list[tuple[int, int]] = []
-        roles: dict[str, list[int]] = {}
-        cost = 0.0
-        calls = prompt = completion = deaths = unpriced = 0
+        play, usage = _PlayTally(episode_id), _UsageTally()
         events = list(events)
         for event in events:
-            kind = event.get("event_type")
-            if kind == Event.EPISODE_START:
-                fields_["started_at"] = event.get("timestamp")
-                fields_["model"] = event.get("agent_model")
-                fields_["mcp_enabled"] = event.get("mcp_enabled")
-                fields_["max_turns"] = event.get("max_turns")
-                scores = [(0, 0)]
-            elif kind == Event.TURN:
-                turn, score = _int(event.get("turn")), _int(event.get("score"))
-                scores.append((turn, score))
-                deaths += bool(event.get("died"))
-                fields_.update(
-                    turns=turn,
-                    moves=_int(event.get("moves"), fields_.get("moves", 0)),
-                    score=score,
-                    room_id=event.get("room_id"),
-                    room_name=event.get("room_name"),
-                    last_action=event.get("action"),
-                )
-            elif kind == Event.LLM_CALL:
-                usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
-                role = roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
-                p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
-                calls, prompt, completion = calls + 1, prompt + p, completion + c
-                role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
-                # The client prices each call (the provider's figure, else its pricing table); None = unknown.
-                if (spent := _number(event.get("cost_usd"))) is None:
-                    unpriced += 1
-                else:
-                    cost += spent
-            elif kind == Event.EPISODE_END:
-                fields_.update(
-                    end_reason=event.get("end_reason") or "unknown",
-                    score=_int(event.get("score"), fields_.get("score", 0)),
-                    max_score=event.get("max_score"),
-                    turns=_int(event.get("turns"), fields_.get("turns", 0)),
-                    moves=_int(event.get("moves"), fields_.get("moves", 0)),
-                    victory=bool(event.get("victory")),
-                    wall_seconds=_number(event.get("wall_seconds")),
-                )
-                deaths = _int(event.get("deaths"), deaths)
+            if event.get("event_type") == Event.LLM_CALL:
+                usage.add(event)
+            else:
+                play.add(event)
         return cls(
-            **fields_,
-            deaths=deaths,
-            score_by_turn=tuple(scores),
-            llm_calls=calls,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cost=None if unpriced else cost,
-            priced_cost=cost,
-            unpriced_calls=unpriced,
-            usage_by_role={name: RoleUsage(*values) for name, values in sorted(roles.items())},
+            **play.fields,
+            deaths=play.deaths,
+            score_by_turn=tuple(play.scores),
+            **usage.figures(),
             game_seed=game_seed(events),
             fair_play=fair_play(events),
             tool_calls=tool_call_counts(events),

@@ -132,3 +132,14 @@ def test_a_hand_edited_log_with_garbage_values_is_read_not_crashed_on() -> None:
     assert figures.score_by_turn == ((0, 0), (0, 0), (2, 5))
     assert (figures.llm_calls, figures.prompt_tokens, figures.completion_tokens) == (2, 0, 5)
     assert figures.turns == 2 and figures.score == 5 and not figures.finished
+
+
+def test_an_episode_still_playing_counts_the_deaths_its_turns_recorded_until_its_end_says() -> None:
+    """Before its end event (a live episode in the viewer) the deaths are those the turns recorded;
+    the end event's own count then stands."""
+    start = {"event_type": "episode_start", "agent_model": "m", "timestamp": "t"}
+    turns = [{"event_type": "turn", "turn": n, "score": 0, "died": n in (2, 4)} for n in range(1, 6)]
+    playing = EpisodeFigures.from_events("live", [start, *turns])
+    assert (playing.deaths, playing.turns, playing.finished) == (2, 5, False)
+    ended = EpisodeFigures.from_events("live", [start, *turns, {"event_type": "episode_end", "deaths": 3}])
+    assert (ended.deaths, ended.finished) == (3, True)
