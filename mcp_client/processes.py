@@ -2,7 +2,7 @@
 
 Every stdio server is started as the leader of a new process group, with ZorkGPT's owner marker in
 its environment (``VAR=token``), which everything it starts inherits. Two users end what is left:
-a closing source (``source.py``: the server's group, then any marked process that left it) and the
+a closing stdio source (``transport_sources.py``: the server's group, then any marked process that left it) and the
 sweeper's watcher (``sweeper.py``), which runs this file as a script when ZorkGPT dies outright.
 
 The watcher runs with the interpreter's isolated mode, so this module imports only the standard

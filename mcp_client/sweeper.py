@@ -1,6 +1,6 @@
 """The sweeper: every process our stdio servers started ends with ZorkGPT, however ZorkGPT ends.
 
-A closing session ends its server's whole process group (``source.py``). A ZorkGPT killed
+A closing session ends its server's whole process group (``transport_sources.py``). A ZorkGPT killed
 outright (SIGKILL, the OOM killer) closes nothing: its servers see their stdin close and
 usually exit, but what they started themselves (helpers in their group, or ones that left it)
 runs on with nobody left to end it.
@@ -11,7 +11,7 @@ read end of a pipe whose only write end ZorkGPT holds, and does nothing until th
 reports end-of-file, which the kernel does as soon as ZorkGPT is gone, however it went (or
 when ``close()`` closes it on purpose, saying so first). Then it ends every process whose
 environment carries ZorkGPT's owner marker (every server and everything they started
-inherits it: ``source.py`` sets it), and the process group of each marked group leader (a
+inherits it: ``transport_sources.py`` sets it), and the process group of each marked group leader (a
 server, with helpers that dropped the variable), SIGTERM first and SIGKILL after a grace
 period, and exits. After a death it keeps scanning until it has found nothing for a moment,
 for a server ZorkGPT was forking just then; after ``close()`` one scan (normally empty) is enough.
