@@ -19,5 +19,6 @@ it is used, so what needs one module (the config's secrets, the sweeper) loads o
 - ``tools``: names, schemas and results between MCP and the chat API, converted into the tool loop's shapes;
 - ``resources``: a server's resources offered as two read-only tools;
 - ``prompts``: the prompts an entry names, fetched for the agent's system prompt;
+- ``server_rules``: the per-server rules: the first start fails the run, later one retry, then disabled;
 - ``toolbox``: all servers together: lifetimes, health rules, names routed, the cap on tools offered.
 """

@@ -5,13 +5,9 @@ episode, is it disabled) and its live source. ``begin_turn`` readies every slot 
 (``asyncio.gather``: startup costs the slowest server, not the sum) and returns the tools
 of all of them; ``call`` routes a wire or dotted name back to its server.
 
-Rules, per server (``connect_by_rules``): the first connect of an episode that fails stops
-the run with the server's command named (the configuration is probably wrong). After a
-good connect, a failed connect is retried once; when the retry fails too, that server
-alone is disabled for the rest of the episode. The other servers never notice. A remote
-server that was reached before gets a few tries 1, 2 and 4 s apart before a connect counts
-as failed: a dropped HTTP connection (a restarted server, a network blip) usually comes back.
-In the 2026-07-28 revision, which has no ping, the check asks ``server/discover`` instead.
+Rules, per server, are ``server_rules.py``'s (``connect_by_rules``): the first connect of an
+episode that fails stops the run; later, one retry, then that server alone is disabled.
+In the 2026-07-28 revision, which has no ping, the health check asks ``server/discover`` instead.
 A server whose start took more than half its startup timeout is named in a warning once an
 episode (``mcp_server_slow_start``): on a loaded machine the next start may miss the timeout.
 
@@ -50,7 +46,7 @@ import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import mcp.types as types
 
@@ -63,6 +59,7 @@ from mcp_client.resources import (
     resource_call,
     resource_tool_definitions,
 )
+from mcp_client.server_rules import ServerHealth, backoff_for, connect_by_rules
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
 from mcp_client.tools import ToolNameMap, ToolRoute, tool_hints, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
@@ -74,126 +71,9 @@ CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
 _NAMES_SHOWN = 10  # servers named in a message about many; the rest are counted
 
 SourceFactory = Callable[[ServerConfig], ToolSource]
-RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
 # A start that took more than this share of the startup timeout is warned about: on a busier
 # moment of the same machine the next start may miss the timeout, and the server be disabled.
 SLOW_START_SHARE = 0.5
-Outcome = Literal["connected", "retried", "disabled", "skipped"]
-
-
-@dataclass
-class ServerHealth:
-    """What the rules remember about one server during one episode."""
-
-    ever_connected: bool = False
-    disabled: bool = False
-    slow_start_warned: bool = False  # once an episode: a turn-lifetime server starts every turn
-
-
-async def connect_by_rules(
-    name: str,
-    health: ServerHealth,
-    attempt: Callable[[], Awaitable[ToolSource]],
-    log: Callable[..., None],
-    backoff: tuple[float, ...] = (),
-    turn: int | None = None,
-) -> tuple[Outcome, ToolSource | None]:
-    """Connect one server under the per-server rules (see the module docstring). ``backoff``:
-    the waits between tries of a server that was reached before in this episode (a remote one
-    whose connection dropped comes back by itself more often than not) before a failure counts.
-    ``turn``: the turn being readied, recorded with a disabled server (the run reports say when).
-
-    Raises:
-        MCPServerStartupError: the episode's first connect of this server failed.
-    """
-    if health.disabled:
-        return "skipped", None
-    if health.ever_connected and backoff:
-        attempt = _with_backoff(name, attempt, log, backoff)
-    try:
-        source = await attempt()
-    except MCPServerStartupError as first:
-        if not health.ever_connected:
-            # Off the console: the error ends the run and main.py prints it once.
-            log(
-                logging.ERROR,
-                Event.MCP_SESSION_CONNECT_FAILED,
-                "%s",
-                str(first),
-                server_name=name,
-                retry=False,
-                console=False,
-            )
-            raise
-        return await _retry_once(name, health, attempt, log, first, turn)
-    health.ever_connected = True
-    return "connected", source
-
-
-async def _retry_once(
-    name: str,
-    health: ServerHealth,
-    attempt: Callable[[], Awaitable[ToolSource]],
-    log: Callable[..., None],
-    first: MCPServerStartupError,
-    turn: int | None,
-) -> tuple[Outcome, ToolSource | None]:
-    """A server reached before in this episode failed to connect: one more try, then it is
-    disabled for the rest of the episode."""
-    log(
-        logging.WARNING,
-        Event.MCP_SESSION_CONNECT_FAILED,
-        "MCP server '%s' failed to connect, retrying once: %s",
-        name,
-        str(first),
-        server_name=name,
-        retry=True,
-    )
-    try:
-        source = await attempt()
-    except MCPServerStartupError as second:
-        health.disabled = True
-        log(
-            logging.WARNING,
-            Event.MCP_SERVER_DISABLED,
-            "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
-            name,
-            str(second),
-            server_name=name,
-            error=str(second),
-            turn=turn,
-            # The run reports' words for why: a start that ran out of time is the machine's
-            # load as often as the server's fault, and a reader should see which it was.
-            reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
-        )
-        return "disabled", None
-    health.ever_connected = True
-    log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
-    return "retried", source
-
-
-def _with_backoff(
-    name: str, attempt: Callable[[], Awaitable[ToolSource]], log: Callable[..., None], waits: tuple[float, ...]
-) -> Callable[[], Awaitable[ToolSource]]:
-    async def patient() -> ToolSource:
-        for wait in waits:
-            try:
-                return await attempt()
-            except MCPServerStartupError as exc:
-                log(
-                    logging.INFO,
-                    Event.MCP_RECONNECT_BACKOFF,
-                    "MCP server '%s' is not reachable; trying again in %gs: %s",
-                    name,
-                    wait,
-                    str(exc).splitlines()[0],
-                    server_name=name,
-                    wait_seconds=wait,
-                )
-                await asyncio.sleep(wait)
-        return await attempt()
-
-    return patient
 
 
 @dataclass
@@ -355,7 +235,7 @@ class Toolbox:
             slot.source = None
             self._close_later(source)
         _, slot.source = await connect_by_rules(
-            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
+            slot.server.name, slot.health, self._connector(slot), self._log, backoff_for(slot.server), self.turn
         )
         self._warn_if_slow(slot)
 
@@ -428,7 +308,7 @@ class Toolbox:
             slot.prompts_changed |= old.prompts_changed
             self._close_later(old)
         outcome, slot.source = await connect_by_rules(
-            slot.server.name, slot.health, self._connector(slot), self._log, _backoff_for(slot.server), self.turn
+            slot.server.name, slot.health, self._connector(slot), self._log, backoff_for(slot.server), self.turn
         )
         self._warn_if_slow(slot)
         if outcome == "disabled":
@@ -773,12 +653,6 @@ class Toolbox:
 
     def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
         self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
-
-
-def _backoff_for(server: ServerConfig) -> tuple[float, ...]:
-    """A remote server gets a few tries, 1, 2 and 4 s apart, before a failed connect counts; a
-    local one is started afresh, and waiting would not bring a broken command back."""
-    return RECONNECT_BACKOFF_SECONDS if server.is_remote else ()
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:

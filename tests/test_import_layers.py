@@ -86,6 +86,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "mcp_client.tools",
         "mcp_client.resources",
         "mcp_client.prompts",
+        "mcp_client.server_rules",
         "mcp_client.toolbox",
         "mcp_client",
     ),
