@@ -2,8 +2,9 @@
 a child it owns; a key or a base_url goes to the provider as before.
 
 The tests that play on the real model need the local packages (default dependency groups: a plain
-``uv sync`` installs them); without them they skip with one reason. They share the xdist worker of
-tests/test_local_model.py, so two llama.cpp servers never compete for the cores.
+``uv sync`` installs them); without them they skip with one reason. They share one xdist worker with
+the README's offline recipe (``BUNDLED_GROUP``), so at most two llama.cpp servers run at once: this
+chain's and tests/test_local_model.py's, each on its own worker.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
+# The tests that start llama.cpp servers of their own: one worker runs them one after another, beside
+# tests/test_local_model.py's server on another (one chain of both took about 5 minutes of the suite).
+BUNDLED_GROUP = "llama_cpp_bundled"
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3
 # One main.py run on the bundled model: the model's start and a few turns, on a loaded 2-core machine.
@@ -165,7 +169,7 @@ def _wait_gone(marker: str, timeout: float = 60) -> list[int]:
 
 
 @pytest.mark.local_model
-@pytest.mark.xdist_group("llama_cpp_server")
+@pytest.mark.xdist_group(BUNDLED_GROUP)
 def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, game_file: Path) -> None:
     _skip_without_local_packages()
     marker = uuid.uuid4().hex
@@ -207,7 +211,7 @@ def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, g
 
 
 @pytest.mark.local_model
-@pytest.mark.xdist_group("llama_cpp_server")
+@pytest.mark.xdist_group(BUNDLED_GROUP)
 def test_the_bundled_models_server_dies_with_a_killed_main(tmp_path: Path, game_file: Path) -> None:
     _skip_without_local_packages()
     marker = uuid.uuid4().hex

