@@ -590,16 +590,21 @@ def play_one(
         signals.on_stop = signals.waiting = None
         orchestrator.close()
     ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
+    say_episode_ended(label, state, orchestrator.episode_dir)
+    return stopped_by_write_failures(orchestrator, state, config, ends, label)
+
+
+def say_episode_ended(label: str, state: GameState, episode_dir: Path) -> None:
+    """The episode's one closing line on stderr: how it ended, its score and where its logs are."""
     print(
         # The end reason may quote a provider's error text: never raw control characters on a terminal.
         escape_control_chars(
             f"{label} ({state.episode_id}): {state.end_reason}, "
             f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
-            f"Logs: {orchestrator.episode_dir}"
+            f"Logs: {episode_dir}"
         ),
         file=sys.stderr,
     )
-    return stopped_by_write_failures(orchestrator, state, config, ends, label)
 
 
 def stopped_by_write_failures(
