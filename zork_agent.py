@@ -446,7 +446,7 @@ class ZorkAgent:
         """
         if not self.client.supports_tool_calling(self.model):
             raise tools_not_supported(self.model)
-        with self._session_observation() as span:
+        with self._tool_loop_observation() as span:
             outcome = await self.tool_loop.run(messages, tools, self.current_turn)
             if span is not None:
                 span.update(
@@ -462,13 +462,13 @@ class ZorkAgent:
                 )
         return outcome.decision
 
-    def _session_observation(self) -> AbstractContextManager[Any]:
+    def _tool_loop_observation(self) -> AbstractContextManager[Any]:
         return traced_observation(
             self.langfuse_client,
             self.logger,
             self.client.redactor,
             as_type="span",
-            name="agent-tool-calling-session",
+            name="agent-tool-loop",
             metadata={
                 "max_iterations": self.config.mcp.max_tool_iterations,
                 "turn": self.current_turn,

@@ -82,7 +82,7 @@ class Event(StrEnum):
     MCP_TURN_READY = "mcp_turn_ready"  # the servers and tools a turn offers the model
     MCP_NO_TOOLS = "mcp_no_tools"  # a turn whose servers offer no tools
     MCP_DISABLED_FALLBACK = "mcp_disabled_fallback"  # a turn played without tools: MCP disabled
-    MCP_SESSION_START = "mcp_session_start"  # the tool loop of a turn starts
+    MCP_TOOL_LOOP_START = "mcp_tool_loop_start"  # the tool loop of a turn starts
     MCP_ITERATION_START = "mcp_iteration_start"  # one model call of the tool loop (debug)
     MCP_TOOL_CALL = "mcp_tool_call"  # the model calls a tool
     MCP_TOOL_RESULT = "mcp_tool_result"  # a tool's answer (``is_error`` when the tool said it failed)
@@ -97,7 +97,7 @@ class Event(StrEnum):
     MCP_UNREADABLE_ANSWER = "mcp_unreadable_answer"  # a prose answer, asked for again without tools
     MCP_TOOL_CHOICE_NOT_OFFERED = "mcp_tool_choice_not_offered"  # the tool_choice setting names a tool not offered
     MCP_NO_CONTENT = "mcp_no_content"  # no answer after the iterations: the final call forced
-    MCP_SESSION_COMPLETE = "mcp_session_complete"  # the tool loop ended: iterations, calls, tools used
+    MCP_TOOL_LOOP_COMPLETE = "mcp_tool_loop_complete"  # the tool loop ended: iterations, calls, tools used
     MCP_AGENT_ACTION = "mcp_agent_action"  # the action the tool loop produced
 
     # Each MCP server

@@ -221,5 +221,5 @@ def test_the_readmes_event_names_are_listed() -> None:
     start = readme.index("Events in `episode_log.jsonl`:")
     paragraph = readme[start : readme.index("\n\n", start)]
     named = set(re.findall(r"`(mcp_\w+)`", paragraph))
-    assert {"mcp_session_start", "mcp_server_requests_refused"} <= named  # the paragraph was found whole
+    assert {"mcp_tool_loop_start", "mcp_server_requests_refused"} <= named  # the paragraph was found whole
     assert sorted(named - every_event_name()) == []

@@ -166,7 +166,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
     ]
     assert [e["server_name"] for e in calls] == [dotted[i % 3].split(".")[0] for i in range(len(thinking_turns))]
     assert not any(e["is_error"] for e in by_type["mcp_tool_result"])
-    sessions = by_type["mcp_session_complete"]
+    sessions = by_type["mcp_tool_loop_complete"]
     assert [e["turn"] for e in sessions] == list(range(1, TURNS + 1))
     assert [e["tool_calls_count"] for e in sessions] == [1 if t in thinking_turns else 0 for t in range(1, TURNS + 1)]
     turns = by_type["turn"]

@@ -345,7 +345,7 @@ def test_a_resource_read_is_a_tool_call_like_any_other_in_logs_and_langfuse(
     assert tool_messages(llm_server.bodies[1])["call_1"] == {"content": README_TEXT}
     (call,) = run.events("mcp_tool_call")
     assert call.tool_name == "r.read_resource" and call.arguments == {"uri": "notes://readme"}
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.tool_calls_count == 1 and complete.tools_used == ["r.read_resource"]
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "mcp-tool-r.read_resource"]
     attributes = dict(span.attributes or {})

@@ -188,7 +188,7 @@ def test_iteration_cap_forces_a_final_json_schema_call_without_tools(
     assert list(tool_messages(final)) == ["c0", "c1"]
     assert run.tool_calls == ["thoughtbox.think", "thoughtbox.think"]
     assert len(run.events("mcp_no_content")) == 1
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.iterations == 2 and complete.tool_calls_count == 2 and complete.forced_final is True
 
 
@@ -212,15 +212,21 @@ def test_the_loop_tells_its_events_only_through_emit_and_the_log_writes_them_as_
     assert isinstance(called, ToolCalled) and called.tool.name == "thoughtbox.think"
     assert isinstance(answered, ToolAnswered) and not answered.result.is_error
     assert isinstance(finished, LoopFinished) and (finished.action, finished.tool_calls) == ("north", 1)
-    the_loops = ["mcp_session_start", "mcp_iteration_start", "mcp_tool_call", "mcp_tool_result", "mcp_iteration_start"]
-    the_loops += ["mcp_session_complete", "mcp_agent_action"]
+    the_loops = [
+        "mcp_tool_loop_start",
+        "mcp_iteration_start",
+        "mcp_tool_call",
+        "mcp_tool_result",
+        "mcp_iteration_start",
+    ]
+    the_loops += ["mcp_tool_loop_complete", "mcp_agent_action"]
     assert [r.event_type for r in run.all_events() if r.event_type in the_loops] == []
 
     logger, handler = capture_logger("tool-loop-events-replayed")
     for event in heard:
         ToolLoopLog(logger, "replayed").emit(event)
     assert handler.events() == the_loops
-    (complete,) = handler.by_event("mcp_session_complete")
+    (complete,) = handler.by_event("mcp_tool_loop_complete")
     assert (complete.turn, complete.iterations, complete.tool_calls_count) == (5, 2, 1)
     assert complete.tools_used == ["thoughtbox.think"] and complete.final_action == "north"
 
@@ -266,7 +272,7 @@ def test_a_text_answer_the_owner_cannot_read_is_asked_for_again_without_tools(
     assert text_of(bodies[1]["messages"][-1]) == FINAL_ACTION_PROMPT
     (unreadable,) = run.events("mcp_unreadable_answer")
     assert unreadable.raw_response == "I think I should go north to the forest."
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.forced_final is True and complete.final_action == "north"
 
     assert run.turn(turn=2).action == "south"
@@ -376,7 +382,7 @@ def test_server_exiting_mid_call_becomes_an_error_then_a_forced_final_action(
     assert "Skipped" in results["call_echo"]["error"]
     (error,) = run.events("mcp_tool_error")
     assert error.tool_name == "misbehaving.exit_now" and "no longer available" in error.error
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.forced_final is True
 
 
@@ -443,7 +449,7 @@ def test_turn_budget_ends_the_tool_loop_with_the_forced_final_call(
     assert "timed out after" in error or "time budget is spent" in error
     assert final_body["messages"][-1]["content"] == FINAL_ACTION_PROMPT
     assert "tools" not in final_body and final_body["response_format"]["json_schema"]["name"] == "Answer"
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.forced_final is True and complete.turn_budget_exhausted is True
 
 

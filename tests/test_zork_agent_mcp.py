@@ -230,7 +230,7 @@ def test_full_turn_with_two_thoughts_then_an_answer(
     tool_results = run.events("mcp_tool_result")
     assert [(r.tool_name, r.is_error, r.result_type) for r in tool_results] == [("thoughtbox.think", False, "dict")] * 2
     assert all(r.duration_ms > 0 and r.result_length > 0 for r in tool_results)
-    (complete,) = run.events("mcp_session_complete")
+    (complete,) = run.events("mcp_tool_loop_complete")
     assert complete.iterations == 3 and complete.tool_calls_count == 2
     assert complete.tools_used == ["thoughtbox.think"]
     assert complete.final_action == "open mailbox" and complete.forced_final is False
@@ -455,7 +455,7 @@ def test_langfuse_session_span_with_one_tool_observation_per_call_nested_under_i
     spans = exporter.get_finished_spans()
     attributes = {id(s): dict(s.attributes or {}) for s in spans}
     kind = {id(s): attributes[id(s)].get("langfuse.observation.type") for s in spans}
-    sessions = [s for s in spans if s.name == "agent-tool-calling-session"]
+    sessions = [s for s in spans if s.name == "agent-tool-loop"]
     tools = [s for s in spans if kind[id(s)] == "tool"]
     generations = [s for s in spans if kind[id(s)] == "generation"]
     assert len(sessions) == 1 and kind[id(sessions[0])] == "span"

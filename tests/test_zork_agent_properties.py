@@ -736,7 +736,7 @@ def test_property_29_tool_results_are_logged_with_type_length_and_duration(scena
 def test_property_30_session_summary_is_logged(scenario: Scenario) -> None:
     """Property 30 (Req 7.3): one summary per session with its iterations and the tools used."""
     run = run_scenario(scenario)
-    (summary,) = run.log("mcp_session_complete")
+    (summary,) = run.log("mcp_tool_loop_complete")
     attempted = run.expected.attempted
     assert summary.iterations == run.expected.loop_calls
     assert summary.tool_calls_count == len(attempted)
@@ -882,7 +882,7 @@ def test_property_31_one_langfuse_tool_observation_per_tool_call(
     exporter.clear()
     run = run_scenario(scenario, traced=traced_manager, langfuse=langfuse)
     spans = finished_spans(langfuse, exporter)
-    (session,) = [s for s in spans if s.name == "agent-tool-calling-session"]
+    (session,) = [s for s in spans if s.name == "agent-tool-loop"]
     tools = [s for s in spans if attributes(s).get("langfuse.observation.type") == "tool"]
     executed = run.expected.executed
     assert [s.name for s in tools] == [f"mcp-tool-{c.dotted}" for c in executed]
@@ -909,7 +909,7 @@ def test_property_32_one_langfuse_session_span_per_turn(
     exporter.clear()
     run = run_scenario(scenario, langfuse=langfuse)
     spans = finished_spans(langfuse, exporter)
-    assert [s.name for s in spans] == ["agent-tool-calling-session"]
+    assert [s.name for s in spans] == ["agent-tool-loop"]
     attrs = attributes(spans[0])
     assert attrs["langfuse.observation.type"] == "span"
     meta = {

@@ -97,7 +97,7 @@ class LoopStarted(LoopEvent):
         message = "Turn %s: MCP session started (max %s iterations)"
         return self._event_line(
             logging.INFO,
-            Event.MCP_SESSION_START,
+            Event.MCP_TOOL_LOOP_START,
             message,
             self.turn,
             self.max_iterations,
@@ -405,7 +405,7 @@ class LoopFinished(LoopEvent):
     def log_lines(self) -> tuple[LogLine, ...]:
         complete = self._event_line(
             logging.INFO,
-            Event.MCP_SESSION_COMPLETE,
+            Event.MCP_TOOL_LOOP_COMPLETE,
             "Turn %s: MCP session complete (%s iterations, %s tool calls)",
             self.turn,
             self.iteration,
