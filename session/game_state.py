@@ -136,7 +136,6 @@ class GameState:
     action_history: list[ActionRecord] = field(default_factory=list)
     reasoning_history: list[str] = field(default_factory=list)
     failed_actions_by_room: dict[int, list[str]] = field(default_factory=dict)
-    visited_room_ids: set[int] = field(default_factory=set)
     # The rooms been in, in the order first entered, with their names: how rooms that share a name (the
     # maze's "Maze"s, the "Forest"s) are told apart at the "seen" fair-play level, which keeps the engine's
     # room numbers from every model (see ``room_label``).
@@ -156,9 +155,13 @@ class GameState:
         set it, else the engine's ``exits``."""
         return self.exits if self.exits_shown is None else self.exits_shown
 
+    @property
+    def visited_room_ids(self) -> set[int]:
+        """The rooms been in: ``rooms_entered``'s, the one record of them."""
+        return set(self.rooms_entered)
+
     def enter(self, room_id: int, name: str) -> None:
         """The player is in ``room_id``: been there, and its place in the order first entered kept."""
-        self.visited_room_ids.add(room_id)
         self.rooms_entered.setdefault(room_id, name)
 
     def room_label(self, room_id: int, name: str) -> str:
@@ -180,7 +183,7 @@ class GameState:
         self.reasoning_history.append(result.reasoning)
         # In the order entered: rooms passed through on the way first, where the player ended up last.
         entered = [*result.rooms_entered, (result.room_id_after, result.room_name_after)]
-        new_room = any(room_id not in self.visited_room_ids for room_id, _ in entered)
+        new_room = any(room_id not in self.rooms_entered for room_id, _ in entered)
         if result.score_delta or new_room:
             self.last_progress_turn = result.turn
         for room_id, name in entered:
@@ -206,7 +209,7 @@ class GameState:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["action_history"] = [asdict(r) for r in self.action_history[-recent:]]
         data["reasoning_history"] = self.reasoning_history[-5:]
-        data["visited_room_ids"] = sorted(self.visited_room_ids)
+        data["visited_room_ids"] = sorted(self.rooms_entered)
         data["rooms_entered"] = {str(k): v for k, v in self.rooms_entered.items()}
         data["failed_actions_by_room"] = {str(k): list(v) for k, v in self.failed_actions_by_room.items()}
         data["inventory"] = list(self.inventory)

@@ -31,7 +31,7 @@ class Episode:
         game.start()
         synthesizer.reset_episode(self.state)
         self._sync()
-        self.state.visited_room_ids.add(self.state.current_room_id)
+        self.state.enter(self.state.current_room_id, self.state.current_room_name)
 
     def _sync(self) -> None:
         location = self.game.get_location()

@@ -35,7 +35,7 @@ def test_episode_ids_are_sortable_timestamps() -> None:
 
 def test_progress_is_a_score_change_or_a_new_room() -> None:
     state = GameState()
-    state.visited_room_ids.add(1)
+    state.enter(1, "West of House")
     state.record_turn(turn(1))
     state.record_turn(turn(2))
     assert state.turns_without_progress == 2
@@ -68,7 +68,8 @@ def test_failed_actions_are_kept_once_per_room() -> None:
 
 def test_export_is_json_and_keeps_only_recent_history() -> None:
     state = GameState(episode_id="e")
-    state.visited_room_ids.update({3, 1})
+    state.enter(3, "Forest")
+    state.enter(1, "West of House")
     state.record_failed_action(7, "north")
     for n in range(1, 31):
         state.record_turn(turn(n))
