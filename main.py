@@ -307,9 +307,11 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
 
 def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     """No key and no endpoint: start the bundled model's server, play on it, end it."""
-    from orchestration.embedded_model import NOTICE, EmbeddedModelServer, apply_embedded_settings
+    from orchestration.embedded_model import EMBEDDED_WORKDIR, NOTICE, EmbeddedModelServer, apply_embedded_settings
 
     print(NOTICE, file=sys.stderr)
+    if (code := check_before_the_model(args, config, config.workdir / EMBEDDED_WORKDIR)) is not None:
+        return code
     server = EmbeddedModelServer()
     try:
         try:
@@ -322,6 +324,31 @@ def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, 
         return play_and_view(args, config, signals)
     finally:
         server.close()
+
+
+def check_before_the_model(args: argparse.Namespace, config: GameConfiguration, workdir: Path) -> int | None:
+    """What would stop the run after the bundled model's start (seconds, or minutes on a loaded
+    machine), checked before it: the story file and ``workdir``. An exit code, or None to go on."""
+    from game_interface import resolve_story_file
+    from session.episode_log import check_free_space
+    from session.errors import StoryFileError
+
+    configured = config.resolve_path(config.files.game_file) if config.files.game_file else None
+    try:
+        resolve_story_file(args.game_file or configured)
+    except StoryFileError as exc:
+        return report(exc)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        check_free_space(workdir)
+    except OSError as exc:
+        print(
+            f"Cannot write in the workdir {workdir}: {exc.strerror or exc}. Set [tool.zorkgpt.files] "
+            "game_workdir (or ZORKGPT_FILES_GAME_WORKDIR) to a folder you can write, with some free space.",
+            file=sys.stderr,
+        )
+        return EXIT_SETUP
+    return None
 
 
 def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:

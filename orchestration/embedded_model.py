@@ -70,6 +70,10 @@ EMBEDDED_SETTINGS: tuple[tuple[str, str, Any], ...] = (
     # this model's pace) a real model gets.
     ("gameplay", "max_turns_per_episode", 40),
 )
+# The bundled model's games keep to a folder of their own under the workdir: what a 135M model
+# "learns" (its memories, knowledge base, objectives, map) is mostly noise, and a real model's runs
+# read the workdir's learning files into their prompts.
+EMBEDDED_WORKDIR = "bundled-model"
 
 
 def wants_embedded_model(config: GameConfiguration) -> bool:
@@ -118,7 +122,8 @@ def _install_hint(module: str) -> str:
 def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
     """Point every role at the bundled model's server and cut the settings to what the model can
     do (``EMBEDDED_SETTINGS``), leaving every setting the user gave as it is. The model names are
-    the bundled model's: a report must not credit a model that did not play."""
+    the bundled model's: a report must not credit a model that did not play. Its games go to
+    ``EMBEDDED_WORKDIR`` under the configured workdir, whatever that is: apart from a real model's."""
     config.llm.provider = "llamacpp"
     config.llm.base_url = base_url
     for role in ("agent", "critic", "extractor", "memory"):
@@ -127,13 +132,17 @@ def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
         # It runs here: the reports say it cost nothing rather than "unknown".
         setattr(config.pricing, EMBEDDED_MODEL, ModelPrice(input=0, output=0))
     for section_name, key, value in EMBEDDED_SETTINGS:
-        section = getattr(config, section_name)
-        if key in section.model_fields_set:
-            continue
-        if section.model_config.get("frozen"):
-            setattr(config, section_name, section.model_copy(update={key: value}))
-        else:
-            setattr(section, key, value)
+        if key not in getattr(config, section_name).model_fields_set:
+            _set(config, section_name, key, value)
+    _set(config, "files", "game_workdir", str(Path(config.files.game_workdir) / EMBEDDED_WORKDIR))
+
+
+def _set(config: GameConfiguration, section_name: str, key: str, value: Any) -> None:
+    section = getattr(config, section_name)
+    if section.model_config.get("frozen"):
+        setattr(config, section_name, section.model_copy(update={key: value}))
+    else:
+        setattr(section, key, value)
 
 
 def _free_port() -> int:

@@ -23,6 +23,7 @@ from orchestration import embedded_model
 from orchestration.embedded_model import (
     EMBEDDED_MODEL,
     EMBEDDED_SETTINGS,
+    EMBEDDED_WORKDIR,
     EmbeddedModelServer,
     apply_embedded_settings,
     missing_packages,
@@ -189,7 +190,7 @@ def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, g
     notice = [line for line in stderr.splitlines() if line.startswith(NOTICE_START)]
     assert len(notice) == 1 and "cannot play well" in notice[0] and "OPENROUTER_API_KEY" in notice[0]
     assert "traceback" not in stderr.lower()
-    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
+    (episode,) = episodes_dir(tmp_path / "runs" / EMBEDDED_WORKDIR).iterdir()
     events = [json.loads(line) for line in EpisodeFolder(episode).log.read_text().splitlines()]
     turns = [e for e in events if e["event_type"] == "turn"]
     assert len(turns) == TURNS
