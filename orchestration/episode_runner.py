@@ -29,6 +29,7 @@ from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import TurnLimits, build_context
+from orchestration.run_settings import episode_settings, write_settings
 from orchestration.turn_figures import TurnFigures, first_line
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
@@ -132,6 +133,16 @@ class EpisodeRunner:
             self.client = self.clients["agent"]
             self._initialize_managers()
             self._initialize_game_components()
+            mcp_config = self.mcp_manager.mcp_config if self.mcp_manager is not None else None
+            settings = episode_settings(
+                self.config,
+                story=story,
+                max_turns=self.max_turns,
+                seed=seed,
+                mcp_config=mcp_config,
+                redactor=self.redactor,
+            )
+            write_settings(self.episode_dir, settings)
         except BaseException:
             self.discard_episode_folder = True
             self.close()

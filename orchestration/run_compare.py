@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestration.run_figures import RunSummary, number_text
+from orchestration.run_settings import not_comparable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +29,7 @@ class ScoreVerdict:
     first_scores: tuple[float, ...]
     second_scores: tuple[float, ...]
     p_value: float | None  # None: a run has fewer than two finished episodes, or the runs are not comparable
-    # Set when the runs' models were told different things (fair play): no test, no ranking.
+    # Set when the runs measure different things (fair play, the story file, the turn limit): no test, no ranking.
     not_comparable: str = ""
 
     @property
@@ -72,6 +73,8 @@ def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
             f"{second.fair_play}): their models were not told the same things"
         )
         return ScoreVerdict(first.name, second.name, a, b, None, why)
+    if why := not_comparable(first.settings, second.settings):
+        return ScoreVerdict(first.name, second.name, a, b, None, f"{why}: their scores are not one measure")
     if len(a) < 2 or len(b) < 2:
         return ScoreVerdict(first.name, second.name, a, b, None)
     import numpy as np

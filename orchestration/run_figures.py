@@ -8,6 +8,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from orchestration.run_results import EpisodeRow, EpisodeStatus, cell_parts
 
@@ -70,6 +71,9 @@ class RunSummary:
     name: str
     rows: tuple[EpisodeRow, ...]
     scores: dict[str, tuple[tuple[int, int], ...]]  # episode id -> (turn, score) from turn 0
+    # What the episodes played with (``orchestration.run_settings.run_settings``); None for runs
+    # written before settings were recorded.
+    settings: dict[str, Any] | None = None
 
     @property
     def finished(self) -> tuple[EpisodeRow, ...]:

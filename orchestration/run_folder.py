@@ -13,6 +13,7 @@ from orchestration.episode_records import EpisodeFigures
 from orchestration.run_figures import RunSummary
 from orchestration.run_plots import plot_runs
 from orchestration.run_results import CSV_FIELDS, EpisodeEnd, EpisodeRow, one_line
+from orchestration.run_settings import SETTINGS_JSON, key_settings_lines, read_settings, run_settings, write_settings
 from orchestration.run_tables import episodes_table, not_as_configured_line, run_table
 from session.episode_folder import read_events
 from session.errors import ConfigError
@@ -43,7 +44,8 @@ def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], *, redactor: R
         figures = EpisodeFigures.from_events(folder.name, read_events(folder))
         rows.append(EpisodeRow.from_figures(end, figures))
         scores[figures.episode_id] = figures.score_by_turn
-    return RunSummary(name, tuple(rows), scores)
+    started = [end.episode_dir for end in episodes if end.episode_dir is not None and end.episode_dir.is_dir()]
+    return RunSummary(name, tuple(rows), scores, run_settings(started))
 
 
 def ends_from_folders(episode_dirs: Sequence[Path]) -> list[EpisodeEnd]:
@@ -68,7 +70,7 @@ def read_run(folder: Path) -> RunSummary:
                 scores.setdefault(line["episode_id"], []).append((int(line["turn"]), int(line["score"])))
     except (KeyError, ValueError) as exc:
         raise RunReportError(f"{folder}: a malformed row in its CSV files ({type(exc).__name__}: {exc})") from exc
-    return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()})
+    return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()}, read_settings(folder))
 
 
 def write_run(folder: Path, episodes: Sequence[EpisodeEnd], *, redactor: Redactor) -> RunSummary:
@@ -82,6 +84,8 @@ def write_run(folder: Path, episodes: Sequence[EpisodeEnd], *, redactor: Redacto
         for turn, score in points
     ]
     atomic_write_text(folder / SCORES_CSV, _csv(["episode_id", "turn", "score"], score_rows))
+    if summary.settings is not None:
+        write_settings(folder, summary.settings)
     atomic_write_text(folder / REPORT_MD, run_markdown(summary))
     plot_runs([summary], folder / SCORE_PNG, title=f"Score over turns: run {summary.name}", per_episode=True)
     return summary
@@ -98,9 +102,16 @@ def _csv(header: list[str], rows: list[dict[str, str]]) -> str:
 def run_markdown(summary: RunSummary) -> str:
     return (
         f"{not_as_configured_line(summary)}# ZorkGPT run {summary.name}\n\n{run_table(summary, warning=False)}\n\n"
-        f"## Episodes\n\n{episodes_table(summary)}\n\n"
+        f"{_settings_markdown(summary)}## Episodes\n\n{episodes_table(summary)}\n\n"
         f"![Score over turns]({SCORE_PNG})\n"
     )
+
+
+def _settings_markdown(summary: RunSummary) -> str:
+    if summary.settings is None:
+        return ""
+    lines = "\n".join(key_settings_lines(summary.settings))
+    return f"## Settings\n\n{lines}\n\nEvery setting: [{SETTINGS_JSON}]({SETTINGS_JSON}).\n\n"
 
 
 def new_run_folder(workdir: Path, finished_at: datetime) -> Path:

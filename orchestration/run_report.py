@@ -10,16 +10,18 @@
 - ``report.md``: the table across the finished episodes (mean with its 95% Student t interval,
   median, max...), how many did not finish and why, and each episode's row; a run whose
   settings did not hold (a server disabled, turns without tools) says so on its first line;
-- ``score_over_turns.png``: one line per episode.
+- ``score_over_turns.png``: one line per episode;
+- ``settings.json``: every setting the episodes played with (``run_settings``), the ones that tell
+  runs apart also in ``report.md``.
 
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
     uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
 
-prints one table (a row per run, in the order given) and, per pair of runs, whether their
-scores differ by more than chance (a permutation test), and writes ``comparison.md`` and
-``comparison.png`` (the runs' mean score over turns, with each episode faint behind it). A run folder can also be
-built from episode folders after the fact::
+prints the settings that differ between the runs, one table (a row per run, in the order given)
+and, per pair of runs, whether their scores differ by more than chance (a permutation test), and
+writes ``comparison.md`` and ``comparison.png`` (the runs' mean score over turns, with each episode
+faint behind it). A run folder can also be built from episode folders after the fact::
 
     uv run python -m orchestration.run_report report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
 
@@ -49,6 +51,7 @@ from orchestration.run_folder import (
 )
 from orchestration.run_plots import plot_runs
 from orchestration.run_results import EpisodeEnd, complete_run
+from orchestration.run_settings import settings_differences
 from orchestration.run_tables import NOT_AS_CONFIGURED, comparison_table, run_table
 from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
@@ -63,13 +66,19 @@ COMPARISON_PNG = "comparison.png"
 
 def compare_runs(folders: Sequence[Path], out: Path) -> str:
     """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns what to print:
-    runs whose settings did not hold first, the table, and which score differences are real."""
+    the settings that differ between the runs and runs whose settings did not hold first, the table,
+    and which score differences are real."""
     runs = [read_run(folder) for folder in folders]
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
         raise RunReportError(f"Two run folders have the same name ({', '.join(names)}): rename one to tell them apart.")
     table = comparison_table(runs)
-    warnings = [f"{NOT_AS_CONFIGURED}: run {run.name}: {note}" for run in runs for note in run.not_as_configured]
+    # Which settings tell the runs apart comes first: a folder's name says only what its user meant.
+    differences = settings_differences([(run.name, run.settings) for run in runs])
+    warnings = (
+        ["Settings that differ between the runs:\n" + "\n".join(f"- {d}" for d in differences)] if differences else []
+    )
+    warnings += [f"{NOT_AS_CONFIGURED}: run {run.name}: {note}" for run in runs for note in run.not_as_configured]
     verdicts = score_verdicts(runs)
     # Said before any figure, like settings that did not hold: these scores are not one measure.
     warnings += [f"NOT COMPARABLE: {v.first} vs {v.second}: {v.not_comparable}" for v in verdicts if v.not_comparable]

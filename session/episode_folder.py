@@ -2,7 +2,8 @@
 
 An episode folder is ``<game workdir>/episodes/<episode id>/``. The episode logger writes
 ``episode_log.jsonl`` and ``episode.log``, the orchestrator ``current_state.json`` after every
-turn, the episode synthesizer ``episode_summary.json`` and ``episode_summary.md`` at the end.
+turn and ``settings.json`` at the start, the episode synthesizer ``episode_summary.json`` and
+``episode_summary.md`` at the end.
 The viewer, the run reports, the benchmarks and the tests read them through the same names,
 and the events through ``EventTail`` / ``read_events``: a reader may look at any moment, so the
 JSONL may end in a half-written line (it waits for the next read) and a hand-edited file may
@@ -34,7 +35,8 @@ class EpisodeFolder:
     STATE: ClassVar[str] = "current_state.json"  # rewritten after every turn
     SUMMARY: ClassVar[str] = "episode_summary.json"  # once the episode has ended
     SUMMARY_MD: ClassVar[str] = "episode_summary.md"
-    FILE_NAMES: ClassVar[tuple[str, ...]] = (LOG, HUMAN_LOG, STATE, SUMMARY, SUMMARY_MD)
+    SETTINGS: ClassVar[str] = "settings.json"  # what the episode played with (orchestration/run_settings.py)
+    FILE_NAMES: ClassVar[tuple[str, ...]] = (LOG, HUMAN_LOG, STATE, SUMMARY, SUMMARY_MD, SETTINGS)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))

@@ -203,7 +203,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     egg = play_run(llm_server, tmp_path / "a", game_file, walkthrough(game_file)[:TURNS], episodes=2)
-    idle = play_run(llm_server, tmp_path / "b", game_file, ["look"] * 3, episodes=1)
+    idle = play_run(llm_server, tmp_path / "b", game_file, ["look"] * TURNS, episodes=1)  # the same turn limit
     built = run_cli("report", *map(str, egg), "--out", str(tmp_path / "egg-hunter"), cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert "| score | 5 | [5, 5] | 5 | 5 | 5 |" in built.stdout
@@ -217,7 +217,8 @@ def test_two_runs_compared_side_by_side(llm_server: ScriptedLLMServer, tmp_path:
     lines = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
     assert lines[0].startswith("| run | model | MCP | finished | not finished | score mean | 95% interval |")
     assert lines[1].startswith(f"| egg-hunter | {AGENT_MODEL} | off | 2 | 0 | 5 | [5, 5] | 5 | 5 | {TURNS} |")
-    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | – | 0 | 0 | 3 |")
+    assert lines[2].startswith(f"| idler | {AGENT_MODEL} | off | 1 | 0 | 0 | – | 0 | 0 | {TURNS} |")
+    assert "Settings that differ" not in compared.stdout, "the runs played with the same settings"
     # One idle episode cannot be tested against anything: said so, and the runs are not ranked.
     assert (
         "egg-hunter vs idler: too few episodes to tell (2 vs 1 finished episodes; at least 2 each)" in compared.stdout
@@ -261,11 +262,42 @@ def test_runs_of_different_fair_play_levels_are_recorded_and_not_ranked(
         "played at different fair-play levels (seen-run: seen, engine-run: engine): "
         "their models were not told the same things"
     )
-    assert out.startswith(f"NOT COMPARABLE: seen-run vs engine-run: {levels}")
+    assert out.startswith(
+        "Settings that differ between the runs:\n- gameplay.fair_play: seen-run seen, engine-run engine\n"
+    )
+    assert f"\nNOT COMPARABLE: seen-run vs engine-run: {levels}" in out
     assert f"- seen-run vs engine-run: not comparable, {levels}; not ranked" in out
     assert "higher" not in out and "cannot be told apart" not in out
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert rows[1].endswith("| seen |") and rows[2].endswith("| engine |")
+
+
+def test_two_runs_that_differ_by_the_critic_say_which_is_which(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run's settings are on record: the run folder keeps every setting (no secret), ``report.md``
+    names the critic's, and ``compare`` lists the one setting that differs before any figure."""
+    egg = walkthrough(game_file)[:TURNS]
+    off = play_run(llm_server, tmp_path / "off", game_file, egg, episodes=2)
+    on = play_run(llm_server, tmp_path / "on", game_file, egg, episodes=2, gameplay={"enable_critic": True})
+    for name, folders in (("critic-off", off), ("critic-on", on)):
+        assert run_report.main(["report", *map(str, folders), "--out", str(tmp_path / name)]) == 0
+    assert "- LLM critic: off\n" in (tmp_path / "critic-off" / REPORT_MD).read_text()
+    assert "- LLM critic: on, asked about risky actions\n" in (tmp_path / "critic-on" / REPORT_MD).read_text()
+    recorded = (tmp_path / "critic-on" / "settings.json").read_text()
+    settings = json.loads(recorded)
+    assert settings["settings"]["config"]["gameplay"]["enable_critic"] is True
+    assert settings["seeds"] == {"ep0": 12, "ep1": 12} and settings["differ_between_episodes"] == []
+    assert settings["settings"]["models"]["critic"] and settings["settings"]["game"]["md5"]
+    assert "test-key-123456" not in recorded, "the API key is no setting"
+    out = compare_output(
+        capsys, str(tmp_path / "critic-off"), str(tmp_path / "critic-on"), "--out", str(tmp_path / "c")
+    )
+    assert out.startswith(
+        "Settings that differ between the runs:\n- gameplay.enable_critic: critic-off false, critic-on true\n\n"
+    )
+    assert "NOT COMPARABLE" not in out and "critic-off vs critic-on: cannot be told apart" in out
+    assert "gameplay.enable_critic: critic-off false, critic-on true" in (tmp_path / "c" / COMPARISON_MD).read_text()
 
 
 def test_run_folder_reads_back_as_it_was_written(
