@@ -65,10 +65,15 @@ def is_progress(record: logging.LogRecord) -> bool:
 
 
 def is_mcp_detail(record: logging.LogRecord) -> bool:
-    """One of the per-call lines of an MCP session: an informational ``mcp_*`` event of a turn.
-    Warnings (a tool that failed or timed out) are never detail."""
+    """One of the per-call lines of an MCP session: an informational ``mcp_*`` event of a turn, or
+    the start of a server that lives one turn (one line a turn: 80 in an 80-turn run). Warnings (a
+    tool that failed or timed out) are never detail."""
     event_type = str(getattr(record, "event_type", ""))
-    return record.levelno < logging.WARNING and event_type.startswith("mcp_") and hasattr(record, "turn")
+    if record.levelno >= logging.WARNING or not event_type.startswith("mcp_"):
+        return False
+    return hasattr(record, "turn") or (
+        event_type == Event.MCP_SESSION_CONNECT and getattr(record, "lifetime", "") == "turn"
+    )
 
 
 def record_extras(record: logging.LogRecord) -> dict[str, Any]:

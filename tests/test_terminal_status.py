@@ -247,9 +247,12 @@ def test_a_pipe_gets_plain_lines_one_per_turn_without_mcp_detail(
     turn_lines = [line for line in proc.stderr.splitlines() if line.startswith("[INFO] Turn ")]
     assert [line.split(" |")[0] for line in turn_lines] == [f"[INFO] Turn {n}" for n in range(1, TURNS + 1)]
     assert "Agent calling tool" not in proc.stderr and "Episode 1/1 ·" not in proc.stderr
+    # A server that lives one turn starts every turn: that is detail too, not a line a turn.
+    assert "MCP server 'thoughtbox' connected" not in proc.stderr
     (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     # The detail is still in the episode's log.
-    assert "Agent calling tool thoughtbox.think" in EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
+    human_log = EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
+    assert "Agent calling tool thoughtbox.think" in human_log and "MCP server 'thoughtbox' connected" in human_log
     assert SECRET not in proc.stderr
 
 
