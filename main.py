@@ -23,6 +23,7 @@ from session.game_configuration import (
     game_seed_argument,
 )
 from session.stop_signals import StopSignals, UserAbort, wait_for_stop
+from shared_utils.cli import CommandLine
 from shared_utils.text import escape_control_chars
 from shared_utils.version import add_version_argument, project_version
 from viewer import DEFAULT_PORT as VIEWER_PORT
@@ -71,7 +72,7 @@ signals:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CommandLine(
         description="ZorkGPT: an LLM agent that plays Zork I through Jericho.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -351,12 +352,25 @@ def check_before_the_model(args: argparse.Namespace, config: GameConfiguration, 
     return None
 
 
+def viewer_command(workdir: Path) -> str:
+    """The command that shows ``workdir``'s games, as typed in the current folder."""
+    repo = Path(__file__).resolve().parent
+    if Path.cwd().resolve() == repo:
+        return f"uv run python -m viewer {workdir}"
+    return f"uv run --project {repo} python {repo / 'viewer'} {workdir}"
+
+
 def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     """Play the episodes, with the viewer when ``--view`` asks for it."""
     if (code := check_mcp_logins(args, config)) is not None:
         return code
     if args.view is None:
-        return play(args, config, signals)
+        from session.episode_folder import episodes_dir
+
+        code = play(args, config, signals)
+        if args.episode_id is None and episodes_dir(config.workdir).is_dir():  # not an episode of --parallel's
+            print(f"Watch the games in a browser: {viewer_command(config.workdir)}", file=sys.stderr)
+        return code
 
     from viewer.server import start_viewer
 

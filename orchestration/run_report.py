@@ -33,7 +33,6 @@ This module holds the commands and ``main.py``'s end of run; the parts they use,
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -56,6 +55,7 @@ from orchestration.run_tables import NOT_AS_CONFIGURED, comparison_table, run_ta
 from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
+from shared_utils.cli import CommandLine
 from shared_utils.files import atomic_write_text
 from shared_utils.text import escape_control_chars
 from shared_utils.version import add_version_argument
@@ -139,7 +139,7 @@ def _replaced_note(path: Path, what: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandLine(
         prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
     )
     add_version_argument(parser)

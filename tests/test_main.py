@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from main import parse_args
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.config_support import UNUSED_BASE_URL
 from tests.e2e_support import read_events, walkthrough
@@ -109,6 +110,16 @@ def test_missing_story_file_exits_2_saying_where(tmp_path: Path) -> None:
     assert "missing.z5" in proc.stderr
 
 
+def test_an_option_typed_wrong_is_refused_with_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """No abbreviations (``--episode`` was taken for ``--episodes``, or answered with options --help
+    never shows); a did-you-mean instead."""
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--episode", "2"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "unrecognized arguments: --episode 2 (did you mean --episodes?)" in error and "--episode-id" not in error
+
+
 def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     secret = "sk-or-v1-very-secret-key-abcdef"
@@ -116,6 +127,11 @@ def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path
     proc = run_main(["--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "score 0/350 in 2 turns" in proc.stderr
+    # Run from another folder: the command that shows the games works from there.
+    assert (
+        f"Watch the games in a browser: uv run --project {REPO} python {REPO / 'viewer'} {tmp_path / 'runs'}\n"
+        in proc.stderr
+    )
     assert llm_server.requests[0].headers["Authorization"] == f"Bearer {secret}"
     episodes = list(episodes_dir(tmp_path / "runs").iterdir())
     assert len(episodes) == 1

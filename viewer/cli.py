@@ -10,12 +10,13 @@ from pathlib import Path
 from mcp_servers.host_check import add_allow_host_argument
 from session.errors import EXIT_OK, EXIT_SETUP, ConfigError
 from session.game_configuration import GameConfiguration
+from shared_utils.cli import CommandLine
 from shared_utils.version import add_version_argument
 from viewer.server import DEFAULT_HOST, DEFAULT_PORT, make_server
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CommandLine(
         prog="python -m viewer",
         description="Serve a read-only live web page of ZorkGPT's past and running episodes.",
     )
