@@ -453,10 +453,12 @@ class EpisodeRunner:
                 state.end_reason = f"write_error: {failures[0]}"
             elif self.stop_requested:
                 state.end_reason = "stopped_by_user"
-            elif state.turn_count >= self.max_turns:
-                state.end_reason = "max_turns"
+            # Idle up to the last turn allowed: the episode says it ends for being stuck (the idle rule's
+            # warning said so on that turn), and its end reason must not say otherwise.
             elif self.synthesizer.stuck_status().end:
                 state.end_reason = "stuck"
+            elif state.turn_count >= self.max_turns:
+                state.end_reason = "max_turns"
         return state.end_reason
 
     def _finish_episode(self, aborted: bool = False) -> None:

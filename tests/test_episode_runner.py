@@ -486,3 +486,24 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     assert "no exit east" in text(last[7]) and "lamp" in rejected[1]
     turns = [e for e in read_events(episodes_dir(tmp_path / "game_files") / "reask") if e["event_type"] == "turn"]
     assert turns[0]["action"] == "north" and turns[0]["critic"]["rounds"] == 2
+
+
+def test_an_episode_idle_up_to_its_last_turn_ends_as_stuck_as_its_warning_says(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The idle rule's limit and the turn limit on the same turn (the bundled model's 40 and 40): the
+    log said "ending the episode" for being idle, and the end reason said ``max_turns``."""
+    llm_server.respond_with(WalkthroughModel(["look"] * 5))
+    config = e2e_config(
+        tmp_path, llm_server.base_url, game_file, gameplay={"stuck_warning_turns": 3, "stuck_limit_turns": 5}
+    )
+    orchestrator = EpisodeRunner(
+        episode_id="idle", config=config, console=False, max_turns_per_episode=5, redactor=Redactor()
+    )
+    try:
+        state = orchestrator.play_episode()
+    finally:
+        orchestrator.close()
+    assert state.turn_count == 5 and state.end_reason == "stuck"
+    events = read_events(episodes_dir(tmp_path / "game_files") / "idle")
+    assert [e["end_reason"] for e in events if e["event_type"] == "episode_end"] == ["stuck"]
