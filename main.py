@@ -14,6 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+
+def _stop_without_the_project_packages() -> None:
+    """``uv run python /path/to/zorkgpt/main.py`` from another folder runs that folder's Python, which
+    lacks ZorkGPT's packages: say how to run it instead of a ModuleNotFoundError from deep inside."""
+    import importlib.util
+
+    if importlib.util.find_spec("pydantic") is None or importlib.util.find_spec("jericho") is None:
+        repo = Path(__file__).resolve().parent
+        print(
+            f"This Python ({sys.executable}) does not have ZorkGPT's packages. From another folder, run it "
+            f"with the project's environment: uv run --project {repo} python {repo / 'main.py'}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
+_stop_without_the_project_packages()
+
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import (
     API_KEY_ENV_VARS,

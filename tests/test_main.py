@@ -120,6 +120,23 @@ def test_an_option_typed_wrong_is_refused_with_the_closest_one(capsys: pytest.Ca
     assert "unrecognized arguments: --episode 2 (did you mean --episodes?)" in error and "--episode-id" not in error
 
 
+def test_a_python_without_the_projects_packages_says_how_to_run_main(tmp_path: Path) -> None:
+    """``uv run python /path/to/main.py`` from another folder runs that folder's Python: a bare one here."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    proc = subprocess.run(
+        [str(bare / "bin" / "python"), str(REPO / "main.py"), "--max-turns", "1"],
+        cwd=tmp_path,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"uv run --project {REPO} python {REPO / 'main.py'}" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_plays_two_turns_and_writes_logs(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
     llm_server.script(agent_reply("open mailbox"), agent_reply("take leaflet"))
     secret = "sk-or-v1-very-secret-key-abcdef"
