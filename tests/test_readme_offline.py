@@ -64,6 +64,7 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
             "ZORKGPT_GAME_FILE": str(game_file),
             "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
             "PORT": str(free_port()),
+            "TMPDIR": str(tmp_path),  # where the recipe writes the server's log
             "README_RECIPE_TEST": marker,  # every process the recipe starts inherits it
             # llama.cpp's spinning OpenMP threads slow everything beside the suite's other worker.
             "OMP_WAIT_POLICY": "PASSIVE",
@@ -92,6 +93,9 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
     assert not survivors, f"the recipe left processes running ({survivors}):\n{output[-3000:]}"
     # The shell's status is the server's (ended by SIGTERM); main.py's success is read below.
     assert "Traceback" not in output, output[-3000:]
+    # The server's access log goes to its own file, not between the game's lines.
+    assert "POST /v1/chat/completions" not in output, output[-3000:]
+    assert "POST /v1/chat/completions" in (tmp_path / "llama-server.log").read_text(encoding="utf-8", errors="replace")
 
     folders = episodes_dir(tmp_path / "runs")
     assert folders.is_dir(), f"main.py played no episode:\n{output[-3000:]}"
