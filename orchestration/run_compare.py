@@ -1,15 +1,19 @@
 """Whether two runs' scores differ by more than chance: a permutation test on each pair of
-runs, and the sentence that says so (a comparison never ranks runs it cannot tell apart)."""
+runs, and the sentence that says so (a comparison never ranks runs it cannot tell apart); how
+large the difference is (its 95% bootstrap interval), and how many episodes a run would need to
+tell a difference of that size apart, so that "cannot be told apart" is not read as "equal"."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestration.run_figures import RunSummary, number_text
+from orchestration.run_figures import RunSummary, bootstrap_interval, number_text
 from orchestration.run_settings import not_comparable
 
 if TYPE_CHECKING:
@@ -17,6 +21,8 @@ if TYPE_CHECKING:
 
 SIGNIFICANCE = 0.05  # two runs' scores differ when the permutation test's p-value is below this
 PERMUTATIONS = 9999  # beyond this many rearrangements of two runs' episodes, a random sample of them
+POWER = 0.8  # the chance a run of the episodes needed would find a difference of the size asked about
+MAX_EPISODES = 1_000_000  # beyond this, "more than" is said
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,43 @@ class ScoreVerdict:
     p_value: float | None  # None: a run has fewer than two finished episodes, or the runs are not comparable
     # Set when the runs measure different things (fair play, the story file, the turn limit): no test, no ranking.
     not_comparable: str = ""
+    # The first run's mean score minus the second's, its 95% bootstrap interval (with the p-value).
+    difference_interval: tuple[float, float] | None = None
+    # The difference the episode count is for (the one seen, or ``--effect``), and the count.
+    sized: float = 0.0
+    episodes_needed: int | None = None
+
+    @property
+    def difference(self) -> float:
+        return statistics.fmean(self.first_scores) - statistics.fmean(self.second_scores)
+
+    @property
+    def spread(self) -> float:
+        """The scores' standard deviation within the runs (pooled): what a difference is measured against."""
+        n, m = len(self.first_scores), len(self.second_scores)
+        if n + m <= 2:
+            return 0.0
+        within = (n - 1) * statistics.variance(self.first_scores) + (m - 1) * statistics.variance(self.second_scores)
+        return math.sqrt(within / (n + m - 2))
+
+    def size_line(self) -> str:
+        """How large the difference is and the episodes a difference of that size needs, or ``""``."""
+        if self.difference_interval is None:
+            return ""
+        low, high = self.difference_interval
+        text = (
+            f"{self.first} − {self.second}: difference of mean scores {number_text(self.difference)}, "
+            f"95% interval [{number_text(low)}, {number_text(high)}] (bootstrap)"
+        )
+        if self.spread == 0:
+            return text + "; the scores did not vary within either run, so no episode count can be given"
+        if self.sized == 0:
+            return text + "; the means are equal: give --effect N to ask how many episodes a difference of N needs"
+        count = f"more than {MAX_EPISODES:,}" if self.episodes_needed is None else f"about {self.episodes_needed:,}"
+        return (
+            f"{text}; to tell apart a difference of {number_text(self.sized)} points, {count} episodes each "
+            f"(p < {SIGNIFICANCE}, {POWER:.0%} power, scores spread as here: SD {number_text(self.spread)})"
+        )
 
     @property
     def distinguishable(self) -> bool:
@@ -57,14 +100,43 @@ class ScoreVerdict:
         )
 
 
-def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+def episodes_needed(difference: float, spread: float) -> int | None:
+    """The episodes per run with which a two-sided test at ``SIGNIFICANCE`` finds a true difference of
+    mean scores ``difference`` with probability ``POWER``, for scores with standard deviation
+    ``spread``; None beyond ``MAX_EPISODES``.
+
+    Computed for the two-sample t-test, whose power the noncentral t distribution gives exactly (scipy):
+    the permutation test the verdicts use has the same power as the t-test at these sizes."""
+    from scipy import stats
+
+    effect = abs(difference) / spread
+
+    def power(n: int) -> float:
+        df = 2 * n - 2
+        critical = stats.t.ppf(1 - SIGNIFICANCE / 2, df)
+        shift = effect * math.sqrt(n / 2)
+        return float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+
+    low, high = 2, 2
+    while power(high) < POWER:
+        if high >= MAX_EPISODES:
+            return None
+        low, high = high, min(high * 2, MAX_EPISODES)
+    while low < high:  # the smallest count with enough power
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if power(middle) < POWER else (low, middle)
+    return high
+
+
+def _difference_of_means(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return x.mean(axis=axis) - y.mean(axis=axis)
 
 
-def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
+def score_verdict(first: RunSummary, second: RunSummary, effect: float | None = None) -> ScoreVerdict:
     """Exact over every rearrangement of the two runs' episodes when there are at most
     ``PERMUTATIONS`` of them (5 and 5 episodes: 252), else over that many drawn with a fixed
-    seed, so the same folders always give the same p-value."""
+    seed, so the same folders always give the same p-value. ``effect``: the difference of mean
+    scores to count the episodes for (default: the one seen)."""
     a = tuple(float(r.score) for r in first.finished)
     b = tuple(float(r.score) for r in second.finished)
     if first.fair_play != second.fair_play:
@@ -82,16 +154,27 @@ def score_verdict(first: RunSummary, second: RunSummary) -> ScoreVerdict:
 
     result = stats.permutation_test(
         (np.array(a), np.array(b)),
-        _mean_difference,
+        _difference_of_means,
         permutation_type="independent",
         alternative="two-sided",
         n_resamples=PERMUTATIONS,
         vectorized=True,
         rng=np.random.default_rng(0),
     )
-    return ScoreVerdict(first.name, second.name, a, b, min(1.0, float(result.pvalue)))
+    verdict = ScoreVerdict(
+        first.name,
+        second.name,
+        a,
+        b,
+        min(1.0, float(result.pvalue)),
+        "",
+        bootstrap_interval([a, b], _difference_of_means),
+    )
+    sized = abs(verdict.difference) if effect is None else effect
+    needed = episodes_needed(sized, verdict.spread) if sized and verdict.spread else None
+    return dataclasses.replace(verdict, sized=sized, episodes_needed=needed)
 
 
-def score_verdicts(runs: Sequence[RunSummary]) -> list[ScoreVerdict]:
-    """Every pair of runs, in the order given."""
-    return [score_verdict(a, b) for a, b in itertools.combinations(runs, 2)]
+def score_verdicts(runs: Sequence[RunSummary], effect: float | None = None) -> list[ScoreVerdict]:
+    """Every pair of runs, in the order given; ``effect``: see ``score_verdict``."""
+    return [score_verdict(a, b, effect) for a, b in itertools.combinations(runs, 2)]

@@ -1,4 +1,4 @@
-"""A run's figures over its finished episodes: ``Spread`` (a mean with its 95% Student t
+"""A run's figures over its finished episodes: ``Spread`` (a mean with its 95% bootstrap
 interval, median, range) and ``RunSummary`` (every requested episode, and the figures the
 tables, the plots and a comparison read from them)."""
 
@@ -13,6 +13,10 @@ from typing import Any
 from orchestration.run_results import EpisodeRow, EpisodeStatus, cell_parts
 
 CONFIDENCE = 0.95  # the intervals of the means
+# The intervals are percentile bootstrap intervals of the mean: this many resamples, drawn with a fixed
+# seed, so the same episodes always give the same interval.
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0
 
 
 def number_text(value: float, digits: int = 1) -> str:
@@ -20,13 +24,39 @@ def number_text(value: float, digits: int = 1) -> str:
     return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
 
 
+def bootstrap_interval(samples: Sequence[Sequence[float]], statistic: Any) -> tuple[float, float]:
+    """The 95% percentile bootstrap interval of ``statistic`` (called with one array per sample and
+    ``axis``), from ``BOOTSTRAP_RESAMPLES`` resamples of each sample drawn with ``BOOTSTRAP_SEED``."""
+    import numpy as np
+    from scipy import stats
+
+    result = stats.bootstrap(
+        tuple(np.asarray(sample, dtype=float) for sample in samples),
+        statistic,
+        confidence_level=CONFIDENCE,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(BOOTSTRAP_SEED),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _mean(values: Any, axis: int = -1) -> Any:
+    return values.mean(axis=axis)
+
+
 @dataclass(frozen=True)
 class Spread:
-    """A figure over a run's episodes: its mean with a 95% Student t interval, median, range.
+    """A figure over a run's episodes: its mean with a 95% bootstrap interval, median, range.
 
-    The interval is None below two episodes: one episode says nothing of how much they vary.
-    Episodes that all scored the same give an interval of zero width: the t interval only
-    knows the spread it saw (a run of 3 such episodes is not proof that a 4th scores the same).
+    The interval is a percentile bootstrap of the mean, not a Student t interval: the figures are
+    bounded (a score lies within 0 and the game's maximum, a count is never negative), skewed and
+    tied (a few episodes, most of them 0), and a t interval around such a mean reached below 0 (a
+    score mean of 13.3 "[-44, 70.7]"). Resampled means never leave the range of the episodes' own
+    figures, so neither does the interval. It is None below two episodes (one episode says nothing of
+    how much they vary), and zero wide when every episode got the same figure: like any interval, it
+    only knows the spread it saw, and with 3 to 5 episodes it is narrower than the truth.
     """
 
     mean: float
@@ -43,14 +73,7 @@ class Spread:
         mean = statistics.fmean(values)
         interval = None
         if len(values) > 1:
-            from scipy import stats
-
-            sem = float(stats.sem(values))
-            if sem == 0:
-                interval = (mean, mean)
-            else:
-                low, high = stats.t.interval(CONFIDENCE, df=len(values) - 1, loc=mean, scale=sem)
-                interval = (float(low), float(high))
+            interval = (mean, mean) if min(values) == max(values) else bootstrap_interval([values], _mean)
         return cls(mean, statistics.median(values), min(values), max(values), len(values), interval)
 
     def interval_text(self, digits: int = 1) -> str:

@@ -7,7 +7,7 @@
   end reason, LLM calls and tokens, cost when the provider reported it, MCP calls per server)
   and what really ran (game seed, wall time, turns that offered tools, servers disabled...);
 - ``scores.csv``: the score after every turn of every episode;
-- ``report.md``: the table across the finished episodes (mean with its 95% Student t interval,
+- ``report.md``: the table across the finished episodes (mean with its 95% bootstrap interval,
   median, max...), how many did not finish and why, and each episode's row; a run whose
   settings did not hold (a server disabled, turns without tools) says so on its first line;
 - ``score_over_turns.png``: one line per episode;
@@ -33,6 +33,8 @@ This module holds the commands and ``main.py``'s end of run; the parts they use,
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -64,7 +66,7 @@ COMPARISON_MD = "comparison.md"
 COMPARISON_PNG = "comparison.png"
 
 
-def compare_runs(folders: Sequence[Path], out: Path) -> str:
+def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None) -> str:
     """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns what to print:
     the settings that differ between the runs and runs whose settings did not hold first, the table,
     and which score differences are real."""
@@ -79,7 +81,7 @@ def compare_runs(folders: Sequence[Path], out: Path) -> str:
         ["Settings that differ between the runs:\n" + "\n".join(f"- {d}" for d in differences)] if differences else []
     )
     warnings += [f"{NOT_AS_CONFIGURED}: run {run.name}: {note}" for run in runs for note in run.not_as_configured]
-    verdicts = score_verdicts(runs)
+    verdicts = score_verdicts(runs, effect)
     # Said before any figure, like settings that did not hold: these scores are not one measure.
     warnings += [f"NOT COMPARABLE: {v.first} vs {v.second}: {v.not_comparable}" for v in verdicts if v.not_comparable]
     notes = ""
@@ -89,6 +91,11 @@ def compare_runs(folders: Sequence[Path], out: Path) -> str:
             f"when p < {SIGNIFICANCE}; rows are in the order given, not ranked):\n"
             + "\n".join(f"- {verdict.describe()}" for verdict in verdicts)
         )
+        sizes = [line for verdict in verdicts if (line := verdict.size_line())]
+        if sizes:
+            notes += "\n\nHow large the differences are, and what it takes to tell them apart:\n" + "\n".join(
+                f"- {line}" for line in sizes
+            )
     # A run whose settings did not hold is said first, before any figure.
     text = "\n\n".join(part for part in ("\n".join(warnings), table, notes) if part)
     out.mkdir(parents=True, exist_ok=True)
@@ -96,8 +103,8 @@ def compare_runs(folders: Sequence[Path], out: Path) -> str:
     warning_md = "".join(f"{line}\n\n" for line in warnings)
     atomic_write_text(
         out / COMPARISON_MD,
-        f"{warning_md}# ZorkGPT runs compared\n\n{table}\n\n{notes}\n\nIntervals: 95% Student t intervals of "
-        f"the mean score.\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
+        f"{warning_md}# ZorkGPT runs compared\n\n{table}\n\n{notes}\n\nIntervals: 95% percentile bootstrap "
+        f"intervals of the mean score.\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
     )
     plot_runs(runs, out / COMPARISON_PNG, title="Score over turns, by run", per_episode=False)
     return text
@@ -138,6 +145,16 @@ def _replaced_note(path: Path, what: str) -> str:
     return f" (it replaces the {what} that was there)" if path.exists() else ""
 
 
+def _points(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is no difference of points: give a number above 0, such as 10")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = CommandLine(
         prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
@@ -147,6 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     compare = commands.add_parser("compare", help="compare run folders side by side: one table, one plot")
     compare.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER", help="folders under game_files/runs/")
     compare.add_argument("--out", type=Path, default=Path("comparison"), help="where to write (default ./comparison)")
+    compare.add_argument(
+        "--effect",
+        type=_points,
+        default=None,
+        metavar="N",
+        help="say how many episodes per run tell apart a difference of N points (default: the difference seen)",
+    )
     report = commands.add_parser("report", help="build a run folder from episode folders")
     report.add_argument("episodes", nargs="+", type=Path, metavar="EPISODE_FOLDER")
     report.add_argument("--out", type=Path, required=True, help="the run folder to write")
@@ -154,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "compare":
             replaced = _replaced_note(args.out / COMPARISON_MD, "comparison")
-            print(escape_control_chars(compare_runs(args.runs, args.out)))
+            print(escape_control_chars(compare_runs(args.runs, args.out, args.effect)))
             print(f"Written: {args.out / COMPARISON_MD}, {args.out / COMPARISON_PNG}{replaced}", file=sys.stderr)
         else:
             missing = [str(p) for p in args.episodes if not EpisodeFolder(p).log.is_file()]

@@ -66,7 +66,7 @@ def run_table(summary: RunSummary, warning: bool = True) -> str:
     total_cost = summary.cost
     facts = [
         episodes,
-        f"Intervals: 95% Student t intervals of the mean over the {n} finished episode{'s' if n != 1 else ''} "
+        f"Intervals: 95% bootstrap intervals of the mean over the {n} finished episode{'s' if n != 1 else ''} "
         "(none for one episode)",
         f"Model {summary.models} · MCP {summary.mcp_use} · game seeds {summary.seeds} · "
         f"MCP revisions {summary.mcp_revisions} · fair play {_fair_play_text(summary.fair_play)}",

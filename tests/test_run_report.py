@@ -4,6 +4,7 @@ the table; ``python -m orchestration.run_report`` builds run folders and compare
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import re
@@ -56,15 +57,29 @@ class ThreeEpisodes:
         return agent_reply(self.scripts[self.episode][turn - 1])
 
 
-# Student t's 97.5% points by degrees of freedom, from a printed table: the intervals are checked
-# against these, not against scipy, which computes them in the product.
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+def bootstrap_means(*samples: list[float]) -> list[float]:
+    """Every resample's mean (the difference of means for two samples), each resample equally likely:
+    the exact bootstrap distribution, worked out here apart from scipy, which samples it in the product."""
+    if len(samples) == 1:
+        return sorted(statistics.fmean(c) for c in itertools.product(samples[0], repeat=len(samples[0])))
+    first, second = (list(itertools.product(s, repeat=len(s))) for s in samples)
+    return sorted(statistics.fmean(a) - statistics.fmean(b) for a in first for b in second)
 
 
-def t_interval(values: list[float]) -> tuple[float, float]:
-    mean = statistics.fmean(values)
-    half = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
-    return mean - half, mean + half
+def assert_bootstrap_interval(shown: str, *samples: list[float]) -> None:
+    """``shown`` ("[-10, 5]", rounded) is a 95% percentile interval of the exact bootstrap distribution:
+    its ends between that distribution's 1.5% and 3.5% points (97.5%: 96.5% and 98.5%), where 9,999
+    drawn resamples put them, and never outside what the episodes scored."""
+    low, high = (float(v) for v in shown.strip("[]").split(", "))
+    means = bootstrap_means(*samples)
+
+    def point(share: float) -> float:
+        return means[min(len(means) - 1, int(share * len(means)))]
+
+    slack = 0.051  # the shown figures are rounded to one decimal
+    assert point(0.015) - slack <= low <= point(0.035) + slack, (shown, point(0.015), point(0.035))
+    assert point(0.965) - slack <= high <= point(0.985) + slack, (shown, point(0.965), point(0.985))
+    assert means[0] - slack <= low and high <= means[-1] + slack
 
 
 def png_colours(path: Path) -> set[tuple[int, int, int]]:
@@ -119,18 +134,21 @@ def test_main_episodes_writes_the_run_folder_and_prints_the_table(
     assert first == [0, 0, 0, 0, 5, 5, 5]  # "get egg" on turn 4
 
     # The table, printed at the end and in report.md: score mean -1.7, median 0, min -10, max 5, and
-    # its 95% interval worked out here apart from scipy: mean ± t(0.975, 2 df) × stdev / √3.
-    low, high = t_interval([5, -10, 0])
-    assert (round(low, 1), round(high, 1)) == (-20.6, 17.3)
-    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in proc.stdout
-    assert "| deaths | 0.33 | [-1.1, 1.77] | 0 | 0 | 1 |" in proc.stdout
-    assert "Intervals: 95% Student t intervals of the mean over the 3 finished episodes" in proc.stdout
+    # its 95% interval held against the exact bootstrap distribution worked out here: within what the
+    # episodes scored (a Student t interval said [-20.6, 17.3], a score no episode can reach).
+    score = re.search(r"\| score \| -1\.7 \| (\[[^]]*\]) \| 0 \| -10 \| 5 \|", proc.stdout)
+    assert score, proc.stdout
+    assert_bootstrap_interval(score.group(1), [5, -10, 0])
+    deaths = re.search(r"\| deaths \| 0\.33 \| (\[[^]]*\]) \| 0 \| 0 \| 1 \|", proc.stdout)
+    assert deaths, proc.stdout
+    assert_bootstrap_interval(deaths.group(1), [0, 1, 0])
+    assert "Intervals: 95% bootstrap intervals of the mean over the 3 finished episodes" in proc.stdout
     assert "NOT AS CONFIGURED" not in proc.stdout
     assert "| game moves |" in proc.stdout
     assert "End reasons: max_turns ×3" in proc.stdout
     assert "LLM calls per turn: 1.00" in proc.stdout and "Cost: unknown" in proc.stdout
     report = (run_dir / REPORT_MD).read_text()
-    assert "| score | -1.7 | [-20.6, 17.3] | 0 | -10 | 5 |" in report and f"]({SCORE_PNG})" in report
+    assert score.group(0) in report and f"]({SCORE_PNG})" in report
     assert report.startswith("# ZorkGPT run ")
     assert all(name in report for name, *_ in finals)
     assert str(run_dir / REPORT_MD) in proc.stderr
@@ -678,8 +696,30 @@ def test_compare_tells_real_score_differences_from_chance(
         "3 vs 3 finished episodes); do not rank them" in same
     )
     assert "higher" not in same
-    # The means' intervals, against the t table.
-    low, high = t_interval([5, 0, 5])
+    # The means' intervals, against the exact bootstrap: within 0 and 5 for runs mostly or half 0.
     rows = [line for line in same.splitlines() if line.startswith("| ")]
-    assert f"| 3.3 | [{low:.1f}, {high:.1f}] |" in rows[1] and "| 1.7 | [" in rows[2]
+    intervals = [re.search(r"\| (3\.3|1\.7) \| (\[[^]]*\]) \|", row) for row in rows[1:3]]
+    assert all(intervals), rows
+    assert_bootstrap_interval(intervals[0].group(2), [5, 0, 5])  # type: ignore[union-attr]
+    assert_bootstrap_interval(intervals[1].group(2), [0, 5, 0])  # type: ignore[union-attr]
+    # How large the difference is, and the episodes a difference of that size needs, held against the
+    # exact bootstrap and the normal approximation: n = 2 (z(0.975) + z(0.8))^2 / d^2, d = 1.67 / 2.89.
+    size = re.search(
+        r"- half-a − half-b: difference of mean scores 1\.7, 95% interval (\[[^]]*\]) \(bootstrap\); to tell "
+        r"apart a difference of 1\.7 points, about (\d+) episodes each \(p < 0\.05, 80% power, scores spread as "
+        r"here: SD 2\.9\)",
+        same,
+    )
+    assert size, same
+    assert_bootstrap_interval(size.group(1), [5, 0, 5], [0, 5, 0])
+    z = statistics.NormalDist()
+    d = (10 / 3 - 5 / 3) / math.sqrt(25 / 3)
+    approximate = 2 * (z.inv_cdf(0.975) + z.inv_cdf(0.8)) ** 2 / d**2
+    assert approximate <= int(size.group(2)) <= approximate + 2, (size.group(2), approximate)
+    # Asked for another size: a difference of 5 points needs fewer.
+    sized = compare_output(
+        capsys, str(tmp_path / "half-a"), str(tmp_path / "half-b"), "--out", str(tmp_path / "c3"), "--effect", "5"
+    )
+    fewer = re.search(r"to tell apart a difference of 5 points, about (\d+) episodes each", sized)
+    assert fewer and int(fewer.group(1)) < int(size.group(2))
     assert (tmp_path / "c2" / COMPARISON_MD).read_text().count("do not rank them") == 1
