@@ -149,7 +149,7 @@ class GameplaySection(_Section):
     enable_critic: bool = False
     # When the critic model is asked (the free engine check runs on every proposal): "risky" only for
     # actions that cost something if wrong (a fight, an action that cannot be undone, moving in the
-    # dark, putting out or dropping a light); "always" for every proposal the engine check let through.
+    # dark, putting out a light; never dropping, opening or closing); "always" for every proposal the engine check let through.
     critic_when: Literal["risky", "always"] = "risky"
     critic_rejection_threshold: float = Field(default=-0.05, ge=-1.0, le=1.0)
     max_rejection_rounds: int = Field(default=3, ge=0, le=10)
