@@ -123,7 +123,7 @@ def test_only_the_storys_danger_words_count(make_config: ConfigFactory, tmp_path
 
 
 def test_a_diagnosed_wound_goes_when_the_moves_the_game_named_pass(make_config: ConfigFactory, tmp_path: Path) -> None:
-    manager, state = make(make_config, tmp_path)
+    manager, _ = make(make_config, tmp_path)
     said = "You have a light wound, which will be cured after 12 moves."
     manager.process_turn(turn(300, "diagnose", said, room=GALLERY))
     manager.process_turn(turn(311, "wait", "Time passes...", room=GALLERY))
@@ -133,7 +133,7 @@ def test_a_diagnosed_wound_goes_when_the_moves_the_game_named_pass(make_config: 
 
 
 def test_a_match_gone_out_is_not_kept_but_the_lamps_warning_is(make_config: ConfigFactory, tmp_path: Path) -> None:
-    manager, state = make(make_config, tmp_path)
+    manager, _ = make(make_config, tmp_path)
     manager.process_turn(turn(66, "light match", "The candles are lit.\nThe match has gone out.", room=GALLERY))
     assert '"The match has gone out."' in (manager.context_section() or "")
     manager.process_turn(turn(67 + KEEP_TURNS, "wait", "Time passes...", room=GALLERY))
