@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.memory_manager import MemoryManager
+from managers.memory_manager import MemoryManager, shown_changes
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.manager_support import (
@@ -378,7 +378,7 @@ def test_two_managers_sharing_the_file_keep_each_others_memories(llm_server: Scr
 KILLED_WRITER = """
 import logging
 from pathlib import Path
-from managers.memory_manager import MemoryManager
+from managers.memory_manager import MemoryManager, shown_changes
 from session.game_state import GameState
 from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
@@ -678,3 +678,28 @@ def test_a_memory_of_a_creature_or_an_item_gives_way_when_the_real_game_shows_it
     assert all("blocks all passages" not in shown[t] for t in revisits)
     assert "The hole leads west to a maze." in shown[63]  # names no troll: still shown
     assert memories.read_text(encoding="utf-8").count("ACTIVE") == 3  # the next game has its troll again
+
+
+@pytest.mark.parametrize(
+    ("reply", "gone"),
+    [
+        (
+            "Almost as soon as the troll breathes his last breath, a cloud of sinister black fog envelops him.",
+            ["troll"],
+        ),
+        (
+            "The cyclops, hearing the name of his father's deadly nemesis, flees the room by knocking down the wall.",
+            ["cyclops"],
+        ),
+        (
+            "A heart-stopping scream fills the cavern, and the spirits, sensing a greater power, flee.",
+            ["spirits"],
+        ),
+        ("As the thief dies, the power of his magic decreases, and his treasures reappear.", ["thief"]),
+        # The game's words for what is not a creature leaving for good: nothing gives way.
+        ("The thief gestures mysteriously, and the treasures in the room suddenly vanish.", []),
+        ("The match has gone out.", []),
+    ],
+)
+def test_the_games_words_for_a_creature_gone_for_good(reply: str, gone: list[str]) -> None:
+    assert [c.word for c in shown_changes(turn(9, "attack", response=reply))] == gone
