@@ -845,15 +845,15 @@ def _read(name: str, words_read: set[str]) -> bool:
 
 
 def printed_here(truth: EngineTruth, turn: int) -> str:
-    """Everything the game printed on arriving in or acting in the room the player is in at ``turn``,
-    lower case with spacing made single."""
+    """Everything the game printed on arriving in or acting in the room the player is in at ``turn``:
+    its words, lower case, one space apart."""
     room = truth.turns[turn].room_id
     said = [
         truth.read[t]
         for t in range(turn)
         if t in truth.read and (truth.turns.get(t + 1) or truth.turns[turn]).room_id == room
     ]
-    return " ".join(" ".join(said).lower().split())
+    return " ".join(re.findall(r"[a-z]+", " ".join(said).lower()))
 
 
 def check_things(
@@ -893,8 +893,10 @@ def check_things(
     visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
     if words_read is not None:
         # What the room's text names as it names it ("large oriental rug": the engine's "carpet").
-        printed = printed_here(truth, turn)
-        visible = {k: v for k, v in visible.items() if k in seen or not (v == ("", frozenset()) and k in printed)}
+        printed = f" {printed_here(truth, turn)} "
+        visible = {
+            k: v for k, v in visible.items() if k in seen or not (v == ("", frozenset()) and f" {k} " in printed)
+        }
     verdicts.checked["objects"] += 1
     if visible != seen:
         wrong = {k: (visible.get(k), seen.get(k)) for k in set(visible) | set(seen) if visible.get(k) != seen.get(k)}
@@ -1057,7 +1059,7 @@ def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: Engine
             seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
             before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
             for thing in (t.strip() for t in gone.group("things").split(",")):
-                if thing not in before and thing not in here and thing in printed_here(truth, turn):
+                if thing not in before and thing not in here and f" {thing} " in f" {printed_here(truth, turn)} ":
                     continue  # named as the room's text names it, not by the engine: what was printed holds
                 if thing in here or thing not in before:
                     verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")

@@ -407,8 +407,7 @@ class JerichoInterface:
             for n in (static_room.local_globals if static_room else ())
             if n in tree and INVISIBLE not in tree[n][3]
         ]
-        spans = list(re.finditer(r"[a-z]+", description.lower()))
-        words = [m.group() for m in spans]
+        words = re.findall(r"[a-z]+", description.lower())
         cut = [w[:DICTIONARY_WORD_LENGTH] for w in words]
         named: list[str] = []
         below = self._visible_below(room, tree)
@@ -430,8 +429,8 @@ class JerichoInterface:
                 after += 1
             if end < len(words) and words[end] == "of" and after < len(cut) and cut[after] in static.synonyms:
                 end = after + 1
-            # The text's own words and stops ("dark, forbidding staircase"), on one line.
-            phrase = " ".join(description[spans[start].start() : spans[end - 1].end()].lower().split())
+            # The text's own words, without its stops: "dark, forbidding staircase" would read as two things.
+            phrase = " ".join(words[start:end])
             if phrase not in named:
                 named.append(phrase)
         return named
