@@ -844,6 +844,18 @@ def _read(name: str, words_read: set[str]) -> bool:
     return bool(last) and any(last[0] + ending in words_read for ending in ("", "s", "es"))
 
 
+def printed_here(truth: EngineTruth, turn: int) -> str:
+    """Everything the game printed on arriving in or acting in the room the player is in at ``turn``:
+    its words, lower case, one space apart."""
+    room = truth.turns[turn].room_id
+    said = [
+        truth.read[t]
+        for t in range(turn)
+        if t in truth.read and (truth.turns.get(t + 1) or truth.turns[turn]).room_id == room
+    ]
+    return " ".join(re.findall(r"[a-z]+", " ".join(said).lower()))
+
+
 def check_things(
     turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, words_read: set[str] | None = None
 ) -> None:
@@ -879,6 +891,12 @@ def check_things(
         }
         verdicts.disagree("inventory", f"turn {turn} in {room}: (shown, engine) {wrong}")
     visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
+    if words_read is not None:
+        # What the room's text names as it names it ("large oriental rug": the engine's "carpet").
+        printed = f" {printed_here(truth, turn)} "
+        visible = {
+            k: v for k, v in visible.items() if k in seen or not (v == ("", frozenset()) and f" {k} " in printed)
+        }
     verdicts.checked["objects"] += 1
     if visible != seen:
         wrong = {k: (visible.get(k), seen.get(k)) for k in set(visible) | set(seen) if visible.get(k) != seen.get(k)}
@@ -944,20 +962,33 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
 
 _LIMITS = re.compile(
     r"^Turn (?P<turn>\d+) of (?P<max>\d+) \((?P<left>\d+) left, this one included\); (?P<idle_limit>\d+) turns in "
-    r"a row without a score change or a new room end the episode \((?P<idle>\d+) so far\)$",
+    r"a row with no [^()]+ end the episode \((?P<idle>\d+) so far\)$",
     re.MULTILINE,
 )
 
 
+# The parser complaining about the command's words: never news for the idle rule.
+_COMPLAINT = re.compile(
+    r"^(?:i don't know the word|you can't see any|that sentence isn't|i don't understand|you used the word|"
+    r"there was no verb|what do you want to|i beg your pardon)"
+)
+
+
 def idle_turns(truth: EngineTruth, turn: int) -> int:
-    """Turns in a row before ``turn`` without a score change or a new room, from the engine's replay."""
+    """Turns in a row before ``turn`` without progress, from the engine's replay: no new room, no score
+    change, nothing taken or dropped, and no reply the game had not given before (numbers aside)."""
     seen = {truth.turns[min(truth.turns)].room_id}
+    heard: set[str] = set()
     score, last_progress = 0, 0
     for t in range(1, turn):
         after = truth.after.get(t)
         if after is None:
             continue
-        if after.score != score or after.room_id not in seen:
+        reply = re.sub(r"\d+", "#", " ".join(truth.read.get(t, "").lower().split()))
+        new_reply = bool(reply) and not _COMPLAINT.match(reply) and reply not in heard
+        heard.add(reply)
+        carried = truth.turns[t].inventory != truth.turns.get(t + 1, truth.turns[t]).inventory
+        if after.score != score or after.room_id not in seen or carried or new_reply:
             last_progress = t
         seen.add(after.room_id)
         score = after.score
@@ -1028,9 +1059,11 @@ def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: Engine
             seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
             before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
             for thing in (t.strip() for t in gone.group("things").split(",")):
+                if thing not in before and thing not in here and f" {thing} " in f" {printed_here(truth, turn)} ":
+                    continue  # named as the room's text names it, not by the engine: what was printed holds
                 if thing in here or thing not in before:
                     verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
-        elif not line.startswith("- Nothing you carry is lit since turn "):
+        elif not line.startswith(("- Nothing you carry is lit since turn ", "- You carry ")):
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
 
 

@@ -391,6 +391,50 @@ class JerichoInterface:
             shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
         return shown
 
+    def objects_named_in(self, description: str, words_read: Set[str]) -> list[str]:
+        """Fair play "seen": the room's objects that its ``description`` (as the player last read it)
+        names and ``describe_visible_objects(words_read)`` leaves out, each as the description names
+        it: its noun with the adjectives before it there ("large oriental rug" for the engine's
+        "carpet", "evil spirits" for its "number of ghosts", the Kitchen's "dark chimney", a scenery
+        object the engine shares between rooms). Nothing carried, and in the dark nothing."""
+        tree = self._tree()
+        room = self.get_location().id
+        if not self._lit(room, tree):
+            return []
+        static_room = self._story.objects.get(room)
+        local = [
+            self._game_object(n, tree)
+            for n in (static_room.local_globals if static_room else ())
+            if n in tree and INVISIBLE not in tree[n][3]
+        ]
+        words = re.findall(r"[a-z]+", description.lower())
+        cut = [w[:DICTIONARY_WORD_LENGTH] for w in words]
+        named: list[str] = []
+        below = self._visible_below(room, tree)
+        for obj in [*below, *local]:
+            static = self._story.objects.get(obj.id)
+            # What "Visible objects" lists already: a loose or local object by a name the game used.
+            listed = named_in(obj.name, words_read) and (obj in below or INTERACTIVE.intersection(obj.attributes))
+            if static is None or listed or self._held_by_creature(obj.id, room, tree):
+                continue
+            at = next((i for i, w in enumerate(cut) if w in static.synonyms), None)
+            if at is None:
+                continue
+            start, end = at, at + 1
+            while start > 0 and cut[start - 1] in static.adjectives:
+                start -= 1
+            # "piece of paper", "pile of mangled bodies": a name that goes on after "of".
+            after = end + 1
+            while after < len(cut) and cut[after] in static.adjectives:
+                after += 1
+            if end < len(words) and words[end] == "of" and after < len(cut) and cut[after] in static.synonyms:
+                end = after + 1
+            # The text's own words, without its stops: "dark, forbidding staircase" would read as two things.
+            phrase = " ".join(words[start:end])
+            if phrase not in named:
+                named.append(phrase)
+        return named
+
     def _try_opening(self, objects: list[GameObject]) -> None:
         """Ask the game once to open (or close) each container shown with an open/closed state, and
         undo it: one it answers "You can't do that." (the chalice) is never shown open or closed.

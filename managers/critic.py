@@ -11,10 +11,11 @@ Two stages, cheapest first:
    a justification. Off by default: in the ZorkGPT codebase the LLM critic cost ~38% of
    an episode's calls and 88% of its rejections were overridden and then succeeded.
    With ``gameplay.critic_when = "risky"`` (the default) it is asked only about actions that
-   cost something if wrong (``risk_of``): a fight, an action that cannot be undone, a move in
-   the dark, putting out or dropping a light. Its request is small: the proposal, the agent's
-   reason for it and the facts it needs (room, exits, what is carried and seen, the game's
-   last reply), not the agent's whole prompt.
+   cost something if wrong (``risk_of``): a fight, an action that cannot be undone (never a
+   drop, an opening or a closing: the next turn undoes those), a move in the dark, putting out
+   a light. Its request is small: the proposal, the agent's reason for it and the facts it
+   needs (room, exits, what is carried and seen, the game's last reply), not the agent's whole
+   prompt.
 
 ``TrustTracker`` turns that last observation into a rule: each LLM rejection that the
 agent overrode and that then succeeded lowers the weight of the critic's future scores.
@@ -67,10 +68,11 @@ _PLAIN_WORD = re.compile(r"^[a-z]+$")
 _SCOPE_REFUSAL = re.compile(r"You can't see any .* here!")
 
 # What makes an action risky enough for the critic model (``risk_of``). Verbs, not objects: the
-# game's words for fighting, and for acts that cannot be taken back.
+# game's words for fighting, and for acts that cannot be taken back. What the player can undo next
+# turn is left out: a dropped thing is taken again, an opened one closed, a closed one opened.
 COMBAT_VERBS = frozenset({"attack", "kill", "fight", "hit", "stab", "slay", "strike", "murder", "punch", "kick"})
 IRREVERSIBLE_VERBS = frozenset(
-    {"drop", "throw", "break", "smash", "destroy", "burn", "eat", "drink", "give", "pour", "cut", "puncture",
+    {"throw", "break", "smash", "destroy", "burn", "eat", "drink", "give", "pour", "cut", "puncture",
      "deflate", "jump", "leap", "pray"}
 )  # fmt: skip
 _LIGHT_OUT = re.compile(r"^(turn off|switch off|extinguish|blow out|douse|put out)\b")

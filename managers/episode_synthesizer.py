@@ -7,10 +7,11 @@ per-name usage after every turn, which gives the cost of each turn per role: the
 asks for LLM calls and tokens per turn per role in the summary, and a mean <= 1.3 calls
 per turn with the default config.
 
-Stuck detection reads ``game_state``: a turn is progress when the score changes or a new
-room is reached. After ``gameplay.stuck_warning_turns`` turns without progress the agent
-is warned in its context; after ``gameplay.stuck_limit_turns`` the orchestrator ends the
-episode (``stuck_status().end``).
+Stuck detection reads ``game_state``: a turn is progress when it reaches a new room, changes
+the score, takes or drops an item, or brings a reply the game had not given before
+(``session.progress``). After ``gameplay.stuck_warning_turns`` turns without progress the
+agent is warned in its context; after ``gameplay.stuck_limit_turns`` the orchestrator ends
+the episode (``stuck_status().end``). A limit of 0 turns the rule off: no warning, no end.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from session.episode_folder import EpisodeFolder, read_events
 from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult, room_label
+from session.progress import PROGRESS_WORDS
 from shared_utils.files import atomic_write_json, atomic_write_text
 from shared_utils.text import shorten
 
@@ -184,6 +186,8 @@ class EpisodeSynthesizer(BaseManager):
     def stuck_status(self) -> StuckStatus:
         gameplay = self.config.gameplay
         idle = self.game_state.turns_without_progress
+        if not gameplay.stuck_limit_turns:
+            return StuckStatus(idle, warn=False, end=False)  # the idle rule is off
         return StuckStatus(idle, warn=idle >= gameplay.stuck_warning_turns, end=idle >= gameplay.stuck_limit_turns)
 
     def _log_stuck(self, turn: int) -> None:
@@ -195,7 +199,7 @@ class EpisodeSynthesizer(BaseManager):
         if status.end and not self._limit_logged:
             self._limit_logged = True
             self.logger.warning(
-                "Turn %s: no score change or new room for %s turns; ending the episode",
+                "Turn %s: no progress (new room, score, item, new reply) for %s turns; ending the episode",
                 turn,
                 idle,
                 extra={
@@ -223,7 +227,7 @@ class EpisodeSynthesizer(BaseManager):
             return None
         left = self.config.gameplay.stuck_limit_turns - status.turns_without_progress
         return (
-            f"WARNING — STUCK: {status.turns_without_progress} turns without a score change or a new room. "
+            f"WARNING — STUCK: {status.turns_without_progress} turns with no {PROGRESS_WORDS}. "
             f"The episode ends in {left} more turns like this. Change approach now: take an exit you have not "
             "used, examine or use the items you carry, open or move things you passed over, and stop repeating "
             "actions that already failed here."

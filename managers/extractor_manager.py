@@ -131,6 +131,22 @@ def is_room_description(text: str, room_name: str) -> bool:
     return False
 
 
+DESCRIPTIONS_KEPT = 4
+
+
+def room_text(text: str, room_name: str) -> str | None:
+    """The description of ``room_name`` in ``text``: what follows the room's name line, or None where
+    ``text`` holds no description beyond the name (a revisit's short "The Troll Room")."""
+    name = room_name.strip().lower()
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        line = line.strip().lower()
+        if name and (line == name or line.startswith(name + ",")):
+            rest = "\n".join(lines[at + 1 :]).strip()
+            return rest or None
+    return None
+
+
 def changed_chars(old: str, new: str) -> int:
     """How many characters differ between two texts (the longer text's length minus what they share)."""
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
@@ -170,6 +186,8 @@ class ExtractorManager(BaseManager):
         self._skipped_unengaged = 0
         # Fair play "seen": every word of the game's text the player has read this episode.
         self._words_read: set[str] | None = set() if config.gameplay.fair_play == "seen" else None
+        # Fair play "seen": each room's descriptions as the player read them, newest first (room -> texts).
+        self._descriptions: dict[int, list[str]] = {}
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
@@ -178,6 +196,7 @@ class ExtractorManager(BaseManager):
         self._skipped_unengaged = 0
         if self._words_read is not None:
             self._words_read = set()
+        self._descriptions = {}
 
     def extract(self, action: str | None, response: str) -> ExtractedInfo:
         """The facts after ``action`` (None for the intro text) produced ``response``."""
@@ -192,7 +211,7 @@ class ExtractorManager(BaseManager):
         return ExtractedInfo(
             location=location,
             inventory=tuple(game.get_inventory()),
-            visible_objects=tuple(game.describe_visible_objects(self._words_read)),
+            visible_objects=tuple(self._visible(response, location)),
             score=game.score,
             max_score=game.max_score,
             moves=game.moves,
@@ -210,6 +229,21 @@ class ExtractorManager(BaseManager):
             vehicle=game.vehicle(),
             room_dark=game.dark_by_itself(),
         )
+
+    def _visible(self, response: str, location: Location) -> list[str]:
+        """What the agent reads as "Visible objects". At fair play "seen", also what the room's
+        description names that the engine lists under another name or not at all ("large oriental
+        rug", "small piece of paper", "evil spirits"), as the description names it."""
+        shown = self.game.describe_visible_objects(self._words_read)
+        if self._words_read is None:
+            return shown
+        # A revisit prints the name and the loose objects only: the first visit's description still
+        # names the rug. Newest first, so the latest words name a thing; what left is not in the room.
+        read = self._descriptions.setdefault(location.id, [])
+        description = room_text(response, location.name)
+        if description and description not in read:
+            read[:] = [description, *read][:DESCRIPTIONS_KEPT]
+        return shown + self.game.objects_named_in("\n".join(read), self._words_read)
 
     def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:
         """Fair play "seen": an object the game has not named yet is "something" (the spirits are

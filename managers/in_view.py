@@ -4,16 +4,21 @@ The recent actions show six turns; some things the game said matter far longer. 
 keeps them, each with the turn it was said, from the game's own text and what the player saw
 (never the engine's hidden state), and shows them under "## Still in view" while they matter:
 
-- a load refusal ("Your load is too heavy"), with what was carried then, until the thing
-  refused is carried after all (or ``KEEP_TURNS`` pass);
+- the load: a load refusal ("Your load is too heavy"), with what was carried then, until the
+  thing refused is carried after all; before any refusal, once the player carries
+  ``LOAD_NOTE_ITEMS`` things, that the game limits the load (a player knows Zork does);
 - wounds and healing: the game's words about the player's wounds, until it says the player is
-  well again (or ``HEAL_TURNS`` pass: Zork heals a wound in about 30 moves);
+  well again, or the moves it said the cure takes ("cured after 27 moves") pass (without such a
+  count, ``HEAL_TURNS``: Zork heals a wound in about 30 moves);
 - light: the game's words about a light dimming or going out, and that nothing carried is
-  lit any more, since which turn (only after something was);
+  lit any more, since which turn (only after something was); a match's or a candle's words for
+  ``KEEP_TURNS`` (a match out is out for good: nothing left to watch), the lamp's while it lasts;
 - dangers the story named in a room (a flame near gas, "you cannot carry anything through
   here"), shown while the player is in that room and for ``KEEP_TURNS`` after it was said;
 - objects gone from where they were last seen: coming back to a room, what was seen there
-  before and is not there now, unless the player carried it since (then the player moved it).
+  before and is not there now, unless the player carried it since (then the player moved it);
+  a thing seen here under another name of the same thing ("red hot brass bell", then "brass
+  bell": it cooled) is not gone.
 
 What it keeps of each room also says where the player last saw each object (``last_seen_in``):
 at the "seen" fair-play level an objective's route leads there, not to where the engine has it.
@@ -32,6 +37,7 @@ from shared_utils.text import whole_sentences
 
 KEEP_TURNS = 30
 HEAL_TURNS = 40
+LOAD_NOTE_ITEMS = 6
 SAID_CHARS = 200
 DANGERS_SHOWN = 3
 
@@ -42,6 +48,10 @@ _WOUND = re.compile(
     re.IGNORECASE,
 )
 _HEALED = re.compile(r"perfect health|wounds? (?:is|are|has been) cured", re.IGNORECASE)
+# "You have a light wound, which will be cured after 27 moves.": the wound is gone by then.
+_CURED_AFTER = re.compile(r"cured after (\d+) moves?", re.IGNORECASE)
+# The lamp's words matter while it lasts; a match's or a candle's only for a while.
+_LAMP = re.compile(r"\b(lamp|lantern)\b", re.IGNORECASE)
 _LIGHT = re.compile(
     r"\b(dimmer|nearly out|growing dim|grows? shorter|quite short|burned out|burnt out|run out of power|"
     r"(?:lamp|lantern|torch|candles?|match) (?:is|has|have) (?:gone out|died|dead)|(?:goes|go|went) out)\b",
@@ -97,6 +107,7 @@ class InViewManager(BaseManager):
     def _reset(self) -> None:
         self.too_heavy: tuple[Said, str, tuple[str, ...]] | None = None  # what was said, the thing, what was carried
         self.wound: Said | None = None
+        self.healed_by: int | None = None  # the turn the game said the wound would be cured by
         self.light: Said | None = None
         self.unlit_since: int | None = None
         self.dangers: dict[str, Said] = {}  # by room name, the latest
@@ -118,16 +129,20 @@ class InViewManager(BaseManager):
             thing = result.action.split(" ", 1)[1] if " " in result.action else result.action
             said = Said(turn, room, f'{refused[0]} (you tried "{result.action}")')
             self.too_heavy = (said, thing, tuple(state.inventory_shown or state.inventory))
-        elif self.too_heavy and (turn - self.too_heavy[0].turn > KEEP_TURNS or self._carries(self.too_heavy[1], state)):
+        elif self.too_heavy and self._carries(self.too_heavy[1], state):
             self.too_heavy = None
         if _sentences(text, _WOUND):
             # The whole reply: "The axe gets you right in the side. Ouch!" says what the "Ouch" is about.
             self.wound = None if _HEALED.search(text) else Said(turn, room, " ".join(text.split()))
-        elif self.wound and turn - self.wound.turn > HEAL_TURNS:
+            cure = _CURED_AFTER.search(text)
+            self.healed_by = turn + int(cure.group(1)) if cure else turn + HEAL_TURNS
+        elif self.wound and self.healed_by is not None and turn >= self.healed_by:
             self.wound = None
         light = _sentences(text, _LIGHT)
         if light:
             self.light = Said(turn, room, " ".join(light))
+        elif self.light and not _LAMP.search(self.light.text) and turn - self.light.turn > KEEP_TURNS:
+            self.light = None
         lit = any(shown.endswith("(on)") or "(on," in shown for shown in state.inventory_shown)
         if lit:
             self.unlit_since = None
@@ -166,10 +181,15 @@ class InViewManager(BaseManager):
         self.gone = None
         if before is None:
             return
-        now = {object_name(o) for o in self.game_state.visible_objects} | self.handled
-        missing = tuple(sorted(before[1] - now))
+        missing = tuple(sorted(name for name in before[1] if not self._here(name)))
         if missing:
             self.gone = (room_id, before[0], missing)
+
+    def _here(self, name: str) -> bool:
+        """The thing is in view now or was carried this episode, by its name or another name of the
+        same thing: the same last word ("red hot brass bell" is the "brass bell" once cooled)."""
+        now = {object_name(o) for o in self.game_state.visible_objects} | self.handled
+        return name in now or name.split()[-1:] in [n.split()[-1:] for n in now]
 
     def _note_room(self, turn: int) -> None:
         state = self.game_state
@@ -186,7 +206,13 @@ class InViewManager(BaseManager):
         if self.too_heavy:
             said, _, carried = self.too_heavy
             lines.append(
-                f"- Turn {said.turn}, {said.room}: {said.text}; you carried: {', '.join(carried) or 'nothing'}"
+                f"- Turn {said.turn}, {said.room}: {said.text}; you carried: {', '.join(carried) or 'nothing'}; "
+                f"you carry {_things(len(state.inventory))} now"
+            )
+        elif len(state.inventory) >= LOAD_NOTE_ITEMS:
+            lines.append(
+                f"- You carry {_things(len(state.inventory))}: the game refuses a load that grows too heavy "
+                '("Your load is too heavy"), so leave what you do not need where you can find it again.'
             )
         if self.wound:
             lines.append(f'- Turn {self.wound.turn}, {self.wound.room}: "{_cut(self.wound.text)}"')
@@ -200,11 +226,16 @@ class InViewManager(BaseManager):
         )
         for danger in recent[:DANGERS_SHOWN]:
             lines.append(f'- Turn {danger.turn}, {danger.room}: "{_cut(danger.text)}"')
-        if self.gone and self.gone[0] == state.current_room_id:
-            lines.append(f"- Gone from here since you were last here (turn {self.gone[1]}): {', '.join(self.gone[2])}")
+        gone = [name for name in self.gone[2] if not self._here(name)] if self.gone else []
+        if self.gone and gone and self.gone[0] == state.current_room_id:
+            lines.append(f"- Gone from here since you were last here (turn {self.gone[1]}): {', '.join(gone)}")
         if not lines:
             return None
         return "\n".join(["## Still in view (what the game told you that still matters)", *lines])
+
+
+def _things(count: int) -> str:
+    return f"{count} thing{'' if count == 1 else 's'}"
 
 
 def _cut(text: str) -> str:

@@ -103,7 +103,8 @@ _PLACE = re.compile(r"\b(?:from|to|into|in|on|onto) (?:the )?(?P<place>[a-z][a-z
 
 def _changed_things(result: TurnResult) -> set[str]:
     """The head words (the last word of each name) of the objects this turn's changes are about,
-    and of the containers they moved into or out of; rooms left out (a room is no thing's state)."""
+    and of the containers they moved into or out of, and of what the game's text shows changed for
+    good (``shown_changes``); rooms left out (a room is no thing's state)."""
     rooms = {_phrase(result.room_name_before), _phrase(result.room_name_after)}
     things: set[str] = set()
     for change in result.world_changes:
@@ -112,7 +113,39 @@ def _changed_things(result: TurnResult) -> set[str]:
             continue  # a change no object shows, or an exit: nothing named
         names = [name, *(m.group("place") for m in _PLACE.finditer(text.lower()))]
         things |= {_phrase(n).split()[-1] for n in names if _phrase(n) and _phrase(n) not in rooms}
+    things |= {c.word for c in shown_changes(result)}  # what the game's text shows changed, too
     return {word for word in things if len(word) > 2}
+
+
+# The game's words for a creature leaving for good: "the troll breathes his last", "The cyclops,
+# hearing the name of his father's deadly nemesis, flees the room", "the thief ... dies".
+# A clause between commas may stand between the creature and its verb, never a second "and ..." one
+# ("fills the cavern, and the spirits, sensing a greater power, flee": the spirits flee, not the cavern).
+_CREATURE_GONE = re.compile(
+    r"\bthe (?P<who>[a-z]+)(?:, (?!and\b)[^.!?,]*,)? (?:\w+ )?"
+    r"(?:breathes? (?:his|her|its|their) last|dies|die|is dead|flees|flee|runs? away)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class ShownChange:
+    """A thing the game's text showed changed for good this game, which older memories naming it must
+    give way to: a creature dead or fled (everywhere), an item taken (in the room it was taken from)."""
+
+    turn: int
+    word: str  # the thing's head word, as memories name it ("troll", "lantern")
+    room_id: int | None  # where memories about it give way; None: everywhere
+
+
+def shown_changes(result: TurnResult) -> list[ShownChange]:
+    """What this turn's reply and inventory show changed for good: the creatures the game says died
+    or fled, and the items taken here (what "the Living Room holds the lantern" was about)."""
+    gone = {m.group("who").lower() for m in _CREATURE_GONE.finditer(" ".join(result.response.split()))}
+    changes = [ShownChange(result.turn, word, None) for word in sorted(gone) if len(word) > 2]
+    taken = {_phrase(item).split()[-1] for item in result.items_gained if _phrase(item)}
+    changes += [ShownChange(result.turn, word, result.room_id_before) for word in sorted(taken) if len(word) > 2]
+    return changes
 
 
 def _phrase(text: str) -> str:
@@ -144,6 +177,7 @@ class MemoryManager(LearningManager):
     name = "memory"
     memories: list[Memory]
     pending: list[PendingEvent]
+    changed: list[ShownChange]
     visited: set[int]
     last_call_turn: int
     memories_added: int
@@ -160,6 +194,7 @@ class MemoryManager(LearningManager):
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
         self.pending = []
+        self.changed = []
         self.visited = set(game_state.visited_room_ids)
         self.last_call_turn = game_state.turn_count
         self.memories_added = 0
@@ -170,6 +205,7 @@ class MemoryManager(LearningManager):
         # The orchestrator may reset us before it knows the start room; where we acted from was visited.
         self.visited.add(result.room_id_before)
         self._retire_disproved_failures(result)
+        self.changed += shown_changes(result)
         self._retire_outdated_state(result)
         event = self._classify(result)
         self.visited.add(result.room_id_after)
@@ -185,7 +221,7 @@ class MemoryManager(LearningManager):
             return None
         room_id = self.game_state.current_room_id
         episode = self.game_state.episode_id
-        shown = [m for m in self.memories if m.room_id == room_id and m.shown_in(episode)]
+        shown = [m for m in self.memories if m.room_id == room_id and m.shown_in(episode) and not self._gave_way(m)]
         limit = self.config.memory.max_memories_in_context
         if not shown or limit == 0:
             return None
@@ -198,6 +234,17 @@ class MemoryManager(LearningManager):
             when = f" (turn {m.turn})" if m.this_game else ""
             lines.append(f"- [{m.category}]{mark}{when} {m.text}")
         return "\n".join(lines)
+
+    def _gave_way(self, memory: Memory) -> bool:
+        """A memory older than a change the game showed this game, naming what changed: "A troll blocks
+        all passages" once the troll breathed his last. Kept in the file (the next game has its troll
+        again), not shown for the rest of this one."""
+        words = set(_phrase(memory.text).split())
+        older = memory.episode_id != one_line(self.game_state.episode_id).replace(" ", "_")
+        return any(
+            c.word in words and (older or memory.turn < c.turn) and c.room_id in (None, memory.room_id)
+            for c in self.changed
+        )
 
     def finalize_episode(self) -> None:
         if self.config.memory.enabled and any(e.strong for e in self.pending):

@@ -35,7 +35,9 @@ oldest are dropped. Apart from the revisits above, the review is never brought f
 cost is one call per interval (two when an answer is rejected).
 
 The agent reads the active objectives, compactly (a step is spelled out only when the text
-does not already say it), and the ones completed or dropped in the last ``CLOSED_SHOWN_TURNS``
+does not already say it, or names a room or an item the player has not seen yet: then it is
+always spelled out and marked "not seen yet", so an objective that leads where no route can is
+shown as such rather than as one the map forgot), and the ones completed or dropped in the last ``CLOSED_SHOWN_TURNS``
 turns, with why, even when none is active: it must tell a goal reached from a goal given up.
 After that they leave the prompt.
 
@@ -76,6 +78,7 @@ RECENT_TURNS = 15
 MAX_OBJECTIVE_CHARS = 200  # whole sentences fit; beyond this the text is shortened at a word boundary
 MAX_AMBIGUOUS = 10
 MAX_ROUTE_TARGETS = 3
+NOT_SEEN = " (not seen yet)"  # a step's room or item the player has not seen: no route leads there yet
 RECENTLY_CLOSED_SHOWN = 3  # completed, and dropped, objectives the agent keeps seeing
 # ... for this many turns after closing: long enough to tell a goal reached from one given up, not
 # so long that a goal dropped at turn 50 sits in every prompt to the end.
@@ -230,6 +233,7 @@ class ObjectiveManager(LearningManager):
     ambiguous: list[str]
     refusals: list[str]  # why the agent's last proposals were not added; shown once
     revisit: list[str]  # what happened to objectives that the review must look at this turn
+    seen_words: set[str]  # the last word of each thing the player was shown this episode
     last_review_turn: int
 
     def __init__(
@@ -267,6 +271,7 @@ class ObjectiveManager(LearningManager):
         self.refusals = []
         self.revisit = []
         self.last_review_turn = game_state.turn_count
+        self.seen_words = set()
 
     def add_objective(self, proposal: ObjectiveProposal | str, turn: int, source: str = "agent") -> None:
         """Add the agent's ``new_objective``; a plain sentence becomes one free step. A proposal
@@ -285,6 +290,7 @@ class ObjectiveManager(LearningManager):
     def process_turn(self, result: TurnResult) -> None:
         if not self.config.objectives.enabled:
             return
+        self._note_seen()
         self.recent.append(result)
         if result.died and result.items_lost:
             self._note_lost_items(result)
@@ -302,6 +308,7 @@ class ObjectiveManager(LearningManager):
     def context_section(self) -> str | None:
         if not self.config.objectives.enabled:
             return None
+        self._note_seen()
         lines: list[str] = []
         active = self.active()[: self.config.objectives.max_active]
         now = self.game_state.turn_count
@@ -333,11 +340,36 @@ class ObjectiveManager(LearningManager):
         """One line: the text, then only the steps the text does not already say, each marked when it holds."""
         said = _words(o.text)
         steps = [
-            s.brief() + (" ✓" if self._holds(s) else "")
+            s.brief() + (" ✓" if self._holds(s) else NOT_SEEN if self._unseen(s) else "")
             for s in o.steps
-            if len(o.steps) > 1 or not _words(s.brief()) <= said
+            if len(o.steps) > 1 or not _words(s.brief()) <= said or self._unseen(s)
         ]
         return f"- #{o.id} [{o.priority}] {o.text}" + (f" — {'; '.join(steps)}" if steps else "")
+
+    def _note_seen(self) -> None:
+        """The last word of each thing the player has been shown this episode, in the room or carried."""
+        state = self.game_state
+        for shown in [*state.visible_objects, *state.inventory_shown, *state.inventory]:
+            for part in re.split(r", |containing: |carrying: |\(", shown):
+                name = part.split(" (", 1)[0].strip(" )")
+                if name:
+                    self.seen_words.add(name.lower().split()[-1])
+
+    def _unseen(self, step: Step) -> bool:
+        """The step names a room the player has not been in, or an item (or container) the player has
+        not been shown: by the step's own word for it or by the game's name for it."""
+        if step.kind == "reach_room":
+            return not set(step.ids) & self.game_state.visited_room_ids
+        if step.kind not in ("hold_item", "item_in_container", "object_state"):
+            return False
+        groups = [(step.target, step.ids)]
+        if step.kind == "item_in_container":
+            groups.append((step.container, step.container_ids))
+        for target, ids in groups:
+            names = [target, *(info.name for info in map(self.game.object_info, ids) if info is not None)]
+            if not {n.lower().split()[-1] for n in names if n.split()} & self.seen_words:
+                return True
+        return False
 
     def finalize_episode(self) -> None:
         self._save()

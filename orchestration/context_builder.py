@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from session.game_state import GameState
+from session.progress import PROGRESS_WORDS
 from shared_utils.text import whole_sentences
 
 RECENT_ACTIONS = 6
@@ -14,7 +15,8 @@ REASONING_CHARS = 600
 
 @dataclass(frozen=True)
 class TurnLimits:
-    """What ends an episode besides the game: the turn limit, and turns in a row without progress."""
+    """What ends an episode besides the game: the turn limit, and turns in a row without progress
+    (``idle_limit`` 0: never)."""
 
     max_turns: int
     idle_limit: int
@@ -23,11 +25,13 @@ class TurnLimits:
 def limits_line(state: GameState, limits: TurnLimits) -> str:
     """Both limits from the first turn, so the agent can plan with them instead of meeting them."""
     turn = state.turn_count + 1
-    return (
-        f"Turn {turn} of {limits.max_turns} ({limits.max_turns - turn + 1} left, this one included); "
-        f"{limits.idle_limit} turns in a row without a score change or a new room end the episode "
+    idle = (
+        f"{limits.idle_limit} turns in a row with no {PROGRESS_WORDS} end the episode "
         f"({state.turns_without_progress} so far)"
+        if limits.idle_limit
+        else "no limit on turns without progress"
     )
+    return f"Turn {turn} of {limits.max_turns} ({limits.max_turns - turn + 1} left, this one included); {idle}"
 
 
 def _no_exits(state: GameState) -> str:

@@ -5,6 +5,7 @@
 - ``providers``: what ZorkGPT knows of the OpenAI-compatible servers people use;
 - ``game_configuration``: the ``[tool.zorkgpt.*]`` settings, their env overrides and ``.env``;
 - ``objective_spec``: how an objective says it is done;
+- ``progress``: what counts as progress for the idle rule;
 - ``game_state``: the episode's state, owned by the orchestrator;
 - ``episode_folder``: every file name of an episode folder, and the one reader of its events;
 - ``redaction``: the run's secrets, taken out of text before it is written anywhere;

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from session.errors import ConfigError
 from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPreset, guess_preset, is_loopback_url
@@ -149,12 +149,16 @@ class GameplaySection(_Section):
     enable_critic: bool = False
     # When the critic model is asked (the free engine check runs on every proposal): "risky" only for
     # actions that cost something if wrong (a fight, an action that cannot be undone, moving in the
-    # dark, putting out or dropping a light); "always" for every proposal the engine check let through.
+    # dark, putting out a light; never dropping, opening or closing); "always" for every proposal the
+    # engine check let through.
     critic_when: Literal["risky", "always"] = "risky"
     critic_rejection_threshold: float = Field(default=-0.05, ge=-1.0, le=1.0)
     max_rejection_rounds: int = Field(default=3, ge=0, le=10)
+    # The idle rule: turns in a row without progress (``session.progress``: a new room, a score change,
+    # an item taken or dropped, a reply the game had not given before) warn the agent, then end the
+    # episode; a limit of 0 turns the rule off.
     stuck_warning_turns: int = Field(default=20, ge=1, le=100_000)
-    stuck_limit_turns: int = Field(default=40, ge=1, le=100_000)
+    stuck_limit_turns: int = Field(default=40, ge=0, le=100_000)
     exit_probe: bool = True
     # What the models may be told. "seen": only rooms, ways, objects, creatures and refusals the
     # player has seen (the engine's exit probe still runs, for the free checks, but what it alone
@@ -163,6 +167,18 @@ class GameplaySection(_Section):
     fair_play: Literal["seen", "engine"] = "seen"
     # The game's random numbers (the thief, combat, the carousel room): episode i of a run plays seed + i - 1.
     seed: int = Field(default=DEFAULT_GAME_SEED, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
+
+    @field_validator("stuck_limit_turns")
+    @classmethod
+    def _warned_before_the_end(cls, limit: int, info: ValidationInfo) -> int:
+        warning = info.data.get("stuck_warning_turns")
+        if limit and warning is not None and warning >= limit:
+            raise ValueError(
+                f"stuck_warning_turns ({warning}) must be below it, or the episode ends before the agent is "
+                "warned: raise stuck_limit_turns, lower stuck_warning_turns, or set stuck_limit_turns = 0 to turn "
+                "the idle rule off"
+            )
+        return limit
 
 
 class FilesSection(_Section):

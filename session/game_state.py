@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from session.objective_spec import ObjectiveProposal
+from session.progress import new_reply
 
 # Marks a response that ZorkGPT wrote because the game interface refused the command
 # (a meta command such as "save"): the game never saw it.
@@ -147,7 +148,9 @@ class GameState:
     game_over: bool = False
     victory: bool = False
     end_reason: str | None = None
-    last_progress_turn: int = 0  # last turn with a score change or a new room
+    last_progress_turn: int = 0  # last turn that made progress (``session.progress``)
+    # The replies the game gave this episode, as the idle rule compares them (not exported).
+    replies_heard: set[str] = field(default_factory=set)
 
     @property
     def exits_told(self) -> list[str]:
@@ -184,7 +187,8 @@ class GameState:
         # In the order entered: rooms passed through on the way first, where the player ended up last.
         entered = [*result.rooms_entered, (result.room_id_after, result.room_name_after)]
         new_room = any(room_id not in self.rooms_entered for room_id, _ in entered)
-        if result.score_delta or new_room:
+        heard = not result.response.startswith(REFUSED_PREFIX) and new_reply(result.response, self.replies_heard)
+        if result.score_delta or new_room or result.inventory_changed or heard:
             self.last_progress_turn = result.turn
         for room_id, name in entered:
             self.enter(room_id, name)
@@ -207,6 +211,7 @@ class GameState:
         would make each turn cost grow with the episode's length.
         """
         data = {f.name: getattr(self, f.name) for f in fields(self)}
+        del data["replies_heard"]  # hundreds of replies, for the idle rule alone
         data["action_history"] = [asdict(r) for r in self.action_history[-recent:]]
         data["reasoning_history"] = self.reasoning_history[-5:]
         data["visited_room_ids"] = sorted(self.rooms_entered)

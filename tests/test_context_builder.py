@@ -98,8 +98,11 @@ def test_turns_left_and_the_idle_rule_show_from_the_first_turn() -> None:
     first = build_context(GameState(), limits=TurnLimits(max_turns=80, idle_limit=40)).splitlines()
     assert first[1] == (
         "Turn 1 of 80 (80 left, this one included); "
-        "40 turns in a row without a score change or a new room end the episode (0 so far)"
+        "40 turns in a row with no new room, score change, item taken or dropped, or reply the game had not given "
+        "before end the episode (0 so far)"
     )
+    off = build_context(GameState(), limits=TurnLimits(max_turns=80, idle_limit=0)).splitlines()
+    assert off[1] == "Turn 1 of 80 (80 left, this one included); no limit on turns without progress"
     state = state_at_troll_room()
     state.last_progress_turn = 20
     text = build_context(state, limits=TurnLimits(max_turns=80, idle_limit=40))

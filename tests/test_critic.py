@@ -351,7 +351,12 @@ def test_the_critics_request_shows_the_exits_the_agent_was_shown_not_the_probes(
         ("north", "It is pitch black. You are likely to be eaten by a grue.", None, "it moves in the dark"),
         ("kill troll with sword", "The Troll Room", None, "it starts or continues a fight"),
         ("take axe", "The troll swings his axe.", True, "the player is in a fight"),
-        ("drop lamp", "Taken.", None, "it cannot be undone"),
+        # What the next turn undoes is never "cannot be undone": a dropped thing is taken again.
+        ("drop lamp", "Taken.", None, None),
+        ("drop all", "Taken.", None, None),
+        ("open trap door", "Living Room", None, None),
+        ("close trap door", "Living Room", None, None),
+        ("put egg in case", "Living Room", None, None),
         ("turn off lamp", "Taken.", None, "it puts out a light"),
         ("eat lunch", "Opened.", None, "it cannot be undone"),
     ],

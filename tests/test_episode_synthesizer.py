@@ -189,6 +189,7 @@ def test_stuck_warns_then_ends(
     synthesizer = EpisodeSynthesizer(config, logging.getLogger("test.synth"), GameState(), tmp_path / "ep")
     episode = Episode(game, synthesizer)
     seen = []
+    episode.turn("wait")  # "Time passes...": news the first time, never again
     with caplog.at_level(logging.INFO, logger="test.synth"):
         for _ in range(6):
             episode.turn("wait")
@@ -207,6 +208,19 @@ def test_stuck_warns_then_ends(
 
     episode.turn("north")  # a new room is progress
     assert synthesizer.stuck_status() == type(synthesizer.stuck_status())(0, False, False)
+    assert synthesizer.context_section() is None
+
+
+def test_an_idle_limit_of_0_never_warns_nor_ends(
+    tmp_path: Path, game: JerichoInterface, make_config: ConfigFactory
+) -> None:
+    config = make_config(gameplay={"stuck_warning_turns": 1, "stuck_limit_turns": 0})
+    synthesizer = EpisodeSynthesizer(config, logging.getLogger("test.synth"), GameState(), tmp_path / "ep")
+    episode = Episode(game, synthesizer)
+    for _ in range(5):
+        episode.turn("wait")
+    status = synthesizer.stuck_status()
+    assert (status.turns_without_progress, status.warn, status.end) == (4, False, False)
     assert synthesizer.context_section() is None
 
 

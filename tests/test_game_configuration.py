@@ -355,6 +355,13 @@ def test_every_numeric_key_has_finite_bounds() -> None:
         ("langfuse", "host", "cloud.langfuse.com", "http:// or https:// URL"),
         ("mcp", "tool_choice", "think", 'not a tool choice: use "auto", "required" or a tool as "server.tool"'),
         ("mcp", "tool_choice", "thoughtbox.", "not a tool choice"),
+        ("gameplay", "stuck_limit_turns", -1, "greater than or equal to 0"),
+        (
+            "gameplay",
+            "stuck_limit_turns",
+            20,
+            r"stuck_warning_turns \(20\) must be below it.*= 0 to turn the idle rule off",
+        ),
     ],
 )
 def test_out_of_range_values_are_config_errors_naming_the_key(
@@ -390,3 +397,10 @@ def test_non_utf8_config_and_dotenv_files_are_config_errors_naming_the_file(
     (tmp_path / ".env").write_bytes(b"OPENROUTER_API_KEY=sk-\xff\xfe\n")
     with pytest.raises(ConfigError, match=r"\.env is not UTF-8"):
         process_environ()
+
+
+def test_the_idle_rule_is_a_setting_and_0_turns_it_off() -> None:
+    off = GameConfiguration.from_mapping({"gameplay": {"stuck_limit_turns": 0}}, environ={})
+    assert off.gameplay.stuck_limit_turns == 0
+    env = GameConfiguration.from_mapping({}, environ={"ZORKGPT_GAMEPLAY_STUCK_LIMIT_TURNS": "120"})
+    assert env.gameplay.stuck_limit_turns == 120

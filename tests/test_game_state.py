@@ -13,7 +13,7 @@ def turn(n: int, room_after: int = 1, score_after: int = 0, died: bool = False, 
         turn=n,
         action=kw.get("action", "look"),
         reasoning="r",
-        response="text",
+        response=kw.get("response", "text"),
         room_id_before=kw.get("room_before", 1),
         room_name_before="A",
         room_id_after=room_after,
@@ -33,18 +33,33 @@ def test_episode_ids_are_sortable_timestamps() -> None:
     assert first <= second
 
 
-def test_progress_is_a_score_change_or_a_new_room() -> None:
+def test_progress_is_a_new_room_a_score_change_an_item_or_a_reply_not_heard_before() -> None:
     state = GameState()
     state.enter(1, "West of House")
-    state.record_turn(turn(1))
-    state.record_turn(turn(2))
+    state.record_turn(turn(1, response="Time passes..."))  # the first time the game says it: new text
+    assert state.last_progress_turn == 1
+    state.record_turn(turn(2, response="Time passes..."))
+    state.record_turn(turn(3, response="  time  passes...\n"))  # the same reply, however spaced
     assert state.turns_without_progress == 2
-    state.record_turn(turn(3, room_after=2))
+    state.record_turn(turn(4, room_after=2, response="Time passes..."))
     assert state.turns_without_progress == 0
-    state.record_turn(turn(4, room_after=1))  # back to a known room: no progress
-    state.record_turn(turn(5, room_after=1, score_after=5))
-    assert state.last_progress_turn == 5 and state.turns_without_progress == 0
+    state.record_turn(turn(5, room_after=1, response="Time passes..."))  # back to a known room: no progress
+    state.record_turn(turn(6, response="Time passes...", score_after=5))
+    assert state.last_progress_turn == 6
+    state.record_turn(turn(7, action="drop egg", response="Dropped.", inv_before=["egg"]))  # an item dropped
+    state.record_turn(turn(8, action="take egg", response="Taken.", inv_after=["egg"]))
+    assert state.last_progress_turn == 8
+    # Numbers are no news: the same wound, a move later. Nor is the parser refusing a word.
+    state.record_turn(turn(9, response="You have a light wound, which will be cured after 27 moves."))
+    state.record_turn(turn(10, response="You have a light wound, which will be cured after 26 moves."))
+    state.record_turn(turn(11, response='I don\'t know the word "xyzzyx".'))
+    state.record_turn(turn(12, response="You can't see any unicorn here!"))
+    state.record_turn(turn(13, response="[ZorkGPT] save is not available in this game."))
+    assert state.last_progress_turn == 9 and state.turns_without_progress == 4
+    state.record_turn(turn(14, response="You are in perfect health."))  # the wound healed: the game says so
+    assert state.turns_without_progress == 0
     assert state.visited_room_ids == {1, 2}
+    assert "replies_heard" not in state.to_dict()
 
 
 def test_turn_result_deltas_and_deaths() -> None:

@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "session.providers",
         "session.game_configuration",
         "session.objective_spec",
+        "session.progress",
         "session.game_state",
         "session.episode_folder",
         "session.redaction",

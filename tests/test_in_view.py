@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from managers.in_view import HEAL_TURNS, KEEP_TURNS, InViewManager
+from managers.in_view import HEAL_TURNS, KEEP_TURNS, LOAD_NOTE_ITEMS, InViewManager
 from session.game_state import GameState
 from tests.conftest import ConfigFactory
 from tests.manager_support import turn
@@ -120,3 +120,57 @@ def test_only_the_storys_danger_words_count(make_config: ConfigFactory, tmp_path
     assert manager.context_section() is None
     manager.process_turn(turn(6, "look", "A cave-in! The passage might collapse at any moment.", room=STUDIO))
     assert '"The passage might collapse at any moment."' in (manager.context_section() or "")
+
+
+def test_a_diagnosed_wound_goes_when_the_moves_the_game_named_pass(make_config: ConfigFactory, tmp_path: Path) -> None:
+    manager, _ = make(make_config, tmp_path)
+    said = "You have a light wound, which will be cured after 12 moves."
+    manager.process_turn(turn(300, "diagnose", said, room=GALLERY))
+    manager.process_turn(turn(311, "wait", "Time passes...", room=GALLERY))
+    assert "cured after 12 moves" in (manager.context_section() or "")
+    manager.process_turn(turn(312, "wait", "Time passes...", room=GALLERY))
+    assert "wound" not in (manager.context_section() or "")  # healed, as the game said it would be
+
+
+def test_a_match_gone_out_is_not_kept_but_the_lamps_warning_is(make_config: ConfigFactory, tmp_path: Path) -> None:
+    manager, _ = make(make_config, tmp_path)
+    manager.process_turn(turn(66, "light match", "The candles are lit.\nThe match has gone out.", room=GALLERY))
+    assert '"The match has gone out."' in (manager.context_section() or "")
+    manager.process_turn(turn(67 + KEEP_TURNS, "wait", "Time passes...", room=GALLERY))
+    assert "match" not in (manager.context_section() or "")
+    manager.process_turn(turn(200, "north", "Studio\nThe lamp appears a bit dimmer.", GALLERY, STUDIO))
+    manager.process_turn(turn(201 + KEEP_TURNS, "wait", "Time passes...", room=STUDIO))
+    assert '"The lamp appears a bit dimmer."' in (manager.context_section() or "")  # the lamp still matters
+
+
+def test_a_thing_seen_again_under_its_plainer_name_is_not_gone(make_config: ConfigFactory, tmp_path: Path) -> None:
+    manager, state = make(make_config, tmp_path)
+    at(state, GALLERY, 71, ["red hot brass bell", "candles"], [])
+    manager.context_section()
+    at(state, STUDIO, 72, [], [])
+    manager.process_turn(turn(72, "north", "Studio", GALLERY, STUDIO))
+    manager.context_section()
+    at(state, GALLERY, 90, ["brass bell"], [])
+    manager.process_turn(turn(90, "south", "Gallery\nThere is a brass bell here.", STUDIO, GALLERY))
+    section = manager.context_section() or ""
+    assert "- Gone from here since you were last here (turn 71): candles" in section  # the bell cooled: not gone
+    assert "bell" not in section
+
+
+def test_the_load_is_named_before_the_game_refuses_it(make_config: ConfigFactory, tmp_path: Path) -> None:
+    manager, state = make(make_config, tmp_path)
+    few = ["lamp", "sword", "rope"]
+    at(state, GALLERY, 40, [], few)
+    manager.process_turn(turn(40, "take rope", "Taken.", room=GALLERY))
+    assert manager.context_section() is None  # a few things: nothing to say
+    many = [*few, "knife", "garlic", "bottle", "egg"][:LOAD_NOTE_ITEMS]
+    at(state, GALLERY, 41, [], many)
+    manager.process_turn(turn(41, "take egg", "Taken.", room=GALLERY))
+    assert f"- You carry {LOAD_NOTE_ITEMS} things: the game refuses a load that grows too heavy" in (
+        manager.context_section() or ""
+    )
+    manager.process_turn(turn(42, "take painting", "Your load is too heavy.", room=GALLERY))
+    at(state, STUDIO, 42 + 2 * KEEP_TURNS, [], many)
+    manager.process_turn(turn(42 + 2 * KEEP_TURNS, "wait", "Time passes...", room=STUDIO))
+    section = manager.context_section() or ""
+    assert f'Your load is too heavy. (you tried "take painting"); you carried: {", ".join(many)}; you carry' in section

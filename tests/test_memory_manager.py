@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managers.base_manager import ManagerFileError
-from managers.memory_manager import MemoryManager
+from managers.memory_manager import MemoryManager, shown_changes
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.manager_support import (
@@ -378,7 +378,7 @@ def test_two_managers_sharing_the_file_keep_each_others_memories(llm_server: Scr
 KILLED_WRITER = """
 import logging
 from pathlib import Path
-from managers.memory_manager import MemoryManager
+from managers.memory_manager import MemoryManager, shown_changes
 from session.game_state import GameState
 from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
@@ -568,7 +568,9 @@ def test_a_failure_a_later_turn_disproves_is_superseded_by_the_program(
     # Retired before the next batch was asked, which no longer sees it as stored.
     assert "#1 " not in user_text(llm_server.bodies[1]) and "#2 [Egyptian Room]" in user_text(llm_server.bodies[1])
     state.current_room_id = egypt[0]
-    assert manager.context_section() == "## Your memories of Egyptian Room\n- [item] A coffin lies here."
+    # The coffin is carried now: the lasting "lies here" gives way for this game (kept for the next).
+    assert manager.context_section() is None
+    assert "ACTIVE | item | episode" in (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
     assert [r.memory_id for r in log.events("memory_superseded")] == [1]
     assert "SUPERSEDED | failure |" in (tmp_path / "game_files" / "memories.md").read_text(encoding="utf-8")
 
@@ -634,3 +636,70 @@ def test_this_games_state_a_later_turn_of_the_batch_changed_is_not_remembered(
     assert manager.context_section() is None  # the coal is in the machine now: nothing old to show
     [outdated] = log.events("memory_outdated")
     assert (outdated.turn, outdated.changed_on) == (1, 3)
+
+
+def test_a_memory_of_a_creature_or_an_item_gives_way_when_the_real_game_shows_it_changed(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The walkthrough in the real game: the troll breathes his last at turn 28, the lantern is taken
+    from the Living Room before that. Lessons an earlier game wrote about them stop being shown for the
+    rest of this game, and stay in the file for the next one, where the troll lives again."""
+    turns = walkthrough_turns(game_file)
+    troll_room = next(r for r in turns if r.room_name_after == "The Troll Room")
+    living = next(r for r in turns if r.room_name_after == "Living Room")
+    died = next(r for r in turns if "troll breathes his last" in r.response)
+    assert (troll_room.turn, died.turn) == (27, 28)
+    memories = tmp_path / "game_files" / "memories.md"
+    memories.parent.mkdir(parents=True)
+    memories.write_text(
+        f"## Room {troll_room.room_id_after}: The Troll Room\n\n"
+        "- [#1] ACTIVE | danger | episode earlier turn 30: A troll with an axe blocks all passages; fight it.\n"
+        "- [#2] ACTIVE | navigation | episode earlier turn 31: The hole leads west to a maze.\n\n"
+        f"## Room {living.room_id_after}: Living Room\n\n"
+        "- [#3] ACTIVE | item | episode earlier turn 9: The Living Room holds the brass lantern and an elvish sword.\n",
+        encoding="utf-8",
+    )
+    manager, state, _ = make_manager(llm_server, tmp_path)
+    manager.reset_episode(state)
+    llm_server.respond_with(lambda body, index: json_reply({"decisions": []}))
+    shown: dict[int, str] = {}
+    for result in turns[:70]:
+        manager.process_turn(result)
+        state.current_room_id, state.turn_count = result.room_id_after, result.turn
+        if result.room_id_after in (troll_room.room_id_after, living.room_id_after):
+            shown[result.turn] = manager.context_section() or ""
+    first_living = living.turn
+    assert "holds the brass lantern" in shown[first_living]  # still there when the player arrives
+    taken = next(r.turn for r in turns if "brass lantern" in r.items_gained)
+    assert all("holds the brass lantern" not in text for t, text in shown.items() if t >= taken)
+    assert "blocks all passages" in shown[27]  # the troll is alive: the lesson is the one that matters
+    revisits = [t for t in shown if t > died.turn and turns[t - 1].room_name_after == "The Troll Room"]
+    assert revisits == [29, 63]  # the turn after the fight, and back from the Cellar
+    assert all("blocks all passages" not in shown[t] for t in revisits)
+    assert "The hole leads west to a maze." in shown[63]  # names no troll: still shown
+    assert memories.read_text(encoding="utf-8").count("ACTIVE") == 3  # the next game has its troll again
+
+
+@pytest.mark.parametrize(
+    ("reply", "gone"),
+    [
+        (
+            "Almost as soon as the troll breathes his last breath, a cloud of sinister black fog envelops him.",
+            ["troll"],
+        ),
+        (
+            "The cyclops, hearing the name of his father's deadly nemesis, flees the room by knocking down the wall.",
+            ["cyclops"],
+        ),
+        (
+            "A heart-stopping scream fills the cavern, and the spirits, sensing a greater power, flee.",
+            ["spirits"],
+        ),
+        ("As the thief dies, the power of his magic decreases, and his treasures reappear.", ["thief"]),
+        # The game's words for what is not a creature leaving for good: nothing gives way.
+        ("The thief gestures mysteriously, and the treasures in the room suddenly vanish.", []),
+        ("The match has gone out.", []),
+    ],
+)
+def test_the_games_words_for_a_creature_gone_for_good(reply: str, gone: list[str]) -> None:
+    assert [c.word for c in shown_changes(turn(9, "attack", response=reply))] == gone

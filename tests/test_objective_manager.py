@@ -474,3 +474,33 @@ def test_walkthrough_costs_at_most_0_07_objective_calls_per_turn(
     print(f"objectives: {calls} calls over {len(turns)} walkthrough turns = {calls / len(turns):.3f}/turn")
     assert 0 < calls / len(turns) <= 0.07
     assert len(manager.active()) <= manager.config.objectives.max_active + 2
+
+
+def test_a_step_naming_a_room_or_item_not_seen_yet_is_shown_and_marked_so(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: JerichoInterface
+) -> None:
+    """Unseen targets are never dropped without a word: the painting, the Cyclops Room and the coffin
+    the player has not met are each spelled out with "(not seen yet)", whatever the text says."""
+    manager, player, _ = make_manager(llm_server, tmp_path, game)
+    state = manager.game_state
+    state.enter(game.get_location().id, game.get_location().name)
+    manager.add_objective(
+        proposal("Put the painting in the trophy case", step("item_in_container", "painting", container="trophy case")),
+        0,
+    )
+    manager.add_objective(proposal("Reach the Cyclops Room", step("reach_room", "Cyclops Room")), 0)
+    manager.add_objective(proposal("Take the egg", step("hold_item", "egg")), 0)
+    section = manager.context_section() or ""
+    assert "Put the painting in the trophy case — the painting in the trophy case (not seen yet)" in section
+    assert "Reach the Cyclops Room — in Cyclops Room (not seen yet)" in section
+    assert "Take the egg — holding the egg (not seen yet)" in section
+    player.play(TO_LIVING_ROOM[:4])  # up the tree: the egg is seen, and taken
+    state.inventory = game.get_inventory()
+    section = manager.context_section() or ""
+    assert "Take the egg —" not in section  # seen, taken: done
+    assert "Reach the Cyclops Room — in Cyclops Room (not seen yet)" in section
+    state.visible_objects = ["trophy case (closed)"]  # the Living Room, where the case is
+    manager.context_section()
+    state.visible_objects = ["painting"]  # the Gallery
+    lines = (manager.context_section() or "").splitlines()
+    assert "- #1 [high] Put the painting in the trophy case" in lines  # both seen: the text says it all
