@@ -494,17 +494,18 @@ def test_an_episode_idle_up_to_its_last_turn_ends_as_stuck_as_its_warning_says(
 ) -> None:
     """The idle rule's limit and the turn limit on the same turn (the bundled model's 40 and 40): the
     log said "ending the episode" for being idle, and the end reason said ``max_turns``."""
-    llm_server.respond_with(WalkthroughModel(["look"] * 5))
+    llm_server.respond_with(WalkthroughModel(["look"] * 6))
     config = e2e_config(
         tmp_path, llm_server.base_url, game_file, gameplay={"stuck_warning_turns": 3, "stuck_limit_turns": 5}
     )
     orchestrator = EpisodeRunner(
-        episode_id="idle", config=config, console=False, max_turns_per_episode=5, redactor=Redactor()
+        episode_id="idle", config=config, console=False, max_turns_per_episode=6, redactor=Redactor()
     )
     try:
         state = orchestrator.play_episode()
     finally:
         orchestrator.close()
-    assert state.turn_count == 5 and state.end_reason == "stuck"
+    # The first look is news (the room's description), the five after it are not: idle at turn 6.
+    assert state.turn_count == 6 and state.end_reason == "stuck"
     events = read_events(episodes_dir(tmp_path / "game_files") / "idle")
     assert [e["end_reason"] for e in events if e["event_type"] == "episode_end"] == ["stuck"]
