@@ -169,6 +169,20 @@ def test_episode_i_plays_seed_n_plus_i_minus_1_and_says_so(
     assert proc.returncode == 0, proc.stderr
     folders = episode_folders_by_number(proc.stderr, tmp_path / "runs")
     assert {number: recorded_seed(folder) for number, folder in folders.items()} == {1: 7, 2: 8}
+    # The run's report says the seeds each episode played, row by row and in its table.
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / "results.csv").open(newline="") as fh:
+        rows = {int(row["number"]): row for row in csv.DictReader(fh)}
+    assert {n: (rows[n]["episode_id"], int(rows[n]["game_seed"])) for n in rows} == {
+        n: (folder.name, recorded_seed(folder)) for n, folder in folders.items()
+    }
+    assert "game seeds 7, 8" in proc.stdout and "game seeds 7, 8" in (run_dir / "report.md").read_text()
+    # The viewer's figures of each episode, read from its folder, say its own seed.
+    from orchestration.episode_records import EpisodeFigures
+
+    for folder in folders.values():
+        figures = EpisodeFigures.from_events(folder.name, read_events(folder)).to_dict()
+        assert figures["game_seed"] == recorded_seed(folder)
 
 
 def test_the_seed_setting_applies_and_jerichos_own_seed_is_the_default(
