@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
+from orchestration.run_compare import score_verdict
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
 from orchestration.run_results import EpisodeStatus
 from orchestration.run_tables import comparison_table
@@ -455,6 +457,12 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
     summary = read_run(run_dir)
     assert [r.status for r in summary.finished] == [EpisodeStatus.FINISHED] * 2 and len(summary.not_finished) == 4
     assert f"| {run_dir.name} | {AGENT_MODEL} | off | 2 | 4 | 0 |" in comparison_table([summary])
+    # And so are a comparison's tests: the killed and never-started episodes are no scores of 0.
+    twin = tmp_path / "twin"
+    shutil.copytree(run_dir, twin)
+    verdict = score_verdict(summary, read_run(twin))
+    assert (verdict.first_scores, verdict.second_scores) == ((0.0, 0.0), (0.0, 0.0))
+    assert "2 vs 2 finished episodes" in verdict.describe()
 
 
 def test_how_a_child_ended_reads_from_its_exit(tmp_path: Path) -> None:
