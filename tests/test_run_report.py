@@ -318,6 +318,23 @@ def test_two_runs_that_differ_by_the_critic_say_which_is_which(
     assert "gameplay.enable_critic: critic-off false, critic-on true" in (tmp_path / "c" / COMPARISON_MD).read_text()
 
 
+def test_a_drawn_p_value_is_the_same_every_time(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path) -> None:
+    """10 episodes against 10 have C(20, 10) = 184,756 rearrangements: the test draws 9,999 of them,
+    with a fixed seed, so the same folders always give the same p-value (unseeded, three compares of
+    these runs gave three p-values)."""
+    (scorer,) = play_run(llm_server, tmp_path / "s", game_file, walkthrough(game_file)[:TURNS], episodes=1)
+    (idler,) = play_run(llm_server, tmp_path / "i", game_file, ["look"] * TURNS, episodes=1)
+    from orchestration.run_compare import score_verdict
+    from orchestration.run_folder import ends_from_folders
+
+    first = summarize_episodes("first", ends_from_folders([scorer] * 4 + [idler] * 6), redactor=Redactor())
+    second = summarize_episodes("second", ends_from_folders([scorer] * 2 + [idler] * 8), redactor=Redactor())
+    assert math.comb(20, 10) > 9999
+    p_values = {score_verdict(first, second).p_value for _ in range(3)}
+    (p_value,) = p_values
+    assert p_value is not None and 0.05 < p_value < 1
+
+
 def test_run_folder_reads_back_as_it_was_written(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
