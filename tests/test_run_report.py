@@ -28,7 +28,7 @@ from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
-from tests.mcp_test_servers.helpers import misbehaving_entry, write_mcp_config
+from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry, write_mcp_config
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tests.viewer_support import play_critic_and_tools
 
@@ -566,6 +566,24 @@ def echo_then_look(body: dict[str, Any], index: int) -> dict[str, Any]:
     if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
         return completion(tool_calls=[tool_call("flaky__echo", {"text": "plan"}, f"call_{index}")])
     return agent_reply("look")
+
+
+def test_turns_without_tools_and_no_server_disabled_are_not_as_configured(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """MCP on, a real server that works and offers no tools: every turn plays without tools while no
+    server was disabled. The run's settings did not hold, and the report's first line says so."""
+    mcp_file = write_mcp_config(tmp_path / "mcp", {"empty": raw_entry(env={"RAW_SERVER_TOOLS": "[]"})})
+    (folder,) = play_run(
+        llm_server, tmp_path, game_file, ["look"] * 2, episodes=1, mcp={"enabled": True, "config_file": str(mcp_file)}
+    )
+    assert [e["turn"] for e in read_events(folder) if e["event_type"] == "mcp_no_tools"] == [1, 2]
+    assert not any(e["event_type"] == "mcp_server_disabled" for e in read_events(folder))
+    from orchestration.run_folder import ends_from_folders, run_markdown
+
+    summary = summarize_episodes("empty-tools", ends_from_folders([folder]), redactor=Redactor())
+    line = f"NOT AS CONFIGURED: episode 1 ({folder.name}): MCP on: tools in 0 of 2 turns (without: no tools offered 2)"
+    assert run_markdown(summary).startswith(line) and summary.not_as_configured
 
 
 def test_a_server_disabled_mid_run_is_shown_by_every_report(
