@@ -28,7 +28,7 @@ from session.episode_folder import read_events
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
-from tests.mcp_test_servers.helpers import REPO_ROOT
+from tests.mcp_test_servers.helpers import REPO_ROOT, raw_entry, write_mcp_config
 from tests.scripted_llm import ScriptedLLMServer
 from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
 from tests.test_viewer_map_layout import walkthrough_map as walkthrough_graph
@@ -159,6 +159,7 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     page.goto(f"{viewer.url}#finished")
     expect_turn(page, game_file, turns, turns)
     expect(page.locator("#status")).to_have_text("finished: max_turns")
+    expect(page.locator("#not-configured")).to_be_hidden()  # every turn had its tools
     expect(page.locator("#transcript article.turn")).to_have_count(turns)
     # The chart: one step line whose last point is the final score.
     expect(page.locator("#chart path.score-line")).to_have_count(1)
@@ -209,6 +210,21 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     turn_three.get_by_text("Reasoning").click()
     expect(turn_three.locator("pre.reasoning")).to_have_text("walkthrough step 3")
     screenshot(page, tmp_path, "viewer-finished.png")
+
+
+def test_an_episode_whose_settings_did_not_hold_says_so_above_its_figures(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, viewer: RunningViewer, page: playwright_api.Page
+) -> None:
+    """MCP on and a real server that offers no tools: the page says "Not as configured" where it is
+    seen, not only in the API's fields."""
+    mcp_file = write_mcp_config(tmp_path / "mcp", {"empty": raw_entry(env={"RAW_SERVER_TOOLS": "[]"})})
+    mcp = {"enabled": True, "config_file": str(mcp_file)}
+    in_thread(lambda: play_walkthrough(llm_server, tmp_path, game_file, "toolless", 2, mcp=mcp))
+    page.goto(f"{viewer.url}#toolless")
+    expect(page.locator("#status")).to_have_text("finished: max_turns")
+    banner = page.locator("#not-configured")
+    expect(banner).to_be_visible()
+    expect(banner).to_have_text("Not as configured: MCP on: tools in 0 of 2 turns (without: no tools offered 2)")
 
 
 class SteppedEpisode:
