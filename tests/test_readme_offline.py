@@ -106,6 +106,11 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
     (end,) = [e for e in events if e["event_type"] == "episode_end"]
     assert end["end_reason"] == "max_turns", output[-3000:]
     assert f"Episode 1/1 ({episode.name}): max_turns" in output  # main.py's own closing line
+    # The model played: its replies were read (a reply cut to nothing plays the fallback "look" every turn).
+    unread = [e["turn"] for e in events if e["event_type"] == "agent_parse_error"]
+    assert len(unread) < turns, f"no reply of the model was read, every turn played the fallback: {output[-3000:]}"
+    answered = [e["usage"].get("completion_tokens", 0) for e in events if e["event_type"] == "llm_call"]
+    assert max(answered, default=0) > 1, output[-3000:]
     first = datetime.fromisoformat(events[0]["timestamp"])
     last = datetime.fromisoformat(end["timestamp"])
     minutes = (last - first).total_seconds() / 60
