@@ -5,6 +5,7 @@ served by llama.cpp, started and ended by main.py) in a fresh game workdir, and 
 start, the time from the first turn's start to the last turn, turns per minute, LLM calls and tokens
 per turn, how many turns played the fallback command (a reply that could not be read), and the
 machine's load average, since a busy machine (a test suite beside it) slows the model several-fold.
+Goal: at least ``GOAL_TURNS_PER_MINUTE`` turns a minute; it exits 1 naming the run that missed it.
 
     uv run python benchmarks/embedded_model.py [--game-file PATH] [--turns 20] [--runs 1]
 """
@@ -25,12 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from orchestration.embedded_model import EMBEDDED_WORKDIR
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.events import Event
 from session.redaction import SECRET_ENV_VARS
 
 REPO = Path(__file__).resolve().parent.parent
 _ANSWERED = re.compile(r"The bundled model answered after ([\d.]+) s")
+GOAL_TURNS_PER_MINUTE = 4.0
 
 
 def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | int | str]:
@@ -45,7 +48,7 @@ def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | in
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-3000:])
         return {"exit": proc.returncode}
-    (episode,) = episodes_dir(workdir).iterdir()
+    (episode,) = episodes_dir(workdir / EMBEDDED_WORKDIR).iterdir()  # the bundled model's games keep apart
     events = [json.loads(line) for line in EpisodeFolder(episode).log.read_text(encoding="utf-8").splitlines()]
     stamps = {e["event_type"]: [] for e in events}
     for event in events:
@@ -98,6 +101,13 @@ def main() -> int:
             f"{figures['tokens_per_call']:>11.0f} | {figures['fallback_turns']:>9} | "
             f"{figures['load_before']:.1f}→{figures['load_after']:.1f}"
         )
+        if figures["turns_per_min"] < GOAL_TURNS_PER_MINUTE:
+            print(
+                f"goal missed: {figures['turns_per_min']:.1f} turns a minute (goal >= {GOAL_TURNS_PER_MINUTE:g}), "
+                f"at load {figures['load_after']:.1f}",
+                file=sys.stderr,
+            )
+            code = 1
     return code
 
 
