@@ -4,6 +4,7 @@ in-memory Langfuse, and a clean environment for every test."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +26,14 @@ from tests.scripted_llm import ScriptedLLMServer
 from tool_loop.events import LoopEvent
 
 ConfigFactory = Callable[..., GameConfiguration]
+
+# A suite started from a shell that ignores SIGINT (``setsid nohup pytest &``, as job runners often do)
+# would hand that to every process it starts, and the tests that stop a child with Ctrl-C's signal
+# (``--check``, the viewer) would wait on a child that cannot hear it. The suite's processes, and so
+# every child they start, get SIGINT's usual meaning back: a child then behaves as in a user's terminal.
+# (The product keeps an ignored SIGINT ignored, as a shell's background job expects; SIGTERM stops it.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,6 +3,7 @@ server over real HTTP (``GET /models``), a closed port for an endpoint that is d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -73,8 +74,13 @@ def status_of(stdout: str, name: str) -> str:
 
 
 def assert_nothing_left(env: dict[str, str]) -> None:
-    """Every process the check started (the servers, what they started, the sweeper) is gone."""
-    assert marked_processes("CHECK_TEST_TAG", env["CHECK_TEST_TAG"]) == []
+    """Every process the check started (the servers, what they started, the sweeper) is gone; any
+    that is not is ended after it was named, so a failure leaves nothing running after the test."""
+    left = marked_processes("CHECK_TEST_TAG", env["CHECK_TEST_TAG"])
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
 
 
 def assert_no_secret(result: subprocess.CompletedProcess[str], *secrets: str) -> None:
@@ -322,6 +328,8 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
     finally:
         check.kill()
         check.wait()
+        if sys.exc_info()[0] is not None:  # failed before the checks below: end what it started
+            assert_nothing_left(env)
     assert check.returncode == 130, out + err
     assert "Check stopped by Ctrl-C." in err
     assert "Traceback" not in err

@@ -289,7 +289,12 @@ def _serve_and_list(argv: list[str], cwd: Path) -> None:
         assert [e["id"] for e in listing["episodes"]] == ["walk"]
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=30)
+        finally:  # a viewer that did not stop is ended here, not left serving after the test
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
