@@ -370,6 +370,13 @@ def check_before_the_model(args: argparse.Namespace, config: GameConfiguration, 
     return None
 
 
+def _readable_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # an unreadable workdir: its error was already said
+        return False
+
+
 def viewer_command(workdir: Path) -> str:
     """The command that shows ``workdir``'s games, as typed in the current folder."""
     repo = Path(__file__).resolve().parent
@@ -386,7 +393,8 @@ def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: 
         from session.episode_folder import episodes_dir
 
         code = play(args, config, signals)
-        if args.episode_id is None and episodes_dir(config.workdir).is_dir():  # not an episode of --parallel's
+        # Not after a setup error (nothing played), nor in an episode of --parallel's (the run says it once).
+        if code != EXIT_SETUP and args.episode_id is None and _readable_dir(episodes_dir(config.workdir)):
             print(f"Watch the games in a browser: {viewer_command(config.workdir)}", file=sys.stderr)
         return code
 
@@ -502,6 +510,8 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return code
         return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
 
+    ends: list[EpisodeEnd] = []
+    failure: Exception | None = None
     with live_status(args) as status:
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
@@ -522,17 +532,21 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 + ([] if args.embedded_model_url is None else ["--embedded-model-url", args.embedded_model_url]),
                 status=status,
             )
-            return end_of_run(result.ends, result.exit_code)
-        ends: list[EpisodeEnd] = []
-        try:
-            code = play_in_turn(args, config, signals, status, ends, redactor())
-        except Exception as exc:
-            # A bug, or an episode's close that failed: the report first, then the traceback.
-            if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
-                ends[-1] = ends[-1].with_detail(f"{type(exc).__name__}: {exc}")
-            end_of_run(ends, EXIT_RUN_FAILED)
-            raise
-        return end_of_run(ends, code)
+            ends, code = result.ends, result.exit_code
+        else:
+            try:
+                code = play_in_turn(args, config, signals, status, ends, redactor())
+            except Exception as exc:  # noqa: BLE001 - raised again once the report is written
+                # A bug, or an episode's close that failed: the report first, then the traceback.
+                if ends and ends[-1].status is EpisodeStatus.CRASHED and not ends[-1].detail:
+                    ends[-1] = ends[-1].with_detail(f"{type(exc).__name__}: {exc}")
+                code, failure = EXIT_RUN_FAILED, exc
+    # The run's report once the live status has drawn its last: its table starts on a line of its own,
+    # and the status is not drawn again below it.
+    code = end_of_run(ends, code)
+    if failure is not None:
+        raise failure
+    return code
 
 
 def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[TerminalStatus | None]:

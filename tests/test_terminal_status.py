@@ -41,9 +41,11 @@ def run_in_terminal(
     cwd: Path,
     timeout: float = 120,
     while_running: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    stdout_too: bool = False,
 ) -> tuple[int, str]:
     """``main.py`` with stderr on a real pseudo-terminal (160x50); its exit code and all it drew.
-    ``while_running`` gets the process once it has started (to send it a signal)."""
+    ``while_running`` gets the process once it has started (to send it a signal); ``stdout_too``:
+    stdout on the same terminal, as in a user's shell (else it is dropped)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
     full_env = clean_env({**env, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "50"})
@@ -71,7 +73,7 @@ def run_in_terminal(
             cwd=cwd,
             env=full_env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=slave if stdout_too else subprocess.DEVNULL,
             stderr=slave,
         )
         os.close(slave)
@@ -148,6 +150,21 @@ def test_the_live_status_follows_each_turn_and_the_summary_ends_the_screen(
     final = screen.rindex("Episode 1/1 · turn")
     assert "ended: max_turns" in screen[final:].splitlines()[0]
     assert SECRET not in raw
+
+
+def test_the_run_report_comes_after_the_last_status_on_a_line_of_its_own(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """stdout and stderr on one terminal, as in a shell: the run's table began on the status's line
+    (printed while the live status was still drawn), and the status was drawn again below it."""
+    llm_server.respond_with(WalkthroughModel(["look"] * 10))
+    args = ["--episodes", "2", "--max-turns", "2", "--config", str(REPO / "pyproject.toml")]
+    code, raw = run_in_terminal(args, _env(llm_server, tmp_path, game_file), tmp_path, stdout_too=True)
+    screen = shown(raw)
+    assert code == 0, screen
+    table = screen.index("|  | mean | 95% interval |")
+    assert screen[table - 1] == "\n", screen[table - 200 : table + 40]
+    assert "Episode 2/2 · turn" in screen[:table] and "Episode 2/2 · turn" not in screen[table:]
 
 
 def test_ctrl_c_is_acknowledged_under_the_status_until_the_run_ends(
