@@ -741,7 +741,8 @@ def check_seen_requests(
             if unread and pattern.search(text) and not pattern.search(system_prompt):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the room {rooms[room]!r} unread")
         for name, pattern in thing_names.items():
-            if pattern.search(text) and not transcript.printed_name(name, upto) and not pattern.search(system_prompt):
+            unread = not transcript.printed_name(name, upto) and not transcript.typed(name, upto + 1)
+            if unread and pattern.search(text) and not pattern.search(system_prompt):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: calls a thing {name!r}, the game had not")
         hidden = _ENGINE_ONLY_CHANGE.search(text)
         if hidden:
@@ -1042,6 +1043,11 @@ class Transcript:
         """The game printed ``name`` as it stands in what was read when asked for turn ``upto``."""
         words = _name_tokens(name)
         return bool(words) and f" {' '.join(words)} " in self.printed[min(upto, len(self.printed) - 1)]
+
+    def typed(self, name: str, upto: int) -> bool:
+        """The player typed ``name`` in a command before turn ``upto`` ("press red button"): its own words."""
+        phrase = f" {' '.join(_name_tokens(name))} "
+        return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
 
     def printed_plural(self, word: str, upto: int) -> bool:
         """A one-word name the game printed only as a plural ("guidebooks" of the tour guidebook)."""
