@@ -1059,11 +1059,11 @@ class Transcript:
         return bool(head) and bool({head[0], head[0] + "s", head[0] + "es"} & set(_tokens(self.said(turn))))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
-        """Some sentence read before turn ``upto`` names the thing and says ``state`` of it."""
+        """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
         head = _name_tokens(name)[-1:]
         heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
         for turn in range(upto):
-            for sentence in re.split(r"[.!?\n]+", self.said(turn).lower()):
+            for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
                 if heads & set(_tokens(sentence)) and _STATE_SAID[state].search(sentence):
                     return True
         return False

@@ -189,6 +189,10 @@ _STATE_WORDS: dict[str, tuple[str, re.Pattern[str]]] = {
 }
 # What fair play "seen" calls a thing in view that the game's text never named.
 UNNAMED_THING = "something the game has not named"
+# How near its name a clause must state a state ("The brass lantern is now on", "Opening the brown
+# sack"): a state word further off is about something else ("a wooden door ..., which appears to be
+# nailed shut" is the door's, not the trophy case's).
+_STATE_REACH = 4
 # The longest name the story gives an object, in words ("beautiful jeweled scarab", "pair of candles").
 _NAME_WORDS = 5
 
@@ -201,9 +205,10 @@ class TextRead:
     - Names: the longest ending of the engine's name that the game's text printed as it stands
       ("beautiful jeweled scarab" is "scarab" after "You can see a scarab here", the kitchen window
       "window" until the kitchen is named with it); a name never printed is no name (None).
-    - States: what the last sentence naming an object (the command or the reply of a turn, "open
-      case" / "Opened.") said of it; an object is told open, closed, on or off only while the
-      engine agrees with that (a state changed out of sight is not told).
+    - States: what the last clause naming an object (the command or the reply of a turn, "open
+      case" / "Opened."), within a few words of its name, said of it; an object is told open,
+      closed, on or off only while the engine agrees with that (a state changed out of sight is
+      not told).
     - Sightings: where (room, holder) the game's text named an object that was in view, kept until
       the object moves; a thing lying in view is listed only once the game showed it there.
     """
@@ -212,7 +217,7 @@ class TextRead:
         self.words: set[str] = set()
         self._phrases: set[tuple[str, ...]] = set()
         self._turn_words: set[str] = set()
-        self._sentences: list[str] = []
+        self._clauses: list[str] = []
         self._stated: dict[int, dict[str, str]] = {}
         self._sighted: dict[int, tuple[int, set[int]]] = {}  # object -> (holder, rooms it was named in there)
 
@@ -225,7 +230,7 @@ class TextRead:
             self._phrases.update(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
         said = f"{command}.\n{reply}" if command else reply
         self._turn_words = text_words(said)
-        self._sentences = [s.strip() for s in re.split(r"[.!?\n]+", said.lower()) if s.strip()]
+        self._clauses = [s.strip() for s in re.split(r"[.,;:!?\n]+", said.lower()) if s.strip()]
 
     def name_for(self, name: str) -> str | None:
         """The name the game used for an object the engine calls ``name`` (see the class), or None."""
@@ -243,12 +248,16 @@ class TextRead:
         """Take in what this turn's text says of an object in view: its states, and a sighting."""
         head = name_words(name)[-1:] if name_words(name) else ()
         heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
-        for sentence in self._sentences:
-            if heads.isdisjoint(re.findall(r"[a-z0-9'-]+", sentence)):
+        for clause in self._clauses:
+            words = re.findall(r"[a-z0-9'-]+", clause)
+            at = [i for i, word in enumerate(words) if word in heads]
+            if not at:
                 continue
             for state, (kind, pattern) in _STATE_WORDS.items():
-                if pattern.search(sentence):
-                    self._stated.setdefault(number, {})[kind] = state
+                for found in pattern.finditer(clause):
+                    place = len(re.findall(r"[a-z0-9'-]+", clause[: found.start()]))
+                    if any(abs(place - i) <= _STATE_REACH for i in at):
+                        self._stated.setdefault(number, {})[kind] = state
         kept_holder, rooms = self._sighted.get(number, (holder, set()))
         if kept_holder != holder:
             rooms = set()  # moved since it was seen: where it lay before says nothing now
