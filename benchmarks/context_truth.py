@@ -362,7 +362,8 @@ _MOVE_WORDS = {
 } | {d: d for d in DIRECTIONS}  # fmt: skip
 _GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
 _WORD = re.compile(r"[a-z0-9'-]+")
-_DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b"
+# A direction word the room's text names a way by; "the west wall" is a wall, no way.
+_DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b(?!\s+walls?\b)"
 
 
 def _direction(command: str) -> str | None:
