@@ -375,3 +375,28 @@ def test_exits_opening_or_closing_are_told_only_when_the_probe_may_be() -> None:
     )
     assert describe_world_changes(info, 1, ["east", "west"]) == ("new exit: down", "exit closed: west")
     assert describe_world_changes(info, 1, ["east", "west"], exits_known=False) == ()
+
+
+def test_a_dark_room_has_no_name_until_the_game_prints_it(game: JerichoInterface, make_config: ConfigFactory) -> None:
+    """Up the kitchen stairs the game says only "It is pitch black": at fair play "seen" the player
+    is somewhere dark, reached from the Kitchen going up, until the lit lamp shows the Attic. The
+    engine level names the Attic at once."""
+    seen = make_extractor(make_config(), game, None)
+    engine = make_extractor(make_config(gameplay={"fair_play": "engine"}), game, None)
+    intro = game.start()
+    for extractor in (seen, engine):
+        extractor.extract(None, intro)
+    commands = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "W", "Get lamp", "E", "U", "Light lamp"]
+    told: list[tuple[str, str]] = []
+    for command in commands:
+        reply = game.send_command(command)
+        info, facts = seen.extract(command, reply), engine.extract(command, reply)
+        assert (facts.room_name, facts.unknown_location) == (facts.location.name, "")
+        told.append((info.room_name, info.unknown_location))
+        for extractor, extracted in ((seen, info), (engine, facts)):
+            state = extractor.game_state
+            state.current_room_id, state.current_room_name = extracted.location.id, extracted.room_name
+            state.unknown_location = extracted.unknown_location
+    assert told[-2] == ("somewhere dark", "somewhere dark (reached from Kitchen going up)")
+    assert told[-1] == ("Attic", "")
+    assert told[-3] == ("Kitchen", "")
