@@ -45,6 +45,15 @@ against the engine, replayed independently with raw Jericho calls:
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
+At the seen level every check is held to the transcript (``Transcript``: the text the game printed
+and the commands typed), never to the engine's state, so it cannot require a leak: things are
+called by names the game printed, listed in view once the text showed them there since they last
+moved, with states the text stated; "Location:" names a room only while the game has printed its
+name since the player last changed rooms ("somewhere dark (reached from Kitchen going up)" else);
+no request of any role names a room or a thing by an engine name the game had not printed, or tells
+a change only the engine knows ("table: changed state", "cyclops: gone from the game"); the memory
+model is offered every turn whose command or reply names a thing near the player that changed.
+
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
 
