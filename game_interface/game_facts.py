@@ -123,7 +123,7 @@ class WorldChange:
     """One change the last command made to the world near the player, read from the object tree:
     an object moved, opened or closed, turned on or off, appeared or vanished. ``engine_only``: a
     change only the engine shows (a flag with no player's word, a counter of the game's own, an
-    object taken out of play rather than seen to go), never told at fair play "seen"."""
+    object carried from room to room), never told at fair play "seen"."""
 
     object_id: int
     name: str

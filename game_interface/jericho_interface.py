@@ -573,8 +573,9 @@ class JerichoInterface:
             at = parent
         return None
 
-    def _world_changes(self, before: Tree, after: Tree, hidden_change: bool, died: bool = False, *,
-                       read: TextRead | None = None) -> tuple[WorldChange, ...]:  # fmt: skip
+    def _world_changes(
+        self, before: Tree, after: Tree, hidden_change: bool, died: bool = False, *, read: TextRead | None = None
+    ) -> tuple[WorldChange, ...]:
         """The object-tree diff, limited to what the player could see before or after the command
         (in the room, carried, or one of the room's interactive local globals, and not flagged
         invisible): a thief moving between two far rooms, or hiding, is no news, and where an

@@ -300,10 +300,9 @@ class ExtractorManager(BaseManager):
         if self._llm is None:
             return None
         turn = self.game_state.turn_count + 1
-        # Fair play "seen": a creature the game has not named yet is not named to the model either.
-        named = [c for c in creatures if self._read is None] or [
-            name for name in (self._read.name_for(c) for c in creatures) if self._read is not None and name
-        ]
+        # Fair play "seen": creatures by the names the game used; one it has not named is not named either.
+        read = self._read
+        named = list(creatures) if read is None else [n for n in map(read.name_for, creatures) if n]
         user = (
             f"Creatures in the room: {', '.join(named) if named else 'one the game has not named yet'}\n"
             f"The player's command: {action if action is not None else '(start of the game)'}\n"
