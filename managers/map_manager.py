@@ -45,8 +45,9 @@ _PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)
 # A carried thing that gives light now: "brass lantern (on)", "sack (open, containing: torch (on))".
 _LIGHT_ON = re.compile(r"\(on[,)]")
 # A direction word in a room's description ("a path leads north", "a staircase leading upward").
+# "The west wall is solid granite" names a wall, not a way.
 _NAMED_DIRECTION = re.compile(
-    r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
+    r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b(?!\s+wall)", re.IGNORECASE
 )
 # Rooms the agent wants to reach, by the name to show and the room ids that count.
 RouteTargets = Callable[[], list[tuple[str, set[int]]]]
