@@ -386,7 +386,8 @@ def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: 
         from session.episode_folder import episodes_dir
 
         code = play(args, config, signals)
-        if args.episode_id is None and episodes_dir(config.workdir).is_dir():  # not an episode of --parallel's
+        # Not an episode of --parallel's, and not a setup error: an unreadable workdir has no games to watch.
+        if code != EXIT_SETUP and args.episode_id is None and episodes_dir(config.workdir).is_dir():
             print(f"Watch the games in a browser: {viewer_command(config.workdir)}", file=sys.stderr)
         return code
 
