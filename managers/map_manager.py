@@ -37,6 +37,7 @@ from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
 from shared_utils.files import json_text
 from world.map_graph import MapGraph, normalize_direction
+from world.named_ways import named_ways
 
 MERMAID_FILE_NAME = "map.mmd"
 # The game's words for a room with no light of its own and none carried ("It is pitch black. You are
@@ -44,10 +45,6 @@ MERMAID_FILE_NAME = "map.mmd"
 _PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)
 # A carried thing that gives light now: "brass lantern (on)", "sack (open, containing: torch (on))".
 _LIGHT_ON = re.compile(r"\(on[,)]")
-# A direction word in a room's description ("a path leads north", "a staircase leading upward").
-_NAMED_DIRECTION = re.compile(
-    r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
-)
 # Rooms the agent wants to reach, by the name to show and the room ids that count.
 RouteTargets = Callable[[], list[tuple[str, set[int]]]]
 
@@ -218,14 +215,13 @@ class MapManager(BaseManager):
 
 
 def directions_described(text: str, room_name: str) -> list[str] | None:
-    """The directions named in ``text`` when it describes ``room_name`` (Zork heads a room's
-    description with its name on a line of its own), in the order first named; None when the
+    """The ways ``text`` names (``world.named_ways``) when it describes ``room_name`` (Zork heads a
+    room's description with its name on a line of its own), in the order first named; None when the
     text is no description of the room."""
     name = room_name.strip().lower()
     lines = text.splitlines()
     for index, line in enumerate(lines):
         line = line.strip().lower()
         if name and (line == name or line.startswith(name + ",")):
-            described = " ".join(lines[index + 1 :])
-            return list(dict.fromkeys(m.group(1).lower() for m in _NAMED_DIRECTION.finditer(described)))
+            return named_ways("\n".join(lines[index + 1 :]))
     return None
