@@ -101,7 +101,7 @@ class MapManager(BaseManager):
             changed |= self._change("set_dark", state.current_room_id, True)
         named = directions_described(state.last_observation, state.current_room_name)
         if named is not None:
-            changed |= self._change("set_mentioned", state.current_room_id, named)
+            changed |= self._change("add_mentioned", state.current_room_id, named)
         if self._start_visit_pending:
             self._change("visit", state.current_room_id, state.current_room_name)
             self._start_visit_pending = False

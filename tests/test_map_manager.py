@@ -405,17 +405,16 @@ def test_fair_play_seen_shows_ways_walked_tried_or_described(
     driver.start()
     driver.play(OPENING)  # into the Living Room from the Kitchen: nothing walked from here yet
     section = manager.context_section() or ""
-    assert section.splitlines()[1:3] == [
-        "Ways from here: none known",
-        # The west door "appears to be nailed shut": the description names no way west.
-        "Named in the room's description, not tried yet: east",
-    ]
+    # The way back east is the way the player came, shown as such; the west door "appears to be
+    # nailed shut": the description names no way west.
+    assert section.splitlines()[1] == "Ways from here: east -> Kitchen (you came west from there; never walked east)"
+    assert "Named in the room's description" not in section
     assert manager.exits_shown() == []
     driver.play(["W"])  # the game's own words for the way, once tried
-    assert (manager.context_section() or "").splitlines()[1:3] == [
-        "Ways from here: west: blocked — The door is nailed shut.",
-        "Named in the room's description, not tried yet: east",
-    ]
+    assert (manager.context_section() or "").splitlines()[1] == (
+        "Ways from here: east -> Kitchen (you came west from there; never walked east); "
+        "west: blocked — The door is nailed shut."
+    )
     driver.play(["E", "W"])
     assert (manager.context_section() or "").splitlines()[1] == (
         "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
