@@ -36,7 +36,7 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
 from shared_utils.files import json_text
-from world.map_graph import MapGraph, normalize_direction
+from world.map_graph import MapGraph, PlayerWays, normalize_direction
 from world.named_ways import named_ways
 
 MERMAID_FILE_NAME = "map.mmd"
@@ -196,6 +196,12 @@ class MapManager(BaseManager):
         if not self.seen_only:
             return None
         return self.graph.known_exits(room_id) if room_id else []
+
+    def player_ways(self) -> PlayerWays | None:
+        """The current room's ways as the player knows them, for the engine check; None before
+        the game has a room."""
+        room_id = self.game_state.current_room_id
+        return self.graph.player_ways(room_id, self.seen_only) if room_id else None
 
     def finalize_episode(self) -> None:
         self._save()

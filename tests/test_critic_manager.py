@@ -75,7 +75,7 @@ def test_each_re_ask_lists_every_rejection_of_the_turn(
     tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
     manager = make_manager(make_config(), game)
-    agent = Agent("take lamp", "east", "north")
+    agent = Agent("take lamp", "take sword", "north")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
         decision, review = manager.choose_action(agent)
 
@@ -86,11 +86,11 @@ def test_each_re_ask_lists_every_rejection_of_the_turn(
     assert first.startswith('"take lamp": ') and "lamp" in first
     # The second re-ask still shows the first rejection: the agent must not propose "take lamp" again.
     assert agent.feedback[2][0] == first
-    assert agent.feedback[2][1].startswith('"east": ') and "no exit east" in agent.feedback[2][1]
+    assert agent.feedback[2][1].startswith('"take sword": ') and '"sword"' in agent.feedback[2][1]
     rejections = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_rejection"]
     assert [(r.action, r.source, r.round) for r in rejections] == [
         ("take lamp", "object_tree", 1),
-        ("east", "object_tree", 2),
+        ("take sword", "object_tree", 2),
     ]
     assert manager.get_status()["rejections"] == {"object_tree": 2}
 

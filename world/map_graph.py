@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,20 @@ class Way:
     @property
     def blocked(self) -> bool:
         return bool(self.refusal)
+
+
+@dataclass(frozen=True)
+class PlayerWays:
+    """A room's ways as the player knows them, for the engine check (``managers.critic``):
+    ``walked``, ways walked from it and not refused since; ``evidenced``, every direction walked,
+    arrived by or named by its description (whatever the game answered since); ``refused``, each
+    direction's reply when the player last tried it there and stayed put; ``seen_only``, the
+    fair-play level is "seen": the check may say only what the player saw."""
+
+    walked: tuple[str, ...] = ()
+    evidenced: frozenset[str] = frozenset()
+    refused: Mapping[str, str] = field(default_factory=dict)
+    seen_only: bool = True
 
 
 class MapGraph:
@@ -357,9 +371,14 @@ class MapGraph:
             | set(self.mentioned.get(room_id, set()))
         )
 
-    def refusal(self, room_id: int, direction: str) -> str:
-        """The game's reply when the player last tried ``direction`` here and stayed put ("" if none since)."""
-        return self.refusals.get((room_id, direction), "")
+    def player_ways(self, room_id: int, seen_only: bool) -> PlayerWays:
+        """What the player knows of ``room_id``'s ways (see ``PlayerWays``)."""
+        return PlayerWays(
+            tuple(self.known_exits(room_id)),
+            frozenset(self.ways_evidenced(room_id)),
+            {d: text for (r, d), text in self.refusals.items() if r == room_id},
+            seen_only,
+        )
 
     def ways(self, room_id: int, seen: bool = False) -> list[Way]:
         """Every way out of a room the engine showed: where the probe ran, its latest word (each
