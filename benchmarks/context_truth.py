@@ -261,12 +261,16 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
-_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
+_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked(?: under your load| while closed| in the dark)? — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
 _ROUTE = re.compile(
     r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
-    r"(?: \(dark ahead: (?P<dark>.+)\))?$"
+    r"(?: \(dark ahead: (?P<dark>[^()]+)\))?"
+    r"(?: \(never walked that way, only came the other way: (?P<arrived>[^()]+)\))?"
+    r"(?: \(refused under your load: (?P<loaded>.+)\))?$"
 )
+# "south -> West of House (you came north from there, never walked south)": a way arrived by, as such.
+_ARRIVED_MARK = re.compile(r"^you came (?P<came>[a-z]+) from there, never walked (?P<label>[a-z]+)$")
 
 
 def _on_foot(facts: TurnTruth) -> bool:
@@ -363,6 +367,19 @@ _MOVE_WORDS = {
 _GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
 _WORD = re.compile(r"[a-z0-9'-]+")
 _DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b"
+# Words a description names up or down with, besides the direction's own ("Below you is the canyon
+# bottom", "a small descending staircase", "a hole in the floor", "an open trap door", "Above you is
+# more cliff, which appears climbable", "an ascending staircase").
+_DESCRIBED_ALSO = {
+    "down": r"\bbelow you\b|\bdescend|\bhole in the floor\b|\btrap door\b",
+    "up": r"\babove you\b|\bascending\b|\bclimbable\b",
+}
+_OPPOSITE = {
+    a: b
+    for x, y in (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"),
+                 ("up", "down"), ("in", "out"))
+    for a, b in ((x, y), (y, x))
+}  # fmt: skip
 
 
 def _direction(command: str) -> str | None:
@@ -421,6 +438,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             continue
         saw.tried.add((here, direction))
         if there != here:
+            saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
             saw.refused.pop((here, direction), None)
         else:
@@ -434,9 +452,24 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     return {d: to for (r, d), to in saw.walked.items() if r == room and (r, d) not in saw.refused}
 
 
+def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
+    nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
+    came = {_OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in _OPPOSITE}
+    return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
+
+
+def _ways_known(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways walked from ``room`` (not refused since) and ways arrived by."""
+    return {**_arrived_ways(saw, room), **_open_ways(saw, room)}
+
+
 def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
     """The game's text read in ``room`` names ``direction`` after the room's name line."""
-    pattern = re.compile(_DESCRIBED_DIRECTION.format(direction), re.IGNORECASE)
+    pattern = re.compile(
+        "|".join(filter(None, (_DESCRIBED_DIRECTION.format(direction), _DESCRIBED_ALSO.get(direction)))),
+        re.IGNORECASE,
+    )
     return any(pattern.search(text) for text in saw.descriptions.get(room, []))
 
 
@@ -468,6 +501,10 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             to = walked[match.group("label")]
             if match.group("to") != names.get(to):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
+        elif match and _ARRIVED_MARK.match(match.group("marks") or ""):
+            came_from = _arrived_ways(saw, room).get(match.group("label"))
+            if came_from is None or match.group("to") != names.get(came_from):
+                verdicts.disagree("seen_map", f"{where}: {way!r}: the player never came that way from there")
         else:
             verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
     named = _line(prompt, "Named in the room's description, not tried yet: ")
@@ -477,14 +514,20 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
 
 
-def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
-    """The room reached over ways walked (None: a step the player never walked)."""
+def _walk_seen(saw: PlayerSaw, start: int, steps: list[str], names: dict[int, str]) -> tuple[int | None, list[str]]:
+    """The room reached over ways walked or arrived by (None: a step the player never walked or came
+    by), and the steps only arrived by, as a route names them ("up from the Cellar")."""
     at: int | None = start
+    arrived: list[str] = []
     for step in steps:
         if at is None:
             break
-        at = saw.walked.get((at, step))
-    return at
+        following = saw.walked.get((at, step))
+        if following is None and step in _arrived_ways(saw, at):
+            following = _arrived_ways(saw, at)[step]
+            arrived.append(f"{step} from the {names.get(at, '?')}")
+        at = following
+    return at, arrived
 
 
 # "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: "painting".
@@ -542,11 +585,15 @@ def check_seen_routes(
         if route and route.group("door"):
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a door only the probe opened")
             continue
-        end = _walk_seen(saw, facts.room_id, steps)
+        end, arrived = _walk_seen(saw, facts.room_id, steps, truth.room_names)
         if end is None:
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a step the player never walked")
             continue
-        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _open_ways(saw, room))
+        # A step only arrived by is evidence, not fact: the route must say so (the engine may refuse it).
+        marked = route.group("arrived").split("; ") if route and route.group("arrived") else []
+        if route and marked != arrived:
+            verdicts.disagree("seen_routes", f"{where}: {line!r}: the steps only arrived by are {arrived}")
+        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _ways_known(saw, room))
         if kind == "changed":
             verdicts.changed_since.append(f"{where}: {line!r}: {detail}")
         if nearby:
@@ -610,7 +657,9 @@ def check_route_lines(
                     f"{saw.refused[(at, step)]!r}",
                 )
                 break
-            following = saw.walked.get((at, step)) or _last_probe(truth, at, turn).get(step)
+            following = (
+                saw.walked.get((at, step)) or _arrived_ways(saw, at).get(step) or _last_probe(truth, at, turn).get(step)
+            )
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following

@@ -355,7 +355,7 @@ def test_the_way_arrived_by_is_shown_as_such_and_routes_may_use_it() -> None:
     graph.record_move(1, "down", 2)
     graph.record_move(2, "north", 3)
     assert graph.render_compact(2, seen=True).splitlines()[1] == (
-        "Ways from here: north -> Troll Room; up -> Living Room (you came down from there; never walked up)"
+        "Ways from here: north -> Troll Room; up -> Living Room (you came down from there, never walked up)"
     )
     assert graph.known_exits(2) == ["north"]  # walked only: the way up is evidence, not a fact
     assert graph.ways_evidenced(2) == {"north", "up"}

@@ -408,12 +408,12 @@ def test_fair_play_seen_shows_ways_walked_tried_or_described(
     section = manager.context_section() or ""
     # The way back east is the way the player came, shown as such; the west door "appears to be
     # nailed shut": the description names no way west.
-    assert section.splitlines()[1] == "Ways from here: east -> Kitchen (you came west from there; never walked east)"
+    assert section.splitlines()[1] == "Ways from here: east -> Kitchen (you came west from there, never walked east)"
     assert "Named in the room's description" not in section
     assert manager.exits_shown() == []
     driver.play(["W"])  # the game's own words for the way, once tried
     assert (manager.context_section() or "").splitlines()[1] == (
-        "Ways from here: east -> Kitchen (you came west from there; never walked east); "
+        "Ways from here: east -> Kitchen (you came west from there, never walked east); "
         "west: blocked — The door is nailed shut."
     )
     driver.play(["E", "W"])
@@ -562,7 +562,7 @@ def test_the_temples_walls_are_no_ways_and_its_south_is(
     assert game.get_location().name == "Temple"
     section = manager.context_section() or ""
     assert section.splitlines()[1:3] == [
-        "Ways from here: south -> Altar; up -> Torch Room (you came down from there; never walked up)",
+        "Ways from here: south -> Altar; up -> Torch Room (you came down from there, never walked up)",
         "Named in the room's description, not tried yet: north, down",
     ]
 

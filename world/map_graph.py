@@ -39,6 +39,7 @@ The graph is plain data: no game, no I/O except ``save``/``load``.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -447,28 +448,35 @@ class MapGraph:
         return not way.blocked or (doors and bool(way.door))
 
     def _search(self, from_id: int, to_ids: set[int], doors: bool, seen: bool = False) -> list[Way] | None:
+        """Fewest moves first; of routes as short, the one with the fewest steps the player has no
+        walk of (ways only arrived by, ways refused under a load)."""
         if from_id in to_ids:
             return []
+        best: dict[int, tuple[int, int]] = {from_id: (0, 0)}
         previous: dict[int, tuple[int, Way]] = {}
-        frontier = [from_id]
-        reached = {from_id}
-        while frontier:
-            following: list[int] = []
-            for room_id in frontier:
-                for way in self.ways(room_id, seen):
-                    if not self._walkable(room_id, way, doors) or way.to_id in reached:
-                        continue
-                    reached.add(way.to_id)
-                    previous[way.to_id] = (room_id, way)
-                    if way.to_id in to_ids:
-                        path: list[Way] = []
-                        at = way.to_id
-                        while at != from_id:
-                            at, step = previous[at]
-                            path.append(step)
-                        return path[::-1]
-                    following.append(way.to_id)
-            frontier = following
+        queue: list[tuple[int, int, int, int]] = [(0, 0, 0, from_id)]
+        order = 0  # ties keep the order ways are listed in (canonical direction order)
+        while queue:
+            moves, unsure, _, room_id = heapq.heappop(queue)
+            if (moves, unsure) != best[room_id]:
+                continue
+            if room_id in to_ids:
+                path: list[Way] = []
+                at = room_id
+                while at != from_id:
+                    at, step = previous[at]
+                    path.append(step)
+                return path[::-1]
+            for way in self.ways(room_id, seen):
+                if not self._walkable(room_id, way, doors):
+                    continue
+                cost = (moves + 1, unsure + (way.arrived or way.blocked))
+                if way.to_id in best and best[way.to_id] <= cost:
+                    continue
+                best[way.to_id] = cost
+                previous[way.to_id] = (room_id, way)
+                order += 1
+                heapq.heappush(queue, (*cost, order, way.to_id))
         return None
 
     def nearest_unexplored(
@@ -510,7 +518,7 @@ class MapGraph:
             return f"{way.label}: blocked{when} — {way.refusal}"
         if way.arrived:
             came = OPPOSITE[way.label]
-            return f"{way.label} -> {label(way.to_id)} (you came {came} from there; never walked {way.label})"
+            return f"{way.label} -> {label(way.to_id)} (you came {came} from there, never walked {way.label})"
         return f"{way.label} -> {label(way.to_id) if self.been_to(way.to_id) else 'unexplored'}"
 
     def _route_notes(self, from_id: int, path: list[Way]) -> str:
