@@ -15,7 +15,8 @@ becomes this run's map too.
 The agent sees a compact view each turn (``context_section``): the current room's ways out,
 the nearest unexplored exits and one line per route to its objectives' rooms. What it shows
 follows ``[tool.zorkgpt.gameplay] fair_play``: with "seen" (the default) only ways the player
-walked, the game's replies to ways tried, and the directions the room's description names; with
+walked or arrived by, the game's replies to ways tried (with the condition they named), and the
+ways the room's descriptions named (``world.named_ways``), kept until tried; with
 "engine" the exit probe's findings too (every way out, where it leads, refusals of ways never
 tried, routes through doors the probe opened).
 Repeating the whole map every turn grew to three quarters of the prompt by the end of a
