@@ -156,15 +156,17 @@ class ObjectTreeCheck:
     ) -> CriticVerdict | None:
         if exits is None or direction in exits:
             return None
+        if player is not None and player.seen_only and direction not in player.refused:
+            return None  # never tried here: the game answers it, not the check's own trial move
         reply = self._refusal_now(direction)
         if reply is None:
             return None
         evidenced = player is not None and direction in player.evidenced
         if player is not None and player.seen_only:
             # Only the player's own tries: the check's trial move is no try of theirs.
-            tried = player.refused.get(direction)
+            tried = player.refused[direction]
             if tried != reply:
-                return None  # never tried here, or the game would answer differently now: it answers
+                return None  # the game would answer differently now: it answers
             if evidenced or reply != NO_WAY_REPLY:
                 return _reject(f'You tried {direction} here and the game said: "{reply}" It would say the same now.')
             known = ", ".join(player.walked) if player.walked else "none walked yet"
