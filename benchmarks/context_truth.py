@@ -271,12 +271,16 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
-_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
+_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked(?: under your load| while closed| in the dark)? — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
 _ROUTE = re.compile(
     r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
-    r"(?: \(dark ahead: (?P<dark>.+)\))?$"
+    r"(?: \(dark ahead: (?P<dark>[^()]+)\))?"
+    r"(?: \(never walked that way, only came the other way: (?P<arrived>[^()]+)\))?"
+    r"(?: \(refused under your load: (?P<loaded>.+)\))?$"
 )
+# "south -> West of House (you came north from there, never walked south)": a way arrived by, as such.
+_ARRIVED_MARK = re.compile(r"^you came (?P<came>[a-z]+) from there, never walked (?P<label>[a-z]+)$")
 
 
 def _on_foot(facts: TurnTruth) -> bool:
@@ -372,8 +376,25 @@ _MOVE_WORDS = {
 } | {d: d for d in DIRECTIONS}  # fmt: skip
 _GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
 _WORD = re.compile(r"[a-z0-9'-]+")
-# A direction word the room's text names a way by; "the west wall" is a wall, no way.
-_DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b(?!\s+walls?\b)"
+# A direction word the room's text names a way by; "the west wall" is a wall, no way, unless the sentence
+# gives it an opening ("The shaft enters the west wall", "The east wall ... now has a cyclops-sized opening").
+_DESCRIBED_DIRECTION = (
+    r"\b{0}(?:wards?)?\b(?!\s+walls?\b)"
+    r"|\b(?:enters|opening|hole|doorway)\b[^.]*\b{0}\s+wall|\b{0}\s+wall\b[^.]*\b(?:opening|hole|doorway)\b"
+)
+# Words a description names up or down with, besides the direction's own ("Below you is the canyon
+# bottom", "a small descending staircase", "a hole in the floor", "an open trap door", "Above you is
+# more cliff, which appears climbable", "an ascending staircase").
+_DESCRIBED_ALSO = {
+    "down": r"\bbelow you\b|\bdescend|\bhole in the floor\b|\btrap door\b",
+    "up": r"\babove you\b|\bascending\b|\bclimbable\b",
+}
+_OPPOSITE = {
+    a: b
+    for x, y in (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"),
+                 ("up", "down"), ("in", "out"))
+    for a, b in ((x, y), (y, x))
+}  # fmt: skip
 
 
 def _direction(command: str) -> str | None:
@@ -444,6 +465,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             continue
         saw.tried.add((here, direction))
         if there != here:
+            saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
             saw.refused.pop((here, direction), None)
         else:
@@ -457,9 +479,24 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     return {d: to for (r, d), to in saw.walked.items() if r == room and (r, d) not in saw.refused}
 
 
+def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
+    nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
+    came = {_OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in _OPPOSITE}
+    return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
+
+
+def _ways_known(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways walked from ``room`` (not refused since) and ways arrived by."""
+    return {**_arrived_ways(saw, room), **_open_ways(saw, room)}
+
+
 def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
     """The game's text read in ``room`` names ``direction`` after the room's name line."""
-    pattern = re.compile(_DESCRIBED_DIRECTION.format(direction), re.IGNORECASE)
+    pattern = re.compile(
+        "|".join(filter(None, (_DESCRIBED_DIRECTION.format(direction), _DESCRIBED_ALSO.get(direction)))),
+        re.IGNORECASE,
+    )
     return any(pattern.search(text) for text in saw.descriptions.get(room, []))
 
 
@@ -491,6 +528,10 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             to = walked[match.group("label")]
             if not _room_told(match.group("to"), to, saw.named, truth):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
+        elif match and _ARRIVED_MARK.match(match.group("marks") or ""):
+            came_from = _arrived_ways(saw, room).get(match.group("label"))
+            if came_from is None or not _room_told(match.group("to"), came_from, saw.named, truth):
+                verdicts.disagree("seen_map", f"{where}: {way!r}: the player never came that way from there")
         else:
             verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
     named = _line(prompt, "Named in the room's description, not tried yet: ")
@@ -500,18 +541,54 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
 
 
-def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
-    """The room reached over ways walked (None: a step the player never walked)."""
+def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> tuple[int | None, list[tuple[str, int]]]:
+    """The room reached over ways walked or arrived by (None: a step the player never walked or came
+    by), and the steps only arrived by, each with the room it leaves ("up from the Cellar")."""
     at: int | None = start
+    arrived: list[tuple[str, int]] = []
     for step in steps:
         if at is None:
             break
-        at = saw.walked.get((at, step))
-    return at
+        following = saw.walked.get((at, step))
+        if following is None and step in _arrived_ways(saw, at):
+            following = _arrived_ways(saw, at)[step]
+            arrived.append((step, at))
+        at = following
+    return at, arrived
 
 
-# "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: "painting".
-_ITEM_TARGET = re.compile(r"(?:^| and )the (.+?) \(objective #\d+\)")
+# A step a route marks as only arrived by: "up from the Cellar", "down from the somewhere dark".
+_ARRIVED_STEP = re.compile(r"^(?P<step>[a-z]+) from the (?P<room>.+)$")
+
+
+def _arrived_told(marked: list[str], arrived: list[tuple[str, int]], saw: PlayerSaw, truth: EngineTruth) -> bool:
+    """The route's marks name exactly the steps only arrived by, each room as the seen level may name it."""
+    found = [_ARRIVED_STEP.match(mark) for mark in marked]
+    return len(found) == len(arrived) and all(
+        m is not None and m.group("step") == step and _room_told(m.group("room"), room, saw.named, truth)
+        for m, (step, room) in zip(found, arrived, strict=True)
+    )
+
+
+# "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: ("painting", "35").
+_ITEM_TARGET = re.compile(r"(?:^| and )the (.+?) \(objective #(\d+)\)")
+# Objective number -> an item or container its steps name -> the engine's names of the objects the
+# product resolved that name to (the parser's word "bag" is the brown sack, the large bag and the
+# leather bag of coins alike), as ``check_objectives`` judges steps by those objects too.
+ItemNames = dict[int, dict[str, set[str]]]
+
+
+def item_names(saved: dict[str, Any], oracle: Oracle) -> ItemNames:
+    """Each objective's items and containers, by the engine's names of the objects they resolved to."""
+    found: ItemNames = {}
+    for objective in saved["objectives"]:
+        names = found.setdefault(int(objective["id"]), {})
+        for step in objective["steps"]:
+            named = ((step.get("target"), step.get("ids")), (step.get("container"), step.get("container_ids")))
+            for word, ids in named:
+                if word and ids:
+                    names.setdefault(str(word).lower(), set()).update(oracle.name(n) for n in ids)
+    return found
 
 
 def _is(name: str, item: str) -> bool:
@@ -555,6 +632,7 @@ def check_seen_routes(
     verdicts: Verdicts,
     oracle: Oracle,
     transcript: Transcript | None = None,
+    items: ItemNames | None = None,
 ) -> None:
     """Seen level: routes and the nearby unexplored ways go over ways walked (walked again in the
     engine from this turn), and a nearby room's listed ways are read of there and never tried. A
@@ -571,11 +649,16 @@ def check_seen_routes(
         if route and route.group("door"):
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a door only the probe opened")
             continue
-        end = _walk_seen(saw, facts.room_id, steps)
+        end, arrived = _walk_seen(saw, facts.room_id, steps)
         if end is None:
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a step the player never walked")
             continue
-        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _open_ways(saw, room))
+        # A step only arrived by is evidence, not fact: the route must say so (the engine may refuse it).
+        marked = route.group("arrived").split("; ") if route and route.group("arrived") else []
+        if route and not _arrived_told(marked, arrived, saw, truth):
+            only_arrived = [f"{step} from the {truth.room_names.get(room)}" for step, room in arrived]
+            verdicts.disagree("seen_routes", f"{where}: {line!r}: the steps only arrived by are {only_arrived}")
+        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _ways_known(saw, room))
         if kind == "changed":
             verdicts.changed_since.append(f"{where}: {line!r}: {detail}")
         if nearby:
@@ -583,9 +666,12 @@ def check_seen_routes(
             wrong = [d for d in listed if (end, d) in saw.tried or not _described(saw, end, d)]
             if not _room_told(nearby.group("room"), end, saw.named, truth) or wrong:
                 verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
-        for item in _ITEM_TARGET.findall(route.group("target")) if route else []:
+        for item, objective in _ITEM_TARGET.findall(route.group("target")) if route else []:
             verdicts.checked["seen_item_routes"] += 1
-            seen_in = last_seen_in(truth, saws, item, turn, transcript)
+            # Where the player last saw each thing the objective's word names (none carried since).
+            also = (items or {}).get(int(objective), {}).get(item.lower(), set())
+            rooms = {last_seen_in(truth, saws, name, turn, transcript) for name in {item, *also}} - {None}
+            seen_in = end if end in rooms else next(iter(rooms), None)
             if seen_in != end:
                 where_seen = f"in {truth.room_names.get(seen_in)}" if seen_in else "nowhere (never, or gone from there)"
                 verdicts.disagree(
@@ -639,7 +725,9 @@ def check_route_lines(
                     f"{saw.refused[(at, step)]!r}",
                 )
                 break
-            following = saw.walked.get((at, step)) or _last_probe(truth, at, turn).get(step)
+            following = (
+                saw.walked.get((at, step)) or _arrived_ways(saw, at).get(step) or _last_probe(truth, at, turn).get(step)
+            )
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
@@ -687,6 +775,7 @@ def check_seen_requests(
     oracle: Oracle,
     transcript: Transcript,
     model_texts: str = "",
+    items: ItemNames | None = None,
 ) -> None:
     """Seen level, every role's request (agent, critic, extractor, memory, objectives, knowledge):
     no refusal the exit probe got that the player never read, no creature called by a name the
@@ -769,7 +858,7 @@ def check_seen_requests(
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
             check_seen_ways(turn, text, truth, saws[turn], probe)
-            check_seen_routes(turn, text, truth, saws, probe, oracle, transcript)
+            check_seen_routes(turn, text, truth, saws, probe, oracle, transcript, items)
             for check, examples in probe.examples.items():
                 for example in examples:
                     verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
@@ -1572,6 +1661,7 @@ def check_walkthrough(
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
     saws = player_saw(truth, commands)
     transcript = Transcript(commands, truth.read)
+    items = item_names(run["objectives"], oracle)
     verdicts = Verdicts()
     object_names: dict[str, set[int]] = {}
     for number in truth.after[min(truth.after)].tree:
@@ -1586,7 +1676,7 @@ def check_walkthrough(
             check_things(turn, user, truth, verdicts)
         else:
             check_seen_ways(turn, user, truth, saws[turn], verdicts)
-            check_seen_routes(turn, user, truth, saws, verdicts, oracle, transcript)
+            check_seen_routes(turn, user, truth, saws, verdicts, oracle, transcript, items)
             check_seen_things(turn, user, truth, transcript, verdicts)
             check_room_label(turn, user, truth, verdicts, transcript, saws[turn])
         check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
@@ -1595,7 +1685,7 @@ def check_walkthrough(
         check_in_view(turn, user, run["replies"], truth, verdicts, saws if fair_play == "seen" else None)
         check_stale_memory(turn, user, truth, object_names, verdicts)
     if fair_play == "seen":
-        check_seen_requests(run["bodies"], truth, saws, verdicts, oracle, transcript, run["model_texts"])
+        check_seen_requests(run["bodies"], truth, saws, verdicts, oracle, transcript, run["model_texts"], items)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")

@@ -185,6 +185,7 @@ class EpisodeRunner:
         self.extractor = ExtractorManager(cfg, log, state, self.game, clients["extractor"])
         self.critic = CriticManager(cfg, log, state, self.game, clients["critic"])
         self.map = MapManager(cfg, log, state, redactor=self.redactor)
+        self.critic.critic.player_ways = self.map.player_ways  # the engine check cites only the player's evidence
         memory_client = clients["memory"]
         self.memory = (
             MemoryManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.memory.enabled else None
