@@ -310,6 +310,14 @@ def test_at_the_seen_level_a_route_leads_only_where_the_player_last_saw_the_item
     for command in ("take leaflet", "north", "drop leaflet", "west"):
         play(command)
     assert manager.target_rooms() == [("the leaflet (objective #1)", {north})]  # where the player left it
+    # A thing shown by the game's name for it: the engine's "jewel-encrusted egg" is the "egg" of "a large
+    # egg encrusted with precious jewels", seen up the tree; the route leads there.
+    egg = step("item_in_container", "egg", container="trophy case")
+    manager.add_objective(proposal("Put the egg in the trophy case", egg), turn=state.turn_count)
+    for command in ("north", "north", "up", "down"):
+        play(command)
+    tree = game.find_rooms("Up a Tree")[0].id
+    assert ("the egg (objective #2)", {tree}) in manager.target_rooms()
 
 
 def test_near_duplicates_merge_and_text_is_never_cut_mid_word(
