@@ -45,6 +45,16 @@ against the engine, replayed independently with raw Jericho calls:
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
   moved, opened or closed) is shown after a later turn moved, opened or closed an object it names near the player.
 
+At the seen level every check is held to the transcript (``Transcript``: the text the game printed
+and the commands typed), never to the engine's state, so it cannot require a leak: things are
+called by names the game printed, listed in view once the text showed them there since they last
+moved, with states the text stated (or, with no place and no state, by words the game printed in that
+room for a thing it names otherwise: "large oriental rug"); "Location:" names a room only while the game has printed its
+name since the player last changed rooms ("somewhere dark (reached from Kitchen going up)" else);
+no request of any role names a room or a thing by an engine name the game had not printed, or tells
+a change only the engine knows ("table: changed state", "cyclops: gone from the game"); the memory
+model is offered every turn whose command or reply names a thing near the player that changed.
+
 The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
 
@@ -261,12 +271,16 @@ def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
         verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
 
 
-_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked — (?P<text>.+)$")
+_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked(?: under your load| while closed| in the dark)? — (?P<text>.+)$")
 _NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
 _ROUTE = re.compile(
     r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
-    r"(?: \(dark ahead: (?P<dark>.+)\))?$"
+    r"(?: \(dark ahead: (?P<dark>[^()]+)\))?"
+    r"(?: \(never walked that way, only came the other way: (?P<arrived>[^()]+)\))?"
+    r"(?: \(refused under your load: (?P<loaded>.+)\))?$"
 )
+# "south -> West of House (you came north from there, never walked south)": a way arrived by, as such.
+_ARRIVED_MARK = re.compile(r"^you came (?P<came>[a-z]+) from there, never walked (?P<label>[a-z]+)$")
 
 
 def _on_foot(facts: TurnTruth) -> bool:
@@ -362,7 +376,25 @@ _MOVE_WORDS = {
 } | {d: d for d in DIRECTIONS}  # fmt: skip
 _GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
 _WORD = re.compile(r"[a-z0-9'-]+")
-_DESCRIBED_DIRECTION = r"\b{}(?:wards?)?\b"
+# A direction word the room's text names a way by; "the west wall" is a wall, no way, unless the sentence
+# gives it an opening ("The shaft enters the west wall", "The east wall ... now has a cyclops-sized opening").
+_DESCRIBED_DIRECTION = (
+    r"\b{0}(?:wards?)?\b(?!\s+walls?\b)"
+    r"|\b(?:enters|opening|hole|doorway)\b[^.]*\b{0}\s+wall|\b{0}\s+wall\b[^.]*\b(?:opening|hole|doorway)\b"
+)
+# Words a description names up or down with, besides the direction's own ("Below you is the canyon
+# bottom", "a small descending staircase", "a hole in the floor", "an open trap door", "Above you is
+# more cliff, which appears climbable", "an ascending staircase").
+_DESCRIBED_ALSO = {
+    "down": r"\bbelow you\b|\bdescend|\bhole in the floor\b|\btrap door\b",
+    "up": r"\babove you\b|\bascending\b|\bclimbable\b",
+}
+_OPPOSITE = {
+    a: b
+    for x, y in (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"),
+                 ("up", "down"), ("in", "out"))
+    for a, b in ((x, y), (y, x))
+}  # fmt: skip
 
 
 def _direction(command: str) -> str | None:
@@ -387,6 +419,13 @@ class PlayerSaw:
     words: set[str] = field(default_factory=set)
     texts: list[str] = field(default_factory=list)
     descriptions: dict[int, list[str]] = field(default_factory=dict)  # room -> what was read there
+    # The rooms whose name the game printed heading their description while the player was there.
+    named: set[int] = field(default_factory=set)
+
+
+def _heads(text: str, name: str) -> bool:
+    """The game printed the room's name heading a line of ``text`` ("Frigid River, in the magic boat")."""
+    return bool(name) and name.lower() in {line.strip().split(",")[0].lower() for line in text.splitlines()}
 
 
 def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
@@ -397,6 +436,8 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
     saw.words |= set(_WORD.findall(truth.read.get(0, "").lower()))
     saw.texts.append(truth.read.get(0, ""))
     saw.descriptions.setdefault(first.room_id, []).append(truth.read.get(0, ""))
+    if _heads(truth.read.get(0, ""), first.room):
+        saw.named.add(first.room_id)
     found: dict[int, PlayerSaw] = {}
     for turn in sorted(truth.turns):
         found[turn] = PlayerSaw(
@@ -408,6 +449,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             set(saw.words),
             list(saw.texts),
             {room: list(texts) for room, texts in saw.descriptions.items()},
+            set(saw.named),
         )
         here, reply = truth.turns[turn].room_id, truth.read.get(turn, "")
         there = truth.after[turn].room_id
@@ -415,12 +457,15 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
         saw.words |= set(_WORD.findall(reply.lower()))
         saw.texts.append(reply)
         saw.descriptions.setdefault(there, []).append(reply)
+        if _heads(reply, truth.room_names.get(there, "")):
+            saw.named.add(there)
         direction = _direction(commands[turn - 1])
         died = "You have died" in reply
         if direction is None or died:
             continue
         saw.tried.add((here, direction))
         if there != here:
+            saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
             saw.refused.pop((here, direction), None)
         else:
@@ -434,9 +479,24 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     return {d: to for (r, d), to in saw.walked.items() if r == room and (r, d) not in saw.refused}
 
 
+def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
+    nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
+    came = {_OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in _OPPOSITE}
+    return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
+
+
+def _ways_known(saw: PlayerSaw, room: int) -> dict[str, int]:
+    """Ways walked from ``room`` (not refused since) and ways arrived by."""
+    return {**_arrived_ways(saw, room), **_open_ways(saw, room)}
+
+
 def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
     """The game's text read in ``room`` names ``direction`` after the room's name line."""
-    pattern = re.compile(_DESCRIBED_DIRECTION.format(direction), re.IGNORECASE)
+    pattern = re.compile(
+        "|".join(filter(None, (_DESCRIBED_DIRECTION.format(direction), _DESCRIBED_ALSO.get(direction)))),
+        re.IGNORECASE,
+    )
     return any(pattern.search(text) for text in saw.descriptions.get(room, []))
 
 
@@ -466,8 +526,12 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
                 verdicts.disagree("seen_map", f"{where}: {way!r}: the player got {saw.refused.get((room, label))!r}")
         elif match and match.group("label") in walked:
             to = walked[match.group("label")]
-            if match.group("to") != names.get(to):
+            if not _room_told(match.group("to"), to, saw.named, truth):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
+        elif match and _ARRIVED_MARK.match(match.group("marks") or ""):
+            came_from = _arrived_ways(saw, room).get(match.group("label"))
+            if came_from is None or not _room_told(match.group("to"), came_from, saw.named, truth):
+                verdicts.disagree("seen_map", f"{where}: {way!r}: the player never came that way from there")
         else:
             verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
     named = _line(prompt, "Named in the room's description, not tried yet: ")
@@ -477,18 +541,54 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
             verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
 
 
-def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> int | None:
-    """The room reached over ways walked (None: a step the player never walked)."""
+def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> tuple[int | None, list[tuple[str, int]]]:
+    """The room reached over ways walked or arrived by (None: a step the player never walked or came
+    by), and the steps only arrived by, each with the room it leaves ("up from the Cellar")."""
     at: int | None = start
+    arrived: list[tuple[str, int]] = []
     for step in steps:
         if at is None:
             break
-        at = saw.walked.get((at, step))
-    return at
+        following = saw.walked.get((at, step))
+        if following is None and step in _arrived_ways(saw, at):
+            following = _arrived_ways(saw, at)[step]
+            arrived.append((step, at))
+        at = following
+    return at, arrived
 
 
-# "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: "painting".
-_ITEM_TARGET = re.compile(r"(?:^| and )the (.+?) \(objective #\d+\)")
+# A step a route marks as only arrived by: "up from the Cellar", "down from the somewhere dark".
+_ARRIVED_STEP = re.compile(r"^(?P<step>[a-z]+) from the (?P<room>.+)$")
+
+
+def _arrived_told(marked: list[str], arrived: list[tuple[str, int]], saw: PlayerSaw, truth: EngineTruth) -> bool:
+    """The route's marks name exactly the steps only arrived by, each room as the seen level may name it."""
+    found = [_ARRIVED_STEP.match(mark) for mark in marked]
+    return len(found) == len(arrived) and all(
+        m is not None and m.group("step") == step and _room_told(m.group("room"), room, saw.named, truth)
+        for m, (step, room) in zip(found, arrived, strict=True)
+    )
+
+
+# "Route to the painting (objective #35) and Living Room (objective #3): ..." -> the items: ("painting", "35").
+_ITEM_TARGET = re.compile(r"(?:^| and )the (.+?) \(objective #(\d+)\)")
+# Objective number -> an item or container its steps name -> the engine's names of the objects the
+# product resolved that name to (the parser's word "bag" is the brown sack, the large bag and the
+# leather bag of coins alike), as ``check_objectives`` judges steps by those objects too.
+ItemNames = dict[int, dict[str, set[str]]]
+
+
+def item_names(saved: dict[str, Any], oracle: Oracle) -> ItemNames:
+    """Each objective's items and containers, by the engine's names of the objects they resolved to."""
+    found: ItemNames = {}
+    for objective in saved["objectives"]:
+        names = found.setdefault(int(objective["id"]), {})
+        for step in objective["steps"]:
+            named = ((step.get("target"), step.get("ids")), (step.get("container"), step.get("container_ids")))
+            for word, ids in named:
+                if word and ids:
+                    names.setdefault(str(word).lower(), set()).update(oracle.name(n) for n in ids)
+    return found
 
 
 def _is(name: str, item: str) -> bool:
@@ -496,7 +596,9 @@ def _is(name: str, item: str) -> bool:
     return name == item or name.endswith(f" {item}")
 
 
-def last_seen_in(truth: EngineTruth, saws: dict[int, PlayerSaw], item: str, turn: int) -> int | None:
+def last_seen_in(
+    truth: EngineTruth, saws: dict[int, PlayerSaw], item: str, turn: int, transcript: Transcript | None = None
+) -> int | None:
     """The room where the player last saw ``item`` lying, as the prompts up to ``turn`` showed the room
     to a player (lit, its name read, not carried by a creature), or None: never seen, carried since, or
     not there when the player came back to where it was seen."""
@@ -509,7 +611,10 @@ def last_seen_in(truth: EngineTruth, saws: dict[int, PlayerSaw], item: str, turn
         if facts.dark:
             continue
         here = any(
-            _is(name, item) and _read(name, saws[t].words) and not place.startswith("carried by ")
+            _is(name, item)
+            and _read(name, saws[t].words)
+            and not place.startswith("carried by ")
+            and (transcript is None or _sighted(truth, transcript, truth.numbers[t][name], name, facts.room_id, t))
             for name, (place, _) in seen.items()
         )
         if here:
@@ -526,6 +631,8 @@ def check_seen_routes(
     saws: dict[int, PlayerSaw],
     verdicts: Verdicts,
     oracle: Oracle,
+    transcript: Transcript | None = None,
+    items: ItemNames | None = None,
 ) -> None:
     """Seen level: routes and the nearby unexplored ways go over ways walked (walked again in the
     engine from this turn), and a nearby room's listed ways are read of there and never tried. A
@@ -542,21 +649,29 @@ def check_seen_routes(
         if route and route.group("door"):
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a door only the probe opened")
             continue
-        end = _walk_seen(saw, facts.room_id, steps)
+        end, arrived = _walk_seen(saw, facts.room_id, steps)
         if end is None:
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a step the player never walked")
             continue
-        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _open_ways(saw, room))
+        # A step only arrived by is evidence, not fact: the route must say so (the engine may refuse it).
+        marked = route.group("arrived").split("; ") if route and route.group("arrived") else []
+        if route and not _arrived_told(marked, arrived, saw, truth):
+            only_arrived = [f"{step} from the {truth.room_names.get(room)}" for step, room in arrived]
+            verdicts.disagree("seen_routes", f"{where}: {line!r}: the steps only arrived by are {only_arrived}")
+        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _ways_known(saw, room))
         if kind == "changed":
             verdicts.changed_since.append(f"{where}: {line!r}: {detail}")
         if nearby:
             listed = [d.strip() for d in nearby.group("dirs").split(",")]
             wrong = [d for d in listed if (end, d) in saw.tried or not _described(saw, end, d)]
-            if truth.room_names.get(end) != nearby.group("room") or wrong:
+            if not _room_told(nearby.group("room"), end, saw.named, truth) or wrong:
                 verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
-        for item in _ITEM_TARGET.findall(route.group("target")) if route else []:
+        for item, objective in _ITEM_TARGET.findall(route.group("target")) if route else []:
             verdicts.checked["seen_item_routes"] += 1
-            seen_in = last_seen_in(truth, saws, item, turn)
+            # Where the player last saw each thing the objective's word names (none carried since).
+            also = (items or {}).get(int(objective), {}).get(item.lower(), set())
+            rooms = {last_seen_in(truth, saws, name, turn, transcript) for name in {item, *also}} - {None}
+            seen_in = end if end in rooms else next(iter(rooms), None)
             if seen_in != end:
                 where_seen = f"in {truth.room_names.get(seen_in)}" if seen_in else "nowhere (never, or gone from there)"
                 verdicts.disagree(
@@ -610,7 +725,9 @@ def check_route_lines(
                     f"{saw.refused[(at, step)]!r}",
                 )
                 break
-            following = saw.walked.get((at, step)) or _last_probe(truth, at, turn).get(step)
+            following = (
+                saw.walked.get((at, step)) or _arrived_ways(saw, at).get(step) or _last_probe(truth, at, turn).get(step)
+            )
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
@@ -635,13 +752,51 @@ def _request_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+# What only the engine knows of a change: a flag without a player's word, a counter of the game's own, a
+# thing taken out of play, a hiding flag.
+_ENGINE_ONLY_CHANGE = re.compile(r": changed state\b|no object shows it|: gone from the game\b|: (?:hidden|revealed)\b")
+
+
+def seen_changes(truth: EngineTruth, transcript: Transcript, oracle: Oracle) -> set[int]:
+    """Seen level: the turns that changed the world as the player read it: a thing near the player
+    moved, opened, closed or was lit or put out, and the turn's command or reply names it."""
+    return {
+        turn
+        for turn in truth.world_changed
+        if any(transcript.names(oracle.name(n), turn) for n in truth.changed_objects.get(turn, ()))
+    }
+
+
 def check_seen_requests(
-    bodies: list[dict[str, Any]], truth: EngineTruth, saws: dict[int, PlayerSaw], verdicts: Verdicts, oracle: Oracle
+    bodies: list[dict[str, Any]],
+    truth: EngineTruth,
+    saws: dict[int, PlayerSaw],
+    verdicts: Verdicts,
+    oracle: Oracle,
+    transcript: Transcript,
+    model_texts: str = "",
+    items: ItemNames | None = None,
 ) -> None:
     """Seen level, every role's request (agent, critic, extractor, memory, objectives, knowledge):
     no refusal the exit probe got that the player never read, no creature called by a name the
-    game has not used, nothing a creature carries, and no way or route line that breaks the
-    rules above (each request checked against what the player had seen by then)."""
+    game has not used, nothing a creature carries, no room called by a name the game had not
+    printed (a dark room, a place the mirror moved the player to), no thing called by an engine name
+    the game had not printed ("kitchen window" before the kitchen), no change only the engine knows
+    ("table: changed state", "cyclops: gone from the game"), and no way or route line that breaks
+    the rules above (each request checked against what the player had read by then). Names the
+    models wrote themselves (``model_texts``: an objective to reach a room) are theirs to use."""
+    rooms = {**truth.probed_names, **truth.room_names}
+    things = {oracle.name(n) for numbers in truth.numbers.values() for n in numbers.values()}
+    thing_names = {
+        name: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", re.IGNORECASE)
+        for name in things
+        if len(name) > 3 and " " in name and name.lower() not in model_texts
+    }
+    room_names = {
+        room: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])")
+        for room, name in rooms.items()
+        if name.lower() not in model_texts
+    }
     probe_replies = {
         line.strip()
         for facts in truth.turns.values()
@@ -675,6 +830,25 @@ def check_seen_requests(
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
+        upto = turn if found else turn + 1  # a helper asked after turn N's command read its reply too
+        named = (
+            saws[min(upto, max(saws))].named
+            if upto in saws
+            else saws[max(saws)].named | {truth.after[max(truth.after)].room_id}
+        )
+        for room, pattern in room_names.items():
+            unread = room not in named and rooms[room].lower() not in read.lower()
+            if unread and pattern.search(text) and not pattern.search(system_prompt):
+                verdicts.disagree("seen_requests", f"turn {turn} {role}: names the room {rooms[room]!r} unread")
+        for name, pattern in thing_names.items():
+            unread = not transcript.printed_name(name, upto) and not transcript.typed(name, upto + 1)
+            if unread and pattern.search(text) and not pattern.search(system_prompt):
+                verdicts.disagree("seen_requests", f"turn {turn} {role}: calls a thing {name!r}, the game had not")
+        hidden = _ENGINE_ONLY_CHANGE.search(text)
+        if hidden:
+            line = next(x for x in text.splitlines() if hidden.group(0) in x)
+            told = line.strip()[:160]
+            verdicts.disagree("seen_requests", f"turn {turn} {role}: a change only the engine knows: {told!r}")
         verdicts.checked["room_numbers"] += 1
         number = _ROOM_NUMBER.search(text)
         if number:
@@ -684,7 +858,7 @@ def check_seen_requests(
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
             check_seen_ways(turn, text, truth, saws[turn], probe)
-            check_seen_routes(turn, text, truth, saws, probe, oracle)
+            check_seen_routes(turn, text, truth, saws, probe, oracle, transcript, items)
             for check, examples in probe.examples.items():
                 for example in examples:
                     verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
@@ -694,20 +868,39 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-def check_room_label(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
-    """Seen level: "Location:" names the room without the engine's number; a room sharing its name with
-    another the player has been in is told apart by the order the replay first entered them ("Maze (the
-    3rd so named)"), the one thing the seen level assumes a player can tell beyond the game's text."""
+def check_room_label(
+    turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, transcript: Transcript, saw: PlayerSaw
+) -> None:
+    """Seen level: "Location:" names the room without the engine's number, only while the game has
+    said where the player is (its name printed since the player last changed rooms); else it is a
+    place unnamed, dark as the game said or not described, and how the player got there ("somewhere
+    dark (reached from Kitchen going up)"). A room sharing its name with another the player has read
+    the name of is told apart by the order the replay first entered them ("Maze (the 3rd so named)"),
+    the one thing the seen level assumes a player can tell beyond the game's text."""
     facts = truth.turns[turn]
+    verdicts.checked["room_numbers"] += 1
+    shown = _line(prompt, "Location: ") or ""
+    if not _position_known(truth, transcript, turn):
+        unknown = _UNKNOWN_PLACE.match(shown)
+        if unknown is None or (unknown.group("kind") == "dark") != facts.dark:
+            said = "pitch black" if facts.dark else "nothing of where the player is"
+            verdicts.disagree("room_numbers", f"turn {turn}: 'Location: {shown}', while the game said {said}")
+        return
     first = truth.turns[min(truth.turns)].room_id
     entered = [first] + [truth.after[t].room_id for t in sorted(truth.after) if t < turn]
-    same = [r for r in dict.fromkeys(entered) if truth.room_names.get(r) == facts.room]
+    same = [r for r in dict.fromkeys(entered) if truth.room_names.get(r) == facts.room and r in saw.named]
     nth = same.index(facts.room_id) + 1 if facts.room_id in same else 0
     expected = facts.room if len(same) < 2 else f"{facts.room} (the {_ordinal(nth)} so named)"
-    verdicts.checked["room_numbers"] += 1
-    shown = _line(prompt, "Location: ")
     if shown != expected:
         verdicts.disagree("room_numbers", f"turn {turn}: 'Location: {shown}', the player knows it as {expected!r}")
+
+
+def _reply_json(reply: dict[str, Any]) -> Any:
+    """A scripted reply's JSON content (None when it is not JSON)."""
+    try:
+        return json.loads(reply["choices"][0]["message"]["content"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _reply_action(reply: dict[str, Any]) -> str:
@@ -727,8 +920,15 @@ _ROOM_NUMBER = re.compile(r"\((?:room #?|#)\d+\)|\broom #\d+")
 _LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
 
 
-def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTruth, verdicts: Verdicts) -> None:
-    """The prompt's turn number, the log's and the memory helper's name the same turn."""
+def check_turn_numbers(
+    run: dict[str, Any],
+    commands: list[str],
+    truth: EngineTruth,
+    verdicts: Verdicts,
+    saws: dict[int, PlayerSaw] | None = None,
+) -> None:
+    """The prompt's turn number, the log's and the memory helper's name the same turn (and the same
+    room: at the seen level, ``saws``, by a name the game printed, or a place unnamed)."""
     for turn, action in sorted(run["agent_actions"].items()):
         verdicts.checked["turn_numbers"] += 1
         # The agent plays commands lower-cased; the turn is what is compared.
@@ -749,7 +949,12 @@ def check_turn_numbers(run: dict[str, Any], commands: list[str], truth: EngineTr
             room = match.group("room")
             lookalike = _LOOKALIKE.match(match.group("label"))
             name = lookalike.group("name") if lookalike else match.group("label")
-            same_room = int(room) == facts.room_id if room else name == facts.room
+            if room:
+                same_room = int(room) == facts.room_id
+            elif saws is not None:
+                same_room = _room_told(match.group("label"), facts.room_id, saws[turn].named, truth)
+            else:
+                same_room = name == facts.room
             if match.group("action").lower() != commands[turn - 1].lower() or not same_room:
                 verdicts.disagree("turn_numbers", f"memory batch: {match.group(0)[:120]!r}")
 
@@ -856,22 +1061,11 @@ def printed_here(truth: EngineTruth, turn: int) -> str:
     return " ".join(re.findall(r"[a-z]+", " ".join(said).lower()))
 
 
-def check_things(
-    turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, words_read: set[str] | None = None
-) -> None:
-    """Inventory and visible objects against the engine: every name, where it sits (nested in a
-    carried container, on or in something in the room, carried by a creature) and its states.
-    ``words_read`` (fair play "seen"): only objects whose name's last word the player has read,
-    and nothing a creature carries."""
+def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
+    """Engine level: inventory and visible objects against the engine: every name, where it sits
+    (nested in a carried container, on or in something in the room, carried by a creature) and its
+    states. (The seen level's are ``check_seen_things``.)"""
     carried, seen = truth.things[turn]
-    if words_read is not None and truth.turns[turn].dark:
-        seen = {}  # the player sees nothing in the dark
-    elif words_read is not None:
-        seen = {
-            name: (place, states)
-            for name, (place, states) in seen.items()
-            if _read(name, words_read) and not place.startswith("carried by ")
-        }
     room = truth.turns[turn].room
     inventory = parse_shown(_line(prompt, "Inventory: "), "empty-handed")
     shown_carried = {
@@ -891,16 +1085,216 @@ def check_things(
         }
         verdicts.disagree("inventory", f"turn {turn} in {room}: (shown, engine) {wrong}")
     visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
-    if words_read is not None:
-        # What the room's text names as it names it ("large oriental rug": the engine's "carpet").
-        printed = f" {printed_here(truth, turn)} "
-        visible = {
-            k: v for k, v in visible.items() if k in seen or not (v == ("", frozenset()) and f" {k} " in printed)
-        }
     verdicts.checked["objects"] += 1
     if visible != seen:
         wrong = {k: (visible.get(k), seen.get(k)) for k in set(visible) | set(seen) if visible.get(k) != seen.get(k)}
         verdicts.disagree("objects", f"turn {turn} in {room}: (shown, engine) {wrong}")
+
+
+# -- the transcript: what the player read, turn by turn (the seen level's side) -------------------
+
+_TOKEN = re.compile(r"[a-z0-9'-]+")
+# The product's words for a thing in view the game never named (the one phrase the check knows of it).
+UNNAMED_THING = "something the game has not named"
+_ARTICLE_WORDS = {"a", "an", "the"}
+# The words by which the game's text states a state, read here apart from the product.
+_STATE_SAID = {
+    "open": re.compile(r"\bopen(?:s|ed|ing)?\b"),
+    "closed": re.compile(r"\b(?:close[ds]?|closing|shut)\b"),
+    "on": re.compile(r"\b(?:on|lit|burning|flaming|light)\b"),
+    "off": re.compile(r"\b(?:off|out|extinguished|douse[ds]?)\b"),
+}
+# The place the seen level names when the game has not said where the player is.
+_UNKNOWN_PLACE = re.compile(
+    r"^somewhere (?P<kind>dark|not described yet) \((?:reached from .+ going [a-z]+|after '.+' in .+)\)$"
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _name_tokens(name: str) -> list[str]:
+    return [w for w in _tokens(name) if w not in _ARTICLE_WORDS]
+
+
+@dataclass
+class Transcript:
+    """The game's text as the player read it: each reply (0: the opening text) and each command typed.
+    Everything the seen level may tell is held to this, never to the engine's state: a thing's name
+    only once the game printed it, a state only once a sentence stated it, a room's name only once
+    the game printed it heading the room's description while the player was there."""
+
+    commands: list[str]
+    replies: dict[int, str]
+    printed: list[str] = field(default_factory=list)  # [t]: every reply read when asked for turn t
+
+    def __post_init__(self) -> None:
+        text = ""
+        for turn in range(len(self.commands) + 2):
+            self.printed.append(text)
+            text += " | " + " ".join(_tokens(self.replies.get(turn, ""))) + " "
+
+    def said(self, turn: int) -> str:
+        """Turn ``turn``'s command and the game's reply to it (0: the opening text)."""
+        command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else ""
+        return f"{command}.\n{self.replies.get(turn, '')}"
+
+    def printed_name(self, name: str, upto: int) -> bool:
+        """The game printed ``name`` as it stands in what was read when asked for turn ``upto``."""
+        words = _name_tokens(name)
+        return bool(words) and f" {' '.join(words)} " in self.printed[min(upto, len(self.printed) - 1)]
+
+    def typed(self, name: str, upto: int) -> bool:
+        """The player typed ``name`` in a command before turn ``upto`` ("press red button"): its own words."""
+        phrase = f" {' '.join(_name_tokens(name))} "
+        return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
+
+    def printed_plural(self, word: str, upto: int) -> bool:
+        """A one-word name the game printed only as a plural ("guidebooks" of the tour guidebook)."""
+        return " " not in word.strip() and any(self.printed_name(word + end, upto) for end in ("s", "es"))
+
+    def names(self, name: str, turn: int) -> bool:
+        """Turn ``turn``'s command or reply names the thing (its name's last word, or that word's plural)."""
+        head = _name_tokens(name)[-1:]
+        return bool(head) and bool({head[0], head[0] + "s", head[0] + "es"} & set(_tokens(self.said(turn))))
+
+    def stated(self, name: str, state: str, upto: int) -> bool:
+        """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
+        head = _name_tokens(name)[-1:]
+        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        for turn in range(upto):
+            for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
+                if heads & set(_tokens(sentence)) and _STATE_SAID[state].search(sentence):
+                    return True
+        return False
+
+
+def _game_name_of(shown: str, engine_name: str) -> bool:
+    """``shown`` is the engine's name or an ending of it ("scarab" of "beautiful jeweled scarab")."""
+    words, full = _name_tokens(shown), _name_tokens(engine_name)
+    return bool(words) and full[-len(words) :] == words
+
+
+def _position_known(truth: EngineTruth, transcript: Transcript, turn: int) -> bool:
+    """The game said where the player is when asked for turn ``turn``: it printed the room's name since
+    the player last changed rooms (or at the start)."""
+    room = truth.turns[turn].room_id
+    for t in range(turn - 1, -1, -1):
+        if _heads(transcript.replies.get(t, ""), truth.room_names.get(room, "")):
+            return True
+        before = truth.turns[t].room_id if t in truth.turns else room
+        if t == 0 or before != room:
+            return False
+    return False
+
+
+def _room_told(label: str, room: int, named: set[int], truth: EngineTruth) -> bool:
+    """A room as the seen level may name it: its name once the game printed it, else a place unnamed."""
+    name = _LOOKALIKE.match(label).group("name") if _LOOKALIKE.match(label) else label  # type: ignore[union-attr]
+    return (name == truth.room_names.get(room) and room in named) or name.startswith("somewhere ")
+
+
+def _last_moved(truth: EngineTruth, number: int, turn: int) -> int:
+    """The last turn before ``turn`` whose command moved the object (0: none)."""
+    for t in range(turn - 1, 1, -1):
+        before, after = truth.after[t - 1].tree, truth.after[t].tree
+        if before.get(number, (0,))[0] != after.get(number, (0,))[0]:
+            return t
+    return 0
+
+
+def _sighted(truth: EngineTruth, transcript: Transcript, number: int, name: str, room: int, turn: int) -> bool:
+    """The game's text named the thing while the player was in ``room``, since the thing last moved."""
+    first_room = truth.turns[min(truth.turns)].room_id
+    for t in range(_last_moved(truth, number, turn), turn):
+        there = truth.after[t].room_id if t in truth.after else first_room
+        if there == room and transcript.names(name, t):
+            return True
+    return False
+
+
+def _told_items(
+    items: dict[str, tuple[str, frozenset[str]]],
+    engine: dict[str, tuple[str, frozenset[str]]],
+    transcript: Transcript,
+    turn: int,
+) -> list[str]:
+    """What is wrong with things as the seen level tells them (``items``: shown name -> place, states)
+    against the engine's (``engine``): a name the game never printed or no thing here has, a place
+    not the thing's, a state not the engine's or never stated."""
+    wrong = []
+    for shown, (place, states) in items.items():
+        matches = [name for name in engine if _game_name_of(shown, name)]
+        if (
+            shown != UNNAMED_THING
+            and not transcript.printed_name(shown, turn)
+            and not transcript.printed_plural(shown, turn)
+        ):
+            wrong.append(f"{shown!r}: a name the game never printed")
+            continue
+        if not matches:
+            wrong.append(f"{shown!r}: no thing in view is called so")
+            continue
+        name = matches[0]
+        engine_place, engine_states = engine[name]
+        prep, _, holder = engine_place.partition(" the ")
+        shown_prep, _, shown_holder = place.partition(" the ")
+        if (prep, bool(holder)) != (shown_prep, bool(shown_holder)) or (
+            holder and not _game_name_of(shown_holder, holder)
+        ):
+            wrong.append(f"{shown!r}: shown {place!r}, the engine has it {engine_place!r}")
+        for state in states:
+            if state not in engine_states:
+                wrong.append(f"{shown!r}: shown {state}, the engine has {sorted(engine_states)}")
+            elif not transcript.stated(name, state, turn):
+                wrong.append(f"{shown!r}: shown {state}, which the game never stated")
+    return wrong
+
+
+def check_seen_things(turn: int, prompt: str, truth: EngineTruth, transcript: Transcript, verdicts: Verdicts) -> None:
+    """Seen level: inventory and visible objects as the transcript has them. Every thing carried is
+    listed; in view, those the game's text named here where they lie now (and none in the dark, and
+    nothing a creature carries), each named as the game printed it, where it sits, and with only the
+    states the engine has and the text stated; every thing the last turn's text named in view is listed."""
+    carried, seen = truth.things[turn]
+    facts, numbers = truth.turns[turn], truth.numbers[turn]
+    where = f"turn {turn} in {facts.room}"
+    inventory = _flatten(parse_shown(_line(prompt, "Inventory: "), "empty-handed"))
+    verdicts.checked["inventory"] += 1
+    wrong = _told_items(inventory, carried, transcript, turn)
+    unlisted = [name for name in carried if not any(_game_name_of(shown, name) for shown in inventory)]
+    if wrong or (unlisted and len(inventory) < len(carried)):
+        verdicts.disagree("inventory", f"{where}: {wrong + [f'{u!r} carried, not listed' for u in unlisted]}")
+    visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
+    verdicts.checked["objects"] += 1
+    in_view = {} if facts.dark else {n: v for n, v in seen.items() if not v[0].startswith("carried by ")}
+    # What the room's text names as it names it ("large oriental rug": the engine's "carpet"): no place,
+    # no state, no engine name, and its words printed in this room; in the dark, nothing.
+    printed = f" {printed_here(truth, turn)} "
+    visible = {
+        shown: told
+        for shown, told in visible.items()
+        if facts.dark
+        or any(_game_name_of(shown, n) for n in in_view)
+        or not (told == ("", frozenset()) and f" {shown} " in printed)
+    }
+    wrong = _told_items(visible, in_view, transcript, turn)
+    for shown in visible:
+        name = next((n for n in in_view if _game_name_of(shown, n)), None)
+        if name and not _sighted(truth, transcript, numbers[name], name, facts.room_id, turn):
+            wrong.append(f"{shown!r}: the game has not shown it here")
+    last = turn - 1 if turn > 1 else 0
+    for name in in_view:
+        named_now = transcript.names(name, last) and (last == 0 or truth.after[last].room_id == facts.room_id)
+        if (
+            named_now
+            and transcript.printed_name(_name_tokens(name)[-1], turn)
+            and not any(_game_name_of(shown, name) for shown in visible)
+        ):
+            wrong.append(f"{name!r}: named by the last text, in view, not listed")
+    if wrong:
+        verdicts.disagree("objects", f"{where}: {wrong}")
 
 
 _OFF_SCREEN = re.compile(r"moved from (?P<a>[^;|]+?) to (?P<b>[^;|]+?)(?=;|\||$)|appeared in (?P<c>[^;|]+?)(?=;|\||$)")
@@ -1037,10 +1431,18 @@ _IN_VIEW_QUOTE = re.compile(r'^- Turn (?P<turn>\d+), (?P<room>[^:]+): (?:"(?P<qu
 _GONE = re.compile(r"^- Gone from here since you were last here \(turn (?P<turn>\d+)\): (?P<things>.+)$")
 
 
-def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: EngineTruth, verdicts: Verdicts) -> None:
+def check_in_view(
+    turn: int,
+    prompt: str,
+    replies: dict[int, str],
+    truth: EngineTruth,
+    verdicts: Verdicts,
+    saws: dict[int, PlayerSaw] | None = None,
+) -> None:
     """What "Still in view" keeps is what the player read: each quote is the game's own words in
-    that turn's reply (whole sentences of it), said in the room named; each object "gone from
-    here" was in view here on the turn named and is not now."""
+    that turn's reply (whole sentences of it), said in the room named (at the seen level, ``saws``,
+    by a name the game printed, or a place unnamed); each object "gone from here" was in view here
+    on the turn named and is not now (at the seen level, by the game's name for it)."""
     if "\n## Still in view" not in prompt:
         return
     section = prompt.split("\n## Still in view", 1)[1].split("\n\n", 1)[0]
@@ -1053,15 +1455,20 @@ def check_in_view(turn: int, prompt: str, replies: dict[int, str], truth: Engine
             room = truth.after[said].room_id if said in truth.after else None
             if said >= turn or text.split(" …")[0] not in reply:
                 verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
-            elif room is not None and truth.room_names.get(room) != quote.group("room"):
+            elif room is not None and (
+                not _room_told(quote.group("room"), room, saws[turn].named, truth)
+                if saws is not None
+                else truth.room_names.get(room) != quote.group("room")
+            ):
                 verdicts.disagree("in_view", f"turn {turn}: {line!r}: said in {truth.room_names.get(room)}")
         elif gone:
             seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
             before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
             for thing in (t.strip() for t in gone.group("things").split(",")):
-                if thing not in before and thing not in here and f" {thing} " in f" {printed_here(truth, turn)} ":
+                engine_named = any(_game_name_of(thing, n) for n in (*before, *here))
+                if not engine_named and f" {thing} " in f" {printed_here(truth, turn)} ":
                     continue  # named as the room's text names it, not by the engine: what was printed holds
-                if thing in here or thing not in before:
+                if any(_game_name_of(thing, n) for n in here) or not any(_game_name_of(thing, n) for n in before):
                     verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
         elif not line.startswith(("- Nothing you carry is lit since turn ", "- You carry ")):
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
@@ -1128,6 +1535,14 @@ def play(
         reply = model(body, index)
         answered.append((body, reply))
         return reply
+
+    def written(value: Any) -> list[str]:
+        """Every string a model's reply holds (its JSON content's leaves)."""
+        if isinstance(value, dict):
+            return [text for item in value.values() for text in written(item)]
+        if isinstance(value, list):
+            return [text for item in value for text in written(item)]
+        return [value] if isinstance(value, str) else []
 
     server.respond_with(recording)
     full_maps: dict[int, tuple[str, str]] = {}
@@ -1197,6 +1612,14 @@ def play(
         "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
+        # What the objective model wrote (goals to reach rooms ahead, by the engine's names): its words,
+        # not the product's. (The memory model only echoes its requests, whose leaks are caught there.)
+        "model_texts": " | ".join(
+            text
+            for body, reply in answered
+            if body.get("response_format") and schema_name(body) == "ObjectiveReview"
+            for text in written(_reply_json(reply))
+        ).lower(),
     }
 
 
@@ -1237,6 +1660,8 @@ def check_walkthrough(
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
     saws = player_saw(truth, commands)
+    transcript = Transcript(commands, truth.read)
+    items = item_names(run["objectives"], oracle)
     verdicts = Verdicts()
     object_names: dict[str, set[int]] = {}
     for number in truth.after[min(truth.after)].tree:
@@ -1251,25 +1676,26 @@ def check_walkthrough(
             check_things(turn, user, truth, verdicts)
         else:
             check_seen_ways(turn, user, truth, saws[turn], verdicts)
-            check_seen_routes(turn, user, truth, saws, verdicts, oracle)
-            check_things(turn, user, truth, verdicts, saws[turn].words)
-            check_room_label(turn, user, truth, verdicts)
+            check_seen_routes(turn, user, truth, saws, verdicts, oracle, transcript, items)
+            check_seen_things(turn, user, truth, transcript, verdicts)
+            check_room_label(turn, user, truth, verdicts, transcript, saws[turn])
         check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
         check_repeats(turn, user, verdicts)
         check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
-        check_in_view(turn, user, run["replies"], truth, verdicts)
+        check_in_view(turn, user, run["replies"], truth, verdicts, saws if fair_play == "seen" else None)
         check_stale_memory(turn, user, truth, object_names, verdicts)
     if fair_play == "seen":
-        check_seen_requests(run["bodies"], truth, saws, verdicts, oracle)
+        check_seen_requests(run["bodies"], truth, saws, verdicts, oracle, transcript, run["model_texts"], items)
     missing = sorted(set(truth.turns) - set(run["prompts"]))
     if missing:
         verdicts.disagree("turn_numbers", f"no agent prompt for turns {missing[:10]} of {len(commands)}")
     check_helper_requests(run["bodies"], truth, verdicts)
     largest = check_request_budgets(run["bodies"], verdicts)
-    check_turn_numbers(run, commands, truth, verdicts)
+    check_turn_numbers(run, commands, truth, verdicts, saws if fair_play == "seen" else None)
     check_completed_shown(run["prompts"], run["objectives"], verdicts)
-    verdicts.checked["memory"] = len(truth.world_changed)
-    for turn in sorted(truth.world_changed - run["memory_offered"]):
+    changed = truth.world_changed if fair_play == "engine" else seen_changes(truth, transcript, oracle)
+    verdicts.checked["memory"] = len(changed)
+    for turn in sorted(changed - run["memory_offered"]):
         verdicts.disagree("memory", f"turn {turn} ({commands[turn - 1]!r}) changed the world but was never offered")
     last = max(run["prompts"])
     sizes: dict[str, dict[str, int]] = {}

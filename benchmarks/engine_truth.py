@@ -221,6 +221,10 @@ class EngineTruth:
     read: dict[int, str] = field(default_factory=dict)
     # The names of the creatures (actors) the game has, as the engine names them.
     creatures: set[str] = field(default_factory=set)
+    # Per turn, as the agent is asked: the name of each thing carried or in view -> its object number.
+    numbers: dict[int, dict[str, int]] = field(default_factory=dict)
+    # Per turn: the objects near the player whose place or flags the turn's command changed.
+    changed_objects: dict[int, set[int]] = field(default_factory=dict)
 
 
 class Oracle:
@@ -442,22 +446,26 @@ class Oracle:
             for reached in leads.values():
                 truth.probed_names[reached] = self.name(reached)
             truth.things[turn] = self.things(tree, room)
+            in_view = self.visible_below(tree, room) + self.visible_below(tree, self.player)
+            truth.numbers[turn] = {self.name(n): n for n in in_view + self.shared_in_view(tree, room)}
             truth.read[turn] = str(self.env.step(command)[0])
             ram_changed = bool(self.env._get_world_diff()[3])
             after = self.tree()
             room_after = self.room(after)
             truth.room_names[room_after] = self.name(room_after)
             near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
-            changed = any(
-                number in tree
+            moved = {
+                number
+                for number in near
+                if number in tree
                 and number not in truth.room_names
                 and (
                     tree[number][0] != after[number][0]
                     or set(tree[number][1]) - {TOUCHBIT} != set(after[number][1]) - {TOUCHBIT}
                 )
-                for number in near
-            )
-            if changed or ram_changed:
+            }
+            truth.changed_objects[turn] = moved
+            if moved or ram_changed:
                 truth.world_changed.add(turn)
             truth.after[turn] = AfterTurn(room_after, int(self.env.get_score()), after)
         return truth

@@ -1,7 +1,8 @@
 """The engine's facts as values, and the game's own words: Zork I's attribute numbers, the
 directions its parser knows, rooms and objects with their states, where a direction leads, what a
-command changed, a saved moment; the game's refusals; and the words of its text as objects' names
-are matched against them. ``jericho_interface.py`` reads them from the engine.
+command changed, a saved moment; the game's refusals; and what the player has read of the game's
+text (``TextRead``), by which fair play "seen" names things and states as the game gave them.
+``jericho_interface.py`` reads them from the engine.
 """
 
 from __future__ import annotations
@@ -120,11 +121,14 @@ class ExitProbe:
 @dataclass(frozen=True)
 class WorldChange:
     """One change the last command made to the world near the player, read from the object tree:
-    an object moved, opened or closed, turned on or off, appeared or vanished."""
+    an object moved, opened or closed, turned on or off, appeared or vanished. ``engine_only``: a
+    change only the engine shows (a flag with no player's word, a counter of the game's own, an
+    object carried from room to room), never told at fair play "seen"."""
 
     object_id: int
     name: str
     change: str
+    engine_only: bool = False
 
     def describe(self) -> str:
         return f"{self.name}: {self.change}" if self.name else self.change
@@ -132,7 +136,7 @@ class WorldChange:
 
 # The game changed a counter or flag of its own that no object shows (digging in the sand
 # three times before the scarab appears); Jericho tracks those for Zork I.
-HIDDEN_STATE_CHANGE = WorldChange(0, "", "the game's state changed (no object shows it)")
+HIDDEN_STATE_CHANGE = WorldChange(0, "", "the game's state changed (no object shows it)", engine_only=True)
 
 
 @dataclass(frozen=True)
@@ -167,3 +171,106 @@ def clean_text(text: str) -> str:
     """Game text without trailing spaces on lines, runs of blank lines, or outer whitespace."""
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+# How the game's text states an object's state, by the state it states: "The brass lantern is now on.",
+# "Opening the brown sack reveals ...", "The trap door crashes shut". "on" followed by an article or a
+# place ("on the trophy case") says where a thing is, not that it is lit; "out of" is a place too.
+_STATE_WORDS: dict[str, tuple[str, re.Pattern[str]]] = {
+    "open": ("openness", re.compile(r"\bopen(?:s|ed|ing)?\b")),
+    "closed": ("openness", re.compile(r"\b(?:closed?|closes|closing|shut|shuts)\b")),
+    "on": (
+        "light",
+        re.compile(
+            r"\b(?:on\b(?!\s+(?:the|a|an|top|your|its|his|her|it|which)\b)|lit\b|burning\b|flaming\b|providing light\b)"
+        ),
+    ),
+    "off": ("light", re.compile(r"\b(?:off\b|out\b(?!\s+of\b)|extinguished\b|douses?\b|doused\b)")),
+}
+# What fair play "seen" calls a thing in view that the game's text never named.
+UNNAMED_THING = "something the game has not named"
+# How near its name a clause must state a state ("The brass lantern is now on", "Opening the brown
+# sack"): a state word further off is about something else ("a wooden door ..., which appears to be
+# nailed shut" is the door's, not the trophy case's).
+_STATE_REACH = 4
+# The longest name the story gives an object, in words ("beautiful jeweled scarab", "pair of candles").
+_NAME_WORDS = 5
+
+
+class TextRead:
+    """What the player has read of the game's text this episode, for fair play "seen": every
+    object is called by the name the game used for it, and a state is told only once the game's
+    text stated it.
+
+    - Names: the longest ending of the engine's name that the game's text printed as it stands
+      ("beautiful jeweled scarab" is "scarab" after "You can see a scarab here", the kitchen window
+      "window" until the kitchen is named with it); a name never printed is no name (None).
+    - States: what the last clause naming an object (the command or the reply of a turn, "open
+      case" / "Opened."), within a few words of its name, said of it; an object is told open,
+      closed, on or off only while the engine agrees with that (a state changed out of sight is
+      not told).
+    - Sightings: where (room, holder) the game's text named an object that was in view, kept until
+      the object moves; a thing lying in view is listed only once the game showed it there.
+    """
+
+    def __init__(self) -> None:
+        self.words: set[str] = set()
+        self._phrases: set[tuple[str, ...]] = set()
+        self._turn_words: set[str] = set()
+        self._clauses: list[str] = []
+        self._stated: dict[int, dict[str, str]] = {}
+        self._sighted: dict[int, tuple[int, set[int]]] = {}  # object -> (holder, rooms it was named in there)
+
+    def read(self, command: str | None, reply: str) -> None:
+        """One turn's text: the player's command (None for the opening text) and the game's reply.
+        Names come from the reply alone (the player's words are no name the game gave)."""
+        words = re.findall(r"[a-z0-9'-]+", reply.lower())
+        self.words.update(words)
+        for size in range(1, _NAME_WORDS + 1):
+            self._phrases.update(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
+        said = f"{command}.\n{reply}" if command else reply
+        self._turn_words = text_words(said)
+        self._clauses = [s.strip() for s in re.split(r"[.,;:!?\n]+", said.lower()) if s.strip()]
+
+    def name_for(self, name: str) -> str | None:
+        """The name the game used for an object the engine calls ``name`` (see the class), or None."""
+        words = name_words(name)
+        for size in range(min(len(words), _NAME_WORDS), 0, -1):
+            if tuple(words[-size:]) in self._phrases:
+                return " ".join(words[-size:])
+        return words[-1] if words and named_in(name, self.words) else None
+
+    def said_now(self, name: str) -> bool:
+        """This turn's command or reply names the thing (by its name's last word, or its plural)."""
+        return named_in(name, self._turn_words)
+
+    def note(self, number: int, name: str, holder: int, room: int) -> None:
+        """Take in what this turn's text says of an object in view: its states, and a sighting."""
+        head = name_words(name)[-1:] if name_words(name) else ()
+        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        for clause in self._clauses:
+            words = re.findall(r"[a-z0-9'-]+", clause)
+            at = [i for i, word in enumerate(words) if word in heads]
+            if not at:
+                continue
+            for state, (kind, pattern) in _STATE_WORDS.items():
+                for found in pattern.finditer(clause):
+                    place = len(re.findall(r"[a-z0-9'-]+", clause[: found.start()]))
+                    if any(abs(place - i) <= _STATE_REACH for i in at):
+                        self._stated.setdefault(number, {})[kind] = state
+        kept_holder, rooms = self._sighted.get(number, (holder, set()))
+        if kept_holder != holder:
+            rooms = set()  # moved since it was seen: where it lay before says nothing now
+        if self.said_now(name):
+            rooms = rooms | {room}
+        self._sighted[number] = (holder, rooms)
+
+    def sighted(self, number: int, holder: int, room: int) -> bool:
+        """The game's text showed the object in this room where it is now."""
+        kept_holder, rooms = self._sighted.get(number, (0, set()))
+        return kept_holder == holder and room in rooms
+
+    def stated(self, number: int, state: str) -> bool:
+        """The game's text last said of this object that it is ``state`` (open, closed, on, off)."""
+        kind = _STATE_WORDS[state][0] if state in _STATE_WORDS else ""
+        return self._stated.get(number, {}).get(kind) == state

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +36,15 @@ from game_interface.game_facts import (
     SURFACEBIT,
     TOUCHBIT,
     TRANSBIT,
+    UNNAMED_THING,
     ExitProbe,
     GameObject,
     GameSnapshot,
     Location,
+    TextRead,
     WorldChange,
     clean_text,
     name_words,
-    named_in,
 )
 from game_interface.meta_commands import META_COMMANDS, MetaCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
@@ -90,6 +90,10 @@ _ATTRIBUTE_CHANGES: dict[int, tuple[str, str]] = {
     ONBIT: ("turned on", "turned off"),
     INVISIBLE: ("hidden", "revealed"),
 }
+# The same at fair play "seen": a flag that hides or shows a thing is what the player sees of it.
+_SEEN_ATTRIBUTE_CHANGES = _ATTRIBUTE_CHANGES | {INVISIBLE: ("gone from view", "appeared")}
+_SEEN_ATTRIBUTE_WORDS = frozenset({"opened", "closed", "turned on", "turned off"})
+Tree = dict[int, tuple[int, int, int, tuple[int, ...]]]
 
 
 # What Jericho derives from the story file (its bytes, the game's bindings, its action templates,
@@ -148,7 +152,9 @@ class JerichoInterface:
         self.last_response = ""
         self._exits_cache: tuple[ExitProbe, ...] | None = None
         self._tree_cache: dict[int, tuple[int, int, int, tuple[int, ...]]] | None = None
-        self._last_changes: tuple[WorldChange, ...] = ()
+        # The last command's object trees before and after, whether a flag no object shows changed,
+        # and whether the player died: its world changes are told from them when asked.
+        self._last_diff: tuple[Tree, Tree, bool, bool] | None = None
         self._entered: tuple[Location, ...] = ()
         self._carried = False
         # Containers the game will not open or close, and every container tried so far (see _try_opening).
@@ -186,7 +192,7 @@ class JerichoInterface:
         self._entered = ()
         self._carried = False
         if self._game_over:
-            self._last_changes = ()
+            self._last_diff = None
             return GAME_OVER_TEXT
         env = self.env
         room_before = self.get_location().id
@@ -199,7 +205,7 @@ class JerichoInterface:
         self._tree_cache = None
         self.last_response = text
         self.last_response_was_death = env.game_over() or bool(_DEATH.search(text))
-        self._last_changes = self._world_changes(before, self._tree(), hidden_change, self.last_response_was_death)
+        self._last_diff = (before, self._tree(), hidden_change, self.last_response_was_death)
         if self.last_response_was_death:
             self._entered = self._room_named(room_before, _DEATH.split(text, maxsplit=1)[0])
         elif (room_after := self.get_location().id) != room_before:
@@ -235,6 +241,10 @@ class JerichoInterface:
         room = self.get_location().id
         tree = self._tree()
         return room in tree and ONBIT not in tree[room][3]
+
+    def is_lit(self) -> bool:
+        """Whether the player can see here: the room's own light, or a light source that is on in view."""
+        return self._lit(self.get_location().id, self._tree())
 
     def vehicle(self) -> str:
         """The vehicle the player is in (the magic boat), or "" when standing in the room."""
@@ -327,9 +337,10 @@ class JerichoInterface:
         finally:
             env.set_state(after)
 
-    def last_world_changes(self) -> tuple[WorldChange, ...]:
-        """What the last command changed near the player (empty for a look, a refusal, a plain move)."""
-        return self._last_changes
+    def last_world_changes(self, read: TextRead | None = None) -> tuple[WorldChange, ...]:
+        """What the last command changed near the player (empty for a look, a refusal, a plain move).
+        ``read`` (fair play "seen"): only what the game's text showed, in its names (``_world_changes``)."""
+        return self._world_changes(*self._last_diff, read=read) if self._last_diff is not None else ()
 
     def get_walkthrough(self) -> list[str]:
         """Jericho's winning command list: it wins with ``DEFAULT_GAME_SEED``; other seeds make it fail."""
@@ -351,52 +362,63 @@ class JerichoInterface:
         """Carried items, plus what can be seen inside carried open or transparent containers."""
         return [obj.name for obj in self._visible_below(self._player_id, self._tree())]
 
-    def describe_inventory(self) -> list[str]:
+    def describe_inventory(self, read: TextRead | None = None) -> list[str]:
         """Carried items as a player needs them: each with its state and, nested, what it holds
         ("gold coffin (open, containing: sceptre)"), so putting the coffin away visibly takes
-        the sceptre with it."""
+        the sceptre with it. ``read`` (fair play "seen"): each by the name the game used and with
+        only the states its text stated (see ``TextRead``)."""
         self._try_opening(self._visible_below(self._player_id, self._tree()))
         tree = self._tree()
-        return [self._nested_label(obj, tree) for obj in self._children(self._player_id, tree)]
+        if read is not None:
+            room = self.get_location().id
+            for obj in self._visible_below(self._player_id, tree):
+                read.note(obj.id, obj.name, obj.parent_id, room)
+        return [self._nested_label(obj, tree, read=read) for obj in self._children(self._player_id, tree)]
 
-    def describe_visible_objects(self, words_read: Set[str] | None = None) -> list[str]:
+    def describe_visible_objects(self, read: TextRead | None = None) -> list[str]:
         """The room's objects (as ``get_visible_objects`` finds them), each with its state and,
         when it is not loose in the room, where it sits ("jewel-encrusted egg (open, in the
         trophy case)", "sceptre (on the altar)"). A creature is listed with what it carries
         ("thief (carrying: large bag, stiletto)") and those are not listed again as loose.
 
-        ``words_read`` (fair play "seen"): the words of the game's text the player has read. Only
-        objects whose name's last word is among them are listed (the thief once the game calls
-        him a thief, not while it says "someone carrying a large bag"), and no creature with what
-        it carries; in the dark, nothing."""
+        ``read`` (fair play "seen"): what the player has read (``TextRead``). Only objects the
+        game's text showed here where they are now are listed, each by the name the game used
+        (the thief once the game calls him a thief, not while it says "someone carrying a large
+        bag"; the axe the troll dropped once the game says it lies here), with only the states
+        its text stated, and no creature with what it carries; in the dark, nothing."""
         tree = self._tree()
         room = self.get_location().id
-        if words_read is not None and not self._lit(room, tree):
+        if read is not None and not self._lit(room, tree):
             return []
         self._try_opening(self._visible_below(room, tree))
         shown: list[str] = []
         for obj in self.get_visible_objects():
             if self._held_by_creature(obj.id, room, tree):
                 continue
-            if words_read is not None and not named_in(obj.name, words_read):
-                continue
+            if read is not None:
+                read.note(obj.id, obj.name, obj.parent_id, room)
+                if read.name_for(obj.name) is None or not read.sighted(obj.id, obj.parent_id, room):
+                    continue
             if ACTORBIT in obj.attributes:
-                shown.append(self._nested_label(obj, tree, carried=words_read is None))
+                shown.append(self._nested_label(obj, tree, carried=read is None, read=read))
                 continue
-            parts = list(obj.states)
+            parts = self._states(obj, read)
             holder = obj.parent_id
             if holder not in (room, 0) and holder in tree and not self.is_room(holder):
                 word = "on" if SURFACEBIT in tree[holder][3] else "in"
-                parts.append(f"{word} the {self._name(holder)}")
-            shown.append(f"{obj.name} ({', '.join(parts)})" if parts else obj.name)
+                parts.append(f"{word} the {self._shown_name(holder, read)}")
+            name = self._shown_name(obj.id, read)
+            shown.append(f"{name} ({', '.join(parts)})" if parts else name)
         return shown
 
-    def objects_named_in(self, description: str, words_read: Set[str]) -> list[str]:
+    def objects_named_in(self, description: str, read: TextRead) -> list[str]:
         """Fair play "seen": the room's objects that its ``description`` (as the player last read it)
-        names and ``describe_visible_objects(words_read)`` leaves out, each as the description names
-        it: its noun with the adjectives before it there ("large oriental rug" for the engine's
+        names and ``describe_visible_objects(read)`` leaves out, each as the description names it:
+        its noun with the adjectives before it there ("large oriental rug" for the engine's
         "carpet", "evil spirits" for its "number of ghosts", the Kitchen's "dark chimney", a scenery
-        object the engine shares between rooms). Nothing carried, and in the dark nothing."""
+        object the engine shares between rooms), in the text's words only (no state told apart).
+        Nothing carried, and in the dark nothing. Call it after
+        ``describe_visible_objects(read)``, which takes in this turn's sightings."""
         tree = self._tree()
         room = self.get_location().id
         if not self._lit(room, tree):
@@ -413,8 +435,14 @@ class JerichoInterface:
         below = self._visible_below(room, tree)
         for obj in [*below, *local]:
             static = self._story.objects.get(obj.id)
-            # What "Visible objects" lists already: a loose or local object by a name the game used.
-            listed = named_in(obj.name, words_read) and (obj in below or INTERACTIVE.intersection(obj.attributes))
+            # A thing in the room that the game has named is ``describe_visible_objects``' to list or
+            # not: only once the text showed it here since it last moved (the axe the troll dropped,
+            # what was taken out of the basket), however an older description of the room named it.
+            # An interactive local one (the window) is left out only where that lists it.
+            game_named = read.name_for(obj.name) is not None
+            listed = game_named and (
+                obj in below or (INTERACTIVE.intersection(obj.attributes) and read.sighted(obj.id, obj.parent_id, room))
+            )
             if static is None or listed or self._held_by_creature(obj.id, room, tree):
                 continue
             at = next((i for i, w in enumerate(cut) if w in static.synonyms), None)
@@ -434,6 +462,19 @@ class JerichoInterface:
             if phrase not in named:
                 named.append(phrase)
         return named
+
+    def _shown_name(self, number: int, read: TextRead | None) -> str:
+        """An object's name as the models are told it: the engine's, or at fair play "seen" the one
+        the game used ("something the game has not named" for one it never named)."""
+        name = self._name(number)
+        if read is None:
+            return name
+        return read.name_for(name) or UNNAMED_THING
+
+    @staticmethod
+    def _states(obj: GameObject, read: TextRead | None) -> list[str]:
+        """The object's states, at fair play "seen" only those the game's text stated."""
+        return [state for state in obj.states if read is None or read.stated(obj.id, state)]
 
     def _try_opening(self, objects: list[GameObject]) -> None:
         """Ask the game once to open (or close) each container shown with an open/closed state, and
@@ -478,16 +519,22 @@ class JerichoInterface:
         return found
 
     def _nested_label(
-        self, obj: GameObject, tree: dict[int, tuple[int, int, int, tuple[int, ...]]], carried: bool = True
+        self,
+        obj: GameObject,
+        tree: dict[int, tuple[int, int, int, tuple[int, ...]]],
+        carried: bool = True,
+        read: TextRead | None = None,
     ) -> str:
-        """The label with what can be seen inside (or, for a creature, what it carries, unless not ``carried``)."""
-        parts = list(obj.states)
+        """The label with what can be seen inside (or, for a creature, what it carries, unless not
+        ``carried``); at fair play "seen" (``read``) in the game's names and stated states."""
+        parts = self._states(obj, read)
         creature = ACTORBIT in obj.attributes
         if (creature and carried) or (not creature and _SEE_INSIDE.intersection(obj.attributes)):
-            inside = [self._nested_label(child, tree) for child in self._children(obj.id, tree)]
+            inside = [self._nested_label(child, tree, read=read) for child in self._children(obj.id, tree)]
             if inside:
                 parts.append(("carrying: " if creature else "containing: ") + ", ".join(inside))
-        return f"{obj.name} ({', '.join(parts)})" if parts else obj.name
+        name = self._shown_name(obj.id, read)
+        return f"{name} ({', '.join(parts)})" if parts else name
 
     def _held_by_creature(self, number: int, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
         at = tree[number][0] if number in tree else 0
@@ -579,11 +626,7 @@ class JerichoInterface:
         return None
 
     def _world_changes(
-        self,
-        before: dict[int, tuple[int, int, int, tuple[int, ...]]],
-        after: dict[int, tuple[int, int, int, tuple[int, ...]]],
-        hidden_change: bool,
-        died: bool = False,
+        self, before: Tree, after: Tree, hidden_change: bool, died: bool = False, *, read: TextRead | None = None
     ) -> tuple[WorldChange, ...]:
         """The object-tree diff, limited to what the player could see before or after the command
         (in the room, carried, or one of the room's interactive local globals, and not flagged
@@ -592,7 +635,13 @@ class JerichoInterface:
         The player's own moves and the "touched" flag are not changes; rooms are left out (the
         map follows them). On a death, what the player carried is "lost when you died" (the game
         scatters it), not dropped. Computed by us rather than taken from Jericho's world diff,
-        which leaves out objects removed from play (the dead troll)."""
+        which leaves out objects removed from play (the dead troll).
+
+        ``read`` (fair play "seen"): only changes to things the turn's command or reply names, or
+        that the player carried or now carries, each in the game's names; none only the engine
+        shows (``WorldChange.engine_only``), no object carried from one room to another (the boat
+        under the player, the mirror rooms' look-alikes), and no object the game swapped for
+        another of the same name (the brass bell for the red hot one: the text tells the change)."""
         seen_before, seen_after = self._seen(before), self._seen(after)
         changes: list[WorldChange] = []
         for number in sorted(seen_before | seen_after):
@@ -601,36 +650,64 @@ class JerichoInterface:
             if before[number][0] == self._rooms_root:
                 continue
             old_parent, new_parent = before[number][0], after[number][0]
-            name = self._name(number)
+            if read is not None and not (
+                read.said_now(self._name(number)) or self._player_id in (old_parent, new_parent)
+            ):
+                continue
+            name = self._shown_name(number, read)
             moved_out_of_sight = False
             if old_parent != new_parent:
                 if died and old_parent == self._player_id:
-                    text = "lost when you died"
+                    change = WorldChange(number, name, "lost when you died")
                 elif (number in seen_before and number in seen_after) or new_parent == 0:
-                    text = self._move_text(old_parent, new_parent)
+                    change = self._move(number, name, old_parent, new_parent, read)
                 elif number in seen_after:
-                    text = "appeared" + (
-                        f" in {self._name(new_parent)}" if new_parent in seen_after | {self._room_in(after)} else ""
-                    )
+                    shown_in = new_parent in seen_after | {self._room_in(after)}
+                    seen_room = read is not None and self.is_room(new_parent)
+                    place = f" in {self._place_name(new_parent, read)}" if shown_in and not seen_room else ""
+                    change = WorldChange(number, name, f"appeared{place}")
                     moved_out_of_sight = True
                 else:
-                    text = "gone from view"
+                    change = WorldChange(number, name, "gone from view")
                     moved_out_of_sight = True
-                changes.append(WorldChange(number, name, text))
+                changes.append(change)
             old_attrs, new_attrs = set(before[number][3]), set(after[number][3])
             flipped = (old_attrs ^ new_attrs) - {TOUCHBIT}
             if moved_out_of_sight:
                 flipped.discard(INVISIBLE)  # "appeared" or "gone from view" already says it
             for attribute in sorted(flipped & _ATTRIBUTE_CHANGES.keys()):
-                words = _ATTRIBUTE_CHANGES[attribute]
+                words = _ATTRIBUTE_CHANGES[attribute] if read is None else _SEEN_ATTRIBUTE_CHANGES[attribute]
                 changes.append(WorldChange(number, name, words[0] if attribute in new_attrs else words[1]))
             # Flags without a player's word (the platinum bar after "echo") still mean the world
             # changed; an object that moved already says so.
             if flipped - _ATTRIBUTE_CHANGES.keys() and old_parent == new_parent:
-                changes.append(WorldChange(number, name, "changed state"))
+                changes.append(WorldChange(number, name, "changed state", engine_only=True))
         if not changes and (hidden_change or self._changed_out_of_sight(before, after)):
             changes.append(HIDDEN_STATE_CHANGE)
-        return tuple(changes)
+        if read is None:
+            return tuple(changes)
+        told = [c for c in changes if not c.engine_only]
+        swapped = {c.name for c in told if c.change.startswith("appeared")} & {
+            c.name for c in told if c.change == "gone from view"
+        }
+        return tuple(c for c in told if c.name not in swapped or c.change in _SEEN_ATTRIBUTE_WORDS)
+
+    def _place_name(self, number: int, read: TextRead | None) -> str:
+        """Where a thing went or came from, named: at fair play "seen" a room is "here" (the
+        models know where the player is) and a thing has the game's name."""
+        if read is not None and self.is_room(number):
+            return "here"
+        return self._shown_name(number, read)
+
+    def _move(self, number: int, name: str, old_parent: int, new_parent: int, read: TextRead | None) -> WorldChange:
+        """A move seen from start to end, or out of play. At fair play "seen" an object out of play
+        is "gone from view" (the game's text says how: "flees the room", "the carcass has
+        disappeared"), and one carried from room to room (the boat under the player) is no change."""
+        rooms = self.is_room(old_parent) and self.is_room(new_parent)
+        if read is not None and (new_parent == 0 or rooms):
+            return WorldChange(number, name, "gone from view", engine_only=rooms)
+        text = self._move_text(old_parent, new_parent, read)
+        return WorldChange(number, name, text, engine_only=new_parent == 0 and read is not None)
 
     def _changed_out_of_sight(
         self,
@@ -676,16 +753,17 @@ class JerichoInterface:
                 found.add(number)
         return found
 
-    def _move_text(self, old_parent: int, new_parent: int) -> str:
+    def _move_text(self, old_parent: int, new_parent: int, read: TextRead | None = None) -> str:
+        place = functools.partial(self._place_name, read=read)
         if new_parent == self._player_id:
-            return "taken" + (f" from {self._name(old_parent)}" if old_parent and not self.is_room(old_parent) else "")
+            return "taken" + (f" from {place(old_parent)}" if old_parent and not self.is_room(old_parent) else "")
         if new_parent == 0:
             return "gone from the game"
         if old_parent == 0:
-            return f"appeared in {self._name(new_parent)}"
+            return f"appeared in {place(new_parent)}"
         if old_parent == self._player_id:
-            return "dropped" if self.is_room(new_parent) else f"put in {self._name(new_parent)}"
-        return f"moved from {self._name(old_parent)} to {self._name(new_parent)}"
+            return "dropped" if self.is_room(new_parent) else f"put in {place(new_parent)}"
+        return f"moved from {place(old_parent)} to {place(new_parent)}"
 
     def _tree(self) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
         """Object number -> (parent, sibling, child, attributes), read in one call.
@@ -750,7 +828,7 @@ class JerichoInterface:
         self.last_response = snapshot.last_response
         self._exits_cache = None
         self._tree_cache = None
-        self._last_changes = ()
+        self._last_diff = None
         self._entered = ()
 
     def get_valid_exits(self) -> list[str]:

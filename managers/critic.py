@@ -6,7 +6,12 @@ Two stages, cheapest first:
    fail: a word the game's parser does not know, a direction with no exit (the exits are
    ground truth, probed from a saved state), or taking/opening/examining something that
    is provably somewhere else. It answers only when sure and otherwise stays silent —
-   every action of Jericho's winning walkthrough passes it.
+   every action of Jericho's winning walkthrough passes it. A move is never refused with
+   "no exit" where the player has evidence of a way (walked, arrived by, named by the
+   room's text): the game's own reply to it is quoted instead ("You cannot fit through this
+   passage with that load."). At the fair-play level "seen" a move is refused only when
+   the player already tried it there and the game would answer the same again; any other
+   move goes to the game, which answers it (the check's trial move is not the player's).
 2. If ``gameplay.enable_critic`` is on, the critic LLM scores the action in [-1, 1] with
    a justification. Off by default: in the ZorkGPT codebase the LLM critic cost ~38% of
    an episode's calls and 88% of its rejections were overridden and then succeeded.
@@ -25,19 +30,21 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from game_interface import GameInterfaceError, JerichoInterface
+from game_interface.game_facts import NO_WAY_REPLY
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
 from llm_client import LLMClient
 from managers.structured_llm import StructuredLLM
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from shared_utils.text import cap_text, whole_sentences
-from world.map_graph import normalize_direction
+from world.map_graph import PlayerWays, normalize_direction
 
 # The critic model's justification goes into logs and back to the agent: a sentence or two, never megabytes.
 MAX_JUSTIFICATION_CHARS = 1_000
@@ -118,12 +125,12 @@ class ObjectTreeCheck:
         self.game = game
         self._dictionary = game.dictionary_words()
 
-    def check(self, action: str, exits: list[str] | None, shown: list[str] | None = None) -> CriticVerdict | None:
+    def check(self, action: str, exits: list[str] | None, player: PlayerWays | None = None) -> CriticVerdict | None:
         """A rejecting verdict, or None when the action may work.
 
         ``exits`` are the engine-verified exits of the current room; None means unknown
-        (exit probing off), and then no direction is judged. ``shown``: the exits the agent may
-        be told (fair play "seen"), named in a rejection instead of the engine's.
+        (exit probing off), and then no direction is judged. ``player``: the room's ways as the
+        player knows them (the map's); None: nothing known of the player's, the engine's word only.
         """
         text = action.strip().lower()
         if not text:
@@ -135,7 +142,7 @@ class ObjectTreeCheck:
             return _reject(f'The game does not know the word "{unknown}"; rephrase with words the game uses.')
         direction = normalize_direction(text)
         if direction is not None:
-            return self._check_direction(direction, exits, exits if shown is None else shown)
+            return self._check_direction(direction, exits, player)
         return self._check_objects(text)
 
     def _unknown_word(self, text: str) -> str | None:
@@ -147,32 +154,51 @@ class ObjectTreeCheck:
         return None
 
     def _check_direction(
-        self, direction: str, exits: list[str] | None, shown: list[str] | None
+        self, direction: str, exits: list[str] | None, player: PlayerWays | None
     ) -> CriticVerdict | None:
         if exits is None or direction in exits:
             return None
-        if not self._move_changes_nothing(direction):
+        if player is not None and player.seen_only and direction not in player.refused:
+            return None  # never tried here: the game answers it, not the check's own trial move
+        reply = self._refusal_now(direction)
+        if reply is None:
             return None
-        if shown is not exits:
-            known = ", ".join(shown) if shown else "none walked yet"
-            return _reject(f"There is no exit {direction} from here. Ways you have walked from here: {known}.")
+        evidenced = player is not None and direction in player.evidenced
+        if player is not None and player.seen_only:
+            # Only the player's own tries: the check's trial move is no try of theirs.
+            tried = player.refused[direction]
+            if tried != reply:
+                return None  # the game would answer differently now: it answers
+            if evidenced or reply != NO_WAY_REPLY:
+                return _reject(f'You tried {direction} here and the game said: "{reply}" It would say the same now.')
+            known = ", ".join(player.walked) if player.walked else "none walked yet"
+            return _reject(
+                f"There is no exit {direction} from here (you tried it: {reply}). "
+                f"Ways you have walked from here: {known}."
+            )
         where = ", ".join(exits) if exits else "none (try something other than walking)"
+        if evidenced or reply != NO_WAY_REPLY:
+            # A way the player walked, came by or read of, or one the game refuses with a reason: its words.
+            return _reject(f'The game refuses {direction} from here now: "{reply}" Exits the game confirms: {where}.')
         return _reject(f"There is no exit {direction} from here. Exits the game confirms: {where}.")
 
-    def _move_changes_nothing(self, direction: str) -> bool:
-        """Confirms a missing exit by trying the move once from a saved state (then restored).
+    def _refusal_now(self, direction: str) -> str | None:
+        """The game's reply (its first line) to the move tried once from a saved state (then restored),
+        when the move changes nothing; None when it does.
 
         The exit probe counts only moves that change rooms, but some moves matter without
         that: entering the Stone Barrow wins the game in place, and a move may put the
         player into or out of a vehicle in the same room. Only a move that leaves the player
-        where it was, alive, in a game still running, is rejected.
+        where it was, alive, in a game still running, is refused.
         """
         game = self.game
         before = self._player_place()
         snapshot = game.save_state()
         try:
-            game.send_command(direction)
-            return self._player_place() == before and not (game.is_game_over() or game.last_response_was_death)
+            reply = game.send_command(direction)
+            if self._player_place() != before or game.is_game_over() or game.last_response_was_death:
+                return None
+            return next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
         finally:
             game.restore_state(snapshot)
 
@@ -330,6 +356,8 @@ class Critic:
         self.config = config
         self.logger = logger
         self.object_tree = ObjectTreeCheck(game)
+        # The current room's ways as the player knows them (the map's), for the engine check.
+        self.player_ways: Callable[[], PlayerWays | None] | None = None
         self.trust = TrustTracker()
         self._llm = (
             StructuredLLM(client, config, logger, manager="critic", trace_name="Critic", role="critic")
@@ -345,7 +373,10 @@ class Critic:
         """The free engine check, then the critic model when it is on and the action calls for it
         (``gameplay.critic_when``); ``reasoning`` is the agent's reason for this proposal."""
         exits = list(game_state.exits) if self.config.gameplay.exit_probe else None
-        verdict = self.object_tree.check(action, exits, game_state.exits_shown)
+        player = self.player_ways() if self.player_ways is not None else None
+        if player is None and self.config.gameplay.fair_play == "seen":
+            player = PlayerWays()  # no map to ask: the player has tried nothing the check may cite
+        verdict = self.object_tree.check(action, exits, player)
         if verdict is not None:
             return verdict
         risk = risk_of(action, game_state)

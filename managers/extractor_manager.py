@@ -27,20 +27,21 @@ import difflib
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from game_interface import ExitProbe, GameObject, JerichoInterface, Location, WorldChange
-from game_interface.game_facts import ACTORBIT, named_in, text_words
+from game_interface.game_facts import ACTORBIT, UNNAMED_THING, TextRead
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
 from session.events import Event
 from session.game_configuration import GameConfiguration
-from session.game_state import GameState
+from session.game_state import DARK_PLACE, UNDESCRIBED_PLACE, GameState
 from shared_utils.text import cap_text
+from world.map_graph import normalize_direction
 
 EXTRACTOR_SYSTEM_PROMPT = (
     "You read one reply from the text adventure Zork I and judge a single fact: is the player in combat "
@@ -103,6 +104,24 @@ class ExtractedInfo:
     vehicle: str = ""
     # The room has no light of its own (engine knowledge: the player may have a lamp on).
     room_dark: bool = False
+    # The room as the models are told of it: its name, or at fair play "seen" one of the places no
+    # description has named yet (``DARK_PLACE``, ``UNDESCRIBED_PLACE``) until the game prints its name.
+    room_name: str = ""
+    # Fair play "seen", the player moved and the game has not said where to: the kind of place and how
+    # the player got there ("somewhere dark (reached from Kitchen going up)"); "" while it knows.
+    unknown_location: str = ""
+
+    # Fair play "seen": each carried thing's engine name (now or before the command) -> the name the game
+    # used, for what the turn is said to have gained or lost; empty: the engine's names.
+    told_names: tuple[tuple[str, str], ...] = ()
+
+    def told(self, name: str) -> str:
+        """A carried thing's name as the models are told it."""
+        return dict(self.told_names).get(name, name)
+
+    def __post_init__(self) -> None:
+        if not self.room_name:
+            object.__setattr__(self, "room_name", self.location.name)  # the engine's, unless told otherwise
 
 
 def describe_world_changes(
@@ -184,8 +203,11 @@ class ExtractorManager(BaseManager):
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
         self._skipped_unengaged = 0
-        # Fair play "seen": every word of the game's text the player has read this episode.
-        self._words_read: set[str] | None = set() if config.gameplay.fair_play == "seen" else None
+        # Fair play "seen": what the player has read of the game's text this episode, the rooms
+        # whose name the game printed, and how the player got where it is when the game did not say.
+        self._read: TextRead | None = TextRead() if config.gameplay.fair_play == "seen" else None
+        self._named_rooms: set[int] = set()
+        self._place_note = ""
         # Fair play "seen": each room's descriptions as the player read them, newest first (room -> texts).
         self._descriptions: dict[int, list[str]] = {}
 
@@ -194,23 +216,34 @@ class ExtractorManager(BaseManager):
         self._combat = _CombatMemory()
         self._skipped_unchanged = 0
         self._skipped_unengaged = 0
-        if self._words_read is not None:
-            self._words_read = set()
+        if self._read is not None:
+            self._read = TextRead()
+        self._named_rooms = set()
+        self._place_note = ""
         self._descriptions = {}
 
     def extract(self, action: str | None, response: str) -> ExtractedInfo:
         """The facts after ``action`` (None for the intro text) produced ``response``."""
-        game = self.game
-        if self._words_read is not None:
-            self._words_read |= text_words(response)
+        game, read = self.game, self._read
+        if read is not None:
+            read.read(action, response)
         location = game.get_location()
         visible = game.get_visible_objects()
         # Probed after every command, the world-changing ones included: the Cyclops fleeing opens
         # the staircase, and the way up is shown on the same turn.
         ways = game.probe_exits() if self.config.gameplay.exit_probe else ()
+        entered = game.last_rooms_entered() if action is not None else ()
+        room_name, unknown_location = self._place(action, response, location, entered)
+        inventory = tuple(game.get_inventory())
+        told = (
+            tuple((n, read.name_for(n) or UNNAMED_THING) for n in sorted({*self.game_state.inventory, *inventory}))
+            if read is not None
+            else ()
+        )
         return ExtractedInfo(
             location=location,
-            inventory=tuple(game.get_inventory()),
+            inventory=inventory,
+            told_names=told,
             visible_objects=tuple(self._visible(response, location)),
             score=game.score,
             max_score=game.max_score,
@@ -221,41 +254,65 @@ class ExtractorManager(BaseManager):
             died=game.last_response_was_death,
             in_combat=self._in_combat(action, response, visible),
             is_room_description=is_room_description(response, location.name),
-            world_changes=self._named_changes(game.last_world_changes()) if action is not None else (),
-            inventory_shown=tuple(game.describe_inventory()),
+            world_changes=game.last_world_changes(read) if action is not None else (),
+            inventory_shown=tuple(game.describe_inventory(read)),
             ways=tuple(ways),
-            rooms_entered=game.last_rooms_entered() if action is not None else (),
+            rooms_entered=tuple(Location(r.id, self._room_name(r.id, r.name, game)) for r in entered),
             carried=game.last_move_carried() if action is not None else False,
             vehicle=game.vehicle(),
             room_dark=game.dark_by_itself(),
+            room_name=room_name,
+            unknown_location=unknown_location,
         )
 
     def _visible(self, response: str, location: Location) -> list[str]:
         """What the agent reads as "Visible objects". At fair play "seen", also what the room's
         description names that the engine lists under another name or not at all ("large oriental
         rug", "small piece of paper", "evil spirits"), as the description names it."""
-        shown = self.game.describe_visible_objects(self._words_read)
-        if self._words_read is None:
+        shown = self.game.describe_visible_objects(self._read)
+        if self._read is None:
             return shown
         # A revisit prints the name and the loose objects only: the first visit's description still
         # names the rug. Newest first, so the latest words name a thing; what left is not in the room.
-        read = self._descriptions.setdefault(location.id, [])
+        kept = self._descriptions.setdefault(location.id, [])
         description = room_text(response, location.name)
-        if description and description not in read:
-            read[:] = [description, *read][:DESCRIPTIONS_KEPT]
-        return shown + self.game.objects_named_in("\n".join(read), self._words_read)
+        if description and description not in kept:
+            kept[:] = [description, *kept][:DESCRIPTIONS_KEPT]
+        return shown + self.game.objects_named_in("\n".join(kept), self._read)
 
-    def _named_changes(self, changes: tuple[WorldChange, ...]) -> tuple[WorldChange, ...]:
-        """Fair play "seen": an object the game has not named yet is "something" (the spirits are
-        "number of ghosts" to the engine); the change itself is still told."""
-        if self._words_read is None:
-            return changes
-        return tuple(
-            replace(c, name="something the game has not named")
-            if c.name and not named_in(c.name, self._words_read)
-            else c
-            for c in changes
-        )
+    def _place(
+        self, action: str | None, response: str, location: Location, entered: tuple[Location, ...]
+    ) -> tuple[str, str]:
+        """The room as the models are told of it, and, when the game did not say where the player is,
+        what the "Location:" line says instead (fair play "seen"). A room is named once the game
+        printed its name heading its description; the player knows where it is while it stays in a
+        room so named. Moved into the dark ("It is pitch black") or elsewhere without a word (the
+        mirror's rumble), it is told how it got there: "reached from Kitchen going up", "after 'rub
+        mirror' in Mirror Room"."""
+        if self._read is None:
+            return location.name, ""
+        state = self.game_state
+        for room in (*entered, location):
+            if is_room_description(response, room.name):
+                self._named_rooms.add(room.id)
+        if action is None or is_room_description(response, location.name):
+            self._place_note = ""
+        elif location.id != state.current_room_id:
+            came_from = state.location_text()
+            direction = normalize_direction(action)
+            self._place_note = (
+                f"reached from {came_from} going {direction}" if direction else f"after '{action}' in {came_from}"
+            )
+        unknown = ""
+        if self._place_note:
+            unknown = f"{UNDESCRIBED_PLACE if self.game.is_lit() else DARK_PLACE} ({self._place_note})"
+        return self._room_name(location.id, location.name, self.game), unknown
+
+    def _room_name(self, room_id: int, name: str, game: JerichoInterface) -> str:
+        """A room's name, or at fair play "seen" before the game printed it, the kind of place it is."""
+        if self._read is None or room_id in self._named_rooms:
+            return name
+        return DARK_PLACE if not game.is_lit() else UNDESCRIBED_PLACE
 
     def _in_combat(self, action: str | None, response: str, visible: list[GameObject]) -> bool | None:
         creatures = tuple(obj.name for obj in visible if ACTORBIT in obj.attributes)
@@ -277,8 +334,9 @@ class ExtractorManager(BaseManager):
         if self._llm is None:
             return None
         turn = self.game_state.turn_count + 1
-        # Fair play "seen": a creature the game has not named yet is not named to the model either.
-        named = [c for c in creatures if self._words_read is None or named_in(c, self._words_read)]
+        # Fair play "seen": creatures by the names the game used; one it has not named is not named either.
+        read = self._read
+        named = list(creatures) if read is None else [n for n in map(read.name_for, creatures) if n]
         user = (
             f"Creatures in the room: {', '.join(named) if named else 'one the game has not named yet'}\n"
             f"The player's command: {action if action is not None else '(start of the game)'}\n"

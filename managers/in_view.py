@@ -167,7 +167,13 @@ class InViewManager(BaseManager):
         saw: a thing never seen, or gone from where it was seen, has no room."""
         rooms: set[int] = set()
         for name in names:
-            sightings = [(turn, room) for room, (turn, seen) in self.seen_in.items() if name in seen]
+            # At fair play "seen" a thing is shown by the ending of its name the game printed ("coins"
+            # for the leather bag of coins).
+            sightings = [
+                (turn, room)
+                for room, (turn, seen) in self.seen_in.items()
+                if any(shown == name or name.endswith(f" {shown}") for shown in seen)
+            ]
             if sightings and max(sightings)[0] >= self.carried_at.get(name, -1):
                 rooms.add(max(sightings)[1])
         return rooms

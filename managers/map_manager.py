@@ -15,7 +15,8 @@ becomes this run's map too.
 The agent sees a compact view each turn (``context_section``): the current room's ways out,
 the nearest unexplored exits and one line per route to its objectives' rooms. What it shows
 follows ``[tool.zorkgpt.gameplay] fair_play``: with "seen" (the default) only ways the player
-walked, the game's replies to ways tried, and the directions the room's description names; with
+walked or arrived by, the game's replies to ways tried (with the condition they named), and the
+ways the room's descriptions named (``world.named_ways``), kept until tried; with
 "engine" the exit probe's findings too (every way out, where it leads, refusals of ways never
 tried, routes through doors the probe opened).
 Repeating the whole map every turn grew to three quarters of the prompt by the end of a
@@ -36,7 +37,8 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
 from shared_utils.files import json_text
-from world.map_graph import MapGraph, normalize_direction
+from world.map_graph import MapGraph, PlayerWays, normalize_direction
+from world.named_ways import named_ways
 
 MERMAID_FILE_NAME = "map.mmd"
 # The game's words for a room with no light of its own and none carried ("It is pitch black. You are
@@ -44,10 +46,6 @@ MERMAID_FILE_NAME = "map.mmd"
 _PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)
 # A carried thing that gives light now: "brass lantern (on)", "sack (open, containing: torch (on))".
 _LIGHT_ON = re.compile(r"\(on[,)]")
-# A direction word in a room's description ("a path leads north", "a staircase leading upward").
-_NAMED_DIRECTION = re.compile(
-    r"\b(northeast|northwest|southeast|southwest|north|south|east|west|up|down)(?:wards?)?\b", re.IGNORECASE
-)
 # Rooms the agent wants to reach, by the name to show and the room ids that count.
 RouteTargets = Callable[[], list[tuple[str, set[int]]]]
 
@@ -104,7 +102,7 @@ class MapManager(BaseManager):
             changed |= self._change("set_dark", state.current_room_id, True)
         named = directions_described(state.last_observation, state.current_room_name)
         if named is not None:
-            changed |= self._change("set_mentioned", state.current_room_id, named)
+            changed |= self._change("add_mentioned", state.current_room_id, named)
         if self._start_visit_pending:
             self._change("visit", state.current_room_id, state.current_room_name)
             self._start_visit_pending = False
@@ -200,6 +198,12 @@ class MapManager(BaseManager):
             return None
         return self.graph.known_exits(room_id) if room_id else []
 
+    def player_ways(self) -> PlayerWays | None:
+        """The current room's ways as the player knows them, for the engine check; None before
+        the game has a room."""
+        room_id = self.game_state.current_room_id
+        return self.graph.player_ways(room_id, self.seen_only) if room_id else None
+
     def finalize_episode(self) -> None:
         self._save()
 
@@ -218,14 +222,13 @@ class MapManager(BaseManager):
 
 
 def directions_described(text: str, room_name: str) -> list[str] | None:
-    """The directions named in ``text`` when it describes ``room_name`` (Zork heads a room's
-    description with its name on a line of its own), in the order first named; None when the
+    """The ways ``text`` names (``world.named_ways``) when it describes ``room_name`` (Zork heads a
+    room's description with its name on a line of its own), in the order first named; None when the
     text is no description of the room."""
     name = room_name.strip().lower()
     lines = text.splitlines()
     for index, line in enumerate(lines):
         line = line.strip().lower()
         if name and (line == name or line.startswith(name + ",")):
-            described = " ".join(lines[index + 1 :])
-            return list(dict.fromkeys(m.group(1).lower() for m in _NAMED_DIRECTION.finditer(described)))
+            return named_ways("\n".join(lines[index + 1 :]))
     return None

@@ -52,7 +52,7 @@ def build_context(state: GameState, sections: list[str] | None = None, limits: T
     lines = [
         f"Turn {state.turn_count + 1} | Score: {state.score}/{state.max_score} | Moves: {state.moves}",
         *([limits_line(state, limits)] if limits is not None else []),
-        f"Location: {state.room_label(state.current_room_id, state.current_room_name)}",
+        f"Location: {state.location_text()}",
         f"Valid exits: {', '.join(exits) if exits else _no_exits(state)}",
         f"Inventory: {', '.join(state.inventory_shown or state.inventory) or 'empty-handed'}",
         f"Visible objects: {', '.join(state.visible_objects) if state.visible_objects else 'nothing notable'}",

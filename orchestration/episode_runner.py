@@ -185,6 +185,7 @@ class EpisodeRunner:
         self.extractor = ExtractorManager(cfg, log, state, self.game, clients["extractor"])
         self.critic = CriticManager(cfg, log, state, self.game, clients["critic"])
         self.map = MapManager(cfg, log, state, redactor=self.redactor)
+        self.critic.critic.player_ways = self.map.player_ways  # the engine check cites only the player's evidence
         memory_client = clients["memory"]
         self.memory = (
             MemoryManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.memory.enabled else None
@@ -383,11 +384,11 @@ class EpisodeRunner:
             room_id_before=state.current_room_id,
             room_name_before=state.current_room_name,
             room_id_after=info.location.id,
-            room_name_after=info.location.name,
+            room_name_after=info.room_name,
             score_before=state.score,
             score_after=info.score,
-            inventory_before=list(state.inventory),
-            inventory_after=list(info.inventory),
+            inventory_before=[info.told(name) for name in state.inventory],
+            inventory_after=[info.told(name) for name in info.inventory],
             moves=info.moves,
             game_over=info.game_over,
             died=info.died,
@@ -427,7 +428,8 @@ class EpisodeRunner:
 
     def _apply_facts(self, info: ExtractedInfo, response: str) -> None:
         state = self.game_state
-        state.current_room_id, state.current_room_name = info.location.id, info.location.name
+        state.current_room_id, state.current_room_name = info.location.id, info.room_name
+        state.unknown_location = info.unknown_location
         state.inventory = list(info.inventory)
         state.inventory_shown = list(info.inventory_shown)
         state.visible_objects = list(info.visible_objects)

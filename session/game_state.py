@@ -17,6 +17,11 @@ from session.progress import new_reply
 # Marks a response that ZorkGPT wrote because the game interface refused the command
 # (a meta command such as "save"): the game never saw it.
 REFUSED_PREFIX = "[ZorkGPT]"
+# At fair play "seen", rooms whose name the game has not printed yet, by what the player saw of them:
+# "It is pitch black", or nothing at all (the mirror moved the player with only a rumble).
+DARK_PLACE = "somewhere dark"
+UNDESCRIBED_PLACE = "somewhere not described yet"
+UNNAMED_PLACES = frozenset({DARK_PLACE, UNDESCRIBED_PLACE})
 
 
 def new_episode_id() -> str:
@@ -115,7 +120,13 @@ class GameState:
     game_seed: int | None = None
     turn_count: int = 0
     current_room_id: int = 0
+    # The room's name as the models are told it (at fair play "seen", one of ``UNNAMED_PLACES`` until
+    # the game printed the name).
     current_room_name: str = ""
+    # Fair play "seen": the player moved and the game did not say where to. The location is told by
+    # the kind of place and how the player got there ("somewhere dark (reached from Kitchen going up)"),
+    # not by the room's name; "" while the player knows where it is.
+    unknown_location: str = ""
     inventory: list[str] = field(default_factory=list)
     # The inventory as the agent reads it: states and nested contents ("gold coffin (open, containing: sceptre)").
     inventory_shown: list[str] = field(default_factory=list)
@@ -164,8 +175,16 @@ class GameState:
         return set(self.rooms_entered)
 
     def enter(self, room_id: int, name: str) -> None:
-        """The player is in ``room_id``: been there, and its place in the order first entered kept."""
-        self.rooms_entered.setdefault(room_id, name)
+        """The player is in ``room_id``: been there, and its place in the order first entered kept;
+        a room first entered before its name was known (in the dark) takes its name when it is."""
+        if self.rooms_entered.get(room_id, DARK_PLACE) in UNNAMED_PLACES:
+            self.rooms_entered[room_id] = name
+
+    def location_text(self) -> str:
+        """Where the player is, as the agent's "Location:" line says it: the room (told apart from its
+        look-alikes), or at fair play "seen", when the game did not say, the kind of place and how the
+        player got there ("somewhere dark (reached from Kitchen going up)")."""
+        return self.unknown_location or self.room_label(self.current_room_id, self.current_room_name)
 
     def room_label(self, room_id: int, name: str) -> str:
         """A room as every model is told of it (see ``room_label``)."""
@@ -234,7 +253,7 @@ def room_label(room_id: int, name: str, entered: Mapping[int, str], fair_play: s
     if fair_play == "engine":
         return f"{name} (room {room_id})"
     same = [r for r, entered_as in entered.items() if entered_as == name]
-    if len(same) < 2 or room_id not in same:
+    if len(same) < 2 or room_id not in same or name in UNNAMED_PLACES:
         return name
     return f"{name} (the {_ordinal(same.index(room_id) + 1)} so named)"
 

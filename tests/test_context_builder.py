@@ -108,3 +108,11 @@ def test_turns_left_and_the_idle_rule_show_from_the_first_turn() -> None:
     text = build_context(state, limits=TurnLimits(max_turns=80, idle_limit=40))
     assert "Turn 27 of 80 (54 left, this one included);" in text and "(6 so far)" in text
     assert "of 80" not in build_context(state)  # no limits given (a test's bare state): no line
+
+
+def test_the_location_is_how_the_player_got_there_while_the_game_has_not_said_where() -> None:
+    state = state_at_troll_room()
+    state.unknown_location = "somewhere not described yet (after 'touch mirror' in Mirror Room)"
+    assert build_context(state).splitlines()[1] == (
+        "Location: somewhere not described yet (after 'touch mirror' in Mirror Room)"
+    )

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,24 +23,42 @@ from benchmarks.context_truth import (
     COMMON_CHECKS,
     ENGINE_CHECKS,
     SEEN_CHECKS,
+    PlayerSaw,
+    Transcript,
     TruthReport,
+    Verdicts,
+    check_room_label,
+    check_seen_requests,
+    check_seen_things,
+    check_seen_ways,
     check_walkthrough,
+    player_saw,
 )
 from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
 from game_interface import JerichoInterface
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
 from session.game_state import GameState
-from tests.e2e_support import walkthrough
+from tests.e2e_support import AGENT_MODEL, walkthrough
 from world.map_graph import MapGraph
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_every_prompt_agrees_with_the_engine(game_file: Path) -> None:
+# The one whole replay at the seen level, shared by the tests that read it (one worker runs them all).
+ONE_REPLAY = pytest.mark.xdist_group("context_truth_seen_replay")
+
+
+@pytest.fixture(scope="module")
+def seen_report(game_file: Path) -> TruthReport:
+    return check_walkthrough(game_file)
+
+
+@ONE_REPLAY
+def test_every_prompt_agrees_with_the_engine(seen_report: TruthReport) -> None:
     """One replay (about 30 s of CPU) at the default fair-play level, "seen", for both verdicts, so
     no second worker repeats it: every role's request holds only what the player saw."""
-    report = check_walkthrough(game_file)
+    report = seen_report
     assert report.figures["fair_play"] == "seen"
     assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
     assert report.figures["end_reason"] == "victory" and report.figures["turns"] == len(report.truth.turns)
@@ -285,3 +305,143 @@ def test_a_container_the_game_will_not_open_is_never_called_closed(game_file: Pa
         assert carried["chalice"] == ("", frozenset())
     finally:
         game.close()
+
+
+# -- the seen level's side, built from the transcript: each leak it must catch, fed to the checker ---
+
+
+@dataclass(frozen=True)
+class Read:
+    """The walkthrough as the player read it, with the engine's facts of the one replay."""
+
+    truth: EngineTruth
+    transcript: Transcript
+    saws: dict[int, PlayerSaw]
+
+
+@pytest.fixture(scope="module")
+def read(seen_report: TruthReport, game_file: Path) -> Read:
+    commands = walkthrough(game_file)
+    truth = seen_report.truth
+    return Read(truth, Transcript(commands, truth.read), player_saw(truth, commands))
+
+
+def agent_prompt(turn: int, *lines: str) -> str:
+    return "\n".join((f"Turn {turn} | Score: 0/350 | Moves: {turn - 1}", *lines))
+
+
+def disagreements(verdicts: Verdicts) -> str:
+    return "\n".join(example for examples in verdicts.examples.values() for example in examples)
+
+
+@ONE_REPLAY
+@pytest.mark.parametrize(
+    ("turn", "leak", "fair", "said"),
+    [
+        # Up the kitchen stairs: "It is pitch black." (the Attic's name comes with the lamp, a turn later).
+        (16, "Attic", "somewhere dark (reached from Kitchen going up)", "while the game said pitch black"),
+        (26, "Cellar", "somewhere dark (reached from Living Room going down)", "while the game said pitch black"),
+        # "touch mirror": "There is a rumble from deep within the earth and the room shakes." and nothing more.
+        (
+            187,
+            "Mirror Room (the 2nd so named)",
+            "somewhere not described yet (after 'touch mirror' in Mirror Room)",
+            "while the game said nothing of where the player is",
+        ),
+    ],
+)
+def test_a_room_the_game_has_not_named_fails_the_location_line(
+    read: Read, turn: int, leak: str, fair: str, said: str
+) -> None:
+    """A dark room's name and a teleport's destination are the engine's, not the player's."""
+    for shown, wrong in ((leak, True), (fair, False)):
+        verdicts = Verdicts()
+        check_room_label(turn, agent_prompt(turn, f"Location: {shown}"), read.truth, verdicts, read.transcript,
+                         read.saws[turn])  # fmt: skip
+        assert (f"turn {turn}: 'Location: {shown}', {said}" in disagreements(verdicts)) is wrong, disagreements(
+            verdicts
+        )
+        assert verdicts.counts["room_numbers"] == wrong
+
+
+@ONE_REPLAY
+@pytest.mark.parametrize(
+    ("turn", "inventory", "leak", "fair", "why"),
+    [
+        # Behind House: "a small window which is slightly ajar"; the engine's "kitchen window" before the kitchen.
+        (8, "jewel-encrusted egg", "kitchen window", "window", "'kitchen window': a name the game never printed"),
+        # West of House: "There is a small mailbox here." says nothing of its being closed.
+        (1, "empty-handed", "small mailbox (closed), door", "small mailbox, door",
+         "'small mailbox': shown closed, which the game never stated"),
+    ],
+)  # fmt: skip
+def test_an_engine_name_or_an_unstated_state_fails_the_objects_line(
+    read: Read, turn: int, inventory: str, leak: str, fair: str, why: str
+) -> None:
+    for shown, wrong in ((leak, True), (fair, False)):
+        verdicts = Verdicts()
+        prompt = agent_prompt(turn, f"Inventory: {inventory}", f"Visible objects: {shown}")
+        check_seen_things(turn, prompt, read.truth, read.transcript, verdicts)
+        assert (why in disagreements(verdicts)) is wrong, disagreements(verdicts)
+        assert verdicts.counts["objects"] == wrong, disagreements(verdicts)
+
+
+@ONE_REPLAY
+def test_the_egg_carried_by_its_engine_name_fails_the_inventory_line(read: Read) -> None:
+    """Up a Tree the game calls it "a large egg encrusted with precious jewels", never "jewel-encrusted egg"."""
+    for shown, wrong in (("jewel-encrusted egg", True), ("egg", False)):
+        verdicts = Verdicts()
+        check_seen_things(5, agent_prompt(5, f"Inventory: {shown}", "Visible objects: bird's nest"), read.truth,
+                          read.transcript, verdicts)  # fmt: skip
+        assert verdicts.counts["inventory"] == wrong, disagreements(verdicts)
+
+
+def helper_request(turn: int, text: str) -> list[dict[str, Any]]:
+    """The agent's request for ``turn``, then the memory model's after it, telling ``text``."""
+    agent = {"model": AGENT_MODEL, "messages": [{"role": "user", "content": agent_prompt(turn)}]}
+    memory = {
+        "model": "memory-model",
+        "response_format": {"type": "json_schema", "json_schema": {"name": "MemoryBatchReply"}},
+        "messages": [{"role": "user", "content": text}],
+    }
+    return [agent, memory]
+
+
+@ONE_REPLAY
+@pytest.mark.parametrize(
+    ("turn", "leak", "fair", "why"),
+    [
+        # "get knife" in the Attic: the table's flags changed, which no player sees.
+        (18, "Changes: world changed: knife: taken from table; table: changed state",
+         "Changes: world changed: knife: taken from table", "a change only the engine knows"),
+        # The cyclops "flees the room": the engine takes him out of the game.
+        (143, "Changes: world changed: cyclops: gone from the game", "Changes: world changed: cyclops: gone from view",
+         "a change only the engine knows"),
+        (15, "Rooms: done in Kitchen, led to Attic", "Rooms: done in Kitchen, led to somewhere dark",
+         "names the room 'Attic' unread"),
+        (7, "Changes: world changed: kitchen window: opened", "Changes: world changed: window: opened",
+         "calls a thing 'kitchen window', the game had not"),
+    ],
+)  # fmt: skip
+def test_an_engine_only_change_or_name_in_a_helpers_request_fails_the_seen_level(
+    read: Read, game_file: Path, turn: int, leak: str, fair: str, why: str
+) -> None:
+    oracle = Oracle(game_file)
+    for text, wrong in ((leak, True), (fair, False)):
+        verdicts = Verdicts()
+        check_seen_requests(helper_request(turn, text), read.truth, read.saws, verdicts, oracle, read.transcript)
+        assert (why in disagreements(verdicts)) is wrong, disagreements(verdicts)
+        assert verdicts.counts["seen_requests"] == wrong, disagreements(verdicts)
+
+
+@ONE_REPLAY
+def test_a_way_named_by_a_wall_fails_the_seen_map(read: Read) -> None:
+    """The Temple: "On the east wall is an ancient inscription", "The west wall is solid granite":
+    walls, no ways; "Below the prayer is a staircase leading down" and the exit to the north are."""
+    for named, wrong in (("east, west", True), ("north, down", False)):
+        verdicts = Verdicts()
+        prompt = agent_prompt(39, "Valid exits: none known", f"Named in the room's description, not tried yet: {named}")
+        check_seen_ways(39, prompt, read.truth, read.saws[39], verdicts)
+        assert verdicts.counts["seen_map"] == (2 if wrong else 0), disagreements(verdicts)
+        assert ("turn 39 in Temple: 'west' named here: tried already, or not in what was read here" in
+                disagreements(verdicts)) is wrong  # fmt: skip

@@ -23,6 +23,7 @@ from session.game_state import GameState
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
 from tests.scripted_llm import completion
+from world.map_graph import PlayerWays
 
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit
 # The critic's own sampling, so a test can see it reach the request.
@@ -66,8 +67,11 @@ def test_rejects_what_cannot_work(game: JerichoInterface) -> None:
     with pytest.raises(FrozenInstanceError):
         unicorn.rejected = False  # type: ignore[misc]  # a verdict is a result: nobody downstream may rewrite it
 
-    east = check.check("east", exits)  # the front door is boarded
-    assert east is not None and east.rejected and "no exit east" in east.justification
+    east = check.check("east", exits)  # the front door is boarded: the game's own reason
+    assert east is not None and east.rejected
+    assert east.justification.startswith(
+        'The game refuses east from here now: "The door is boarded and you can\'t remove the boards."'
+    )
     assert "north" in east.justification  # names the exits the game confirms
 
     lamp = check.check("take lamp", exits)  # the lamp is in the living room
@@ -90,13 +94,23 @@ def test_direction_rejection_uses_the_exits(game: JerichoInterface) -> None:
     assert check.check("n", exits) is not None
     assert check.check("west", exits) is None
     assert check.check("north", None) is None  # exits unknown (probe off): no direction is judged
-    # Fair play "seen": the move is still judged by the engine, but the rejection names only the
-    # ways walked from here, never the probe's.
-    seen = check.check("north", exits, shown=["west"])
+    # Fair play "seen": a way never tried goes to the game (the check's trial move is no try of the
+    # player's); once the player tried it and the game would answer the same, its words come back.
+    assert check.check("north", exits, PlayerWays(walked=("west",))) is None
+    tried = PlayerWays(walked=("west",), refused={"north": "You can't go that way."})
+    seen = check.check("north", exits, tried)
     assert seen is not None and seen.rejected
-    assert seen.justification == "There is no exit north from here. Ways you have walked from here: west."
-    nothing = check.check("north", exits, shown=[])
+    assert seen.justification == (
+        "There is no exit north from here (you tried it: You can't go that way.). Ways you have walked from here: west."
+    )
+    nothing = check.check("north", exits, PlayerWays(refused={"north": "You can't go that way."}))
     assert nothing is not None and nothing.justification.endswith("Ways you have walked from here: none walked yet.")
+    # The Kitchen's chimney is named by its description ("A dark chimney leads down"): never "no exit".
+    down = check.check("down", exits, PlayerWays(evidenced=frozenset({"down"}), seen_only=False))
+    assert down is not None and down.justification == (
+        'The game refuses down from here now: "Only Santa Claus climbs down chimneys." '
+        f"Exits the game confirms: {', '.join(exits)}."
+    )
 
 
 def test_moves_that_matter_in_place_are_not_rejected(game: JerichoInterface) -> None:

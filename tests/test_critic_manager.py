@@ -13,11 +13,13 @@ import pytest
 from game_interface import JerichoInterface
 from llm_client import LLMClient
 from managers.critic_manager import CriticManager
+from session.episode_folder import episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.scripted_llm import completion
+from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
+from tests.scripted_llm import ScriptedLLMServer, completion
 
 
 class Agent:
@@ -75,7 +77,7 @@ def test_each_re_ask_lists_every_rejection_of_the_turn(
     tmp_path: Path, game: JerichoInterface, caplog: pytest.LogCaptureFixture, make_config: ConfigFactory
 ) -> None:
     manager = make_manager(make_config(), game)
-    agent = Agent("take lamp", "east", "north")
+    agent = Agent("take lamp", "take sword", "north")
     with caplog.at_level(logging.INFO, logger="test.critic_manager"):
         decision, review = manager.choose_action(agent)
 
@@ -86,11 +88,11 @@ def test_each_re_ask_lists_every_rejection_of_the_turn(
     assert first.startswith('"take lamp": ') and "lamp" in first
     # The second re-ask still shows the first rejection: the agent must not propose "take lamp" again.
     assert agent.feedback[2][0] == first
-    assert agent.feedback[2][1].startswith('"east": ') and "no exit east" in agent.feedback[2][1]
+    assert agent.feedback[2][1].startswith('"take sword": ') and '"sword"' in agent.feedback[2][1]
     rejections = [r for r in caplog.records if getattr(r, "event_type", None) == "critic_rejection"]
     assert [(r.action, r.source, r.round) for r in rejections] == [
         ("take lamp", "object_tree", 1),
-        ("east", "object_tree", 2),
+        ("take sword", "object_tree", 2),
     ]
     assert manager.get_status()["rejections"] == {"object_tree": 2}
 
@@ -178,3 +180,30 @@ def test_distrusted_critic_stops_blocking(
     assert overridden[0] is True
     assert overridden[-1] is False
     assert manager.critic.trust.weight < 0.2
+
+
+def test_the_drafty_rooms_east_under_a_load_is_the_games_answer_in_a_whole_episode(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The walkthrough into the Drafty Room (west through the narrow passage), loaded with what the
+    basket held; then "east" twice and "south". The first "east" goes to the game, whose answer the
+    agent reads; the second comes back from the engine check in the game's own words, never "There is
+    no exit east"."""
+    drafty = walkthrough(game_file).index("Get all from basket") + 1
+    commands = [*walkthrough(game_file)[:drafty], "east", "east", "south"]
+    play_walkthrough(llm_server, tmp_path, game_file, "drafty", drafty + 2, model=WalkthroughModel(commands))
+    events = read_events(episodes_dir(tmp_path / "game_files") / "drafty")
+    turns = {e["turn"]: e for e in events if e["event_type"] == "turn"}
+    assert turns[drafty + 1]["action"] == "east"
+    assert "You cannot fit through this passage with that load." in turns[drafty + 1]["response"]
+    rejections = [e for e in events if e["event_type"] == "critic_rejection"]
+    assert [(e["turn"], e["action"]) for e in rejections] == [(drafty + 2, "east")]
+    assert rejections[0]["justification"] == (
+        'You tried east here and the game said: "You cannot fit through this passage with that load." '
+        "It would say the same now."
+    )
+    assert turns[drafty + 2]["action"] == "south"
+    prompts = [b for b in llm_server.bodies if b["model"] == AGENT_MODEL]
+    last = json.dumps(prompts[-2]["messages"])  # turn drafty + 2's first ask
+    assert "east: blocked under your load \\u2014 You cannot fit through this passage with that load." in last
+    assert "no exit" not in json.dumps([b["messages"] for b in prompts])

@@ -117,9 +117,10 @@ def test_context_reaches_the_model(llm_server: ScriptedLLMServer, tmp_path: Path
     second_user = llm_server.bodies[1]["messages"][-1]
     text = lambda m: m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]  # noqa: E731
     assert "West of House" in text(first_user)
-    # Fair play "seen" (the default): no way walked yet, and the one the room's description names.
+    # Fair play "seen" (the default): no way walked yet, and none named ("an open field west of a white
+    # house" is where the player stands).
     assert "Valid exits: none known" in text(first_user)
-    assert "Named in the room's description, not tried yet: west" in text(first_user)
+    assert "Named in the room's description" not in text(first_user)
     assert "> open mailbox" in text(second_user)
     assert "leaflet" in text(second_user).lower()
 
@@ -455,7 +456,7 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     llm_server.script(
         completion(tool_calls=[tool_call("thoughtbox__think", think, "call_1")]),
         agent_reply("take lamp"),
-        agent_reply("east"),
+        agent_reply("take sword"),
         agent_reply("north"),
     )
     mcp = {"enabled": True, "config_file": str(REPO / "mcp_config.json"), "server_startup_timeout_seconds": 120}
@@ -481,10 +482,10 @@ def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_reje
     assert text(last[0]) == system and text(last[1]) == text(bodies[0]["messages"][1])
     assert last[2]["tool_calls"][0]["function"]["name"] == "thoughtbox__think"
     assert last[3]["tool_call_id"] == "call_1"
-    assert '"take lamp"' in text(last[4]) and '"east"' in text(last[6])
+    assert '"take lamp"' in text(last[4]) and '"take sword"' in text(last[6])
     rejected = text(last[7]).splitlines()
-    assert [line.split(":")[0] for line in rejected if line.startswith("- ")] == ['- "take lamp"', '- "east"']
-    assert "no exit east" in text(last[7]) and "lamp" in rejected[1]
+    assert [line.split(":")[0] for line in rejected if line.startswith("- ")] == ['- "take lamp"', '- "take sword"']
+    assert '"sword"' in text(last[7]) and "lamp" in rejected[1]
     turns = [e for e in read_events(episodes_dir(tmp_path / "game_files") / "reask") if e["event_type"] == "turn"]
     assert turns[0]["action"] == "north" and turns[0]["critic"]["rounds"] == 2
 

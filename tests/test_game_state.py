@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from session.game_state import GameState, TurnResult, new_episode_id
+from session.game_state import DARK_PLACE, GameState, TurnResult, new_episode_id
 
 
 def turn(n: int, room_after: int = 1, score_after: int = 0, died: bool = False, **kw) -> TurnResult:
@@ -117,3 +117,23 @@ def test_rooms_that_share_a_name_are_told_apart_by_the_order_first_entered() -> 
     assert state.room_label(101, "Maze") == "Maze"  # never entered: nothing to tell it apart by
     state.fair_play = "engine"
     assert state.room_label(40, "Maze") == "Maze (room 40)"
+
+
+def test_a_room_entered_before_its_name_was_printed_is_a_place_unnamed_until_it_is() -> None:
+    """At "seen" a room first entered in the dark is "somewhere dark", never numbered among look-alikes
+    (two dark places are no Maze), and takes its name, in its place in the order entered, once the game
+    prints it. While the game has not said where the player is, the location is how the player got there."""
+    state = GameState()
+    state.enter(12, "Kitchen")
+    state.enter(201, DARK_PLACE)
+    state.enter(72, DARK_PLACE)
+    assert state.room_label(201, DARK_PLACE) == DARK_PLACE
+    state.current_room_id, state.current_room_name = 201, DARK_PLACE
+    state.unknown_location = f"{DARK_PLACE} (reached from Kitchen going up)"
+    assert state.location_text() == "somewhere dark (reached from Kitchen going up)"
+    state.enter(201, "Attic")
+    state.current_room_name, state.unknown_location = "Attic", ""
+    assert state.location_text() == "Attic"
+    assert state.rooms_entered == {12: "Kitchen", 201: "Attic", 72: DARK_PLACE}
+    state.enter(201, DARK_PLACE)  # back in the dark later: the name the game printed stays
+    assert state.rooms_entered[201] == "Attic"

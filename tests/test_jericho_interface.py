@@ -18,7 +18,7 @@ from game_interface import (
     StoryFileError,
     sounds_refused,
 )
-from game_interface.game_facts import HIDDEN_STATE_CHANGE, clean_text
+from game_interface.game_facts import HIDDEN_STATE_CHANGE, TextRead, clean_text
 from game_interface.jericho_interface import GAME_OVER_TEXT
 from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED
 
@@ -167,15 +167,32 @@ def test_the_thief_wandering_far_away_is_no_world_change(game: JerichoInterface)
 
 def test_world_changes_tell_only_what_the_player_saw(game: JerichoInterface) -> None:
     """The thief steps into the Treasure Room: where he came from (off-screen) is not told, nor
-    his hiding flag; the diamond made inside the closed machine is a change nobody saw."""
+    his hiding flag; the diamond made inside the closed machine is a change nobody saw.
+
+    At fair play "seen" (``TextRead``), only what the game's text showed, in its names: no flag
+    without a player's word ("table: changed state" when the knife is taken from it), nothing taken
+    "out of the game" (the cyclops "flees the room": he is gone from view), no counter of the game's
+    own, no object carried from room to room under the player, no engine name the text never used."""
     changes: dict[int, list[str]] = {}
+    seen: dict[int, list[str]] = {}
+    read = TextRead()
+    read.read(None, game.start())
     for turn, command in enumerate(game.get_walkthrough()[:346], start=1):
-        game.send_command(command)
+        reply = game.send_command(command)
+        read.read(command, reply)
         changes[turn] = [change.describe() for change in game.last_world_changes()]
+        seen[turn] = [change.describe() for change in game.last_world_changes(read)]
     assert changes[260] == ["thief: appeared in Treasure Room"]
     assert changes[346] == [HIDDEN_STATE_CHANGE.describe()]
     told = " ".join(" ".join(c) for c in changes.values())
     assert "Coal Mine" not in told and "Drafty Room" not in told and "hidden" not in told
+    assert changes[18] == ["nasty knife: taken from table", "table: changed state"]
+    assert seen[18] == ["knife: taken from table"]  # "On a table is a nasty-looking knife."
+    assert changes[143] == ["cyclops: gone from the game"] and seen[143] == ["cyclops: gone from view"]
+    assert seen[346] == []
+    told_seen = " ".join(" ".join(c) for c in seen.values())
+    for engine_only in ("changed state", "gone from the game", "no object shows it", "revealed", "kitchen window"):
+        assert engine_only not in told_seen, engine_only
 
 
 def test_a_death_scatters_the_inventory_it_does_not_drop_it(game: JerichoInterface) -> None:
@@ -588,3 +605,56 @@ def test_what_the_emulator_derives_from_the_story_is_derived_once_per_process(
         assert other.score == 0 and other.moves == 1
     finally:
         other.close()
+
+
+def test_text_read_names_things_as_the_game_printed_them() -> None:
+    """Fair play "seen": the longest ending of the engine's name the game printed, a one-word name
+    printed only as a plural, and no name at all for a thing the text never named."""
+    read = TextRead()
+    read.read(None, "You are behind the white house. In one corner of the house there is a small window.")
+    assert read.name_for("kitchen window") == "window"
+    assert read.name_for("beautiful jeweled scarab") is None
+    read.read("dig sand", "You can see a scarab here in the sand.")
+    assert read.name_for("beautiful jeweled scarab") == "scarab"
+    read.read("i", "You are carrying:\n  A beautiful jeweled scarab")
+    assert read.name_for("beautiful jeweled scarab") == "beautiful jeweled scarab"
+    read.read("look", "Some guidebooks entitled 'Flood Control Dam #3' are on the reception desk.")
+    assert read.name_for("tour guidebook") == "guidebook"
+
+
+def test_text_read_tells_a_state_once_a_clause_near_the_name_stated_it() -> None:
+    """ "There is a small mailbox here." says nothing of it being closed; the command and the reply
+    "open mailbox" / "Opening the small mailbox reveals a leaflet." say it is open. "is on the trophy
+    case" is where the lantern lies, not that it is lit; "The brass lantern is now on." is. A state
+    the engine no longer has is not told (``stated`` names the last one said)."""
+    mailbox, lantern = 1, 2
+    read = TextRead()
+    read.read(None, "West of House\nThere is a small mailbox here.")
+    read.note(mailbox, "small mailbox", 10, 10)
+    assert not read.stated(mailbox, "closed") and not read.stated(mailbox, "open")
+    read.read("open mailbox", "Opening the small mailbox reveals a leaflet.")
+    read.note(mailbox, "small mailbox", 10, 10)
+    assert read.stated(mailbox, "open") and not read.stated(mailbox, "closed")
+    read.read("w", "Living Room\nA battery-powered brass lantern is on the trophy case.")
+    read.note(lantern, "brass lantern", 20, 20)
+    assert not read.stated(lantern, "on") and not read.stated(lantern, "off")
+    read.read("light lamp", "The brass lantern is now on.")
+    read.note(lantern, "brass lantern", 20, 20)
+    assert read.stated(lantern, "on")
+    read.read("wait", "Time passes... The wooden door, which appears to be nailed shut, a trophy case.")
+    read.note(lantern, "brass lantern", 20, 20)
+    assert read.stated(lantern, "on")
+
+
+def test_text_read_sees_a_thing_where_the_text_showed_it_until_it_moves() -> None:
+    axe, troll_room, troll = 3, 30, 31
+    read = TextRead()
+    read.read("n", "A nasty-looking troll, brandishing a bloody axe, blocks all passages out of the room.")
+    read.note(axe, "bloody axe", troll, troll_room)
+    assert read.sighted(axe, troll, troll_room)
+    read.read("kill troll with sword", "The fatal blow strikes the troll square in the heart: He dies.")
+    read.note(axe, "bloody axe", troll_room, troll_room)  # it fell to the floor, and the text did not say
+    assert not read.sighted(axe, troll_room, troll_room)
+    read.read("look", "The Troll Room\nThere is a bloody axe here.")
+    read.note(axe, "bloody axe", troll_room, troll_room)
+    assert read.sighted(axe, troll_room, troll_room)

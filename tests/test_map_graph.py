@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from world.map_graph import (
     CANONICAL_DIRECTIONS,
     FAILED_EXIT_PRUNE_THRESHOLD,
+    MAP_FORMAT_VERSION,
     MapGraph,
     MapGraphError,
     normalize_direction,
@@ -252,7 +253,7 @@ def test_a_map_saved_before_ways_came_from_the_engine_loads_without_its_guesses(
     graph = MapGraph.from_dict(old)
     assert [(w.label, w.to_id) for w in graph.ways(1)] == [("north", 0), ("west", 0)]
     assert graph.edges[3] == {}  # "pray" is no way of the Altar
-    assert graph.to_dict()["version"] == 2 and "probable_edges" not in graph.to_dict()
+    assert graph.to_dict()["version"] == MAP_FORMAT_VERSION and "probable_edges" not in graph.to_dict()
     assert MapGraph.from_dict(graph.to_dict()).to_dict() == graph.to_dict()
 
 
@@ -290,7 +291,7 @@ def _walked_graph() -> MapGraph:
 
 def test_the_seen_view_shows_only_ways_walked_refused_or_described() -> None:
     graph = _walked_graph()
-    graph.set_mentioned(3, ["west", "up", "down"])
+    graph.add_mentioned(3, ["west", "up", "down"])
     assert graph.render_compact(3, seen=True).splitlines()[1:] == [
         "Ways from here: west -> Living Room",
         "Named in the room's description, not tried yet: up, down",
@@ -329,7 +330,7 @@ def test_nearby_unexplored_exits_stop_five_moves_away() -> None:
         if room_id > 1:
             graph.record_move(room_id - 1, "east", room_id)
             graph.record_move(room_id, "west", room_id - 1)
-    graph.set_mentioned(7, ["north"])  # six moves from room 1
+    graph.add_mentioned(7, ["north"])  # six moves from room 1
     assert graph.nearest_unexplored(1, 3, seen=True) == []
     assert [room for room, _ in graph.nearest_unexplored(2, 3, seen=True)] == [7]
     assert "Unexplored exits nearby" not in graph.render_compact(1, seen=True)
@@ -337,9 +338,76 @@ def test_nearby_unexplored_exits_stop_five_moves_away() -> None:
 
 def test_refusals_and_described_ways_survive_a_save(tmp_path: Path) -> None:
     graph = _walked_graph()
-    graph.set_mentioned(3, ["up"])
+    graph.add_mentioned(3, ["up"])
     graph.record_failed_move(2, "down", "The trap door is closed.")
     graph.save(tmp_path / "map.json")
     loaded = MapGraph.load(tmp_path / "map.json")
     assert loaded.refusals == {(2, "down"): "The trap door is closed."} and loaded.mentioned == {3: {"up"}}
     assert loaded.render_compact(3, seen=True) == graph.render_compact(3, seen=True)
+
+
+def test_the_way_arrived_by_is_shown_as_such_and_routes_may_use_it() -> None:
+    """Walking down from the Living Room into the Cellar gives the Cellar a way up, marked as the way
+    the player came: the route back takes it and says it was never walked that way."""
+    graph = MapGraph()
+    for room_id, name in ((1, "Living Room"), (2, "Cellar"), (3, "Troll Room")):
+        graph.visit(room_id, name)
+    graph.record_move(1, "down", 2)
+    graph.record_move(2, "north", 3)
+    assert graph.render_compact(2, seen=True).splitlines()[1] == (
+        "Ways from here: north -> Troll Room; up -> Living Room (you came down from there, never walked up)"
+    )
+    assert graph.known_exits(2) == ["north"]  # walked only: the way up is evidence, not a fact
+    assert graph.ways_evidenced(2) == {"north", "up"}
+    assert graph.render_compact(3, [("the trophy case (objective #1)", {1})], seen=True).splitlines()[-1] == (
+        "Route to the trophy case (objective #1): south, up "
+        "(never walked that way, only came the other way: south from the Troll Room; up from the Cellar)"
+    )
+    # Tried and refused: the refusal wins, and no route uses it.
+    graph.record_failed_move(2, "up", "The trap door is closed.")
+    assert "up: blocked while closed — The trap door is closed." in graph.render_compact(2, seen=True)
+    assert graph.route(3, {1}, seen=True) is None
+    # Walked up from there and led elsewhere (Zork's ways are not always symmetric): the walk wins.
+    graph.visit(4, "Attic")
+    graph.record_move(2, "up", 4)
+    assert [(w.label, w.to_id, w.arrived) for w in graph.ways(2, seen=True)] == [("north", 3, False), ("up", 4, False)]
+
+
+def test_named_ways_are_kept_across_visits_until_tried() -> None:
+    graph = _walked_graph()
+    graph.add_mentioned(3, ["west", "up", "down", "east"])  # the Kitchen's long description
+    assert not graph.add_mentioned(3, [])  # the short description of a revisit names none: nothing lost
+    assert graph.unexplored_exits(3, seen=True) == ["east", "up", "down"]
+    graph.record_failed_move(3, "down", "Only Santa Claus climbs down chimneys.")
+    graph.visit(4, "Attic")
+    graph.record_move(3, "up", 4)
+    assert graph.unexplored_exits(3, seen=True) == ["east"]
+
+
+def test_a_way_refused_under_a_load_is_still_a_way() -> None:
+    """The Drafty Room's narrow passage east, walked west through into the room: refused under a load,
+    it is shown with the game's words and the condition, and a route may still take it."""
+    graph = MapGraph()
+    graph.visit(1, "Timber Room")
+    graph.visit(2, "Drafty Room")
+    graph.record_move(1, "west", 2)
+    graph.add_mentioned(2, ["south", "east"])
+    graph.record_failed_move(2, "east", "You cannot fit through this passage with that load.")
+    assert graph.refused_when == {(2, "east"): "load"}
+    section = graph.render_compact(2, [("the Timber Room", {1})], seen=True)
+    assert "east: blocked under your load — You cannot fit through this passage with that load." in section
+    assert section.splitlines()[-1] == (
+        "Route to the Timber Room: east (never walked that way, only came the other way: east from the Drafty Room) "
+        "(refused under your load: east from the Drafty Room: You cannot fit through this passage with that load.)"
+    )
+    assert graph.ways_evidenced(2) == {"south", "east"}
+    loaded = MapGraph.from_dict(json.loads(json.dumps(graph.to_dict())))
+    assert loaded.refused_when == graph.refused_when and loaded.arrived == graph.arrived
+
+
+def test_a_map_saved_before_ways_arrived_by_reads_them_from_its_moves() -> None:
+    old = _walked_graph().to_dict() | {"version": 2, "mentioned": {"3": ["south", "west"]}}
+    del old["arrived"]
+    graph = MapGraph.from_dict(old)
+    assert graph.arrived == {2: {"down": 1, "east": 3}, 3: {"west": 2}, 1: {"up": 2}}
+    assert graph.mentioned == {}  # read by a cruder rule: the next description names them again

@@ -6,12 +6,13 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import astuple
+from dataclasses import astuple, replace
 from pathlib import Path
 
 import pytest
 
 from game_interface import JerichoInterface
+from managers.critic import ObjectTreeCheck
 from managers.map_manager import MapManager
 from orchestration.context_builder import build_context
 from session.game_configuration import GameConfiguration
@@ -405,16 +406,16 @@ def test_fair_play_seen_shows_ways_walked_tried_or_described(
     driver.start()
     driver.play(OPENING)  # into the Living Room from the Kitchen: nothing walked from here yet
     section = manager.context_section() or ""
-    assert section.splitlines()[1:3] == [
-        "Ways from here: none known",
-        "Named in the room's description, not tried yet: east, west",
-    ]
+    # The way back east is the way the player came, shown as such; the west door "appears to be
+    # nailed shut": the description names no way west.
+    assert section.splitlines()[1] == "Ways from here: east -> Kitchen (you came west from there, never walked east)"
+    assert "Named in the room's description" not in section
     assert manager.exits_shown() == []
     driver.play(["W"])  # the game's own words for the way, once tried
-    assert (manager.context_section() or "").splitlines()[1:3] == [
-        "Ways from here: west: blocked — The door is nailed shut.",
-        "Named in the room's description, not tried yet: east",
-    ]
+    assert (manager.context_section() or "").splitlines()[1] == (
+        "Ways from here: east -> Kitchen (you came west from there, never walked east); "
+        "west: blocked — The door is nailed shut."
+    )
     driver.play(["E", "W"])
     assert (manager.context_section() or "").splitlines()[1] == (
         "Ways from here: east -> Kitchen; west: blocked — The door is nailed shut."
@@ -517,3 +518,79 @@ def test_in_the_boat_on_land_the_rooms_ways_stay_as_they_were(
     assert (beach, "west") not in manager.graph.refusals
     assert [w.label for w in manager.graph.route(beach, {damp}, seen=seen) or []] == ["west"]
     assert "west -> Damp Cave" in (manager.context_section() or "")
+
+
+def _seen_after(game: JerichoInterface, tmp_path: Path, log: logging.Logger, turns: int) -> tuple[MapManager, Driver]:
+    """A fair play "seen" map manager that followed the walkthrough's first ``turns`` commands."""
+    manager = MapManager(_config(tmp_path, fair_play="seen"), log, GameState(), redactor=Redactor())
+    driver = Driver(game, manager)
+    driver.start()
+    driver.play(game.get_walkthrough()[:turns])
+    return manager, driver
+
+
+def test_the_trap_door_walked_down_is_the_route_back_up(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    """Down the trap door into the Cellar (turn 62), south to the Chasm and the Gallery and back (turn 89):
+    the route to the trophy case goes back up the way the player came, and says it was never walked up."""
+    manager, _ = _seen_after(game, tmp_path, logger[0], 89)
+    assert game.get_location().name == "East of Chasm"
+    living_room = game.find_rooms("Living Room")[0].id
+    manager.route_targets = lambda: [("the trophy case", {living_room})]
+    assert (manager.context_section() or "").splitlines()[-1] == (
+        "Route to the trophy case: north, up (dark ahead: the Cellar) "
+        "(never walked that way, only came the other way: north from the East of Chasm; up from the Cellar)"
+    )
+
+
+def test_a_revisit_of_the_kitchen_keeps_its_named_ways(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, driver = _seen_after(game, tmp_path, logger[0], 55)  # back in the Kitchen through the window
+    assert game.get_location().name == "Kitchen" and "passage leads" not in driver.state.last_observation
+    kitchen = game.get_location().id
+    assert manager.graph.mentioned[kitchen] == {"west", "up", "down", "east"}
+    section = manager.context_section() or ""
+    assert "Named in the room's description, not tried yet: down" in section  # the chimney, never tried
+
+
+def test_the_temples_walls_are_no_ways_and_its_south_is(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    manager, _ = _seen_after(game, tmp_path, logger[0], 44)  # to the Altar (south) and back north
+    assert game.get_location().name == "Temple"
+    section = manager.context_section() or ""
+    assert section.splitlines()[1:3] == [
+        "Ways from here: south -> Altar; up -> Torch Room (you came down from there, never walked up)",
+        "Named in the room's description, not tried yet: north, down",
+    ]
+
+
+def test_the_drafty_rooms_passage_east_is_answered_by_the_game(
+    game: JerichoInterface, tmp_path: Path, logger: tuple[logging.Logger, _Records]
+) -> None:
+    """Through the narrow passage west into the Drafty Room, then loaded with what the basket held:
+    east is the way the player came and the room's text names it. The engine check never calls it "no
+    exit": at "seen" the move goes to the game, whose answer the agent reads, and the check quotes that
+    answer back only once the player got it."""
+    manager, driver = _seen_after(game, tmp_path, logger[0], 341)  # "Get all from basket"
+    assert game.get_location().name == "Drafty Room"
+    check = ObjectTreeCheck(game)
+    exits = game.get_valid_exits()
+    assert "east" not in exits  # the engine's probe finds no way east with this load
+    assert check.check("east", exits, manager.player_ways()) is None  # the player has not tried it
+    engine = check.check("east", exits, replace(manager.player_ways(), seen_only=False))
+    assert engine is not None and "no exit" not in engine.justification
+    assert 'The game refuses east from here now: "You cannot fit through this passage with that load."' in (
+        engine.justification
+    )
+    driver.play(["east"])
+    assert "east: blocked under your load — You cannot fit through this passage with that load." in (
+        manager.context_section() or ""
+    )
+    again = check.check("east", game.get_valid_exits(), manager.player_ways())
+    assert again is not None and again.justification == (
+        'You tried east here and the game said: "You cannot fit through this passage with that load." '
+        "It would say the same now."
+    )

@@ -4,11 +4,11 @@ unknown targets, subjects that leave the game, merging, the batched LLM review a
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from game_interface import JerichoInterface
+from game_interface.game_facts import TextRead
 from managers.in_view import InViewManager
 from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
@@ -275,19 +275,20 @@ def test_at_the_seen_level_a_route_leads_only_where_the_player_last_saw_the_item
     manager = ObjectiveManager(config, log.logger, state, make_client(config, llm_server), game, redactor=Redactor())
     in_view = InViewManager(config, log.logger, state)
     manager.last_seen_in = in_view.last_seen_in
-    words = set(re.findall(r"[a-z]+", game.start().lower()))
+    read = TextRead()
+    read.read(None, game.start())
 
     def observe() -> None:
         # The orchestrator's part: the facts the agent reads, as the "seen" level shows them.
         location = game.get_location()
         state.current_room_id, state.current_room_name = location.id, location.name
         state.inventory = state.inventory_shown = game.describe_inventory()
-        state.visible_objects = game.describe_visible_objects(words)
+        state.visible_objects = game.describe_visible_objects(read)
 
     def play(command: str) -> None:
         before = game.get_location()
         response = game.send_command(command)
-        words.update(re.findall(r"[a-z]+", response.lower()))
+        read.read(command, response)
         after = game.get_location()
         observe()
         state.turn_count += 1
@@ -309,6 +310,14 @@ def test_at_the_seen_level_a_route_leads_only_where_the_player_last_saw_the_item
     for command in ("take leaflet", "north", "drop leaflet", "west"):
         play(command)
     assert manager.target_rooms() == [("the leaflet (objective #1)", {north})]  # where the player left it
+    # A thing shown by the game's name for it: the engine's "jewel-encrusted egg" is the "egg" of "a large
+    # egg encrusted with precious jewels", seen up the tree; the route leads there.
+    egg = step("item_in_container", "egg", container="trophy case")
+    manager.add_objective(proposal("Put the egg in the trophy case", egg), turn=state.turn_count)
+    for command in ("north", "north", "up", "down"):
+        play(command)
+    tree = game.find_rooms("Up a Tree")[0].id
+    assert ("the egg (objective #2)", {tree}) in manager.target_rooms()
 
 
 def test_near_duplicates_merge_and_text_is_never_cut_mid_word(

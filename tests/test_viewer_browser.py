@@ -329,7 +329,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
             "6 proposals judged · 2 refused (1 by the critic model, 1 by the engine check)"
         )
 
-        # Turn 1 as it happened: three tool calls, "east" refused by the engine check, then "north".
+        # Turn 1 as it happened: three tool calls, "take sword" refused by the engine check, then "north".
         first = page.locator('#transcript article.turn[data-turn="1"]')
         steps = first.locator(".steps > *")
         expect(steps).to_have_count(4)
@@ -337,7 +337,7 @@ def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
         expect(steps.nth(0).locator(".outcome")).to_have_text("refused")
         expect(steps.nth(1)).to_contain_text(f"{UNKNOWN_TOOL} · no such tool")
         expect(steps.nth(2).locator(".outcome")).to_have_text("ok")
-        expect(steps.nth(3)).to_contain_text("> east refused by the engine check: There is no exit east")
+        expect(steps.nth(3)).to_contain_text('> take sword refused by the engine check: There is no "sword" here')
         expect(first.locator(".command")).to_have_text("> north")
         # The unknown tool's error once, not again as a note; its text and the echo's read as text.
         expect(first.get_by_text(f"Unknown tool '{UNKNOWN_TOOL}'")).to_have_count(1)

@@ -662,7 +662,7 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     ]
     assert len(refused) == 2 and kinds.count("mcp_tool_error") == 1 and kinds.count("mcp_tool_call") == 6
     rejections = [(e["source"], e["action"]) for e in events if e["event_type"] == "critic_rejection"]
-    assert rejections == [("object_tree", "east"), ("llm", "jump")]
+    assert rejections == [("object_tree", "take sword"), ("llm", "jump")]
 
     running = start_viewer(critic_and_tools.parent.parent, port=0)
     try:

@@ -6,8 +6,8 @@ The four turns, from West of House:
 
 1. tool calls: ``misc.structured`` with a string where the server wants a whole number
    (the server refuses it), a tool no server offers, and ``misc.echo`` (works, its text has
-   a line break and quotes); then "east" (the boarded door: the engine check refuses
-   it), then "north";
+   a line break and quotes); then "take sword" (the sword is in the Living Room: the engine
+   check refuses it), then "north";
 2. "jump" (the scripted critic model refuses it), then "east": Behind House;
 3. ``misc.structured`` refused again, ``misc.echo`` of a text too long for the log (kept
    there shortened, so no longer JSON), and ``steady.steady``, which reports its progress (a
@@ -43,7 +43,7 @@ AGENT_SCRIPT: list[Any] = [
         (UNKNOWN_TOOL, {"question": "where is the lamp?"}),
         ("misc__echo", {"text": ECHO_TEXT}),
     ],
-    "east",
+    "take sword",
     "north",
     "jump",
     "east",

@@ -2,7 +2,7 @@
 
 Rooms are keyed by Jericho's object numbers, not by the first line of text: Zork has
 five rooms called "Forest" and many called "Maze", and a text key would merge them.
-Every way the map knows comes from the engine, nothing is inferred:
+The map keeps what the engine showed and what the player has evidence for:
 
 - *probed ways*: each turn the engine tries every direction from the player's room and
   undoes it; a direction that leads somewhere is kept with the room it reached, and a way
@@ -10,30 +10,39 @@ Every way the map knows comes from the engine, nothing is inferred:
   the game's own refusal ("The troll fends you off with a menacing gesture.");
 - *edges*: moves in a plain direction actually made, ``from_id --direction--> to_id``. They
   stand in for the probe where it never ran (probing off); where it ran, the probe's latest
-  word wins (a trap door that closed).
+  word wins (a trap door that closed);
+- *ways arrived by*: walking A -north-> B gives B a way south back to A, marked as the way the
+  player came ("you came north from there"). Zork's houses, forests and mazes do not always
+  follow "south undoes north", so it is evidence, not a fact: shown as such, routes may use it
+  and say so, a way walked from B that direction replaces it, and a refusal there wins;
+- *named ways*: directions a room's description names as ways (``world.named_ways``), kept
+  across visits (a revisit's short description names none) until the player tries them;
+- *refusals*: the game's reply to a way tried that left the player where they were, with the
+  condition it named when it named one (a load that does not fit, a closed door, darkness): a way
+  refused only under a condition is still a way.
 
-Two views read the same data. The *engine* view shows all of the above. The *seen* view (fair
-play) shows only what the player saw: ways walked, the game's reply to a way tried that left the
-player where they were, and directions a room's description names (its own words: "To the north
-a narrow path winds through the trees" names north; whether it leads anywhere is untried). The
-probe's findings stay in the file, for the engine view and the free checks, but the seen view
-never reads them. Both views route only over ways that can be walked: never through a way the
-game refused the player since it was last walked.
+Two views read the same data. The *engine* view shows the probe's findings and the moves made.
+The *seen* view (fair play) shows only what the player saw: ways walked, ways arrived by, the
+game's replies to ways tried, and the named ways not tried yet. The probe's findings stay in the
+file, for the engine view and the free checks, but the seen view never reads them. Both views
+route only over ways that can be walked: never through a way the game refused the player since
+it was last walked, unless the refusal was only the player's load.
 
-Zork's houses, forests and mazes do not follow "south undoes north", so no way back is ever
-guessed. A way to a room the player has not been to is *unexplored* — the cheapest thing to
-suggest to the agent. Commands that are not plain directions ("pray", "climb tree") are never
-stored as ways. Failed attempts are counted per (room, direction); after
-``FAILED_EXIT_PRUNE_THRESHOLD`` failures the direction is no longer offered, until the
-engine newly confirms it (a door was opened) or a move that way succeeds.
+A way to a room the player has not been to is *unexplored* — the cheapest thing to suggest to
+the agent. Commands that are not plain directions ("pray", "climb tree") are never stored as
+ways. Failed attempts are counted per (room, direction); after ``FAILED_EXIT_PRUNE_THRESHOLD``
+failures the direction is no longer offered, until the engine newly confirms it (a door was
+opened) or a move that way succeeds.
 
 The graph is plain data: no game, no I/O except ``save``/``load``.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +56,34 @@ FAILED_EXIT_PRUNE_THRESHOLD = 3
 # and listing rooms 15 moves off every turn cost prompt space for nothing.
 NEARBY_STEPS = 5
 MENTIONED = "Named in the room's description, not tried yet"
-MAP_FORMAT_VERSION = 2
-# Version 1 maps also held "probable" reverse ways; those are dropped when such a map is read.
-_READABLE_VERSIONS = (1, 2)
+MAP_FORMAT_VERSION = 3
+# Version 1 maps also held "probable" reverse ways; those are dropped when such a map is read. Maps
+# before version 3 kept no ways arrived by (they are read back from the moves made) and named ways
+# read by a cruder rule (dropped: the next description names them again).
+_READABLE_VERSIONS = (1, 2, 3)
+# Each direction and the one that undoes it, if the map obeyed "south undoes north".
+OPPOSITE: dict[str, str] = {
+    a: b
+    for x, y in (
+        ("north", "south"),
+        ("east", "west"),
+        ("northeast", "southwest"),
+        ("northwest", "southeast"),
+        ("up", "down"),
+        ("in", "out"),
+    )
+    for a, b in ((x, y), (y, x))
+}
+# The conditions a refusal can name, read from the game's reply: a way refused only under one of
+# them is still a way. "load": "You cannot fit through this passage with that load."; "closed":
+# "The trap door is closed.", "The grating is locked."; "dark": a refusal about the dark.
+LOAD, CLOSED, DARK = "load", "closed", "dark"
+_CONDITIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (LOAD, re.compile(r"\bload\b|\btoo heavy\b|\bcarrying too much\b|\bfit through\b", re.IGNORECASE)),
+    (CLOSED, re.compile(r"\b(?:is|are) (?:closed|locked)\b", re.IGNORECASE)),
+    (DARK, re.compile(r"\bpitch black\b|\btoo dark\b", re.IGNORECASE)),
+)
+_CONDITION_WORDS = {LOAD: "under your load", CLOSED: "while closed", DARK: "in the dark"}
 
 # One list of directions for the whole project: the engine probes them, the map names them.
 CANONICAL_DIRECTIONS: tuple[str, ...] = DIRECTIONS
@@ -96,6 +130,11 @@ def normalize_direction(action: str) -> str | None:
     return _ALIASES.get(words[0])
 
 
+def refusal_condition(reply: str) -> str:
+    """The condition a refusal names (``LOAD``, ``CLOSED``, ``DARK``), or "" when it names none."""
+    return next((name for name, words in _CONDITIONS if words.search(reply)), "")
+
+
 def _direction_sort_key(label: str) -> tuple[int, str]:
     return (_ORDER.get(label, len(_ORDER)), label)
 
@@ -127,18 +166,36 @@ class Room:
 @dataclass(frozen=True)
 class Way:
     """One way out of a room as the engine showed it: to ``to_id`` (0 when not known), or refused
-    with the game's words (``refusal``), possibly until ``door`` is opened. ``mentioned``: (seen
-    view) a direction the room's description names that the player has not tried."""
+    with the game's words (``refusal``), possibly until ``door`` is opened, or only under
+    ``condition`` (``LOAD``...). Seen view: ``mentioned``, a direction the room's description
+    names that the player has not tried; ``arrived``, the way the player came in by, never walked
+    out this way."""
 
     label: str
     to_id: int
     refusal: str = ""
     door: str = ""
     mentioned: bool = False
+    arrived: bool = False
+    condition: str = ""
 
     @property
     def blocked(self) -> bool:
         return bool(self.refusal)
+
+
+@dataclass(frozen=True)
+class PlayerWays:
+    """A room's ways as the player knows them, for the engine check (``managers.critic``):
+    ``walked``, ways walked from it and not refused since; ``evidenced``, every direction walked,
+    arrived by or named by its description (whatever the game answered since); ``refused``, each
+    direction's reply when the player last tried it there and stayed put; ``seen_only``, the
+    fair-play level is "seen": the check may say only what the player saw."""
+
+    walked: tuple[str, ...] = ()
+    evidenced: frozenset[str] = frozenset()
+    refused: Mapping[str, str] = field(default_factory=dict)
+    seen_only: bool = True
 
 
 class MapGraph:
@@ -152,9 +209,13 @@ class MapGraph:
         # (room, direction) -> the game's reply when the player last tried it and stayed put,
         # until a move that way succeeds: the way is refused "since", and no route uses it.
         self.refusals: dict[tuple[int, str], str] = {}
+        # (room, direction) -> the condition the refusal named (``refusal_condition``), when it named one.
+        self.refused_when: dict[tuple[int, str], str] = {}
+        # to_id -> direction back -> from_id: the way each move came in by (see the module's docstring).
+        self.arrived: dict[int, dict[str, int]] = {}
         # Refused ways the probe has found open since (the troll killed): the engine view may use them.
         self.reopened: set[tuple[int, str]] = set()
-        # room -> the directions its latest description named (the seen view's untried leads).
+        # room -> the directions its descriptions named as ways (the seen view's untried leads).
         self.mentioned: dict[int, set[str]] = {}
         # Rooms the player found dark by themselves (the game said "It is pitch black" there).
         self.dark: set[int] = set()
@@ -189,16 +250,21 @@ class MapGraph:
                 self.add_room(room_id, "")
         changed = self.failed_exits.pop((from_id, label), None) is not None
         changed |= self.refusals.pop((from_id, label), None) is not None
+        self.refused_when.pop((from_id, label), None)
         self.reopened.discard((from_id, label))
         routes = self.edges.setdefault(from_id, {})
         if routes.get(label) != to_id:
             routes[label] = to_id
             changed = True
+        back = OPPOSITE.get(label)
+        if back is not None and self.arrived.get(to_id, {}).get(back) != from_id:
+            self.arrived.setdefault(to_id, {})[back] = from_id
+            changed = True
         return changed
 
     def record_failed_move(self, room_id: int, action: str, reply: str = "") -> bool:
         """A direction tried from ``room_id`` that left the player where they were; ``reply`` is
-        the game's answer (its first line is kept as the way's refusal)."""
+        the game's answer (its first line is kept as the way's refusal, with the condition it names)."""
         direction = normalize_direction(action)
         if direction is None:
             return False
@@ -208,17 +274,22 @@ class MapGraph:
         self.failed_exits[key] = self.failed_exits.get(key, 0) + 1
         self.reopened.discard(key)
         self.refusals[key] = next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
+        condition = refusal_condition(reply)
+        if condition:
+            self.refused_when[key] = condition
+        else:
+            self.refused_when.pop(key, None)
         return True
 
-    def set_mentioned(self, room_id: int, directions: list[str]) -> bool:
-        """The directions the room's latest description names; True if that changed."""
+    def add_mentioned(self, room_id: int, directions: list[str]) -> bool:
+        """Directions a description of the room names as ways, kept with those named before (a
+        revisit's short description names none); True if any is new."""
         if room_id not in self.rooms:
             self.add_room(room_id, "")
-        named = {d for d in directions if d in _ORDER}
-        if self.mentioned.get(room_id, set()) == named:
-            return False
-        self.mentioned[room_id] = named
-        return True
+        named = self.mentioned.setdefault(room_id, set())
+        new = {d for d in directions if d in _ORDER} - named
+        named |= new
+        return bool(new)
 
     def set_dark(self, room_id: int, engine: bool = False) -> bool:
         """The player found ``room_id`` dark (``engine``: the engine says it has no light of its
@@ -290,7 +361,25 @@ class MapGraph:
 
     def known_exits(self, room_id: int) -> list[str]:
         """The seen view's open ways: directions walked from here and not refused since."""
-        return [w.label for w in self.ways(room_id, seen=True) if not w.blocked and w.to_id]
+        return [w.label for w in self.ways(room_id, seen=True) if not w.blocked and w.to_id and not w.arrived]
+
+    def ways_evidenced(self, room_id: int) -> set[str]:
+        """Directions the player has evidence of a way for from ``room_id``: walked from it, arrived
+        by, or named by its description (whatever the game answered to them since)."""
+        return (
+            set(self.edges.get(room_id, {}))
+            | set(self.arrived.get(room_id, {}))
+            | set(self.mentioned.get(room_id, set()))
+        )
+
+    def player_ways(self, room_id: int, seen_only: bool) -> PlayerWays:
+        """What the player knows of ``room_id``'s ways (see ``PlayerWays``)."""
+        return PlayerWays(
+            tuple(self.known_exits(room_id)),
+            frozenset(self.ways_evidenced(room_id)),
+            {d: text for (r, d), text in self.refusals.items() if r == room_id},
+            seen_only,
+        )
 
     def ways(self, room_id: int, seen: bool = False) -> list[Way]:
         """Every way out of a room the engine showed: where the probe ran, its latest word (each
@@ -311,10 +400,22 @@ class MapGraph:
 
     def _seen_ways(self, room_id: int, moved: dict[str, int]) -> list[Way]:
         refused = {d: text for (r, d), text in self.refusals.items() if r == room_id}
+        came = {d: to for d, to in self.arrived.get(room_id, {}).items() if d not in moved}
         found = [Way(d, to) for d, to in moved.items() if d not in refused]
-        # "You can't go that way." for a way never walked says there is none: nothing to show.
-        found += [Way(d, moved.get(d, 0), text) for d, text in refused.items() if d in moved or text != NO_WAY_REPLY]
-        untried = self.mentioned.get(room_id, set()) - set(moved) - set(refused)
+        found += [Way(d, to, arrived=True) for d, to in came.items() if d not in refused]
+        # "You can't go that way." for a way never walked nor arrived by says there is none: nothing to show.
+        found += [
+            Way(
+                d,
+                moved.get(d) or came.get(d, 0),
+                text,
+                arrived=d in came,
+                condition=self.refused_when.get((room_id, d), ""),
+            )
+            for d, text in refused.items()
+            if d in moved or d in came or text != NO_WAY_REPLY
+        ]
+        untried = self.mentioned.get(room_id, set()) - set(moved) - set(came) - set(refused)
         found += [Way(d, 0, mentioned=True) for d in untried]
         return sorted(found, key=lambda w: _direction_sort_key(w.label))
 
@@ -330,43 +431,52 @@ class MapGraph:
 
     def route(self, from_id: int, to_ids: set[int], seen: bool = False) -> list[Way] | None:
         """The shortest way (fewest moves) to any of ``to_ids`` over ways the engine confirmed
-        open (in the seen view: ways walked); failing that (engine view), one that goes through
-        doors the probe opened (the kitchen window), each such step a refused ``Way`` with its
-        door. Never through a way the game refused the player since it was last walked. None if
-        the map knows no way."""
+        open (in the seen view: ways walked or arrived by); failing that (engine view), one that
+        goes through doors the probe opened (the kitchen window), each such step a refused ``Way``
+        with its door. Never through a way the game refused the player since it was last walked,
+        unless only under the player's load. None if the map knows no way."""
         if seen:
             return self._search(from_id, to_ids, doors=False, seen=True)
         return self._search(from_id, to_ids, doors=False) or self._search(from_id, to_ids, doors=True)
 
     def _walkable(self, room_id: int, way: Way, doors: bool) -> bool:
         key = (room_id, way.label)
-        if not way.to_id or (key in self.refusals and key not in self.reopened):
+        if not way.to_id:
             return False
+        if key in self.refusals and key not in self.reopened:
+            return self.refused_when.get(key) == LOAD  # the player can put the load down
         return not way.blocked or (doors and bool(way.door))
 
     def _search(self, from_id: int, to_ids: set[int], doors: bool, seen: bool = False) -> list[Way] | None:
+        """Fewest moves first; of routes as short, the one with the fewest steps the player has no
+        walk of (ways only arrived by, ways refused under a load)."""
         if from_id in to_ids:
             return []
+        best: dict[int, tuple[int, int]] = {from_id: (0, 0)}
         previous: dict[int, tuple[int, Way]] = {}
-        frontier = [from_id]
-        reached = {from_id}
-        while frontier:
-            following: list[int] = []
-            for room_id in frontier:
-                for way in self.ways(room_id, seen):
-                    if not self._walkable(room_id, way, doors) or way.to_id in reached:
-                        continue
-                    reached.add(way.to_id)
-                    previous[way.to_id] = (room_id, way)
-                    if way.to_id in to_ids:
-                        path: list[Way] = []
-                        at = way.to_id
-                        while at != from_id:
-                            at, step = previous[at]
-                            path.append(step)
-                        return path[::-1]
-                    following.append(way.to_id)
-            frontier = following
+        queue: list[tuple[int, int, int, int]] = [(0, 0, 0, from_id)]
+        order = 0  # ties keep the order ways are listed in (canonical direction order)
+        while queue:
+            moves, unsure, _, room_id = heapq.heappop(queue)
+            if (moves, unsure) != best[room_id]:
+                continue
+            if room_id in to_ids:
+                path: list[Way] = []
+                at = room_id
+                while at != from_id:
+                    at, step = previous[at]
+                    path.append(step)
+                return path[::-1]
+            for way in self.ways(room_id, seen):
+                if not self._walkable(room_id, way, doors):
+                    continue
+                cost = (moves + 1, unsure + (way.arrived or way.blocked))
+                if way.to_id in best and best[way.to_id] <= cost:
+                    continue
+                best[way.to_id] = cost
+                previous[way.to_id] = (room_id, way)
+                order += 1
+                heapq.heappush(queue, (*cost, order, way.to_id))
         return None
 
     def nearest_unexplored(
@@ -404,8 +514,27 @@ class MapGraph:
 
     def _way_text(self, way: Way, label: Callable[[int], str]) -> str:
         if way.blocked:
-            return f"{way.label}: blocked — {way.refusal}"
+            when = f" {_CONDITION_WORDS[way.condition]}" if way.condition else ""
+            return f"{way.label}: blocked{when} — {way.refusal}"
+        if way.arrived:
+            came = OPPOSITE[way.label]
+            return f"{way.label} -> {label(way.to_id)} (you came {came} from there, never walked {way.label})"
         return f"{way.label} -> {label(way.to_id) if self.been_to(way.to_id) else 'unexplored'}"
+
+    def _route_notes(self, from_id: int, path: list[Way]) -> str:
+        """What a route's steps rest on beyond ways walked: each step only arrived by, each refused under a load."""
+        arrived: list[str] = []
+        loaded: list[str] = []
+        at = from_id
+        for way in path:
+            if way.arrived:
+                arrived.append(f"{way.label} from the {self._name(at)}")
+            if way.condition == LOAD and way.blocked:
+                loaded.append(f"{way.label} from the {self._name(at)}: {way.refusal}")
+            at = way.to_id
+        notes = [f"never walked that way, only came the other way: {'; '.join(arrived)}"] if arrived else []
+        notes += [f"refused under your load: {'; '.join(loaded)}"] if loaded else []
+        return "".join(f" ({note})" for note in notes)
 
     def _room_line(self, room_id: int) -> str:
         parts = [self._way_text(way, self._label) for way in self.ways(room_id)]
@@ -464,11 +593,12 @@ class MapGraph:
                 continue
             path = self.route(current_room_id, room_ids, seen)
             if path is not None:
-                doors = list(dict.fromkeys(w.door for w in path if w.blocked))
+                doors = list(dict.fromkeys(w.door for w in path if w.blocked and w.door))
                 first = f" (open the {' and the '.join(doors)} on the way)" if doors else ""
                 known = self.dark if seen else self.dark | self.engine_dark
                 dark = [] if lit else list(dict.fromkeys(self._name(w.to_id) for w in path if w.to_id in known))
                 first += f" (dark ahead: {', '.join('the ' + name for name in dark)})" if dark else ""
+                first += self._route_notes(current_room_id, path)
                 names = routes.setdefault(f"{', '.join(w.label for w in path)}{first}", [])
                 if name not in names:
                     names.append(name)
@@ -513,9 +643,16 @@ class MapGraph:
                 {"room_id": room_id, "direction": d, "count": n} for (room_id, d), n in self.failed_exits.items()
             ],
             "refusals": [
-                {"room_id": room_id, "direction": d, "text": t, "reopened": (room_id, d) in self.reopened}
+                {
+                    "room_id": room_id,
+                    "direction": d,
+                    "text": t,
+                    "reopened": (room_id, d) in self.reopened,
+                    "condition": self.refused_when.get((room_id, d), ""),
+                }
                 for (room_id, d), t in self.refusals.items()
             ],
+            "arrived": {str(to_id): dict(back) for to_id, back in self.arrived.items() if back},
             "mentioned": {
                 str(room_id): sorted(named, key=_direction_sort_key)
                 for room_id, named in self.mentioned.items()
@@ -530,7 +667,8 @@ class MapGraph:
         """Rebuild a graph; raises ``MapGraphError`` naming the first malformed part."""
         if not isinstance(data, dict):
             raise MapGraphError("the top level must be a JSON object")
-        if data.get("version", MAP_FORMAT_VERSION) not in _READABLE_VERSIONS:
+        version = data.get("version", MAP_FORMAT_VERSION)
+        if version not in _READABLE_VERSIONS:
             raise MapGraphError(f"unsupported map version {data.get('version')!r} (expected {MAP_FORMAT_VERSION})")
         graph = cls()
         try:
@@ -565,8 +703,15 @@ class MapGraph:
                 graph.refusals[key] = str(entry["text"])
                 if entry.get("reopened"):
                     graph.reopened.add(key)
-            for key, named in dict(data.get("mentioned", {})).items():
-                graph.mentioned[int(key)] = {str(d) for d in named if str(d) in _ORDER}
+                if entry.get("condition"):
+                    graph.refused_when[key] = str(entry["condition"])
+            if version < 3:
+                graph._arrived_from_edges()
+            else:
+                for key, back in dict(data.get("arrived", {})).items():
+                    graph.arrived[int(key)] = {str(d): int(f) for d, f in dict(back).items() if str(d) in _ORDER}
+                for key, named in dict(data.get("mentioned", {})).items():
+                    graph.mentioned[int(key)] = {str(d) for d in named if str(d) in _ORDER}
             graph.dark = {int(room_id) for room_id in list(data.get("dark", []))}
             graph.engine_dark = {int(room_id) for room_id in list(data.get("engine_dark", []))}
         except MapGraphError:
@@ -574,6 +719,13 @@ class MapGraph:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MapGraphError(f"malformed entry ({type(exc).__name__}: {exc})") from exc
         return graph
+
+    def _arrived_from_edges(self) -> None:
+        """The ways arrived by, read back from the moves made (maps saved before they were kept)."""
+        for from_id, routes in self.edges.items():
+            for label, to_id in routes.items():
+                if label in OPPOSITE:
+                    self.arrived.setdefault(to_id, {})[OPPOSITE[label]] = from_id
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
