@@ -463,7 +463,10 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 + ([] if args.embedded_model_url is None else ["--embedded-model-url", args.embedded_model_url]),
                 status=status,
             )
-            return end_of_run(result.ends, result.exit_code)
+            code = end_of_run(result.ends, result.exit_code)
+            if result.abort is not None:
+                raise result.abort  # its report is written: now the run ends as aborted
+            return code
         ends: list[EpisodeEnd] = []
         try:
             code = play_in_turn(args, config, signals, status, ends, redactor())

@@ -104,8 +104,12 @@ class EpisodeOutcome:
 
 @dataclass(frozen=True)
 class ParallelResult:
+    """How the launched episodes ended; ``abort``: the second stop signal that ended the run early,
+    for the caller to raise once the run's report is written."""
+
     outcomes: tuple[EpisodeOutcome, ...]
     exit_code: int
+    abort: UserAbort | None = None
 
     @property
     def ends(self) -> list[EpisodeEnd]:
@@ -514,6 +518,7 @@ class ParallelRunner:
         signals.on_stop = self.request_stop
         self.stopping = signals.stop_requested
         server: ForkServer | None = None
+        abort: UserAbort | None = None
         try:
             if self.fork_server:
                 server = ForkServer()
@@ -524,14 +529,16 @@ class ParallelRunner:
                 self._wake.wait(0.1)
                 self._wake.clear()
                 outcomes += self._collect_ended()
-        except UserAbort:
+        except UserAbort as exc:
             # A second signal: pass it on, so each child aborts its turn but still records its
-            # episode as stopped, and wait for them before leaving.
+            # episode as stopped, and wait for them: the run's report lists how each ended.
+            abort = exc
+            self.stopping = True
             for child in self.running:
                 child.signal(signal.SIGINT)
             for child in self.running:
                 child.process.wait()
-            raise
+            outcomes += self._collect_ended()
         finally:
             signals.on_stop = None
             # Whatever brought us here (an exception in this loop included), no child is left behind.
@@ -541,7 +548,8 @@ class ParallelRunner:
             if server is not None:
                 server.close()
         outcomes.sort(key=lambda o: o.number)
-        return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
+        code = abort.exit_code if abort is not None else aggregate_exit_code([o.exit_code for o in outcomes])
+        return ParallelResult(tuple(outcomes), code, abort)
 
     def _launch_more(self, launched: int, start: Callable[[Sequence[str], bool], EpisodeProcess]) -> int:
         """Start episodes until ``parallel`` run at once (none once stopping); the number launched so far."""

@@ -534,3 +534,33 @@ def test_a_disk_that_fills_up_stops_each_episode_after_that_turn_and_exits_1(
 def _turn_of(body: dict[str, Any]) -> int:
     """The turn an agent request is for, from its context's first line."""
     return int(re.search(r"Turn (\d+) \|", user_text(body)).group(1))  # type: ignore[union-attr]
+
+
+def test_a_parallel_run_aborted_by_a_second_signal_still_writes_its_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """As a run of one episode after another does: the report lists every requested episode."""
+    model = HeldAtTurn(3)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "4", "--parallel", "2", "--max-turns", "10"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 3, timeout=120)  # both episodes wait on their turn 3
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(1.5)  # a second signal within a second is the same request, repeated
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        model.gate.set()
+        proc.kill()
+    assert proc.returncode == 143, stderr
+    assert "Aborted by a second SIGTERM." in stderr
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["number"] for r in rows] == ["1", "2", "3", "4"]
+    assert [r["status"] for r in rows[2:]] == ["never started"] * 2
+    played = sorted(p.name for p in episodes_dir(tmp_path / "runs").iterdir())
+    assert sorted(r["episode_id"] for r in rows[:2]) == played
+    assert all(r["turns"] == "2" for r in rows[:2]), rows
+    assert "Episodes: 4 requested" in (run_dir / REPORT_MD).read_text(encoding="utf-8")
