@@ -64,6 +64,10 @@ COMPARISON_PNG = "comparison.png"
 def compare_runs(folders: Sequence[Path], out: Path) -> str:
     """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns what to print:
     runs whose settings did not hold first, the table, and which score differences are real."""
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        if seen.setdefault(folder.resolve(), folder) is not folder:
+            raise RunReportError(f"{folder.resolve()} is given twice: compare it with another run folder.")
     runs = [read_run(folder) for folder in folders]
     names = [run.name for run in runs]
     if len(set(names)) != len(names):

@@ -549,7 +549,7 @@ def test_a_parallel_run_aborted_by_a_second_signal_still_writes_its_report(
         proc.send_signal(signal.SIGTERM)
         time.sleep(1.5)  # a second signal within a second is the same request, repeated
         proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=120)
+        _, stderr = proc.communicate(timeout=120)
     finally:
         model.gate.set()
         proc.kill()
