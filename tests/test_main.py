@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from tests.main_support import (
     NO_LEARNING,
     REPO,
     MainProcess,
+    as_another_user,
     clean_env,
     episode_folders_by_number,
     recorded_seed,
@@ -559,23 +559,9 @@ def test_a_disk_full_before_the_start_exits_2_and_leaves_no_episode_folder(
         assert [path.name for path in runs.iterdir()] == ["filler"]
 
 
-def _as_another_user() -> list[str]:
-    """A command prefix that drops root (root ignores file permissions); empty when not root."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be tested")
-    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    probe = subprocess.run([*prefix, sys.executable, "-c", "import jericho"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
-    return prefix
-
-
 @pytest.mark.parametrize("layout", ["parent-read-only", "workdir-unreadable"])
 def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, layout: str) -> None:
-    prefix = _as_another_user()
+    prefix = as_another_user()
     base = Path(tempfile.mkdtemp(prefix="zorkgpt-permissions-"))  # not under pytest's 0700 tmp: the user must reach it
     try:
         base.chmod(0o755)
