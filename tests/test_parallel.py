@@ -564,3 +564,69 @@ def test_a_parallel_run_aborted_by_a_second_signal_still_writes_its_report(
     assert sorted(r["episode_id"] for r in rows[:2]) == played
     assert all(r["turns"] == "2" for r in rows[:2]), rows
     assert "Episodes: 4 requested" in (run_dir / REPORT_MD).read_text(encoding="utf-8")
+
+
+def test_episodes_outlive_a_killed_fork_server_and_report_their_own_ends(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The OOM killer picks large processes: the warm parent may die mid-run. Its episodes play on,
+    each is reported as it ended (not as the server's SIGKILL), the report waits for them, and the
+    episode that could no longer be forked is listed as never started."""
+    model = HeldAtTurn(3)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "3", "--parallel", "2", "--max-turns", "4"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 3, timeout=120)  # both episodes wait on their turn 3
+        server = _fork_server_pid(proc.pid)
+        episodes = _child_pids(server)
+        assert len(episodes) == 2
+        os.kill(server, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(1)  # the run sees the server gone while its episodes still wait on the model
+        assert all(_alive(pid) for pid in episodes), "an episode died with the fork server"
+        model.gate.set()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        model.gate.set()
+        proc.kill()
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["status"], r["turns"], r["end_reason"]) for r in rows] == [
+        ("finished", "4", "max_turns"),
+        ("finished", "4", "max_turns"),
+        ("never started", "0", ""),
+    ], rows
+    assert "Episodes: 3 requested · 2 finished · 1 never started" in stdout
+    assert "The episode fork server ended (killed by SIGKILL). No new episodes are started" in stderr
+    assert "stopping after this turn" not in stderr  # nobody sent the episodes a stop
+    assert proc.returncode == 1, stderr  # the third episode was never played
+
+
+def test_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_model(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A model that takes minutes to answer (the bundled one may take ten): the episodes waiting on
+    it must not outlive a SIGKILLed main.py until it answers."""
+    model = HeldAtTurn(2)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "100"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 2, timeout=120)  # both episodes wait on their turn 2
+        server = _fork_server_pid(proc.pid)
+        processes = [server, *_child_pids(server)]
+        assert len(processes) == 3
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5  # "within a second", on a loaded machine
+        while any(_alive(pid) for pid in processes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in processes if _alive(pid)]
+    finally:
+        model.gate.set()
+        proc.kill()
+    assert not left, "an episode waiting on its model outlived the killed run"
