@@ -370,7 +370,8 @@ class EmbeddedModelServer:
 def dead_server_message(code: int | None, output: str) -> str:
     """Why the bundled model stopped answering mid-run: its server's exit, and its last words."""
     last = [line.strip() for line in output.splitlines() if line.strip()][-1:]
-    said = f" Its last output: {last[0][:300]}" if last else ""
+    # An error it exited with is its last line; a process killed by a signal said nothing about it.
+    said = f" Its last output: {last[0][:300].rstrip('.')}." if last and code is not None and code > 0 else ""
     return (
         f"The bundled model's server (llama.cpp, started by this run) exited with {exit_text(code)} during the "
         f"run, so its model no longer answers.{said} Run again; if it keeps dying, the machine may be short of "
