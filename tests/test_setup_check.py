@@ -528,3 +528,23 @@ def test_an_endpoint_answering_5xx_fails_the_check(
     assert re.match(rf"{re.escape(url)}\s+FAIL\s+reachable, but failing: GET /models answered HTTP 500", endpoint)
     assert "fix: see the server's log" in endpoint
     assert "Everything checked would work" not in out
+
+
+# A stdio server that floods its stdout with lines that are not MCP messages and never answers.
+FLOODING_SERVER = "import sys\nwhile True:\n    print('not a message ' * 50, flush=True)\n"
+
+
+def test_a_server_flooding_its_stdout_leaves_no_event_loop_noise(game_file: Path, tmp_path: Path) -> None:
+    """Its pipe is read to the end as it is ended: nothing is left for the garbage collector to
+    close after the event loop ("Exception ignored ... RuntimeError: Event loop is closed")."""
+    config = write_setup(
+        tmp_path,
+        MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\nserver_startup_timeout_seconds = 5\n",
+        {"flood": {"command": sys.executable, "args": ["-c", FLOODING_SERVER]}},
+    )
+    env = check_env(f"http://127.0.0.1:{free_port()}/v1", game_file, tmp_path)
+    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "did not finish initialize + list_tools within 5s" in row(result.stdout, "flood")
+    assert "Event loop is closed" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert_nothing_left(env)
