@@ -192,6 +192,11 @@ def test_the_fair_play_option_sets_what_every_episode_is_told_and_the_run_report
         (["--seed", "-1"], None, "'-1' is not a game seed: give a whole number from 1 to 2147483647"),
         (["--seed", "seven"], None, "'seven' is not a game seed"),
         (["--seed", "0"], None, "'0' is not a game seed"),
+        # What int() takes but nobody types for a seed: another script's digit, a space, a sign.
+        (["--seed", "\u0663"], None, "'\u0663' is not a game seed"),
+        (["--seed", " 7"], None, "' 7' is not a game seed"),
+        (["--seed", "+5"], None, "'+5' is not a game seed"),
+        (["--seed", "1_0"], None, "'1_0' is not a game seed"),
         (["--seed", "2147483647", "--episodes", "2"], None, "choose a seed of at most 2147483646"),
         (["--episodes", "3"], "2147483646", "ZORKGPT_GAMEPLAY_SEED) 2147483646 with --episodes 3"),
         ([], "-5", "ZORKGPT_GAMEPLAY_SEED: Input should be greater than or equal to 1"),
