@@ -634,7 +634,7 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
     stderr = lines[stderr_at + 1 :][-_STDERR_LINES_SHOWN:]
     notes = (*reached, *(f"stderr: {line}" for line in stderr))
     login = _login_state(server)
-    if isinstance(root_cause(exc), MCPAuthError):
+    if _needs_login(exc):
         return Row(server.name, Status.FAIL, ("-", "-", "needs login", "-"), (what,), fix=login_command(server.name))
     if isinstance(exc, ServerStartupTimeoutError):
         fix = (
@@ -643,6 +643,17 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
         )
         return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix=fix)
     return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix="\n".join(hint) or None)
+
+
+def _needs_login(exc: BaseException) -> bool:
+    """The start failed for the login (a refresh refused, say): the source raises that as the
+    cause of its startup error, not inside it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(root_cause(seen), MCPAuthError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _login_state(server: ServerConfig) -> str:

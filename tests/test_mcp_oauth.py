@@ -1066,3 +1066,27 @@ def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login
     assert "another ZorkGPT process has been refreshing its login for" in message, message
     assert str(storage.lock_path) in message and "End that process, or wait for it" in message
     assert "reachable" not in message and "address" not in message
+
+
+def test_check_gives_the_login_command_as_the_fix_for_a_refused_refresh(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration.setup_check import check_setup
+
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        protected.revoke()  # its token is refused, and so is the refresh
+        settings = tmp_path / "pyproject.toml"
+        settings.write_text(f'[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "{config_path}"\n', encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        report = check_setup(str(settings)).render()
+    lines = report.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("protected "))
+    row = lines[at : at + 3]
+    assert "FAIL" in row[0] and "needs login" in row[0], report
+    assert "could not be refreshed" in row[1], report
+    assert row[2] == f"    fix: {login_command('protected')}", report
+    assert "Then start again" not in report
