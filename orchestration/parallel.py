@@ -732,10 +732,15 @@ def play_in_parallel(
         status=status,
     )
     result = runner.run(signals)
-    launched = len(result.outcomes)
+    ends = [o.end() for o in result.outcomes]
+    # An episode launched that stopped before its first turn (a setup error) was not played.
+    played = sum(end.status is not EpisodeStatus.NEVER_STARTED for end in ends)
     print(
-        f"Played {launched}/{episodes} episodes, {parallel} at a time: "
-        + ", ".join(f"{o.number}: {o.end().status}" for o in result.outcomes),
+        f"Played {played}/{episodes} episodes, {parallel} at a time: "
+        + ", ".join(
+            f"{end.number}: {'could not start' if end.status is EpisodeStatus.NEVER_STARTED else end.status}"
+            for end in ends
+        ),
         file=sys.stderr,
     )
     return result

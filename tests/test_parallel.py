@@ -369,6 +369,8 @@ def test_a_setup_problem_exits_2_once_for_all(tmp_path: Path, game_file: Path) -
     assert proc.returncode == 2, stderr
     assert "missing.z5" in stderr
     assert "[3/4]" not in stderr  # no new episodes after the first setup failure
+    # Launched, but none played a turn: not "Played 2/4 ... 1: never started".
+    assert "Played 0/4 episodes, 2 at a time: 1: could not start, 2: could not start" in stderr
 
 
 class HeldAtTurn:
