@@ -262,6 +262,9 @@ class ForkServer:
             )
         except BaseException:
             ours.close()
+            for fd in (self._owner_r, self._owner_w):
+                os.close(fd)
+            _set_child_subreaper(False)
             raise
         finally:
             theirs.close()
