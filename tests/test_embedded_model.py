@@ -298,27 +298,34 @@ def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
     _skip_without_local_packages()
     monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
     server = EmbeddedModelServer(start_timeout=300)
-    starting = threading.Thread(target=server.start, daemon=True)
-    starting.start()
-    impostor: subprocess.Popen[str] | None = None
-    try:
+    impostors: list[subprocess.Popen[str]] = []
+    said: list[str] = []
+
+    def take_the_port() -> None:
+        # While the server loads: the moment its address is known, another process tries its port.
         deadline = time.monotonic() + 60
         while not server.base_url and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert server.base_url, "the server was not spawned"
         impostor = subprocess.Popen(
             [sys.executable, "-c", IMPOSTOR, str(_port(server.base_url))], stdout=subprocess.PIPE, text=True
         )
+        impostors.append(impostor)
         assert impostor.stdout is not None
-        said = impostor.stdout.readline().strip()
-        starting.join(timeout=RUN_TIMEOUT)
-        assert not starting.is_alive()
-        assert said.startswith("refused"), f"another process bound the bundled model's port ({said})"
+        said.append(impostor.stdout.readline().strip())
+
+    # The server starts on this thread, as main.py starts it: its death signal follows the thread that
+    # started it.
+    attacker = threading.Thread(target=take_the_port, daemon=True)
+    attacker.start()
+    try:
+        server.start()
+        attacker.join(timeout=120)
+        assert said and said[0].startswith("refused"), f"another process bound the bundled model's port ({said})"
         served = requests.get(f"{server.base_url}/models", timeout=30).json()
         assert "impostor" not in json.dumps(served), "the run talks to another process"
         assert server.process is not None and server.process.poll() is None
     finally:
-        if impostor is not None:
+        for impostor in impostors:
             impostor.kill()
             impostor.wait()
         server.close()
