@@ -135,6 +135,7 @@ def gguf_problem(path: Path) -> str | None:
     """What is wrong with the bundled GGUF file (cut short, changed), or None: its size and SHA-256 are
     checked against the package's own record of them. Costs a read of the file (100 MB, well under a
     second), where starting the server to find out costs seconds to minutes."""
+    # Only --check asks this: a run does not import them for it.
     import base64
     import hashlib
     import importlib.metadata
@@ -196,18 +197,6 @@ def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
             setattr(section, key, value)
 
 
-def exit_text(code: int | None) -> str:
-    """A process's end as a user reads it: ``code 1``, or the signal that killed it."""
-    if code is None:
-        return "an unknown code"
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"code {code}"
-
-
 class EmbeddedModelServer:
     """llama-cpp-python's OpenAI-compatible server for the bundled GGUF, as a child of this process.
 
@@ -243,10 +232,12 @@ class EmbeddedModelServer:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._spawn(model, self._listener)
         if not self._wait_ready(started):
+            from orchestration.parallel import exit_text
+
             output, code = self._output(), self._returncode()
             self.close()
             raise ConfigError(
-                f"The bundled model's server (llama.cpp) exited with {exit_text(code)} before it answered. Its "
+                f"The bundled model's server (llama.cpp) ended ({exit_text(code)}) before it answered. Its "
                 f"last output:\n{output[-2000:]}\n{REINSTALL} Or use a hosted model: set OPENROUTER_API_KEY."
             )
         self.start_seconds = time.monotonic() - started
@@ -369,12 +360,13 @@ class EmbeddedModelServer:
 
 def dead_server_message(code: int | None, output: str) -> str:
     """Why the bundled model stopped answering mid-run: its server's exit, and its last words."""
+    from orchestration.parallel import exit_text
     last = [line.strip() for line in output.splitlines() if line.strip()][-1:]
     # An error it exited with is its last line; a process killed by a signal said nothing about it.
     said = f" Its last output: {last[0][:300].rstrip('.')}." if last and code is not None and code > 0 else ""
     return (
-        f"The bundled model's server (llama.cpp, started by this run) exited with {exit_text(code)} during the "
-        f"run, so its model no longer answers.{said} Run again; if it keeps dying, the machine may be short of "
+        f"The bundled model's server (llama.cpp, started by this run) ended during the run ({exit_text(code)}), "
+        f"so its model no longer answers.{said} Run again; if it keeps dying, the machine may be short of "
         "memory (the server needs about 300 MB), or use a hosted model: set OPENROUTER_API_KEY."
     )
 

@@ -273,7 +273,6 @@ class ForkServer:
         self._started: list[int] = []
         self._exits: dict[int, int] = {}
         self._gone = False  # the server ended: no status will come any more
-        self._launched: set[int] = set()
         self._launch_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="fork-server-replies", daemon=True)
         self._reader.start()
@@ -316,7 +315,6 @@ class ForkServer:
                     if not self._started:
                         raise ForkServerGoneError(self.process.wait())
                     pid = self._started.pop(0)
-                    self._launched.add(pid)
         except BaseException:
             for fd in (err_r, out_r):
                 if fd >= 0:
@@ -390,11 +388,14 @@ class ForkServerGoneError(RuntimeError):
     """The fork server ended, so no more episodes can be forked; ``exit_code`` is how it ended."""
 
     def __init__(self, exit_code: int) -> None:
-        super().__init__(f"The episode fork server ended ({_exit_text(exit_code)}).")
+        super().__init__(f"The episode fork server ended ({exit_text(exit_code)}).")
         self.exit_code = exit_code
 
 
-def _exit_text(code: int) -> str:
+def exit_text(code: int | None) -> str:
+    """A process's end as a user reads it: ``exit code 1``, ``killed by SIGKILL``."""
+    if code is None:
+        return "an unknown status"
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"

@@ -354,6 +354,6 @@ def test_a_bundled_server_that_dies_mid_run_is_named_with_its_exit_code(
         )
     assert reply.status_code == 503
     message = reply.json()["error"]["message"]
-    assert "bundled model's server" in message and "exited with signal SIGKILL" in message, message
+    assert "bundled model's server" in message and "ended during the run (killed by SIGKILL)" in message, message
     assert impostor.stdout.startswith("refused"), impostor.stdout
-    assert "exited with signal SIGKILL" in capfd.readouterr().err  # said once on the run's terminal too
+    assert "ended during the run (killed by SIGKILL)" in capfd.readouterr().err  # said once on the run's terminal too
