@@ -361,6 +361,7 @@ class EmbeddedModelServer:
 def dead_server_message(code: int | None, output: str) -> str:
     """Why the bundled model stopped answering mid-run: its server's exit, and its last words."""
     from orchestration.parallel import exit_text
+
     last = [line.strip() for line in output.splitlines() if line.strip()][-1:]
     # An error it exited with is its last line; a process killed by a signal said nothing about it.
     said = f" Its last output: {last[0][:300].rstrip('.')}." if last and code is not None and code > 0 else ""

@@ -1039,9 +1039,7 @@ time.sleep(600)
 """
 
 
-def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login(
-    tmp_path: Path, state: Path
-) -> None:
+def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login(tmp_path: Path, state: Path) -> None:
     """The lock's own deadline is longer than a start's: the start's error must name the lock (and
     the process holding it), not tell the user to check the server's address and headers."""
     with protected_server() as protected:
