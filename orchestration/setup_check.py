@@ -350,8 +350,9 @@ def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> En
             f"refused {'the API key' if api_key else 'a request without an API key'} (HTTP {reply.status_code})",
             fix=f"set a valid key in {API_KEY_ENV_VARS[0]} (or the variable your provider's key is in)",
         )
-    if reply.status_code >= 500:
-        # A server that fails its own list fails a run's first request too (a 5xx is retried, then fatal).
+    if reply.status_code >= 500 and reply.status_code != 501:
+        # A server that fails its own list fails a run's first request too (a 5xx is retried, then
+        # fatal). 501 says only that it has no list of models, as a 404 does.
         return EndpointProbe(
             shown,
             Status.FAIL,
