@@ -632,3 +632,42 @@ def test_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_mode
         model.gate.set()
         proc.kill()
     assert not left, "an episode waiting on its model outlived the killed run"
+
+
+# The runner where the fork server is not used (elsewhere than Linux, or asked not to): each episode
+# a fresh main.py process, started by this driver as main.py would.
+FRESH_DRIVER = """
+import sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from orchestration.parallel import ParallelRunner, child_argv
+from session.stop_signals import StopSignals
+signals = StopSignals()
+signals.install()
+argv = child_argv({config!r}, 100, None)
+ParallelRunner(argv, 2, 2, workdir=Path({workdir!r}), first_seed=12, fork_server=False).run(signals)
+"""
+
+
+def test_fresh_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_model(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    model = HeldAtTurn(2)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    code = FRESH_DRIVER.format(repo=str(REPO), config=str(REPO / "pyproject.toml"), workdir=str(tmp_path / "runs"))
+    driver = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stderr=subprocess.DEVNULL)
+    try:
+        llm_server.wait_for_requests(2 * 2, timeout=120)  # both episodes wait on their turn 2
+        episodes = _child_pids(driver.pid)
+        assert len(episodes) == 2
+        driver.kill()
+        driver.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in episodes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in episodes if _alive(pid)]
+    finally:
+        model.gate.set()
+        driver.kill()
+    assert not left, "a fresh episode waiting on its model outlived the killed run"
