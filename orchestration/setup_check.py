@@ -204,15 +204,15 @@ def bundled_model_probe() -> EndpointProbe:
     """The bundled model as the endpoint a run would use: its packages installed and its GGUF file
     whole (not started: that takes seconds to minutes and a few hundred MB)."""
     name = f"bundled {EMBEDDED_MODEL} (llama.cpp)"
-    switch = "or use a hosted model: set OPENROUTER_API_KEY (or [tool.zorkgpt.llm] base_url)"
+    switch = "use a hosted model: set OPENROUTER_API_KEY (or [tool.zorkgpt.llm] base_url)"
     module = missing_packages()
     if module is not None:
-        fix = f"install the project's default packages with `uv sync` (it builds llama.cpp once), {switch}"
+        fix = f"install the project's default packages with `uv sync` (it builds llama.cpp once), or {switch}"
         return EndpointProbe(name, Status.FAIL, f"cannot start: {module} is not installed", fix=fix)
     try:
         path = gguf_path()
     except ConfigError as exc:
-        return EndpointProbe(name, Status.FAIL, "cannot start: its model file is missing", fix=f"{exc} {switch}")
+        return EndpointProbe(name, Status.FAIL, "cannot start: its model file is missing", fix=f"{exc} Or {switch}")
     problem = gguf_problem(path)
     if problem is not None:
         return EndpointProbe(name, Status.FAIL, f"cannot start: {problem}", fix=f"{REINSTALL} Or {switch}")
