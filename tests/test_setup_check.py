@@ -548,3 +548,20 @@ def test_a_server_flooding_its_stdout_leaves_no_event_loop_noise(game_file: Path
     assert "did not finish initialize + list_tools within 5s" in row(result.stdout, "flood")
     assert "Event loop is closed" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
     assert_nothing_left(env)
+
+
+def test_a_bundled_model_that_cannot_start_fails_the_check(
+    game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration import embedded_model
+
+    monkeypatch.setattr(embedded_model, "REQUIRED_MODULES", ("no_such_module_for_zorkgpt",))
+    env = check_env("unused", game_file, tmp_path)
+    del env["OPENROUTER_API_KEY"], env["ZORKGPT_LLM_BASE_URL"]
+    report = check_here(monkeypatch, env, write_setup(tmp_path, "", None))
+    out = report.render()
+    assert report.failed, out
+    bundled = row(out, "bundled SmolLM2-135M-Instruct (llama.cpp)")
+    assert "FAIL    cannot start: no_such_module_for_zorkgpt is not installed" in bundled
+    assert "fix: install the project's default packages with `uv sync`" in bundled and "OPENROUTER_API_KEY" in bundled
+    assert status_of(out, "agent") == "?"
