@@ -511,7 +511,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
         return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
 
     ends: list[EpisodeEnd] = []
-    failure: Exception | None = None
+    failure: BaseException | None = None
     with live_status(args) as status:
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
@@ -533,6 +533,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 status=status,
             )
             ends, code = result.ends, result.exit_code
+            failure = result.abort  # the run was aborted: its report first, then it ends as aborted
         else:
             try:
                 code = play_in_turn(args, config, signals, status, ends, redactor())

@@ -1,13 +1,15 @@
 """``main.py --check``: would this setup play? Everything a run needs, checked without playing.
 
 The settings, the API key, the story file and the game workdir; each model endpoint (asked for the
-models it serves with ``GET /models``) and each role's model on it (served? tool calling and
-structured output, from the endpoint's list where it says, else from what the client knows of the
-model and the provider); and every enabled server of ``mcp_config.json``, started once through the
-same sources an episode uses (``mcp_client.source``) to list its tools, the protocol revision
-agreed, its login state and how long it took to start. The result is a few plain tables, one row per
-thing checked, and the fix on every row that would stop a run. Nothing is played and nothing is
-written; every server started is ended again before this returns.
+models it serves with ``GET /models``; with no key and no endpoint set, the bundled model a run
+would start instead: its packages and its GGUF file, checked without starting it) and each role's
+model on it (served? tool calling and structured output, from the endpoint's list where it says,
+else from what the client knows of the model and the provider); and every enabled server of
+``mcp_config.json``, started once through the same sources an episode uses (``mcp_client.source``)
+to list its tools, the protocol revision agreed, its login state and how long it took to start. The
+result is a few plain tables, one row per thing checked, and the fix on every row that would stop a
+run. Nothing is played and nothing is written; every server started is ended again before this
+returns.
 
 The servers are checked also when MCP is off (``[tool.zorkgpt.mcp] enabled = false``), so a config
 can be tried before it is turned on; their failures are then warnings, since play would not start
@@ -40,6 +42,15 @@ from mcp_client.sweeper import Sweeper
 from mcp_client.tokens import login_command, set_login_command
 from mcp_client.toolbox import SLOW_START_SHARE
 from mcp_client.transport_sources import make_source
+from orchestration.embedded_model import (
+    EMBEDDED_MODEL,
+    REINSTALL,
+    apply_embedded_settings,
+    gguf_path,
+    gguf_problem,
+    missing_packages,
+    wants_embedded_model,
+)
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
@@ -138,14 +149,18 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
     environ = process_environ()
     mcp_config, mcp_rows = load_mcp_config(config, environ)
     redactor = Redactor.for_run(config, mcp_config.secrets() if mcp_config is not None else ())
+    bundled = bundled_model_probe() if wants_embedded_model(config) else None
     setup = (
         settings_row(config, config_file),
-        api_key_row(config, environ),
+        BUNDLED_KEY_ROW if bundled is not None else api_key_row(config, environ),
         story_file_row(config, game_file),
         workdir_row(config),
         *mcp_rows,
     )
-    servers, probes = asyncio.run(_start_and_probe(config, mcp_config, redactor))
+    if bundled is not None:
+        # What a run does: every role on the bundled model's server (its settings, its model's name).
+        apply_embedded_settings(config, BUNDLED_URL)
+    servers, probes = asyncio.run(_start_and_probe(config, mcp_config, redactor, bundled))
     tables = [
         Table(("SETUP", "STATUS", "DETAIL"), setup),
         Table(("MODEL ENDPOINT", "STATUS", "DETAIL"), tuple(endpoint_row(p) for p in probes.values())),
@@ -157,9 +172,13 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
 
 
 async def _start_and_probe(
-    config: GameConfiguration, mcp_config: MCPConfig | None, redactor: Redactor
+    config: GameConfiguration, mcp_config: MCPConfig | None, redactor: Redactor, bundled: EndpointProbe | None
 ) -> tuple[tuple[Row, ...], dict[str, EndpointProbe]]:
-    """The servers start while the endpoints are asked for their models: the check costs the slower."""
+    """The servers start while the endpoints are asked for their models: the check costs the slower.
+    ``bundled``: the bundled model's probe, when the run would play on it (no endpoint to ask)."""
+    if bundled is not None:
+        servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
+        return servers, {BUNDLED_URL: bundled}
     endpoints = list(dict.fromkeys(config.base_url_for(role) for role in roles_in_use(config)))
     probing = asyncio.gather(*(asyncio.to_thread(probe_endpoint, url, config.api_key, redactor) for url in endpoints))
     servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
@@ -169,6 +188,36 @@ async def _start_and_probe(
 def config_path(config_file: str) -> str:
     path = Path(config_file).expanduser().resolve()
     return str(path) if path.exists() else f"{path} (not found: every setting at its default)"
+
+
+# -- the bundled model ---------------------------------------------------------------------------
+
+# Where the check points the roles when a run would play on the bundled model: a run starts its
+# server on a port of its own, which the check does not start.
+BUNDLED_URL = "http://127.0.0.1/v1"
+BUNDLED_KEY_ROW = Row(
+    "API key", Status.OK, ("none, and none needed: with no key and no endpoint set, a run plays on the bundled model",)
+)
+
+
+def bundled_model_probe() -> EndpointProbe:
+    """The bundled model as the endpoint a run would use: its packages installed and its GGUF file
+    whole (not started: that takes seconds to minutes and a few hundred MB)."""
+    name = f"bundled {EMBEDDED_MODEL} (llama.cpp)"
+    switch = "use a hosted model: set OPENROUTER_API_KEY (or [tool.zorkgpt.llm] base_url)"
+    module = missing_packages()
+    if module is not None:
+        fix = f"install the project's default packages with `uv sync` (it builds llama.cpp once), or {switch}"
+        return EndpointProbe(name, Status.FAIL, f"cannot start: {module} is not installed", fix=fix)
+    try:
+        path = gguf_path()
+    except ConfigError as exc:
+        return EndpointProbe(name, Status.FAIL, "cannot start: its model file is missing", fix=f"{exc} Or {switch}")
+    problem = gguf_problem(path)
+    if problem is not None:
+        return EndpointProbe(name, Status.FAIL, f"cannot start: {problem}", fix=f"{REINSTALL} Or {switch}")
+    detail = f"no key and no endpoint set: a run starts it on this machine ({path.name}; not started by the check)"
+    return EndpointProbe(name, Status.OK, detail, models={EMBEDDED_MODEL: {}})
 
 
 # -- settings, key, story file, workdir ----------------------------------------------------------
@@ -300,6 +349,16 @@ def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> En
             Status.FAIL,
             f"refused {'the API key' if api_key else 'a request without an API key'} (HTTP {reply.status_code})",
             fix=f"set a valid key in {API_KEY_ENV_VARS[0]} (or the variable your provider's key is in)",
+        )
+    if reply.status_code >= 500 and reply.status_code != 501:
+        # A server that fails its own list fails a run's first request too (a 5xx is retried, then
+        # fatal). 501 says only that it has no list of models, as a 404 does.
+        return EndpointProbe(
+            shown,
+            Status.FAIL,
+            f"reachable, but failing: GET /models answered HTTP {reply.status_code}",
+            fix=f"see the server's log at {shown} (or its status page), or point [tool.zorkgpt.llm] base_url "
+            "(or provider) at one that works",
         )
     if reply.status_code != 200:
         return EndpointProbe(
@@ -576,7 +635,7 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
     stderr = lines[stderr_at + 1 :][-_STDERR_LINES_SHOWN:]
     notes = (*reached, *(f"stderr: {line}" for line in stderr))
     login = _login_state(server)
-    if isinstance(root_cause(exc), MCPAuthError):
+    if _needs_login(exc):
         return Row(server.name, Status.FAIL, ("-", "-", "needs login", "-"), (what,), fix=login_command(server.name))
     if isinstance(exc, ServerStartupTimeoutError):
         fix = (
@@ -585,6 +644,17 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
         )
         return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix=fix)
     return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix="\n".join(hint) or None)
+
+
+def _needs_login(exc: BaseException) -> bool:
+    """The start failed for the login (a refresh refused, say): the source raises that as the
+    cause of its startup error, not inside it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(root_cause(seen), MCPAuthError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _login_state(server: ServerConfig) -> str:

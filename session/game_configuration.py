@@ -38,10 +38,8 @@ ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio",
 def game_seed_argument(text: str) -> int:
     """``--seed N`` of our command lines (``type=`` of the argparse option): the seed, or the
     error argparse shows with the usage (exit 2), saying what to give."""
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = None
+    # ASCII digits only: int() also takes " 7", "+5", "1_0" and other scripts' digits ("٣" is 3).
+    seed = int(text) if text.isascii() and text.isdigit() else None
     if seed is None or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a game seed: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}, e.g. --seed 7"
