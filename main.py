@@ -306,8 +306,11 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         config = GameConfiguration.from_toml(args.config)
         # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
         config.gameplay.seed = first_seed(args, config)
+        if args.seed is not None:
+            config.value_sources["gameplay.seed"] = "the --seed flag"
         if args.fair_play is not None:
             config.gameplay.fair_play = args.fair_play
+            config.value_sources["gameplay.fair_play"] = "the --fair-play flag"
     except ConfigError as exc:
         return report(exc)
     if args.mcp_login is not None:

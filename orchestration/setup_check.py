@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import ipaddress
 import logging
 import os
 import re
@@ -29,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -180,7 +182,12 @@ async def _start_and_probe(
         servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
         return servers, {BUNDLED_URL: bundled}
     endpoints = list(dict.fromkeys(config.base_url_for(role) for role in roles_in_use(config)))
-    probing = asyncio.gather(*(asyncio.to_thread(probe_endpoint, url, config.api_key, redactor) for url in endpoints))
+    probing = asyncio.gather(
+        *(
+            asyncio.to_thread(probe_endpoint, url, config.api_key, redactor, endpoint_source(config, url))
+            for url in endpoints
+        )
+    )
     servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
     return servers, dict(zip(endpoints, await probing, strict=True))
 
@@ -238,13 +245,33 @@ def api_key_row(config: GameConfiguration, environ: Mapping[str, str]) -> Row:
         )
         return Row("API key", Status.OK, (f"none, and none needed ({why})",))
     others = [name for name in API_KEY_ENV_VARS if name != "OPENROUTER_API_KEY"]
+    source = config.source_of("llm", "base_url")
+    if on_local_network(config.llm.base_url):
+        return Row(
+            "API key",
+            Status.FAIL,
+            (f"none set; {safe_url(config.llm.base_url)} (from {source}) is on your network, not this machine",),
+            fix="if that server asks for no key, set require_api_key = false under [tool.zorkgpt.llm] "
+            "(or ZORKGPT_LLM_REQUIRE_API_KEY=false); if it does, export OPENROUTER_API_KEY=... with its key",
+        )
     return Row(
         "API key",
         Status.FAIL,
-        (f"none set; {safe_url(config.llm.base_url)} needs one",),
+        (f"none set; {safe_url(config.llm.base_url)} (from {source}) needs one",),
         fix=f"export OPENROUTER_API_KEY=... or put it in .env ({', '.join(others)} work too); or point "
         "[tool.zorkgpt.llm] base_url at a server on this machine, which needs none",
     )
+
+
+def on_local_network(url: str) -> bool:
+    """A host on the user's own network (a private address, or a name like ``gpu-box`` or
+    ``box.local``): a model server there usually asks for no key, but it is not on this machine."""
+    host = (urlsplit(url).hostname or "").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return bool(host) and ("." not in host or host.endswith((".local", ".lan", ".home", ".internal")))
+    return (address.is_private or address.is_link_local) and not address.is_loopback
 
 
 def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
@@ -325,9 +352,18 @@ class EndpointProbe:
     models: Mapping[str, Mapping[str, Any]] | None = None
 
 
-def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> EndpointProbe:
+def endpoint_source(config: GameConfiguration, base_url: str) -> str:
+    """Which setting gave this endpoint, in words: the roles' own ``<role>_base_url`` first."""
+    for role in ("agent", "critic", "extractor", "memory"):
+        if getattr(config.llm, f"{role}_base_url") == base_url:
+            return config.source_of("llm", f"{role}_base_url")
+    return config.source_of("llm", "base_url")
+
+
+def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor, source: str = "") -> EndpointProbe:
     """Ask the endpoint for the models it serves. Unreachable or a refused key fails; an endpoint that
-    does not list its models is a warning (chat may still work: many servers have no ``/models``)."""
+    does not list its models is a warning (chat may still work: many servers have no ``/models``).
+    ``source``: the setting that gave the address, named in a fix."""
     shown = safe_url(base_url)
     url = base_url.rstrip("/") + "/models"
     try:
@@ -337,12 +373,16 @@ def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> En
             shown,
             Status.FAIL,
             f"no answer within {ENDPOINT_TIMEOUT_SECONDS:g} s",
-            fix=_unreachable_fix(base_url),
+            fix=_other_scheme_fix(base_url, api_key, source) or _unreachable_fix(base_url, source),
         )
     except requests.RequestException as exc:
         reason = _ERRNO.search(str(exc))
         why = reason.group(0).strip() if reason else shorten(redactor(str(exc)), 160)
-        return EndpointProbe(shown, Status.FAIL, f"cannot connect ({why})", fix=_unreachable_fix(base_url))
+        fix = _other_scheme_fix(base_url, api_key, source) or _unreachable_fix(base_url, source)
+        return EndpointProbe(shown, Status.FAIL, f"cannot connect ({why})", fix=fix)
+    # A TLS port asked in plain http answers 400 ("The plain HTTP request was sent to HTTPS port").
+    if reply.status_code == 400 and (fix := _other_scheme_fix(base_url, api_key, source)):
+        return EndpointProbe(shown, Status.FAIL, "answers, but not in plain http (HTTP 400)", fix=fix)
     if reply.status_code in (401, 403):
         return EndpointProbe(
             shown,
@@ -379,13 +419,30 @@ def _label(model: str) -> str:
     return Path(model).name if model.endswith(".gguf") else model
 
 
-def _unreachable_fix(base_url: str) -> str:
+def _other_scheme_fix(base_url: str, api_key: str | None, source: str) -> str | None:
+    """The fix when the endpoint answers in the other scheme (https for http, or the other way), else None."""
+    scheme, sep, rest = base_url.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return None
+    other = f"{'https' if scheme == 'http' else 'http'}://{rest}"
+    try:
+        reply = requests.get(other.rstrip("/") + "/models", headers=request_headers(api_key), timeout=5)
+    except requests.RequestException:
+        return None
+    if reply.status_code >= 500 or (reply.status_code == 400 and scheme == "https"):
+        return None
+    said = f" (now set by {source})" if source else ""
+    return f"the server speaks {other.split(':')[0]}, not {scheme}: use {safe_url(other)} as the address{said}"
+
+
+def _unreachable_fix(base_url: str, source: str = "") -> str:
+    said = f" (now set by {source})" if source else ""
     if is_loopback_url(base_url):
         return (
             f"start the model server at {safe_url(base_url)}, or point [tool.zorkgpt.llm] base_url "
-            "(or provider) at one that runs"
+            f"(or provider) at one that runs{said}"
         )
-    return "check the address and this machine's network, or set [tool.zorkgpt.llm] base_url (or provider)"
+    return f"check the address and this machine's network, or set [tool.zorkgpt.llm] base_url (or provider){said}"
 
 
 def _model_list(reply: requests.Response) -> dict[str, Mapping[str, Any]] | None:

@@ -23,6 +23,7 @@ from mcp_client.processes import marked_processes
 from orchestration import setup_check
 from orchestration.embedded_model import gguf_path, gguf_problem, missing_packages
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
+from session.game_configuration import GameConfiguration
 from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.scripted_llm import ScriptedLLMServer
@@ -573,3 +574,61 @@ def test_a_bundled_model_that_cannot_start_fails_the_check(
     assert "FAIL    cannot start: no_such_module_for_zorkgpt is not installed" in bundled
     assert "fix: install the project's default packages with `uv sync`" in bundled and "OPENROUTER_API_KEY" in bundled
     assert status_of(out, "agent") == "?"
+
+
+# -- fixes that name the fix ----------------------------------------------------------------------
+
+
+def test_a_command_typo_and_the_wrong_scheme_get_their_fix_and_the_setting_that_gave_them(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+) -> None:
+    """ "pyhton" gets "did you mean 'python'?" (not "install 'pyhton'"); an https address of a plain-http
+    server gets the http one, naming the variable that set it."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    https_url = llm_server.base_url.replace("http://", "https://")
+    servers = {"typo": {"command": "pyhton", "args": ["-m", "mcp_servers.thoughtbox_server"]}}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(https_url, game_file, tmp_path, **PATIENT)
+    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert (
+        f"fix: the server speaks http, not https: use {llm_server.base_url} as the address (now set by the "
+        "environment variable ZORKGPT_LLM_BASE_URL)"
+    ) in row(out, https_url)
+    assert f"fix: Did you mean 'python'? Correct 'command' in {tmp_path / 'mcp_config.json'}." in row(out, "typo")
+    assert_nothing_left(env)
+
+
+def test_a_setting_typo_gets_the_closest_name(game_file: Path, tmp_path: Path) -> None:
+    config = write_setup(tmp_path, MODELS_TOML.replace("agent_model", "agent_modle"), None)
+    result = run_main(
+        ["--check", "--config", str(config)], check_env("http://127.0.0.1:9/v1", game_file, tmp_path), tmp_path
+    )
+    assert result.returncode == 2
+    assert (
+        "Unknown key 'agent_modle' in [tool.zorkgpt.llm]" in result.stdout
+        and "Did you mean agent_model?" in result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("base_url", "on_the_network"),
+    [
+        ("http://192.168.1.50:8080/v1", True),
+        ("http://10.0.0.7/v1", True),
+        ("http://gpu-box:8000/v1", True),
+        ("http://lab.local:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+    ],
+)
+def test_a_server_on_the_local_network_without_a_key_gets_require_api_key_as_its_fix(
+    base_url: str, on_the_network: bool
+) -> None:
+    """Nothing is sent anywhere: the row is built from the settings alone."""
+    config = GameConfiguration.from_mapping({"llm": {"base_url": base_url}}, environ={})
+    api_key = setup_check.api_key_row(config, {})
+    assert api_key.status is Status.FAIL
+    assert "(from [tool.zorkgpt.llm] base_url in pyproject.toml)" in api_key.cells[0]
+    assert ("require_api_key = false" in (api_key.fix or "")) is on_the_network
+    assert ("export OPENROUTER_API_KEY" in (api_key.fix or "")) is True
