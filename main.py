@@ -306,8 +306,11 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
         config = GameConfiguration.from_toml(args.config)
         # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
         config.gameplay.seed = first_seed(args, config)
+        if args.seed is not None:
+            config.value_sources["gameplay.seed"] = "the --seed flag"
         if args.fair_play is not None:
             config.gameplay.fair_play = args.fair_play
+            config.value_sources["gameplay.fair_play"] = "the --fair-play flag"
     except ConfigError as exc:
         return report(exc)
     if args.mcp_login is not None:
@@ -511,7 +514,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
         return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
 
     ends: list[EpisodeEnd] = []
-    failure: Exception | None = None
+    failure: BaseException | None = None
     with live_status(args) as status:
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
@@ -533,6 +536,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 status=status,
             )
             ends, code = result.ends, result.exit_code
+            failure = result.abort  # the run was aborted: its report first, then it ends as aborted
         else:
             try:
                 code = play_in_turn(args, config, signals, status, ends, redactor())

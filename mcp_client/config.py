@@ -94,8 +94,13 @@ class SamplingEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     role: Role = Field(default="agent", description="whose model answers: agent, critic, extractor or memory")
-    max_per_turn: int = Field(default=3, ge=1, le=50, alias="maxPerTurn", description="requests answered per turn")
-    max_tokens: int | None = Field(default=None, ge=1, le=32_000, alias="maxTokens", description="cap per answer")
+    # Strict: JSON true is not a number of requests (lax, it would be taken as 1).
+    max_per_turn: int = Field(
+        default=3, ge=1, le=50, strict=True, alias="maxPerTurn", description="requests answered per turn"
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, le=32_000, strict=True, alias="maxTokens", description="cap per answer"
+    )
 
 
 class ElicitationEntry(BaseModel):
@@ -107,7 +112,9 @@ class ElicitationEntry(BaseModel):
     answer: Literal["decline", "agent"] = Field(default="decline", description="decline, or the agent's model fills")
     # As sampling's: each answered form is one model call, so a server asking in a loop cannot
     # run up an episode's calls; the forms beyond it are declined.
-    max_per_turn: int = Field(default=3, ge=1, le=50, alias="maxPerTurn", description="forms answered per turn")
+    max_per_turn: int = Field(
+        default=3, ge=1, le=50, strict=True, alias="maxPerTurn", description="forms answered per turn"
+    )
 
 
 class OAuthEntry(BaseModel):

@@ -61,6 +61,7 @@ from mcp_client.http import TOO_LARGE_MARKER
 from mcp_client.results import assume_complete
 from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.stdio import REPLY_TOO_LARGE
+from mcp_client.tokens import interrupted_lock_wait
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
 from session.events import Event
 from shared_utils.version import project_version
@@ -205,6 +206,13 @@ class ToolSource(ABC):
             if not isinstance(exc, Exception):
                 raise
             cause = root_cause(exc)
+            # A start that ran out of time waiting for another process's refresh of its login: that
+            # process is the cause, not the server (the lock's own deadline is longer than a start's).
+            waited = interrupted_lock_wait(self.name) if isinstance(cause, _StartupTimeoutError) else None
+            if waited is not None:
+                raise MCPServerStartupError(
+                    self.settings.redactor(f"Failed to start MCP server '{self.name}': {waited}"), server_name=self.name
+                ) from cause
             message = self._startup_message(self._describe_failure(cause))
             if isinstance(cause, _StartupTimeoutError):
                 raise ServerStartupTimeoutError(

@@ -70,16 +70,29 @@ async def stdio_transport(
         on_spawn(process.pid)
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    drained = anyio.Event()  # the server's stdout was read to its end (or closed)
 
     async def reader() -> None:
         assert process.stdout is not None
         lines = _LineSplitter(max_message_bytes)
-        async with to_session:
-            with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        ended = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+        try:
+            async with to_session:
+                with suppress(*ended):
+                    while True:
+                        chunk = await process.stdout.receive(_READ_CHUNK)
+                        for item in lines.feed(chunk):
+                            await to_session.send(_message(item, too_large))
+        finally:
+            # The session stopped listening (or the start was cancelled): what the server wrote
+            # since is read and dropped, to the pipe's end. asyncio lets go of a subprocess (its
+            # pipes, its transport) only there; a server that flooded its stdout would otherwise
+            # leave them to the garbage collector, after the event loop closed ("Event loop is
+            # closed"). _stop ends the server, so the end comes (or _stop closes the pipe).
+            with anyio.CancelScope(shield=True), suppress(*ended):
                 while True:
-                    chunk = await process.stdout.receive(_READ_CHUNK)
-                    for item in lines.feed(chunk):
-                        await to_session.send(_message(item, too_large))
+                    await process.stdout.receive(_READ_CHUNK)
+            drained.set()
 
     async def writer() -> None:
         assert process.stdin is not None
@@ -99,15 +112,17 @@ async def stdio_transport(
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process)
+                # The session's ends first: the reader drops what comes after, to the end of the pipe.
                 for stream in (read_stream, write_stream):
                     await stream.aclose()
+                await _stop(process, drained)
             tg.cancel_scope.cancel()
 
 
-async def _stop(process: anyio.abc.Process) -> None:
-    """Close the server's stdin and give it a moment to exit on its own; the source ends its
-    process group after this, whatever happened here."""
+async def _stop(process: anyio.abc.Process, drained: anyio.Event) -> None:
+    """Close the server's stdin and give it a moment to exit on its own, and its stdout a moment
+    to reach its end (``drained``); the source ends its process group after this, whatever
+    happened here."""
     assert process.stdin is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
@@ -119,6 +134,8 @@ async def _stop(process: anyio.abc.Process) -> None:
             os.killpg(process.pid, signal.SIGKILL)
         with anyio.move_on_after(_EXIT_GRACE_SECONDS):
             await process.wait()
+    with anyio.move_on_after(_EXIT_GRACE_SECONDS):  # a process it started may still hold the pipe
+        await drained.wait()
     assert process.stdout is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdout.aclose()

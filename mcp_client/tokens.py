@@ -43,6 +43,9 @@ from shared_utils.files import atomic_write_text
 # single request to the token endpoint, so this is reached only when it hangs.
 REFRESH_LOCK_SECONDS = 120.0
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+# Waits for another process's refresh that were cut short (by a start's own deadline, say), by
+# server name: what the start's error names as its cause (see ``interrupted_lock_wait``).
+_INTERRUPTED_WAITS: dict[str, str] = {}
 _DEFAULT_COMMAND = "uv run python main.py"
 
 
@@ -54,6 +57,12 @@ class _LoginCommand:
 
 
 _LOGIN_COMMAND = _LoginCommand()
+
+
+def interrupted_lock_wait(server_name: str) -> str | None:
+    """Why the last wait for ``server_name``'s login lock was cut short, if it was (once: it is
+    forgotten as it is read), as the message that names the process holding it."""
+    return _INTERRUPTED_WAITS.pop(server_name, None)
 
 
 # -- where tokens live ---------------------------------------------------------------------
@@ -251,20 +260,27 @@ class FileTokenStorage:
         _make_folder(self.path.parent)
         self.check_folder()
         lock = FileLock(self.lock_path, mode=0o600, thread_local=False)
-        deadline = time.monotonic() + REFRESH_LOCK_SECONDS
+        _INTERRUPTED_WAITS.pop(self.server_name, None)
+        started = time.monotonic()
         while True:
             try:
                 lock.acquire(timeout=0)
                 return lock
             except Timeout:
-                if time.monotonic() > deadline:
-                    raise MCPAuthError(
-                        f"MCP server '{self.server_name}': another ZorkGPT process has been refreshing its login for "
-                        f"{REFRESH_LOCK_SECONDS:g} s (it holds {self.lock_path}). End that process, or wait for it, "
-                        "then start again.",
-                        self.server_name,
-                    ) from None
-                await asyncio.sleep(0.05)
+                if time.monotonic() - started > REFRESH_LOCK_SECONDS:
+                    why = self._held_elsewhere(REFRESH_LOCK_SECONDS)
+                    raise MCPAuthError(f"MCP server '{self.server_name}': {why}", self.server_name) from None
+                try:
+                    await asyncio.sleep(0.05)
+                except asyncio.CancelledError:
+                    _INTERRUPTED_WAITS[self.server_name] = self._held_elsewhere(time.monotonic() - started)
+                    raise
+
+    def _held_elsewhere(self, seconds: float) -> str:
+        return (
+            f"another ZorkGPT process has been refreshing its login for {seconds:.0f} s (it holds "
+            f"{self.lock_path}). End that process, or wait for it, then start again."
+        )
 
     def changed(self) -> bool:
         """Whether the file changed since this storage last read or wrote it."""

@@ -22,6 +22,8 @@ line to the session's message handler as the parse error; the source warns once 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import os
 import signal
 import tempfile
 import uuid
@@ -50,6 +52,23 @@ from session.events import Event
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000
+
+
+def closest_command(command: str) -> str | None:
+    """The program on PATH whose name is closest to a command that was not found ("pyhton" ->
+    "python"), or None: a typo gets its fix, a missing program the install hint."""
+    if not command or "/" in command:
+        return None
+    names = set()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        with contextlib.suppress(OSError):
+            names |= {
+                entry.name for entry in os.scandir(folder or ".") if entry.is_file() and os.access(entry, os.X_OK)
+            }
+    close = difflib.get_close_matches(command, names, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 _INSTALL_HINTS = {
     "npx": "Install Node.js 22 or newer (https://nodejs.org), which provides npx, and make sure it is on PATH.",
     "node": "Install Node.js 22 or newer (https://nodejs.org) and make sure it is on PATH.",
@@ -171,6 +190,8 @@ class StdioSource(ToolSource):
     def _hint(self, details: str) -> str:
         command = self.server.command or ""
         if details.startswith("command not found"):
+            if command not in _INSTALL_HINTS and (close := closest_command(command)):
+                return f"Did you mean '{close}'? Correct 'command' in {self.settings.config_file}."
             return _INSTALL_HINTS.get(
                 command,
                 f"Install '{command}' or put its folder on PATH, or use an absolute path in "

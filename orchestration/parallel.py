@@ -13,12 +13,15 @@ The parent owns its children:
   line per turn), and the status shows one block per running episode;
 * the first Ctrl-C or SIGTERM stops launching episodes and asks every running one to finish
   its turn and write its summary; a later one (see ``session.stop_signals``) aborts them;
-* each child gets SIGTERM from the kernel if the parent dies, even by SIGKILL, so no episode
-  outlives the run;
+* each child is killed within moments of the parent's death, even by SIGKILL, whatever it waits
+  on (a model's reply may take minutes), so no episode outlives the run;
 * on Linux the children are forked from a warm parent (``ForkServer``): one ``main.py`` process
   that has imported the product and started nothing (no thread, no event loop, no server), so an
   episode starts in milliseconds of CPU and shares that process's memory pages instead of
-  importing everything again; elsewhere each child is a fresh ``main.py`` process;
+  importing everything again; elsewhere each child is a fresh ``main.py`` process. Should the
+  fork server die (the OOM killer picks large processes), its running episodes play on: the run
+  is their reaper then (``PR_SET_CHILD_SUBREAPER``), so it waits for each and reads each one's own
+  exit status; no new episode starts;
 * the exit code aggregates: 0 if every episode ended in play, 1 if any ended in an error,
   2 if they could not start (a setup problem every episode would hit);
 * the parent names each child's episode (``--episode-id``), so it knows every episode's
@@ -41,6 +44,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 
 MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -104,8 +109,12 @@ class EpisodeOutcome:
 
 @dataclass(frozen=True)
 class ParallelResult:
+    """How the launched episodes ended; ``abort``: the second stop signal that ended the run early,
+    for the caller to raise once the run's report is written."""
+
     outcomes: tuple[EpisodeOutcome, ...]
     exit_code: int
+    abort: UserAbort | None = None
 
     @property
     def ends(self) -> list[EpisodeEnd]:
@@ -125,9 +134,11 @@ def aggregate_exit_code(codes: Sequence[int]) -> int:
     return aborted[0] if aborted else EXIT_OK
 
 
-def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> None:
     """A ``preexec_fn``: runs in the child between fork and exec, so the kernel sends it ``signum``
-    when the parent dies, even by SIGKILL (Linux). ``functools.partial(die_with_parent, os.getpid())``."""
+    when the parent dies, even by SIGKILL (Linux). ``functools.partial(die_with_parent, os.getpid())``.
+    SIGKILL by default: a child that handles SIGTERM (an episode finishing its turn) could wait on a
+    model for minutes, for an owner that is gone."""
     if _PRCTL is None:
         return
     _PRCTL(_PR_SET_PDEATHSIG, int(signum))
@@ -156,6 +167,25 @@ class EpisodeProcess(Protocol):
     def wait(self) -> int: ...
 
     def send_signal(self, signum: int) -> None: ...
+
+
+def die_with_owner(fd: int) -> None:
+    """In an episode forked by the fork server: ``fd`` is the read end of a pipe whose only write end
+    the run holds, so it reads end-of-file when the run is gone, however it died; then this process
+    is killed at once (the kernel's death signal would follow the fork server, which is not the owner:
+    the run is)."""
+
+    def watch() -> None:
+        while os.read(fd, 1):
+            pass  # nothing is ever written: only the end of the pipe matters
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-run", daemon=True).start()
+
+
+def _set_child_subreaper(on: bool) -> None:
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_CHILD_SUBREAPER, int(on))
 
 
 def start_process(argv: Sequence[str], figures: bool) -> EpisodeProcess:
@@ -209,11 +239,17 @@ class ForkServer:
     request sent over a socket pair; the child dup2s the pipes it was handed onto its stdout and
     stderr and runs ``main.py`` with the request's command line, as a fresh process would. The
     server reports each child's pid and then its exit status (negative: the signal that killed
-    it). It dies with this process (``die_with_parent``) and each episode dies with it, so a
-    SIGKILL of the run still leaves no episode behind.
+    it). It dies with this process (``die_with_parent``), and each episode too (``die_with_owner``,
+    on a pipe only this process writes to), so a SIGKILL of the run still leaves no episode
+    behind. Should the server die first, this process is its episodes' reaper and reads their exit
+    statuses itself.
     """
 
     def __init__(self) -> None:
+        # An episode orphaned by the server's death becomes this process's child, not init's.
+        _set_child_subreaper(True)
+        # Each episode gets the read end; the write end stays here (not inherited by any child).
+        self._owner_r, self._owner_w = os.pipe()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
@@ -226,6 +262,9 @@ class ForkServer:
             )
         except BaseException:
             ours.close()
+            for fd in (self._owner_r, self._owner_w):
+                os.close(fd)
+            _set_child_subreaper(False)
             raise
         finally:
             theirs.close()
@@ -263,12 +302,18 @@ class ForkServer:
         out_r, out_w = os.pipe() if figures else (-1, -1)
         try:
             with self._launch_lock:  # one request at a time: the next pid reply is this one's
-                fds = [err_w] + ([out_w] if figures else [])
-                socket.send_fds(self._socket, [json.dumps(list(argv)).encode()], fds)
+                fds = [self._owner_r, err_w] + ([out_w] if figures else [])
+                with self._changed:
+                    if self._gone:
+                        raise ForkServerGoneError(self.process.wait())
+                try:
+                    socket.send_fds(self._socket, [json.dumps(list(argv)).encode()], fds)
+                except OSError:
+                    raise ForkServerGoneError(self.process.wait()) from None
                 with self._changed:
                     self._changed.wait_for(lambda: self._started or self._gone)
                     if not self._started:
-                        raise RuntimeError(f"The episode fork server ended (exit code {self.process.wait()}).")
+                        raise ForkServerGoneError(self.process.wait())
                     pid = self._started.pop(0)
         except BaseException:
             for fd in (err_r, out_r):
@@ -283,21 +328,44 @@ class ForkServer:
         stdout = open(out_r, errors="replace", buffering=1) if figures else None  # noqa: SIM115
         return ForkedEpisode(self, pid, stdout, open(err_r, errors="replace", buffering=1))
 
+    @property
+    def gone(self) -> bool:
+        """The server has ended: it starts no more episodes."""
+        with self._changed:
+            return self._gone
+
     def exit_code(self, pid: int) -> int | None:
+        """The episode's exit status (negative: the signal that killed it), None while it runs."""
         with self._changed:
             if pid in self._exits:
                 return self._exits[pid]
-            if self._gone:
-                # The server died before reporting it (killed, say): the episode died with it
-                # (die_with_parent), and the server's own end is the best account of how.
-                return self.process.wait()
+            if not self._gone:
+                return None
+        # The server died before it reported this episode: the episode is this process's child now
+        # (a subreaper's), or about to be (the kernel closes a dying process's files before it
+        # hands over its children).
+        try:
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            if _parent_of(pid) == self.process.pid:
+                return None  # being handed over
+            # Reaped by the server in its last moment, its status lost with it: the server's end is
+            # the best account left.
+            return self._record(pid, self.process.wait())
+        if reaped == 0:
             return None
+        return self._record(pid, os.waitstatus_to_exitcode(status))
+
+    def _record(self, pid: int, code: int) -> int:
+        with self._changed:
+            self._exits[pid] = code
+        return code
 
     def wait(self, pid: int) -> int:
         with self._changed:
             self._changed.wait_for(lambda: pid in self._exits or self._gone)
-        code = self.exit_code(pid)
-        assert code is not None
+        while (code := self.exit_code(pid)) is None:
+            time.sleep(0.05)
         return code
 
     def close(self) -> None:
@@ -311,6 +379,38 @@ class ForkServer:
             self.process.kill()
             self.process.wait()
         self._reader.join()
+        for fd in (self._owner_r, self._owner_w):
+            os.close(fd)
+        _set_child_subreaper(False)
+
+
+class ForkServerGoneError(RuntimeError):
+    """The fork server ended, so no more episodes can be forked; ``exit_code`` is how it ended."""
+
+    def __init__(self, exit_code: int) -> None:
+        super().__init__(f"The episode fork server ended ({exit_text(exit_code)}).")
+        self.exit_code = exit_code
+
+
+def exit_text(code: int | None) -> str:
+    """A process's end as a user reads it: ``exit code 1``, ``killed by SIGKILL``."""
+    if code is None:
+        return "an unknown status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _parent_of(pid: int) -> int | None:
+    """``pid``'s parent, from /proc; None when there is no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1])
 
 
 def serve_forks(fd: int) -> list[str] | None:
@@ -323,7 +423,6 @@ def serve_forks(fd: int) -> list[str] | None:
     # child never walks it, so its pages stay shared and each collection is cheap (this halves an
     # episode's CPU: benchmarks/main_startup.py).
     gc.freeze()
-    server_pid = os.getpid()
     channel = socket.socket(fileno=fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -339,7 +438,7 @@ def serve_forks(fd: int) -> list[str] | None:
         while True:
             for key, _ in selector.select():
                 if key.fileobj is channel:
-                    message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
+                    message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 3)
                     if not message:
                         return None  # the run is over
                     pid = os.fork()
@@ -351,7 +450,7 @@ def serve_forks(fd: int) -> list[str] | None:
                             os.close(own)
                         signal.signal(signal.SIGCHLD, old_chld)
                         signal.signal(signal.SIGINT, old_int)
-                        _become_episode(server_pid, fds)
+                        _become_episode(fds)
                         return [str(arg) for arg in json.loads(message)]
                     for sent in fds:
                         os.close(sent)
@@ -373,11 +472,13 @@ def _report_exits(channel: socket.socket) -> None:
         channel.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def _become_episode(server_pid: int, fds: list[int]) -> None:
+def _become_episode(fds: list[int]) -> None:
     """In a freshly forked child: what ``start_process`` gives a fresh process (its own session,
-    death with its parent, stdin from /dev/null, stdout and stderr on the run's pipes)."""
+    death with the run, stdin from /dev/null, stdout and stderr on the run's pipes). Not death with
+    the fork server, its parent: should the server die, the run still relays and waits for it."""
     os.setsid()
-    die_with_parent(server_pid)
+    owner, *fds = fds
+    die_with_owner(owner)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -490,6 +591,8 @@ class ParallelRunner:
         self.on_exit = on_exit
         self.running: list[_Child] = []
         self.stopping = False
+        self.lost_server: ForkServerGoneError | None = None  # the fork server died mid-run
+        self.launched = 0
         self._wake = threading.Event()
 
     # -- signals --------------------------------------------------------------------------
@@ -514,24 +617,29 @@ class ParallelRunner:
         signals.on_stop = self.request_stop
         self.stopping = signals.stop_requested
         server: ForkServer | None = None
+        abort: UserAbort | None = None
         try:
             if self.fork_server:
                 server = ForkServer()
             start = server.launch if server is not None else start_process
             launched = 0
             while self.running or (launched < self.episodes and not self.stopping):
-                launched = self._launch_more(launched, start)
+                if server is not None and self.lost_server is None and server.gone:
+                    self._lose_server(ForkServerGoneError(server.process.wait()))
+                launched = self.launched = self._launch_more(launched, start)
                 self._wake.wait(0.1)
                 self._wake.clear()
                 outcomes += self._collect_ended()
-        except UserAbort:
+        except UserAbort as exc:
             # A second signal: pass it on, so each child aborts its turn but still records its
-            # episode as stopped, and wait for them before leaving.
+            # episode as stopped, and wait for them: the run's report lists how each ended.
+            abort = exc
+            self.stopping = True
             for child in self.running:
                 child.signal(signal.SIGINT)
             for child in self.running:
                 child.process.wait()
-            raise
+            outcomes += self._collect_ended()
         finally:
             signals.on_stop = None
             # Whatever brought us here (an exception in this loop included), no child is left behind.
@@ -541,7 +649,10 @@ class ParallelRunner:
             if server is not None:
                 server.close()
         outcomes.sort(key=lambda o: o.number)
-        return ParallelResult(tuple(outcomes), aggregate_exit_code([o.exit_code for o in outcomes]))
+        code = abort.exit_code if abort is not None else aggregate_exit_code([o.exit_code for o in outcomes])
+        if code == EXIT_OK and self.lost_server is not None and self.launched < self.episodes:
+            code = EXIT_RUN_FAILED  # episodes the run was asked for were never played
+        return ParallelResult(tuple(outcomes), code, abort)
 
     def _launch_more(self, launched: int, start: Callable[[Sequence[str], bool], EpisodeProcess]) -> int:
         """Start episodes until ``parallel`` run at once (none once stopping); the number launched so far."""
@@ -552,10 +663,21 @@ class ParallelRunner:
                 self.status.start_episode(launched)
             episode_dir = self._next_episode_dir()
             seed = self.first_seed + launched - 1
-            self.running.append(
-                _Child(launched, self.episodes, self.child_argv, self.out, episode_dir, seed, start, on_figures)
-            )
+            try:
+                child = _Child(launched, self.episodes, self.child_argv, self.out, episode_dir, seed, start, on_figures)
+            except ForkServerGoneError as exc:
+                if self.status:
+                    self.status.finish(launched)
+                self._lose_server(exc)
+                return launched - 1
+            self.running.append(child)
         return launched
+
+    def _lose_server(self, gone: ForkServerGoneError) -> None:
+        """The fork server died: the episodes it forked play on (this process reaps them); no new one starts."""
+        self.lost_server = gone
+        self.stopping = True
+        print(f"{gone} No new episodes are started; the running ones play on.", file=self.out)
 
     def _collect_ended(self) -> list[EpisodeOutcome]:
         """The outcomes of the episodes that ended since the last look; one that did not end in play
@@ -614,10 +736,15 @@ def play_in_parallel(
         status=status,
     )
     result = runner.run(signals)
-    launched = len(result.outcomes)
+    ends = [o.end() for o in result.outcomes]
+    # An episode launched that stopped before its first turn (a setup error) was not played.
+    played = sum(end.status is not EpisodeStatus.NEVER_STARTED for end in ends)
     print(
-        f"Played {launched}/{episodes} episodes, {parallel} at a time: "
-        + ", ".join(f"{o.number}: {o.end().status}" for o in result.outcomes),
+        f"Played {played}/{episodes} episodes, {parallel} at a time: "
+        + ", ".join(
+            f"{end.number}: {'could not start' if end.status is EpisodeStatus.NEVER_STARTED else end.status}"
+            for end in ends
+        ),
         file=sys.stderr,
     )
     return result

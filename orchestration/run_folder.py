@@ -62,15 +62,50 @@ def read_run(folder: Path) -> RunSummary:
             "(main.py --episodes N writes them under game_files/runs/)."
         )
     try:
-        with results.open(newline="", encoding="utf-8") as fh:
-            rows = tuple(EpisodeRow.from_csv(row, n) for n, row in enumerate(csv.DictReader(fh), start=1))
+        rows = tuple(EpisodeRow.from_csv(row, n) for n, row in enumerate(_csv_rows(results), start=1))
         scores: dict[str, list[tuple[int, int]]] = {row.episode_id: [] for row in rows if row.played}
-        with per_turn.open(newline="", encoding="utf-8") as fh:
-            for line in csv.DictReader(fh):
-                scores.setdefault(line["episode_id"], []).append((int(line["turn"]), int(line["score"])))
+        for line in _csv_rows(per_turn):
+            scores.setdefault(line["episode_id"], []).append((int(line["turn"]), int(line["score"])))
     except (KeyError, ValueError) as exc:
         raise RunReportError(f"{folder}: a malformed row in its CSV files ({type(exc).__name__}: {exc})") from exc
+    if not rows:
+        raise RunReportError(
+            f"{results} lists no episodes (a run's lists every episode it was asked for), so there is nothing to "
+            f"read. {_REWRITE}"
+        )
     return RunSummary(folder.name, rows, {k: tuple(sorted(v)) for k, v in scores.items()}, read_settings(folder))
+
+
+_REWRITE = (
+    "If its episode folders are still there, write the run folder again from them: "
+    "python -m orchestration.run_report report EPISODE_FOLDER... --out RUN_FOLDER"
+)
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of one of a run folder's CSV files, each with every column of its header: a file cut
+    short (a full disk, a copy that stopped) is an error naming the line, not a row of blanks."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            if reader.fieldnames is None:
+                raise RunReportError(f"{path} is empty: not even its header line is there. {_REWRITE}")
+            columns = len(reader.fieldnames)
+            rows = []
+            for row in reader:
+                if None in row or None in row.values():
+                    extra = row.get(None) or []  # csv's place for cells beyond the header's
+                    found = sum(v is not None for k, v in row.items() if k is not None) + len(extra)
+                    raise RunReportError(
+                        f"{path}, line {reader.line_num}: {found} columns where its header has {columns}: the file "
+                        f"is cut short or damaged. {_REWRITE}"
+                    )
+                rows.append(row)
+        except csv.Error as exc:
+            raise RunReportError(
+                f"{path}, line {reader.line_num}: {exc}: the file is cut short or damaged. {_REWRITE}"
+            ) from exc
+    return rows
 
 
 def write_run(folder: Path, episodes: Sequence[EpisodeEnd], *, redactor: Redactor) -> RunSummary:

@@ -70,6 +70,10 @@ def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None
     """Write ``comparison.md`` and ``comparison.png`` for these run folders; returns what to print:
     the settings that differ between the runs and runs whose settings did not hold first, the table,
     and which score differences are real."""
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        if seen.setdefault(folder.resolve(), folder) is not folder:
+            raise RunReportError(f"{folder.resolve()} is given twice: compare it with another run folder.")
     runs = [read_run(folder) for folder in folders]
     names = [run.name for run in runs]
     if len(set(names)) != len(names):

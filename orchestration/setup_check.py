@@ -1,13 +1,15 @@
 """``main.py --check``: would this setup play? Everything a run needs, checked without playing.
 
 The settings, the API key, the story file and the game workdir; each model endpoint (asked for the
-models it serves with ``GET /models``) and each role's model on it (served? tool calling and
-structured output, from the endpoint's list where it says, else from what the client knows of the
-model and the provider); and every enabled server of ``mcp_config.json``, started once through the
-same sources an episode uses (``mcp_client.source``) to list its tools, the protocol revision
-agreed, its login state and how long it took to start. The result is a few plain tables, one row per
-thing checked, and the fix on every row that would stop a run. Nothing is played and nothing is
-written; every server started is ended again before this returns.
+models it serves with ``GET /models``; with no key and no endpoint set, the bundled model a run
+would start instead: its packages and its GGUF file, checked without starting it) and each role's
+model on it (served? tool calling and structured output, from the endpoint's list where it says,
+else from what the client knows of the model and the provider); and every enabled server of
+``mcp_config.json``, started once through the same sources an episode uses (``mcp_client.source``)
+to list its tools, the protocol revision agreed, its login state and how long it took to start. The
+result is a few plain tables, one row per thing checked, and the fix on every row that would stop a
+run. Nothing is played and nothing is written; every server started is ended again before this
+returns.
 
 The servers are checked also when MCP is off (``[tool.zorkgpt.mcp] enabled = false``), so a config
 can be tried before it is turned on; their failures are then warnings, since play would not start
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import ipaddress
 import logging
 import os
 import re
@@ -27,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -40,6 +44,15 @@ from mcp_client.sweeper import Sweeper
 from mcp_client.tokens import login_command, set_login_command
 from mcp_client.toolbox import SLOW_START_SHARE
 from mcp_client.transport_sources import make_source
+from orchestration.embedded_model import (
+    EMBEDDED_MODEL,
+    REINSTALL,
+    apply_embedded_settings,
+    gguf_path,
+    gguf_problem,
+    missing_packages,
+    wants_embedded_model,
+)
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
@@ -138,14 +151,18 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
     environ = process_environ()
     mcp_config, mcp_rows = load_mcp_config(config, environ)
     redactor = Redactor.for_run(config, mcp_config.secrets() if mcp_config is not None else ())
+    bundled = bundled_model_probe() if wants_embedded_model(config) else None
     setup = (
         settings_row(config, config_file),
-        api_key_row(config, environ),
+        BUNDLED_KEY_ROW if bundled is not None else api_key_row(config, environ),
         story_file_row(config, game_file),
         workdir_row(config),
         *mcp_rows,
     )
-    servers, probes = asyncio.run(_start_and_probe(config, mcp_config, redactor))
+    if bundled is not None:
+        # What a run does: every role on the bundled model's server (its settings, its model's name).
+        apply_embedded_settings(config, BUNDLED_URL)
+    servers, probes = asyncio.run(_start_and_probe(config, mcp_config, redactor, bundled))
     tables = [
         Table(("SETUP", "STATUS", "DETAIL"), setup),
         Table(("MODEL ENDPOINT", "STATUS", "DETAIL"), tuple(endpoint_row(p) for p in probes.values())),
@@ -157,11 +174,20 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
 
 
 async def _start_and_probe(
-    config: GameConfiguration, mcp_config: MCPConfig | None, redactor: Redactor
+    config: GameConfiguration, mcp_config: MCPConfig | None, redactor: Redactor, bundled: EndpointProbe | None
 ) -> tuple[tuple[Row, ...], dict[str, EndpointProbe]]:
-    """The servers start while the endpoints are asked for their models: the check costs the slower."""
+    """The servers start while the endpoints are asked for their models: the check costs the slower.
+    ``bundled``: the bundled model's probe, when the run would play on it (no endpoint to ask)."""
+    if bundled is not None:
+        servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
+        return servers, {BUNDLED_URL: bundled}
     endpoints = list(dict.fromkeys(config.base_url_for(role) for role in roles_in_use(config)))
-    probing = asyncio.gather(*(asyncio.to_thread(probe_endpoint, url, config.api_key, redactor) for url in endpoints))
+    probing = asyncio.gather(
+        *(
+            asyncio.to_thread(probe_endpoint, url, config.api_key, redactor, endpoint_source(config, url))
+            for url in endpoints
+        )
+    )
     servers = await check_servers(config, mcp_config, redactor) if mcp_config is not None else ()
     return servers, dict(zip(endpoints, await probing, strict=True))
 
@@ -169,6 +195,36 @@ async def _start_and_probe(
 def config_path(config_file: str) -> str:
     path = Path(config_file).expanduser().resolve()
     return str(path) if path.exists() else f"{path} (not found: every setting at its default)"
+
+
+# -- the bundled model ---------------------------------------------------------------------------
+
+# Where the check points the roles when a run would play on the bundled model: a run starts its
+# server on a port of its own, which the check does not start.
+BUNDLED_URL = "http://127.0.0.1/v1"
+BUNDLED_KEY_ROW = Row(
+    "API key", Status.OK, ("none, and none needed: with no key and no endpoint set, a run plays on the bundled model",)
+)
+
+
+def bundled_model_probe() -> EndpointProbe:
+    """The bundled model as the endpoint a run would use: its packages installed and its GGUF file
+    whole (not started: that takes seconds to minutes and a few hundred MB)."""
+    name = f"bundled {EMBEDDED_MODEL} (llama.cpp)"
+    switch = "use a hosted model: set OPENROUTER_API_KEY (or [tool.zorkgpt.llm] base_url)"
+    module = missing_packages()
+    if module is not None:
+        fix = f"install the project's default packages with `uv sync` (it builds llama.cpp once), or {switch}"
+        return EndpointProbe(name, Status.FAIL, f"cannot start: {module} is not installed", fix=fix)
+    try:
+        path = gguf_path()
+    except ConfigError as exc:
+        return EndpointProbe(name, Status.FAIL, "cannot start: its model file is missing", fix=f"{exc} Or {switch}")
+    problem = gguf_problem(path)
+    if problem is not None:
+        return EndpointProbe(name, Status.FAIL, f"cannot start: {problem}", fix=f"{REINSTALL} Or {switch}")
+    detail = f"no key and no endpoint set: a run starts it on this machine ({path.name}; not started by the check)"
+    return EndpointProbe(name, Status.OK, detail, models={EMBEDDED_MODEL: {}})
 
 
 # -- settings, key, story file, workdir ----------------------------------------------------------
@@ -189,13 +245,33 @@ def api_key_row(config: GameConfiguration, environ: Mapping[str, str]) -> Row:
         )
         return Row("API key", Status.OK, (f"none, and none needed ({why})",))
     others = [name for name in API_KEY_ENV_VARS if name != "OPENROUTER_API_KEY"]
+    source = config.source_of("llm", "base_url")
+    if on_local_network(config.llm.base_url):
+        return Row(
+            "API key",
+            Status.FAIL,
+            (f"none set; {safe_url(config.llm.base_url)} (from {source}) is on your network, not this machine",),
+            fix="if that server asks for no key, set require_api_key = false under [tool.zorkgpt.llm] "
+            "(or ZORKGPT_LLM_REQUIRE_API_KEY=false); if it does, export OPENROUTER_API_KEY=... with its key",
+        )
     return Row(
         "API key",
         Status.FAIL,
-        (f"none set; {safe_url(config.llm.base_url)} needs one",),
+        (f"none set; {safe_url(config.llm.base_url)} (from {source}) needs one",),
         fix=f"export OPENROUTER_API_KEY=... or put it in .env ({', '.join(others)} work too); or point "
         "[tool.zorkgpt.llm] base_url at a server on this machine, which needs none",
     )
+
+
+def on_local_network(url: str) -> bool:
+    """A host on the user's own network (a private address, or a name like ``gpu-box`` or
+    ``box.local``): a model server there usually asks for no key, but it is not on this machine."""
+    host = (urlsplit(url).hostname or "").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return bool(host) and ("." not in host or host.endswith((".local", ".lan", ".home", ".internal")))
+    return (address.is_private or address.is_link_local) and not address.is_loopback
 
 
 def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
@@ -276,9 +352,18 @@ class EndpointProbe:
     models: Mapping[str, Mapping[str, Any]] | None = None
 
 
-def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> EndpointProbe:
+def endpoint_source(config: GameConfiguration, base_url: str) -> str:
+    """Which setting gave this endpoint, in words: the roles' own ``<role>_base_url`` first."""
+    for role in ("agent", "critic", "extractor", "memory"):
+        if getattr(config.llm, f"{role}_base_url") == base_url:
+            return config.source_of("llm", f"{role}_base_url")
+    return config.source_of("llm", "base_url")
+
+
+def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor, source: str = "") -> EndpointProbe:
     """Ask the endpoint for the models it serves. Unreachable or a refused key fails; an endpoint that
-    does not list its models is a warning (chat may still work: many servers have no ``/models``)."""
+    does not list its models is a warning (chat may still work: many servers have no ``/models``).
+    ``source``: the setting that gave the address, named in a fix."""
     shown = safe_url(base_url)
     url = base_url.rstrip("/") + "/models"
     try:
@@ -288,18 +373,32 @@ def probe_endpoint(base_url: str, api_key: str | None, redactor: Redactor) -> En
             shown,
             Status.FAIL,
             f"no answer within {ENDPOINT_TIMEOUT_SECONDS:g} s",
-            fix=_unreachable_fix(base_url),
+            fix=_other_scheme_fix(base_url, api_key, source) or _unreachable_fix(base_url, source),
         )
     except requests.RequestException as exc:
         reason = _ERRNO.search(str(exc))
         why = reason.group(0).strip() if reason else shorten(redactor(str(exc)), 160)
-        return EndpointProbe(shown, Status.FAIL, f"cannot connect ({why})", fix=_unreachable_fix(base_url))
+        fix = _other_scheme_fix(base_url, api_key, source) or _unreachable_fix(base_url, source)
+        return EndpointProbe(shown, Status.FAIL, f"cannot connect ({why})", fix=fix)
+    # A TLS port asked in plain http answers 400 ("The plain HTTP request was sent to HTTPS port").
+    if reply.status_code == 400 and (fix := _other_scheme_fix(base_url, api_key, source)):
+        return EndpointProbe(shown, Status.FAIL, "answers, but not in plain http (HTTP 400)", fix=fix)
     if reply.status_code in (401, 403):
         return EndpointProbe(
             shown,
             Status.FAIL,
             f"refused {'the API key' if api_key else 'a request without an API key'} (HTTP {reply.status_code})",
             fix=f"set a valid key in {API_KEY_ENV_VARS[0]} (or the variable your provider's key is in)",
+        )
+    if reply.status_code >= 500 and reply.status_code != 501:
+        # A server that fails its own list fails a run's first request too (a 5xx is retried, then
+        # fatal). 501 says only that it has no list of models, as a 404 does.
+        return EndpointProbe(
+            shown,
+            Status.FAIL,
+            f"reachable, but failing: GET /models answered HTTP {reply.status_code}",
+            fix=f"see the server's log at {shown} (or its status page), or point [tool.zorkgpt.llm] base_url "
+            "(or provider) at one that works",
         )
     if reply.status_code != 200:
         return EndpointProbe(
@@ -320,13 +419,30 @@ def _label(model: str) -> str:
     return Path(model).name if model.endswith(".gguf") else model
 
 
-def _unreachable_fix(base_url: str) -> str:
+def _other_scheme_fix(base_url: str, api_key: str | None, source: str) -> str | None:
+    """The fix when the endpoint answers in the other scheme (https for http, or the other way), else None."""
+    scheme, sep, rest = base_url.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return None
+    other = f"{'https' if scheme == 'http' else 'http'}://{rest}"
+    try:
+        reply = requests.get(other.rstrip("/") + "/models", headers=request_headers(api_key), timeout=5)
+    except requests.RequestException:
+        return None
+    if reply.status_code >= 500 or (reply.status_code == 400 and scheme == "https"):
+        return None
+    said = f" (now set by {source})" if source else ""
+    return f"the server speaks {other.split(':')[0]}, not {scheme}: use {safe_url(other)} as the address{said}"
+
+
+def _unreachable_fix(base_url: str, source: str = "") -> str:
+    said = f" (now set by {source})" if source else ""
     if is_loopback_url(base_url):
         return (
             f"start the model server at {safe_url(base_url)}, or point [tool.zorkgpt.llm] base_url "
-            "(or provider) at one that runs"
+            f"(or provider) at one that runs{said}"
         )
-    return "check the address and this machine's network, or set [tool.zorkgpt.llm] base_url (or provider)"
+    return f"check the address and this machine's network, or set [tool.zorkgpt.llm] base_url (or provider){said}"
 
 
 def _model_list(reply: requests.Response) -> dict[str, Mapping[str, Any]] | None:
@@ -576,7 +692,7 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
     stderr = lines[stderr_at + 1 :][-_STDERR_LINES_SHOWN:]
     notes = (*reached, *(f"stderr: {line}" for line in stderr))
     login = _login_state(server)
-    if isinstance(root_cause(exc), MCPAuthError):
+    if _needs_login(exc):
         return Row(server.name, Status.FAIL, ("-", "-", "needs login", "-"), (what,), fix=login_command(server.name))
     if isinstance(exc, ServerStartupTimeoutError):
         fix = (
@@ -585,6 +701,17 @@ def _start_failure(server: ServerConfig, exc: MCPServerStartupError, settings: S
         )
         return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix=fix)
     return Row(server.name, Status.FAIL, ("-", "-", login, "-"), (what, *notes), fix="\n".join(hint) or None)
+
+
+def _needs_login(exc: BaseException) -> bool:
+    """The start failed for the login (a refresh refused, say): the source raises that as the
+    cause of its startup error, not inside it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(root_cause(seen), MCPAuthError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _login_state(server: ServerConfig) -> str:

@@ -38,10 +38,8 @@ ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio",
 def game_seed_argument(text: str) -> int:
     """``--seed N`` of our command lines (``type=`` of the argparse option): the seed, or the
     error argparse shows with the usage (exit 2), saying what to give."""
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = None
+    # ASCII digits only: int() also takes " 7", "+5", "1_0" and other scripts' digits ("٣" is 3).
+    seed = int(text) if text.isascii() and text.isdigit() else None
     if seed is None or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a game seed: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}, e.g. --seed 7"
@@ -373,6 +371,13 @@ class GameConfiguration(BaseModel):
     # behaves the same from any working directory.
     base_dir: Path = Field(default_factory=Path.cwd)
     api_key: str | None = Field(default=None, repr=False, exclude=True)
+    # "section.key" -> where its value came from ("[tool.zorkgpt.llm] base_url in /x/pyproject.toml", "the
+    # environment variable ZORKGPT_LLM_BASE_URL", "the --fair-play flag"); a key not here has its default.
+    value_sources: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
+
+    def source_of(self, section: str, key: str) -> str:
+        """Where the value of ``[tool.zorkgpt.<section>] <key>`` came from, in words: a fix names that place."""
+        return self.value_sources.get(f"{section}.{key}", f"the default of [tool.zorkgpt.{section}] {key}")
 
     def resolve_path(self, value: str | os.PathLike[str]) -> Path:
         """A configured path: absolute as given, relative against ``base_dir``."""
@@ -454,11 +459,14 @@ class GameConfiguration(BaseModel):
             raise ConfigError(f"[tool.zorkgpt] in {source} must be a table.")
         unknown = sorted(set(raw) - set(SECTIONS))
         if unknown:
+            close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
+            hint = f" Did you mean [tool.zorkgpt.{close[0]}]?" if close else ""
             raise ConfigError(
-                f"Unknown section [tool.zorkgpt.{unknown[0]}] in {source}. "
+                f"Unknown section [tool.zorkgpt.{unknown[0]}] in {source}.{hint} "
                 f"Known sections: {', '.join(sorted(SECTIONS))}."
             )
         sections: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         _reject_unknown_env_vars(env)
         for name, section_cls in SECTIONS.items():
             table = raw.get(name, {})
@@ -470,10 +478,16 @@ class GameConfiguration(BaseModel):
             values = dict(table)
             env_values = _env_overrides(name, section_cls, env)
             sections[name] = _build_section(section_cls, values, env_values, source)
+            sources |= {f"{name}.{key}": f"[tool.zorkgpt.{name}] {key} in {source}" for key in values}
+            sources |= {f"{name}.{key}": f"the environment variable {_env_var(name, key, env)}" for key in env_values}
+        llm = sections["llm"]
+        if llm.provider is not None and "llm.base_url" not in sources:
+            sources["llm.base_url"] = f"the {llm.provider} provider's address (provider from {sources['llm.provider']})"
         return cls(
             **sections,
             base_dir=(base_dir or Path.cwd()).resolve(),
             api_key=resolve_api_key(env),
+            value_sources=sources,
         )
 
 
@@ -487,6 +501,14 @@ def _reject_unknown_env_vars(env: dict[str, str]) -> None:
         close = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f" Did you mean {close[0]}?" if close else " Variables are named ZORKGPT_<SECTION>_<KEY>."
         raise ConfigError(f"Unknown environment variable {unknown[0]}.{hint}")
+
+
+def _env_var(section: str, key: str, env: dict[str, str]) -> str:
+    """The variable that set ``section.key``: its own name, or the alias it was given by."""
+    own = f"ZORKGPT_{section}_{key}".upper()
+    if own in env:
+        return own
+    return next((var for var, target in ENV_ALIASES.items() if target == (section, key) and env.get(var)), own)
 
 
 def _env_overrides(section: str, section_cls: type[_Section], env: dict[str, str]) -> dict[str, str]:
@@ -535,8 +557,10 @@ def _build_section(
         )
         if err.get("type") == "extra_forbidden":
             known = ", ".join(section_cls.model_fields)
+            close = difflib.get_close_matches(key, section_cls.model_fields, n=1)
+            hint = f" Did you mean {close[0]}?" if close else ""
             raise ConfigError(
-                f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}). Known keys: {known}."
+                f"Unknown key '{key}' in [tool.zorkgpt.{name}] ({source}).{hint} Known keys: {known}."
             ) from None
         expected = _describe_field(section_cls, key)
         message = str(err.get("msg", "")).removeprefix("Value error, ")  # our validators' own words

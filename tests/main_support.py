@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -196,3 +197,17 @@ def fill_disk(folder: Path) -> None:
         except OSError as exc:
             if exc.errno != errno.ENOSPC:
                 raise
+
+
+def as_another_user() -> list[str]:
+    """A command prefix that drops root (root ignores file permissions); empty when not root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be tested")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import jericho"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
+    return prefix

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+import requests
 
 from mcp_client.processes import marked_processes
 from orchestration import embedded_model
@@ -232,3 +236,125 @@ def test_the_bundled_models_server_dies_with_a_killed_main(tmp_path: Path, game_
     for pid in left:  # the failure is reported; the orphan must not outlive the test too
         os.kill(pid, signal.SIGKILL)
     assert not left, "the llama.cpp server outlived a SIGKILLed main.py"
+
+
+# -- the bundled model's port is this run's ---------------------------------------------------------
+
+# A stand-in for llama.cpp's server, run as the bundled server's program is (``FD MODEL ALIAS N_CTX``):
+# it "loads" for a while, then serves its model's name on the socket it was handed. It is llama.cpp
+# itself that answers in the tests that play on the bundled model.
+SLOW_LOADING_SERVER = """
+import json, socket, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+fd, model, alias, n_ctx = sys.argv[1:]
+time.sleep(3)
+class Models(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": alias}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = HTTPServer(("127.0.0.1", 0), Models, bind_and_activate=False)
+server.socket.close()
+server.socket = socket.socket(fileno=int(fd))
+server.serve_forever()
+"""
+
+# Another local process: binds the port it is given and answers every request as the bundled model,
+# with its own name in the reply; prints whether it could bind.
+IMPOSTOR = """
+import json, socket, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Impostor(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "SmolLM2-135M-Instruct", "owned_by": "impostor"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+try:
+    server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Impostor)
+except OSError as exc:
+    print("refused:", exc.strerror, flush=True)
+    sys.exit(0)
+print("bound", flush=True)
+server.serve_forever()
+"""
+
+
+def _port(base_url: str) -> int:
+    return int(base_url.rsplit(":", 1)[1].split("/")[0])
+
+
+def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A local process that binds the port before the server does would get every prompt; the run's
+    socket is held from the moment the port is chosen, so the impostor cannot bind it."""
+    _skip_without_local_packages()
+    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
+    server = EmbeddedModelServer(start_timeout=300)
+    impostors: list[subprocess.Popen[str]] = []
+    said: list[str] = []
+
+    def take_the_port() -> None:
+        # While the server loads: the moment its address is known, another process tries its port.
+        deadline = time.monotonic() + 60
+        while not server.base_url and time.monotonic() < deadline:
+            time.sleep(0.01)
+        impostor = subprocess.Popen(
+            [sys.executable, "-c", IMPOSTOR, str(_port(server.base_url))], stdout=subprocess.PIPE, text=True
+        )
+        impostors.append(impostor)
+        assert impostor.stdout is not None
+        said.append(impostor.stdout.readline().strip())
+
+    # The server starts on this thread, as main.py starts it: its death signal follows the thread that
+    # started it.
+    attacker = threading.Thread(target=take_the_port, daemon=True)
+    attacker.start()
+    try:
+        server.start()
+        attacker.join(timeout=120)
+        assert said and said[0].startswith("refused"), f"another process bound the bundled model's port ({said})"
+        served = requests.get(f"{server.base_url}/models", timeout=30).json()
+        assert "impostor" not in json.dumps(served), "the run talks to another process"
+        assert server.process is not None and server.process.poll() is None
+    finally:
+        for impostor in impostors:
+            impostor.kill()
+            impostor.wait()
+        server.close()
+
+
+def test_a_bundled_server_that_dies_mid_run_is_named_with_its_exit_code(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Killed mid-run (the OOM killer, say): every request to its address is answered with why, and its
+    port stays the run's, so no other process can take the prompts meant for it."""
+    _skip_without_local_packages()
+    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
+    with EmbeddedModelServer(start_timeout=300) as server:
+        assert server.process is not None
+        server.process.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while server.exit_code is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reply = requests.post(f"{server.base_url}/chat/completions", json={"model": EMBEDDED_MODEL}, timeout=30)
+        impostor = subprocess.run(
+            [sys.executable, "-c", IMPOSTOR, str(_port(server.base_url))],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert reply.status_code == 503
+    message = reply.json()["error"]["message"]
+    assert "bundled model's server" in message and "ended during the run (killed by SIGKILL)" in message, message
+    assert impostor.stdout.startswith("refused"), impostor.stdout
+    assert "ended during the run (killed by SIGKILL)" in capfd.readouterr().err  # said once on the run's terminal too

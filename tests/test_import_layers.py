@@ -125,8 +125,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "orchestration.run_report",
         "orchestration.terminal_status",
         "orchestration.parallel",
-        "orchestration.setup_check",
         "orchestration.embedded_model",
+        "orchestration.setup_check",
         "orchestration",
     ),
     "entry points": (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from tests.main_support import (
     NO_LEARNING,
     REPO,
     MainProcess,
+    as_another_user,
     clean_env,
     episode_folders_by_number,
     recorded_seed,
@@ -239,6 +239,11 @@ def test_the_fair_play_option_sets_what_every_episode_is_told_and_the_run_report
         (["--seed", "-1"], None, "'-1' is not a game seed: give a whole number from 1 to 2147483647"),
         (["--seed", "seven"], None, "'seven' is not a game seed"),
         (["--seed", "0"], None, "'0' is not a game seed"),
+        # What int() takes but nobody types for a seed: another script's digit, a space, a sign.
+        (["--seed", "\u0663"], None, "'\u0663' is not a game seed"),
+        (["--seed", " 7"], None, "' 7' is not a game seed"),
+        (["--seed", "+5"], None, "'+5' is not a game seed"),
+        (["--seed", "1_0"], None, "'1_0' is not a game seed"),
         (["--seed", "2147483647", "--episodes", "2"], None, "choose a seed of at most 2147483646"),
         (["--episodes", "3"], "2147483646", "ZORKGPT_GAMEPLAY_SEED) 2147483646 with --episodes 3"),
         ([], "-5", "ZORKGPT_GAMEPLAY_SEED: Input should be greater than or equal to 1"),
@@ -606,23 +611,9 @@ def test_a_disk_full_before_the_start_exits_2_and_leaves_no_episode_folder(
         assert [path.name for path in runs.iterdir()] == ["filler"]
 
 
-def _as_another_user() -> list[str]:
-    """A command prefix that drops root (root ignores file permissions); empty when not root."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be tested")
-    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    probe = subprocess.run([*prefix, sys.executable, "-c", "import jericho"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
-    return prefix
-
-
 @pytest.mark.parametrize("layout", ["parent-read-only", "workdir-unreadable"])
 def test_an_unwritable_game_workdir_is_a_setup_error_naming_it(game_file: Path, layout: str) -> None:
-    prefix = _as_another_user()
+    prefix = as_another_user()
     base = Path(tempfile.mkdtemp(prefix="zorkgpt-permissions-"))  # not under pytest's 0700 tmp: the user must reach it
     try:
         base.chmod(0o755)

@@ -384,6 +384,19 @@ def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: 
             {"mcpServers": {"a": {"command": "x", "sampling": {"maxPerTurn": 0}}}},
             "mcpServers.a.sampling.maxPerTurn: Input should be greater than or equal to 1",
         ),
+        # JSON true is no count (lax validation took it as 1).
+        (
+            {"mcpServers": {"a": {"command": "x", "sampling": {"maxPerTurn": True}}}},
+            "mcpServers.a.sampling.maxPerTurn: Input should be a valid integer",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "sampling": {"maxTokens": True}}}},
+            "mcpServers.a.sampling.maxTokens: Input should be a valid integer",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "elicitation": {"answer": "agent", "maxPerTurn": True}}}},
+            "mcpServers.a.elicitation.maxPerTurn: Input should be a valid integer",
+        ),
         ({"mcpServers": {"a": {"command": "x", "autoApprove": "all"}}}, "mcpServers.a.autoApprove: Input should be"),
         ({"mcpServers": {"a": "npx server"}}, "mcpServers.a: must be an object with a command or a url"),
         ({"mcpServers": ["a"]}, "mcpServers: must be an object mapping server names"),

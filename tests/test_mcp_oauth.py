@@ -16,6 +16,8 @@ import shlex
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -1024,3 +1026,65 @@ def test_an_unsafe_token_folder_stops_only_what_would_use_it(tmp_path: Path, sta
     with pytest.raises(MCPAuthError, match=f"chmod 700 {token_dir()}"):
         _save_login(FileTokenStorage(mcp_config.server("plain")), "token-one")
     assert list(token_dir().iterdir()) == []
+
+
+# Another ZorkGPT process refreshing the login, hung while it holds the lock: a real process holding a real lock.
+HOLD_LOCK = """
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1], mode=0o600, thread_local=False)
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login(tmp_path: Path, state: Path) -> None:
+    """The lock's own deadline is longer than a start's: the start's error must name the lock (and
+    the process holding it), not tell the user to check the server's address and headers."""
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        storage = FileTokenStorage(mcp_config.server("protected"))
+        storage.save(expires_at=1.0)  # ran out: the start refreshes it first
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(storage.lock_path)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            with pytest.raises(MCPServerStartupError) as caught:
+                episode(tmp_path, config_path, server_startup_timeout_seconds=3).run(secret)
+        finally:
+            holder.kill()
+            holder.wait()
+        assert protected.grants() == ["authorization_code"]  # no refresh was sent meanwhile
+    message = str(caught.value)
+    assert "another ZorkGPT process has been refreshing its login for" in message, message
+    assert str(storage.lock_path) in message and "End that process, or wait for it" in message
+    assert "reachable" not in message and "address" not in message
+
+
+def test_check_gives_the_login_command_as_the_fix_for_a_refused_refresh(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration.setup_check import check_setup
+
+    with protected_server() as protected:
+        config_path, mcp_config = config_of(
+            tmp_path, {"protected": {"url": protected.url, "oauth": {"callbackPort": free_port()}}}
+        )
+        log_in(mcp_config, "protected")
+        protected.revoke()  # its token is refused, and so is the refresh
+        settings = tmp_path / "pyproject.toml"
+        settings.write_text(f'[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "{config_path}"\n', encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        report = check_setup(str(settings)).render()
+    lines = report.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("protected "))
+    row = lines[at : at + 3]
+    assert "FAIL" in row[0] and "needs login" in row[0], report
+    assert "could not be refreshed" in row[1], report
+    assert row[2] == f"    fix: {login_command('protected')}", report
+    assert "Then start again" not in report

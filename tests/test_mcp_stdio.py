@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from mcp_client.stdio import _LineSplitter, _Oversized, top_level_id
-from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT
+from tests.main_support import NO_LEARNING, run_main, scripted_env
+from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT, write_mcp_config
+from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
 def test_lines_split_across_chunks_are_joined_and_blank_lines_skipped() -> None:
@@ -103,3 +106,25 @@ def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
     assert "over the limit of 1,000,000; the reply was dropped" in figures["outcome"]
     assert figures["echo"] == "still here"
     assert figures["grew_kib"] * 1024 < reply_chars / 4, figures
+
+
+def test_a_server_announcing_tool_changes_without_end_leaves_no_event_loop_noise(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Each turn's session closes on a pipe full of announcements nobody read: the pipe is read to
+    its end as the server is ended, so no "Exception ignored ... Event loop is closed" follows."""
+    llm_server.respond_with(lambda body, index: agent_reply("look"))
+    server = REPO_ROOT / "tests" / "mcp_test_servers" / "announcing_server.py"
+    config = write_mcp_config(tmp_path, {"announcing": {"command": sys.executable, "args": [str(server)]}})
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(config),
+        ZORKGPT_MCP_SESSION_LIFETIME="turn",
+    )
+    proc = run_main(["--max-turns", "4", "--config", str(REPO_ROOT / "pyproject.toml")], env, tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Event loop is closed" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr[-3000:]

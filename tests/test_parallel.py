@@ -371,6 +371,8 @@ def test_a_setup_problem_exits_2_once_for_all(tmp_path: Path, game_file: Path) -
     assert proc.returncode == 2, stderr
     assert "missing.z5" in stderr
     assert "[3/4]" not in stderr  # no new episodes after the first setup failure
+    # Launched, but none played a turn: not "Played 2/4 ... 1: never started".
+    assert "Played 0/4 episodes, 2 at a time: 1: could not start, 2: could not start" in stderr
 
 
 class HeldAtTurn:
@@ -542,3 +544,138 @@ def test_a_disk_that_fills_up_stops_each_episode_after_that_turn_and_exits_1(
 def _turn_of(body: dict[str, Any]) -> int:
     """The turn an agent request is for, from its context's first line."""
     return int(re.search(r"Turn (\d+) \|", user_text(body)).group(1))  # type: ignore[union-attr]
+
+
+def test_a_parallel_run_aborted_by_a_second_signal_still_writes_its_report(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """As a run of one episode after another does: the report lists every requested episode."""
+    model = HeldAtTurn(3)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "4", "--parallel", "2", "--max-turns", "10"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 3, timeout=120)  # both episodes wait on their turn 3
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(1.5)  # a second signal within a second is the same request, repeated
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        model.gate.set()
+        proc.kill()
+    assert proc.returncode == 143, stderr
+    assert "Aborted by a second SIGTERM." in stderr
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["number"] for r in rows] == ["1", "2", "3", "4"]
+    assert [r["status"] for r in rows[2:]] == ["never started"] * 2
+    played = sorted(p.name for p in episodes_dir(tmp_path / "runs").iterdir())
+    assert sorted(r["episode_id"] for r in rows[:2]) == played
+    assert all(r["turns"] == "2" for r in rows[:2]), rows
+    assert "Episodes: 4 requested" in (run_dir / REPORT_MD).read_text(encoding="utf-8")
+
+
+def test_episodes_outlive_a_killed_fork_server_and_report_their_own_ends(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """The OOM killer picks large processes: the warm parent may die mid-run. Its episodes play on,
+    each is reported as it ended (not as the server's SIGKILL), the report waits for them, and the
+    episode that could no longer be forked is listed as never started."""
+    model = HeldAtTurn(3)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "3", "--parallel", "2", "--max-turns", "4"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 3, timeout=120)  # both episodes wait on their turn 3
+        server = _fork_server_pid(proc.pid)
+        episodes = _child_pids(server)
+        assert len(episodes) == 2
+        os.kill(server, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(1)  # the run sees the server gone while its episodes still wait on the model
+        assert all(_alive(pid) for pid in episodes), "an episode died with the fork server"
+        model.gate.set()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        model.gate.set()
+        proc.kill()
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["status"], r["turns"], r["end_reason"]) for r in rows] == [
+        ("finished", "4", "max_turns"),
+        ("finished", "4", "max_turns"),
+        ("never started", "0", ""),
+    ], rows
+    assert "Episodes: 3 requested · 2 finished · 1 never started" in stdout
+    assert "The episode fork server ended (killed by SIGKILL). No new episodes are started" in stderr
+    assert "stopping after this turn" not in stderr  # nobody sent the episodes a stop
+    assert proc.returncode == 1, stderr  # the third episode was never played
+
+
+def test_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_model(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """A model that takes minutes to answer (the bundled one may take ten): the episodes waiting on
+    it must not outlive a SIGKILLed main.py until it answers."""
+    model = HeldAtTurn(2)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = start_main(["--episodes", "2", "--parallel", "2", "--max-turns", "100"], env, tmp_path)
+    try:
+        llm_server.wait_for_requests(2 * 2, timeout=120)  # both episodes wait on their turn 2
+        server = _fork_server_pid(proc.pid)
+        processes = [server, *_child_pids(server)]
+        assert len(processes) == 3
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5  # "within a second", on a loaded machine
+        while any(_alive(pid) for pid in processes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in processes if _alive(pid)]
+    finally:
+        model.gate.set()
+        proc.kill()
+    assert not left, "an episode waiting on its model outlived the killed run"
+
+
+# The runner where the fork server is not used (elsewhere than Linux, or asked not to): each episode
+# a fresh main.py process, started by this driver as main.py would.
+FRESH_DRIVER = """
+import sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from orchestration.parallel import ParallelRunner, child_argv
+from session.stop_signals import StopSignals
+signals = StopSignals()
+signals.install()
+argv = child_argv({config!r}, 100, None)
+ParallelRunner(argv, 2, 2, workdir=Path({workdir!r}), first_seed=12, fork_server=False).run(signals)
+"""
+
+
+def test_fresh_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_model(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    model = HeldAtTurn(2)
+    llm_server.respond_with(model)
+    env = main_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    code = FRESH_DRIVER.format(repo=str(REPO), config=str(REPO / "pyproject.toml"), workdir=str(tmp_path / "runs"))
+    driver = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stderr=subprocess.DEVNULL)
+    try:
+        llm_server.wait_for_requests(2 * 2, timeout=120)  # both episodes wait on their turn 2
+        episodes = _child_pids(driver.pid)
+        assert len(episodes) == 2
+        driver.kill()
+        driver.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in episodes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in episodes if _alive(pid)]
+    finally:
+        model.gate.set()
+        driver.kill()
+    assert not left, "a fresh episode waiting on its model outlived the killed run"

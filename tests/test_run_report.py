@@ -758,3 +758,65 @@ def test_compare_tells_real_score_differences_from_chance(
     fewer = re.search(r"to tell apart a difference of 5 points, about (\d+) episodes each", sized)
     assert fewer and int(fewer.group(1)) < int(size.group(2))
     assert (tmp_path / "c2" / COMPARISON_MD).read_text().count("do not rank them") == 1
+
+
+# -- run folders that cannot be read ------------------------------------------------------------------
+
+
+def _run_folder(folder: Path) -> Path:
+    """A run folder of two episodes that never started: every column of results.csv, written as a run writes it."""
+    from orchestration.run_folder import write_run
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus
+
+    ends = [EpisodeEnd(n, EpisodeStatus.NEVER_STARTED, "no story file") for n in (1, 2)]
+    write_run(folder, ends, redactor=Redactor(()))
+    return folder
+
+
+def _compare(tmp_path: Path, *runs: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "orchestration.run_report", "compare", *map(str, runs)]
+    return subprocess.run(
+        [*command, "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (lambda f: _cut(f / RESULTS_CSV), r"results\.csv, line 3: \d+ columns where its header has \d+"),
+        (lambda f: (f / SCORES_CSV).write_text("episode_id,turn,score\nabc,1"), r"scores\.csv, line 2: 2 col"),
+        (lambda f: (f / RESULTS_CSV).write_text(""), r"results\.csv is empty: not even its header line is there"),
+        (lambda f: _cut(f / RESULTS_CSV, lines=1), r"results\.csv lists no episodes"),
+    ],
+    ids=["results-cut-short", "scores-cut-short", "results-empty", "results-header-only"],
+)
+def test_a_damaged_run_folder_is_a_clear_error(tmp_path: Path, damage: Any, expected: str) -> None:
+    """A full disk or an interrupted copy leaves a CSV cut short: the comparison names the file and
+    line and says how to write it again, rather than crash or compare a run of no episodes."""
+    base = _run_folder(tmp_path / "base")
+    damaged = _run_folder(tmp_path / "damaged")
+    damage(damaged)
+    result = _compare(tmp_path, base, damaged)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert re.search(expected, result.stderr), result.stderr
+    assert str(damaged) in result.stderr and "run_report report EPISODE_FOLDER" in result.stderr
+    assert "fair-play" not in result.stdout + result.stderr
+
+
+def _cut(path: Path, lines: int | None = None) -> None:
+    """Keep the first ``lines`` lines, or cut the file in the middle of its last line."""
+    text = path.read_text(encoding="utf-8")
+    if lines is not None:
+        path.write_text("".join(text.splitlines(keepends=True)[:lines]), encoding="utf-8")
+        return
+    last = text.rstrip("\n").rfind("\n")
+    path.write_text(text[: last + 1 + 5], encoding="utf-8")
+
+
+def test_one_run_folder_given_twice_is_named_as_such(tmp_path: Path) -> None:
+    base = _run_folder(tmp_path / "base")
+    result = _compare(tmp_path, base, tmp_path / "." / "base")
+    assert result.returncode == 2, result.stderr
+    assert f"{base} is given twice: compare it with another run folder" in result.stderr
+    assert "same name" not in result.stderr

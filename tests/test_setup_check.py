@@ -12,14 +12,18 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from mcp_client.processes import marked_processes
 from orchestration import setup_check
+from orchestration.embedded_model import gguf_path, gguf_problem, missing_packages
 from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_names, check_setup
+from session.game_configuration import GameConfiguration
 from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.scripted_llm import ScriptedLLMServer
@@ -458,3 +462,173 @@ def test_tool_names_are_cut_short_with_a_count() -> None:
     names = [f"tool_number_{i}" for i in range(10)]
     assert _tool_names(names, 12) == "10 of 12: tool_number_0, tool_number_1, tool_number_2, tool_number_3, +6 more"
     assert os.linesep not in _tool_names(names, 10)
+
+
+# -- what a run would use ----------------------------------------------------------------------------
+
+
+def test_no_key_and_no_endpoint_checks_the_bundled_model_a_run_would_play_on(game_file: Path, tmp_path: Path) -> None:
+    """The shipped config with no key plays on the bundled model: the check says so (exit 0) and
+    checks that model, never the hosted endpoint a run would not call."""
+    if missing_packages() is not None:
+        pytest.skip("the bundled model's packages are not installed: run `uv sync`")
+    env = check_env("unused", game_file, tmp_path)
+    del env["OPENROUTER_API_KEY"], env["ZORKGPT_LLM_BASE_URL"]
+    result = run_main(["--check", "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=300)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "none needed: with no key and no endpoint set, a run plays on the bundled model" in row(out, "API key")
+    bundled = row(out, "bundled SmolLM2-135M-Instruct (llama.cpp)")
+    assert status_of(out, "bundled SmolLM2-135M-Instruct (llama.cpp)") == "ok", bundled
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf; not started by the check" in bundled
+    assert re.match(r"agent\s+ok\s+SmolLM2-135M-Instruct\s", row(out, "agent"))
+    assert "openrouter.ai" not in out + result.stderr
+    assert "Everything checked would work" in out
+
+
+def test_a_damaged_bundled_model_file_is_named(tmp_path: Path) -> None:
+    if missing_packages() is not None:
+        pytest.skip("the bundled model's packages are not installed: run `uv sync`")
+    shipped = gguf_path()
+    assert gguf_problem(shipped) is None
+    cut = tmp_path / shipped.name
+    with shipped.open("rb") as fh:
+        cut.write_bytes(fh.read(1 << 20))
+    assert "holds 1,048,576 bytes, not the" in (gguf_problem(cut) or "")
+    changed = tmp_path / "changed" / shipped.name
+    changed.parent.mkdir()
+    shutil.copyfile(shipped, changed)
+    with changed.open("r+b") as fh:
+        fh.seek(-1, os.SEEK_END)
+        last = fh.read(1)
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 1]))
+    assert "is not the file its package installed" in (gguf_problem(changed) or "")
+
+
+class _Failing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"error": {"message": "internal error"}}'
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_endpoint_answering_5xx_fails_the_check(
+    game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's first request to it fails (after its retries): the check must not say it would work."""
+    failing = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{failing.server_address[1]}/v1"
+        config = write_setup(tmp_path, MODELS_TOML, None)
+        report = check_here(monkeypatch, check_env(url, game_file, tmp_path), config)
+    finally:
+        failing.shutdown()
+        failing.server_close()
+    out = report.render()
+    assert report.failed, out
+    endpoint = row(out, url)
+    assert re.match(rf"{re.escape(url)}\s+FAIL\s+reachable, but failing: GET /models answered HTTP 500", endpoint)
+    assert "fix: see the server's log" in endpoint
+    assert "Everything checked would work" not in out
+
+
+# A stdio server that floods its stdout with lines that are not MCP messages and never answers.
+FLOODING_SERVER = "import sys\nwhile True:\n    print('not a message ' * 50, flush=True)\n"
+
+
+def test_a_server_flooding_its_stdout_leaves_no_event_loop_noise(game_file: Path, tmp_path: Path) -> None:
+    """Its pipe is read to the end as it is ended: nothing is left for the garbage collector to
+    close after the event loop ("Exception ignored ... RuntimeError: Event loop is closed")."""
+    config = write_setup(
+        tmp_path,
+        MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\nserver_startup_timeout_seconds = 5\n",
+        {"flood": {"command": sys.executable, "args": ["-c", FLOODING_SERVER]}},
+    )
+    env = check_env(f"http://127.0.0.1:{free_port()}/v1", game_file, tmp_path)
+    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "did not finish initialize + list_tools within 5s" in row(result.stdout, "flood")
+    assert "Event loop is closed" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert_nothing_left(env)
+
+
+def test_a_bundled_model_that_cannot_start_fails_the_check(
+    game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration import embedded_model
+
+    monkeypatch.setattr(embedded_model, "REQUIRED_MODULES", ("no_such_module_for_zorkgpt",))
+    env = check_env("unused", game_file, tmp_path)
+    del env["OPENROUTER_API_KEY"], env["ZORKGPT_LLM_BASE_URL"]
+    report = check_here(monkeypatch, env, write_setup(tmp_path, "", None))
+    out = report.render()
+    assert report.failed, out
+    bundled = row(out, "bundled SmolLM2-135M-Instruct (llama.cpp)")
+    assert "FAIL    cannot start: no_such_module_for_zorkgpt is not installed" in bundled
+    assert "fix: install the project's default packages with `uv sync`" in bundled and "OPENROUTER_API_KEY" in bundled
+    assert status_of(out, "agent") == "?"
+
+
+# -- fixes that name the fix ----------------------------------------------------------------------
+
+
+def test_a_command_typo_and_the_wrong_scheme_get_their_fix_and_the_setting_that_gave_them(
+    llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path
+) -> None:
+    """ "pyhton" gets "did you mean 'python'?" (not "install 'pyhton'"); an https address of a plain-http
+    server gets the http one, naming the variable that set it."""
+    llm_server.models = listed("scripted/agent", "scripted/helper")
+    https_url = llm_server.base_url.replace("http://", "https://")
+    servers = {"typo": {"command": "pyhton", "args": ["-m", "mcp_servers.thoughtbox_server"]}}
+    config = write_setup(tmp_path, MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\n", servers)
+    env = check_env(https_url, game_file, tmp_path, **PATIENT)
+    result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=300)
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert (
+        f"fix: the server speaks http, not https: use {llm_server.base_url} as the address (now set by the "
+        "environment variable ZORKGPT_LLM_BASE_URL)"
+    ) in row(out, https_url)
+    assert f"fix: Did you mean 'python'? Correct 'command' in {tmp_path / 'mcp_config.json'}." in row(out, "typo")
+    assert_nothing_left(env)
+
+
+def test_a_setting_typo_gets_the_closest_name(game_file: Path, tmp_path: Path) -> None:
+    config = write_setup(tmp_path, MODELS_TOML.replace("agent_model", "agent_modle"), None)
+    result = run_main(
+        ["--check", "--config", str(config)], check_env("http://127.0.0.1:9/v1", game_file, tmp_path), tmp_path
+    )
+    assert result.returncode == 2
+    assert (
+        "Unknown key 'agent_modle' in [tool.zorkgpt.llm]" in result.stdout
+        and "Did you mean agent_model?" in result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("base_url", "on_the_network"),
+    [
+        ("http://192.168.1.50:8080/v1", True),
+        ("http://10.0.0.7/v1", True),
+        ("http://gpu-box:8000/v1", True),
+        ("http://lab.local:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+    ],
+)
+def test_a_server_on_the_local_network_without_a_key_gets_require_api_key_as_its_fix(
+    base_url: str, on_the_network: bool
+) -> None:
+    """Nothing is sent anywhere: the row is built from the settings alone."""
+    config = GameConfiguration.from_mapping({"llm": {"base_url": base_url}}, environ={})
+    api_key = setup_check.api_key_row(config, {})
+    assert api_key.status is Status.FAIL
+    assert "(from [tool.zorkgpt.llm] base_url in pyproject.toml)" in api_key.cells[0]
+    assert ("require_api_key = false" in (api_key.fix or "")) is on_the_network
+    assert ("export OPENROUTER_API_KEY" in (api_key.fix or "")) is True

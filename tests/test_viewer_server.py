@@ -8,10 +8,12 @@ import contextlib
 import http.client
 import json
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +29,7 @@ from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, re
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
-from tests.main_support import REPO, MainProcess, clean_env, scripted_env
+from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
 from tests.scripted_llm import Reply, ScriptedLLMServer
 from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.viewer_support import TURNS as SCRIPTED_TURNS
@@ -697,3 +699,64 @@ def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them
     assert "| misc | structured | 2 | 2 |" in markdown and f"| (no such tool) | {UNKNOWN_TOOL} | 1 | 1 |" in markdown
     assert "## Engine check and critic model" in markdown and "## Critic\n" not in markdown
     assert "- Rejected: 2 (critic model 1, engine check 1)" in markdown
+
+
+def _readable_by_all(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def test_an_unreadable_episode_is_named_once_and_the_others_are_listed(played: tuple[Path, GameState, int]) -> None:
+    """Another user's episode folder (here ``chmod 000``, the viewer running as an unprivileged user):
+    the list still shows every other episode, says which one it cannot read, and the terminal is told
+    once, not with a traceback per poll."""
+    prefix = as_another_user()
+    base = Path(tempfile.mkdtemp(prefix="zorkgpt-viewer-"))  # not under pytest's 0700 tmp: the user must reach it
+    workdir = base / "game_files"
+    locked = episodes_dir(workdir) / "locked"
+    try:
+        for name in ("walk", "walk-again", "locked"):
+            shutil.copytree(episodes_dir(played[0] / "game_files") / "walk", episodes_dir(workdir) / name)
+        _readable_by_all(base)
+        locked.chmod(0o000)
+        proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "viewer", str(workdir), "--port", "0"],
+            cwd=REPO,
+            env=clean_env({"PYTHONDONTWRITEBYTECODE": "1"}),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            match = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
+            assert match, line + proc.stderr.read()
+            for _ in range(3):  # the page polls the list
+                listing = json.loads(urlopen_text(f"http://{match[1]}:{match[2]}/api/episodes"))
+                assert sorted(e["id"] for e in listing["episodes"]) == ["walk", "walk-again"]
+                assert listing["unreadable"] == [{"id": "locked", "error": "Permission denied"}]
+            status, _, body = raw_request(match[1], int(match[2]), "/api/episodes/locked")
+            assert status == 403 and "cannot read episode 'locked' (Permission denied)" in json.loads(body)["error"]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        assert err.count("cannot read") == 1 and f"chmod -R u+rX {locked}" in err, err
+
+        workdir.chmod(0o000)
+        unreadable = subprocess.run(
+            [*prefix, sys.executable, "-m", "viewer", str(workdir), "--port", "0"],
+            cwd=REPO,
+            env=clean_env({"PYTHONDONTWRITEBYTECODE": "1"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert unreadable.returncode == 2, unreadable.stderr
+        assert f"Cannot read the game workdir {workdir}: Permission denied" in unreadable.stderr
+        assert "Traceback" not in unreadable.stderr
+    finally:
+        for folder in (workdir, locked):
+            if folder.exists():
+                folder.chmod(0o755)
+        shutil.rmtree(base)

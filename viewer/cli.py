@@ -61,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_SETUP
     try:
+        next(workdir.iterdir(), None)
+    except OSError as exc:
+        print(
+            f"Cannot read the game workdir {workdir.resolve()}: {exc.strerror or exc}. Let this user read it "
+            f"(chmod u+rx {workdir.resolve()}) or run the viewer as its owner.",
+            file=sys.stderr,
+        )
+        return EXIT_SETUP
+    try:
         server = make_server(workdir, args.port, args.host, config.files, args.allow_host)
     except OSError as exc:
         print(

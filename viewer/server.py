@@ -2,7 +2,7 @@
 
 - ``GET /`` the page; ``GET /static/<name>`` its script and stylesheet (a fixed list,
   served from this package);
-- ``GET /api/episodes`` every episode in the workdir, newest first;
+- ``GET /api/episodes`` every episode in the workdir, newest first, and those it cannot read;
 - ``GET /api/episodes/<id>?since=N`` one episode, with its events from index ``N`` on.
 
 Only GET and HEAD are answered; a malformed ``since`` gets 400 naming the problem. The server
@@ -101,7 +101,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
             name = path.removeprefix("/static/")
             self._send(HTTPStatus.OK, _static(name), STATIC_FILES[name])
         elif path == "/api/episodes":
-            self._json({"workdir": str(workdir.root), "episodes": workdir.list_episodes()})
+            episodes = workdir.list_episodes()
+            self._json({"workdir": str(workdir.root), "episodes": episodes, "unreadable": workdir.unreadable()})
         elif path.startswith("/api/episodes/"):
             self._episode(path.removeprefix("/api/episodes/"), parse_qs(url.query, keep_blank_values=True))
         else:
@@ -120,6 +121,12 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self._json(self.server.workdir.episode(episode_id, since=int(raw_since)))
         except EpisodeNotFoundError:
             self._error(HTTPStatus.NOT_FOUND, f"No episode {episode_id!r} in {self.server.workdir.root}.")
+        except OSError as exc:
+            self._error(
+                HTTPStatus.FORBIDDEN,
+                f"The viewer cannot read episode {episode_id!r} ({exc.strerror or exc}): let the user it runs as "
+                "read its folder.",
+            )
 
 
 class ViewerHTTPServer(ThreadingHTTPServer):

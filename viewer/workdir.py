@@ -4,6 +4,10 @@ Everything is read on request and never written. Episode ids from a URL are chec
 against the folders that exist under ``episodes/``; nothing outside the workdir is read (a
 symlink that leads out of it is treated as a missing file).
 
+An episode folder or log this process may not read (another user's, a ``chmod 000``) is left out
+of the list, which shows every other episode; it is named once in a warning, with the fix, and in
+the list's ``unreadable`` entries.
+
 An episode log may hold lines the page cannot show: not JSON, nested too deep to serve, or an
 event whose fields have the wrong types (a hand-edited or foreign log). They are skipped and
 counted in ``unreadable_lines``, with one warning per episode; the other events are served.
@@ -89,6 +93,10 @@ class EpisodeNotFoundError(LookupError):
     """No episode folder by that name under the workdir's ``episodes/``."""
 
 
+# The name ``unreadable`` gives the episodes folder itself when it cannot be listed.
+EPISODES_LABEL = "episodes/"
+
+
 class GameWorkdir:
     """Read-only access to one game workdir, safe to share between request threads."""
 
@@ -99,6 +107,8 @@ class GameWorkdir:
         self._logs: dict[str, _EpisodeLog] = {}
         self._figures_cache: dict[str, tuple[int, dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        self._unreadable: dict[str, str] = {}  # episode id -> why it cannot be read, as last seen
+        self._warned_unreadable: set[str] = set()  # warned once each: the page polls every few seconds
 
     # ----------------------------------------------------------------- episodes
     def episode_folder(self, episode_id: str) -> EpisodeFolder:
@@ -158,13 +168,42 @@ class GameWorkdir:
             return list(log.events), tail.unreadable_lines + log.skipped
 
     def episode_ids(self) -> list[str]:
-        if not self.episodes_dir.is_dir():
+        """The episodes with a log, by id; those that cannot be read are noted (``unreadable``)."""
+        try:
+            if not self.episodes_dir.is_dir():
+                return []
+            candidates = sorted(p for p in self.episodes_dir.iterdir() if EPISODE_ID.fullmatch(p.name))
+        except OSError as exc:
+            self._note_unreadable(EPISODES_LABEL, self.episodes_dir, exc)
             return []
-        return sorted(
-            p.name
-            for p in self.episodes_dir.iterdir()
-            if EPISODE_ID.fullmatch(p.name) and EpisodeFolder(p).log.is_file()
+        ids = []
+        for path in candidates:
+            try:
+                if EpisodeFolder(path).log.is_file():
+                    ids.append(path.name)
+            except OSError as exc:
+                self._note_unreadable(path.name, path, exc)
+        return ids
+
+    def _note_unreadable(self, name: str, path: Path, exc: OSError) -> None:
+        why = exc.strerror or str(exc)
+        with self._lock:
+            self._unreadable[name] = why
+            if name in self._warned_unreadable:
+                return
+            self._warned_unreadable.add(name)
+        logger.warning(
+            "The viewer cannot read %s (%s), so it does not show it; the other episodes are shown. To see it, "
+            "let this user read it: chmod -R u+rX %s (or run the viewer as its owner).",
+            path,
+            why,
+            path,
         )
+
+    def unreadable(self) -> list[dict[str, str]]:
+        """What the last listing could not read: ``{"id": ..., "error": ...}`` each."""
+        with self._lock:
+            return [{"id": name, "error": why} for name, why in sorted(self._unreadable.items())]
 
     def _figures(self, episode_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
         # Recomputed only when the episode logged something new: the list is polled every few seconds.
@@ -182,13 +221,17 @@ class GameWorkdir:
 
     def list_episodes(self) -> list[dict[str, Any]]:
         """Every episode, newest first."""
+        with self._lock:
+            self._unreadable.clear()  # each listing says what it could not read now
         rows = []
         for episode_id in self.episode_ids():
             try:
                 events, _ = self._events(episode_id)
+                rows.append(self._figures(episode_id, events))
             except EpisodeNotFoundError:
                 continue  # deleted between listing and reading
-            rows.append(self._figures(episode_id, events))
+            except OSError as exc:
+                self._note_unreadable(episode_id, self.episodes_dir / episode_id, exc)
         rows.sort(key=lambda row: (row["started_at"] or "", row["id"]), reverse=True)
         return rows
 

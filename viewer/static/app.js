@@ -92,6 +92,12 @@ async function refreshList() {
   const select = document.getElementById("episode-select");
   view.listedAt = Date.now();
   select.replaceChildren(...data.episodes.map((e) => el("option", { value: e.id, text: episodeLabel(e) })));
+  const unreadable = data.unreadable || [];
+  const notice = document.getElementById("unreadable");
+  notice.hidden = !unreadable.length;
+  notice.textContent = unreadable.length
+    ? `Not shown, cannot be read: ${unreadable.map((u) => `${u.id} (${u.error})`).join(", ")}.`
+    : "";
   if (!data.episodes.length) {
     document.getElementById("status").textContent = "no episodes yet";
     return;
