@@ -1,6 +1,7 @@
 """Playing episodes and reporting on them: the layer between ``main.py`` and the agent and managers.
 
 - ``turn_figures``: one played turn's figures for whoever watches;
+- ``run_settings``: the settings an episode and a run played with, on record, and how runs' settings differ;
 - ``context_builder``: the agent's per-turn user message;
 - ``episode_runner``: the episode runner, one synchronous turn at a time;
 - ``episode_records``: an episode's figures from what it wrote;

@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "shared_utils.model_json",
         "shared_utils.files",
         "shared_utils.version",
+        "shared_utils.cli",
         "shared_utils.tracing",
         "shared_utils",
         "session.errors",
@@ -113,6 +114,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "agent": ("tool_loop.events", "tool_loop.loop", "tool_loop", "zork_agent"),
     "orchestration": (
         "orchestration.turn_figures",
+        "orchestration.run_settings",
         "orchestration.context_builder",
         "orchestration.episode_runner",
         "orchestration.episode_records",

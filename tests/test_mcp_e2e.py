@@ -203,8 +203,7 @@ def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
         ZORKGPT_MCP_ENABLED="true",
         ZORKGPT_MCP_CONFIG_FILE=str(mcp_file),
         ZORKGPT_MCP_SESSION_LIFETIME="episode",
-        ZORKGPT_GAMEPLAY_STUCK_LIMIT_TURNS="1000",
-        ZORKGPT_GAMEPLAY_STUCK_WARNING_TURNS="1000",
+        ZORKGPT_GAMEPLAY_STUCK_LIMIT_TURNS="0",  # the idle rule off: the walkthrough waits where the game needs it
     )
     done = run_main(
         ["--max-turns", str(len(commands) + 5), "--config", str(REPO / "pyproject.toml")], env, tmp_path, timeout=600
