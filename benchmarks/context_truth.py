@@ -39,7 +39,8 @@ against the engine, replayed independently with raw Jericho calls:
   the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
 - seen_item_routes (seen level): a route to an objective's item (or the container it goes in) ends where the
   player last saw that thing lying, and there is none while the player has not seen it or it is gone from there;
-- room_numbers (seen level): no request of any role shows an engine room number ("Maze (room 17)"), and the
+- room_numbers (seen level): no request of any role shows an engine room number, whatever its format ("Maze
+  (room 17)", "West of House #180": see ``engine_room_number``), and the
   "Location:" line names a room that shares its name with others the player has been in by the order first
   entered ("Maze (the 3rd so named)");
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
@@ -767,6 +768,22 @@ def seen_changes(truth: EngineTruth, transcript: Transcript, oracle: Oracle) -> 
     }
 
 
+def _fixed_instructions(bodies: list[dict[str, Any]]) -> dict[str, str]:
+    """Each role's instructions that every one of its requests opens with alike (the memory model's "a
+    chimney is too narrow to climb with a load"): the product's own words, the same whatever was read."""
+    fixed: dict[str, str] = {}
+    for body in bodies:
+        messages = body.get("messages") or [{}]
+        if messages[0].get("role") != "system" or not isinstance(messages[0].get("content"), str):
+            continue
+        role = schema_name(body) if body.get("response_format") else "agent"
+        text = messages[0]["content"]
+        kept = fixed.get(role, text)
+        alike = next((i for i, (a, b) in enumerate(zip(kept, text, strict=False)) if a != b), len(kept))
+        fixed[role] = kept[: min(alike, len(text))]
+    return fixed
+
+
 def check_seen_requests(
     bodies: list[dict[str, Any]],
     truth: EngineTruth,
@@ -786,12 +803,14 @@ def check_seen_requests(
     the rules above (each request checked against what the player had read by then). Names the
     models wrote themselves (``model_texts``: an objective to reach a room) are theirs to use."""
     rooms = {**truth.probed_names, **truth.room_names}
-    things = {oracle.name(n) for numbers in truth.numbers.values() for n in numbers.values()}
+    # Every object the story has but its rooms, one word or more ("chalice", "kitchen window").
+    things = {oracle.name(n) for n in truth.after[min(truth.after)].tree if n not in rooms}
     thing_names = {
         name: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", re.IGNORECASE)
         for name in things
-        if len(name) > 3 and " " in name and name.lower() not in model_texts
+        if len(name) > 3 and name.lower() not in model_texts
     }
+    instructions = _fixed_instructions(bodies)
     room_names = {
         room: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])")
         for room, name in rooms.items()
@@ -842,7 +861,8 @@ def check_seen_requests(
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the room {rooms[room]!r} unread")
         for name, pattern in thing_names.items():
             unread = not transcript.printed_name(name, upto) and not transcript.typed(name, upto + 1)
-            if unread and pattern.search(text) and not pattern.search(system_prompt):
+            fixed = pattern.search(system_prompt) or pattern.search(instructions.get(role, ""))
+            if unread and pattern.search(text) and not fixed:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: calls a thing {name!r}, the game had not")
         hidden = _ENGINE_ONLY_CHANGE.search(text)
         if hidden:
@@ -850,10 +870,9 @@ def check_seen_requests(
             told = line.strip()[:160]
             verdicts.disagree("seen_requests", f"turn {turn} {role}: a change only the engine knows: {told!r}")
         verdicts.checked["room_numbers"] += 1
-        number = _ROOM_NUMBER.search(text)
-        if number:
-            line = next(x for x in text.splitlines() if number.group(0) in x)
-            verdicts.disagree("room_numbers", f"turn {turn} {role}: an engine room number: {line.strip()[:120]!r}")
+        numbered = engine_room_number(text, rooms)
+        if numbered:
+            verdicts.disagree("room_numbers", f"turn {turn} {role}: an engine room number: {numbered[:120]!r}")
         if not found and turn in truth.turns and (f"Turn {turn} |" in text or role == "CriticResponse"):
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
@@ -915,9 +934,55 @@ def _reply_action(reply: dict[str, Any]) -> str:
 _MEMORY_TURN = re.compile(
     r"^Turn (?P<turn>\d+) in (?P<label>.+?)(?: \(room (?P<room>\d+)\))?: > (?P<action>.+)$", re.MULTILINE
 )
-# An engine room number, as the engine level shows it ("Maze (room 17)") or as the map's files do ("#17").
-_ROOM_NUMBER = re.compile(r"\((?:room #?|#)\d+\)|\broom #\d+")
 _LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
+# A number standing alone in a text ("#180", "(180)", "180:"; not "1.5", "x180", "180th").
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w]|\.\d)")
+# Words that call a number a room's ("room 17", "Location: 17") or an identifier ("id 17", "no. 17").
+_PLACE_WORD = re.compile(r"\b(?:rooms?|location)\b", re.IGNORECASE)
+_ID_WORDS = re.compile(r"\b(?:rooms?|location|ids?|no|nr|num|number)\b", re.IGNORECASE)
+# What may stand between a room and a number for the number to be said of it: no word but those above.
+_BESIDE = 16
+
+
+def engine_room_number(text: str, rooms: dict[int, str]) -> str | None:
+    """The first line of ``text`` that gives an engine room number, whatever its format: a standalone
+    number equal to the engine's number of a room named beside it ("West of House #180", "Maze (17)",
+    "[17] Maze"; any room of that name, lookalikes share one), or to the number of any room the engine
+    knows after the word "room" or "location" ("room 17", "Location: #17"). Beside means on the same
+    line with nothing between but punctuation, spaces and words that make a number an identifier
+    ("room", "id", "no"). The engine's numbers come from the engine, not from a list of formats; turn
+    numbers, scores, counts and list ids ("Turn 180 in West of House", "West of House (turn 180)",
+    "- #180 [medium]", "180 points") are told apart by the word that says what they count."""
+    ids_of: dict[str, set[int]] = {}
+    for room, name in rooms.items():
+        ids_of.setdefault(name, set()).add(room)
+    mentions = {name: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])") for name in ids_of if name}
+    every = set(rooms)
+    for line in text.splitlines():
+        numbers = [(m.start(), m.end(), int(m.group())) for m in _NUMBER.finditer(line) if int(m.group()) in every]
+        if not numbers:
+            continue
+        # The word "room" or "location" comes before its number ("Turn 15; location: Cellar" is a turn's);
+        # a room's name on either side ("[17] Maze").
+        spans = [(m.start(), m.end(), every, False) for m in _PLACE_WORD.finditer(line)]
+        spans += [(m.start(), m.end(), ids_of[name], True) for name, p in mentions.items() for m in p.finditer(line)]
+        for start, end, number in numbers:
+            for at, to, ids, either in spans:
+                between = line[to:start] if to <= start else line[end:at] if end <= at and either else None
+                if to > start:
+                    # A number before the room's name is the room's unless a word before it says what it
+                    # counts ("Turn 75; location: Forest Path").
+                    before = re.search(r"([A-Za-z]+)[^A-Za-z0-9]*$", line[:start])
+                    if before and not _ID_WORDS.fullmatch(before.group(1)):
+                        continue
+                if (
+                    number in ids
+                    and between is not None
+                    and len(between) <= _BESIDE
+                    and not re.search(r"[A-Za-z0-9]", _ID_WORDS.sub("", between))
+                ):
+                    return line.strip()
+    return None
 
 
 def check_turn_numbers(

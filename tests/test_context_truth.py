@@ -445,3 +445,55 @@ def test_a_way_named_by_a_wall_fails_the_seen_map(read: Read) -> None:
         assert verdicts.counts["seen_map"] == (2 if wrong else 0), disagreements(verdicts)
         assert ("turn 39 in Temple: 'west' named here: tried already, or not in what was read here" in
                 disagreements(verdicts)) is wrong  # fmt: skip
+
+
+@ONE_REPLAY
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "Rooms: done in West of House #{id}",
+        "Rooms: done in West of House (#{id})",
+        "Rooms: done in West of House [{id}], led to North of House",
+        "Rooms: done in room {id}",
+        "{id}: West of House",
+    ],
+)
+def test_an_engine_room_number_in_any_format_fails_the_seen_level(read: Read, game_file: Path, leak: str) -> None:
+    """The room numbers are the engine's, whatever the format: ``EventRooms.describe`` appending " #180"
+    to each room put "Rooms: done in West of House #180" into every memory request (the old pattern knew
+    only "(room N)", "(#N)" and "room #N"). Turn numbers, scores and list ids equal to a room's number
+    are not room numbers."""
+    oracle = Oracle(game_file)
+    number = next(room for room, name in read.truth.room_names.items() if name == "West of House")
+    fair = [
+        "Rooms: done in West of House",
+        f"Turn {number} in West of House: > north",
+        f"West of House (turn {number}); Score {number} points",
+        f"- #{number} [medium] Open the mailbox in West of House",
+    ]
+    for text, wrong in [(leak.format(id=number), True)] + [(f, False) for f in fair]:
+        verdicts = Verdicts()
+        check_seen_requests(helper_request(12, text), read.truth, read.saws, verdicts, oracle, read.transcript)
+        assert ("MemoryBatchReply: an engine room number" in disagreements(verdicts)) is wrong, (
+            text,
+            disagreements(verdicts),
+        )
+        assert verdicts.counts["room_numbers"] == wrong, disagreements(verdicts)
+
+
+@ONE_REPLAY
+def test_the_thief_named_before_the_game_names_him_fails_the_seen_level(read: Read, game_file: Path) -> None:
+    """The walkthrough meets the thief first in the reply that names him ("The thief gestures mysteriously",
+    turn 260), so the replay alone never exercises the rule for him: a helper told "thief" after turn
+    259, while the engine has the thief roaming the underground, names a creature the player has not
+    read of (by the creature rule and by the engine-name rule both); after turn 260 the same is fair."""
+    oracle = Oracle(game_file)
+    first = min(turn for turn, text in read.truth.read.items() if "thief" in text.lower().split())
+    assert first == 260 and "thief" in read.truth.creatures
+    text = "Changes: world changed: thief: appeared in Round Room"
+    for turn, wrong in ((first - 1, True), (first, False)):
+        verdicts = Verdicts()
+        check_seen_requests(helper_request(turn, text), read.truth, read.saws, verdicts, oracle, read.transcript)
+        found = disagreements(verdicts)
+        assert (f"turn {turn} MemoryBatchReply: names the 'thief' unread" in found) is wrong, found
+        assert (f"turn {turn} MemoryBatchReply: calls a thing 'thief', the game had not" in found) is wrong, found
