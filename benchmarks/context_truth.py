@@ -84,7 +84,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle, TurnTruth
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -613,7 +613,7 @@ def last_seen_in(
             continue
         here = any(
             _is(name, item)
-            and _read(name, saws[t].words)
+            and named_by(truth.nouns.get(name, frozenset()), saws[t].words)
             and not place.startswith("carried by ")
             and (transcript is None or _sighted(truth, transcript, truth.numbers[t][name], name, facts.room_id, t))
             for name, (place, _) in seen.items()
@@ -825,6 +825,7 @@ def check_seen_requests(
         if len(line.strip()) > 12 and line.strip() not in truth.room_names.values()
     }
     system_prompt = Path(__file__).resolve().parent.parent.joinpath("prompts", "agent.md").read_text(encoding="utf-8")
+    instructed = _WORD.findall(system_prompt.lower())
     turn = min(saws)
     for body in bodies:
         text = _request_text(body)
@@ -842,10 +843,10 @@ def check_seen_requests(
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
+        said = _WORD.findall(text.lower())
         for creature in truth.creatures:
-            noun = _WORD.findall(creature.lower())[-1]
-            named = re.compile(rf"\b{re.escape(noun)}\b", re.IGNORECASE)
-            if noun not in words and named.search(text) and not named.search(system_prompt):
+            nouns = truth.nouns.get(creature, frozenset())
+            if not named_by(nouns, words) and named_by(nouns, said) and not named_by(nouns, instructed):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
@@ -1108,12 +1109,6 @@ def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, fro
     return flat
 
 
-def _read(name: str, words_read: set[str]) -> bool:
-    """The player read the object's name: its last word, or that word with -s or -es."""
-    last = _WORD.findall(name.lower())[-1:]
-    return bool(last) and any(last[0] + ending in words_read for ending in ("", "s", "es"))
-
-
 def printed_here(truth: EngineTruth, turn: int) -> str:
     """Everything the game printed on arriving in or acting in the room the player is in at ``turn``:
     its words, lower case, one space apart."""
@@ -1192,13 +1187,21 @@ class Transcript:
 
     commands: list[str]
     replies: dict[int, str]
+    # Each engine name -> the words that name it in the game's text, by the story's dictionary
+    # (``EngineTruth.nouns``: "egg" of the jewel-encrusted egg; "guidebooks" names the guidebook too).
+    nouns: dict[str, frozenset[str]]
     printed: list[str] = field(default_factory=list)  # [t]: every reply read when asked for turn t
+    # [t]: every word read when asked for turn t, cut to the dictionary's letters as the parser reads it.
+    printed_words: list[frozenset[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        text = ""
+        text, words = "", frozenset[str]()
         for turn in range(len(self.commands) + 2):
             self.printed.append(text)
-            text += " | " + " ".join(_tokens(self.replies.get(turn, ""))) + " "
+            self.printed_words.append(words)
+            tokens = _tokens(self.replies.get(turn, ""))
+            text += " | " + " ".join(tokens) + " "
+            words |= {w[:WORD_LETTERS] for w in tokens}
 
     def said(self, turn: int) -> str:
         """Turn ``turn``'s command and the game's reply to it (0: the opening text)."""
@@ -1216,21 +1219,26 @@ class Transcript:
         return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
 
     def printed_plural(self, word: str, upto: int) -> bool:
-        """A one-word name the game printed only as a plural ("guidebooks" of the tour guidebook)."""
-        return " " not in word.strip() and any(self.printed_name(word + end, upto) for end in ("s", "es"))
+        """A one-word name the game printed only in another form its parser reads as the same word
+        ("guidebooks" of the tour guidebook: the dictionary keeps a word's first six letters)."""
+        words = _name_tokens(word)
+        return (
+            len(words) == 1
+            and len(words[0]) >= WORD_LETTERS
+            and words[0][:WORD_LETTERS] in self.printed_words[min(upto, len(self.printed_words) - 1)]
+        )
 
     def names(self, name: str, turn: int) -> bool:
-        """Turn ``turn``'s command or reply names the thing (its name's last word, or that word's plural)."""
-        head = _name_tokens(name)[-1:]
-        return bool(head) and bool({head[0], head[0] + "s", head[0] + "es"} & set(_tokens(self.said(turn))))
+        """Turn ``turn``'s command or reply names the thing (one of the words the story's dictionary
+        names it by, as the parser reads a word)."""
+        return named_by(self.nouns.get(name, frozenset()), _tokens(self.said(turn)))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
-        head = _name_tokens(name)[-1:]
-        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        nouns = self.nouns.get(name, frozenset())
         for turn in range(upto):
             for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
-                if heads & set(_tokens(sentence)) and _STATE_SAID[state].search(sentence):
+                if named_by(nouns, _tokens(sentence)) and _STATE_SAID[state].search(sentence):
                     return True
         return False
 
@@ -1725,7 +1733,7 @@ def check_walkthrough(
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
     saws = player_saw(truth, commands)
-    transcript = Transcript(commands, truth.read)
+    transcript = Transcript(commands, truth.read, truth.nouns)
     items = item_names(run["objectives"], oracle)
     verdicts = Verdicts()
     object_names: dict[str, set[int]] = {}
