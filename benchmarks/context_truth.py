@@ -39,7 +39,8 @@ against the engine, replayed independently with raw Jericho calls:
   the engine level also those been in that have no light of their own, exactly while nothing carried is lit;
 - seen_item_routes (seen level): a route to an objective's item (or the container it goes in) ends where the
   player last saw that thing lying, and there is none while the player has not seen it or it is gone from there;
-- room_numbers (seen level): no request of any role shows an engine room number ("Maze (room 17)"), and the
+- room_numbers (seen level): no request of any role shows an engine room number, whatever its format ("Maze
+  (room 17)", "West of House #180": see ``engine_room_number``), and the
   "Location:" line names a room that shares its name with others the player has been in by the order first
   entered ("Maze (the 3rd so named)");
 - stale_memory: no memory of this game's state (the memory model writes one for each object the batch's turns
@@ -83,7 +84,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, EngineTruth, Oracle, TurnTruth
+from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -612,7 +613,7 @@ def last_seen_in(
             continue
         here = any(
             _is(name, item)
-            and _read(name, saws[t].words)
+            and named_by(truth.nouns.get(name, frozenset()), saws[t].words)
             and not place.startswith("carried by ")
             and (transcript is None or _sighted(truth, transcript, truth.numbers[t][name], name, facts.room_id, t))
             for name, (place, _) in seen.items()
@@ -767,6 +768,22 @@ def seen_changes(truth: EngineTruth, transcript: Transcript, oracle: Oracle) -> 
     }
 
 
+def _fixed_instructions(bodies: list[dict[str, Any]]) -> dict[str, str]:
+    """Each role's instructions that every one of its requests opens with alike (the memory model's "a
+    chimney is too narrow to climb with a load"): the product's own words, the same whatever was read."""
+    fixed: dict[str, str] = {}
+    for body in bodies:
+        messages = body.get("messages") or [{}]
+        if messages[0].get("role") != "system" or not isinstance(messages[0].get("content"), str):
+            continue
+        role = schema_name(body) if body.get("response_format") else "agent"
+        text = messages[0]["content"]
+        kept = fixed.get(role, text)
+        alike = next((i for i, (a, b) in enumerate(zip(kept, text, strict=False)) if a != b), len(kept))
+        fixed[role] = kept[: min(alike, len(text))]
+    return fixed
+
+
 def check_seen_requests(
     bodies: list[dict[str, Any]],
     truth: EngineTruth,
@@ -786,12 +803,14 @@ def check_seen_requests(
     the rules above (each request checked against what the player had read by then). Names the
     models wrote themselves (``model_texts``: an objective to reach a room) are theirs to use."""
     rooms = {**truth.probed_names, **truth.room_names}
-    things = {oracle.name(n) for numbers in truth.numbers.values() for n in numbers.values()}
+    # Every object the story has but its rooms, one word or more ("chalice", "kitchen window").
+    things = {oracle.name(n) for n in truth.after[min(truth.after)].tree if n not in rooms}
     thing_names = {
         name: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", re.IGNORECASE)
         for name in things
-        if len(name) > 3 and " " in name and name.lower() not in model_texts
+        if len(name) > 3 and name.lower() not in model_texts
     }
+    instructions = _fixed_instructions(bodies)
     room_names = {
         room: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])")
         for room, name in rooms.items()
@@ -806,6 +825,7 @@ def check_seen_requests(
         if len(line.strip()) > 12 and line.strip() not in truth.room_names.values()
     }
     system_prompt = Path(__file__).resolve().parent.parent.joinpath("prompts", "agent.md").read_text(encoding="utf-8")
+    instructed = _WORD.findall(system_prompt.lower())
     turn = min(saws)
     for body in bodies:
         text = _request_text(body)
@@ -823,10 +843,10 @@ def check_seen_requests(
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
+        said = _WORD.findall(text.lower())
         for creature in truth.creatures:
-            noun = _WORD.findall(creature.lower())[-1]
-            named = re.compile(rf"\b{re.escape(noun)}\b", re.IGNORECASE)
-            if noun not in words and named.search(text) and not named.search(system_prompt):
+            nouns = truth.nouns.get(creature, frozenset())
+            if not named_by(nouns, words) and named_by(nouns, said) and not named_by(nouns, instructed):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
@@ -842,7 +862,8 @@ def check_seen_requests(
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the room {rooms[room]!r} unread")
         for name, pattern in thing_names.items():
             unread = not transcript.printed_name(name, upto) and not transcript.typed(name, upto + 1)
-            if unread and pattern.search(text) and not pattern.search(system_prompt):
+            fixed = pattern.search(system_prompt) or pattern.search(instructions.get(role, ""))
+            if unread and pattern.search(text) and not fixed:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: calls a thing {name!r}, the game had not")
         hidden = _ENGINE_ONLY_CHANGE.search(text)
         if hidden:
@@ -850,10 +871,9 @@ def check_seen_requests(
             told = line.strip()[:160]
             verdicts.disagree("seen_requests", f"turn {turn} {role}: a change only the engine knows: {told!r}")
         verdicts.checked["room_numbers"] += 1
-        number = _ROOM_NUMBER.search(text)
-        if number:
-            line = next(x for x in text.splitlines() if number.group(0) in x)
-            verdicts.disagree("room_numbers", f"turn {turn} {role}: an engine room number: {line.strip()[:120]!r}")
+        numbered = engine_room_number(text, rooms)
+        if numbered:
+            verdicts.disagree("room_numbers", f"turn {turn} {role}: an engine room number: {numbered[:120]!r}")
         if not found and turn in truth.turns and (f"Turn {turn} |" in text or role == "CriticResponse"):
             # A helper shown the agent's prompt, or the critic's own facts (its exits), is held to the same rules.
             probe = Verdicts()
@@ -915,9 +935,55 @@ def _reply_action(reply: dict[str, Any]) -> str:
 _MEMORY_TURN = re.compile(
     r"^Turn (?P<turn>\d+) in (?P<label>.+?)(?: \(room (?P<room>\d+)\))?: > (?P<action>.+)$", re.MULTILINE
 )
-# An engine room number, as the engine level shows it ("Maze (room 17)") or as the map's files do ("#17").
-_ROOM_NUMBER = re.compile(r"\((?:room #?|#)\d+\)|\broom #\d+")
 _LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
+# A number standing alone in a text ("#180", "(180)", "180:"; not "1.5", "x180", "180th").
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w]|\.\d)")
+# Words that call a number a room's ("room 17", "Location: 17") or an identifier ("id 17", "no. 17").
+_PLACE_WORD = re.compile(r"\b(?:rooms?|location)\b", re.IGNORECASE)
+_ID_WORDS = re.compile(r"\b(?:rooms?|location|ids?|no|nr|num|number)\b", re.IGNORECASE)
+# What may stand between a room and a number for the number to be said of it: no word but those above.
+_BESIDE = 16
+
+
+def engine_room_number(text: str, rooms: dict[int, str]) -> str | None:
+    """The first line of ``text`` that gives an engine room number, whatever its format: a standalone
+    number equal to the engine's number of a room named beside it ("West of House #180", "Maze (17)",
+    "[17] Maze"; any room of that name, lookalikes share one), or to the number of any room the engine
+    knows after the word "room" or "location" ("room 17", "Location: #17"). Beside means on the same
+    line with nothing between but punctuation, spaces and words that make a number an identifier
+    ("room", "id", "no"). The engine's numbers come from the engine, not from a list of formats; turn
+    numbers, scores, counts and list ids ("Turn 180 in West of House", "West of House (turn 180)",
+    "- #180 [medium]", "180 points") are told apart by the word that says what they count."""
+    ids_of: dict[str, set[int]] = {}
+    for room, name in rooms.items():
+        ids_of.setdefault(name, set()).add(room)
+    mentions = {name: re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])") for name in ids_of if name}
+    every = set(rooms)
+    for line in text.splitlines():
+        numbers = [(m.start(), m.end(), int(m.group())) for m in _NUMBER.finditer(line) if int(m.group()) in every]
+        if not numbers:
+            continue
+        # The word "room" or "location" comes before its number ("Turn 15; location: Cellar" is a turn's);
+        # a room's name on either side ("[17] Maze").
+        spans = [(m.start(), m.end(), every, False) for m in _PLACE_WORD.finditer(line)]
+        spans += [(m.start(), m.end(), ids_of[name], True) for name, p in mentions.items() for m in p.finditer(line)]
+        for start, end, number in numbers:
+            for at, to, ids, either in spans:
+                between = line[to:start] if to <= start else line[end:at] if end <= at and either else None
+                if to > start:
+                    # A number before the room's name is the room's unless a word before it says what it
+                    # counts ("Turn 75; location: Forest Path").
+                    before = re.search(r"([A-Za-z]+)[^A-Za-z0-9]*$", line[:start])
+                    if before and not _ID_WORDS.fullmatch(before.group(1)):
+                        continue
+                if (
+                    number in ids
+                    and between is not None
+                    and len(between) <= _BESIDE
+                    and not re.search(r"[A-Za-z0-9]", _ID_WORDS.sub("", between))
+                ):
+                    return line.strip()
+    return None
 
 
 def check_turn_numbers(
@@ -1043,12 +1109,6 @@ def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, fro
     return flat
 
 
-def _read(name: str, words_read: set[str]) -> bool:
-    """The player read the object's name: its last word, or that word with -s or -es."""
-    last = _WORD.findall(name.lower())[-1:]
-    return bool(last) and any(last[0] + ending in words_read for ending in ("", "s", "es"))
-
-
 def printed_here(truth: EngineTruth, turn: int) -> str:
     """Everything the game printed on arriving in or acting in the room the player is in at ``turn``:
     its words, lower case, one space apart."""
@@ -1127,13 +1187,21 @@ class Transcript:
 
     commands: list[str]
     replies: dict[int, str]
+    # Each engine name -> the words that name it in the game's text, by the story's dictionary
+    # (``EngineTruth.nouns``: "egg" of the jewel-encrusted egg; "guidebooks" names the guidebook too).
+    nouns: dict[str, frozenset[str]]
     printed: list[str] = field(default_factory=list)  # [t]: every reply read when asked for turn t
+    # [t]: every word read when asked for turn t, cut to the dictionary's letters as the parser reads it.
+    printed_words: list[frozenset[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        text = ""
+        text, words = "", frozenset[str]()
         for turn in range(len(self.commands) + 2):
             self.printed.append(text)
-            text += " | " + " ".join(_tokens(self.replies.get(turn, ""))) + " "
+            self.printed_words.append(words)
+            tokens = _tokens(self.replies.get(turn, ""))
+            text += " | " + " ".join(tokens) + " "
+            words |= {w[:WORD_LETTERS] for w in tokens}
 
     def said(self, turn: int) -> str:
         """Turn ``turn``'s command and the game's reply to it (0: the opening text)."""
@@ -1151,21 +1219,26 @@ class Transcript:
         return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
 
     def printed_plural(self, word: str, upto: int) -> bool:
-        """A one-word name the game printed only as a plural ("guidebooks" of the tour guidebook)."""
-        return " " not in word.strip() and any(self.printed_name(word + end, upto) for end in ("s", "es"))
+        """A one-word name the game printed only in another form its parser reads as the same word
+        ("guidebooks" of the tour guidebook: the dictionary keeps a word's first six letters)."""
+        words = _name_tokens(word)
+        return (
+            len(words) == 1
+            and len(words[0]) >= WORD_LETTERS
+            and words[0][:WORD_LETTERS] in self.printed_words[min(upto, len(self.printed_words) - 1)]
+        )
 
     def names(self, name: str, turn: int) -> bool:
-        """Turn ``turn``'s command or reply names the thing (its name's last word, or that word's plural)."""
-        head = _name_tokens(name)[-1:]
-        return bool(head) and bool({head[0], head[0] + "s", head[0] + "es"} & set(_tokens(self.said(turn))))
+        """Turn ``turn``'s command or reply names the thing (one of the words the story's dictionary
+        names it by, as the parser reads a word)."""
+        return named_by(self.nouns.get(name, frozenset()), _tokens(self.said(turn)))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
-        head = _name_tokens(name)[-1:]
-        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        nouns = self.nouns.get(name, frozenset())
         for turn in range(upto):
             for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
-                if heads & set(_tokens(sentence)) and _STATE_SAID[state].search(sentence):
+                if named_by(nouns, _tokens(sentence)) and _STATE_SAID[state].search(sentence):
                     return True
         return False
 
@@ -1660,7 +1733,7 @@ def check_walkthrough(
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
     saws = player_saw(truth, commands)
-    transcript = Transcript(commands, truth.read)
+    transcript = Transcript(commands, truth.read, truth.nouns)
     items = item_names(run["objectives"], oracle)
     verdicts = Verdicts()
     object_names: dict[str, set[int]] = {}

@@ -12,14 +12,27 @@ agree and the check say nothing. So this module has its own
 - object reading: parents and attributes from Jericho's object tree (``FrotzEnv``), with Zork I's
   attribute numbers checked on objects whose nature is known (the lamp gives light, the trophy
   case is a glass container);
-- exit probing: each direction tried from a saved engine state and undone.
+- exit probing: each direction tried from a saved engine state and undone;
+- its own rules for what the product decides too: which containers have an open/closed state
+  (``Oracle.opens``: what the game does when asked) and which words of a text name a thing
+  (``Story.nouns``: the story's dictionary words for it).
 
 It imports nothing of the product (a test holds it to that).
+
+Where both sides must agree by definition, and nothing else: the formats the checker reads back
+from the product's prompts and requests (the "Inventory:", "Visible objects:", "Location:", map and
+route lines, "Turn N in <room>: > <command>" of the memory helper), the product's phrase for a thing in
+view the game never named (``UNNAMED_THING`` in ``context_truth``), and, the one thing the seen level
+assumes a player can tell beyond the game's text, that rooms sharing a name are numbered in the order
+first entered ("Maze (the 3rd so named)"). What is true of the game (where the player is, what is in
+view, which ways lead where, what states things have, what the player read) is read here from the
+story file and the engine, by rules written from the game's text, never from the product's code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,15 +70,18 @@ DIRECTIONS: tuple[str, ...] = (
     "land",
 )
 
-# Property numbers of this release: a room's local globals, a container's capacity.
+# Property numbers of this release: a room's local globals, a container's capacity, an object's
+# nouns (the dictionary words the parser takes for it: "mailbo" and "box" for the small mailbox).
 _GLOBALS = 5
 _CAPACITY = 10
+_SYNONYMS = 18
 # Zork I's direction properties are numbered from here up (``land`` is the lowest, 19).
 _LOWEST_DIRECTION = 19
 # A dictionary entry's first data byte: part-of-speech flags, and which value byte comes first.
 _DIRECTION_FLAG = 0x10
 _FIRST_IS_DIRECTION = 3
-_WORD_LETTERS = 6
+# A version 3 dictionary keeps a word's first six letters: the parser takes "guidebooks" for "guidebook".
+WORD_LETTERS = 6
 _ALPHABETS = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", " \n0123456789.,!?_#'\"/\\-:()")
 
 
@@ -81,6 +97,15 @@ class StoryObject:
     # A room's direction properties: property number -> the room it names first (0: none, a
     # message or a routine), as the story defines its ways out.
     ways: dict[int, int] = field(default_factory=dict)
+    # The dictionary words (cut to ``WORD_LETTERS``) the parser takes as nouns for this object.
+    synonyms: frozenset[str] = frozenset()
+
+
+def named_by(nouns: frozenset[str], words: Iterable[str]) -> bool:
+    """Some of ``words`` (a text's) names a thing whose ``Story.nouns`` are ``nouns``: the word, cut to the
+    dictionary's six letters, is one of them ("guidebooks" names the tour guidebook, "mailbox" the
+    small mailbox), as the game's parser would take it."""
+    return any(w[:WORD_LETTERS] in nouns for w in words)
 
 
 class Story:
@@ -147,8 +172,23 @@ class Story:
                 int.from_bytes(properties.get(_CAPACITY, b""), "big"),
                 # One byte: the room; four or five: the room when a flag or door allows; two or three: none.
                 {p: (v[0] if len(v) in (1, 4, 5) else 0) for p, v in properties.items() if p >= _LOWEST_DIRECTION},
+                frozenset(
+                    self.text(self.word_at(properties.get(_SYNONYMS, b""), i))
+                    for i in range(0, len(properties.get(_SYNONYMS, b"")), 2)
+                ),
             )
         return objects
+
+    @staticmethod
+    def word_at(table: bytes, index: int) -> int:
+        return int.from_bytes(table[index : index + 2], "big")
+
+    def nouns(self, name: str) -> frozenset[str]:
+        """The words that name the things called ``name`` in the game's text: the words of the name that
+        the story's dictionary lists as the thing's nouns ("egg" of the jewel-encrusted egg, "mailbo" of
+        the small mailbox), each cut to the dictionary's six letters, as the game's parser reads them."""
+        words = {w[:WORD_LETTERS] for w in re.findall(r"[a-z0-9'-]+", name.lower())}
+        return frozenset(w for o in self.objects.values() if o.name == name for w in o.synonyms & words)
 
     def _direction_words(self) -> dict[str, int]:
         """Each dictionary word the parser takes as a direction -> the room property it moves by."""
@@ -167,7 +207,7 @@ class Story:
 
     def check_directions(self, directions: tuple[str, ...]) -> None:
         """Every direction the story has is named once in ``directions``."""
-        named = {d: self.direction_words.get(d[:_WORD_LETTERS]) for d in directions}
+        named = {d: self.direction_words.get(d[:WORD_LETTERS]) for d in directions}
         unknown = sorted(d for d, prop in named.items() if prop is None)
         missing = {
             word: prop for word, prop in self.direction_words.items() if prop not in set(named.values()) - {None}
@@ -225,6 +265,8 @@ class EngineTruth:
     numbers: dict[int, dict[str, int]] = field(default_factory=dict)
     # Per turn: the objects near the player whose place or flags the turn's command changed.
     changed_objects: dict[int, set[int]] = field(default_factory=dict)
+    # Each engine name -> the words that name it in the game's text (``Story.nouns``).
+    nouns: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class Oracle:
@@ -237,8 +279,8 @@ class Oracle:
         self.intro = str(self.env.reset()[0])
         self.player = self.env.player_obj_num
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
-        # Container -> whether the game lets the player open or close it (see ``opens``).
-        self.opening: dict[int, bool] = {}
+        # The containers the game has shown to open or close (see ``opens``).
+        self.opening: set[int] = set()
         self.check_attributes()
 
     def check_attributes(self) -> None:
@@ -299,18 +341,33 @@ class Oracle:
         ]
 
     def opens(self, number: int, flags: set[int]) -> bool:
-        """Whether the game lets the player open or close this container: asked once, from the state
-        the engine is in now, and undone. "You can't do that." (the chalice) is a no; an answer
-        about something else (the name not understood here) is asked again at the next sight."""
-        if number not in self.opening:
-            words = [w for w in self.name(number).lower().split() if w not in ("a", "an", "the")]
-            state = self.env.get_state()
-            reply = self.env.step(f"{'close' if OPENBIT in flags else 'open'} {words[-1]}")[0].strip()
+        """Whether the container has an open/closed state, by what the game does, from the state the
+        engine is in now, and undone: told to open it (close it, when open), it does (its open flag
+        turns); or, told to look in it while closed, the game says it "is closed" (the jewel-encrusted
+        egg, which opens, though not by the player's hand). The chalice does neither ("You can't do
+        that." to both): it has no state. A yes holds all game (how a thing opens is its own code's);
+        a no is asked again at the next sight, for the game may have answered about something else
+        (a noun two things here share, the dark)."""
+        if number in self.opening:
+            return True
+        nouns = self.story.nouns(self.name(number))
+        words = re.findall(r"[a-z0-9'-]+", self.name(number).lower())
+        noun = next((w for w in reversed(words) if w[:WORD_LETTERS] in nouns), words[-1])
+        state = self.env.get_state()
+        try:
+            self.env.step(f"{'close' if OPENBIT in flags else 'open'} {noun}")
+            turned = (OPENBIT in self.tree()[number][1]) != (OPENBIT in flags)
             self.env.set_state(state)
-            if reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
-                return True
-            self.opening[number] = reply != "You can't do that."
-        return self.opening[number]
+            said = "" if OPENBIT in flags else self.env.step(f"look in {noun}")[0].lower()
+        finally:
+            self.env.set_state(state)
+        closed = any(
+            "is closed" in sentence and named_by(nouns, re.findall(r"[a-z0-9'-]+", sentence))
+            for sentence in re.split(r"[.!?\n]", said)
+        )
+        if turned or closed:
+            self.opening.add(number)
+        return turned or closed
 
     def states(self, number: int, attrs: tuple[int, ...]) -> frozenset[str]:
         """Open or closed for doors and for containers Zork can open (capacity not 0, not a surface
@@ -354,7 +411,7 @@ class Oracle:
         state = self.env.get_state()
         ways = self.story.objects[here].ways
         props = self.story.direction_words
-        nowhere = next((d for d in DIRECTIONS if props[d[:_WORD_LETTERS]] not in ways), None)
+        nowhere = next((d for d in DIRECTIONS if props[d[:WORD_LETTERS]] not in ways), None)
         drift = here
         if nowhere is not None:
             reply = self.env.step(nowhere)[0]
@@ -370,7 +427,7 @@ class Oracle:
                 # The room this direction's own property names, when the reply heads a line with it
                 # and the player is no longer there.
                 lines = {line.split(",")[0].strip() for line in reply.splitlines()}
-                named = ways.get(props[direction[:_WORD_LETTERS]], 0)
+                named = ways.get(props[direction[:WORD_LETTERS]], 0)
                 passed = named and named != now and self.name(named) in lines - {self.name(now), self.name(here)}
                 found[direction] = named if passed else now
             else:
@@ -422,6 +479,7 @@ class Oracle:
     def replay(self, commands: list[str]) -> EngineTruth:
         truth = EngineTruth()
         truth.read[0] = self.intro
+        truth.nouns = {o.name: self.story.nouns(o.name) for o in self.story.objects.values() if o.name}
         for turn, command in enumerate(commands, start=1):
             tree = self.tree()
             truth.creatures |= {

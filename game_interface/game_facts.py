@@ -12,6 +12,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
+from game_interface.story_data import DICTIONARY_WORD_LENGTH
+
 # Zork I attribute numbers (ZIL flags), identified from the canonical release's object
 # tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
 TOUCHBIT = 3
@@ -244,8 +246,10 @@ class TextRead:
         """This turn's command or reply names the thing (by its name's last word, or its plural)."""
         return named_in(name, self._turn_words)
 
-    def note(self, number: int, name: str, holder: int, room: int) -> None:
-        """Take in what this turn's text says of an object in view: its states, and a sighting."""
+    def note(self, number: int, name: str, holder: int, room: int, nouns: frozenset[str] = frozenset()) -> None:
+        """Take in what this turn's text says of an object in view: its states, and a sighting.
+        ``nouns``: the words of its name the parser also takes for it, cut to the dictionary's letters
+        ("bag" of the leather bag of coins): "put bag in case" names the coins as well as "coins" does."""
         head = name_words(name)[-1:] if name_words(name) else ()
         heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
         for clause in self._clauses:
@@ -261,7 +265,7 @@ class TextRead:
         kept_holder, rooms = self._sighted.get(number, (holder, set()))
         if kept_holder != holder:
             rooms = set()  # moved since it was seen: where it lay before says nothing now
-        if self.said_now(name):
+        if self.said_now(name) or not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in self._turn_words):
             rooms = rooms | {room}
         self._sighted[number] = (holder, rooms)
 

@@ -372,7 +372,7 @@ class JerichoInterface:
         if read is not None:
             room = self.get_location().id
             for obj in self._visible_below(self._player_id, tree):
-                read.note(obj.id, obj.name, obj.parent_id, room)
+                read.note(obj.id, obj.name, obj.parent_id, room, self._nouns(obj.id))
         return [self._nested_label(obj, tree, read=read) for obj in self._children(self._player_id, tree)]
 
     def describe_visible_objects(self, read: TextRead | None = None) -> list[str]:
@@ -396,7 +396,7 @@ class JerichoInterface:
             if self._held_by_creature(obj.id, room, tree):
                 continue
             if read is not None:
-                read.note(obj.id, obj.name, obj.parent_id, room)
+                read.note(obj.id, obj.name, obj.parent_id, room, self._nouns(obj.id))
                 if read.name_for(obj.name) is None or not read.sighted(obj.id, obj.parent_id, room):
                     continue
             if ACTORBIT in obj.attributes:
@@ -496,7 +496,9 @@ class JerichoInterface:
             if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
                 continue
             self._tried_opening.add(obj.id)
-            if not flipped and reply == CANNOT_DO_REPLY:
+            # The answer is the reply's first line; what follows is the world going on ("The thief
+            # stabs nonchalantly with his stiletto" when the chalice is first seen, in his room).
+            if not flipped and reply.split("\n", 1)[0] == CANNOT_DO_REPLY:
                 self._never_opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
@@ -804,6 +806,14 @@ class JerichoInterface:
             capacity=static.capacity if static else 0,
             opens=number not in self._never_opens,
         )
+
+    def _nouns(self, number: int) -> frozenset[str]:
+        """The words of the object's name that the parser takes for it ("bag" and "coins" of the leather
+        bag of coins), cut to the dictionary's letters."""
+        static = self._story.objects.get(number)
+        if static is None:
+            return frozenset()
+        return static.synonyms & {w[:DICTIONARY_WORD_LENGTH] for w in re.findall(r"[a-z0-9]+", static.name.lower())}
 
     def _name(self, number: int) -> str:
         static = self._story.objects.get(number)

@@ -34,7 +34,16 @@ from benchmarks.context_truth import (
     check_walkthrough,
     player_saw,
 )
-from benchmarks.engine_truth import DIRECTIONS, DOORBIT, OPENBIT, EngineTruth, EngineTruthError, Oracle, Story
+from benchmarks.engine_truth import (
+    DIRECTIONS,
+    DOORBIT,
+    OPENBIT,
+    EngineTruth,
+    EngineTruthError,
+    Oracle,
+    Story,
+    named_by,
+)
 from game_interface import JerichoInterface
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
@@ -289,14 +298,23 @@ def test_the_probe_and_the_engine_side_agree_where_the_world_moves_the_player(
 
 def test_a_container_the_game_will_not_open_is_never_called_closed(game_file: Path) -> None:
     """The chalice holds things, but "open chalice" and "close chalice" get "You can't do that.":
-    neither side calls it closed; a container the player does open (the mailbox) keeps its state."""
+    neither side calls it closed, not even at first sight, in the thief's room, where the reply goes
+    on "The thief stabs nonchalantly with his stiletto" (the product took the whole reply for its
+    answer and called the chalice closed from then on; the engine side's old rule, the product's
+    copied, agreed). A container the player does open (the mailbox) keeps its state."""
     commands = walkthrough(game_file)
     oracle, game = Oracle(game_file), JerichoInterface(game_file)
     try:
         game.start()
         assert "small mailbox (closed)" in game.describe_visible_objects()
         assert oracle.things(oracle.tree(), oracle.room(oracle.tree()))[1]["small mailbox"][1] == {"closed"}
-        for command in commands[: commands.index("Get chalice") + 1]:
+        # Asked for the first attack on the thief: the player has just climbed into the Treasure Room.
+        first_sight = commands.index("Kill thief with nasty knife") + 1
+        for turn, command in enumerate(commands[: commands.index("Get chalice") + 1], start=1):
+            if turn == first_sight:
+                assert "thief" in oracle.things(oracle.tree(), oracle.room(oracle.tree()))[1]
+                assert oracle.things(oracle.tree(), oracle.room(oracle.tree()))[1]["chalice"] == ("", frozenset())
+                assert "chalice" in game.describe_visible_objects()
             oracle.env.step(command)
             game.send_command(command)
         assert "chalice" in game.describe_inventory()
@@ -305,6 +323,39 @@ def test_a_container_the_game_will_not_open_is_never_called_closed(game_file: Pa
         assert carried["chalice"] == ("", frozenset())
     finally:
         game.close()
+
+
+def test_the_engine_side_gives_a_container_a_state_by_what_the_game_does(game_file: Path) -> None:
+    """Its own rule, not the product's: a container has an open/closed state when, told to open it
+    (close it, when open), the game does, or, told to look in it, says it "is closed". The egg in
+    the nest opens, though not by the player's hand ("You have neither the tools nor the expertise."),
+    and "look in egg" says "The jewel-encrusted egg is closed.": closed; the nest closes: open."""
+    commands = walkthrough(game_file)
+    oracle = Oracle(game_file)
+    for command in commands[:3]:  # north, north, up: Up a Tree
+        oracle.env.step(command)
+    tree, state = oracle.tree(), oracle.env.get_state()
+    assert oracle.env.step("open egg")[0].startswith("You have neither the tools nor the expertise.")
+    oracle.env.set_state(state)
+    _, seen = oracle.things(tree, oracle.room(tree))
+    assert seen["jewel-encrusted egg"] == ("in the bird's nest", frozenset({"closed"}))
+    assert seen["bird's nest"] == ("", frozenset({"open"}))
+
+
+def test_the_engine_side_reads_a_things_nouns_from_the_storys_dictionary(game_file: Path) -> None:
+    """When a text names a thing, by the story's own words for it (not the product's last-word rule):
+    the words of its name the dictionary lists as its nouns, as the parser reads a word (its first six
+    letters): "guidebooks" names the tour guidebook, "mailbox" the small mailbox; "eggs" is no word the
+    game knows the egg by, and "small" is no noun."""
+    story = Story(game_file.read_bytes())
+    assert story.nouns("small mailbox") == {"mailbo"}
+    assert story.nouns("jewel-encrusted egg") == {"egg"}
+    assert story.nouns("tour guidebook") == {"guideb"}
+    assert story.nouns("thief") == {"thief"}
+    assert named_by(story.nouns("tour guidebook"), ["some", "guidebooks"])
+    assert named_by(story.nouns("small mailbox"), ["mailbox"])
+    assert not named_by(story.nouns("jewel-encrusted egg"), ["eggs"])
+    assert not named_by(story.nouns("small mailbox"), ["small"])
 
 
 # -- the seen level's side, built from the transcript: each leak it must catch, fed to the checker ---
@@ -323,7 +374,7 @@ class Read:
 def read(seen_report: TruthReport, game_file: Path) -> Read:
     commands = walkthrough(game_file)
     truth = seen_report.truth
-    return Read(truth, Transcript(commands, truth.read), player_saw(truth, commands))
+    return Read(truth, Transcript(commands, truth.read, truth.nouns), player_saw(truth, commands))
 
 
 def agent_prompt(turn: int, *lines: str) -> str:
@@ -445,3 +496,70 @@ def test_a_way_named_by_a_wall_fails_the_seen_map(read: Read) -> None:
         assert verdicts.counts["seen_map"] == (2 if wrong else 0), disagreements(verdicts)
         assert ("turn 39 in Temple: 'west' named here: tried already, or not in what was read here" in
                 disagreements(verdicts)) is wrong  # fmt: skip
+
+
+@ONE_REPLAY
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "Rooms: done in West of House #{id}",
+        "Rooms: done in West of House (#{id})",
+        "Rooms: done in West of House [{id}], led to North of House",
+        "Rooms: done in room {id}",
+        "{id}: West of House",
+    ],
+)
+def test_an_engine_room_number_in_any_format_fails_the_seen_level(read: Read, game_file: Path, leak: str) -> None:
+    """The room numbers are the engine's, whatever the format: ``EventRooms.describe`` appending " #180"
+    to each room put "Rooms: done in West of House #180" into every memory request (the old pattern knew
+    only "(room N)", "(#N)" and "room #N"). Turn numbers, scores and list ids equal to a room's number
+    are not room numbers."""
+    oracle = Oracle(game_file)
+    number = next(room for room, name in read.truth.room_names.items() if name == "West of House")
+    fair = [
+        "Rooms: done in West of House",
+        f"Turn {number} in West of House: > north",
+        f"West of House (turn {number}); Score {number} points",
+        f"- #{number} [medium] Open the mailbox in West of House",
+    ]
+    for text, wrong in [(leak.format(id=number), True)] + [(f, False) for f in fair]:
+        verdicts = Verdicts()
+        check_seen_requests(helper_request(12, text), read.truth, read.saws, verdicts, oracle, read.transcript)
+        assert ("MemoryBatchReply: an engine room number" in disagreements(verdicts)) is wrong, (
+            text,
+            disagreements(verdicts),
+        )
+        assert verdicts.counts["room_numbers"] == wrong, disagreements(verdicts)
+
+
+@ONE_REPLAY
+def test_the_thief_named_before_the_game_names_him_fails_the_seen_level(read: Read, game_file: Path) -> None:
+    """The walkthrough meets the thief first in the reply that names him ("The thief gestures mysteriously",
+    turn 260), so the replay alone never exercises the rule for him: a helper told "thief" after turn
+    259, while the engine has the thief roaming the underground, names a creature the player has not
+    read of (by the creature rule and by the engine-name rule both); after turn 260 the same is fair."""
+    oracle = Oracle(game_file)
+    first = min(turn for turn, text in read.truth.read.items() if "thief" in text.lower().split())
+    assert first == 260 and "thief" in read.truth.creatures
+    text = "Changes: world changed: thief: appeared in Round Room"
+    for turn, wrong in ((first - 1, True), (first, False)):
+        verdicts = Verdicts()
+        check_seen_requests(helper_request(turn, text), read.truth, read.saws, verdicts, oracle, read.transcript)
+        found = disagreements(verdicts)
+        assert (f"turn {turn} MemoryBatchReply: names the 'thief' unread" in found) is wrong, found
+        assert (f"turn {turn} MemoryBatchReply: calls a thing 'thief', the game had not" in found) is wrong, found
+
+
+@ONE_REPLAY
+def test_a_thing_put_down_by_another_noun_of_its_name_is_listed(read: Read) -> None:
+    """After "Put bag in case" and "Done." the story's dictionary takes "bag" for the leather bag of coins, so
+    the last text named it, and in the trophy case in view it is listed (the product, naming a thing
+    by its name's last word alone, left the coins out; so did this check while it copied that rule)."""
+    turn = read.transcript.commands.index("Put bag in case") + 2
+    assert read.truth.turns[turn].room == "Living Room"
+    for shown, wrong in (("trophy case", True), ("trophy case, coins (in the trophy case)", False)):
+        verdicts = Verdicts()
+        check_seen_things(turn, agent_prompt(turn, "Inventory: empty-handed", f"Visible objects: {shown}"),
+                          read.truth, read.transcript, verdicts)  # fmt: skip
+        found = disagreements(verdicts)
+        assert ("'leather bag of coins': named by the last text, in view, not listed" in found) is wrong, found
