@@ -5,4 +5,5 @@
 - ``files``: atomic writes: a file replaced whole or not at all, its mode kept;
 - ``tracing``: the Langfuse client and the observation helper;
 - ``version``: the product's version and the ``--version`` argument.
+- ``processes``: child processes that die with their parent (``die_with_parent``).
 """

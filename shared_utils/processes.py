@@ -1,0 +1,31 @@
+"""Child processes that end with the process that started them, even when it is killed outright."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from collections.abc import Callable
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    # Looked up once in the parent: after fork, only the call itself runs (no dlopen, no locks).
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None  # not Linux: the parent's signal handlers and finally-block still stop children
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+    """A ``preexec_fn``: runs in the child between fork and exec, so the kernel sends it ``signum``
+    when the parent dies, even by SIGKILL (Linux). ``functools.partial(die_with_parent, os.getpid())``."""
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, int(signum))
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
