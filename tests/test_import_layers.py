@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "shared_utils.model_json",
         "shared_utils.files",
         "shared_utils.version",
+        "shared_utils.processes",
         "shared_utils.tracing",
         "shared_utils",
         "session.errors",
