@@ -502,7 +502,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             return code
         return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
 
-    with live_status(args) as status:
+    with live_status(args) as status, warm_mcp_servers(config):
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
         if args.parallel > 1 and args.episodes > 1:
@@ -533,6 +533,16 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
             end_of_run(ends, EXIT_RUN_FAILED)
             raise
         return end_of_run(ends, code)
+
+
+def warm_mcp_servers(config: GameConfiguration) -> contextlib.AbstractContextManager[str | None]:
+    """The run's warm parent of the shipped MCP servers its MCP config starts through their launcher
+    (``mcp_servers/warm.py``): each turn's fresh server is then forked, not imported again. Episodes
+    of a parallel run use their run's."""
+    from mcp_servers.warm import launched_servers, warm_parent
+
+    enabled = config.mcp.enabled
+    return warm_parent(launched_servers(config.resolve_path(config.mcp.config_file)) if enabled else [])
 
 
 def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[TerminalStatus | None]:
