@@ -57,9 +57,10 @@ from session.redaction import SECRET_ENV_VARS
 
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
 # The launcher of the servers ZorkGPT ships, and where it finds the run's warm parent, which forks
-# each of them fresh (mcp_servers/launch.py and mcp_servers/warm.py, which name the same).
+# each of them fresh (mcp_servers/launch.py and mcp_servers/warm.py, which name the same). Not a
+# ZORKGPT_ name: those are settings, and the episodes of a parallel run inherit this one.
 LAUNCHER_MODULE = "mcp_servers.launch"
-WARM_ENV_VAR = "ZORKGPT_MCP_WARM"
+WARM_ENV_VAR = "MCP_SERVERS_WARM_PARENT"
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 Lifetime = Literal["turn", "episode"]

@@ -2,7 +2,7 @@
 
 ``python -m mcp_servers.launch thoughtbox [ARGS...]`` (or ``zork``) is an ordinary stdio command: an
 MCP client starts it like any server and talks MCP on its stdin and stdout. When the environment
-names a warm parent (``ZORKGPT_MCP_WARM``, set by ZorkGPT for its run: ``mcp_servers/warm.py``),
+names a warm parent (``MCP_SERVERS_WARM_PARENT``, set by ZorkGPT for its run: ``mcp_servers/warm.py``),
 this launcher hands its own stdin, stdout and stderr to that parent over a Unix socket
 (``SCM_RIGHTS``); the parent, which imported the server once, forks a fresh server onto them, and
 the launcher waits for the server to end and exits with its exit code. Without a warm parent (run
@@ -28,7 +28,7 @@ import signal
 import socket
 import sys
 
-WARM_ENV_VAR = "ZORKGPT_MCP_WARM"
+WARM_ENV_VAR = "MCP_SERVERS_WARM_PARENT"
 # The servers a warm parent can fork: the name in the launcher's arguments, and its module.
 SERVERS = {"thoughtbox": "mcp_servers.thoughtbox_server", "zork": "mcp_servers.zork_server"}
 MESSAGE_BYTES = 1 << 20  # one request: the server's arguments, environment and folder

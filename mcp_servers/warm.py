@@ -77,8 +77,9 @@ def launcher_target(args: Any) -> str | None:
 
 @contextlib.contextmanager
 def warm_parent(servers: Sequence[str]) -> Iterator[str | None]:
-    """Run a warm parent for ``servers`` while the block runs; its address is in ``ZORKGPT_MCP_WARM``
-    meanwhile, which every process started after (the run's episodes, their launchers) inherits.
+    """Run a warm parent for ``servers`` while the block runs; its address is in
+    ``MCP_SERVERS_WARM_PARENT`` meanwhile, which every process started after (the run's episodes,
+    their launchers) inherits.
 
     Yields None, starting nothing, when there is nothing to serve, the system cannot, or an outer
     run already has one (an episode of a parallel run uses its run's)."""

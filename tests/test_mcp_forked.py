@@ -20,9 +20,11 @@ import pytest
 from managers.mcp_manager import MCPManager
 from mcp_client.config import WARM_ENV_VAR
 from mcp_servers.warm import warm_parent
+from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
-from tests.e2e_support import walkthrough
+from tests.e2e_support import TurnKeyedWalkthroughModel, read_events, walkthrough
+from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SHIPPED_MCP_CONFIG,
@@ -183,3 +185,36 @@ def test_the_launcher_starts_the_server_itself_without_a_warm_parent(tmp_path: P
         assert time.monotonic() - began < 120
     finally:
         del os.environ[WARM_ENV_VAR]
+
+
+def test_the_episodes_of_a_parallel_run_share_the_runs_warm_parent(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Each episode inherits the run's warm parent (its address is no setting an episode would refuse)."""
+    llm_server.respond_with(TurnKeyedWalkthroughModel(walkthrough(game_file)))
+    env = scripted_env(
+        llm_server,
+        tmp_path,
+        game_file,
+        **NO_LEARNING,
+        ZORKGPT_MCP_ENABLED="true",
+        ZORKGPT_MCP_CONFIG_FILE=str(SHIPPED_MCP_CONFIG),
+        ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="120",
+    )
+    args = ["--episodes", "2", "--parallel", "2", "--max-turns", "2", "--config", str(REPO_ROOT / "pyproject.toml")]
+    done = run_main(args, env, tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    logs = list((tmp_path / "runs").rglob(EpisodeFolder.LOG))
+    assert len(logs) == 2
+    for log in logs:
+        connects = [e for e in read_events(log.parent) if e["event_type"] == "mcp_session_connect"]
+        assert len(connects) >= 2, f"{log.parent.name}: a fresh thoughtbox each turn was not connected"
+
+
+def test_the_client_and_the_launcher_name_the_same_warm_parent_and_launcher() -> None:
+    """Two layers that may not import each other (the launcher imports only the standard library)."""
+    from mcp_client import config
+    from mcp_servers import launch, warm
+
+    assert config.WARM_ENV_VAR == launch.WARM_ENV_VAR and not config.WARM_ENV_VAR.startswith("ZORKGPT_")
+    assert config.LAUNCHER_MODULE == warm._LAUNCHER_MODULE == launch.__name__
