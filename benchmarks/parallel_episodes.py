@@ -18,8 +18,15 @@ average, and this process, which is almost all the scripted model server. K = 1 
 episode in the run's process itself (no warm parent): its row counts that process as the episode.
 Each row ends with the machine's load average as it started.
 
+``--mcp``: each K is played forked with MCP off and with MCP on in the shipped configuration
+(``mcp_config.json``: the thoughtbox, a fresh server every turn, forked by the run's warm parent of
+MCP servers, whose CPU and its servers' count in the episodes' column). Then one episode of
+``--instant-turns`` turns with a model that answers at once, MCP off and on: what MCP costs a turn
+when nothing hides it. Exits 1 naming each goal missed: MCP on K=16 at least 12x and K=64 at least
+40x its K=1, and the instant episode with MCP on within 3x of MCP off.
+
     uv run python benchmarks/parallel_episodes.py [--game-file PATH] [--turns 20] [--delay 1.0] [--ks 1 16 64]
-        [--ways forked fresh]
+        [--ways forked fresh] [--mcp [--instant-turns 100]]
 """
 
 from __future__ import annotations
@@ -124,11 +131,19 @@ class OwnCPU(threading.Thread):
         return 0
 
 
-def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool) -> Played:
+# MCP on, the shipped configuration: speed-up over its own K=1 at least this, by K.
+MCP_SPEED_UP_GOALS = {16: 12.0, 64: 40.0}
+MCP_INSTANT_GOAL = 3.0  # the instant-model episode with MCP on, at most this times MCP off
+
+
+def play(
+    k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool, mcp: bool = False
+) -> Played:
     """Play one ``main.py --episodes k --parallel k``."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(
         {
+            "ZORKGPT_MCP_ENABLED": "true" if mcp else "false",
             "OPENROUTER_API_KEY": "benchmark-key-123456",
             "ZORKGPT_LLM_BASE_URL": server.base_url,
             "ZORKGPT_LLM_AGENT_MODEL": AGENT_MODEL,
@@ -173,6 +188,8 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=20, help="turns per episode (default 20)")
     parser.add_argument("--delay", type=float, default=1.0, help="seconds the model takes per call (default 1)")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 16, 64], help="episodes at once (default 1 16 64)")
+    parser.add_argument("--mcp", action="store_true", help="play each K forked with MCP off and on; goals checked")
+    parser.add_argument("--instant-turns", type=int, default=100, help="--mcp: turns of the instant-model episode")
     parser.add_argument(
         "--ways",
         nargs="+",
@@ -190,14 +207,17 @@ def main() -> int:
         f"{'way':>6} {'K':>3} {'wall s':>8} {'turns':>6} {'LLM calls':>9} {'turns/min':>10} {'speed-up':>9}"
         f"   CPU s: {'run':>5} {'warm parent':>11} {'episodes':>8} {'per episode':>11} {'model server':>12} {'load':>5}"
     )
+    ways = ["mcp off", "mcp on"] if args.mcp else args.ways
+    missed: list[str] = []
     try:
-        for way in args.ways:
+        for way in ways:
             base_rate = None
             for k in args.ks:
                 calls_before = len(server.requests)
                 load = os.getloadavg()[0]  # the machine's, as this K starts: other work slows the wall figures
                 with tempfile.TemporaryDirectory(prefix=f"zorkgpt-parallel-{k}-") as tmp:
-                    run = play(k, args.turns, server, game_file, Path(tmp) / "game_files", way == "forked")
+                    forked = way != "fresh"
+                    run = play(k, args.turns, server, game_file, Path(tmp) / "game_files", forked, way == "mcp on")
                 rate = run.turns / run.wall * 60
                 base_rate = base_rate or rate
                 calls = len(server.requests) - calls_before
@@ -209,9 +229,46 @@ def main() -> int:
                     f" {run.episodes_cpu / k:>11.2f} {run.server_cpu:>12.2f} {load:>5.2f}{note}",
                     flush=True,
                 )
+                goal = MCP_SPEED_UP_GOALS.get(k) if way == "mcp on" else None
+                if goal is not None and rate / base_rate < goal:
+                    missed.append(f"MCP on, K={k}: {rate / base_rate:.1f}x, under its goal of {goal:g}x")
+                if run.exit_code != 0:
+                    missed.append(f"{way}, K={k}: exit code {run.exit_code}")
+        if args.mcp:
+            missed += instant_episode(args.instant_turns, model, server, game_file)
     finally:
         server.stop()
-    return 0
+    for goal in missed:
+        print(f"goal missed: {goal}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+def instant_episode(
+    turns: int, model: TurnKeyedWalkthroughModel, server: ScriptedLLMServer, game_file: Path
+) -> list[str]:
+    """One episode of ``turns`` turns, the model answering at once, MCP off then on; the goals it misses."""
+    delay, model.delay = model.delay, 0.0
+    walls: dict[bool, float] = {}
+    try:
+        for mcp in (False, True):
+            load = os.getloadavg()[0]
+            with tempfile.TemporaryDirectory(prefix="zorkgpt-instant-") as tmp:
+                run = play(1, turns, server, game_file, Path(tmp) / "game_files", True, mcp)
+            walls[mcp] = run.wall
+            print(
+                f"instant model, {turns} turns, MCP {'on' if mcp else 'off'}: {run.wall:.2f} s wall "
+                f"({run.turns} turns), {run.episodes_cpu:.2f} s CPU, load {load:.2f}",
+                flush=True,
+            )
+            if run.exit_code != 0:
+                return [f"instant model, MCP {'on' if mcp else 'off'}: exit code {run.exit_code}"]
+    finally:
+        model.delay = delay
+    ratio = walls[True] / walls[False]
+    print(f"instant model: MCP on took {ratio:.2f}x the wall of MCP off (goal at most {MCP_INSTANT_GOAL:g}x)")
+    return (
+        [] if ratio <= MCP_INSTANT_GOAL else [f"instant model: MCP on {ratio:.2f}x MCP off, over {MCP_INSTANT_GOAL:g}x"]
+    )
 
 
 if __name__ == "__main__":
