@@ -74,15 +74,17 @@ class Played:
     warm_parent_cpu: float
     episodes_cpu: float
     server_cpu: float
+    mcp_cpu: float = 0.0  # MCP on: the run's warm parent of MCP servers and every server it forked
 
 
-def own_cpu(pid: int) -> float | None:
-    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime); None once gone."""
+def own_cpu(pid: int, with_reaped: bool = False) -> float | None:
+    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime; ``with_reaped``:
+    and its children it reaped, cutime + cstime); None once gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    return sum(int(value) for value in fields[11 : 15 if with_reaped else 13]) / TICKS
 
 
 def children_cpu() -> float:
@@ -105,6 +107,9 @@ class OwnCPU(threading.Thread):
         self.run_cpu = 0.0
         self.warm_parent_cpu = 0.0
         self.warm_parent = 0
+        # MCP on: the run's warm parent of MCP servers, with the servers it forked and reaped.
+        self.mcp_parent = 0
+        self.mcp_cpu = 0.0
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -114,8 +119,12 @@ class OwnCPU(threading.Thread):
                 self.warm_parent = self._find_warm_parent()
             if self.warm_parent:
                 self.warm_parent_cpu = own_cpu(self.warm_parent) or self.warm_parent_cpu
+            if not self.mcp_parent:
+                self.mcp_parent = self._find_warm_parent(b"mcp_servers.warm")
+            if self.mcp_parent:
+                self.mcp_cpu = own_cpu(self.mcp_parent, with_reaped=True) or self.mcp_cpu
 
-    def _find_warm_parent(self) -> int:
+    def _find_warm_parent(self, marker: bytes = b"--fork-server") -> int:
         children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
         try:
             pids = [int(pid) for pid in children.read_text().split()]
@@ -124,7 +133,7 @@ class OwnCPU(threading.Thread):
         for pid in pids:
             with_args = Path(f"/proc/{pid}/cmdline")
             try:
-                if b"--fork-server" in with_args.read_bytes():
+                if marker in with_args.read_bytes():
                     return pid
             except FileNotFoundError:
                 continue
@@ -137,13 +146,21 @@ MCP_INSTANT_GOAL = 3.0  # the instant-model episode with MCP on, at most this ti
 
 
 def play(
-    k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool, mcp: bool = False
+    k: int,
+    turns: int,
+    server: ScriptedLLMServer,
+    game_file: Path,
+    workdir: Path,
+    forked: bool,
+    mcp: bool = False,
+    mcp_config: Path | None = None,
 ) -> Played:
-    """Play one ``main.py --episodes k --parallel k``."""
+    """Play one ``main.py --episodes k --parallel k`` (MCP on with ``mcp_config``, default the shipped one)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(
         {
             "ZORKGPT_MCP_ENABLED": "true" if mcp else "false",
+            "ZORKGPT_MCP_CONFIG_FILE": str(mcp_config or REPO / "mcp_config.json"),
             "OPENROUTER_API_KEY": "benchmark-key-123456",
             "ZORKGPT_LLM_BASE_URL": server.base_url,
             "ZORKGPT_LLM_AGENT_MODEL": AGENT_MODEL,
@@ -177,9 +194,11 @@ def play(
         if event.get("event_type") == Event.TURN
     )
     if k == 1:  # main.py plays a single episode itself: the whole run is that episode
-        return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu)
+        return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu, own.mcp_cpu)
     episodes_cpu = whole - own.run_cpu - own.warm_parent_cpu
-    return Played(wall, played, proc.returncode, own.run_cpu, own.warm_parent_cpu, episodes_cpu, server_cpu)
+    return Played(
+        wall, played, proc.returncode, own.run_cpu, own.warm_parent_cpu, episodes_cpu, server_cpu, own.mcp_cpu
+    )
 
 
 def main() -> int:
@@ -190,6 +209,9 @@ def main() -> int:
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 16, 64], help="episodes at once (default 1 16 64)")
     parser.add_argument("--mcp", action="store_true", help="play each K forked with MCP off and on; goals checked")
     parser.add_argument("--instant-turns", type=int, default=100, help="--mcp: turns of the instant-model episode")
+    parser.add_argument(
+        "--mcp-config", type=Path, default=None, help="--mcp: this MCP config instead of the shipped one (to compare)"
+    )
     parser.add_argument(
         "--ways",
         nargs="+",
@@ -217,11 +239,14 @@ def main() -> int:
                 load = os.getloadavg()[0]  # the machine's, as this K starts: other work slows the wall figures
                 with tempfile.TemporaryDirectory(prefix=f"zorkgpt-parallel-{k}-") as tmp:
                     forked = way != "fresh"
-                    run = play(k, args.turns, server, game_file, Path(tmp) / "game_files", forked, way == "mcp on")
+                    workdir = Path(tmp) / "game_files"
+                    run = play(k, args.turns, server, game_file, workdir, forked, way == "mcp on", args.mcp_config)
                 rate = run.turns / run.wall * 60
                 base_rate = base_rate or rate
                 calls = len(server.requests) - calls_before
                 note = "" if run.exit_code == 0 else f"  (exit {run.exit_code})"
+                if way == "mcp on":
+                    note += f"  (of the episodes' CPU, {run.mcp_cpu:.2f} s is the MCP warm parent and its servers)"
                 speed_up = f"{rate / base_rate:>8.1f}x"
                 print(
                     f"{way:>6} {k:>3} {run.wall:>8.1f} {run.turns:>6} {calls:>9} {rate:>10.1f} {speed_up}"
@@ -234,8 +259,8 @@ def main() -> int:
                     missed.append(f"MCP on, K={k}: {rate / base_rate:.1f}x, under its goal of {goal:g}x")
                 if run.exit_code != 0:
                     missed.append(f"{way}, K={k}: exit code {run.exit_code}")
-        if args.mcp:
-            missed += instant_episode(args.instant_turns, model, server, game_file)
+        if args.mcp and args.instant_turns > 0:
+            missed += instant_episode(args.instant_turns, model, server, game_file, args.mcp_config)
     finally:
         server.stop()
     for goal in missed:
@@ -244,7 +269,7 @@ def main() -> int:
 
 
 def instant_episode(
-    turns: int, model: TurnKeyedWalkthroughModel, server: ScriptedLLMServer, game_file: Path
+    turns: int, model: TurnKeyedWalkthroughModel, server: ScriptedLLMServer, game_file: Path, mcp_config: Path | None
 ) -> list[str]:
     """One episode of ``turns`` turns, the model answering at once, MCP off then on; the goals it misses."""
     delay, model.delay = model.delay, 0.0
@@ -253,7 +278,7 @@ def instant_episode(
         for mcp in (False, True):
             load = os.getloadavg()[0]
             with tempfile.TemporaryDirectory(prefix="zorkgpt-instant-") as tmp:
-                run = play(1, turns, server, game_file, Path(tmp) / "game_files", True, mcp)
+                run = play(1, turns, server, game_file, Path(tmp) / "game_files", True, mcp, mcp_config)
             walls[mcp] = run.wall
             print(
                 f"instant model, {turns} turns, MCP {'on' if mcp else 'off'}: {run.wall:.2f} s wall "

@@ -60,11 +60,12 @@ async def stdio_transport(
     errlog: IO[bytes],
     max_message_bytes: int,
     too_large: OversizeNotice,
-    on_spawn: Callable[[int], None] | None = None,
+    on_spawn: Callable[[int, bool], None] | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Start the server and yield its (read, write) streams; at exit close its stdin and wait
     (briefly) for it to end. ``too_large(size)`` words the error for a reply over the limit;
-    ``on_spawn(pid)`` learns the server's pid (which is also its process group id)."""
+    ``on_spawn(pid, forked)`` learns the server's pid (which is also its process group id) and whether
+    the run's warm parent forked it (``forked.py``) rather than this process starting it."""
     env = get_default_environment() | (params.env or {})
     process: anyio.abc.Process | ForkedServer | None = None
     if starts_shipped_launcher(params.args) and env.get(WARM_ENV_VAR):
@@ -78,7 +79,7 @@ async def stdio_transport(
             start_new_session=True,
         )
     if on_spawn is not None:
-        on_spawn(process.pid)
+        on_spawn(process.pid, isinstance(process, ForkedServer))
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
