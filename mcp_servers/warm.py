@@ -55,7 +55,7 @@ def launched_servers(config_file: Path) -> list[str]:
     with it when it loads it."""
     try:
         entries = json.loads(config_file.read_text(encoding="utf-8")).get("mcpServers", {})
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested too deep
         return []
     names: list[str] = []
     for entry in entries.values() if isinstance(entries, dict) else ():
