@@ -9,15 +9,17 @@ the launcher waits for the server to end and exits with its exit code. Without a
 by hand, by another MCP client, by ``main.py --check``), or when the parent does not answer, it
 becomes the server itself (``python -m mcp_servers.<server>``): slower, never different.
 
-Why a launcher on the config's ``command`` rather than a transport of the client's own: the
-client starts, watches and ends it exactly as it does any stdio server (its own process group,
-the owner markers the sweeper looks for, the signals, the health rules, the servers started
-ahead, ``--check``), and the config file stays one any MCP client can run. The forked server
-is not in the launcher's group, so it is bound to the launcher instead: the warm parent ends it
-the moment the launcher's connection closes (the launcher ended, was signalled or was killed),
-and it dies with the warm parent, which dies with ZorkGPT.
+Why a launcher on the config's ``command``: the entry stays an ordinary stdio command that any
+MCP client can run (and that starts the server the ordinary way wherever there is no warm
+parent), and turning the forking off is writing ``-m mcp_servers.thoughtbox_server`` instead.
+ZorkGPT's own client does not start this launcher when the run has a warm parent: it sends the
+parent the same request itself (``mcp_client/forked.py``), saving an interpreter start per turn.
+A server forked for this launcher is not in the launcher's process group, so it is bound to the
+launcher instead: the warm parent ends it the moment the launcher's connection closes (the
+launcher ended, was signalled or was killed), and it dies with the warm parent, which dies with
+ZorkGPT.
 
-Only the standard library is imported here: this start is paid every turn.
+Only the standard library is imported here: where the launcher runs, its start is paid every turn.
 """
 
 from __future__ import annotations

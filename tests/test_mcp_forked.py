@@ -8,8 +8,11 @@ configured, by the client itself, and is never told of the warm parent.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -218,3 +221,41 @@ def test_the_client_and_the_launcher_name_the_same_warm_parent_and_launcher() ->
 
     assert config.WARM_ENV_VAR == launch.WARM_ENV_VAR and not config.WARM_ENV_VAR.startswith("ZORKGPT_")
     assert config.LAUNCHER_MODULE == warm._LAUNCHER_MODULE == launch.__name__
+
+
+def test_the_launcher_run_by_another_client_hands_its_stdio_to_the_warm_parent(warm: int) -> None:
+    """What another MCP client (or ZorkGPT without its shortcut) gets: the launcher process, and the
+    server forked onto the launcher's own pipes; the launcher exits when the server does, with its code."""
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "mcp_servers.launch", "thoughtbox"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DISABLE_THOUGHT_LOGGING": "true"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert launcher.stdin is not None and launcher.stdout is not None
+    initialize = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "think", "arguments": think(1, 1, False)},
+        },
+    ]
+    try:
+        launcher.stdin.write("".join(json.dumps(request) + "\n" for request in requests).encode())
+        launcher.stdin.flush()
+        assert b'"id":1' in launcher.stdout.readline()
+        (server,) = children_of(warm)
+        assert os.getsid(server) == server and server != launcher.pid
+        assert b"thoughtHistoryLength" in launcher.stdout.readline()
+        launcher.stdin.close()
+        assert launcher.wait(30) == 0
+    finally:
+        launcher.kill()
+        launcher.wait()
+    assert not wait_gone({server}, 5.0), "the forked server outlived its launcher's session"
