@@ -285,6 +285,7 @@ def fork_server(fd: int) -> int:
     import mcp_client.oauth
     import mcp_client.source
     import mcp_client.toolbox  # noqa: F401
+    import mcp_servers.warm  # noqa: F401
     import orchestration.embedded_model
     import orchestration.episode_runner
     import orchestration.run_report  # noqa: F401
