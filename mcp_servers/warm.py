@@ -54,7 +54,8 @@ def launched_servers(config_file: Path) -> list[str]:
     file that does not read as such names none here, and the MCP client reports what is wrong
     with it when it loads it."""
     try:
-        entries = json.loads(config_file.read_text(encoding="utf-8")).get("mcpServers", {})
+        data = json.loads(config_file.read_text(encoding="utf-8"))
+        entries = data.get("mcpServers", data.get("servers", {}))  # VS Code writes "servers"
     except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested too deep
         return []
     names: list[str] = []
