@@ -285,6 +285,7 @@ def fork_server(fd: int) -> int:
     import mcp_client.oauth
     import mcp_client.source
     import mcp_client.toolbox  # noqa: F401
+    import mcp_servers.warm  # noqa: F401
     import orchestration.embedded_model
     import orchestration.episode_runner
     import orchestration.run_report  # noqa: F401
@@ -515,7 +516,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
 
     ends: list[EpisodeEnd] = []
     failure: BaseException | None = None
-    with live_status(args) as status:
+    with live_status(args) as status, warm_mcp_servers(config):
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
         if args.parallel > 1 and args.episodes > 1:
@@ -551,6 +552,16 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
     if failure is not None:
         raise failure
     return code
+
+
+def warm_mcp_servers(config: GameConfiguration) -> contextlib.AbstractContextManager[str | None]:
+    """The run's warm parent of the shipped MCP servers its MCP config starts through their launcher
+    (``mcp_servers/warm.py``): each turn's fresh server is then forked, not imported again. Episodes
+    of a parallel run use their run's."""
+    from mcp_servers.warm import launched_servers, warm_parent
+
+    enabled = config.mcp.enabled
+    return warm_parent(launched_servers(config.resolve_path(config.mcp.config_file)) if enabled else [])
 
 
 def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[TerminalStatus | None]:

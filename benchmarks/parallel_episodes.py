@@ -18,8 +18,15 @@ average, and this process, which is almost all the scripted model server. K = 1 
 episode in the run's process itself (no warm parent): its row counts that process as the episode.
 Each row ends with the machine's load average as it started.
 
+``--mcp``: each K is played forked with MCP off and with MCP on in the shipped configuration
+(``mcp_config.json``: the thoughtbox, a fresh server every turn, forked by the run's warm parent of
+MCP servers, whose CPU and its servers' count in the episodes' column). Then one episode of
+``--instant-turns`` turns with a model that answers at once, MCP off and on: what MCP costs a turn
+when nothing hides it. Exits 1 naming each goal missed: MCP on K=16 at least 12x and K=64 at least
+40x its K=1, and the instant episode with MCP on within 3x of MCP off.
+
     uv run python benchmarks/parallel_episodes.py [--game-file PATH] [--turns 20] [--delay 1.0] [--ks 1 16 64]
-        [--ways forked fresh]
+        [--ways forked fresh] [--mcp [--instant-turns 100]]
 """
 
 from __future__ import annotations
@@ -67,15 +74,17 @@ class Played:
     warm_parent_cpu: float
     episodes_cpu: float
     server_cpu: float
+    mcp_cpu: float = 0.0  # MCP on: the run's warm parent of MCP servers and every server it forked
 
 
-def own_cpu(pid: int) -> float | None:
-    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime); None once gone."""
+def own_cpu(pid: int, with_reaped: bool = False) -> float | None:
+    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime; ``with_reaped``:
+    and its children it reaped, cutime + cstime); None once gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    return sum(int(value) for value in fields[11 : 15 if with_reaped else 13]) / TICKS
 
 
 def children_cpu() -> float:
@@ -98,6 +107,9 @@ class OwnCPU(threading.Thread):
         self.run_cpu = 0.0
         self.warm_parent_cpu = 0.0
         self.warm_parent = 0
+        # MCP on: the run's warm parent of MCP servers, with the servers it forked and reaped.
+        self.mcp_parent = 0
+        self.mcp_cpu = 0.0
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -107,8 +119,12 @@ class OwnCPU(threading.Thread):
                 self.warm_parent = self._find_warm_parent()
             if self.warm_parent:
                 self.warm_parent_cpu = own_cpu(self.warm_parent) or self.warm_parent_cpu
+            if not self.mcp_parent:
+                self.mcp_parent = self._find_warm_parent(b"mcp_servers.warm")
+            if self.mcp_parent:
+                self.mcp_cpu = own_cpu(self.mcp_parent, with_reaped=True) or self.mcp_cpu
 
-    def _find_warm_parent(self) -> int:
+    def _find_warm_parent(self, marker: bytes = b"--fork-server") -> int:
         children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
         try:
             pids = [int(pid) for pid in children.read_text().split()]
@@ -117,18 +133,34 @@ class OwnCPU(threading.Thread):
         for pid in pids:
             with_args = Path(f"/proc/{pid}/cmdline")
             try:
-                if b"--fork-server" in with_args.read_bytes():
+                if marker in with_args.read_bytes():
                     return pid
             except FileNotFoundError:
                 continue
         return 0
 
 
-def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir: Path, forked: bool) -> Played:
-    """Play one ``main.py --episodes k --parallel k``."""
+# MCP on, the shipped configuration: speed-up over its own K=1 at least this, by K.
+MCP_SPEED_UP_GOALS = {16: 12.0, 64: 40.0}
+MCP_INSTANT_GOAL = 3.0  # the instant-model episode with MCP on, at most this times MCP off
+
+
+def play(
+    k: int,
+    turns: int,
+    server: ScriptedLLMServer,
+    game_file: Path,
+    workdir: Path,
+    forked: bool,
+    mcp: bool = False,
+    mcp_config: Path | None = None,
+) -> Played:
+    """Play one ``main.py --episodes k --parallel k`` (MCP on with ``mcp_config``, default the shipped one)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(
         {
+            "ZORKGPT_MCP_ENABLED": "true" if mcp else "false",
+            "ZORKGPT_MCP_CONFIG_FILE": str(mcp_config or REPO / "mcp_config.json"),
             "OPENROUTER_API_KEY": "benchmark-key-123456",
             "ZORKGPT_LLM_BASE_URL": server.base_url,
             "ZORKGPT_LLM_AGENT_MODEL": AGENT_MODEL,
@@ -162,9 +194,11 @@ def play(k: int, turns: int, server: ScriptedLLMServer, game_file: Path, workdir
         if event.get("event_type") == Event.TURN
     )
     if k == 1:  # main.py plays a single episode itself: the whole run is that episode
-        return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu)
+        return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu, own.mcp_cpu)
     episodes_cpu = whole - own.run_cpu - own.warm_parent_cpu
-    return Played(wall, played, proc.returncode, own.run_cpu, own.warm_parent_cpu, episodes_cpu, server_cpu)
+    return Played(
+        wall, played, proc.returncode, own.run_cpu, own.warm_parent_cpu, episodes_cpu, server_cpu, own.mcp_cpu
+    )
 
 
 def main() -> int:
@@ -173,6 +207,11 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=20, help="turns per episode (default 20)")
     parser.add_argument("--delay", type=float, default=1.0, help="seconds the model takes per call (default 1)")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 16, 64], help="episodes at once (default 1 16 64)")
+    parser.add_argument("--mcp", action="store_true", help="play each K forked with MCP off and on; goals checked")
+    parser.add_argument("--instant-turns", type=int, default=100, help="--mcp: turns of the instant-model episode")
+    parser.add_argument(
+        "--mcp-config", type=Path, default=None, help="--mcp: this MCP config instead of the shipped one (to compare)"
+    )
     parser.add_argument(
         "--ways",
         nargs="+",
@@ -190,18 +229,24 @@ def main() -> int:
         f"{'way':>6} {'K':>3} {'wall s':>8} {'turns':>6} {'LLM calls':>9} {'turns/min':>10} {'speed-up':>9}"
         f"   CPU s: {'run':>5} {'warm parent':>11} {'episodes':>8} {'per episode':>11} {'model server':>12} {'load':>5}"
     )
+    ways = ["mcp off", "mcp on"] if args.mcp else args.ways
+    missed: list[str] = []
     try:
-        for way in args.ways:
+        for way in ways:
             base_rate = None
             for k in args.ks:
                 calls_before = len(server.requests)
                 load = os.getloadavg()[0]  # the machine's, as this K starts: other work slows the wall figures
                 with tempfile.TemporaryDirectory(prefix=f"zorkgpt-parallel-{k}-") as tmp:
-                    run = play(k, args.turns, server, game_file, Path(tmp) / "game_files", way == "forked")
+                    forked = way != "fresh"
+                    workdir = Path(tmp) / "game_files"
+                    run = play(k, args.turns, server, game_file, workdir, forked, way == "mcp on", args.mcp_config)
                 rate = run.turns / run.wall * 60
                 base_rate = base_rate or rate
                 calls = len(server.requests) - calls_before
                 note = "" if run.exit_code == 0 else f"  (exit {run.exit_code})"
+                if way == "mcp on":
+                    note += f"  (of the episodes' CPU, {run.mcp_cpu:.2f} s is the MCP warm parent and its servers)"
                 speed_up = f"{rate / base_rate:>8.1f}x"
                 print(
                     f"{way:>6} {k:>3} {run.wall:>8.1f} {run.turns:>6} {calls:>9} {rate:>10.1f} {speed_up}"
@@ -209,9 +254,46 @@ def main() -> int:
                     f" {run.episodes_cpu / k:>11.2f} {run.server_cpu:>12.2f} {load:>5.2f}{note}",
                     flush=True,
                 )
+                goal = MCP_SPEED_UP_GOALS.get(k) if way == "mcp on" else None
+                if goal is not None and rate / base_rate < goal:
+                    missed.append(f"MCP on, K={k}: {rate / base_rate:.1f}x, under its goal of {goal:g}x")
+                if run.exit_code != 0:
+                    missed.append(f"{way}, K={k}: exit code {run.exit_code}")
+        if args.mcp and args.instant_turns > 0:
+            missed += instant_episode(args.instant_turns, model, server, game_file, args.mcp_config)
     finally:
         server.stop()
-    return 0
+    for goal in missed:
+        print(f"goal missed: {goal}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+def instant_episode(
+    turns: int, model: TurnKeyedWalkthroughModel, server: ScriptedLLMServer, game_file: Path, mcp_config: Path | None
+) -> list[str]:
+    """One episode of ``turns`` turns, the model answering at once, MCP off then on; the goals it misses."""
+    delay, model.delay = model.delay, 0.0
+    walls: dict[bool, float] = {}
+    try:
+        for mcp in (False, True):
+            load = os.getloadavg()[0]
+            with tempfile.TemporaryDirectory(prefix="zorkgpt-instant-") as tmp:
+                run = play(1, turns, server, game_file, Path(tmp) / "game_files", True, mcp, mcp_config)
+            walls[mcp] = run.wall
+            print(
+                f"instant model, {turns} turns, MCP {'on' if mcp else 'off'}: {run.wall:.2f} s wall "
+                f"({run.turns} turns), {run.episodes_cpu:.2f} s CPU, load {load:.2f}",
+                flush=True,
+            )
+            if run.exit_code != 0:
+                return [f"instant model, MCP {'on' if mcp else 'off'}: exit code {run.exit_code}"]
+    finally:
+        model.delay = delay
+    ratio = walls[True] / walls[False]
+    print(f"instant model: MCP on took {ratio:.2f}x the wall of MCP off (goal at most {MCP_INSTANT_GOAL:g}x)")
+    return (
+        [] if ratio <= MCP_INSTANT_GOAL else [f"instant model: MCP on {ratio:.2f}x MCP off, over {MCP_INSTANT_GOAL:g}x"]
+    )
 
 
 if __name__ == "__main__":

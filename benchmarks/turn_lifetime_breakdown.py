@@ -93,9 +93,9 @@ class TimedSource(StdioSource):
 
     spawned_at = 0.0
 
-    def _spawned(self, pid: int) -> None:
+    def _spawned(self, pid: int, forked: bool) -> None:
         self.spawned_at = time.perf_counter()
-        super()._spawned(pid)
+        super()._spawned(pid, forked)
 
 
 async def one_turn(config: MCPConfig, settings: SourceSettings) -> dict[str, tuple[float, float, float]]:

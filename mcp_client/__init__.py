@@ -13,6 +13,7 @@ it is used, so what needs one module (the config's secrets, the sweeper) loads o
 - ``tokens``: where logins live: one token file per remote server, checked before it is trusted;
 - ``oauth``: a remote server's OAuth as an episode uses it, unattended (the providers, https unless loopback);
 - ``login``: ``main.py --mcp-login NAME``, the one place a person logs in;
+- ``forked``: a shipped server asked of the run's warm parent, without starting its launcher;
 - ``stdio``: our bounded stdio transport;
 - ``source``: one server behind one transport: connect, list, call, close, whatever the transport;
 - ``transport_sources``: each transport's source (stdio, streamable HTTP, SSE) and ``make_source``;

@@ -42,7 +42,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +56,11 @@ from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import SECRET_ENV_VARS
 
 PROJECT_INTERPRETER_ALIASES: frozenset[str] = frozenset({"python", "python3"})
+# The launcher of the servers ZorkGPT ships, and where it finds the run's warm parent, which forks
+# each of them fresh (mcp_servers/launch.py and mcp_servers/warm.py, which name the same). Not a
+# ZORKGPT_ name: those are settings, and the episodes of a parallel run inherit this one.
+LAUNCHER_MODULE = "mcp_servers.launch"
+WARM_ENV_VAR = "MCP_SERVERS_WARM_PARENT"
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 Lifetime = Literal["turn", "episode"]
@@ -683,14 +688,20 @@ def resolve_command(command: str) -> str:
     return sys.executable if command in PROJECT_INTERPRETER_ALIASES else command
 
 
+def starts_shipped_launcher(args: Sequence[str]) -> bool:
+    """Whether a command line runs the launcher of the shipped servers (``-m mcp_servers.launch``)."""
+    return any(list(args[i : i + 2]) == ["-m", LAUNCHER_MODULE] for i in range(len(args) - 1))
+
+
 def build_stdio_parameters(server: ServerConfig, base_env: Mapping[str, str] | None = None) -> StdioServerParameters:
     """The SDK's launch parameters for a stdio ``server``, with every decision above applied."""
     assert server.command is not None
+    env = build_server_environment(os.environ if base_env is None else base_env, server.env)
+    if not starts_shipped_launcher(list(server.args)):
+        # Only the launcher is told where the run's warm parent is: any other server starts as configured.
+        env.pop(WARM_ENV_VAR, None)
     return StdioServerParameters(
-        command=resolve_command(server.command),
-        args=list(server.args),
-        env=build_server_environment(os.environ if base_env is None else base_env, server.env),
-        cwd=server.cwd,
+        command=resolve_command(server.command), args=list(server.args), env=env, cwd=server.cwd
     )
 
 

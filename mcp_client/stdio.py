@@ -15,6 +15,10 @@ parse error, which the source turns into one warning per server; nothing is logg
 The process is started as the leader of a new process group, so the source can end the server
 and everything it started in one go; at exit its stdin is closed first, which is how the
 protocol asks a stdio server to stop, and the source ends the group after a grace period.
+
+A shipped server started through its launcher (``python -m mcp_servers.launch NAME``) while the
+run has a warm parent is asked of that parent directly (``forked.py``): the same pipes, group
+and end, without starting the launcher's interpreter every turn.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from mcp import StdioServerParameters
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+
+from mcp_client.config import WARM_ENV_VAR, starts_shipped_launcher
+from mcp_client.forked import ForkedServer, fork_from_warm_parent
 
 # The error code of the answer made up for a reply over the limit. JSON-RPC leaves -32000 to
 # -32099 to implementations; the message says the rest.
@@ -53,21 +60,26 @@ async def stdio_transport(
     errlog: IO[bytes],
     max_message_bytes: int,
     too_large: OversizeNotice,
-    on_spawn: Callable[[int], None] | None = None,
+    on_spawn: Callable[[int, bool], None] | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Start the server and yield its (read, write) streams; at exit close its stdin and wait
     (briefly) for it to end. ``too_large(size)`` words the error for a reply over the limit;
-    ``on_spawn(pid)`` learns the server's pid (which is also its process group id)."""
+    ``on_spawn(pid, forked)`` learns the server's pid (which is also its process group id) and whether
+    the run's warm parent forked it (``forked.py``) rather than this process starting it."""
     env = get_default_environment() | (params.env or {})
-    process = await anyio.open_process(
-        [params.command, *params.args],
-        env=env,
-        stderr=errlog,
-        cwd=params.cwd,
-        start_new_session=True,
-    )
+    process: anyio.abc.Process | ForkedServer | None = None
+    if starts_shipped_launcher(params.args) and env.get(WARM_ENV_VAR):
+        process = await fork_from_warm_parent(env[WARM_ENV_VAR], params, env, errlog)
+    if process is None:
+        process = await anyio.open_process(
+            [params.command, *params.args],
+            env=env,
+            stderr=errlog,
+            cwd=params.cwd,
+            start_new_session=True,
+        )
     if on_spawn is not None:
-        on_spawn(process.pid)
+        on_spawn(process.pid, isinstance(process, ForkedServer))
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     drained = anyio.Event()  # the server's stdout was read to its end (or closed)
@@ -119,7 +131,7 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
-async def _stop(process: anyio.abc.Process, drained: anyio.Event) -> None:
+async def _stop(process: anyio.abc.Process | ForkedServer, drained: anyio.Event) -> None:
     """Close the server's stdin and give it a moment to exit on its own, and its stdout a moment
     to reach its end (``drained``); the source ends its process group after this, whatever
     happened here."""

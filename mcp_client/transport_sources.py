@@ -85,6 +85,7 @@ class StdioSource(ToolSource):
     def __init__(self, server: ServerConfig, settings: SourceSettings) -> None:
         super().__init__(server, settings)
         self.pid: int | None = None
+        self._forked = False  # forked by the run's warm parent (mcp_client/forked.py), not started here
         self._marker = uuid.uuid4().hex
         # A real file: the subprocess writes to its descriptor directly (closed at close).
         self._errlog: IO[bytes] = tempfile.TemporaryFile(mode="w+b", prefix="zorkgpt-mcp-stderr-")  # noqa: SIM115
@@ -112,8 +113,9 @@ class StdioSource(ToolSource):
         ) as streams:
             yield streams
 
-    def _spawned(self, pid: int) -> None:
+    def _spawned(self, pid: int, forked: bool) -> None:
         self.pid = pid
+        self._forked = forked
 
     def _too_large(self, size: int) -> str:
         limit = self.settings.max_reply_bytes
@@ -132,9 +134,12 @@ class StdioSource(ToolSource):
         if self.pid is not None:
             await end_process_group(self.pid)
         # Anything the server started that left its group (or a group we never learned) still
-        # carries the server's marker in its environment.
-        for pid in marked_processes(MARKER_ENV_VAR, self._marker):
-            await end_process_group(pid, group=False)
+        # carries the server's marker in its environment. A forked server carries none (its
+        # environment is its warm parent's), and the scan reads every process's: with 64 episodes
+        # at once it cost each turn more than the forked server's whole life.
+        if not self._forked:
+            for pid in marked_processes(MARKER_ENV_VAR, self._marker):
+                await end_process_group(pid, group=False)
         if self._stray_lines:
             self.settings.logger.debug(
                 "MCP server '%s' wrote %d line(s) on stdout that were not MCP messages (ignored)",

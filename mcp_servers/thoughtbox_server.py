@@ -304,13 +304,14 @@ def _plain_sdk_logging() -> Iterator[None]:
             del sys.modules["rich.console"]
 
 
-def build_server(one_client: bool = True):  # -> MCPServer, imported lazily
+def build_server(one_client: bool = True, log_thoughts: bool | None = None):  # -> MCPServer, imported lazily
     """The MCP server with its ``think`` tool and its ``thoughtbox://status``. ``one_client``
-    (stdio): one history for the process; else one per MCP session (HTTP, see the module docstring)."""
+    (stdio): one history for the process; else one per MCP session (HTTP, see the module docstring).
+    ``log_thoughts``: whether each thought is noted on stderr (default: ``DISABLE_THOUGHT_LOGGING``)."""
     # Imported here so the pure ThoughtBox logic can be used without the SDK's import cost.
     from mcp.server.mcpserver import Context, MCPServer
 
-    log_stream = sys.stderr if thought_logging_enabled() else None
+    log_stream = sys.stderr if (thought_logging_enabled() if log_thoughts is None else log_thoughts) else None
     boxes = SessionBoxes(log_stream)
     with _plain_sdk_logging():
         server = MCPServer(
@@ -412,9 +413,28 @@ def main(argv: list[str] | None = None) -> None:
     add_version_argument(parser)
     args = parser.parse_args(argv)
     stdio = args.http is None and args.sse is None
-    run(build_server(one_client=stdio), args)
+    prebuilt = _UNUSED_SERVERS.pop(thought_logging_enabled(), None) if stdio else None
+    run(prebuilt or build_server(one_client=stdio), args)
     if stdio:
         end_without_teardown()
+
+
+# Servers built by the warm parent and never served (see ``warm_up``), by whether thoughts are logged.
+_UNUSED_SERVERS: dict[bool, Any] = {}
+
+
+def warm_up() -> None:
+    """For the warm parent that forks a fresh server per turn (``mcp_servers/warm.py``): import what
+    serving over stdio imports, so a forked server imports nothing, and build the stdio server once
+    for either logging setting. The parent never serves them: each forked server takes its own
+    copy of one, as empty as a server built after the fork (building one costs ~10 ms of CPU)."""
+    import anyio._backends._asyncio  # noqa: F401
+    import mcp.server.stdio  # noqa: F401
+
+    import mcp_servers.http_mode  # noqa: F401
+
+    for logged in (True, False):
+        _UNUSED_SERVERS[logged] = build_server(one_client=True, log_thoughts=logged)
 
 
 def end_without_teardown() -> None:

@@ -416,6 +416,13 @@ def _add_prompts(server: MCPServer) -> None:
         return play_zork_prompt(goal)
 
 
+def warm_up() -> None:
+    """For the warm parent that forks a fresh server per request (``mcp_servers/warm.py``): import what
+    serving over stdio imports, so a forked server imports nothing (each still loads its own game)."""
+    import anyio._backends._asyncio  # noqa: F401
+    import mcp.server.stdio  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mcp_servers.zork_server", description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")

@@ -36,6 +36,7 @@ import requests
 
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
+from shared_utils.processes import die_with_parent
 
 # The name the server gives the model (its --model_alias), and so the name every report shows.
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
@@ -260,10 +261,6 @@ class EmbeddedModelServer:
         # llama.cpp's OpenMP threads spin while they wait: beside other busy processes on 2 cores
         # that made prompt processing 3x slower (measured).
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-        # Imported here: every run asks whether it wants this model, few start it, and none needs
-        # the parallel runner for that question.
-        from orchestration.parallel import die_with_parent
-
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

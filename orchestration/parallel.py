@@ -33,7 +33,6 @@ The parent owns its children:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import gc
 import json
@@ -56,24 +55,12 @@ from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.game_state import new_episode_id
 from session.stop_signals import STOP_SIGNALS, StopSignals, UserAbort
+from shared_utils.processes import die_with_parent, set_child_subreaper
 
 if TYPE_CHECKING:
     from orchestration.terminal_status import TerminalStatus
 
 MAIN_PY = Path(__file__).resolve().parent.parent / "main.py"
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    # Looked up once in the parent: after fork, only the call itself runs (no dlopen, no locks).
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None  # not Linux: the parent's signal handlers and finally-block still stop children
-
-
-_PRCTL = _load_prctl()
 # How main.py exits when a stop signal aborted its episode: 128 + the signal's number.
 _ABORT_CODES = tuple(128 + signum for signum in STOP_SIGNALS)
 
@@ -134,18 +121,6 @@ def aggregate_exit_code(codes: Sequence[int]) -> int:
     return aborted[0] if aborted else EXIT_OK
 
 
-def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> None:
-    """A ``preexec_fn``: runs in the child between fork and exec, so the kernel sends it ``signum``
-    when the parent dies, even by SIGKILL (Linux). ``functools.partial(die_with_parent, os.getpid())``.
-    SIGKILL by default: a child that handles SIGTERM (an episode finishing its turn) could wait on a
-    model for minutes, for an owner that is gone."""
-    if _PRCTL is None:
-        return
-    _PRCTL(_PR_SET_PDEATHSIG, int(signum))
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
 # Forking from the warm parent is Linux only: die_with_parent needs prctl, and forking a process
 # that loaded system frameworks is unsafe on macOS.
 FORK_SERVER = sys.platform.startswith("linux") and hasattr(socket, "send_fds")
@@ -184,8 +159,7 @@ def die_with_owner(fd: int) -> None:
 
 
 def _set_child_subreaper(on: bool) -> None:
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_CHILD_SUBREAPER, int(on))
+    set_child_subreaper(on)
 
 
 def start_process(argv: Sequence[str], figures: bool) -> EpisodeProcess:

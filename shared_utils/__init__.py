@@ -5,5 +5,6 @@
 - ``files``: atomic writes: a file replaced whole or not at all, its mode kept;
 - ``tracing``: the Langfuse client and the observation helper;
 - ``version``: the product's version and the ``--version`` argument;
-- ``cli``: the command lines' parser: whole option names only, a did-you-mean for the others.
+- ``cli``: the command lines' parser: whole option names only, a did-you-mean for the others;
+- ``processes``: child processes that die with their parent (``die_with_parent``), and the reaper of orphans.
 """

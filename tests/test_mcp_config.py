@@ -38,7 +38,7 @@ def test_shipped_config_launches_the_bundled_thoughtbox_server() -> None:
     config = MCPConfig.from_file(REPO_ROOT / "mcp_config.json", environ={})
     (server,) = config.servers
     assert server.name == "thoughtbox" and server.transport == "stdio"
-    assert (server.command, server.args) == ("python", ("-m", "mcp_servers.thoughtbox_server"))
+    assert (server.command, server.args) == ("python", ("-m", "mcp_servers.launch", "thoughtbox"))
     assert server.env == {"DISABLE_THOUGHT_LOGGING": "true"}
     assert server.cwd == REPO_ROOT
     assert (REPO_ROOT / "mcp_servers" / "thoughtbox_server.py").is_file()

@@ -18,7 +18,11 @@ def test_the_benchmark_prints_the_start_before_and_after_and_the_largest_imports
         timeout=300,
         check=False,
     )
-    assert done.returncode == 0 and done.stderr == "", done.stderr
+    # Its figures depend on the machine: over its goal, it says so on stderr and exits 1.
+    missed = done.stderr.startswith("goal missed: a forked thoughtbox used ")
+    assert (done.returncode, done.stderr == "") in ((0, True), (1, False)) and (done.returncode == 0 or missed), (
+        done.stderr
+    )
     lines = done.stdout.splitlines()
     assert re.fullmatch(r"load average \(1, 5, 15 min\): .+ on \d+ cores; 1 runs each", lines[0])
     figures = r" +wall median +\d+\.\d{3} s  slowest +\d+\.\d{3} s   CPU median +\d+\.\d{3} s  most +\d+\.\d{3} s"
@@ -27,5 +31,11 @@ def test_the_benchmark_prints_the_start_before_and_after_and_the_largest_imports
     assert re.fullmatch(r"  before \(SDK's rich log handler\)" + figures, lines[3])
     assert re.fullmatch(r"CPU saved per start: -?\d+\.\d{3} s \(median against median\)", lines[4])
     assert lines[5].startswith("largest top-level imports of the thoughtbox")
-    imports = [line.split() for line in lines[6:]]
+    imports = [line.split() for line in lines[6:9]]
     assert len(imports) == 3 and "mcp.server.mcpserver" in [name for _, name in imports]
+    assert re.fullmatch(
+        r"thoughtbox: forked -> tools listed +wall median +\d+\.\d{3} s  slowest +\d+\.\d{3} s   "
+        r"CPU +\d+\.\d ms a start \(parent and server, 20 starts; goal 30 ms\)",
+        lines[9],
+    )
+    assert len(lines) == 10
