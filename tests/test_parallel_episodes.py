@@ -36,7 +36,8 @@ def test_the_benchmark_prints_the_cpu_of_each_part_of_a_run(game_file: Path) -> 
     assert sorted(rows) == [1, 2]
     # K = 1 plays in the run's own process: the whole run is its episode.
     turns, run, warm_parent, episodes, per_episode, server = rows[1]
-    assert (turns, run, warm_parent) == (2, 0.0, 0.0) and episodes == per_episode > 0 and server > 0
+    # The model server answered two calls: under 5 ms of CPU, which may print as 0.00.
+    assert (turns, run, warm_parent) == (2, 0.0, 0.0) and episodes == per_episode > 0 and server >= 0
     # K = 2: the run's process and its warm parent (their imports) apart from the two forked episodes.
     turns, run, warm_parent, episodes, per_episode, server = rows[2]
     assert turns == 4 and run > 0.1 and warm_parent > 0.1 and episodes > 0 and server > 0
