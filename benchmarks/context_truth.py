@@ -390,7 +390,8 @@ _DESCRIBED_ALSO = {
     "down": r"\bbelow you\b|\bdescend|\bhole in the floor\b|\btrap door\b",
     "up": r"\babove you\b|\bascending\b|\bclimbable\b",
 }
-_OPPOSITE = {
+# Each direction's opposite: the way back a walk gives (a way arrived by). route_length.py reads it too.
+OPPOSITE = {
     a: b
     for x, y in (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"),
                  ("up", "down"), ("in", "out"))
@@ -483,7 +484,7 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
 def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
     nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
-    came = {_OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in _OPPOSITE}
+    came = {OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in OPPOSITE}
     return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
 
 

@@ -38,6 +38,7 @@ import jericho
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.context_truth import OPPOSITE
 from game_interface import resolve_story_file
 from managers.map_manager import directions_described
 from orchestration.episode_runner import EpisodeRunner
@@ -56,12 +57,6 @@ _MOVES = {
     "se": "southeast", "sw": "southwest", "u": "up", "d": "down",
 } | {d: d for d in ("north", "south", "east", "west", "northeast", "northwest", "southeast", "southwest", "up",
                     "down", "in", "out")}  # fmt: skip
-_OPPOSITE = {
-    a: b
-    for x, y in (("north", "south"), ("east", "west"), ("northeast", "southwest"), ("northwest", "southeast"),
-                 ("up", "down"), ("in", "out"))
-    for a, b in ((x, y), (y, x))
-}  # fmt: skip
 
 
 @dataclass
@@ -147,8 +142,8 @@ def player_maps(game_file: Path, commands: list[str]) -> tuple[dict[int, Turn], 
                 if there != here:
                     known.walked[(here, direction)] = there
                     known.refused.pop((here, direction), None)
-                    if direction in _OPPOSITE:
-                        known.arrived[(there, _OPPOSITE[direction])] = here
+                    if direction in OPPOSITE:
+                        known.arrived[(there, OPPOSITE[direction])] = here
                 else:
                     known.refused[(here, direction)] = next((x.strip() for x in reply.splitlines() if x.strip()), "")
             here = there
