@@ -18,8 +18,13 @@ from orchestration.run_figures import RunSummary
 def import_figures_ahead() -> threading.Thread:
     """Import what the run's report computes and draws with (numpy, scipy, matplotlib) in the
     background, while the run's episodes play (mostly waiting on the model), so the report at
-    the end does not wait for it; the report's own import then finds it done (or waits for the rest)."""
-    thread = threading.Thread(target=_import_figures, name="run-report-imports", daemon=True)
+    the end does not wait for it; the report's own import then finds it done (or waits for the rest).
+
+    Not a daemon: a run that ends within its first seconds (a setup error) would leave the
+    interpreter's shutdown to a thread still inside scipy's C++ extensions, which aborted the
+    process ("terminate called without an active exception", exit -6) after its exit code was set.
+    The exit then waits for the imports (a few seconds at most)."""
+    thread = threading.Thread(target=_import_figures, name="run-report-imports", daemon=False)
     thread.start()
     return thread
 

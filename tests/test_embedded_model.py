@@ -328,7 +328,7 @@ def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
     finally:
         for impostor in impostors:
             impostor.kill()
-            impostor.wait()
+            impostor.communicate()  # reaped and its pipe closed
         server.close()
 
 

@@ -258,4 +258,6 @@ def test_the_launcher_run_by_another_client_hands_its_stdio_to_the_warm_parent(w
     finally:
         launcher.kill()
         launcher.wait()
+        for pipe in (launcher.stdin, launcher.stdout):  # closed here, not left to a later test's garbage collection
+            pipe.close()
     assert not wait_gone({server}, 5.0), "the forked server outlived its launcher's session"

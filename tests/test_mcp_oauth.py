@@ -1058,7 +1058,7 @@ def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login
                 episode(tmp_path, config_path, server_startup_timeout_seconds=3).run(secret)
         finally:
             holder.kill()
-            holder.wait()
+            holder.communicate()  # reaped and its pipe closed: no unclosed file for a later test's check
         assert protected.grants() == ["authorization_code"]  # no refresh was sent meanwhile
     message = str(caught.value)
     assert "another ZorkGPT process has been refreshing its login for" in message, message
