@@ -34,6 +34,7 @@ class RunReportError(ConfigError):
 def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], *, redactor: Redactor) -> RunSummary:
     """``redactor``: the run's, for the end details."""
     rows, scores = [], {}
+    served: dict[str, dict[str, None]] = {}  # role -> the models the endpoints said answered it, in order
     for end in sorted(episodes, key=lambda e: e.number):
         # The detail may quote a child's stderr: no known secret goes into the files.
         end = end.with_detail(one_line(redactor(end.detail)))
@@ -44,8 +45,14 @@ def summarize_episodes(name: str, episodes: Iterable[EpisodeEnd], *, redactor: R
         figures = EpisodeFigures.from_events(folder.name, read_events(folder))
         rows.append(EpisodeRow.from_figures(end, figures))
         scores[figures.episode_id] = figures.score_by_turn
+        for answers in figures.models:
+            served.setdefault(answers.role, {})[answers.served or "not named by the replies"] = None
     started = [end.episode_dir for end in episodes if end.episode_dir is not None and end.episode_dir.is_dir()]
-    return RunSummary(name, tuple(rows), scores, run_settings(started))
+    settings = run_settings(started)
+    if settings is not None:
+        # As configured, the settings say; as served, what the endpoints' replies named.
+        settings["models_served"] = {role: ", ".join(names) for role, names in served.items()}
+    return RunSummary(name, tuple(rows), scores, settings)
 
 
 def ends_from_folders(episode_dirs: Sequence[Path]) -> list[EpisodeEnd]:

@@ -8,7 +8,8 @@ key is no setting, the servers' ``env`` and ``headers`` are left out, and the ru
 other value it knows to be secret.
 
 A run folder keeps its episodes' settings as one ``settings.json`` (the settings they share, each
-episode's seed, and any setting that differed between them); ``report.md`` names the settings that tell
+episode's seed, any setting that differed between them, and the models that served each role, as
+the endpoints' replies named them); ``report.md`` names the settings that tell
 runs apart, and ``compare`` lists, before any figure, the settings that differ between the runs it reads.
 """
 
@@ -137,6 +138,8 @@ def key_settings_lines(run: Mapping[str, Any]) -> list[str]:
         f"seeds {', '.join(map(str, seeds)) or '?'}",
         f"Agent prompt: {config.get('files', {}).get('agent_prompt_file')}",
     ]
+    if run.get("models_served"):
+        lines.append("Models served: " + "; ".join(f"{role} {names}" for role, names in run["models_served"].items()))
     if run.get("differ_between_episodes"):
         lines.append(f"Differed between episodes: {', '.join(run['differ_between_episodes'])}")
     return [f"- {line}" for line in lines]

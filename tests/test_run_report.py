@@ -308,6 +308,9 @@ def test_two_runs_that_differ_by_the_critic_say_which_is_which(
     assert settings["seeds"] == {"ep0": 12, "ep1": 12} and settings["differ_between_episodes"] == []
     assert settings["settings"]["models"]["critic"] and settings["settings"]["game"]["md5"]
     assert "test-key-123456" not in recorded, "the API key is no setting"
+    # As configured above, as served here: the scripted endpoint's replies name their model.
+    assert settings["models_served"]["Agent"] == "scripted/model"
+    assert "- Models served: Agent scripted/model" in (tmp_path / "critic-on" / REPORT_MD).read_text()
     out = compare_output(
         capsys, str(tmp_path / "critic-off"), str(tmp_path / "critic-on"), "--out", str(tmp_path / "c")
     )
