@@ -34,11 +34,21 @@ from mcp_client.config import LAUNCHER_MODULE
 _MESSAGE_BYTES = 1 << 20
 
 
-class _PipeReader:
-    """The server's stdout, as the transport reads a process's: ``receive`` and ``aclose``."""
+class _Pipe:
+    """One end of a pipe to the server, closed as the transport closes a process's streams."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+
+    async def aclose(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            anyio.notify_closing(fd)  # wakes a task waiting on it, which then finds it closed
+            os.close(fd)
+
+
+class _PipeReader(_Pipe):
+    """The server's stdout, as the transport reads a process's: ``receive`` and ``aclose``."""
 
     async def receive(self, max_bytes: int) -> bytes:
         while True:
@@ -53,18 +63,9 @@ class _PipeReader:
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            anyio.notify_closing(fd)  # wakes a task waiting on it, which then finds it closed
-            os.close(fd)
 
-
-class _PipeWriter:
+class _PipeWriter(_Pipe):
     """The server's stdin, as the transport writes a process's: ``send`` and ``aclose``."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
 
     async def send(self, data: bytes) -> None:
         view = memoryview(data)
@@ -75,12 +76,6 @@ class _PipeWriter:
                 view = view[os.write(self._fd, view) :]
             except BlockingIOError:
                 await anyio.wait_writable(self._fd)
-
-    async def aclose(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            anyio.notify_closing(fd)  # wakes a task waiting on it, which then finds it closed
-            os.close(fd)
 
 
 class ForkedServer:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_servers.launch import MESSAGE_BYTES, SERVERS, WARM_ENV_VAR
-from shared_utils.processes import die_with_parent
+from shared_utils.processes import die_with_parent, reaped
 
 AVAILABLE = sys.platform.startswith("linux") and hasattr(socket, "send_fds")
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -254,18 +254,12 @@ def _become_server(parent: int, fds: list[int], request: dict[str, Any], module:
 
 def _report_exits(selector: selectors.BaseSelector, by_pid: dict[int, socket.socket]) -> None:
     """Reap every ended server and tell its launcher how it ended (negative: the signal that killed it)."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, code in reaped():
         channel = by_pid.pop(pid, None)
         if channel is not None:  # else its launcher is gone already
             selector.unregister(channel)
             with contextlib.suppress(OSError):
-                channel.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
+                channel.send(json.dumps({"exit": code}).encode())
             channel.close()
 
 

@@ -55,7 +55,7 @@ from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.game_state import new_episode_id
 from session.stop_signals import STOP_SIGNALS, StopSignals, UserAbort
-from shared_utils.processes import die_with_parent, set_child_subreaper
+from shared_utils.processes import die_with_parent, reaped, set_child_subreaper
 
 if TYPE_CHECKING:
     from orchestration.terminal_status import TerminalStatus
@@ -436,14 +436,8 @@ def serve_forks(fd: int) -> list[str] | None:
 
 
 def _report_exits(channel: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        channel.send(json.dumps({"pid": pid, "exit": os.waitstatus_to_exitcode(status)}).encode())
+    for pid, code in reaped():
+        channel.send(json.dumps({"pid": pid, "exit": code}).encode())
 
 
 def _become_episode(fds: list[int]) -> None:

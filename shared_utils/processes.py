@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _PR_SET_CHILD_SUBREAPER = 36
@@ -39,3 +39,16 @@ def set_child_subreaper(on: bool) -> None:
     exit statuses come to it when the process between them dies."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_CHILD_SUBREAPER, int(on))
+
+
+def reaped() -> Iterator[tuple[int, int]]:
+    """Every child that has ended, reaped without waiting: (pid, exit code), negative for the signal
+    that killed it. Ends when no ended child is left (or there is no child at all)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, os.waitstatus_to_exitcode(status)
