@@ -35,7 +35,7 @@ from typing import IO, Any
 import requests
 
 from session.errors import ConfigError
-from session.game_configuration import GameConfiguration, ModelPrice
+from session.game_configuration import MODEL_ROLES, GameConfiguration, ModelPrice
 from shared_utils.processes import die_with_parent
 
 # The name the server gives the model (its --model_alias), and so the name every report shows.
@@ -112,7 +112,7 @@ def wants_embedded_model(config: GameConfiguration) -> bool:
         return False
     if "base_url" in llm.model_fields_set:
         return False
-    return not any(getattr(llm, f"{role}_base_url") for role in ("agent", "critic", "extractor", "memory"))
+    return not any(getattr(llm, f"{role}_base_url") for role in MODEL_ROLES)
 
 
 def missing_packages() -> str | None:
@@ -187,7 +187,7 @@ def apply_embedded_settings(config: GameConfiguration, base_url: str) -> None:
     ``EMBEDDED_WORKDIR`` under the configured workdir, whatever that is: apart from a real model's."""
     config.llm.provider = "llamacpp"
     config.llm.base_url = base_url
-    for role in ("agent", "critic", "extractor", "memory"):
+    for role in MODEL_ROLES:
         setattr(config.llm, f"{role}_model", EMBEDDED_MODEL)
     if config.pricing.price_for(EMBEDDED_MODEL) is None:
         # It runs here: the reports say it cost nothing rather than "unknown".

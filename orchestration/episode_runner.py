@@ -40,7 +40,7 @@ from session.episode_log import (
 )
 from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.events import Event
-from session.game_configuration import GameConfiguration
+from session.game_configuration import MODEL_ROLES, GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 # with a marker that gives its length.
 MAX_STORED_REASONING_CHARS = 8_000
 MAX_STORED_RESPONSE_CHARS = 8_000
-ROLES = ("agent", "critic", "extractor", "memory")
 
 
 def is_failed_action(result: TurnResult) -> bool:
@@ -167,7 +166,7 @@ class EpisodeRunner:
         A client passed in serves every role (tests and embedding code use this).
         """
         if given is not None:
-            return dict.fromkeys(ROLES, given)
+            return dict.fromkeys(MODEL_ROLES, given)
         return {
             role: LLMClient(
                 self.config,
@@ -177,7 +176,7 @@ class EpisodeRunner:
                 structured_memory=self.structured_memory,
                 redactor=self.redactor,
             )
-            for role in ROLES
+            for role in MODEL_ROLES
         }
 
     def _initialize_managers(self) -> None:

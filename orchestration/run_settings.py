@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from game_interface.story_file import file_md5
 from session.episode_folder import EpisodeFolder
-from session.game_configuration import GameConfiguration
+from session.game_configuration import MODEL_ROLES, GameConfiguration
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 SETTINGS_JSON = EpisodeFolder.SETTINGS  # in an episode folder and in a run folder
 SETTINGS_FORMAT_VERSION = 1
-ROLES = ("agent", "critic", "extractor", "memory")
 # Settings that differ between runs without changing what is measured: where the files go, how the
 # traces are sent, the seed (each run's seeds are listed on their own).
 _NOT_A_DIFFERENCE = ("files.game_workdir", "gameplay.seed", "langfuse.")
@@ -64,7 +63,7 @@ def episode_settings(
     settings = {
         "version": SETTINGS_FORMAT_VERSION,
         "game": {"file": story.name, "md5": file_md5(story)},
-        "models": {role: config.model_for(role) for role in ROLES},
+        "models": {role: config.model_for(role) for role in MODEL_ROLES},
         "mcp_servers": servers,
         "mcp_servers_disabled": list(mcp_config.disabled) if config.mcp.enabled and mcp_config is not None else [],
         "config": values,

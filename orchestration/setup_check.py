@@ -54,12 +54,11 @@ from orchestration.embedded_model import (
     wants_embedded_model,
 )
 from session.errors import ConfigError, MCPAuthError, MCPServerStartupError, StoryFileError, root_cause
-from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration, process_environ
+from session.game_configuration import API_KEY_ENV_VARS, MODEL_ROLES, GameConfiguration, process_environ
 from session.providers import ProviderPreset, StructuredMode, is_loopback_url
 from session.redaction import Redactor
 from shared_utils.text import escape_control_chars, shorten
 
-ROLES = ("agent", "critic", "extractor", "memory")
 ENDPOINT_TIMEOUT_SECONDS = 15.0  # connect and read, each: a hosted list of models is a few hundred KB
 _TOOL_NAMES_CHARS = 60
 _MODELS_NAMED = 3
@@ -354,7 +353,7 @@ class EndpointProbe:
 
 def endpoint_source(config: GameConfiguration, base_url: str) -> str:
     """Which setting gave this endpoint, in words: the roles' own ``<role>_base_url`` first."""
-    for role in ("agent", "critic", "extractor", "memory"):
+    for role in MODEL_ROLES:
         if getattr(config.llm, f"{role}_base_url") == base_url:
             return config.source_of("llm", f"{role}_base_url")
     return config.source_of("llm", "base_url")
@@ -474,14 +473,14 @@ def endpoint_row(probe: EndpointProbe) -> Row:
 
 
 def roles_in_use(config: GameConfiguration) -> list[str]:
-    """The roles a run calls a model for, in ``ROLES`` order."""
+    """The roles a run calls a model for, in ``MODEL_ROLES`` order."""
     used = {
         "agent": True,
         "critic": config.gameplay.enable_critic,
         "extractor": config.extractor.llm_enabled,
         "memory": config.memory.enabled or config.objectives.enabled or config.knowledge.enabled,
     }
-    return [role for role in ROLES if used[role]]
+    return [role for role in MODEL_ROLES if used[role]]
 
 
 _UNUSED = {
@@ -495,7 +494,7 @@ def role_rows(config: GameConfiguration, probes: Mapping[str, EndpointProbe]) ->
     used = roles_in_use(config)
     several = len(probes) > 1
     rows = []
-    for role in ROLES:
+    for role in MODEL_ROLES:
         model = config.model_for(role)
         if role not in used:
             rows.append(Row(role, Status.OFF, (model, "-", "-"), notes=(f"not used: {_UNUSED[role]}",)))

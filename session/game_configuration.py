@@ -344,6 +344,9 @@ SECTIONS: dict[str, type[_Section]] = {
     )
 }
 
+# The roles that call a model, each with its model, sampling and (optionally) its own endpoint.
+MODEL_ROLES = ("agent", "critic", "extractor", "memory")
+
 ENV_ALIASES: dict[str, tuple[str, str]] = {"ZORKGPT_GAME_FILE": ("files", "game_file")}
 
 
@@ -394,7 +397,7 @@ class GameConfiguration(BaseModel):
 
     def endpoints(self) -> list[str]:
         """Every endpoint a run talks to, without repeats."""
-        return list(dict.fromkeys(self.base_url_for(role) for role in ("agent", "critic", "extractor", "memory")))
+        return list(dict.fromkeys(self.base_url_for(role) for role in MODEL_ROLES))
 
     def preset_for_url(self, base_url: str) -> ProviderPreset:
         """The quirks for one endpoint: the configured provider's for its base_url, else guessed by host."""
