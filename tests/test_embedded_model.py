@@ -30,18 +30,14 @@ from orchestration.embedded_model import (
     EMBEDDED_WORKDIR,
     EmbeddedModelServer,
     apply_embedded_settings,
-    missing_packages,
     wants_embedded_model,
 )
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
-from tests.main_support import NO_LEARNING, REPO, MainProcess, run_main
+from tests.main_support import BUNDLED_GROUP, NO_LEARNING, REPO, MainProcess, run_main, skip_without_local_packages
 from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
-# The tests that start llama.cpp servers of their own: one worker runs them one after another, beside
-# tests/test_local_model.py's server on another (one chain of both took about 5 minutes of the suite).
-BUNDLED_GROUP = "llama_cpp_bundled"
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3
 # One main.py run on the bundled model: the model's start and a few turns, on a loaded 2-core machine.
@@ -135,15 +131,6 @@ def test_a_base_url_without_a_key_goes_to_that_server(
 # -- playing on the real bundled model ----------------------------------------------------------
 
 
-def _skip_without_local_packages() -> None:
-    module = missing_packages()
-    if module is not None:
-        pytest.skip(
-            f"the bundled model's packages are not installed ({module} missing): run `uv sync` (it builds "
-            "llama.cpp once, a few minutes)"
-        )
-
-
 def _embedded_env(tmp_path: Path, game_file: Path, marker: str) -> dict[str, str]:
     # No key, no base_url: clean_env drops the developer's keys and ZORKGPT_* settings.
     return {
@@ -176,7 +163,7 @@ def _wait_gone(marker: str, timeout: float = 60) -> list[int]:
 @pytest.mark.local_model
 @pytest.mark.xdist_group(BUNDLED_GROUP)
 def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, game_file: Path) -> None:
-    _skip_without_local_packages()
+    skip_without_local_packages()
     marker = uuid.uuid4().hex
     main = MainProcess(
         ["--max-turns", str(TURNS), "--config", str(REPO / "pyproject.toml")],
@@ -218,7 +205,7 @@ def test_no_key_plays_on_the_bundled_model_and_ends_its_server(tmp_path: Path, g
 @pytest.mark.local_model
 @pytest.mark.xdist_group(BUNDLED_GROUP)
 def test_the_bundled_models_server_dies_with_a_killed_main(tmp_path: Path, game_file: Path) -> None:
-    _skip_without_local_packages()
+    skip_without_local_packages()
     marker = uuid.uuid4().hex
     main = MainProcess(
         ["--max-turns", "50", "--config", str(REPO / "pyproject.toml")],
@@ -296,7 +283,7 @@ def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
 ) -> None:
     """A local process that binds the port before the server does would get every prompt; the run's
     socket is held from the moment the port is chosen, so the impostor cannot bind it."""
-    _skip_without_local_packages()
+    skip_without_local_packages()
     monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
     server = EmbeddedModelServer(start_timeout=300)
     impostors: list[subprocess.Popen[str]] = []
@@ -337,7 +324,7 @@ def test_a_bundled_server_that_dies_mid_run_is_named_with_its_exit_code(
 ) -> None:
     """Killed mid-run (the OOM killer, say): every request to its address is answered with why, and its
     port stays the run's, so no other process can take the prompts meant for it."""
-    _skip_without_local_packages()
+    skip_without_local_packages()
     monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
     with EmbeddedModelServer(start_timeout=300) as server:
         assert server.process is not None
