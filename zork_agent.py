@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from chat_api.models import tools_not_supported
+from chat_api.tracing import traced_observation
 from llm_client import LLMClient
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
@@ -33,7 +34,6 @@ from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
 from shared_utils.text import cap_text, shorten
-from shared_utils.tracing import traced_observation
 from tool_loop.events import ToolLoopLog
 from tool_loop.loop import ToolLoop, json_type
 from tool_loop.toolset import Toolset

@@ -9,7 +9,7 @@ modules listed before it:
 - ``replies``: a provider's reply body read into an ``LLMResponse``.
 - ``structured``: which structured-output form an endpoint accepts, negotiated and remembered.
 - ``cost``: what a call cost and the per-name totals.
-- ``tracing``: the Langfuse generation around a call.
+- ``tracing``: the Langfuse client, the observation helper, and the generation around a call.
 - ``deadline``: a whole-request deadline that cuts a reply trickling in.
 - ``transport``: one HTTP attempt and what its status means.
 - ``retry``: backoff timing and the retry loop.

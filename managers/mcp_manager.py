@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from chat_api.tracing import traced_observation
 from mcp_client.config import MCPConfig, ServerConfig
 from mcp_client.runtime import SessionLoop
 from mcp_client.server_requests import ServerRequestAnswers
@@ -41,7 +42,6 @@ from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
-from shared_utils.tracing import traced_observation
 from tool_loop.toolset import ServerPrompt, ToolCallResult, ToolInfo, Toolset
 
 # A tool may report progress hundreds of times a second; the log gets at most this often one line of it.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chat_api.structured import StructuredOutputMemory
+from chat_api.tracing import get_langfuse_client
 from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
@@ -45,7 +46,6 @@ from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnRes
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
 from shared_utils.text import cap_text
-from shared_utils.tracing import get_langfuse_client
 from tool_loop.toolset import Toolset
 from zork_agent import ZorkAgent, unplayed_note
 

@@ -3,7 +3,6 @@
 - ``text``: terminal-safe text and the cutting helpers;
 - ``model_json``: JSON schemas for structured output and the one reader of JSON a model wrote;
 - ``files``: atomic writes: a file replaced whole or not at all, its mode kept;
-- ``tracing``: the Langfuse client and the observation helper;
 - ``version``: the product's version and the ``--version`` argument;
 - ``cli``: the command lines' parser: whole option names only, a did-you-mean for the others;
 - ``processes``: child processes that die with their parent (``die_with_parent``), and the reaper of orphans.

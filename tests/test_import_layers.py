@@ -26,16 +26,15 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 # Lowest first; within a layer, a module may import only the ones listed before it.
 LAYERS: dict[str, tuple[str, ...]] = {
     "below": (
-        # Event names only, importing nothing of ours: even shared_utils names its events through it.
-        "session.events",
         "shared_utils.text",
         "shared_utils.model_json",
         "shared_utils.files",
         "shared_utils.version",
         "shared_utils.cli",
         "shared_utils.processes",
-        "shared_utils.tracing",
         "shared_utils",
+        # Event names only, importing nothing of ours.
+        "session.events",
         "session.errors",
         "session.providers",
         "session.game_configuration",

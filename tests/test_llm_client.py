@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from chat_api.replies import MALFORMED_TOOL_NAME
 from chat_api.structured import StructuredOutputMemory
+from chat_api.tracing import get_langfuse_client
 from chat_api.wire import LLMResponse
 from llm_client import (
     LLMClient,
@@ -33,7 +34,6 @@ from session.errors import (
 )
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
-from shared_utils.tracing import get_langfuse_client
 from tests.mcp_test_servers.helpers import free_port
 from tests.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,

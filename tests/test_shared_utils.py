@@ -13,10 +13,10 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
+from chat_api.tracing import traced_observation
 from shared_utils.files import atomic_write_json, atomic_write_text, current_umask
 from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, json_depth
 from shared_utils.text import escape_control_chars, has_control_chars
-from shared_utils.tracing import traced_observation
 
 
 class Inner(BaseModel):
