@@ -35,7 +35,7 @@ _stop_without_the_project_packages()
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP, ConfigError, ZorkGPTError, exit_code_for
 from session.game_configuration import (
     API_KEY_ENV_VARS,
-    DEFAULT_GAME_SEED,
+    GAME_NAMES,
     MAX_GAME_SEED,
     GameConfiguration,
     game_seed_argument,
@@ -48,6 +48,7 @@ from viewer import DEFAULT_PORT as VIEWER_PORT
 
 if TYPE_CHECKING:
     from chat_api.structured import StructuredOutputMemory
+    from game_interface.games import Game
     from orchestration.episode_runner import EpisodeRunner
     from orchestration.run_results import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
@@ -112,9 +113,17 @@ def _add_play_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-turns", type=int, default=None, help="turn limit per episode (default from config)")
     parser.add_argument("--config", default="pyproject.toml", help="TOML file with [tool.zorkgpt.*] sections")
     parser.add_argument(
+        "--game",
+        choices=GAME_NAMES,
+        default=None,
+        help="the game to play: zork1, zork2 or zork3 (default [tool.zorkgpt.files] game, else the game of the "
+        "story file, else zork1); its story file is found as --game-file says, or beside that file",
+    )
+    parser.add_argument(
         "--game-file",
         default=None,
-        help="path to zork1.z5 (else ZORKGPT_GAME_FILE, [tool.zorkgpt.files] game_file, the per-user cache)",
+        help="path to a story file Jericho supports, such as zork1.z5 (else ZORKGPT_GAME_FILE, "
+        "[tool.zorkgpt.files] game_file, the per-user cache); the game is recognized from the file",
     )
     parser.add_argument(
         "--view",
@@ -139,9 +148,9 @@ def _add_play_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="the game's random seed (the thief, combat, the carousel room): episode 1 plays N, episode 2 "
-        f"N+1, and so on, with --parallel too; the same seed and commands play the same game (default "
-        f"[tool.zorkgpt.gameplay] seed, else {DEFAULT_GAME_SEED}: Jericho's own seed, with which its "
-        "walkthrough wins)",
+        "N+1, and so on, with --parallel too; the same seed and commands play the same game (default "
+        "[tool.zorkgpt.gameplay] seed, else the game's own seed in Jericho, with which its walkthrough wins: "
+        "12 for Zork I, 0 for Zork II and III)",
     )
     parser.add_argument(
         "--fair-play",
@@ -218,10 +227,14 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--max-turns must be at least 1")
 
 
-def first_seed(args: argparse.Namespace, config: GameConfiguration) -> int:
-    """The seed of the run's first episode (``--seed``, else the setting); the run's last seed
-    must fit too, or a ``ConfigError`` says what to lower."""
+def first_seed(args: argparse.Namespace, config: GameConfiguration, game: Game) -> int:
+    """The seed of the run's first episode (``--seed``, else the setting, else the game's own); the
+    run's last seed must fit too, and the game must take the seed, or a ``ConfigError`` says what to give."""
     seed = config.gameplay.seed if args.seed is None else args.seed
+    seed = game.seed if seed is None else seed
+    if (problem := game.seed_problem(seed)) is not None:
+        where = "--seed" if args.seed is not None else "[tool.zorkgpt.gameplay] seed (or ZORKGPT_GAMEPLAY_SEED)"
+        raise ConfigError(f"{where}: {problem}.")
     if seed + args.episodes - 1 > MAX_GAME_SEED:
         where = (
             "--seed"
@@ -305,10 +318,9 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     """Play the episodes; the exit code (see ``--help``)."""
     try:
         config = GameConfiguration.from_toml(args.config)
-        # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
-        config.gameplay.seed = first_seed(args, config)
-        if args.seed is not None:
-            config.value_sources["gameplay.seed"] = "the --seed flag"
+        if args.game is not None:
+            config.files.game = args.game
+            config.value_sources["files.game"] = "the --game flag"
         if args.fair_play is not None:
             config.gameplay.fair_play = args.fair_play
             config.value_sources["gameplay.fair_play"] = "the --fair-play flag"
@@ -325,7 +337,23 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
     if not config.api_key and config.api_key_required:
         print(missing_key_message(config), file=sys.stderr)
         return EXIT_SETUP
+    if (code := settle_game(args, config)) is not None:
+        return code
     return play_and_view(args, config, signals)
+
+
+def settle_game(args: argparse.Namespace, config: GameConfiguration) -> int | None:
+    """The run's story file and first seed, fixed for every episode: an exit code when there is
+    no story file or the game cannot take the seed, None to go on."""
+    try:
+        game = find_game(args, config)
+        # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
+        config.gameplay.seed = first_seed(args, config, game)
+    except ZorkGPTError as exc:
+        return report(exc)
+    if args.seed is not None:
+        config.value_sources["gameplay.seed"] = "the --seed flag"
+    return None
 
 
 def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
@@ -349,18 +377,25 @@ def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, 
         server.close()
 
 
-def check_before_the_model(args: argparse.Namespace, config: GameConfiguration, workdir: Path) -> int | None:
-    """What would stop the run after the bundled model's start (seconds, or minutes on a loaded
-    machine), checked before it: the story file and ``workdir``. An exit code, or None to go on."""
-    from game_interface import resolve_story_file
-    from session.episode_log import check_free_space
-    from session.errors import StoryFileError
+def find_game(args: argparse.Namespace, config: GameConfiguration) -> Game:
+    """The run's story file, found (fetched once if need be) and recognized: every episode of the run,
+    ``--parallel`` ones too, plays that file (``args.game_file`` names it from here on). A
+    ``StoryFileError`` says what to do when there is none."""
+    from game_interface import recognize, resolve_story_file
 
     configured = config.resolve_path(config.files.game_file) if config.files.game_file else None
-    try:
-        resolve_story_file(args.game_file or configured)
-    except StoryFileError as exc:
-        return report(exc)
+    story = resolve_story_file(args.game_file or configured, game=config.files.game)
+    args.game_file = str(story)
+    return recognize(story)
+
+
+def check_before_the_model(args: argparse.Namespace, config: GameConfiguration, workdir: Path) -> int | None:
+    """What would stop the run after the bundled model's start (seconds, or minutes on a loaded
+    machine), checked before it: the story file, the seed and ``workdir``. An exit code, or None to go on."""
+    from session.episode_log import check_free_space
+
+    if (code := settle_game(args, config)) is not None:
+        return code
     try:
         workdir.mkdir(parents=True, exist_ok=True)
         check_free_space(workdir)

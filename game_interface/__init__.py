@@ -1,8 +1,10 @@
-"""Zork I through Jericho: commands in, text and engine facts out.
+"""A text adventure through Jericho (Zork I, II, III, or any game Jericho supports): commands in,
+text and engine facts out.
 
 - ``story_data``: static facts read from the story file (object names, the words that name them);
 - ``commands``: where one command ends in a line, as Zork's parser finds it;
 - ``meta_commands``: the game's own save/restore/quit commands, refused;
+- ``games``: which game a story file is (the known games, any game Jericho supports);
 - ``story_file``: finding, fetching and verifying the story file;
 - ``game_facts``: the engine's facts as values (rooms, objects, exits, changes), the game's refusals and words;
 - ``jericho_interface``: the engine itself, one game in one emulator;
@@ -18,6 +20,7 @@ from game_interface.game_facts import (
     WorldChange,
     sounds_refused,
 )
+from game_interface.games import DEFAULT_GAME, KNOWN_GAMES, Game, game_named, recognize
 from game_interface.jericho_interface import (
     MAX_COMMAND_BYTES,
     GameInterfaceError,
@@ -26,15 +29,16 @@ from game_interface.jericho_interface import (
     load_story,
 )
 from game_interface.meta_commands import META_COMMANDS
-from game_interface.story_file import CANONICAL_MD5, DOWNLOAD_URL, StoryFileError, resolve_story_file
+from game_interface.story_file import StoryFileError, resolve_story_file
 
 __all__ = [
-    "CANONICAL_MD5",
+    "DEFAULT_GAME",
     "DIRECTIONS",
-    "DOWNLOAD_URL",
+    "KNOWN_GAMES",
     "MAX_COMMAND_BYTES",
     "META_COMMANDS",
     "ExitProbe",
+    "Game",
     "GameInterfaceError",
     "GameObject",
     "GameSnapshot",
@@ -43,7 +47,9 @@ __all__ = [
     "RefusedCommandError",
     "StoryFileError",
     "WorldChange",
+    "game_named",
     "load_story",
+    "recognize",
     "resolve_story_file",
     "sounds_refused",
 ]

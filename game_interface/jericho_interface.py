@@ -46,11 +46,11 @@ from game_interface.game_facts import (
     clean_text,
     name_words,
 )
+from game_interface.games import Game, recognize
 from game_interface.meta_commands import META_COMMANDS, MetaCommands
 from game_interface.story_data import DICTIONARY_WORD_LENGTH, StoryData
 from game_interface.story_file import verify_story_file
 from session.errors import GameInterfaceError
-from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED, MIN_GAME_SEED
 from shared_utils.text import has_control_chars
 
 _SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
@@ -128,14 +128,14 @@ class JerichoInterface:
     and the same commands give the same transcript, also after ``start()`` begins the game again.
     """
 
-    def __init__(self, story_file: str | Path, seed: int = DEFAULT_GAME_SEED) -> None:
-        # Checked here, not left to Jericho: it would play its own seed for 0 and fail deep in ctypes
-        # for a number the emulator's C int cannot hold.
-        if isinstance(seed, bool) or not isinstance(seed, int) or not MIN_GAME_SEED <= seed <= MAX_GAME_SEED:
-            raise GameInterfaceError(
-                f"Game seed {seed!r} is not usable: give a whole number from {MIN_GAME_SEED} to {MAX_GAME_SEED}."
-            )
+    def __init__(self, story_file: str | Path, seed: int | None = None) -> None:
         self.story_file = verify_story_file(story_file)
+        self.game: Game = recognize(self.story_file)
+        # Checked here, not left to Jericho: it would play its own seed for a 0 it does not take, and
+        # fail deep in ctypes for a number the emulator's C int cannot hold. None: the game's own.
+        seed = self.game.seed if seed is None else seed
+        if (problem := self.game.seed_problem(seed)) is not None:
+            raise GameInterfaceError(f"Game seed {seed!r} is not usable: {problem}.")
         self.seed = seed
         self._story = StoryData(self.story_file.read_bytes())
         self._meta_commands = MetaCommands(self._story)
@@ -343,7 +343,7 @@ class JerichoInterface:
         return self._world_changes(*self._last_diff, read=read) if self._last_diff is not None else ()
 
     def get_walkthrough(self) -> list[str]:
-        """Jericho's winning command list: it wins with ``DEFAULT_GAME_SEED``; other seeds make it fail."""
+        """Jericho's winning command list: it wins with the game's own seed (``Game.seed``); others may not."""
         return list(self.env.get_walkthrough())
 
     # ----------------------------------------------------------------- object tree

@@ -1,10 +1,13 @@
-"""Finding, fetching and verifying the Zork I story file.
+"""Finding, fetching and verifying a story file.
 
 Jericho only fully supports the exact bytes it was built against (score, moves, victory
-and death detection are keyed on the file's md5), so any file we use is checked against
-that md5 — a different release would play, but silently without the signals ZorkGPT
-relies on. Resolution order: the configured path, ``ZORKGPT_GAME_FILE``, then a per-user
-cache; if none exists the canonical file is downloaded into the cache.
+and death detection are keyed on the file's md5), so any file we use is recognized by its
+md5 (``game_interface.games``): a different release would play, but silently without the
+signals ZorkGPT relies on. Resolution order for a game: the configured path,
+``ZORKGPT_GAME_FILE``, then a per-user cache; if none exists the file is downloaded from
+Jericho's game suite into the cache. A configured file of another game than the one asked
+for names the folder to look in: ``--game zork2`` with ``ZORKGPT_GAME_FILE=games/zork1.z5``
+plays ``games/zork2.z5``.
 
 ``python -m game_interface.fetch_story`` finds (or fetches) the file as ``main.py`` would and
 prints its path: a way to get it before any model or key is set up.
@@ -20,15 +23,12 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from game_interface.games import DEFAULT_GAME, Game, game_named, recognize
 from session.errors import StoryFileError
 from shared_utils.files import atomic_write_bytes
 
-CANONICAL_MD5 = "b732a93a6244ddd92a9b9a3e3a46c687"
-STORY_FILE_NAME = "zork1.z5"
-# Jericho's own game suite: the source of the bytes Jericho's bindings were made for.
-DOWNLOAD_URL = "https://raw.githubusercontent.com/BYU-PCCL/z-machine-games/master/jericho-game-suite/zork1.z5"
 DOWNLOAD_TIMEOUT_SECONDS = 30.0
-# The real file is 92 KiB; a cap keeps a misbehaving server from filling the disk.
+# The real files are 92 KiB; a cap keeps a misbehaving server from filling the disk.
 MAX_DOWNLOAD_BYTES = 1_000_000
 
 logger = logging.getLogger(__name__)
@@ -38,21 +38,17 @@ def file_md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def verify_story_file(path: str | os.PathLike[str]) -> Path:
-    """``path`` resolved, after checking it exists and has the canonical md5."""
+def verify_story_file(path: str | os.PathLike[str], game: Game | None = None) -> Path:
+    """``path`` resolved, after checking it exists and is a release Jericho supports (of ``game``, if given)."""
     story = Path(path).expanduser()
     if not story.is_file():
-        raise StoryFileError(f"Story file not found: {story}. {_where_to_put_it()}")
+        raise StoryFileError(f"Story file not found: {story}. {_where_to_put_it(game or DEFAULT_GAME)}")
     try:
-        digest = file_md5(story)
+        found = recognize(story)
     except OSError as exc:
         raise StoryFileError(f"Cannot read story file {story}: {exc}. Check its permissions.") from exc
-    if digest != CANONICAL_MD5:
-        raise StoryFileError(
-            f"{story} is not the canonical Zork I story file: its md5 is {digest}, expected {CANONICAL_MD5}. "
-            "Jericho only fully supports the canonical release (Revision 88 / Serial number 840726); "
-            f"get it from {DOWNLOAD_URL}."
-        )
+    if game is not None and found.name != game.name:
+        raise StoryFileError(f"{story} is {found.title}, not {game.title}. {_where_to_put_it(game)}")
     return story.resolve()
 
 
@@ -68,56 +64,69 @@ def resolve_story_file(
     environ: Mapping[str, str] | None = None,
     cache_dir: Path | None = None,
     allow_download: bool = True,
-    download_url: str = DOWNLOAD_URL,
+    download_url: str | None = None,
+    game: str | None = None,
 ) -> Path:
-    """The verified story file to play.
+    """The verified story file to play: of the game named ``game``, or (None) the configured file's
+    game, else Zork I.
 
     An explicitly named file (``configured`` or ``ZORKGPT_GAME_FILE``) must exist: a typo
-    there should fail loudly rather than fall through to a download. Otherwise the cache
-    is used, filled from ``download_url`` when ``allow_download`` is true.
+    there should fail loudly rather than fall through to a download. A named file of another
+    game than ``game`` names the folder to look in (``game``'s own file name beside it).
+    Otherwise the cache is used, filled from ``download_url`` (default: Jericho's game suite)
+    when ``allow_download`` is true.
     """
     env = os.environ if environ is None else environ
-    if configured:
-        return verify_story_file(configured)
-    from_env = env.get("ZORKGPT_GAME_FILE")
-    if from_env:
-        return verify_story_file(from_env)
-    cache = (cache_dir or default_cache_dir(env)) / STORY_FILE_NAME
+    wanted = game_named(game) if game else None
+    named = configured or env.get("ZORKGPT_GAME_FILE")
+    if named:
+        story = verify_story_file(named)
+        if wanted is None or recognize(story).name == wanted.name:
+            return story
+        beside = story.parent / wanted.story_name
+        if not beside.is_file():
+            raise StoryFileError(
+                f"{story} is {recognize(story).title}, and there is no {wanted.story_name} beside it for "
+                f"{wanted.title}. {_where_to_put_it(wanted)}"
+            )
+        return verify_story_file(beside, wanted)
+    wanted = wanted or DEFAULT_GAME
+    cache = (cache_dir or default_cache_dir(env)) / wanted.story_name
     if cache.is_file():
-        return verify_story_file(cache)
+        return verify_story_file(cache, wanted)
     if not allow_download:
-        raise StoryFileError(f"No Zork I story file found. {_where_to_put_it(cache)}")
-    return download_story_file(cache, download_url)
+        raise StoryFileError(f"No {wanted.title} story file found. {_where_to_put_it(wanted, cache)}")
+    return download_story_file(cache, download_url or wanted.download_url, wanted)
 
 
-def download_story_file(target: Path, url: str = DOWNLOAD_URL) -> Path:
-    """Fetch the story file into ``target`` (atomically) and verify its md5."""
-    logger.info("Downloading the Zork I story file from %s to %s", url, target)
+def download_story_file(target: Path, url: str, game: Game = DEFAULT_GAME) -> Path:
+    """Fetch ``game``'s story file into ``target`` (atomically) and verify its md5."""
+    logger.info("Downloading the %s story file from %s to %s", game.title, url, target)
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
             data = response.read(MAX_DOWNLOAD_BYTES + 1)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise StoryFileError(
-            f"Could not download the Zork I story file from {url} ({exc}). {_where_to_put_it(target)}"
+            f"Could not download the {game.title} story file from {url} ({exc}). {_where_to_put_it(game, target)}"
         ) from exc
     if len(data) > MAX_DOWNLOAD_BYTES:
         raise StoryFileError(
-            f"The download from {url} is larger than any Zork I story file. {_where_to_put_it(target)}"
+            f"The download from {url} is larger than any {game.title} story file. {_where_to_put_it(game, target)}"
         )
     digest = hashlib.md5(data).hexdigest()
-    if digest != CANONICAL_MD5:
+    if digest != game.md5:
         raise StoryFileError(
-            f"The file downloaded from {url} has md5 {digest}, expected {CANONICAL_MD5}; it was not saved. "
-            f"{_where_to_put_it(target)}"
+            f"The file downloaded from {url} has md5 {digest}, expected {game.md5}; it was not saved. "
+            f"{_where_to_put_it(game, target)}"
         )
     atomic_write_bytes(target, data)
     return target.resolve()
 
 
-def _where_to_put_it(cache: Path | None = None) -> str:
-    cache = cache or default_cache_dir() / STORY_FILE_NAME
+def _where_to_put_it(game: Game, cache: Path | None = None) -> str:
+    cache = cache or default_cache_dir() / game.story_name
     return (
-        f"Put the canonical zork1.z5 (md5 {CANONICAL_MD5}, from {DOWNLOAD_URL}) at {cache}, "
-        "or set ZORKGPT_GAME_FILE=/path/to/zork1.z5, "
-        'or set game_file = "/path/to/zork1.z5" under [tool.zorkgpt.files] in pyproject.toml.'
+        f"Put {game.title}'s {game.story_name} (md5 {game.md5}, from {game.download_url}) at {cache}, "
+        f"or set ZORKGPT_GAME_FILE=/path/to/{game.story_name}, "
+        f'or set game_file = "/path/to/{game.story_name}" under [tool.zorkgpt.files] in pyproject.toml.'
     )

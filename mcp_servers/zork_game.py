@@ -24,7 +24,7 @@ from game_interface import (
     StoryFileError,
     resolve_story_file,
 )
-from session.game_configuration import DEFAULT_GAME_SEED
+from game_interface.games import ZORK1
 from shared_utils.text import has_control_chars, shorten
 from world.map_graph import MapGraph, normalize_direction
 
@@ -173,7 +173,7 @@ class ZorkGame:
         self,
         story_file: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
-        seed: int = DEFAULT_GAME_SEED,
+        seed: int = ZORK1.seed,
     ) -> None:
         self._story_file = story_file
         self.seed = seed  # the game's random numbers; reset() starts over with the same seed

@@ -48,6 +48,7 @@ from mcp.types import (
 )
 from pydantic import AnyUrl, BaseModel, Field
 
+from game_interface.games import ZORK1
 from mcp_servers import http_mode
 from mcp_servers.zork_game import (
     INVENTORY_URI,
@@ -66,7 +67,7 @@ from mcp_servers.zork_game import (
     ZorkGame,
     ZorkInputError,
 )
-from session.game_configuration import DEFAULT_GAME_SEED, game_seed_argument
+from session.game_configuration import game_seed_argument
 from shared_utils.version import add_version_argument, project_version
 
 _GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
@@ -429,10 +430,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--seed",
         type=game_seed_argument,
-        default=DEFAULT_GAME_SEED,
+        default=ZORK1.seed,
         metavar="N",
         help="the game's random seed (the thief, combat, the carousel room); the same seed and commands play "
-        f"the same game, also after reset (default {DEFAULT_GAME_SEED}, with which Jericho's walkthrough wins)",
+        f"the same game, also after reset (default {ZORK1.seed}, with which Jericho's walkthrough wins)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     http_mode.add_http_arguments(parser)

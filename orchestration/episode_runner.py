@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat_api.structured import StructuredOutputMemory
 from chat_api.tracing import get_langfuse_client
-from game_interface import GameInterfaceError, JerichoInterface, resolve_story_file, sounds_refused
+from game_interface import GameInterfaceError, JerichoInterface, recognize, resolve_story_file, sounds_refused
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic_manager import CriticManager, CriticReview
@@ -95,12 +95,13 @@ class EpisodeRunner:
         self.max_turns = max_turns_per_episode or self.config.gameplay.max_turns_per_episode
         # One set of secrets for everything the episode writes: logs, learning files, MCP text, the status.
         self.redactor = redactor
+        # The story file first: a missing or wrong file must not leave an empty episode folder.
+        story = resolve_story_file(game_file or self._configured_game_file(), game=self.config.files.game)
         seed = self.config.gameplay.seed if game_seed is None else game_seed
+        seed = recognize(story).seed if seed is None else seed
         self.game_state = GameState(
             episode_id=episode_id or new_episode_id(), game_seed=seed, fair_play=self.config.gameplay.fair_play
         )
-        # The story file first: a missing or wrong file must not leave an empty episode folder.
-        story = resolve_story_file(game_file or self._configured_game_file())
         self.episode = EpisodeFolder.under(self.config.workdir, self.game_state.episode_id)
         self.logger = setup_episode_logger(
             self.episode_dir,

@@ -36,7 +36,8 @@ import requests
 
 from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not_supported
 from chat_api.payload import request_headers
-from game_interface.story_file import STORY_FILE_NAME, default_cache_dir, resolve_story_file
+from game_interface.games import DEFAULT_GAME, game_named
+from game_interface.story_file import default_cache_dir, resolve_story_file
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.oauth import needs_login
 from mcp_client.source import ServerStartupTimeoutError, SourceSettings
@@ -277,10 +278,11 @@ def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
     """Found and the canonical file; one not fetched yet is fetched by the first run, so it is no failure."""
     named = game_file or (str(config.resolve_path(config.files.game_file)) if config.files.game_file else None)
     try:
-        story = resolve_story_file(named, allow_download=False)
+        story = resolve_story_file(named, allow_download=False, game=config.files.game)
     except StoryFileError as exc:
         if named is None:
-            cache = default_cache_dir() / STORY_FILE_NAME
+            game = game_named(config.files.game) if config.files.game else DEFAULT_GAME
+            cache = default_cache_dir() / game.story_name
             return Row(
                 "story file",
                 Status.WARN,

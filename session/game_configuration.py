@@ -27,10 +27,12 @@ from session.providers import DEFAULT_PROVIDER_URL, GENERIC, PRESETS, ProviderPr
 DEFAULT_CONFIG_FILE = "pyproject.toml"
 API_KEY_ENV_VARS: tuple[str, ...] = ("ZORKGPT_CLIENT_API_KEY", "CLIENT_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_BASE_URL = DEFAULT_PROVIDER_URL
-# Jericho's own seed for Zork I (``FrotzEnv`` uses it when given none): its walkthrough wins with it.
-DEFAULT_GAME_SEED = 12
-# The emulator takes its seed as a C int. 0 is not a seed: Jericho reads it as "none" and plays 12.
-MIN_GAME_SEED = 1
+# The games ZorkGPT knows by name (``game_interface.games`` holds what it knows of each).
+GAME_NAMES: tuple[str, ...] = ("zork1", "zork2", "zork3")
+GameName = Literal["zork1", "zork2", "zork3"]
+# The emulator takes its seed as a C int. Whether 0 is a seed depends on the game
+# (``Game.seed_problem``): Jericho reads it as "none" and plays the game's own.
+MIN_GAME_SEED = 0
 MAX_GAME_SEED = 2**31 - 1
 ProviderName = Literal["openrouter", "openai", "ollama", "llamacpp", "lmstudio", "vllm"]
 
@@ -164,7 +166,8 @@ class GameplaySection(_Section):
     # refusals of ways never tried, creatures' names and what they carry): scores are not comparable.
     fair_play: Literal["seen", "engine"] = "seen"
     # The game's random numbers (the thief, combat, the carousel room): episode i of a run plays seed + i - 1.
-    seed: int = Field(default=DEFAULT_GAME_SEED, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
+    # None: the game's own seed (Jericho's, with which its walkthrough wins).
+    seed: int | None = Field(default=None, ge=MIN_GAME_SEED, le=MAX_GAME_SEED)
 
     @field_validator("stuck_limit_turns")
     @classmethod
@@ -181,6 +184,8 @@ class GameplaySection(_Section):
 
 class FilesSection(_Section):
     SECTION: ClassVar[str] = "files"
+    # Which game to play. None: the game of game_file, else Zork I.
+    game: GameName | None = None
     game_file: str | None = None
     game_workdir: str = "game_files"
     knowledge_file: str = "knowledgebase.md"

@@ -146,11 +146,12 @@ def test_sampling_env_override_reaches_the_section(tmp_path: Path, role: str) ->
 
 
 def test_the_game_seed_comes_from_toml_or_the_environment(tmp_path: Path) -> None:
-    assert GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={}).gameplay.seed == 12
+    # None: the game's own seed, decided once the story file is found (main.first_seed).
+    assert GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={}).gameplay.seed is None
     path = write_toml(tmp_path, "[tool.zorkgpt.gameplay]\nseed = 40\n")
     assert GameConfiguration.from_toml(path, environ={}).gameplay.seed == 40
     assert GameConfiguration.from_toml(path, environ={"ZORKGPT_GAMEPLAY_SEED": "7"}).gameplay.seed == 7
-    for text, problem in (("-3", "greater than or equal to 1"), ("7.5", "valid integer"), ("seven", "valid integer")):
+    for text, problem in (("-3", "greater than or equal to 0"), ("7.5", "valid integer"), ("seven", "valid integer")):
         with pytest.raises(ConfigError, match=rf"ZORKGPT_GAMEPLAY_SEED: .*{problem}"):
             GameConfiguration.from_toml(path, environ={"ZORKGPT_GAMEPLAY_SEED": text})
 
@@ -343,7 +344,7 @@ def test_every_numeric_key_has_finite_bounds() -> None:
         ("retry", "request_timeout", float("nan"), "finite number"),
         ("retry", "request_timeout", 0, "greater than 0"),
         ("gameplay", "turn_delay_seconds", 1e300, "less than or equal to 3600"),
-        ("gameplay", "seed", 0, "greater than or equal to 1"),
+        ("gameplay", "seed", -1, "greater than or equal to 0"),
         ("gameplay", "seed", 2**31, "less than or equal to 2147483647"),
         ("gameplay", "seed", 7.0, "valid integer"),
         ("agent_sampling", "temperature", -0.5, "greater than or equal to 0"),

@@ -50,6 +50,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "game_interface.game_facts",
         "game_interface.commands",
         "game_interface.meta_commands",
+        "game_interface.games",
         "game_interface.story_file",
         "game_interface.jericho_interface",
         "game_interface",

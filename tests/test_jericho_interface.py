@@ -19,8 +19,9 @@ from game_interface import (
     sounds_refused,
 )
 from game_interface.game_facts import HIDDEN_STATE_CHANGE, TextRead, clean_text
+from game_interface.games import ZORK1
 from game_interface.jericho_interface import GAME_OVER_TEXT
-from session.game_configuration import DEFAULT_GAME_SEED, MAX_GAME_SEED
+from session.game_configuration import MAX_GAME_SEED
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -297,7 +298,7 @@ def test_save_and_restore_replay_identically(game: JerichoInterface) -> None:
 # (its 28th command is the attack), then three blows. With seed 12 (Jericho's own) the first blow kills
 # the troll; with seed 7 it misses ("A good slash, but it misses the troll by a mile.") and the fight
 # goes on. (The song bird in the forest chirps at random too, so they part before the fight as well.)
-FIGHT_SEEDS = (DEFAULT_GAME_SEED, 7)
+FIGHT_SEEDS = (ZORK1.seed, 7)
 FIRST_BLOW = 27
 
 
@@ -310,12 +311,12 @@ def troll_fight(game: JerichoInterface) -> list[str]:
 def test_the_default_seed_is_jerichos_own_for_zork(game_file: Path) -> None:
     env = FrotzEnv(str(game_file))
     try:
-        assert env.bindings["seed"] == DEFAULT_GAME_SEED
+        assert env.bindings["seed"] == ZORK1.seed
     finally:
         env.close()
     interface = JerichoInterface(game_file)
     try:
-        assert interface.seed == DEFAULT_GAME_SEED
+        assert interface.seed == ZORK1.seed
     finally:
         interface.close()
 
@@ -358,11 +359,19 @@ def test_the_walkthrough_is_written_for_the_default_seed(game_file: Path) -> Non
         game.close()
 
 
-@pytest.mark.parametrize("seed", [0, -1, MAX_GAME_SEED + 1, True, 7.5, "7", None])
+@pytest.mark.parametrize("seed", [0, -1, MAX_GAME_SEED + 1, True, 7.5, "7"])
 def test_unusable_seeds_are_refused_naming_the_range(game_file: Path, seed: object) -> None:
-    # Jericho itself would play its own seed for 0 (and None) without a word.
-    with pytest.raises(GameInterfaceError, match=f"whole number from 1 to {MAX_GAME_SEED}"):
+    # Jericho itself would play Zork I's own seed (12) for 0 without a word.
+    with pytest.raises(GameInterfaceError, match=f"whole number from [01] to {MAX_GAME_SEED}"):
         JerichoInterface(game_file, seed=seed)  # type: ignore[arg-type]
+
+
+def test_no_seed_plays_the_games_own(game_file: Path) -> None:
+    game = JerichoInterface(game_file)
+    try:
+        assert game.seed == ZORK1.seed == 12
+    finally:
+        game.close()
 
 
 def test_death_resurrection_and_final_game_over(game: JerichoInterface) -> None:

@@ -236,9 +236,11 @@ def test_the_fair_play_option_sets_what_every_episode_is_told_and_the_run_report
 @pytest.mark.parametrize(
     ("args", "env_seed", "problem"),
     [
-        (["--seed", "-1"], None, "'-1' is not a game seed: give a whole number from 1 to 2147483647"),
+        (["--seed", "-1"], None, "'-1' is not a game seed: give a whole number from 0 to 2147483647"),
         (["--seed", "seven"], None, "'seven' is not a game seed"),
-        (["--seed", "0"], None, "'0' is not a game seed"),
+        # Zork I's own seed is 12: Jericho would play 12 for a 0 (Zork II and III take 0, their own).
+        (["--seed", "0"], None, "--seed: Zork I cannot be played with seed 0"),
+        ([], "0", "ZORKGPT_GAMEPLAY_SEED): Zork I cannot be played with seed 0"),
         # What int() takes but nobody types for a seed: another script's digit, a space, a sign.
         (["--seed", "\u0663"], None, "'\u0663' is not a game seed"),
         (["--seed", " 7"], None, "' 7' is not a game seed"),
@@ -246,13 +248,17 @@ def test_the_fair_play_option_sets_what_every_episode_is_told_and_the_run_report
         (["--seed", "1_0"], None, "'1_0' is not a game seed"),
         (["--seed", "2147483647", "--episodes", "2"], None, "choose a seed of at most 2147483646"),
         (["--episodes", "3"], "2147483646", "ZORKGPT_GAMEPLAY_SEED) 2147483646 with --episodes 3"),
-        ([], "-5", "ZORKGPT_GAMEPLAY_SEED: Input should be greater than or equal to 1"),
+        ([], "-5", "ZORKGPT_GAMEPLAY_SEED: Input should be greater than or equal to 0"),
     ],
 )
 def test_an_unusable_seed_exits_2_saying_what_to_give(
-    tmp_path: Path, args: list[str], env_seed: str | None, problem: str
+    tmp_path: Path, game_file: Path, args: list[str], env_seed: str | None, problem: str
 ) -> None:
-    env = {"OPENROUTER_API_KEY": "k-1234567890", "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs")}
+    env = {
+        "OPENROUTER_API_KEY": "k-1234567890",
+        "ZORKGPT_FILES_GAME_WORKDIR": str(tmp_path / "runs"),
+        "ZORKGPT_GAME_FILE": str(game_file),
+    }
     env |= {"ZORKGPT_GAMEPLAY_SEED": env_seed} if env_seed else {}
     proc = run_main([*args, "--config", str(REPO / "pyproject.toml")], env, cwd=tmp_path)
     assert proc.returncode == 2

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from game_interface import CANONICAL_MD5, StoryFileError, resolve_story_file
+from game_interface import StoryFileError, resolve_story_file
+from game_interface.games import ZORK1
 from game_interface.story_file import default_cache_dir, file_md5
 from tests.main_support import REPO
 from tests.mcp_test_servers.helpers import free_port
@@ -66,7 +67,7 @@ def test_configured_path_wins(story_copy: Path, tmp_path: Path, altered_story: P
         story_copy, environ={"ZORKGPT_GAME_FILE": str(altered_story)}, cache_dir=tmp_path, allow_download=False
     )
     assert found == story_copy.resolve()
-    assert file_md5(found) == CANONICAL_MD5
+    assert file_md5(found) == ZORK1.md5
 
 
 def test_env_var_is_used_when_nothing_is_configured(story_copy: Path, tmp_path: Path) -> None:
@@ -95,7 +96,7 @@ def test_wrong_md5_is_refused_naming_both(altered_story: Path, tmp_path: Path) -
     with pytest.raises(StoryFileError) as info:
         resolve_story_file(None, environ={"ZORKGPT_GAME_FILE": str(altered_story)}, cache_dir=tmp_path)
     message = str(info.value)
-    assert CANONICAL_MD5 in message
+    assert ZORK1.md5 in message
     assert file_md5(altered_story) in message
 
 
@@ -118,7 +119,7 @@ def test_download_fills_the_cache_then_the_cache_is_used(
     cache = tmp_path / "cache"
     found = resolve_story_file(None, environ={}, cache_dir=cache, download_url=f"{base_url}/zork1.z5")
     assert found == (cache / "zork1.z5").resolve()
-    assert file_md5(found) == CANONICAL_MD5
+    assert file_md5(found) == ZORK1.md5
     assert [p.name for p in cache.iterdir()] == ["zork1.z5"]  # no temp files left behind
     # Offline from now on: the cached copy is enough.
     offline = f"http://127.0.0.1:{free_port()}/zork1.z5"
@@ -129,7 +130,7 @@ def test_download_with_wrong_md5_is_not_saved(http_root: tuple[Path, str], alter
     root, base_url = http_root
     shutil.copyfile(altered_story, root / "zork1.z5")
     cache = tmp_path / "cache"
-    with pytest.raises(StoryFileError, match=CANONICAL_MD5):
+    with pytest.raises(StoryFileError, match=ZORK1.md5):
         resolve_story_file(None, environ={}, cache_dir=cache, download_url=f"{base_url}/zork1.z5")
     assert not (cache / "zork1.z5").exists()
 
