@@ -36,7 +36,7 @@ import requests
 
 from chat_api.models import is_reasoning_model, supports_tool_calling, tools_not_supported
 from chat_api.payload import request_headers
-from game_interface.games import DEFAULT_GAME, game_named
+from game_interface.games import DEFAULT_GAME, game_named, recognize
 from game_interface.story_file import default_cache_dir, resolve_story_file
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.oauth import needs_login
@@ -290,7 +290,8 @@ def story_file_row(config: GameConfiguration, game_file: str | None) -> Row:
                 notes=("to fetch it now (and play offline): uv run python -m game_interface.fetch_story",),
             )
         return Row("story file", Status.FAIL, (str(exc).split(". ")[0],), fix=str(exc).split(". ", 1)[-1])
-    return Row("story file", Status.OK, (str(story),))
+    game = recognize(story)
+    return Row("story file", Status.OK, (f"{game.title}: {story}",))
 
 
 def workdir_row(config: GameConfiguration) -> Row:
