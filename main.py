@@ -426,6 +426,13 @@ def viewer_command(workdir: Path) -> str:
 
 def play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     """Play the episodes, with the viewer when ``--view`` asks for it."""
+    # The shipped MCP servers' warm parent first: it imports them while this process imports the MCP
+    # client (about as long, each on a core of its own), so the first turn does not wait for it.
+    with warm_mcp_servers(config):
+        return _play_and_view(args, config, signals)
+
+
+def _play_and_view(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     if (code := check_mcp_logins(args, config)) is not None:
         return code
     if args.view is None:
@@ -551,7 +558,7 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
 
     ends: list[EpisodeEnd] = []
     failure: BaseException | None = None
-    with live_status(args) as status, warm_mcp_servers(config):
+    with live_status(args) as status:
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
         if args.parallel > 1 and args.episodes > 1:

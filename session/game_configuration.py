@@ -544,7 +544,7 @@ def _build_section(
             if name == "files":
                 # Paths given in the environment are relative to where the user runs from.
                 overrides = {
-                    key: str(Path(value).expanduser().resolve()) if isinstance(value, str) else value
+                    key: str(Path(value).expanduser().resolve()) if isinstance(value, str) and key != "game" else value
                     for key, value in overrides.items()
                 }
             # Validated again as a whole rather than assigned key by key: some sections are
