@@ -408,7 +408,8 @@ def test_the_idle_rule_is_a_setting_and_0_turns_it_off() -> None:
 
 
 def test_the_game_comes_from_toml_or_the_environment_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
-    assert GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={}).files.game is None  # the file's, else Zork I
+    # Unset: the game of the story file, else Zork I.
+    assert GameConfiguration.from_toml(write_toml(tmp_path, ""), environ={}).files.game is None
     path = write_toml(tmp_path, '[tool.zorkgpt.files]\ngame = "zork3"\n')
     assert GameConfiguration.from_toml(path, environ={}).files.game == "zork3"
     assert GameConfiguration.from_toml(path, environ={"ZORKGPT_FILES_GAME": "zork2"}).files.game == "zork2"
