@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         "--seed",
         type=game_seed_argument,
         metavar="N",
-        help="the game's random seed (the thief, combat, the carousel room); the same seed and commands play "
+        help="the game's random seed (how fights go, where wandering characters go); the same seed and commands play "
         "the same game, also after reset (default: the game's own in Jericho, with which its walkthrough wins: "
         + ", ".join(f"{game.seed} for {game.title}" for game in KNOWN_GAMES.values())
         + ")",
