@@ -6,5 +6,5 @@
 - ``thoughtbox_server``: one ``think`` tool for step-by-step reasoning;
 - ``zork_game``: the Zork server's one game, its checkpoints, transcript and map;
 - ``warm``: the run's warm parent, which forks a fresh shipped server per request;
-- ``zork_server``: Zork I as an MCP server.
+- ``zork_server``: Zork I, II or III as an MCP server.
 """

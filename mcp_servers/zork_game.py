@@ -1,7 +1,7 @@
-"""The Zork MCP server's one game: the engine, its map, its history, its checkpoints and its
-transcript (``ZorkGame``), the shapes of what each tool returns, and the checks of what a tool
-is asked (an action, a checkpoint name). What the server offers over MCP, and how it runs, is
-``zork_server.py``'s."""
+"""The Zork MCP server's one game (Zork I, II or III): the engine, its map, its history, its
+checkpoints and its transcript (``ZorkGame``), the shapes of what each tool returns, and the checks
+of what a tool is asked (an action, a checkpoint name). What the server offers over MCP, and how
+it runs, is ``zork_server.py``'s."""
 
 from __future__ import annotations
 
@@ -18,19 +18,22 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from game_interface import (
+    DEFAULT_GAME,
+    KNOWN_GAMES,
+    Game,
     GameInterfaceError,
     GameSnapshot,
     JerichoInterface,
     StoryFileError,
+    game_named,
+    recognize,
     resolve_story_file,
 )
-from game_interface.games import ZORK1
 from shared_utils.text import has_control_chars, shorten
 from world.map_graph import MapGraph, normalize_direction
 
 logger = logging.getLogger("zorkgpt.zork_server")
 
-GAME_NAME = "zork1"
 MAX_ACTION_CHARS = 160
 MAX_CHECKPOINT_NAME_CHARS = 64
 MAX_CHECKPOINTS = 100
@@ -43,11 +46,12 @@ MAX_TRANSCRIPT_ENTRIES = 2000
 MAP_URI = "zork://map"
 TRANSCRIPT_URI = "zork://transcript"
 INVENTORY_URI = "zork://inventory"
-RESOURCE_URIS = (MAP_URI, TRANSCRIPT_URI, INVENTORY_URI)
+STATUS_URI = "zork://status"
+RESOURCE_URIS = (MAP_URI, TRANSCRIPT_URI, INVENTORY_URI, STATUS_URI)
 _CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9 _.-]+$")
 # What to do instead of each of Zork's meta commands: one entry per game_interface
 # META_COMMANDS, which the engine interface finds (as Zork's parser would) and refuses. Under
-# Jericho "save" writes zork1.qzl into the server's working directory and "restore" loads it
+# Jericho "save" writes a save file into the server's working directory and "restore" loads it
 # back behind the map and history; "script" writes a transcript file; "restart" and "quit"
 # end the game the map is tracking; "$verify" checks the story file, which the server did at start.
 _META_HINTS: dict[str, str] = {
@@ -95,7 +99,7 @@ class RecentAction(BaseModel):
 
 
 class MemoryResult(BaseModel):
-    game: str
+    game: str = Field(description="the game's name: zork1, zork2 or zork3")
     location: Room
     score: int
     max_score: int
@@ -126,6 +130,21 @@ class InventoryResult(BaseModel):
 class ExitsResult(BaseModel):
     location: Room
     exits: list[str]
+
+
+class StatusResult(BaseModel):
+    """Which game this server plays, and where it stands."""
+
+    game: str = Field(description="the game's name: zork1, zork2 or zork3")
+    title: str = Field(description="the game's title, e.g. 'Zork II'")
+    story_file: str
+    seed: int = Field(description="the game's random seed; reset() starts the same seed again")
+    score: int
+    max_score: int
+    moves: int
+    location: Room
+    game_over: bool
+    victory: bool
 
 
 class CheckpointResult(BaseModel):
@@ -159,6 +178,10 @@ class TranscriptEntry:
 class ZorkGame:
     """The server's one game: the engine, its map, its history and its checkpoints.
 
+    ``game``: the name of the game to play (zork1, zork2 or zork3), whose story file is found as
+    ``main.py --game`` finds it (a configured file of another game names the folder to look in);
+    None: the configured story file's game, else Zork I. ``seed``: None plays the game's own.
+
     Created empty; the story file is resolved and the game started on first use (a tool
     call or a resource read), so a client can list tools without the game, and a missing
     file becomes an error that says where to put it. A lock serialises calls: the emulator
@@ -173,10 +196,12 @@ class ZorkGame:
         self,
         story_file: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
-        seed: int = ZORK1.seed,
+        seed: int | None = None,
+        game: str | None = None,
     ) -> None:
         self._story_file = story_file
-        self.seed = seed  # the game's random numbers; reset() starts over with the same seed
+        self._game_name = game
+        self._seed = seed  # the game's random numbers; reset() starts over with the same seed
         self._environ = dict(os.environ if environ is None else environ)
         self._game: JerichoInterface | None = None
         self._lock = threading.Lock()
@@ -187,15 +212,36 @@ class ZorkGame:
         self._transcript_total = 0  # entries ever written, so the text can say how many were dropped
         self._announced: dict[str, object] = {}  # what each resource looked like when last reported
 
+    def planned_game(self) -> Game | None:
+        """The game this server will play, as far as it is known without starting it: the game
+        named, else the configured story file's (recognized from its bytes), else Zork I. None when
+        the configured file cannot be read or holds no game this server plays: starting says why."""
+        if self._game_name:
+            return game_named(self._game_name)
+        configured = self._story_file or self._environ.get("ZORKGPT_GAME_FILE")
+        if not configured:
+            return DEFAULT_GAME
+        try:
+            found = recognize(Path(configured).expanduser())
+        except (StoryFileError, OSError):
+            return None
+        return found if found.known else None
+
     @property
     def game(self) -> JerichoInterface:
         if self._game is None:
             try:
-                path = resolve_story_file(self._story_file, environ=self._environ)
+                path = resolve_story_file(self._story_file, environ=self._environ, game=self._game_name)
             except StoryFileError as exc:
                 raise ZorkInputError(str(exc)) from exc
-            logger.info("Starting %s from %s (game seed %d)", GAME_NAME, path, self.seed)
-            game = JerichoInterface(path, seed=self.seed)
+            found = recognize(path)
+            if not found.known:
+                raise ZorkInputError(unknown_game_message(path, found))
+            try:
+                game = JerichoInterface(path, seed=self._seed)
+            except GameInterfaceError as exc:  # a seed this game does not take
+                raise ZorkInputError(str(exc)) from exc
+            logger.info("Starting %s from %s (game seed %d)", game.game.name, path, game.seed)
             intro = game.start()
             self._game = game
             self._observe_start()
@@ -211,6 +257,22 @@ class ZorkGame:
         self.graph.visit(location.id, location.name)
         self.graph.set_verified_exits(location.id, self.game.get_valid_exits())
         self.history.clear()
+
+    def status(self) -> StatusResult:
+        with self._lock:
+            return self._game_status()
+
+    def _game_status(self) -> StatusResult:
+        game = self.game
+        status = self._status(game.last_response)
+        del status["observation"]
+        return StatusResult(
+            game=game.game.name,
+            title=game.game.title,
+            story_file=str(game.story_file),
+            seed=game.seed,
+            **status,
+        )
 
     def _status(self, observation: str) -> dict[str, Any]:
         game = self.game
@@ -278,7 +340,7 @@ class ZorkGame:
                 for action, result in list(self.history)[-RECENT_ACTIONS:]
             ]
             return MemoryResult(
-                game=GAME_NAME,
+                game=self.game.game.name,
                 location=status["location"],
                 score=status["score"],
                 max_score=status["max_score"],
@@ -384,6 +446,11 @@ class ZorkGame:
         with self._lock:
             return InventoryResult(items=self.game.get_inventory()).model_dump_json(indent=2)
 
+    def status_json(self) -> str:
+        """``zork://status``: the same JSON as ``status()``."""
+        with self._lock:
+            return self._game_status().model_dump_json(indent=2)
+
     def transcript_text(self) -> str:
         """``zork://transcript``: the game as a player saw it, '> command' then the reply."""
         with self._lock:
@@ -419,6 +486,7 @@ class ZorkGame:
             MAP_URI: self._map_result().model_dump_json(),
             TRANSCRIPT_URI: self._transcript_total,
             INVENTORY_URI: tuple(self.game.get_inventory()),
+            STATUS_URI: self._game_status(),
         }
 
     def _note(self, text: str) -> None:
@@ -450,16 +518,26 @@ def validate_action(action: str) -> str:
     odd = next((c for c in command if not (c.isascii() and c.isprintable())), None)
     if odd is not None:
         raise ZorkInputError(
-            f"The action contains {odd!r} (U+{ord(odd):04X}), which Zork cannot read: its parser knows only "
+            f"The action contains {odd!r} (U+{ord(odd):04X}), which the game cannot read: its parser knows only "
             "plain ASCII letters, digits and punctuation. Retype the command in plain ASCII, "
-            "e.g. 'open mailbox', without accents, smart quotes or invisible characters."
+            "e.g. 'open the door', without accents, smart quotes or invisible characters."
         )
     if len(command) > MAX_ACTION_CHARS:
         raise ZorkInputError(
             f"The action is {len(command)} characters long; the limit is {MAX_ACTION_CHARS}. "
-            "Zork reads short commands: send one at a time, such as 'open the mailbox'."
+            "The game reads short commands: send one at a time, such as 'open the door'."
         )
     return command
+
+
+def unknown_game_message(path: Path, game: Game) -> str:
+    """Why the server does not play ``game``, a game Jericho supports but ZorkGPT knows no engine facts of."""
+    known = ", ".join(f"{known.name} ({known.title})" for known in KNOWN_GAMES.values())
+    return (
+        f"{path} is {game.title}, a game Jericho supports, but this server plays only the games whose engine "
+        f"facts ZorkGPT has: its map, exits and inventory come from them. Play {game.title} with main.py "
+        f"(--game-file {path}), or choose one of {known} here (GAME or --game)."
+    )
 
 
 def meta_command_message(command: str, meta: str) -> str:

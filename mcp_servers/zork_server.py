@@ -1,11 +1,12 @@
-"""Zork I as a stdio MCP server: play from Claude Desktop or any MCP client.
+"""Zork I, II or III as a stdio MCP server: play from Claude Desktop or any MCP client.
 
 Tools: ``play_action``, ``memory``, ``get_map``, ``inventory`` (the usual four for a text-adventure server), plus
 ``reset``, ``valid_exits``, ``save_checkpoint`` and ``restore_checkpoint``. Resources show the same game
-without playing a turn: ``zork://map`` (JSON), ``zork://inventory`` (JSON) and ``zork://transcript`` (plain
-text); the prompt ``play_zork`` tells a model how to play with all of these. Facts come
+without playing a turn: ``zork://status`` (which game, its seed, score and moves: JSON), ``zork://map``
+(JSON), ``zork://inventory`` (JSON) and ``zork://transcript`` (plain text); the prompt ``play_zork``
+tells a model how to play with all of these. Facts come
 from the engine through ZorkGPT's own ``JerichoInterface`` and ``MapGraph``, so the map is
-keyed by Jericho's room ids (Zork has five rooms named "Forest"), exits are the engine's
+keyed by Jericho's room ids (Zork I has five rooms named "Forest"), exits are the engine's
 ground truth, and inventory names are clean.
 
 One game per server process, created on the first tool call. Every tool returns readable
@@ -14,9 +15,12 @@ multi-line or non-ASCII action, a Zork meta command, an action after the game en
 unknown checkpoint, a missing story file) comes back as an ``is_error`` result saying what to do, never a crash. stdout
 carries only protocol messages; logs go to stderr.
 
-Run: ``python -m mcp_servers.zork_server [--game-file PATH] [--http PORT | --sse PORT]``; the
-game may also come from ``ZORKGPT_GAME_FILE`` or ``GAME`` (a path, or ``zork1`` for the
-per-user cache). Over HTTP the game belongs to the server process, not to a connection, so
+Run: ``python -m mcp_servers.zork_server [--game zork2] [--game-file PATH] [--http PORT | --sse PORT]``;
+the game may also come from ``GAME`` (``zork1``, ``zork2``, ``zork3``, or a story file's path) and its
+file from ``ZORKGPT_GAME_FILE``, found as ``main.py`` finds them: a named game's file is looked for
+beside a configured file of another game, else in the per-user cache. Only the three games whose
+engine facts ZorkGPT has are served; another game Jericho supports is refused with the reason.
+Over HTTP the game belongs to the server process, not to a connection, so
 clients that reconnect for every call (the MCP Inspector CLI) keep playing the same game.
 
 This module is the server: its tools, resources and prompt over MCP, and how it runs. The game
@@ -48,7 +52,7 @@ from mcp.types import (
 )
 from pydantic import AnyUrl, BaseModel, Field
 
-from game_interface.games import ZORK1
+from game_interface.games import KNOWN_GAMES, Game
 from mcp_servers import http_mode
 from mcp_servers.zork_game import (
     INVENTORY_URI,
@@ -56,6 +60,7 @@ from mcp_servers.zork_game import (
     MAX_ACTION_CHARS,
     MAX_TRANSCRIPT_ENTRIES,
     RESOURCE_URIS,
+    STATUS_URI,
     TRANSCRIPT_URI,
     CheckpointResult,
     ExitsResult,
@@ -70,7 +75,10 @@ from mcp_servers.zork_game import (
 from session.game_configuration import game_seed_argument
 from shared_utils.version import add_version_argument, project_version
 
-_GAME_ALIASES = frozenset({"zork1", "zork1.z5", "zork", "zork i"})
+# What GAME may call each game: its name ("zork2"), its title ("Zork II") or its story file's name.
+_GAME_NAMES = {
+    alias: game.name for game in KNOWN_GAMES.values() for alias in (game.name, game.title.lower(), game.story_name)
+}
 
 
 def format_play(result: PlayResult) -> str:
@@ -128,34 +136,44 @@ def format_checkpoint(result: CheckpointResult, verb: str) -> str:
 # ----------------------------------------------------------------- the MCP server
 
 
-def story_file_from(cli_path: str | None, environ: Mapping[str, str]) -> str | None:
-    """The story file named by ``--game-file``, ``ZORKGPT_GAME_FILE`` or ``GAME``, in that order.
+def game_choice(
+    cli_game: str | None, cli_path: str | None, environ: Mapping[str, str]
+) -> tuple[str | None, str | None]:
+    """The game to play and its story file: ``(name, path)``, either None when not given.
 
-    ``GAME`` is a path, or the game name ``zork1`` meaning "the usual place" (the
-    per-user cache, downloaded if absent). None means the same.
+    The game is ``--game``, else ``GAME`` when it names one of the three (``zork2``, ``Zork II``,
+    ``zork2.z5``); the file is ``--game-file``, else ``ZORKGPT_GAME_FILE``, else ``GAME`` when it
+    is a path. A named game with a file of another game plays the named game's file beside it.
     """
-    if cli_path:
-        return cli_path
-    if environ.get("ZORKGPT_GAME_FILE"):
-        return environ["ZORKGPT_GAME_FILE"]
     game = (environ.get("GAME") or "").strip()
-    if not game or game.lower() in _GAME_ALIASES:
-        return None
+    name = cli_game or _GAME_NAMES.get(game.lower())
+    path = cli_path or environ.get("ZORKGPT_GAME_FILE") or None
+    if not game or game.lower() in _GAME_NAMES:
+        return name, path
     if "/" in game or game.endswith((".z3", ".z5", ".z8")) or Path(game).exists():
-        return game
-    raise ZorkInputError(f"GAME={game!r} is not supported: this server plays Zork I only. Set GAME=zork1 or a path.")
+        return name, path or game
+    raise ZorkInputError(
+        f"GAME={game!r} is neither a game this server plays ({', '.join(KNOWN_GAMES)}) nor a story file's path. "
+        "Set GAME=zork2, say, or the path of a story file."
+    )
 
 
-DEFAULT_GOAL = (
-    "explore the Great Underground Empire, find its treasures and put them in the trophy case in the "
-    "living room of the white house, for all 350 points"
-)
+# What to aim for in each game, when the client asks for no goal of its own.
+GOALS = {
+    "zork1": "explore the Great Underground Empire, find its treasures and put them in the trophy case in the "
+    "living room of the white house, for all 350 points",
+    "zork2": "explore the Wizard of Frobozz's domain in the Great Underground Empire, find its treasures and "
+    "solve its puzzles, for all 400 points",
+    "zork3": "go down to the depths of the Great Underground Empire and pass the Dungeon Master's tests, "
+    "for all 7 points",
+}
+ANY_GOAL = "win the game, with as many points as it gives"
 
 
 # One line per piece of advice: clients show prompt text as is, and a model reads it the same.
 _HOW_TO_PLAY = (
-    "Send exactly one game command per play_action call, in plain words: 'look', 'north', 'open mailbox', "
-    "'take lamp', 'put egg in case'. Read the game's reply before choosing the next command.",
+    "Send exactly one game command per play_action call, in plain words: 'look', 'north', 'take lamp', "
+    "'open the door', 'put the coin in the box'. Read the game's reply before choosing the next command.",
     "memory() recaps where you are, your score, your last few commands and what you see now.",
     "valid_exits() lists the directions that lead somewhere from here; it does not use a turn.",
     "The zork://map resource (or get_map()) shows every room you have seen, the ways between them and the "
@@ -164,15 +182,18 @@ _HOW_TO_PLAY = (
     "The zork://transcript resource has every command played so far with the game's replies.",
     "Before something risky (a fight, a jump, a dark place), call save_checkpoint with a name; "
     "restore_checkpoint with that name brings that moment back if it goes wrong.",
-    "Zork's own save, restore, restart and quit are not played here: use the checkpoints and reset() instead.",
+    "zork://status names the game and shows its score, its moves and the seed it plays.",
+    "The game's own save, restore, restart and quit are not played here: use the checkpoints and reset() instead.",
     "When the game is over, reset() starts a new one.",
 )
 
 
-def play_zork_prompt(goal: str | None = None) -> str:
-    """The ``play_zork`` prompt's text: how to play with this server, and what to aim for."""
-    aim = (goal or "").strip() or DEFAULT_GOAL
-    lines = [f"Let's play Zork I, the classic text adventure, with the zork tools. Your goal: {aim}.", ""]
+def play_zork_prompt(game: Game | None, goal: str | None = None) -> str:
+    """The ``play_zork`` prompt's text: how to play ``game`` (None: not known yet) with this server,
+    and what to aim for."""
+    aim = (goal or "").strip() or (GOALS.get(game.name, ANY_GOAL) if game else ANY_GOAL)
+    title = game.title if game else "Zork"
+    lines = [f"Let's play {title}, the classic text adventure, with the zork tools. Your goal: {aim}.", ""]
     lines += ["How to play:", *(f"- {advice}" for advice in _HOW_TO_PLAY)]
     return "\n".join(lines)
 
@@ -204,25 +225,28 @@ class ZorkServer(MCPServer):
 
 
 def build_server(zork: ZorkGame) -> MCPServer:
-    """The Zork MCP server over ``zork``, the one game: its tools, resources and prompt."""
+    """The Zork MCP server over ``zork``, the one game: its tools, resources and prompt, which name
+    the game when it is known before it starts (see ``ZorkGame.planned_game``)."""
+    game = zork.planned_game()
+    title = game.title if game else "Zork"
     server = ZorkServer(
         name="zork",
         version=project_version(),
-        title="Zork I",
+        title=title,
         instructions=(
-            "Play Zork I, the classic text adventure. Send one command per play_action call "
-            "('look', 'north', 'open mailbox', 'take lamp'). memory() recaps where you are, get_map() "
+            f"Play {title}, the classic text adventure. Send one command per play_action call "
+            "('look', 'north', 'take lamp', 'open the door'). memory() recaps where you are, get_map() "
             "shows explored rooms by engine room id with unexplored exits, valid_exits() lists the ways "
             "out the game itself confirms. save_checkpoint/restore_checkpoint let you try something risky. "
-            "The resources zork://map, zork://inventory and zork://transcript show the game without "
-            "playing a turn; the play_zork prompt explains all this."
+            "The resources zork://status, zork://map, zork://inventory and zork://transcript show the game "
+            "without playing a turn; the play_zork prompt explains all this."
         ),
     )
     _add_play_tools(server, zork)
     _add_look_tools(server, zork)
     _add_game_tools(server, zork)
     _add_resources(server, zork)
-    _add_prompts(server)
+    _add_prompts(server, game)
     return server
 
 
@@ -269,13 +293,13 @@ def _add_play_tools(server: MCPServer, zork: ZorkGame) -> None:
             str,
             Field(
                 description=f"One game command on one line, at most {MAX_ACTION_CHARS} characters, "
-                "e.g. 'north', 'open mailbox', 'take all', 'put egg in case'.",
+                "e.g. 'north', 'open the door', 'take all', 'put the coin in the box'.",
                 json_schema_extra={"minLength": 1, "maxLength": MAX_ACTION_CHARS},
             ),
         ],
         ctx: Context,
     ) -> Annotated[CallToolResult, PlayResult]:
-        """Run one Zork command. Returns the game's text, the score and moves, '+N points!' when points
+        """Run one game command. Returns the game's text, the score and moves, '+N points!' when points
         were gained, and GAME OVER or VICTORY when the game ends."""
         try:
             result = _run(zork.play_action, action)
@@ -297,9 +321,9 @@ def _add_look_tools(server: MCPServer, zork: ZorkGame) -> None:
 
     @server.tool(annotations=read_only)
     async def get_map() -> Annotated[CallToolResult, MapResult]:
-        """The explored map: rooms keyed by the engine's room ids (Zork repeats names such as
-        'Forest' and 'Maze'), the moves seen between them, the current room marked with *, and
-        the exits the engine confirmed but you have not taken yet."""
+        """The explored map: rooms keyed by the engine's room ids (a game may give several rooms one
+        name, such as 'Forest' or 'Maze'), the moves seen between them, the current room marked with *,
+        and the exits the engine confirmed but you have not taken yet."""
         result, text = _run(zork.get_map)
         return _reply(text, result)
 
@@ -367,9 +391,9 @@ def _add_resources(server: MCPServer, zork: ZorkGame) -> None:
         name="map",
         title="Explored map",
         mime_type="application/json",
-        description="The rooms you have seen, keyed by the game's room ids (Zork repeats names such as "
-        "'Forest'), with the moves seen between them, the exits not taken yet and the room you are in: "
-        "the same JSON as get_map's structured result.",
+        description="The rooms you have seen, keyed by the game's room ids (a game may give several rooms "
+        "one name, such as 'Forest'), with the moves seen between them, the exits not taken yet and the "
+        "room you are in: the same JSON as get_map's structured result.",
     )
     def game_map() -> str:
         return _read(zork.map_json)
@@ -400,21 +424,35 @@ def _add_resources(server: MCPServer, zork: ZorkGame) -> None:
     def transcript() -> str:
         return _read(zork.transcript_text)
 
+    @server.resource(
+        STATUS_URI,
+        name="status",
+        title="Game status",
+        mime_type="application/json",
+        description="Which game this server plays (its name, title and story file), the seed it plays "
+        "(reset() starts the same one), the score out of the game's most, the moves, the room you are in, "
+        "and whether the game is over or won.",
+    )
+    def status() -> str:
+        return _read(zork.status_json)
 
-def _add_prompts(server: MCPServer) -> None:
+
+def _add_prompts(server: MCPServer, game: Game | None) -> None:
+    title = game.title if game else "the game"
+
     @server.prompt(
         name="play_zork",
-        title="Play Zork I",
-        description="Start playing Zork I with this server: which tool does what, one command per "
-        "play_action call, and the map, inventory and transcript resources.",
+        title=f"Play {title}",
+        description=f"Start playing {title} with this server: which tool does what, one command per "
+        "play_action call, and the status, map, inventory and transcript resources.",
     )
     def play_zork(
         goal: Annotated[
             str | None,
-            Field(description="what to aim for, e.g. 'get the jewel-encrusted egg' (default: win the game)"),
+            Field(description="what to aim for, e.g. 'find the lamp' (default: win the game)"),
         ] = None,
     ) -> str:
-        return play_zork_prompt(goal)
+        return play_zork_prompt(game, goal)
 
 
 def warm_up() -> None:
@@ -426,14 +464,24 @@ def warm_up() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mcp_servers.zork_server", description=__doc__.splitlines()[0])
-    parser.add_argument("--game-file", help="path to zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)")
+    parser.add_argument(
+        "--game",
+        choices=list(KNOWN_GAMES),
+        help="the game to play (default GAME, else the story file's game, else zork1); its story file is found "
+        "as --game-file says, or beside that file, or in the user cache",
+    )
+    parser.add_argument(
+        "--game-file",
+        help="path to the story file, such as zork1.z5 (default: ZORKGPT_GAME_FILE, GAME, or the user cache)",
+    )
     parser.add_argument(
         "--seed",
         type=game_seed_argument,
-        default=ZORK1.seed,
         metavar="N",
-        help="the game's random seed (the thief, combat, the carousel room); the same seed and commands play "
-        f"the same game, also after reset (default {ZORK1.seed}, with which Jericho's walkthrough wins)",
+        help="the game's random seed (how fights go, where wandering characters go); the same seed and commands play "
+        "the same game, also after reset (default: the game's own in Jericho, with which its walkthrough wins: "
+        + ", ".join(f"{game.seed} for {game.title}" for game in KNOWN_GAMES.values())
+        + ")",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     http_mode.add_http_arguments(parser)
@@ -443,10 +491,15 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        story = story_file_from(args.game_file, os.environ)
+        game, story = game_choice(args.game, args.game_file, os.environ)
     except ZorkInputError as exc:
         parser.exit(2, f"error: {exc}\n")
-    zork = ZorkGame(story, seed=args.seed)
+    zork = ZorkGame(story, seed=args.seed, game=game)
+    # A seed the game would not take stops the server here when the game is known now; otherwise
+    # (its file missing, say) the first tool call says so, with what was wrong with the file.
+    planned = zork.planned_game()
+    if planned is not None and args.seed is not None and (problem := planned.seed_problem(args.seed)):
+        parser.exit(2, f"error: argument --seed: {problem}\n")
     try:
         http_mode.run(build_server(zork), args)
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from game_interface import META_COMMANDS
+from game_interface.games import ZORK1, Game
 from mcp_servers import zork_game
 from mcp_servers.zork_game import _META_HINTS, MAX_ACTION_CHARS, ZorkGame, ZorkInputError, validate_action
 
@@ -83,5 +84,54 @@ def test_the_servers_map_keeps_the_ways_the_players_direction_took(game_file: Pa
         river = zork.game.get_location().id
         zork.play_action("North")
         assert zork.game.get_location().id != river and "north" not in zork.graph.edges.get(river, {})
+    finally:
+        zork.close()
+
+
+def test_a_game_without_engine_facts_is_refused_with_the_reason(
+    game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another game Jericho supports (Jericho's suite is not at hand here, so the story file is taken for
+    one): the server's map, exits and inventory need engine facts ZorkGPT has only for the trilogy, so
+    every tool and resource says so, and which games to choose, and no emulator is started."""
+    detective = Game("detective", "detective", "detective.z5", "0" * 32, seed=0, max_score=360, known=False)
+    monkeypatch.setattr(zork_game, "recognize", lambda path: detective)
+    zork = ZorkGame(game_file, environ={})
+    try:
+        for call in (lambda: zork.play_action("look"), zork.memory, zork.status_json, zork.transcript_text):
+            with pytest.raises(ZorkInputError) as refused:
+                call()
+            message = str(refused.value)
+            assert f"{game_file.resolve()} is detective, a game Jericho supports" in message
+            assert "engine facts" in message and f"main.py (--game-file {game_file.resolve()})" in message
+            assert "zork1 (Zork I), zork2 (Zork II), zork3 (Zork III)" in message
+        assert zork._game is None
+    finally:
+        zork.close()
+
+
+@pytest.mark.parametrize(("seed", "played"), [(None, 12), (7, 7)])
+def test_the_status_names_the_game_and_the_seed_it_plays(game_file: Path, seed: int | None, played: int) -> None:
+    """No seed given: the game's own (Zork I's is 12, with which its walkthrough wins); a new game keeps it."""
+    zork = ZorkGame(game_file, environ={}, seed=seed)
+    try:
+        assert zork.planned_game() == ZORK1  # known before the game starts: the server's title says it
+        zork.play_action("open mailbox")
+        status = zork.status()
+        assert (status.game, status.title, status.story_file) == ("zork1", "Zork I", str(game_file.resolve()))
+        assert (status.seed, status.score, status.max_score, status.moves) == (played, 0, 350, 1)
+        zork.reset()
+        assert (zork.status().seed, zork.status().moves) == (played, 0)
+    finally:
+        zork.close()
+
+
+def test_a_seed_the_game_does_not_take_is_a_tool_error(game_file: Path) -> None:
+    """Zork I with seed 0 (Jericho would play its own 12 instead), when the server could not check it at
+    start: the first call says what to give."""
+    zork = ZorkGame(game_file, environ={}, seed=0)
+    try:
+        with pytest.raises(ZorkInputError, match="Zork I cannot be played with seed 0"):
+            zork.play_action("look")
     finally:
         zork.close()

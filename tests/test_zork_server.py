@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -23,9 +24,12 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, LATEST_PROTOCOL_VERSION, CallToolResult, TextResourceContents
 
 from game_interface import JerichoInterface
+from game_interface.games import ZORK2, ZORK3
 from mcp_servers.zork_game import MAX_ACTION_CHARS, ZorkInputError
-from mcp_servers.zork_server import story_file_from
+from mcp_servers.zork_server import game_choice
+from tests.e2e_support import walkthrough as e2e_walkthrough
 from tests.mcp_test_servers.helpers import http_server
+from tests.trilogy_support import story_file_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER_MODULE = "mcp_servers.zork_server"
@@ -41,8 +45,13 @@ TOOLS = {
 }
 # Up the tree for the egg, then round the house and in through the kitchen window.
 OPENING = ["N", "N", "U", "Get egg", "D", "S", "E", "Open window", "W", "Open sack", "Get garlic", "W", "Get lamp"]
-MAP, TRANSCRIPT, INVENTORY = "zork://map", "zork://transcript", "zork://inventory"
-RESOURCES = {MAP: "application/json", TRANSCRIPT: "text/plain", INVENTORY: "application/json"}
+MAP, TRANSCRIPT, INVENTORY, STATUS = "zork://map", "zork://transcript", "zork://inventory", "zork://status"
+RESOURCES = {
+    MAP: "application/json",
+    TRANSCRIPT: "text/plain",
+    INVENTORY: "application/json",
+    STATUS: "application/json",
+}
 MAILBOX = ["open mailbox", "take leaflet", "north"]
 # Jumping at Canyon View kills; Zork resurrects the player in the forest twice, the third death ends the game.
 TO_CANYON = ["south", "east", "east", "east", "jump"]
@@ -242,6 +251,103 @@ async def test_walkthrough_to_victory_with_map_inventory_and_checkpoints(game_fi
     assert "Starting zork1" in errlog.read_text()  # logs went to stderr
 
 
+# What only Zork I has: nothing the server shows while playing another game may speak of it.
+ZORK_I_WORDS = re.compile(r"Zork I\b|mailbox|trophy case|white house|jewel-encrusted|\begg\b")
+
+
+async def _everything_shown(session: ClientSession) -> list[str]:
+    """Every text a client shows of the server before playing: the handshake's title and instructions,
+    each tool's description and its input's, each resource's and the prompt's description and text."""
+    texts = [session.server_info.title or "", session.instructions or ""]
+    for tool in (await session.list_tools()).tools:
+        texts += [tool.description or "", json.dumps(tool.input_schema), json.dumps(tool.output_schema)]
+    texts += [resource.description or "" for resource in (await session.list_resources()).resources]
+    for prompt in (await session.list_prompts()).prompts:
+        texts += [
+            prompt.title or "",
+            prompt.description or "",
+            json.dumps([a.model_dump() for a in prompt.arguments or []]),
+        ]
+        texts.append((await session.get_prompt(prompt.name)).messages[0].content.text)
+    return texts
+
+
+@pytest.mark.asyncio
+async def test_game_zork2_plays_zork_ii_and_the_server_says_so(game_file: Path, tmp_path: Path) -> None:
+    """GAME=zork2 beside a configured Zork I file (as a user's client entry would have it) plays Zork II,
+    found beside that file, with its own seed (0): the status resource, memory, the handshake and the
+    prompt name it, and nothing the server shows speaks of Zork I."""
+    zork2 = story_file_of(ZORK2, game_file)
+    env = dict(os.environ) | {"GAME": "zork2", "ZORKGPT_GAME_FILE": str(game_file)}
+    errlog = tmp_path / "stderr.log"
+    async with zork_client(errlog, env=env) as session:
+        assert session.server_info.title == "Zork II"
+        shown = await _everything_shown(session)
+        assert [ZORK_I_WORDS.findall(text) for text in shown if ZORK_I_WORDS.search(text)] == []
+        prompt = (await session.get_prompt("play_zork")).messages[0].content.text
+        assert prompt.startswith("Let's play Zork II, the classic text adventure")
+        assert "for all 400 points" in prompt
+
+        status = json.loads(await _read(session, STATUS))
+        assert status == {
+            "game": "zork2",
+            "title": "Zork II",
+            "story_file": str(zork2),
+            "seed": 0,
+            "score": 0,
+            "max_score": 400,
+            "moves": 0,
+            "location": status["location"],
+            "game_over": False,
+            "victory": False,
+        }
+        assert status["location"]["name"] == "Inside the Barrow"
+        taken = await _call(session, "play_action", action="get lamp and sword")
+        assert "[Score: 0/400 | Moves: 1]" in _text(taken)
+        south = await _call(session, "play_action", action="south")
+        assert south.structured_content["location"]["name"] == "Narrow Tunnel"
+        memory = await _call(session, "memory")
+        assert memory.structured_content["game"] == "zork2"
+        assert "- Game: zork2" in _text(memory)
+        assert set(memory.structured_content["recent_actions"][0].values()) >= {"get lamp and sword"}
+        status = json.loads(await _read(session, STATUS))
+        assert (status["moves"], status["location"]["name"]) == (2, "Narrow Tunnel")
+        assert json.loads(await _read(session, INVENTORY))["items"] == ["sword", "lamp"]  # as the game lists them
+        # A new game plays the same seed, in the same game.
+        fresh = await _call(session, "reset")
+        assert fresh.structured_content["location"]["name"] == "Inside the Barrow"
+        assert json.loads(await _read(session, STATUS))["seed"] == 0
+    assert f"Starting zork2 from {zork2} (game seed 0)" in errlog.read_text()
+
+
+@pytest.mark.asyncio
+async def test_the_walkthrough_of_zork_iii_wins_through_the_servers_tools(game_file: Path, tmp_path: Path) -> None:
+    """--game zork3: Jericho's walkthrough, each step one play_action (the game reads a step that
+    chains commands whole, as a client's model would send it), reaches 7/7 and victory; the status
+    resource says so."""
+    # Jericho's own emulator, not a JerichoInterface: this process may have played Zork I already, and
+    # JerichoInterface keeps the first story's data for every later one (``_STORY_DATA``).
+    walkthrough = e2e_walkthrough(story_file_of(ZORK3, game_file))
+    async with zork_client(tmp_path / "stderr.log", "--game", "zork3", "--game-file", str(game_file)) as session:
+        for command in walkthrough[:-1]:
+            result = await _call(session, "play_action", action=command)
+            assert not result.structured_content["game_over"], (command, _text(result))
+        final = await _call(session, "play_action", action=walkthrough[-1])
+        assert final.structured_content["victory"] is True
+        assert final.structured_content["score"] == 7 == final.structured_content["max_score"]
+        assert _text(final).endswith("VICTORY! GAME OVER with 7/7 points. Call reset to play again.")
+        status = json.loads(await _read(session, STATUS))
+        assert {key: status[key] for key in ("game", "title", "seed", "score", "max_score", "victory")} == {
+            "game": "zork3",
+            "title": "Zork III",
+            "seed": 0,
+            "score": 7,
+            "max_score": 7,
+            "victory": True,
+        }
+        assert len((await _call(session, "get_map")).structured_content["rooms"]) > 30
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("args", "blow"), [((), "He dies"), (("--seed", "7"), "misses the troll")])
 async def test_the_seed_option_sets_the_games_random_numbers_also_after_reset(
@@ -263,8 +369,18 @@ async def test_the_seed_option_sets_the_games_random_numbers_also_after_reset(
     assert f"(game seed {args[1] if args else 12})" in errlog.read_text()
 
 
-@pytest.mark.parametrize("seed", ["0", "-4", "2147483648", "many"])
-def test_an_unusable_seed_stops_the_server_saying_what_to_give(seed: str) -> None:
+@pytest.mark.parametrize(
+    ("seed", "expected"),
+    [
+        ("0", "Zork I cannot be played with seed 0: Jericho reads 0 as no seed and plays the game's own, 12"),
+        ("-4", "give a whole number from 0 to 2147483647"),
+        ("2147483648", "give a whole number from 0 to 2147483647"),
+        ("many", "give a whole number from 0 to 2147483647"),
+    ],
+)
+def test_an_unusable_seed_stops_the_server_saying_what_to_give(seed: str, expected: str) -> None:
+    """Zork I's own seed is 12, and Jericho would play that for a 0: refused before serving (Zork II
+    and III, whose own seed is 0, take it: see the Zork II test below)."""
     done = subprocess.run(
         [sys.executable, "-m", SERVER_MODULE, "--seed", seed],
         input="",
@@ -275,7 +391,7 @@ def test_an_unusable_seed_stops_the_server_saying_what_to_give(seed: str) -> Non
         check=False,
     )
     assert done.returncode == 2
-    assert "give a whole number from 1 to 2147483647" in done.stderr
+    assert expected in done.stderr
     assert done.stdout == ""
 
 
@@ -454,15 +570,25 @@ def test_stdout_carries_only_protocol_messages(game_file: Path, tmp_path: Path) 
     assert "Starting zork1" in (tmp_path / "stderr.log").read_text()
 
 
-def test_story_file_selection_order(tmp_path: Path) -> None:
+def test_the_game_and_its_story_file_are_chosen_in_order() -> None:
+    """(game, story file): --game, else GAME naming a game; --game-file, else ZORKGPT_GAME_FILE, else GAME as a path."""
     env = {"ZORKGPT_GAME_FILE": "/env/zork1.z5", "GAME": "/game/zork1.z5"}
-    assert story_file_from("/cli/zork1.z5", env) == "/cli/zork1.z5"
-    assert story_file_from(None, env) == "/env/zork1.z5"
-    assert story_file_from(None, {"GAME": "/game/zork1.z5"}) == "/game/zork1.z5"
-    assert story_file_from(None, {"GAME": "zork1"}) is None  # the seed's name: use the usual place
-    assert story_file_from(None, {}) is None
-    with pytest.raises(ZorkInputError, match="Zork I only"):
-        story_file_from(None, {"GAME": "detective"})
+    assert game_choice(None, "/cli/zork1.z5", env) == (None, "/cli/zork1.z5")
+    assert game_choice(None, None, env) == (None, "/env/zork1.z5")
+    assert game_choice(None, None, {"GAME": "/game/zork1.z5"}) == (None, "/game/zork1.z5")
+    assert game_choice(None, None, {"GAME": "zork1"}) == ("zork1", None)  # the usual place
+    assert game_choice(None, None, {"GAME": "zork2", "ZORKGPT_GAME_FILE": "/env/zork1.z5"}) == (
+        "zork2",
+        "/env/zork1.z5",
+    )
+    assert game_choice(None, None, {"GAME": " Zork III "}) == ("zork3", None)
+    assert game_choice(None, None, {"GAME": "zork2.z5"}) == ("zork2", None)
+    assert game_choice("zork3", None, {"GAME": "zork2"}) == ("zork3", None)  # the option wins
+    assert game_choice("zork2", None, {"GAME": "/game/zork1.z5"}) == ("zork2", "/game/zork1.z5")
+    assert game_choice(None, None, {}) == (None, None)
+    for unknown in ("detective", "zork", "zork4"):
+        with pytest.raises(ZorkInputError, match="neither a game this server plays \\(zork1, zork2, zork3\\)"):
+            game_choice(None, None, {"GAME": unknown})
 
 
 def test_unsupported_game_stops_the_server_with_a_message(tmp_path: Path) -> None:
@@ -478,7 +604,7 @@ def test_unsupported_game_stops_the_server_with_a_message(tmp_path: Path) -> Non
         check=False,
     )
     assert done.returncode == 2
-    assert "Zork I only" in done.stderr
+    assert "GAME='detective' is neither a game this server plays" in done.stderr
     assert done.stdout == ""
 
 
@@ -546,6 +672,18 @@ async def test_resources_show_the_live_game_and_reading_them_plays_nothing(
 
         assert json.loads(reads[INVENTORY]) == {"items": ["leaflet"]}
         assert json.loads(reads[INVENTORY]) == (await _call(session, "inventory")).structured_content
+        assert json.loads(reads[STATUS]) == {
+            "game": "zork1",
+            "title": "Zork I",
+            "story_file": str(game_file.resolve()),
+            "seed": 12,  # Zork I's own
+            "score": 0,
+            "max_score": 350,
+            "moves": moves,
+            "location": {"id": north_of_house[0], "name": north_of_house[1]},
+            "game_over": False,
+            "victory": False,
+        }
         game_map = json.loads(reads[MAP])
         assert game_map == (await _call(session, "get_map")).structured_content
         assert game_map["current_room_id"] == north_of_house[0]
@@ -635,26 +773,27 @@ async def test_changes_are_announced_to_clients_that_listen(game_file: Path, tmp
                     await _call(session, "play_action", action=command)
                     assert await _next_updates(updates, len(announced)) == list(announced), command
 
-                await play("look", TRANSCRIPT)  # the first call also starts the game: that is no change
-                await play("open mailbox", TRANSCRIPT)
-                await play("take leaflet", TRANSCRIPT, INVENTORY)
+                # A command played is a move: the status (moves, score, room) changes with each.
+                await play("look", TRANSCRIPT, STATUS)  # the first call also starts the game: that is no change
+                await play("open mailbox", TRANSCRIPT, STATUS)
+                await play("take leaflet", TRANSCRIPT, INVENTORY, STATUS)
                 # Nothing changes here: a refused command, reads, recaps.
                 await _error(session, "play_action", {"action": "save"})
                 for uri in RESOURCES:
                     await _read(session, uri)
                 for tool in ("memory", "get_map", "inventory", "valid_exits"):
                     await _call(session, tool)
-                await play("north", MAP, TRANSCRIPT)
-                await play("drop leaflet", TRANSCRIPT, INVENTORY)
+                await play("north", MAP, TRANSCRIPT, STATUS)
+                await play("drop leaflet", TRANSCRIPT, INVENTORY, STATUS)
                 await _call(session, "save_checkpoint", name="here")
                 assert await _next_updates(updates, 1) == [TRANSCRIPT]  # the transcript notes it
-                await play("north", MAP, TRANSCRIPT)
+                await play("north", MAP, TRANSCRIPT, STATUS)
                 await _call(session, "restore_checkpoint", name="here")
-                assert await _next_updates(updates, 2) == [MAP, TRANSCRIPT]
-                await play("take leaflet", TRANSCRIPT, INVENTORY)  # it lies where it was dropped
+                assert await _next_updates(updates, 3) == [MAP, TRANSCRIPT, STATUS]
+                await play("take leaflet", TRANSCRIPT, INVENTORY, STATUS)  # it lies where it was dropped
                 await _call(session, "reset")
-                assert await _next_updates(updates, 3) == [MAP, TRANSCRIPT, INVENTORY]
-                await play("look", TRANSCRIPT)
+                assert await _next_updates(updates, 4) == [MAP, TRANSCRIPT, INVENTORY, STATUS]
+                await play("look", TRANSCRIPT, STATUS)
 
 
 @pytest.mark.asyncio
