@@ -471,7 +471,7 @@ def check(args: argparse.Namespace) -> int:
     print("Checking the setup (MCP servers are started once, then stopped)...", file=sys.stderr)
     game_file = str(Path(args.game_file).resolve()) if args.game_file else None
     try:
-        result = check_setup(args.config, game_file, project_version())
+        result = check_setup(args.config, game_file, project_version(), args.game)
     except KeyboardInterrupt:  # the servers it was starting are ended as the check unwinds
         print("Check stopped by Ctrl-C.", file=sys.stderr)
         return 128 + signal.SIGINT

@@ -137,8 +137,11 @@ class CheckReport:
 # -- the whole check ------------------------------------------------------------------------------
 
 
-def check_setup(config_file: str, game_file: str | None = None, version: str = "") -> CheckReport:
-    """Check what ``main.py --config config_file [--game-file game_file]`` would use (see the module docstring)."""
+def check_setup(
+    config_file: str, game_file: str | None = None, version: str = "", game: str | None = None
+) -> CheckReport:
+    """Check what ``main.py --config config_file [--game-file game_file] [--game game]`` would use
+    (see the module docstring)."""
     title = f"ZorkGPT {version} setup check".replace("  ", " ")
     try:
         config = GameConfiguration.from_toml(config_file)
@@ -147,6 +150,8 @@ def check_setup(config_file: str, game_file: str | None = None, version: str = "
         fix = f"correct it in {config_file} (or in the ZORKGPT_* variable that sets it), then check again"
         row = Row("settings", Status.FAIL, (first,), notes=tuple(rest), fix=fix)
         return CheckReport(f"{title}: {config_path(config_file)}", (Table(("SETUP", "STATUS", "DETAIL"), (row,)),))
+    if game is not None:
+        config.files.game = game
     set_login_command(config_file)
     environ = process_environ()
     mcp_config, mcp_rows = load_mcp_config(config, environ)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from game_interface.games import ZORK3
 from mcp_client.processes import marked_processes
 from orchestration import setup_check
 from orchestration.embedded_model import gguf_path, gguf_problem, missing_packages
@@ -27,6 +28,7 @@ from session.game_configuration import GameConfiguration
 from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.scripted_llm import ScriptedLLMServer
+from tests.trilogy_support import story_file_of
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
 RAW_SERVER = REPO / "tests" / "mcp_test_servers" / "raw_server.py"
@@ -407,6 +409,21 @@ def test_bad_settings_are_one_failing_row(tmp_path: Path, monkeypatch: pytest.Mo
     report = check_here(monkeypatch, {}, config)
     assert report.failures == 1
     assert re.match(r"settings\s+FAIL\s+.*agent_modle", row(report.render(), "settings"))
+
+
+def test_the_story_file_row_names_the_game_a_run_would_play(
+    game_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--check --game zork3`` with Zork I's file configured: the check finds Zork III beside it, as a run would."""
+    config = write_setup(tmp_path, "[tool.zorkgpt.llm]\nbase_url = 'http://127.0.0.1:9/v1'\n", None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ZORKGPT_GAME_FILE", str(game_file))
+    zork3 = story_file_of(ZORK3, game_file)
+    assert re.match(
+        rf"story file\s+ok\s+Zork III: {re.escape(str(zork3))}$",
+        row(check_setup(str(config), game="zork3").render(), "story file"),
+    )
+    assert re.match(r"story file\s+ok\s+Zork I: ", row(check_setup(str(config)).render(), "story file"))
 
 
 # -- --version ------------------------------------------------------------------------------------
