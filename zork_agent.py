@@ -34,12 +34,12 @@ from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
 from shared_utils.text import cap_text, shorten
+from shared_utils.toolset import Toolset
 from tool_loop.events import ToolLoopLog
 from tool_loop.loop import ToolLoop, json_type
-from tool_loop.toolset import Toolset
 
 if TYPE_CHECKING:
-    from tool_loop.toolset import ServerPrompt
+    from shared_utils.toolset import ServerPrompt
 
 FALLBACK_ACTION = "look"
 # How much of an unparseable reply the log keeps: enough to see what went wrong.

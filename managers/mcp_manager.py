@@ -1,7 +1,7 @@
 """MCPManager: every configured MCP server, as one set of tools per turn.
 
 The episode runner holds each turn's tools with ``with manager.turn(n) as tools:``: entering
-connects (or reuses) every server and gives the turn's ``Toolset`` (``tool_loop.toolset``),
+connects (or reuses) every server and gives the turn's ``Toolset`` (``shared_utils.toolset``),
 which the agent and the critic's re-asks of that turn use; leaving ends the turn, and
 turn-lifetime sessions close in the background. ``close()`` ends everything when the episode
 ends. Code that already runs an event loop awaits ``open_turn(n)`` and says ``end_turn()``.
@@ -36,13 +36,13 @@ from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.source import SourceSettings, ToolSource
 from mcp_client.sweeper import Sweeper
 from mcp_client.toolbox import Toolbox, TurnTools
-from mcp_client.tools import convert_call_result
+from mcp_client.tools import ResultLimits
 from mcp_client.transport_sources import make_source
 from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
-from tool_loop.toolset import ServerPrompt, ToolCallResult, ToolInfo, Toolset
+from shared_utils.toolset import ServerPrompt, ToolCallResult, ToolInfo, Toolset
 
 # A tool may report progress hundreds of times a second; the log gets at most this often one line of it.
 PROGRESS_LOG_INTERVAL_SECONDS = 0.25
@@ -387,12 +387,11 @@ class MCPManager:
         """The call itself, on the session loop: the result and how long it took (ms)."""
         started = time.perf_counter()
         progress = _ProgressLog(self.logger, self.display_name(tool_name), self.server_of(tool_name), self._turn)
-        call = self.toolbox.call(tool_name, arguments, timeout, deadline=deadline, on_progress=progress)
+        limits = ResultLimits(self.config.mcp.max_tool_result_chars, self.config.mcp.max_tool_reply_bytes)
+        call = self.toolbox.call(tool_name, arguments, timeout, limits, deadline=deadline, on_progress=progress)
         with self._waiting_on(f"the MCP tool {self.display_name(tool_name)}"):
-            _, raw = await self.runtime.run(call)
-        duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        mcp = self.config.mcp
-        return convert_call_result(raw, mcp.max_tool_result_chars, mcp.max_tool_reply_bytes), duration_ms
+            result = await self.runtime.run(call)
+        return result, round((time.perf_counter() - started) * 1000, 1)
 
 
 class _ProgressLog:

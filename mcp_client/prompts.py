@@ -15,7 +15,7 @@ from mcp_client.config import PromptRequest, ServerConfig
 from mcp_client.source import ToolSource
 from session.errors import MCPServerDiedError, MCPToolCallError
 from shared_utils.text import cap_text
-from tool_loop.toolset import ServerPrompt
+from shared_utils.toolset import ServerPrompt
 
 
 async def server_prompts(

@@ -61,10 +61,10 @@ from mcp_client.resources import (
 )
 from mcp_client.server_rules import ServerHealth, backoff_for, connect_by_rules
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
-from mcp_client.tools import ToolNameMap, ToolRoute, tool_hints, translate_tool
+from mcp_client.tools import ResultLimits, ToolNameMap, ToolRoute, convert_call_result, tool_hints, translate_tool
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from session.events import Event
-from tool_loop.toolset import ServerPrompt, ToolHints
+from shared_utils.toolset import ServerPrompt, ToolCallResult, ToolHints
 
 PING_TIMEOUT_SECONDS = 5.0
 CHECK_GRACE_SECONDS = 1.0  # at close, for a health check still under way
@@ -590,12 +590,14 @@ class Toolbox:
         name: str,
         arguments: dict[str, Any],
         timeout: float,
+        limits: ResultLimits,
         *,
         deadline: float | None = None,
         on_progress: ProgressReport | None = None,
-    ) -> tuple[ToolRoute, Any]:
+    ) -> ToolCallResult:
         """Run the tool offered under ``name`` (wire or dotted); see ``ToolSource.call_tool`` for the
-        timeout, ``deadline`` and ``on_progress``, and for errors."""
+        timeout, ``deadline`` and ``on_progress``, and for errors. The server's answer is converted
+        here, where it arrives, into the contract's ``ToolCallResult``, cut to ``limits``."""
         route = self.route(name)
         if route is None:
             known = ", ".join(f"{r.wire_name} ({r.dotted})" for r in self.turn_tools.names.routes) or "none"
@@ -606,10 +608,12 @@ class Toolbox:
         if source is None:
             raise MCPServerDiedError(f"MCP server '{route.server_name}' is not connected.", route.server_name)
         if route.wire_name in self.turn_tools.resource_tools:
-            return route, await resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
-        return route, await source.call_tool(
-            route.tool_name, arguments, timeout, deadline=deadline, on_progress=on_progress
-        )
+            raw = await resource_call(slot.server, source, route.tool_name, arguments, timeout, deadline)
+        else:
+            raw = await source.call_tool(
+                route.tool_name, arguments, timeout, deadline=deadline, on_progress=on_progress
+            )
+        return convert_call_result(raw, limits.max_chars, limits.max_reply_bytes)
 
     # -- prompts ---------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from typing import Any
 import mcp.types as types
 
 from shared_utils.text import cap_text
-from tool_loop.toolset import ToolCallResult, ToolHints, to_jsonable
+from shared_utils.toolset import ToolCallResult, ToolHints, to_jsonable
 
 WIRE_NAME_MAX = 64
 WIRE_SEPARATOR = "__"
@@ -269,6 +269,15 @@ def reply_bytes(result: types.CallToolResult) -> int:
         elif isinstance(item, int | float):
             total += len(str(item))
     return total
+
+
+@dataclass(frozen=True)
+class ResultLimits:
+    """How much of a tool's answer is kept: ``max_chars`` of text for the model, and a reply over
+    ``max_reply_bytes`` (None: no bound) is not converted at all (see the module docstring)."""
+
+    max_chars: int
+    max_reply_bytes: int | None = None
 
 
 def convert_call_result(

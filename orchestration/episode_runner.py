@@ -46,7 +46,7 @@ from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnRes
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
 from shared_utils.text import cap_text
-from tool_loop.toolset import Toolset
+from shared_utils.toolset import Toolset
 from zork_agent import ZorkAgent, unplayed_note
 
 if TYPE_CHECKING:

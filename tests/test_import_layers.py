@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "shared_utils.version",
         "shared_utils.cli",
         "shared_utils.processes",
+        "shared_utils.toolset",
         "shared_utils",
         # Event names only, importing nothing of ours.
         "session.events",
@@ -72,8 +73,6 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "chat_api.transport",
         "chat_api",
         "llm_client",
-        # The tool loop's contract sits below the MCP client, which builds its shapes.
-        "tool_loop.toolset",
         "mcp_client.config",
         "mcp_client.processes",
         "mcp_client.sweeper",

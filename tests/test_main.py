@@ -75,7 +75,13 @@ def test_a_run_with_mcp_off_never_imports_the_mcp_client_the_sdk_or_the_viewer(
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "score 0/350 in 2 turns" in proc.stderr
     loaded = imported_modules(proc.stderr)
-    assert {"zork_agent", "tool_loop.loop", "tool_loop.toolset", "jericho", "llm_client"} <= loaded  # the list is read
+    assert {
+        "zork_agent",
+        "tool_loop.loop",
+        "shared_utils.toolset",
+        "jericho",
+        "llm_client",
+    } <= loaded  # the list is read
     unwanted = sorted(
         name
         for name in loaded

@@ -27,6 +27,7 @@ from mcp_client.tools import dotted_name, wire_name
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
+from shared_utils.toolset import ToolCallResult
 from tests.mcp_test_servers.helpers import (
     MISBEHAVING_SERVER,
     REPO_ROOT,
@@ -43,7 +44,6 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
-from tool_loop.toolset import ToolCallResult
 
 
 def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:

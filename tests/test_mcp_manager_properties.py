@@ -38,8 +38,8 @@ from mcp_client.tools import (
 from session.errors import MCPConfigError, MCPToolCallError
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
+from shared_utils.toolset import ToolCallResult, to_jsonable
 from tests.mcp_test_servers.helpers import child_pids, make_config, raw_entry, wait_gone, write_mcp_config
-from tool_loop.toolset import ToolCallResult, to_jsonable
 
 LOGGER = logging.getLogger("test.mcp.properties")
 LOGGER.addHandler(logging.NullHandler())

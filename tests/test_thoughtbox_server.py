@@ -28,6 +28,7 @@ from mcp_servers.thoughtbox_server import (
     thought_logging_enabled,
 )
 from session.redaction import Redactor
+from shared_utils.toolset import ToolCallResult
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     assert_clean,
@@ -39,7 +40,6 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tool_loop.toolset import ToolCallResult
 
 
 def thought(n: int, total: int = 3, more: bool = True, **extra: Any) -> Thought:

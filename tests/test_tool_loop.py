@@ -458,12 +458,13 @@ def test_a_bug_in_the_tool_call_path_propagates_instead_of_becoming_a_tool_error
 ) -> None:
     """Only failed calls (the MCP family, a broken pipe) become error results; a programming error
     inside ZorkGPT's own call path is not the model's to handle and must surface with its traceback."""
-    import managers.mcp_manager
+    import mcp_client.toolbox
 
     def buggy_conversion(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("a bug in the result conversion")
 
-    monkeypatch.setattr(managers.mcp_manager, "convert_call_result", buggy_conversion)
+    # The conversion runs in the client that received the result.
+    monkeypatch.setattr(mcp_client.toolbox, "convert_call_result", buggy_conversion)
     llm_server.script(
         completion(tool_calls=[tool_call("misbehaving__echo", {"text": "hello"}, "call_echo")]),
         agent_reply("north"),

@@ -7,7 +7,7 @@ import pytest
 from mcp.types import ToolAnnotations
 
 from mcp_client.tools import tool_hints
-from tool_loop.toolset import ToolHints, ToolInfo
+from shared_utils.toolset import ToolHints, ToolInfo
 
 
 @pytest.mark.parametrize(

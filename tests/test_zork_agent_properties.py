@@ -45,9 +45,9 @@ from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
 from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema, extract_json_object
+from shared_utils.toolset import ToolCallResult, ToolInfo, Toolset
 from tests.mcp_test_servers.helpers import ListHandler, make_config, raw_entry, write_mcp_config
 from tool_loop.loop import FINAL_ACTION_PROMPT
-from tool_loop.toolset import ToolCallResult, ToolInfo, Toolset
 from zork_agent import FALLBACK_ACTION, AgentResponse, AgentRuntimeError, ZorkAgent, clean_action, sentence_commands
 
 SERVER = "fake"

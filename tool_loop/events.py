@@ -23,7 +23,7 @@ from session.errors import MCPToolCallError
 from session.events import Event
 from session.game_state import ToolCallRecord
 from shared_utils.text import cap_text, shorten
-from tool_loop.toolset import ToolCallResult, ToolInfo
+from shared_utils.toolset import ToolCallResult, ToolInfo
 
 TOOL_RESULT_LOG_CHARS = 2000  # enough to read a tool's answer in the log; a huge one is cut
 # How much of a tool call's arguments the log keeps (the server still gets them whole).

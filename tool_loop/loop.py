@@ -21,7 +21,7 @@ and a critic's re-ask that goes on with the turn's tool calls, are "auto".
 What to ask and how to read the answer belong to the loop's owner, the agent:
 ``request_args`` builds each request (model, sampling, the answer's JSON schema) and
 ``read_answer`` turns the final reply into an ``AgentDecision``. The tools come as the turn's
-``Toolset`` (``tool_loop.toolset``), which the episode runner opened and will close; what
+``Toolset`` (``shared_utils.toolset``), which the episode runner opened and will close; what
 the loop does is reported, one frozen event at a time, to a ``ToolLoopEvents`` (``tool_loop.events``).
 
 How the calls of one reply run:
@@ -62,6 +62,7 @@ from session.game_configuration import MCPSection
 from session.game_state import AgentDecision, ToolCallRecord
 from shared_utils.model_json import json_depth
 from shared_utils.text import shorten
+from shared_utils.toolset import ToolCallResult, ToolInfo, Toolset
 from tool_loop.events import (
     BatchAborted,
     BudgetExhausted,
@@ -84,7 +85,6 @@ from tool_loop.events import (
     UnreadableAnswer,
     logged_arguments,
 )
-from tool_loop.toolset import ToolCallResult, ToolInfo, Toolset
 
 FINAL_ACTION_PROMPT = "Please provide your final action now without calling any more tools."
 TOOL_SUMMARY_CHARS = 200  # enough to see what a tool said; the full result is in the tool message

@@ -9,9 +9,9 @@ know there is an MCP manager behind it: a test, a benchmark or another tool prov
 any ``Toolset``.
 
 The shapes are plain frozen dataclasses, and this module imports nothing of the MCP SDK: the MCP
-client (``mcp_client``) converts the SDK's types into them, so the agent, the tool loop and a
-run with MCP off never load the SDK. It sits below the MCP client, which builds these shapes,
-though the tool loop is its reader.
+client (``mcp_client``) converts the SDK's types into them where it receives them, so the agent,
+the tool loop and a run with MCP off never load the SDK. It lives in the bottom layer, below both
+the MCP client that fills it and the tool loop that reads it.
 """
 
 from __future__ import annotations
