@@ -234,6 +234,18 @@ def test_the_event_list_is_what_the_code_says() -> None:
 # -- the site -------------------------------------------------------------------------------------
 
 
+def test_every_relative_link_leads_to_a_file_where_the_markdown_lies() -> None:
+    """On GitHub or in an editor the Markdown is read where it lies: the site's build checks its own
+    paths (index.md for the README), this checks the repository's."""
+    broken = []
+    for path in doc_files():
+        for target in re.findall(r"\]\(([^)\s]+)\)|src=\"([^\"]+)\"", path.read_text(encoding="utf-8")):
+            link = next(part for part in target if part).split("#", 1)[0]
+            if link and not re.match(r"^\w+:", link) and not (path.parent / link).exists():
+                broken.append(f"{path.relative_to(REPO)}: {link}")
+    assert broken == []
+
+
 def test_the_pages_build_with_strict(tmp_path: Path) -> None:
     """What .ci/run does before the tests: a broken link, a missing anchor or a page left out fails."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, not a warning
