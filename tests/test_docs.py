@@ -130,6 +130,32 @@ def run_cheap(block: ShellBlock, command: str, game_file: Path) -> None:
     assert result.stdout.strip(), f"{block.name}: `{command}` printed nothing"
 
 
+README_MAX_LINES = 200  # what fits on a screen or two; everything else has a page under docs/
+LINE_MAX_CHARS = 1000  # a table cell or paragraph line past this is a page of its own
+
+
+def test_the_readme_stays_short_and_no_line_runs_on() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(readme) <= README_MAX_LINES, f"README.md has {len(readme)} lines: move a topic to a page under docs/"
+    long_lines = [
+        f"{path.relative_to(REPO)}:{number} ({len(line)} characters)"
+        for path in doc_files()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if len(line) > LINE_MAX_CHARS
+    ]
+    assert long_lines == []
+
+
+def test_the_quick_start_plays_and_tests_with_uv() -> None:
+    """The README's first shell block holds the two commands a new user pastes: one plays, one runs the tests."""
+    first = shell_blocks(REPO / "README.md")[0].commands()
+    installer = (
+        "command -v uv >/dev/null || python3 -m pip install -q uv 2>/dev/null"
+        ' || curl -LsSf https://astral.sh/uv/install.sh | sh; PATH="$HOME/.local/bin:$PATH" '
+    )
+    assert first == [installer + "uv run python main.py", installer + "uv run pytest"]
+
+
 # -- the Layout page ------------------------------------------------------------------------------
 
 
