@@ -110,7 +110,7 @@ def play_walkthrough(game_file: Path, commands: list[str], all_managers: bool, t
     }
 
 
-# (figure, its goal, what it is): the README states these as the harness's goals.
+# (figure, its goal, what it is): docs/benchmarks.md states these as the harness's goals.
 GOALS = (
     ("median_ms_per_turn_excl_llm", 10.0, "median ms per turn"),
     ("episode_seconds_excl_llm", 5.0, "seconds for the 396-turn episode"),

@@ -213,7 +213,7 @@ def as_another_user() -> list[str]:
     return prefix
 
 
-# The tests that start llama.cpp servers of their own (the bundled model, the README's offline recipe):
+# The tests that start llama.cpp servers of their own (the bundled model, the offline recipe of docs/offline.md):
 # one worker runs them one after another, beside tests/test_local_model.py's server on another (one
 # chain of both took about 5 minutes of the suite).
 BUNDLED_GROUP = "llama_cpp_bundled"

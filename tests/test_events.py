@@ -216,8 +216,8 @@ def test_the_viewers_script_reads_only_listed_names() -> None:
     assert sorted(read - every_event_name()) == []
 
 
-def test_the_readmes_event_names_are_listed() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_mcp_pages_event_names_are_listed() -> None:
+    readme = (REPO / "docs" / "mcp-tools.md").read_text(encoding="utf-8")
     start = readme.index("Events in `episode_log.jsonl`:")
     paragraph = readme[start : readme.index("\n\n", start)]
     named = set(re.findall(r"`(mcp_\w+)`", paragraph))

@@ -138,7 +138,7 @@ def test_every_key_of_every_section_takes_an_env_override(tmp_path: Path, sectio
 
 @pytest.mark.parametrize("role", ["agent", "critic", "extractor", "memory"])
 def test_sampling_env_override_reaches_the_section(tmp_path: Path, role: str) -> None:
-    """The README's offline-play command sets ZORKGPT_AGENT_SAMPLING_MAX_TOKENS."""
+    """The offline page's recipe (docs/offline.md) sets ZORKGPT_AGENT_SAMPLING_MAX_TOKENS."""
     path = write_toml(tmp_path, f"[tool.zorkgpt.{role}_sampling]\ntemperature = 0.5\n")
     env = {f"ZORKGPT_{role.upper()}_SAMPLING_MAX_TOKENS": "200"}
     sampling = getattr(GameConfiguration.from_toml(path, environ=env), f"{role}_sampling")
@@ -285,26 +285,28 @@ def test_from_toml_path_keyword_and_missing_default(tmp_path: Path, monkeypatch:
     assert GameConfiguration.from_toml(Path("pyproject.toml"), environ={}).mcp.enabled is False
 
 
-def test_readme_lists_every_config_key() -> None:
-    """The README's configuration table is the user's reference: it must name every key."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_configuration_page_lists_every_config_key() -> None:
+    """The configuration page's table is the user's reference: it must name every key."""
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
     rows = [line for line in readme.splitlines() if line.startswith("| `")]
     for name, section_cls in SECTIONS.items():
         row = next((r for r in rows if f"`{name}`" in r.split("|")[1]), None)
-        assert row is not None, f"README has no row for [tool.zorkgpt.{name}]"
+        assert row is not None, f"docs/configuration.md has no row for [tool.zorkgpt.{name}]"
         for key in section_cls.model_fields:
             if name == "llm" and key.endswith("_base_url") and key != "base_url":
                 assert "<role>_base_url" in row
                 continue
-            assert f"`{key}`" in row, f"README row for [tool.zorkgpt.{name}] does not mention {key}"
+            assert f"`{key}`" in row, f"docs/configuration.md's row for [tool.zorkgpt.{name}] does not mention {key}"
             bounds = allowed_range(section_cls.model_fields[key])
             if bounds is not None:
                 entry = row.split(f"`{key}`", 1)[1].split("`", 1)[0]
-                assert bounds in entry, f"README gives [tool.zorkgpt.{name}] {key} no range {bounds} (has {entry!r})"
+                assert bounds in entry, (
+                    f"docs/configuration.md gives [tool.zorkgpt.{name}] {key} no range {bounds} (has {entry!r})"
+                )
 
 
 def allowed_range(field: FieldInfo) -> str | None:
-    """A numeric key's range as the README writes it: [0, 20] inclusive, (0, 3,600] excluding 0."""
+    """A numeric key's range as docs/configuration.md writes it: [0, 20] inclusive, (0, 3,600] excluding 0."""
     low = high = None
     low_open = high_open = False
     for meta in field.metadata:

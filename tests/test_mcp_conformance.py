@@ -151,7 +151,7 @@ def test_the_unsupported_list_is_the_suites(suite: Conformance) -> None:
 
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
 def test_skills_are_not_served(suite: Conformance, servers: dict[str, HTTPServer], scenario: str) -> None:
-    """Unsupported by decision (the README says so): the suite ran the scenario and passed none
+    """Unsupported by decision (docs/mcp-tools.md says so): the suite ran the scenario and passed none
     of its checks. The day one passes, serving skills is a change to make on purpose."""
     verdict = suite.run("server", "--url", servers["zork"].url, "--scenario", scenario, baseline={"server": []})
     assert verdict.checks, verdict.explain()

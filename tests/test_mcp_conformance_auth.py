@@ -85,7 +85,7 @@ REQUIRED_2026 = (
 REQUIRED = {"2026-07-28": REQUIRED_2026, "2025-11-25": REQUIRED_2025}
 # Accounts with no person behind them (an extension of the spec): a secret, or a signed JWT.
 CLIENT_CREDENTIALS = ("auth/client-credentials-basic", "auth/client-credentials-jwt")
-# Extensions ZorkGPT does not support, by decision (the README lists them): tokens bound to a key
+# Extensions ZorkGPT does not support, by decision (docs/mcp-tools.md lists them): tokens bound to a key
 # (DPoP, with and without server nonces), workload identity federation (a JWT-bearer grant), and
 # enterprise-managed authorization (token exchange of an identity provider's assertion).
 UNSUPPORTED = (
@@ -160,7 +160,7 @@ def test_zorkgpt_passes_the_auth_scenario(suite: Conformance, revision: str, sce
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
 def test_unsupported_extensions_still_fail(suite: Conformance, scenario: str) -> None:
     """Run as the suite runs an extension (no --spec-version): it judged the login and failed it.
-    The day one passes, supporting it is a change to make on purpose, with the README."""
+    The day one passes, supporting it is a change to make on purpose, with docs/mcp-tools.md."""
     verdict = _run(suite, scenario)
     assert verdict.flagged("FAILURE"), verdict.explain()
     assert not verdict.client_passed(), verdict.explain()

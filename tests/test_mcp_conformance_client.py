@@ -144,9 +144,9 @@ def test_the_unsupported_list_is_the_suites(suite: Conformance) -> None:
 
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
 def test_skills_are_not_supported(suite: Conformance, scenario: str) -> None:
-    """Unsupported by decision (the README says so): the suite ran the scenario and passed none of
+    """Unsupported by decision (docs/mcp-tools.md says so): the suite ran the scenario and passed none of
     its checks (it skips them when the client never reads a skill). The day one passes, supporting
-    skills is a change to make on purpose, with the README."""
+    skills is a change to make on purpose, with docs/mcp-tools.md."""
     verdict = suite.run(
         "client", "--command", CLIENT_COMMAND, "--scenario", scenario, "--timeout", str(CLIENT_TIMEOUT_MS)
     )

@@ -426,9 +426,9 @@ def test_a_wrong_resource_or_prompt_key_is_an_error_naming_it(entry: dict[str, A
     assert message in str(caught.value)
 
 
-def test_the_readme_documents_every_entry_key_and_its_example_is_a_valid_config() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Servers: `mcp_config.json`") :]
+def test_the_mcp_page_documents_every_entry_key_and_its_example_is_a_valid_config() -> None:
+    readme = (REPO_ROOT / "docs" / "mcp-tools.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Servers: `mcp_config.json`") :]
     start = section.index("```json\n", section.index("example mixing everything")) + len("```json\n")
     example = section[start : section.index("\n```", start)]
     config = MCPConfig.from_mapping(json.loads(example), environ={"NOTES_TOKEN": "secret-token"})

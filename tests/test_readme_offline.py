@@ -1,5 +1,5 @@
-"""The README's *Offline play with a local model* recipe, run as a user pastes it: the code block
-is read from README.md (so the two cannot drift) and run by bash in the project's folder. It must
+"""The *Offline play with a local model* recipe of docs/offline.md, run as a user pastes it: the code
+block is read from the page (so the two cannot drift) and run by bash in the project's folder. It must
 play its turns against the llama.cpp server it starts, and end that server: nothing it started may
 outlive it. Needs the ``local`` dependency group, ``uv`` and ``curl``. The recipe's ``PORT`` (8080
 unless set) is set to a free port: another llama.cpp server may hold 8080 on a shared machine."""
@@ -28,15 +28,16 @@ from tests.test_local_model import _local_group_missing
 # On the worker of the bundled model's tests, which also start a llama.cpp server through a process of their own.
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
 
-SECTION = "### Offline play with a local model"
+SECTION = "## Offline play with a local model"
+PAGE = REPO / "docs" / "offline.md"
 RECIPE_SECONDS = 1500  # bounds a broken run only: a loaded 2-core machine plays a turn in 10 to 60 s
 
 
 def offline_recipe() -> str:
-    """The first bash block of the README's offline section, as written there."""
-    section = (REPO / "README.md").read_text(encoding="utf-8").split(SECTION, 1)[1]
+    """The first bash block of the offline page's recipe section, as written there."""
+    section = PAGE.read_text(encoding="utf-8").split(SECTION, 1)[1]
     found = re.search(r"```bash\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
-    assert found, f"README.md's {SECTION!r} has no bash block"
+    assert found, f"docs/offline.md's {SECTION!r} has no bash block"
     return found.group(1)
 
 
@@ -46,7 +47,7 @@ def _missing_tool() -> str | None:
         return reason
     for tool in ("uv", "curl"):
         if shutil.which(tool) is None:
-            return f"the README's offline recipe runs `{tool}`, which is not on PATH: install it to run this test"
+            return f"the offline page's recipe runs `{tool}`, which is not on PATH: install it to run this test"
     return None
 
 
@@ -114,6 +115,6 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
     last = datetime.fromisoformat(end["timestamp"])
     minutes = (last - first).total_seconds() / 60
     print(
-        f"\nREADME offline recipe: {elapsed:.0f} s in all, the episode {minutes * 60:.0f} s for {turns} turns "
+        f"\nThe offline page's recipe: {elapsed:.0f} s in all, the episode {minutes * 60:.0f} s for {turns} turns "
         f"({turns / minutes:.1f} turns per minute), actions {[e['action'] for e in played]}"
     )

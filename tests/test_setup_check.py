@@ -139,13 +139,13 @@ def test_shipped_config_with_mcp_on_checks_out(llm_server: ScriptedLLMServer, ga
 
 
 def test_readme_check_command_runs_as_written(llm_server: ScriptedLLMServer, game_file: Path, tmp_path: Path) -> None:
-    """The README's `--check` command, verbatim, from the repository: the shipped config (MCP off, so
+    """The `--check` commands of docs/offline.md, verbatim, from the repository: the shipped config (MCP off, so
     the thoughtbox is checked but cannot fail the run) against a reachable endpoint exits 0."""
     if shutil.which("uv") is None:
-        pytest.skip("uv is not on PATH (the README's command starts with `uv run`); install uv")
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+        pytest.skip("uv is not on PATH (the page's command starts with `uv run`); install uv")
+    readme = (REPO / "docs" / "offline.md").read_text(encoding="utf-8")
     commands = [line for line in readme.splitlines() if line.startswith("uv run python main.py --check")]
-    assert commands, "the README shows no `uv run python main.py --check` command"
+    assert commands, "docs/offline.md shows no `uv run python main.py --check` command"
     llm_server.models = listed(*SHIPPED_MODELS)
     env = clean_env(check_env(llm_server.base_url, game_file, tmp_path))
     for command in commands:

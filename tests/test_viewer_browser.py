@@ -4,7 +4,7 @@ that the score, the current room on the map and the latest command appear and th
 
 What the page must show comes from Jericho itself (``walkthrough_turns``), not from the files
 the viewer reads. Screenshots go to the test's tmp folder (the path is printed); set
-``VIEWER_SCREENSHOT_DIR`` to keep them somewhere else (the README's come from there:
+``VIEWER_SCREENSHOT_DIR`` to keep them somewhere else (the README's and the docs pages' come from there:
 ``VIEWER_SCREENSHOT_DIR=/tmp/shots uv run pytest tests/test_viewer_browser.py``, then copy
 ``viewer.png``, ``viewer-phone.png``, ``viewer-long-map.png`` and ``viewer-running.png`` to
 docs/images/). Not a ``ZORKGPT_`` name: those are configuration, and an unknown one is refused.
