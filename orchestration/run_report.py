@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestration.run_compare import SIGNIFICANCE, score_verdicts
+from orchestration.run_compare import SIGNIFICANCE, different_games, score_verdicts
 from orchestration.run_folder import (
     REPORT_MD,
     RESULTS_CSV,
@@ -78,6 +78,8 @@ def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
         raise RunReportError(f"Two run folders have the same name ({', '.join(names)}): rename one to tell them apart.")
+    if why := different_games(runs):
+        raise RunReportError(why)
     table = comparison_table(runs)
     # Which settings tell the runs apart comes first: a folder's name says only what its user meant.
     differences = settings_differences([(run.name, run.settings) for run in runs])
@@ -107,8 +109,9 @@ def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None
     warning_md = "".join(f"{line}\n\n" for line in warnings)
     atomic_write_text(
         out / COMPARISON_MD,
-        f"{warning_md}# ZorkGPT runs compared\n\n{table}\n\n{notes}\n\nIntervals: 95% percentile bootstrap "
-        f"intervals of the mean score.\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
+        f"{warning_md}# ZorkGPT runs compared: {runs[0].game_titles}\n\n{table}\n\n{notes}\n\n"
+        f"Intervals: 95% percentile bootstrap intervals of the mean score.\n\n{sources}\n\n"
+        f"![Score over turns]({COMPARISON_PNG})\n",
     )
     plot_runs(runs, out / COMPARISON_PNG, title="Score over turns, by run", per_episode=False)
     return text
@@ -121,11 +124,13 @@ def report_run(
     *,
     redactor: Redactor,
     finished_at: datetime | None = None,
+    games: Sequence[str] = (),
 ) -> int:
     """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
     and print the table (stdout); the exit code. A run where no episode started has no report:
-    what stopped it is on the terminal. ``finished_at`` (UTC, now by default) names the folder."""
-    episodes = complete_run(ends, requested)
+    what stopped it is on the terminal. ``finished_at`` (UTC, now by default) names the folder. ``games``:
+    the game each episode was to play, in order (a run over several games)."""
+    episodes = complete_run(ends, requested, games)
     if all(end.episode_dir is None or not end.episode_dir.is_dir() for end in episodes):
         return EXIT_OK
     try:
