@@ -765,7 +765,7 @@ def play_one(
     orchestrator.stop_requested = signals.stop_requested
     signals.on_stop = orchestrator.request_stop
     signals.waiting = orchestrator.waiting_on_server
-    label = f"Episode {episode}/{episodes_in_run(args)} of {plan.game.title}"
+    label = f"Episode {episode}/{episodes_in_run(args)}"
     try:
         state = orchestrator.play_episode()
     except ZorkGPTError as exc:
@@ -787,12 +787,12 @@ def play_one(
 
 
 def say_episode_ended(label: str, state: GameState, episode_dir: Path) -> None:
-    """The episode's one closing line on stderr: how it ended, its score and where its logs are."""
+    """The episode's one closing line on stderr: how it ended, its score in which game and where its logs are."""
     print(
         # The end reason may quote a provider's error text: never raw control characters on a terminal.
         escape_control_chars(
             f"{label} ({state.episode_id}): {state.end_reason}, "
-            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+            f"score {state.score}/{state.max_score} in {state.turn_count} turns of {state.game_title}. "
             f"Logs: {episode_dir}"
         ),
         file=sys.stderr,
