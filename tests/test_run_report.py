@@ -986,3 +986,24 @@ def test_an_episode_recorded_before_games_were_reads_as_zork_i(
         writer.writerows(old_rows)
     summary = read_run(out)
     assert summary.games == ("zork1",) and summary.game_titles == "Zork I" and not summary.mixed
+
+
+def test_an_episode_of_a_run_over_several_games_that_never_started_counts_under_its_game(tmp_path: Path) -> None:
+    from orchestration.run_folder import write_run
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus, complete_run
+
+    # The run stopped after its first episode, which crashed before its start was logged.
+    crashed = episodes_dir(tmp_path) / "e1"
+    crashed.mkdir(parents=True)
+    ends = complete_run(
+        [EpisodeEnd(1, EpisodeStatus.CRASHED, "OSError: boom", crashed)], 3, ["zork1", "zork2", "zork3"]
+    )
+    summary = write_run(tmp_path / "run", ends, redactor=Redactor.from_environment())
+    assert [(r.game, r.max_score, r.status) for r in summary.rows] == [
+        ("zork1", 350, "crashed"),
+        ("zork2", 400, "never started"),
+        ("zork3", 7, "never started"),
+    ]
+    report = (tmp_path / "run" / REPORT_MD).read_text(encoding="utf-8")
+    assert "Over all games: no episode finished" in report and "Zork II: no episode finished" in report
+    assert "## Zork III (maximum score 7)\n\nEpisodes: 1 requested · 1 never started" in report
