@@ -713,21 +713,17 @@ def play_in_parallel(
     each game's first with its first seed; prints one line per episode at the end. ``extra``: more options
     for each child (``--quiet``, ``--verbose``)."""
     episodes = sum(game.episodes for game in games)
+    plans = [
+        (
+            child_argv(config, max_turns, game.story_file, [*(["--game", game.game] if game.game else []), *extra]),
+            game.first_seed,
+            game.episodes,
+        )
+        for game in games
+    ]
+    first_argv, first_seed, _ = plans[0]
     runner = ParallelRunner(
-        [],
-        episodes,
-        parallel,
-        workdir=workdir,
-        first_seed=games[0].first_seed,
-        status=status,
-        games=[
-            (
-                child_argv(config, max_turns, game.story_file, [*(["--game", game.game] if game.game else []), *extra]),
-                game.first_seed,
-                game.episodes,
-            )
-            for game in games
-        ],
+        first_argv, episodes, parallel, workdir=workdir, first_seed=first_seed, status=status, games=plans
     )
     result = runner.run(signals)
     ends = [o.end() for o in result.outcomes]
