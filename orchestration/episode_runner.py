@@ -640,6 +640,7 @@ class EpisodeRunner:
             cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
             elapsed_seconds=round(time.monotonic() - self._started, 3),
             end_reason=None if result else redact(state.end_reason or ""),
+            game=state.game_title,
         )
         self.on_turn(self._last_figures)
 
