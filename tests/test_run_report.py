@@ -22,7 +22,7 @@ from PIL import Image
 from orchestration import run_report
 from orchestration.run_figures import RunSummary, number_text
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
-from orchestration.run_plots import mean_curve
+from orchestration.run_plots import mean_curve, plotted_scores
 from orchestration.run_report import COMPARISON_MD, COMPARISON_PNG
 from orchestration.run_tables import episodes_table
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
@@ -895,6 +895,11 @@ def test_a_run_over_the_trilogy_reports_each_game_and_compare_refuses_to_rank_di
     assert [line.rsplit("|", 2)[1].strip() for line in report.splitlines() if re.match(r"\| \d \|", line)] == list(
         titles
     )
+    # Its plot draws each episode's score as a share of its game's maximum, on one scale.
+    plotted = plotted_scores(read_run(run_dir))
+    assert {episode_id: points[-1] for episode_id, points in plotted.items()} == {
+        r["episode_id"]: (TRILOGY_TURNS, pytest.approx(100 * share)) for r, share in zip(rows, shares, strict=True)
+    }
     settings = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
     assert [(name, game["title"], game["file"]) for name, game in settings["games"].items()] == [
         ("zork1", "Zork I", "zork1.z5"),
