@@ -1,7 +1,9 @@
 """Whether two runs' scores differ by more than chance: a permutation test on each pair of
 runs, and the sentence that says so (a comparison never ranks runs it cannot tell apart); how
 large the difference is (its 95% bootstrap interval), and how many episodes a run would need to
-tell a difference of that size apart, so that "cannot be told apart" is not read as "equal"."""
+tell a difference of that size apart, so that "cannot be told apart" is not read as "equal".
+Runs of different games are not ranked at all (``different_games``); runs over the same several games
+are measured in shares of each game's maximum."""
 
 from __future__ import annotations
 

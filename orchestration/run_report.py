@@ -14,11 +14,16 @@
 - ``settings.json``: every setting the episodes played with (``run_settings``), the ones that tell
   runs apart also in ``report.md``.
 
+Every row says the game its episode played (an older folder's read as Zork I). A run over several
+games (``main.py --games zork1,zork2,zork3``) reports a line over all of them, each game's mean score
+as a share of its maximum with the games averaged, each counting once, then one table per game.
+
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
     uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
 
-prints the settings that differ between the runs, one table (a row per run, in the order given)
+refuses runs of different games (exit 2, naming each run's games), prints the settings that differ
+between the runs, one table (a row per run, in the order given)
 and, per pair of runs, whether their scores differ by more than chance (a permutation test), and
 writes ``comparison.md`` and ``comparison.png`` (the runs' mean score over turns, with each episode
 faint behind it). A run folder can also be built from episode folders after the fact::
