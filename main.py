@@ -11,6 +11,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,6 +121,15 @@ def _add_play_arguments(parser: argparse.ArgumentParser) -> None:
         "story file, else zork1); its story file is found as --game-file says, or beside that file",
     )
     parser.add_argument(
+        "--games",
+        type=games_argument,
+        default=None,
+        metavar="GAME,GAME...",
+        help="play several games in one run, --episodes N of each, in the order given (zork1,zork2,zork3): one "
+        "run report with a table per game and a line over all of them (each game's score as a share of its "
+        "maximum); each game plays from its own seed unless --seed gives one",
+    )
+    parser.add_argument(
         "--game-file",
         default=None,
         help="path to a story file Jericho supports, such as zork1.z5 (else ZORKGPT_GAME_FILE, "
@@ -219,12 +229,39 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--episode-id names one episode's folder (letters, digits, '.', '_', '-'), with --episodes 1")
     if args.view is not None and not 0 <= args.view <= 65535:
         parser.error("--view PORT must be between 0 and 65535")
+    if args.games is not None and args.game is not None:
+        parser.error("--game and --games cannot be used together: give one game with --game, several with --games")
+    if args.games is not None and args.episode_id is not None:
+        parser.error("--episode-id names one episode of one game: not with --games")
     if args.parallel < 1:
         parser.error("--parallel must be at least 1")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     if args.max_turns is not None and args.max_turns < 1:
         parser.error("--max-turns must be at least 1")
+
+
+def games_argument(text: str) -> tuple[str, ...]:
+    """``--games zork1,zork2,zork3``: known games, each once, in the order to play them."""
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in GAME_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(map(repr, unknown)) or repr(text)} is not a game ZorkGPT knows by name: give games from "
+            f"{', '.join(GAME_NAMES)}, separated by commas (zork1,zork2,zork3)"
+        )
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r} names a game twice: give each game once (--episodes N plays N)")
+    return names
+
+
+@dataclass(frozen=True)
+class GamePlan:
+    """One game of the run: its story file and its first episode's seed (episode i of it plays the seed + i - 1)."""
+
+    game: Game
+    story_file: str
+    first_seed: int
 
 
 def first_seed(args: argparse.Namespace, config: GameConfiguration, game: Game) -> int:
@@ -343,17 +380,38 @@ def run(args: argparse.Namespace, signals: StopSignals) -> int:
 
 
 def settle_game(args: argparse.Namespace, config: GameConfiguration) -> int | None:
-    """The run's story file and first seed, fixed for every episode: an exit code when there is
-    no story file or the game cannot take the seed, None to go on."""
+    """The run's games (``args.plan``: one, or those of ``--games``), each with its story file and first
+    seed, fixed for every episode, all before anything is played: an exit code when a story file is
+    missing or a game cannot take the seed, None to go on."""
+    configured_seed, named_file, configured_game = config.gameplay.seed, args.game_file, config.files.game
+    plan = []
     try:
-        game = find_game(args, config)
-        # Every episode of the run gets its seed from here: episode i plays the first seed + i - 1.
-        config.gameplay.seed = first_seed(args, config, game)
+        for name in args.games or (configured_game,):
+            config.files.game, args.game_file, config.gameplay.seed = name, named_file, configured_seed
+            game = find_game(args, config)
+            # Every episode of a game gets its seed from here: its episode i plays the first seed + i - 1.
+            plan.append(GamePlan(game, str(args.game_file), first_seed(args, config, game)))
     except ZorkGPTError as exc:
         return report(exc)
+    args.plan = plan
+    # The first game's, as for a run of one game (each game's episodes get their own as they start).
+    if args.games:
+        config.files.game = plan[0].game.name
+        config.value_sources["files.game"] = "the --games flag"
+    args.game_file, config.gameplay.seed = plan[0].story_file, plan[0].first_seed
     if args.seed is not None:
         config.value_sources["gameplay.seed"] = "the --seed flag"
     return None
+
+
+def episodes_in_run(args: argparse.Namespace) -> int:
+    """``--episodes`` of each game the run plays."""
+    return args.episodes * len(args.games or (None,))
+
+
+def planned_games(args: argparse.Namespace) -> list[GamePlan]:
+    """The game each episode of the run plays, in order (episode 1 first)."""
+    return [plan for plan in args.plan for _ in range(args.episodes)]
 
 
 def play_on_embedded_model(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
@@ -539,7 +597,8 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
     from orchestration.run_report import report_run
     from orchestration.run_results import EpisodeStatus
 
-    if args.episodes > 1:
+    total = episodes_in_run(args)
+    if total > 1:
         import_figures_ahead()  # the run's report, at the end, needs them
 
     @functools.cache
@@ -552,27 +611,32 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
     # A run of several episodes ends with its report, which lists every requested episode and
     # how it ended, also when an error ended the run (a single episode has its summary).
     def end_of_run(ends: list[EpisodeEnd], code: int) -> int:
-        if args.episodes <= 1:
+        if total <= 1:
             return code
-        return report_run(config.workdir, ends, args.episodes, redactor=redactor()) or code
+        games = [plan.game.name for plan in planned_games(args)]
+        return report_run(config.workdir, ends, total, redactor=redactor(), games=games) or code
 
     ends: list[EpisodeEnd] = []
     failure: BaseException | None = None
     with live_status(args) as status:
         if status is not None:
             signals.on_notice = status.show_notice  # drawn under the status, which redraws over a plain line
-        if args.parallel > 1 and args.episodes > 1:
-            from orchestration.parallel import play_in_parallel
+        if args.parallel > 1 and total > 1:
+            from orchestration.parallel import GameEpisodes, play_in_parallel
 
             result = play_in_parallel(
                 signals,
-                args.episodes,
                 args.parallel,
                 args.config,
                 args.max_turns,
-                args.game_file,
                 config.workdir,
-                first_seed=config.gameplay.seed,
+                [
+                    # A known game is named, so that a configured game does not send the episode beside its file.
+                    GameEpisodes(
+                        plan.story_file, plan.first_seed, args.episodes, plan.game.name if plan.game.known else None
+                    )
+                    for plan in args.plan
+                ],
                 extra=verbosity_flags(args)
                 + ["--fair-play", config.gameplay.fair_play]  # each episode plays at the run's level
                 + ([] if args.embedded_model_url is None else ["--embedded-model-url", args.embedded_model_url]),
@@ -612,7 +676,7 @@ def live_status(args: argparse.Namespace) -> contextlib.AbstractContextManager[T
         return contextlib.nullcontext()
     from orchestration.terminal_status import TerminalStatus
 
-    return TerminalStatus(sys.stderr, args.episodes)
+    return TerminalStatus(sys.stderr, episodes_in_run(args))
 
 
 def verbosity_flags(args: argparse.Namespace) -> list[str]:
@@ -657,13 +721,13 @@ def play_in_turn(
     configure_root_logging(handler=status.log_handler() if status else None)
     # What each endpoint accepts for structured output, learnt once for the whole run.
     structured_memory = StructuredOutputMemory()
-    for episode in range(1, args.episodes + 1):
+    for episode, plan in enumerate(planned_games(args), start=1):
         if signals.stop_requested:
             break  # stopped between episodes (or before the first): nothing more to play
         if status is not None:
             status.finish(episode - 1)  # the previous episode's block: its summary is above
             status.start_episode(episode)
-        failed = play_one(args, config, signals, status, ends, episode, redactor, structured_memory)
+        failed = play_one(args, config, signals, status, ends, episode, plan, redactor, structured_memory)
         if failed is not None:
             return failed
     return EXIT_OK
@@ -676,34 +740,39 @@ def play_one(
     status: TerminalStatus | None,
     ends: list[EpisodeEnd],
     episode: int,
+    plan: GamePlan,
     redactor: Redactor,
     structured_memory: StructuredOutputMemory,
 ) -> int | None:
-    """Play episode ``episode`` and say how it ended in ``ends``; the run's exit code when it
-    must stop here, None when the next episode may follow."""
+    """Play episode ``episode`` (of ``plan``'s game) and say how it ended in ``ends``; the run's exit
+    code when it must stop here, None when the next episode may follow."""
     from orchestration.episode_runner import EpisodeRunner
     from orchestration.run_results import EpisodeEnd, EpisodeStatus
 
+    # The episode's settings say the game it plays; its seed counts from its game's first episode.
+    of_game = (episode - 1) % args.episodes
+    if args.games:
+        config.files.game = plan.game.name
     try:
         orchestrator = EpisodeRunner(
             max_turns_per_episode=args.max_turns,
             config=config,
-            game_file=Path(args.game_file).resolve() if args.game_file else None,
+            game_file=Path(plan.story_file).resolve(),
             console_options=console_options(args, status),
             on_turn=figures_listener(args, status, episode),
             episode_id=args.episode_id,
             redactor=redactor,
             structured_memory=structured_memory,
-            game_seed=config.gameplay.seed + episode - 1,
+            game_seed=plan.first_seed + of_game,
         )
     except ZorkGPTError as exc:
-        ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}"))
+        ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}", game=plan.game.name))
         return report(exc)
-    ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", orchestrator.episode_dir))
+    ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", orchestrator.episode_dir, plan.game.name))
     orchestrator.stop_requested = signals.stop_requested
     signals.on_stop = orchestrator.request_stop
     signals.waiting = orchestrator.waiting_on_server
-    label = f"Episode {episode}/{args.episodes}"
+    label = f"Episode {episode}/{episodes_in_run(args)}"
     try:
         state = orchestrator.play_episode()
     except ZorkGPTError as exc:
@@ -719,18 +788,18 @@ def play_one(
     finally:
         signals.on_stop = signals.waiting = None
         orchestrator.close()
-    ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir)
+    ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir, plan.game.name)
     say_episode_ended(label, state, orchestrator.episode_dir)
     return stopped_by_write_failures(orchestrator, state, config, ends, label)
 
 
 def say_episode_ended(label: str, state: GameState, episode_dir: Path) -> None:
-    """The episode's one closing line on stderr: how it ended, its score and where its logs are."""
+    """The episode's one closing line on stderr: how it ended, its score in which game and where its logs are."""
     print(
         # The end reason may quote a provider's error text: never raw control characters on a terminal.
         escape_control_chars(
             f"{label} ({state.episode_id}): {state.end_reason}, "
-            f"score {state.score}/{state.max_score} in {state.turn_count} turns. "
+            f"score {state.score}/{state.max_score} in {state.turn_count} turns of {state.game_title}. "
             f"Logs: {episode_dir}"
         ),
         file=sys.stderr,
@@ -755,7 +824,7 @@ def stopped_by_write_failures(
     )
     # The same status a child process gets for this exit code under --parallel.
     detail = f"{len(failures)} file(s) could not be written"
-    ends[-1] = EpisodeEnd(ends[-1].number, EpisodeStatus.CRASHED, detail, orchestrator.episode_dir)
+    ends[-1] = EpisodeEnd(ends[-1].number, EpisodeStatus.CRASHED, detail, orchestrator.episode_dir, ends[-1].game)
     return EXIT_RUN_FAILED
 
 

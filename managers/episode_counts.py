@@ -2,7 +2,7 @@
 
 One place for these numbers: the web viewer, its API, the run reports and the episode
 summary all call ``tool_call_counts``, ``critic_counts``, ``tool_availability`` and
-``game_seed`` on the events of ``episode_log.jsonl`` (live, or once the episode is over),
+``game_seed`` and ``game_played`` on the events of ``episode_log.jsonl`` (live, or once the episode is over),
 so they cannot disagree.
 
 A tool call is an ``mcp_tool_call`` event, or an outcome logged without one (arguments the
@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from game_interface.games import DEFAULT_GAME, KNOWN_GAMES
 from session.events import Event
 
 OUTCOME_EVENTS = frozenset({Event.MCP_TOOL_RESULT, Event.MCP_TOOL_ERROR, Event.MCP_TOOL_TIMEOUT})
@@ -329,3 +330,30 @@ def game_seed(events: Iterable[Mapping[str, Any]]) -> int | None:
             seed = event.get("game_seed")
             return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     return None
+
+
+@dataclass(frozen=True)
+class GamePlayed:
+    """The game an episode played: Jericho's name for it ("zork2") and its title ("Zork II")."""
+
+    name: str
+    title: str
+
+
+def game_titled(name: str) -> GamePlayed:
+    """A game known by its name alone (a row of ``results.csv``): the title ZorkGPT knows it by, else
+    the name (Jericho's games other than Zork I, II and III are called by their name)."""
+    known = KNOWN_GAMES.get(name)
+    return GamePlayed(name, known.title if known else name)
+
+
+def game_played(events: Iterable[Mapping[str, Any]]) -> GamePlayed:
+    """The game an episode played (``episode_start``). A log from before the game was recorded reads as
+    Zork I: ZorkGPT played nothing else then."""
+    for event in events:
+        if event.get("event_type") == Event.EPISODE_START:
+            name, title = event.get("game"), event.get("game_title")
+            if isinstance(name, str) and name:
+                return GamePlayed(name, title if isinstance(title, str) and title else game_titled(name).title)
+            break
+    return GamePlayed(DEFAULT_GAME.name, DEFAULT_GAME.title)

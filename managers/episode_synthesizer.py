@@ -247,6 +247,8 @@ class EpisodeSynthesizer(BaseManager):
             # First, as in the Markdown: a run whose settings did not hold must not read as one that did.
             "settings_held": mcp.held,
             "not_as_configured": [] if mcp.held else [mcp.describe()],
+            "game": state.game,
+            "game_title": state.game_title,
             "game_seed": game_seed(events),
             "fair_play": fair_play(events),
             "wall_seconds": None if self.wall_clock is None else self.wall_clock(),
@@ -339,6 +341,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         *(f"**Not as configured:** {note}" for note in not_held),
         f"# Episode {summary['episode_id']}",
         "",
+        # A summary written before the game was recorded is of Zork I, the only game played then.
+        f"- Game: {summary.get('game_title') or 'Zork I'}",
         f"- Outcome: {summary['end_reason'] or 'unknown'}{' (victory)' if summary['victory'] else ''}",
         f"- Score: {summary['score']} / {summary['max_score']}",
         f"- Turns: {summary['turns']} (game moves: {summary['moves']})",

@@ -23,6 +23,7 @@ from managers.episode_counts import (
     ToolCallCounts,
     critic_counts,
     fair_play,
+    game_played,
     game_seed,
     tool_availability,
     tool_call_counts,
@@ -57,6 +58,8 @@ class _PlayTally:
             fields_["model"] = event.get("agent_model")
             fields_["mcp_enabled"] = event.get("mcp_enabled")
             fields_["max_turns"] = event.get("max_turns")
+            # The game's maximum, known from the start (an older log has it only at the end).
+            fields_["max_score"] = event.get("max_score")
             self.scores = [(0, 0)]
         elif kind == Event.TURN:
             turn, score = _int(event.get("turn")), _int(event.get("score"))
@@ -170,6 +173,9 @@ class EpisodeFigures:
     model: str | None = None
     mcp_enabled: bool | None = None
     max_turns: int | None = None
+    # The game played ("zork2", "Zork II"); a log from before games were recorded reads as Zork I.
+    game: str = "zork1"
+    game_title: str = "Zork I"
     game_seed: int | None = None  # None: the log predates seeds
     fair_play: str | None = None  # "seen" or "engine"; None: the log predates the setting
     wall_seconds: float | None = None  # None: no end recorded
@@ -232,6 +238,7 @@ class EpisodeFigures:
     def from_events(cls, episode_id: str, events: Iterable[Mapping[str, Any]]) -> EpisodeFigures:
         play, usage = _PlayTally(episode_id), _UsageTally()
         events = list(events)
+        game = game_played(events)
         for event in events:
             if event.get("event_type") == Event.LLM_CALL:
                 usage.add(event)
@@ -242,6 +249,8 @@ class EpisodeFigures:
             deaths=play.deaths,
             score_by_turn=tuple(play.scores),
             **usage.figures(),
+            game=game.name,
+            game_title=game.title,
             game_seed=game_seed(events),
             fair_play=fair_play(events),
             tool_calls=tool_call_counts(events),
@@ -260,6 +269,8 @@ class EpisodeFigures:
             "models": [answers.as_dict() for answers in self.models],
             "mcp_enabled": self.mcp_enabled,
             "max_turns": self.max_turns,
+            "game": self.game,
+            "game_title": self.game_title,
             "game_seed": self.game_seed,
             "fair_play": self.fair_play,
             "wall_seconds": self.wall_seconds,

@@ -128,6 +128,7 @@ class EpisodeRunner:
         nothing was played, and the error is on the terminal."""
         try:
             self.game = JerichoInterface(story, seed=seed)
+            self.game_state.game, self.game_state.game_title = self.game.game.name, self.game.game.title
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]
@@ -137,6 +138,7 @@ class EpisodeRunner:
             settings = episode_settings(
                 self.config,
                 story=story,
+                game=self.game.game,
                 max_turns=self.max_turns,
                 seed=seed,
                 mcp_config=mcp_config,
@@ -310,13 +312,17 @@ class EpisodeRunner:
         self._apply_facts(self.extractor.extract(None, intro), intro)
         self.game_state.enter(self.game_state.current_room_id, self.game_state.current_room_name)
         self.logger.info(
-            "Episode %s started in %s (game seed %d)",
+            "Episode %s of %s started in %s (game seed %d)",
             self.game_state.episode_id,
+            self.game_state.game_title,
             self.game_state.current_room_name,
             self.game_state.game_seed,
             extra={
                 "event_type": Event.EPISODE_START,
                 "episode_id": self.game_state.episode_id,
+                "game": self.game_state.game,
+                "game_title": self.game_state.game_title,
+                "max_score": self.game.game.max_score,
                 "game_seed": self.game_state.game_seed,
                 "agent_model": self.config.llm.agent_model,
                 "mcp_enabled": self.config.mcp.enabled,
@@ -634,6 +640,7 @@ class EpisodeRunner:
             cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
             elapsed_seconds=round(time.monotonic() - self._started, 3),
             end_reason=None if result else redact(state.end_reason or ""),
+            game=state.game_title,
         )
         self.on_turn(self._last_figures)
 

@@ -527,9 +527,22 @@ class _Child:
         return EpisodeOutcome(self.number, self.process.returncode, self.episode_dir, self.last_line)
 
 
+@dataclass(frozen=True)
+class GameEpisodes:
+    """One game's share of a parallel run: its story file, its first episode's seed, how many episodes,
+    and its name for ``--game`` (None: the story file's game)."""
+
+    story_file: str | None
+    first_seed: int
+    episodes: int
+    game: str | None = None
+
+
 class ParallelRunner:
     """Runs ``episodes`` child processes of ``main.py`` with ``child_argv``, at most ``parallel`` at once;
-    episode i plays the game seed ``first_seed + i - 1``, as when the episodes play one after another."""
+    episode i plays the game seed ``first_seed + i - 1``, as when the episodes play one after another.
+    A run over several games gives ``games`` instead: each game's command line, first seed and episode
+    count, the games' episodes numbered one after another."""
 
     def __init__(
         self,
@@ -542,18 +555,23 @@ class ParallelRunner:
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
         fork_server: bool | None = None,
+        games: Sequence[tuple[Sequence[str], int, int]] = (),
     ) -> None:
         """``workdir``: the children's game workdir (their episode folders go under its
         ``episodes/``); ``status``: the live terminal status, which then shows each running episode;
         ``fork_server``: fork the episodes from a warm parent, else each is a fresh process
         (default: forked where the platform allows, see ``FORK_SERVER``)."""
         self.fork_server = FORK_SERVER if fork_server is None else fork_server
-        self.child_argv = list(child_argv)
-        self.first_seed = first_seed
+        # Each episode's command line and seed, in the order launched.
+        self._episodes = [
+            (list(argv), seed + i)
+            for argv, seed, count in (games or [(child_argv, first_seed, episodes)])
+            for i in range(count)
+        ]
         self.workdir = workdir
         self._last_id = ""
         self.status = status
-        self.episodes = episodes
+        self.episodes = len(self._episodes)
         self.parallel = max(1, parallel)
         self.out = out or (status.writer() if status else sys.stderr)
         self.on_exit = on_exit
@@ -630,9 +648,9 @@ class ParallelRunner:
             if self.status:
                 self.status.start_episode(launched)
             episode_dir = self._next_episode_dir()
-            seed = self.first_seed + launched - 1
+            argv, seed = self._episodes[launched - 1]
             try:
-                child = _Child(launched, self.episodes, self.child_argv, self.out, episode_dir, seed, start, on_figures)
+                child = _Child(launched, self.episodes, argv, self.out, episode_dir, seed, start, on_figures)
             except ForkServerGoneError as exc:
                 if self.status:
                     self.status.finish(launched)
@@ -683,25 +701,29 @@ def child_argv(config: str, max_turns: int | None, game_file: str | None, extra:
 
 def play_in_parallel(
     signals: StopSignals,
-    episodes: int,
     parallel: int,
     config: str,
     max_turns: int | None,
-    game_file: str | None,
     workdir: Path,
-    first_seed: int,
+    games: Sequence[GameEpisodes],
     extra: Sequence[str] = (),
     status: TerminalStatus | None = None,
 ) -> ParallelResult:
-    """Play ``episodes`` episodes, ``parallel`` at a time, the first with game seed ``first_seed``;
-    prints one line per episode at the end. ``extra``: more options for each child (``--quiet``, ``--verbose``)."""
+    """Play ``games``' episodes (one game's, or several games' one after another), ``parallel`` at a time,
+    each game's first with its first seed; prints one line per episode at the end. ``extra``: more options
+    for each child (``--quiet``, ``--verbose``)."""
+    episodes = sum(game.episodes for game in games)
+    plans = [
+        (
+            child_argv(config, max_turns, game.story_file, [*(["--game", game.game] if game.game else []), *extra]),
+            game.first_seed,
+            game.episodes,
+        )
+        for game in games
+    ]
+    first_argv, first_seed, _ = plans[0]
     runner = ParallelRunner(
-        child_argv(config, max_turns, game_file, extra),
-        episodes,
-        parallel,
-        workdir=workdir,
-        first_seed=first_seed,
-        status=status,
+        first_argv, episodes, parallel, workdir=workdir, first_seed=first_seed, status=status, games=plans
     )
     result = runner.run(signals)
     ends = [o.end() for o in result.outcomes]

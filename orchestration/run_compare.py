@@ -1,7 +1,9 @@
 """Whether two runs' scores differ by more than chance: a permutation test on each pair of
 runs, and the sentence that says so (a comparison never ranks runs it cannot tell apart); how
 large the difference is (its 95% bootstrap interval), and how many episodes a run would need to
-tell a difference of that size apart, so that "cannot be told apart" is not read as "equal"."""
+tell a difference of that size apart, so that "cannot be told apart" is not read as "equal".
+Runs of different games are not ranked at all (``different_games``); runs over the same several games
+are measured in shares of each game's maximum."""
 
 from __future__ import annotations
 
@@ -42,6 +44,15 @@ class ScoreVerdict:
     # The difference the episode count is for (the one seen, or ``--effect``), and the count.
     sized: float = 0.0
     episodes_needed: int | None = None
+    # True for runs over several games: the scores are shares of each game's maximum, in percent.
+    in_shares: bool = False
+
+    def _figure(self, value: float) -> str:
+        return number_text(value) + ("%" if self.in_shares else "")
+
+    @property
+    def _measure(self) -> str:
+        return "mean shares of the maximum score" if self.in_shares else "mean scores"
 
     @property
     def difference(self) -> float:
@@ -62,8 +73,8 @@ class ScoreVerdict:
             return ""
         low, high = self.difference_interval
         text = (
-            f"{self.first} − {self.second}: difference of mean scores {number_text(self.difference)}, "
-            f"95% interval [{number_text(low)}, {number_text(high)}] (bootstrap)"
+            f"{self.first} − {self.second}: difference of {self._measure} {self._figure(self.difference)}, "
+            f"95% interval [{self._figure(low)}, {self._figure(high)}] (bootstrap)"
         )
         if self.spread == 0:
             return text + "; the scores did not vary within either run, so no episode count can be given"
@@ -71,7 +82,8 @@ class ScoreVerdict:
             return text + "; the means are equal: give --effect N to ask how many episodes a difference of N needs"
         count = f"more than {MAX_EPISODES:,}" if self.episodes_needed is None else f"about {self.episodes_needed:,}"
         return (
-            f"{text}; to tell apart a difference of {number_text(self.sized)} points, {count} episodes each "
+            f"{text}; to tell apart a difference of {number_text(self.sized)} "
+            f"{'percentage points' if self.in_shares else 'points'}, {count} episodes each "
             f"(p < {SIGNIFICANCE}, {POWER:.0%} power, scores spread as here: SD {number_text(self.spread)})"
         )
 
@@ -89,14 +101,15 @@ class ScoreVerdict:
         a, b = statistics.fmean(self.first_scores), statistics.fmean(self.second_scores)
         test = f"p = {self.p_value:.3f}, permutation test, {episodes}"
         if not self.distinguishable:
+            measure = "mean share of the maximum score" if self.in_shares else "mean score"
             return (
                 f"{self.first} vs {self.second}: cannot be told apart "
-                f"(mean score {number_text(a)} vs {number_text(b)}; {test}); do not rank them"
+                f"({measure} {self._figure(a)} vs {self._figure(b)}; {test}); do not rank them"
             )
         higher, lower = (self.first, self.second) if a > b else (self.second, self.first)
         return (
             f"{self.first} vs {self.second}: {higher} scores higher than {lower} "
-            f"({number_text(a)} vs {number_text(b)}; {test})"
+            f"({self._figure(a)} vs {self._figure(b)}; {test})"
         )
 
 
@@ -137,18 +150,22 @@ def score_verdict(first: RunSummary, second: RunSummary, effect: float | None = 
     ``PERMUTATIONS`` of them (5 and 5 episodes: 252), else over that many drawn with a fixed
     seed, so the same folders always give the same p-value. ``effect``: the difference of mean
     scores to count the episodes for (default: the one seen)."""
-    a = tuple(float(r.score) for r in first.finished)
-    b = tuple(float(r.score) for r in second.finished)
+    # Runs over several games (the same ones: ``compare`` refuses others) are measured in shares of each
+    # game's maximum, in percent: points of different games are not one measure.
+    shares = first.mixed or second.mixed
+    a, b = run_scores(first, shares), run_scores(second, shares)
     if first.fair_play != second.fair_play:
         why = (
             f"played at different fair-play levels ({first.name}: {first.fair_play}, {second.name}: "
             f"{second.fair_play}): their models were not told the same things"
         )
-        return ScoreVerdict(first.name, second.name, a, b, None, why)
+        return ScoreVerdict(first.name, second.name, a, b, None, why, in_shares=shares)
     if why := not_comparable(first.settings, second.settings):
-        return ScoreVerdict(first.name, second.name, a, b, None, f"{why}: their scores are not one measure")
+        return ScoreVerdict(
+            first.name, second.name, a, b, None, f"{why}: their scores are not one measure", in_shares=shares
+        )
     if len(a) < 2 or len(b) < 2:
-        return ScoreVerdict(first.name, second.name, a, b, None)
+        return ScoreVerdict(first.name, second.name, a, b, None, in_shares=shares)
     import numpy as np
     from scipy import stats
 
@@ -169,10 +186,28 @@ def score_verdict(first: RunSummary, second: RunSummary, effect: float | None = 
         min(1.0, float(result.pvalue)),
         "",
         bootstrap_interval([a, b], _difference_of_means),
+        in_shares=shares,
     )
     sized = abs(verdict.difference) if effect is None else effect
     needed = episodes_needed(sized, verdict.spread) if sized and verdict.spread else None
     return dataclasses.replace(verdict, sized=sized, episodes_needed=needed)
+
+
+def run_scores(run: RunSummary, shares: bool) -> tuple[float, ...]:
+    """The finished episodes' scores: in points, or (``shares``) in percent of their game's maximum."""
+    return tuple(100 * r.score_share if shares else float(r.score) for r in run.finished)
+
+
+def different_games(runs: Sequence[RunSummary]) -> str:
+    """Why these runs cannot be ranked for the games they played (each run's games, named), or ``""``
+    when every run played the same games."""
+    if len({frozenset(run.games) for run in runs}) <= 1:
+        return ""
+    played = "; ".join(f"{run.name} played {run.game_titles}" for run in runs)
+    return (
+        f"These runs played different games ({played}): a score of one game is no score of another, so they "
+        "are not ranked. Compare runs of the same game, or runs over the same games (main.py --games)."
+    )
 
 
 def score_verdicts(runs: Sequence[RunSummary], effect: float | None = None) -> list[ScoreVerdict]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestration.run_results import EpisodeRow, EpisodeStatus, cell_parts
@@ -97,6 +97,39 @@ class RunSummary:
     # What the episodes played with (``orchestration.run_settings.run_settings``); None for runs
     # written before settings were recorded.
     settings: dict[str, Any] | None = None
+
+    @property
+    def games(self) -> tuple[str, ...]:
+        """The games its episodes played ("zork1", ...), in the order first played."""
+        return tuple(dict.fromkeys(r.game for r in self.rows))
+
+    @property
+    def game_titles(self) -> str:
+        """``Zork II``, or ``Zork I, Zork II, Zork III`` for a run over several games."""
+        return ", ".join(dict.fromkeys(r.game_title for r in self.rows)) or "?"
+
+    @property
+    def mixed(self) -> bool:
+        """Its episodes played more than one game: scores in points cannot be pooled, only shares of each maximum."""
+        return len(self.games) > 1
+
+    def of_game(self, game: str) -> RunSummary:
+        """The part of the run that played ``game``: its rows, their score curves and the run's settings."""
+        rows = tuple(r for r in self.rows if r.game == game)
+        ids = {r.episode_id for r in rows}
+        return replace(self, rows=rows, scores={k: v for k, v in self.scores.items() if k in ids})
+
+    @property
+    def score_share(self) -> Spread:
+        """The finished episodes' scores as shares of their game's maximum (0 to 1)."""
+        return Spread.of([r.score_share for r in self.finished])
+
+    @property
+    def share_over_games(self) -> float | None:
+        """The mean share of the maximum over the games, each game counting once (its finished episodes'
+        mean share), so a game played more often does not weigh more; None when no episode finished."""
+        shares = [part.score_share.mean for game in self.games if (part := self.of_game(game)).finished]
+        return statistics.fmean(shares) if shares else None
 
     @property
     def finished(self) -> tuple[EpisodeRow, ...]:

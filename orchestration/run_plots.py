@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from orchestration.run_figures import RunSummary
@@ -38,7 +38,21 @@ def _import_figures() -> None:
     import matplotlib.pyplot
 
 
-def mean_curve(scores: dict[str, tuple[tuple[int, int], ...]]) -> list[tuple[int, float]]:
+def plotted_scores(run: RunSummary, finished: bool = False) -> dict[str, tuple[tuple[int, float], ...]]:
+    """Each episode's score over turns as plotted (only the finished episodes' with ``finished``): in
+    points, or for a run over several games as a share of each game's maximum, in percent (points of
+    Zork III, out of 7, would lie flat under Zork I's 350)."""
+    scores = run.finished_scores if finished else run.scores
+    if not run.mixed:
+        return {episode_id: tuple((t, float(s)) for t, s in points) for episode_id, points in scores.items()}
+    maxima = {row.episode_id: row.max_score for row in run.rows if row.played}
+    return {
+        episode_id: tuple((t, 100 * s / maxima[episode_id] if maxima.get(episode_id) else 0.0) for t, s in points)
+        for episode_id, points in scores.items()
+    }
+
+
+def mean_curve(scores: Mapping[str, Sequence[tuple[int, float]]]) -> list[tuple[int, float]]:
     """The mean score after each turn; an episode that ended keeps its final score."""
     curves = [dict(points) for points in scores.values() if points]
     if not curves:
@@ -63,25 +77,31 @@ def plot_runs(runs: Sequence[RunSummary], path: Path, title: str, per_episode: b
     fig, ax = plt.subplots(figsize=(9, 4.8), dpi=110)
     try:
         colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        shares = any(run.mixed for run in runs)
+        titles = {row.episode_id: row.game_title for run in runs for row in run.rows}
+        lowest = 0.0
         for index, run in enumerate(runs):
             colour = colours[index % len(colours)]
             # A run's mean line is over its finished episodes; its own plot shows every episode played.
-            for episode_id, points in (run.scores if per_episode else run.finished_scores).items():
+            plotted = plotted_scores(run, finished=not per_episode)
+            for episode_id, points in plotted.items():
                 if not points:
                     continue
                 turns, scores = zip(*points, strict=True)
+                lowest = min(lowest, *scores)
                 if per_episode:
-                    ax.step(turns, scores, where="post", linewidth=1.6, label=episode_id)
+                    label = f"{episode_id} ({titles.get(episode_id)})" if shares else episode_id
+                    ax.step(turns, scores, where="post", linewidth=1.6, label=label)
                 else:
                     ax.step(turns, scores, where="post", color=colour, alpha=0.22, linewidth=1)
-            if not per_episode and (curve := mean_curve(run.finished_scores)):
+            if not per_episode and (curve := mean_curve(plotted)):
                 turns, means = zip(*curve, strict=True)
                 label = f"{run.name} ({run.models}, MCP {run.mcp}, {len(run.finished)} finished episodes)"
                 ax.plot(turns, means, color=colour, linewidth=2.4, label=label)
         ax.set_title(title)
         ax.set_xlabel("turn")
-        ax.set_ylabel("score" if per_episode else "score (mean line; episodes faint)")
-        lowest = min((score for run in runs for points in run.scores.values() for _, score in points), default=0)
+        measure = "score, % of the game's maximum" if shares else "score"
+        ax.set_ylabel(measure if per_episode else f"{measure} (mean line; episodes faint)")
         ax.set_ylim(bottom=min(0, lowest - 5))  # a death costs 10 points: scores can go below zero
         ax.set_xlim(left=0)
         ax.grid(alpha=0.3)

@@ -14,11 +14,16 @@
 - ``settings.json``: every setting the episodes played with (``run_settings``), the ones that tell
   runs apart also in ``report.md``.
 
+Every row says the game its episode played (an older folder's read as Zork I). A run over several
+games (``main.py --games zork1,zork2,zork3``) reports a line over all of them, each game's mean score
+as a share of its maximum with the games averaged, each counting once, then one table per game.
+
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
     uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
 
-prints the settings that differ between the runs, one table (a row per run, in the order given)
+refuses runs of different games (exit 2, naming each run's games), prints the settings that differ
+between the runs, one table (a row per run, in the order given)
 and, per pair of runs, whether their scores differ by more than chance (a permutation test), and
 writes ``comparison.md`` and ``comparison.png`` (the runs' mean score over turns, with each episode
 faint behind it). A run folder can also be built from episode folders after the fact::
@@ -40,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestration.run_compare import SIGNIFICANCE, score_verdicts
+from orchestration.run_compare import SIGNIFICANCE, different_games, score_verdicts
 from orchestration.run_folder import (
     REPORT_MD,
     RESULTS_CSV,
@@ -78,6 +83,8 @@ def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
         raise RunReportError(f"Two run folders have the same name ({', '.join(names)}): rename one to tell them apart.")
+    if why := different_games(runs):
+        raise RunReportError(why)
     table = comparison_table(runs)
     # Which settings tell the runs apart comes first: a folder's name says only what its user meant.
     differences = settings_differences([(run.name, run.settings) for run in runs])
@@ -107,8 +114,9 @@ def compare_runs(folders: Sequence[Path], out: Path, effect: float | None = None
     warning_md = "".join(f"{line}\n\n" for line in warnings)
     atomic_write_text(
         out / COMPARISON_MD,
-        f"{warning_md}# ZorkGPT runs compared\n\n{table}\n\n{notes}\n\nIntervals: 95% percentile bootstrap "
-        f"intervals of the mean score.\n\n{sources}\n\n![Score over turns]({COMPARISON_PNG})\n",
+        f"{warning_md}# ZorkGPT runs compared: {runs[0].game_titles}\n\n{table}\n\n{notes}\n\n"
+        f"Intervals: 95% percentile bootstrap intervals of the mean score.\n\n{sources}\n\n"
+        f"![Score over turns]({COMPARISON_PNG})\n",
     )
     plot_runs(runs, out / COMPARISON_PNG, title="Score over turns, by run", per_episode=False)
     return text
@@ -121,11 +129,13 @@ def report_run(
     *,
     redactor: Redactor,
     finished_at: datetime | None = None,
+    games: Sequence[str] = (),
 ) -> int:
     """Write the run folder for the ``requested`` episodes (``ends``: those that were launched)
     and print the table (stdout); the exit code. A run where no episode started has no report:
-    what stopped it is on the terminal. ``finished_at`` (UTC, now by default) names the folder."""
-    episodes = complete_run(ends, requested)
+    what stopped it is on the terminal. ``finished_at`` (UTC, now by default) names the folder. ``games``:
+    the game each episode was to play, in order (a run over several games)."""
+    episodes = complete_run(ends, requested, games)
     if all(end.episode_dir is None or not end.episode_dir.is_dir() for end in episodes):
         return EXIT_OK
     try:

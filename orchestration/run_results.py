@@ -4,13 +4,14 @@ and read back, older files too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from managers.episode_counts import DisabledServer, ToolAvailability
+from game_interface.games import DEFAULT_GAME, KNOWN_GAMES
+from managers.episode_counts import DisabledServer, ToolAvailability, game_titled
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import read_events
 from session.events import Event
@@ -41,6 +42,9 @@ class EpisodeEnd:
     status: EpisodeStatus
     detail: str = ""  # the signal's name, the error's line, why it never started
     episode_dir: Path | None = None
+    # The game it was to play ("zork2"): what an episode without a folder is counted under. None: the
+    # episode's own records say (a run of one game, or a run folder built from episode folders).
+    game: str | None = None
 
     def with_detail(self, detail: str) -> EpisodeEnd:
         return replace(self, detail=detail)
@@ -58,10 +62,16 @@ def one_line(text: str) -> str:
     return line if len(line) <= MAX_DETAIL_CHARS else line[: MAX_DETAIL_CHARS - 1] + "…"
 
 
-def complete_run(ends: Iterable[EpisodeEnd], requested: int) -> list[EpisodeEnd]:
-    """Every requested episode, in order: those not in ``ends`` never started."""
+def complete_run(ends: Iterable[EpisodeEnd], requested: int, games: Sequence[str] = ()) -> list[EpisodeEnd]:
+    """Every requested episode, in order: those not in ``ends`` never started. ``games``: the game each
+    episode was to play, in order (a run over several games), for the episodes that do not say it."""
     by_number = {end.number: end for end in ends}
-    return [by_number.get(n, EpisodeEnd(n, EpisodeStatus.NEVER_STARTED)) for n in range(1, requested + 1)]
+    planned = dict(enumerate(games, start=1))
+    episodes = []
+    for n in range(1, requested + 1):
+        end = by_number.get(n, EpisodeEnd(n, EpisodeStatus.NEVER_STARTED))
+        episodes.append(end if end.game is not None else replace(end, game=planned.get(n)))
+    return episodes
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,17 @@ class EpisodeRow:
     mcp_revisions: str  # the protocol revisions agreed: "2025-11-25;2026-07-28"
     mcp_lifetimes: str  # "thoughtbox=turn;tools=episode"
     fair_play: str  # "seen" or "engine": what the models could be told; "" when not recorded
+    # The game played ("zork2"); a results.csv written before the column is of Zork I, the only game then.
+    game: str = DEFAULT_GAME.name
+
+    @property
+    def game_title(self) -> str:
+        return game_titled(self.game).title
+
+    @property
+    def score_share(self) -> float:
+        """The score as a share of the game's maximum (0 to 1): how scores of different games are set side by side."""
+        return self.score / self.max_score if self.max_score else 0.0
 
     @property
     def tokens(self) -> int:
@@ -148,6 +169,7 @@ class EpisodeRow:
 
     @classmethod
     def never_started(cls, end: EpisodeEnd) -> EpisodeRow:
+        game = end.game or DEFAULT_GAME.name
         return cls(
             number=end.number,
             status=end.status,
@@ -159,7 +181,7 @@ class EpisodeRow:
             end_reason="",
             victory=False,
             score=0,
-            max_score=350,
+            max_score=_max_score(game),
             turns=0,
             moves=0,
             deaths=0,
@@ -178,10 +200,13 @@ class EpisodeRow:
             mcp_revisions="",
             mcp_lifetimes="",
             fair_play="",
+            game=game,
         )
 
     @classmethod
     def from_figures(cls, end: EpisodeEnd, figures: EpisodeFigures) -> EpisodeRow:
+        # The game its start recorded; one that ended before its start was logged, the game it was to play.
+        game = figures.game if figures.started_at is not None or end.game is None else end.game
         return cls(
             number=end.number,
             status=end.status,
@@ -193,7 +218,7 @@ class EpisodeRow:
             end_reason=figures.end_reason or UNFINISHED,
             victory=figures.victory,
             score=figures.score,
-            max_score=figures.max_score or 350,
+            max_score=figures.max_score or _max_score(game),
             turns=figures.turns,
             moves=figures.moves,
             deaths=figures.deaths,
@@ -214,6 +239,7 @@ class EpisodeRow:
             mcp_revisions=";".join(figures.mcp.revisions),
             mcp_lifetimes=";".join(f"{name}={lifetime}" for name, lifetime in figures.mcp.lifetimes.items()),
             fair_play=figures.fair_play or "",
+            game=game,
         )
 
     def to_csv(self) -> dict[str, str]:
@@ -247,6 +273,7 @@ class EpisodeRow:
                 values[name] = float(raw) if raw else None
             else:
                 values[name] = int(raw)
+        values["game"] = values["game"] or DEFAULT_GAME.name
         return cls(**values)
 
 
@@ -264,6 +291,7 @@ _OPTIONAL_FIELDS = {
     "mcp_revisions",
     "mcp_lifetimes",
     "fair_play",
+    "game",
 }
 _TEXT_FIELDS = {
     "status",
@@ -278,7 +306,14 @@ _TEXT_FIELDS = {
     "mcp_revisions",
     "mcp_lifetimes",
     "fair_play",
+    "game",
 }
+
+
+def _max_score(game: str) -> int:
+    """The most ``game`` can score, where ZorkGPT knows it (an episode that ended before saying so); else 0."""
+    known = KNOWN_GAMES.get(game)
+    return known.max_score if known else 0
 
 
 def cell_parts(cell: str) -> list[str]:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from game_interface.games import DEFAULT_GAME
 from game_interface.story_file import file_md5
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import MODEL_ROLES, GameConfiguration
@@ -27,6 +28,7 @@ from session.redaction import Redactor
 from shared_utils.files import atomic_write_text, json_text
 
 if TYPE_CHECKING:
+    from game_interface.games import Game
     from mcp_client.config import MCPConfig
 
 SETTINGS_JSON = EpisodeFolder.SETTINGS  # in an episode folder and in a run folder
@@ -46,6 +48,7 @@ def episode_settings(
     config: GameConfiguration,
     *,
     story: Path,
+    game: Game,
     max_turns: int,
     seed: int,
     mcp_config: MCPConfig | None,
@@ -62,7 +65,7 @@ def episode_settings(
             servers.append({"name": server.name, "transport": server.transport, **reached, "lifetime": lifetime})
     settings = {
         "version": SETTINGS_FORMAT_VERSION,
-        "game": {"file": story.name, "md5": file_md5(story)},
+        "game": {"name": game.name, "title": game.title, "file": story.name, "md5": file_md5(story)},
         "models": {role: config.model_for(role) for role in MODEL_ROLES},
         "mcp_servers": servers,
         "mcp_servers_disabled": list(mcp_config.disabled) if config.mcp.enabled and mcp_config is not None else [],
@@ -114,7 +117,12 @@ def run_settings(episode_dirs: Iterable[Path]) -> dict[str, Any] | None:
         - {"gameplay.seed"}
     )
     seeds = {name: settings.get("config", {}).get("gameplay", {}).get("seed") for name, settings in recorded}
-    return {"settings": first, "seeds": seeds, "differ_between_episodes": differ}
+    # Each game the run played, once, with its story file: a run over several games keeps every one.
+    games = {}
+    for _, settings in recorded:
+        game = settings.get("game", {})
+        games.setdefault(game.get("name") or DEFAULT_GAME.name, {"title": DEFAULT_GAME.title, **game})
+    return {"settings": first, "seeds": seeds, "games": games, "differ_between_episodes": differ}
 
 
 def key_settings_lines(run: Mapping[str, Any]) -> list[str]:
@@ -126,6 +134,8 @@ def key_settings_lines(run: Mapping[str, Any]) -> list[str]:
     critic = f"on, asked {'about every proposal' if gameplay.get('critic_when') == 'always' else 'about risky actions'}"
     servers = ", ".join(f"{s['name']} ({s['lifetime']} lifetime)" for s in settings.get("mcp_servers", []))
     seeds = sorted(seed for seed in run.get("seeds", {}).values() if isinstance(seed, int))
+    # A run folder from before games were recorded: its one game, from the first episode's settings (Zork I then).
+    games = run.get("games") or {"": {"title": DEFAULT_GAME.title, **settings.get("game", {})}}
     lines = [
         f"Models: agent {models.get('agent')}, critic {models.get('critic')}, extractor {models.get('extractor')}, "
         f"memory {models.get('memory')}",
@@ -133,8 +143,9 @@ def key_settings_lines(run: Mapping[str, Any]) -> list[str]:
         f"MCP: {'on: ' + (servers or 'no server enabled') if mcp.get('enabled') else 'off'}",
         f"Turns per episode at most: {gameplay.get('max_turns_per_episode')}",
         f"Fair play: {gameplay.get('fair_play')}",
-        f"Game: {settings.get('game', {}).get('file')} (md5 {settings.get('game', {}).get('md5')}), "
-        f"seeds {', '.join(map(str, seeds)) or '?'}",
+        f"{'Games' if len(games) > 1 else 'Game'}: "
+        + ", ".join(f"{game.get('title')} ({game.get('file')}, md5 {game.get('md5')})" for game in games.values())
+        + f", seeds {', '.join(map(str, seeds)) or '?'}",
         f"Agent prompt: {config.get('files', {}).get('agent_prompt_file')}",
     ]
     if run.get("models_served"):

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from managers.episode_counts import FAIR_PLAY_MEANING
-from orchestration.run_figures import RunSummary, number_text, per_turn
+from orchestration.run_figures import RunSummary, Spread, number_text, per_turn
 
 NOT_AS_CONFIGURED = "NOT AS CONFIGURED"
 
@@ -23,15 +23,55 @@ def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align:
 
 
 def run_table(summary: RunSummary, warning: bool = True) -> str:
-    """The table across a run's finished episodes and how the others ended (what main.py prints at the end).
-    Its first line says when the run's settings did not hold (``warning``: report.md puts it above its title)."""
+    """The table across a run's finished episodes and how the others ended (what main.py prints at the end);
+    for a run over several games, a line over all of them and then one table per game (scores in points
+    are only pooled within a game). Its first line says when the run's settings did not hold (``warning``:
+    report.md puts it above its title)."""
+    warning_line = not_as_configured_line(summary) if warning else ""
+    if not summary.mixed:
+        return warning_line + _game_table(summary)
+    sections = [
+        f"## {part.game_titles} (maximum score {_maximum(part)})\n\n{_game_table(part)}"
+        for part in (summary.of_game(game) for game in summary.games)
+    ]
+    return warning_line + "\n\n".join([over_all_line(summary), *sections])
+
+
+def _maximum(summary: RunSummary) -> str:
+    return "/".join(sorted({str(r.max_score) for r in summary.rows})) or "?"
+
+
+def _share(value: float) -> str:
+    return f"{number_text(value * 100)}%"
+
+
+def over_all_line(summary: RunSummary) -> str:
+    """A run over several games in one line: each game's mean score as a share of its maximum, and their mean."""
+    games = []
+    for part in (summary.of_game(game) for game in summary.games):
+        if part.finished:
+            games.append(
+                f"{part.game_titles} {number_text(part.score.mean)}/{_maximum(part)} ({_share(part.score_share.mean)})"
+            )
+        else:
+            games.append(f"{part.game_titles}: no episode finished")
+    overall = summary.share_over_games
+    mean = "no episode finished" if overall is None else f"mean share of the maximum score {_share(overall)}"
+    return (
+        f"Over all games: {mean} (each game's mean score over its finished episodes as a share of its maximum, "
+        f"averaged over the games, each counting once) · {' · '.join(games)} · "
+        f"episodes: {len(summary.rows)} requested · {summary.statuses}"
+    )
+
+
+def _game_table(summary: RunSummary) -> str:
+    """The table of a run's episodes of one game."""
     n = len(summary.finished)
     episodes = f"Episodes: {len(summary.rows)} requested · {summary.statuses}"
     ended = Counter(r.how_it_ended for r in summary.not_finished)
     others = "; ".join(f"{how} ×{count}" if count > 1 else how for how, count in ended.items())
-    warning_line = not_as_configured_line(summary) if warning else ""
     if not n:
-        return f"{warning_line}{episodes}\nNo episode finished, so there are no figures to show ({others})."
+        return f"{episodes}\nNo episode finished, so there are no figures to show ({others})."
     if others:
         episodes += (
             f"\nFigures over the {n} finished episode{'s' if n != 1 else ''} only; "
@@ -68,7 +108,7 @@ def run_table(summary: RunSummary, warning: bool = True) -> str:
         episodes,
         f"Intervals: 95% bootstrap intervals of the mean over the {n} finished episode{'s' if n != 1 else ''} "
         "(none for one episode)",
-        f"Model {summary.models} · MCP {summary.mcp_use} · game seeds {summary.seeds} · "
+        f"Game {summary.game_titles} · Model {summary.models} · MCP {summary.mcp_use} · game seeds {summary.seeds} · "
         f"MCP revisions {summary.mcp_revisions} · fair play {_fair_play_text(summary.fair_play)}",
         f"End reasons: {summary.end_reasons}",
         f"LLM calls per turn: {summary.llm_calls_per_turn:.2f} · tokens per turn: {summary.tokens_per_turn:.0f}",
@@ -77,7 +117,7 @@ def run_table(summary: RunSummary, warning: bool = True) -> str:
         f"MCP calls: {summary.mcp_calls} ({summary.mcp_calls_per_turn:.2f} per turn; "
         f"{summary.mcp_errors} failed; by server: {summary.mcp_by_server})",
     ]
-    return warning_line + table + "\n\n" + "\n".join(facts)
+    return table + "\n\n" + "\n".join(facts)
 
 
 def _fair_play_text(level: str) -> str:
@@ -109,6 +149,7 @@ def episodes_table(summary: RunSummary) -> str:
         "seed",
         "fair play",
         "wall (s)",
+        "game",
     )
     rows = [
         (
@@ -128,12 +169,13 @@ def episodes_table(summary: RunSummary) -> str:
             "?" if r.game_seed is None else str(r.game_seed),
             r.fair_play or "?",
             "?" if r.wall_seconds is None else f"{r.wall_seconds:.1f}",
+            _cell(r.game_title),
         )
         if r.played
-        else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 3))
+        else (str(r.number), "–", _cell(r.how_it_ended), *["–"] * (len(header) - 4), _cell(r.game_title))
         for r in summary.rows
     ]
-    return _markdown_table(header, rows, "rllrrrrlrrrrlrlr")
+    return _markdown_table(header, rows, "rllrrrrlrrrrlrlrl")
 
 
 def _cell(text: str) -> str:
@@ -141,16 +183,34 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _interval(spread: Spread, scale: float, unit: str) -> str:
+    if spread.interval is None:
+        return "–"
+    low, high = spread.interval
+    return f"[{number_text(low * scale)}{unit}, {number_text(high * scale)}{unit}]"
+
+
 def comparison_table(runs: Sequence[RunSummary]) -> str:
     """A row per run, in the order given: the order is not a ranking (``score_verdicts`` says which
     differences are real)."""
+    # Runs over several games (``compare`` takes only runs of the same games) show their scores as shares of
+    # each game's maximum: points of different games do not add up.
+    shares = any(run.mixed for run in runs)
+    scale, unit = (100, "%") if shares else (1, "")
+
+    def score(run: RunSummary) -> Spread:
+        return run.score_share if shares else run.score
+
+    def figure(value: float) -> str:
+        return number_text(value * scale) + unit
+
     header = (
         "run",
         "model",
         "MCP",
         "finished",
         "not finished",
-        "score mean",
+        "score share mean" if shares else "score mean",
         "95% interval",
         "median",
         "max",
@@ -174,10 +234,10 @@ def comparison_table(runs: Sequence[RunSummary]) -> str:
             run.mcp_use,
             str(len(run.finished)),
             str(len(run.not_finished)),
-            number_text(run.score.mean),
-            run.score.interval_text(),
-            number_text(run.score.median),
-            number_text(run.score.maximum),
+            figure(score(run).mean),
+            _interval(score(run), scale, unit),
+            figure(score(run).median),
+            figure(score(run).maximum),
             number_text(run.turns.mean),
             number_text(run.moves.mean),
             number_text(run.deaths.mean, 2),

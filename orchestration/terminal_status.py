@@ -166,6 +166,8 @@ class TerminalStatus:
             " · ",
             (_safe(figures.room), "cyan"),
         )
+        if figures.game:
+            head.append(f" · {_safe(figures.game)}")
         if figures.end_reason is not None:
             head.append(f" · ended: {_safe(figures.end_reason.splitlines()[0])}", style="yellow")
         usage = Text(

@@ -34,6 +34,7 @@ class TurnFigures:
     cost_usd: float | None
     elapsed_seconds: float
     end_reason: str | None = None
+    game: str = ""  # the game's title ("Zork II"): a run over several games shows which each episode plays
 
     @property
     def turns_per_minute(self) -> float:

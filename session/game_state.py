@@ -118,6 +118,10 @@ class GameState:
     episode_id: str = field(default_factory=new_episode_id)
     # The seed of the game's random numbers this episode played; None for a state no game stands behind.
     game_seed: int | None = None
+    # The game played, by Jericho's name ("zork2") and as people call it ("Zork II"); set by the episode's
+    # runner from its story file. Zork I is the default, as it is the default game.
+    game: str = "zork1"
+    game_title: str = "Zork I"
     turn_count: int = 0
     current_room_id: int = 0
     # The room's name as the models are told it (at fair play "seen", one of ``UNNAMED_PLACES`` until

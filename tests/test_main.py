@@ -126,6 +126,45 @@ def test_an_option_typed_wrong_is_refused_with_the_closest_one(capsys: pytest.Ca
     assert "unrecognized arguments: --episode 2 (did you mean --episodes?)" in error and "--episode-id" not in error
 
 
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--game", "zork1", "--games", "zork2,zork3"], "--game and --games cannot be used together"),
+        (["--games", "zork1,zork4"], "'zork4' is not a game ZorkGPT knows by name: give games from zork1, zork2"),
+        (["--games", "zork2,zork2"], "'zork2,zork2' names a game twice"),
+    ],
+)
+def test_games_takes_known_games_each_once_and_not_with_game(
+    capsys: pytest.CaptureFixture[str], args: list[str], error: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_args(args)
+    assert exited.value.code == 2
+    assert error in capsys.readouterr().err
+    assert parse_args(["--games", "zork3,zork1"]).games == ("zork3", "zork1")  # in the order given
+
+
+def test_a_game_of_zork_ii_says_so_in_its_summary_and_on_the_terminal(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    if not (game_file.parent / "zork2.z5").is_file():
+        pytest.skip(f"no zork2.z5 beside {game_file}")
+    llm_server.respond_with(lambda body, index: Reply(200, agent_reply("look")))
+    env = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    proc = run_main(["--game", "zork2", "--max-turns", "2", "--config", str(REPO / "pyproject.toml")], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (episode,) = episodes_dir(tmp_path / "runs").iterdir()
+    folder = EpisodeFolder(episode)
+    summary = json.loads(folder.summary.read_text(encoding="utf-8"))
+    assert (summary["game"], summary["game_title"], summary["max_score"]) == ("zork2", "Zork II", 400)
+    assert "\n- Game: Zork II\n" in folder.summary_md.read_text(encoding="utf-8")
+    assert f"Episode 1/1 ({episode.name}): max_turns, score {summary['score']}/400 in 2 turns of Zork II." in (
+        proc.stderr
+    )
+    assert "of Zork II started in" in folder.human_log.read_text(encoding="utf-8")
+    assert not (tmp_path / "runs" / "runs").exists()  # one episode: its summary, no run report
+
+
 def test_a_python_without_the_projects_packages_says_how_to_run_main(tmp_path: Path) -> None:
     """``uv run python /path/to/main.py`` from another folder runs that folder's Python: a bare one here."""
     bare = tmp_path / "bare"

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,9 +20,9 @@ import pytest
 from PIL import Image
 
 from orchestration import run_report
-from orchestration.run_figures import RunSummary
+from orchestration.run_figures import RunSummary, number_text
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
-from orchestration.run_plots import mean_curve
+from orchestration.run_plots import mean_curve, plotted_scores
 from orchestration.run_report import COMPARISON_MD, COMPARISON_PNG
 from orchestration.run_tables import episodes_table
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
@@ -823,3 +824,191 @@ def test_one_run_folder_given_twice_is_named_as_such(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert f"{base} is given twice: compare it with another run folder" in result.stderr
     assert "same name" not in result.stderr
+
+
+# ---------------------------------------------------------------------- runs over several games
+TRILOGY_TURNS = 2
+
+
+def looks(body: dict[str, Any], index: int) -> dict[str, Any]:
+    """The agent only looks; any other role gets an empty object."""
+    return agent_reply("look") if body.get("model") == AGENT_MODEL else completion(json.dumps({}))
+
+
+def test_a_run_over_the_trilogy_reports_each_game_and_compare_refuses_to_rank_different_games(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One episode of each game, two turns each: one run folder with a table per game, the episodes'
+    records saying their game, and compare refusing runs of different games (one real run serves all)."""
+    missing = [name for name in ("zork2.z5", "zork3.z5") if not (game_file.parent / name).is_file()]
+    if missing:
+        pytest.skip(f"no {', '.join(missing)} beside {game_file}: the run over the trilogy needs all three")
+    llm_server.respond_with(looks)
+    proc = run_main(
+        ["--games", "zork1,zork2,zork3", "--episodes", "1", "--max-turns", str(TRILOGY_TURNS)],
+        scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # The terminal says each episode's game, each with its own maximum.
+    for number, title in enumerate(("Zork I", "Zork II", "Zork III"), start=1):
+        line = rf"Episode {number}/3 \([^)]+\): max_turns, score -?\d+/\d+ in 2 turns of {title}\. Logs"
+        assert re.search(line, proc.stderr), proc.stderr
+
+    (run_dir,) = (tmp_path / "runs" / "runs").iterdir()
+    with (run_dir / RESULTS_CSV).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    # Each game from its own seed in Jericho (12 for Zork I, 0 for Zork II and III), with its own maximum.
+    assert [(r["game"], r["max_score"], r["game_seed"], r["status"]) for r in rows] == [
+        ("zork1", "350", "12", "finished"),
+        ("zork2", "400", "0", "finished"),
+        ("zork3", "7", "0", "finished"),
+    ]
+    titles = ("Zork I", "Zork II", "Zork III")
+    scores = [int(r["score"]) for r in rows]
+    for title, row in zip(titles, rows, strict=True):
+        closing = (
+            f"Episode {row['number']}/3 ({row['episode_id']}): max_turns, score {row['score']}/{row['max_score']} in"
+        )
+        assert f"{closing} 2 turns of {title}. Logs" in proc.stderr
+    # The line over all: each game's score as a share of its maximum, the games' shares averaged.
+    shares = [score / int(r["max_score"]) for score, r in zip(scores, rows, strict=True)]
+    each = " · ".join(
+        f"{title} {score}/{r['max_score']} ({number_text(100 * share)}%)"
+        for title, score, r, share in zip(titles, scores, rows, shares, strict=True)
+    )
+    over_all = (
+        f"Over all games: mean share of the maximum score {number_text(100 * statistics.fmean(shares))}% (each "
+        "game's mean score over its finished episodes as a share of its maximum, averaged over the games, each "
+        f"counting once) · {each} · episodes: 3 requested · 3 finished"
+    )
+    report = (run_dir / REPORT_MD).read_text(encoding="utf-8")
+    assert over_all in report and over_all in proc.stdout, report
+    sections = re.findall(r"^## (.+)$", report, flags=re.MULTILINE)
+    assert sections[:3] == ["Zork I (maximum score 350)", "Zork II (maximum score 400)", "Zork III (maximum score 7)"]
+    tables = report.split("\n## ")[1:4]
+    for table, title, score in zip(tables, titles, scores, strict=True):
+        # One table per game, over that game's episode alone.
+        assert f"| score | {score} | – | {score} | {score} | {score} |" in table, table
+        assert f"\nGame {title} · Model" in table and "Episodes: 1 requested · 1 finished" in table
+    assert [line.rsplit("|", 2)[1].strip() for line in report.splitlines() if re.match(r"\| \d \|", line)] == list(
+        titles
+    )
+    # Its plot draws each episode's score as a share of its game's maximum, on one scale.
+    plotted = plotted_scores(read_run(run_dir))
+    assert {episode_id: points[-1] for episode_id, points in plotted.items()} == {
+        r["episode_id"]: (TRILOGY_TURNS, pytest.approx(100 * share)) for r, share in zip(rows, shares, strict=True)
+    }
+    settings = json.loads((run_dir / "settings.json").read_text(encoding="utf-8"))
+    assert [(name, game["title"], game["file"]) for name, game in settings["games"].items()] == [
+        ("zork1", "Zork I", "zork1.z5"),
+        ("zork2", "Zork II", "zork2.z5"),
+        ("zork3", "Zork III", "zork3.z5"),
+    ]
+    assert "- Games: Zork I (zork1.z5, md5 b732a93a6244ddd92a9b9a3e3a46c687), Zork II (zork2.z5" in report
+
+    # Every record of the Zork II episode says Zork II: its start event, state, settings and summary.
+    zork2 = EpisodeFolder(episodes_dir(tmp_path / "runs") / rows[1]["episode_id"])
+    start = read_events(zork2.path)[0]
+    assert (start["event_type"], start["game"], start["game_title"], start["max_score"]) == (
+        "episode_start",
+        "zork2",
+        "Zork II",
+        400,
+    )
+    state = json.loads(zork2.state.read_text(encoding="utf-8"))
+    assert (state["game"], state["game_title"]) == ("zork2", "Zork II")
+    summary = json.loads(zork2.summary.read_text(encoding="utf-8"))
+    assert (summary["game"], summary["game_title"], summary["max_score"]) == ("zork2", "Zork II", 400)
+    assert "- Game: Zork II\n" in zork2.summary_md.read_text(encoding="utf-8")
+    episode_settings = json.loads((zork2.path / "settings.json").read_text(encoding="utf-8"))
+    assert episode_settings["game"]["name"] == "zork2" and episode_settings["config"]["files"]["game"] == "zork2"
+
+    # compare: a run over the three games against one of Zork II alone, or Zork I against Zork II: refused,
+    # exit 2, naming each run's games.
+    episode_dirs = [episodes_dir(tmp_path / "runs") / row["episode_id"] for row in rows]
+    for name, folder in (("zork1-run", episode_dirs[0]), ("zork2-run", episode_dirs[1])):
+        assert run_report.main(["report", str(folder), "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    for first, second, played in (
+        (run_dir, tmp_path / "zork2-run", f"{run_dir.name} played Zork I, Zork II, Zork III; zork2-run played Zork II"),
+        (tmp_path / "zork1-run", tmp_path / "zork2-run", "zork1-run played Zork I; zork2-run played Zork II"),
+    ):
+        code = run_report.main(["compare", str(first), str(second), "--out", str(tmp_path / "refused")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"These runs played different games ({played})" in err, err
+        assert "not ranked" in err
+    assert not (tmp_path / "refused").exists()
+    # Two runs over the same games compare, in shares of each game's maximum.
+    twin = tmp_path / "twin"
+    shutil.copytree(run_dir, twin)
+    compared = compare_output(capsys, str(run_dir), str(twin), "--out", str(tmp_path / "compared"))
+    table = [line for line in compared.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| run | model | MCP | finished | not finished | score share mean | 95% interval |")
+    mean = f"{number_text(100 * statistics.fmean(shares))}%"
+    assert table[2].startswith(f"| twin | {AGENT_MODEL} | off | 3 | 0 | {mean} | ["), table
+    assert f"(mean share of the maximum score {mean} vs {mean}; p = 1.000" in compared
+    heading = (tmp_path / "compared" / COMPARISON_MD).read_text(encoding="utf-8").splitlines()[0]
+    assert heading == "# ZorkGPT runs compared: Zork I, Zork II, Zork III"
+
+
+def test_an_episode_recorded_before_games_were_reads_as_zork_i(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Episode folders and run folders written before the game was recorded are of Zork I, the only game then."""
+    from orchestration.episode_records import EpisodeFigures
+
+    (played,) = play_run(llm_server, tmp_path / "played", game_file, ["look"], episodes=1)
+    old = tmp_path / "old-episode"
+    shutil.copytree(played, old)
+    log = EpisodeFolder(old).log
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    for event in events:
+        for key in ("game", "game_title"):
+            event.pop(key, None)
+    log.write_text("".join(json.dumps(event) + "\n" for event in events), encoding="utf-8")
+    settings = json.loads((old / "settings.json").read_text(encoding="utf-8"))
+    del settings["game"]["name"], settings["game"]["title"]
+    (old / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+
+    figures = EpisodeFigures.from_events(old.name, read_events(old))
+    assert (figures.game, figures.game_title) == ("zork1", "Zork I")
+    out = tmp_path / "old-run"
+    assert run_report.main(["report", str(old), "--out", str(out)]) == 0
+    (row,) = list(csv.DictReader((out / RESULTS_CSV).open()))
+    assert row["game"] == "zork1"
+    report = (out / REPORT_MD).read_text(encoding="utf-8")
+    assert "\nGame Zork I · Model" in report and "- Game: Zork I (zork1.z5, md5" in report
+    # A results.csv from before the game column: Zork I too.
+    with (out / RESULTS_CSV).open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = [name for name in reader.fieldnames or [] if name != "game"]
+        old_rows = [{name: value for name, value in r.items() if name != "game"} for r in reader]
+    with (out / RESULTS_CSV).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(old_rows)
+    summary = read_run(out)
+    assert summary.games == ("zork1",) and summary.game_titles == "Zork I" and not summary.mixed
+
+
+def test_an_episode_of_a_run_over_several_games_that_never_started_counts_under_its_game(tmp_path: Path) -> None:
+    from orchestration.run_folder import write_run
+    from orchestration.run_results import EpisodeEnd, EpisodeStatus, complete_run
+
+    # The run stopped after its first episode, which crashed before its start was logged.
+    crashed = episodes_dir(tmp_path) / "e1"
+    crashed.mkdir(parents=True)
+    ends = complete_run(
+        [EpisodeEnd(1, EpisodeStatus.CRASHED, "OSError: boom", crashed)], 3, ["zork1", "zork2", "zork3"]
+    )
+    summary = write_run(tmp_path / "run", ends, redactor=Redactor.from_environment())
+    assert [(r.game, r.max_score, r.status) for r in summary.rows] == [
+        ("zork1", 350, "crashed"),
+        ("zork2", 400, "never started"),
+        ("zork3", 7, "never started"),
+    ]
+    report = (tmp_path / "run" / REPORT_MD).read_text(encoding="utf-8")
+    assert "Over all games: no episode finished" in report and "Zork II: no episode finished" in report
+    assert "## Zork III (maximum score 7)\n\nEpisodes: 1 requested · 1 never started" in report

@@ -55,4 +55,18 @@ def test_the_report_names_the_settings_that_tell_runs_apart() -> None:
     assert "- LLM critic: on, asked about every proposal" in lines
     assert "- MCP: on: thoughtbox (turn lifetime)" in lines
     assert "- Turns per episode at most: 80" in lines
-    assert any(line.startswith("- Game: zork1.z5 (md5 b732a93a") and line.endswith("seeds 12, 13") for line in lines)
+    # Settings from before the game was recorded name only the file: the game is Zork I, the only one then.
+    assert any(
+        line.startswith("- Game: Zork I (zork1.z5, md5 b732a93a") and line.endswith("), seeds 12, 13") for line in lines
+    )
+
+
+def test_the_report_names_every_game_of_a_run_over_several() -> None:
+    trilogy = run()
+    trilogy["games"] = {
+        "zork1": {"name": "zork1", "title": "Zork I", "file": "zork1.z5", "md5": "b732"},
+        "zork2": {"name": "zork2", "title": "Zork II", "file": "zork2.z5", "md5": "5bcd"},
+    }
+    assert "- Games: Zork I (zork1.z5, md5 b732), Zork II (zork2.z5, md5 5bcd), seeds 12, 13" in key_settings_lines(
+        trilogy
+    )

@@ -141,7 +141,7 @@ def test_the_live_status_follows_each_turn_and_the_summary_ends_the_screen(
     for turn in range(1, TURNS + 1):
         assert f"Episode 1/1 · turn {turn}/{TURNS}" in screen  # redrawn each turn
         assert f"Turn {turn} | Score" in screen  # the per-turn lines scroll above it
-    assert "score 5/350 (+5) · Up a Tree" in screen  # the turn that took the egg
+    assert "score 5/350 (+5) · Up a Tree · Zork I" in screen  # the turn that took the egg, in which game
     assert "> get egg" in screen
     assert "tools this turn 0 · LLM calls" in screen and "turns/min" in screen
     # The last thing on screen: the summary line, then the final status, which says how it ended.

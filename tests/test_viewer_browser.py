@@ -159,6 +159,8 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
     page.goto(f"{viewer.url}#finished")
     expect_turn(page, game_file, turns, turns)
     expect(page.locator("#status")).to_have_text("finished: max_turns")
+    expect(page.locator("#game")).to_have_text("Zork I")
+    expect(page.locator("#episode-select option", has_text=" · Zork I · ")).to_have_count(1)
     expect(page.locator("#not-configured")).to_be_hidden()  # every turn had its tools
     expect(page.locator("#transcript article.turn")).to_have_count(turns)
     # The chart: one step line whose last point is the final score.

@@ -109,6 +109,7 @@ def test_episode_list_gives_the_games_figures(
     assert {"role": "Agent", "configured": AGENT_MODEL, "served": "scripted/model", "calls": TURNS} in episode["models"]
     assert datetime.fromisoformat(episode["started_at"]).tzinfo is not None
     assert (episode["score"], episode["max_score"], episode["turns"]) == (state.score, 350, TURNS)
+    assert (episode["game"], episode["game_title"]) == ("zork1", "Zork I")  # the list and the page name the game
     assert episode["end_reason"] == "max_turns" and episode["finished"] is True
     assert episode["llm_calls"] == requests
     assert episode["room_id"] == state.current_room_id

@@ -79,11 +79,16 @@ function modelText(configured, served) {
   return served || configured || "?";
 }
 
+// The game the episode played; the API reads an episode logged before games were recorded as Zork I.
+function gameText(e) {
+  return e.game_title || e.game || "?";
+}
+
 // ------------------------------------------------------------------ episode list
 function episodeLabel(e) {
   const when = e.started_at ? e.started_at.replace("T", " ").slice(0, 16) : e.id;
   const end = e.end_reason ? e.end_reason : "running";
-  return `${when} · ${modelText(e.model, e.served_model)} · ${e.score}/${e.max_score ?? "?"} · ${e.turns} turns · ${end}`;
+  return `${when} · ${gameText(e)} · ${modelText(e.model, e.served_model)} · ${e.score}/${e.max_score ?? "?"} · ${e.turns} turns · ${end}`;
 }
 
 async function refreshList() {
@@ -173,6 +178,7 @@ function render(data) {
   document.getElementById("mcp-errors").textContent = fmt(e.mcp_errors);
   const mcp = e.mcp;
   document.getElementById("tool-turns").textContent = mcp.enabled ? `${fmt(mcp.tool_turns)} / ${fmt(mcp.turns)}` : "MCP off";
+  document.getElementById("game").textContent = gameText(e);
   document.getElementById("game-seed").textContent = e.game_seed ?? "?";
   document.getElementById("wall-time").textContent = e.wall_seconds == null ? "–" : `${e.wall_seconds.toFixed(1)} s`;
   const notConfigured = document.getElementById("not-configured");
