@@ -314,11 +314,15 @@ def build_server(one_client: bool = True, log_thoughts: bool | None = None):  # 
     log_stream = sys.stderr if (thought_logging_enabled() if log_thoughts is None else log_thoughts) else None
     boxes = SessionBoxes(log_stream)
     with _plain_sdk_logging():
+        # Its tool, resource and prompt lists never change, so it serves no change subscriptions and
+        # says so (listChanged false at every revision): a 2026-07-28 client then opens no
+        # subscriptions/listen stream, a round trip a fresh server per turn would pay every turn.
         server = MCPServer(
             name="thoughtbox",
             version=project_version(),
             instructions="Structured step-by-step reasoning: call think once per thought.",
             log_level="WARNING",
+            subscriptions=False,
         )
     think = _think_tool(boxes, one_client)
     # The annotations are strings (postponed); Context is imported above, not at module level,

@@ -455,6 +455,25 @@ def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
     assert lengths == [1, 2, 3]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto asks the server, and speaks 2026-07-28 with it
+def test_over_stdio_it_declares_no_change_notifications_so_no_listen_stream_is_opened(mode: str) -> None:
+    """Its lists never change: at 2026-07-28 a server that serves ``subscriptions/listen`` says they can,
+    and a client listening to each turn's fresh server would pay a round trip every turn for nothing."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_servers.thoughtbox_server"], cwd=str(REPO_ROOT)
+    )
+
+    async def scenario() -> Any:
+        async with Client(params, mode=mode) as client:
+            return client.server_capabilities
+
+    capabilities = asyncio.run(scenario())
+    assert capabilities.tools is not None and capabilities.tools.list_changed is False
+    assert capabilities.resources is not None and capabilities.resources.list_changed is False
+    assert not capabilities.resources.subscribe
+    assert capabilities.prompts is None or capabilities.prompts.list_changed is False
+
+
 def test_over_http_thoughtbox_offers_only_the_2025_revision_and_says_why() -> None:
     """Over HTTP a history belongs to a session, which 2026-07-28 does not have: a client in auto mode
     falls back to 2025-11-25 and keeps its history; one pinned to 2026-07-28 is told what to do."""
