@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from managers.base_manager import BaseManager
-from managers.learning_file import LearningFile
+from managers.learning_file import MERMAID_FILE_NAME, LearningFile
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
@@ -40,7 +40,6 @@ from shared_utils.files import json_text
 from world.map_graph import MapGraph, PlayerWays, normalize_direction
 from world.named_ways import named_ways
 
-MERMAID_FILE_NAME = "map.mmd"
 # The game's words for a room with no light of its own and none carried ("It is pitch black. You are
 # likely to be eaten by a grue.", "It is now pitch black.").
 _PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)

@@ -63,7 +63,7 @@ class LearningModel(WalkthroughModel):
                 )
             )
         if name == "KnowledgeUpdate":
-            sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
+            sections = ("deaths", "dangers", "item_uses", "insights", "general", "obsolete")
             return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [LEARNED]}))
         if name == "ObjectiveReview":
             steps = [{"kind": "item_in_container", "target": "egg", "container": "trophy case"}]

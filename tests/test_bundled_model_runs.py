@@ -50,7 +50,7 @@ class DemoModel:
             self.agent_calls += 1
             return agent_reply(command)
         if "puzzle_solutions" in fields:
-            sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
+            sections = ("deaths", "dangers", "item_uses", "insights", "general", "obsolete")
             return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [DEMO_LESSON]}))
         return completion(json.dumps(minimal_instance(schema)))
 

@@ -35,7 +35,7 @@ TROLL = (13, "The Troll Room")
 
 
 def update(**sections: list[str]) -> dict[str, Any]:
-    keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+    keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "general", "obsolete")
     return json_reply({key: sections.get(key, []) for key in keys})
 
 
@@ -133,7 +133,7 @@ def test_periodic_update_sends_turn_events_and_merges_sections(llm_server: Scrip
     assert body["model"] == MEMORY_MODEL and body["temperature"] == 0.1
     assert schema_name(body) == "KnowledgeUpdate"
     prompt = user_text(body)
-    assert "Current knowledge base:\n(empty)" in prompt
+    assert "This game's knowledge base:\n(empty)" in prompt
     assert "turn 1 [item_taken] in West of House: > take sword -> gained sword | Nothing happens." in prompt
     assert "turn 2 [danger] in The Troll Room" in prompt
     assert "turn 3 [score] in West of House: > turn bolt with wrench -> score +10 | The sluice gates open." in prompt
@@ -239,7 +239,7 @@ from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
 from session.redaction import Redactor
 
-keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "general", "obsolete")
 server = ScriptedLLMServer().start()
 lessons = lambda body, i: json_reply({k: [f"{k} lesson {i}-{j} " + "y" * 200 for j in range(3)] for k in keys})
 server.respond_with(lessons)

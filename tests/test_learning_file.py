@@ -69,7 +69,7 @@ class LearningReplies:
             ]
             return json_reply({"decisions": decisions})
         if name == "KnowledgeUpdate":
-            sections = {key: [] for key in ("deaths", "dangers", "puzzle_solutions", "insights", "obsolete")}
+            sections = {key: [] for key in ("deaths", "dangers", "puzzle_solutions", "insights", "general", "obsolete")}
             return json_reply(sections | {"item_uses": [f"{lesson_text(self.run, index)} {self.secret}".strip()]})
         if name == "ObjectiveReview":
             found = {
