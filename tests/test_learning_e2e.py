@@ -1,11 +1,16 @@
 """Issue 4 end to end: every manager on (default config), a full walkthrough, cost per turn,
-and what carries into the next episode."""
+and what carries into the next episode; and what carries into another game (only the general
+lessons) with real files and real Zork I and Zork II."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
+
+from game_interface.games import ZORK2
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
@@ -13,21 +18,22 @@ from session.game_state import GameState
 from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.learning_support import LEARNED, REMEMBERED, LearningModel
+from tests.learning_support import GENERAL, LEARNED, REMEMBERED, LearningModel
 from tests.scripted_llm import ScriptedLLMServer
 
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 
 
-def default_config(tmp_path: Path, base_url: str, game_file: Path) -> GameConfiguration:
+def default_config(tmp_path: Path, base_url: str, game_file: Path, game: str | None = None) -> GameConfiguration:
     """The product's defaults (every learning manager on, LLM critic off) with only what a test
-    must set: the scripted endpoint and models, the story file, fast retries, tmp_path files."""
+    must set: the scripted endpoint and models, the story file, fast retries, tmp_path files.
+    ``game``: another game than ``game_file``'s, whose story file lies beside it."""
     return scripted_config(
         tmp_path,
         base_url,
         environ={"OPENROUTER_API_KEY": "test-key-123456"},
         retry={"max_retries": 1, "request_timeout": 10.0},
-        files={"game_file": str(game_file)},
+        files={"game_file": str(game_file), **({"game": game} if game else {})},
     )
 
 
@@ -83,13 +89,17 @@ def test_knowledge_and_memories_reach_the_next_episode(
     config = default_config(tmp_path, llm_server.base_url, game_file)
     workdir = tmp_path / "game_files"
     workdir.mkdir(parents=True)
+    # Where the knowledge base was before each game had a folder of its own: it was Zork I's.
     (workdir / config.files.knowledge_file).write_text(f"# Zork knowledge\n\n## Dangers\n- {HAND_WRITTEN}\n")
 
     # N, N, U, Get egg: a first visit to North of House (a memory, filed there) and 5 points (knowledge).
     _, first = play(config, "ep1", 4)
     assert first.score == 5
     assert model.calls["MemoryBatchReply"] >= 1 and model.calls["KnowledgeUpdate"] >= 1
-    assert REMEMBERED in (workdir / config.files.memories_file).read_text(encoding="utf-8")
+    zork1 = workdir / "zork1"
+    assert not (workdir / config.files.knowledge_file).exists(), "the earlier file moved into Zork I's folder"
+    assert HAND_WRITTEN in (zork1 / config.files.knowledge_file).read_text(encoding="utf-8")
+    assert REMEMBERED in (zork1 / config.files.memories_file).read_text(encoding="utf-8")
 
     bodies_before = len(llm_server.bodies)
     model.agent_calls = 0  # episode 2 plays the walkthrough from its start: N, N
@@ -102,4 +112,54 @@ def test_knowledge_and_memories_reach_the_next_episode(
     assert REMEMBERED not in json.dumps(agent_bodies[0]["messages"])
     at_north = [b for b in agent_bodies if "Location: North of House" in json.dumps(b["messages"])]
     assert at_north and REMEMBERED in json.dumps(at_north[0]["messages"])
-    assert (workdir / config.files.map_file).is_file()
+    assert (zork1 / config.files.map_file).is_file()
+
+
+# What only Zork I shows: its title, its treasures' case, its mailbox; "Zork I" not followed by another "I".
+ZORK1_WORDS = re.compile(r"\bZork I\b(?!I)|trophy|treasure|mailbox", re.IGNORECASE)
+
+
+def test_another_game_sees_none_of_zork1s_lessons_and_every_game_the_general_ones(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Zork I teaches a lesson about itself and one about text adventures; Zork II, played next in
+    the same workdir, is told the general one and nothing of Zork I, in its agent's and its helpers'
+    instructions alike; Zork I, played again, still has both."""
+    if not (game_file.parent / "zork2.z5").is_file():
+        pytest.skip(f"no Zork II story file beside {game_file}")
+    model = LearningModel(walkthrough(game_file))
+    llm_server.respond_with(model)
+    workdir = tmp_path / "game_files"
+    zork1_config = default_config(tmp_path, llm_server.base_url, game_file)
+    play(zork1_config, "zork1-ep", 4)
+    assert LEARNED in (workdir / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+    assert GENERAL in (workdir / "general_knowledge.md").read_text(encoding="utf-8")
+    assert GENERAL not in (workdir / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+
+    before = len(llm_server.bodies)
+    model.agent_calls = 0
+    _, zork2 = play(default_config(tmp_path, llm_server.base_url, game_file, game="zork2"), "zork2-ep", 3)
+    assert zork2.max_score == 400
+    bodies = llm_server.bodies[before:]
+    agent = [b for b in bodies if b["model"] == AGENT_MODEL]
+    system = agent[0]["messages"][0]["content"]
+    assert "The game is Zork II. Its score goes up to 400" in system
+    assert GENERAL in system
+    assert LEARNED not in system and HAND_WRITTEN not in system
+    # No instruction to any model of this game names Zork I or what only Zork I has: treasures come
+    # only from Zork II's own briefing (its score counts them too).
+    instructions = [
+        m["content"].replace(ZORK2.briefing, "") for b in bodies for m in b["messages"] if m["role"] == "system"
+    ]
+    leaks = [found.group(0) for text in instructions if (found := ZORK1_WORDS.search(text))]
+    assert instructions and not leaks, leaks
+    # What Zork II learns stays in its own folder: Zork I's files are as Zork I left them.
+    assert (workdir / "zork2" / "map_state.json").is_file()
+    zork1_rooms = json.loads((workdir / "zork1" / "map_state.json").read_text(encoding="utf-8"))
+    assert "Inside the Barrow" not in json.dumps(zork1_rooms)
+
+    before = len(llm_server.bodies)
+    model.agent_calls = 0
+    play(zork1_config, "zork1-again", 1)
+    system = next(b for b in llm_server.bodies[before:] if b["model"] == AGENT_MODEL)["messages"][0]["content"]
+    assert LEARNED in system and GENERAL in system and "The game is Zork I." in system
