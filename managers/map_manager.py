@@ -1,12 +1,13 @@
 """MapManager: keeps the persisted MapGraph in step with the game, turn by turn.
 
-The map carries across episodes (Zork's geography never changes), so it is loaded from
-``config.workdir / config.files.map_file`` and saved atomically on every turn that
+A game's map carries across its episodes (the game's geography never changes), so it is
+loaded from the game's folder (``LearningPaths.map``: ``<workdir>/<game>/map_state.json``; one
+game's map is never another's) and saved atomically on every turn that
 changed it — a killed run loses at most the turn in flight. Each save also writes the
 map as a Mermaid flowchart, ``map.mmd`` beside the JSON, for people to look at (any
 Mermaid viewer, or a Markdown preview that renders Mermaid); it is never read back.
 
-Runs sharing the workdir share the map. So a save does not write this run's graph over
+Runs of one game sharing the workdir share the map. So a save does not write this run's graph over
 the file: every change since the last save is kept as the graph operation that made it
 (a visit, a move, a failed move, the engine's exits) and replayed, under the file's lock,
 onto the map as it is on disk. The result, every run's rooms and exits, is written and
