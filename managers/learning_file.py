@@ -40,7 +40,7 @@ from filelock import FileLock, Timeout
 
 from game_interface.games import ZORK1, Game
 from llm_client import LLMClient
-from managers.base_manager import BaseManager, read_manager_file
+from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.errors import LearningFileError
 from session.events import Event, LearningFileProblem, learning_file_event
@@ -104,7 +104,12 @@ def move_earlier_zork1_files(paths: LearningPaths, game: Game, logger: logging.L
         old = paths.folder.parent / new.name
         if not old.is_file():
             continue
-        new.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            new.parent.mkdir(exist_ok=True)
+        except FileExistsError:
+            pass  # a folder already; anything else in its place fails the link below, named
+        except OSError as exc:
+            raise _not_moved(old, new, exc, game) from exc
         try:
             # A hard link then an unlink, not a rename: a rename would replace a file another run
             # has written into the folder meanwhile; the link refuses to.
@@ -113,6 +118,8 @@ def move_earlier_zork1_files(paths: LearningPaths, game: Game, logger: logging.L
             continue  # the folder has its own already: the old file stays for its owner to look at
         except FileNotFoundError:
             continue  # a run starting beside this one moved it first
+        except OSError as exc:
+            raise _not_moved(old, new, exc, game) from exc
         old.unlink(missing_ok=True)
         moved.append(new)
         logger.info(
@@ -122,6 +129,17 @@ def move_earlier_zork1_files(paths: LearningPaths, game: Game, logger: logging.L
             extra={"event_type": Event.LEARNING_FILE_MOVED, "path": str(new), "moved_from": str(old)},
         )
     return moved
+
+
+def _not_moved(old: Path, new: Path, error: OSError, game: Game) -> ManagerFileError:
+    """The run stops rather than play on without the file: the game would start over from nothing
+    while what it learned sits beside its folder."""
+    return ManagerFileError(
+        old,
+        f"could not be moved into {new.parent} ({error.strerror or error})",
+        f"move it there yourself (each game keeps its learning files in a folder of its own, and these were "
+        f"{game.title}'s), or make {new.parent} a folder this user can write",
+    )
 
 
 class LearningFile:

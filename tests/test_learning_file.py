@@ -25,6 +25,7 @@ import pytest
 
 from game_interface import JerichoInterface
 from game_interface.games import ZORK1, ZORK2
+from managers.base_manager import ManagerFileError
 from managers.knowledge_manager import KnowledgeManager
 from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile, LearningPaths, move_earlier_zork1_files
 from managers.map_manager import MapManager
@@ -475,3 +476,15 @@ def test_zork1_files_from_before_games_had_folders_move_into_zork1s_once(tmp_pat
     assert (workdir / "knowledgebase.md").read_text(encoding="utf-8") == earlier["knowledgebase.md"]
     assert len(log.events("learning_file_moved")) == len(moved)
     assert move_earlier_zork1_files(paths, ZORK1, log.logger) == []  # once
+
+
+def test_zork1_files_that_cannot_move_stop_the_run_with_the_fix(tmp_path: Path) -> None:
+    """Played on without them, Zork I would start over while what it learned sits beside its folder."""
+    config = _workdir_config(tmp_path)
+    workdir = tmp_path / "game_files"
+    workdir.mkdir()
+    (workdir / "memories.md").write_text("# ZorkGPT location memories\n", encoding="utf-8")
+    (workdir / "zork1").write_text("not a folder\n", encoding="utf-8")
+    with pytest.raises(ManagerFileError, match=r"memories\.md could not be moved into .*zork1.*move it there yourself"):
+        move_earlier_zork1_files(LearningPaths.of(config, ZORK1), ZORK1, capture_logger().logger)
+    assert (workdir / "memories.md").is_file()  # left where it was
