@@ -1,4 +1,4 @@
-"""The agent: turns the game state into one Zork command, optionally reasoning with MCP tools.
+"""The agent: turns the game state into one game command, optionally reasoning with MCP tools.
 
 ``get_action_with_reasoning`` is the public, synchronous API. Without tools it makes one LLM
 call (JSON-schema response format). With the turn's tools (a ``Toolset`` the episode runner
@@ -8,6 +8,10 @@ budget (``turn_timeout_seconds``); the MCP manager's own background loop owns th
 the blocking model call here never holds up a server. The critic's re-asks of the same turn go
 on with the turn's conversation and the same tools. The agent owns what the loop asks (model,
 sampling, the answer's schema) and how the final answer is read.
+
+The prompt speaks of text adventures in general; what it says of the game being played comes
+from the game itself (``Game.briefing``: its title, its maximum score and what the score counts),
+so a model is told nothing of one game while it plays another.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from chat_api.models import tools_not_supported
 from chat_api.tracing import traced_observation
+from game_interface.games import Game
 from llm_client import LLMClient
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
@@ -51,7 +56,7 @@ class AgentResponse(BaseModel):
     """The agent's reply: its reasoning, one game command, and optionally a new objective."""
 
     thinking: str = Field(description="Brief reasoning for the chosen action")
-    action: str = Field(description="Exactly one Zork game command")
+    action: str = Field(description="Exactly one game command")
     new_objective: ObjectiveProposal | None = Field(
         default=None, description="A new multi-step goal and the steps that show it is done, or null"
     )
@@ -73,10 +78,10 @@ class AgentRuntimeError(RuntimeError):
 
 _MARKDOWN = re.compile(r"[*_`#>]+")
 # Without the story's dictionary (an agent built without a game), commands are split only where
-# Zork always splits them ("then", a period, a quote mark) and at ";", "!" and "?"; the game's own
+# the game's parser always splits them ("then", a period, a quote mark) and at ";", "!" and "?"; the game's own
 # reading (``JerichoInterface.commands_in``) also splits at the commas and "and"s that start a command.
 _SENTENCE_BREAK = re.compile(r"\s*(?:[.;!?\"]|\bthen\b)\s*", re.IGNORECASE)
-# Zork's parser reads short lines; longer "actions" are prose, not commands (and the engine refuses them).
+# The game's parser reads short lines; longer "actions" are prose, not commands (and the engine refuses them).
 MAX_ACTION_CHARS = 120
 QUOTES = "\"'“”‘’"
 
@@ -207,9 +212,11 @@ class ZorkAgent:
         model: str | None = None,
         knowledge_text: str = "",
         read_commands: Callable[[str], list[str]] | None = None,
+        game: Game | None = None,
     ) -> None:
         """``read_commands(line)``: the commands a line chains, as the game reads it
-        (``JerichoInterface.commands_in``); without it, only sentence breaks split a line."""
+        (``JerichoInterface.commands_in``); without it, only sentence breaks split a line.
+        ``game``: the game played, whose briefing ends the prompt (None: the prompt alone)."""
         self.config = config
         self.client = client
         self.logger = logger or logging.getLogger("zorkgpt.agent")
@@ -218,6 +225,8 @@ class ZorkAgent:
         self.model = model or config.llm.agent_model
         self.sampling = config.sampling_for("agent")
         self._base_prompt = self._load_prompt(config)
+        if game is not None:
+            self._base_prompt = f"{self._base_prompt}\n\n# This game\n{game.briefing}"
         self.knowledge_text = knowledge_text
         self.current_turn = 0
         self.read_commands = read_commands or sentence_commands

@@ -86,6 +86,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
+from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
@@ -1648,7 +1649,8 @@ def play(
             orchestrator.map.context_section = both_maps  # type: ignore[method-assign]
             try:
                 state = orchestrator.play_episode()
-                objectives = json.loads((config.workdir / config.files.objectives_file).read_text(encoding="utf-8"))
+                learning = LearningPaths.of(config, orchestrator.game.game)
+                objectives = json.loads(learning.objectives.read_text(encoding="utf-8"))
                 logged = [
                     json.loads(line)
                     for path in episodes_dir(config.workdir).glob(f"*/{EpisodeFolder.LOG}")

@@ -32,7 +32,9 @@ class Game:
     ``name`` is Jericho's name for it ("zork1"), ``story_name`` the file name of Jericho's suite
     ("zork1.z5"), ``seed`` Jericho's own seed (the one its walkthrough wins with; what a run plays
     when no seed is set), ``max_score`` the most the game's score can reach. ``known``: ZorkGPT has
-    the game's engine facts, so the "engine" fair-play level can be played."""
+    the game's engine facts, so the "engine" fair-play level can be played. ``score_note``: what the
+    score counts, as the game's packaging tells a player before play ("" when ZorkGPT cannot say):
+    the models are told it beside the title and the maximum score."""
 
     name: str
     title: str
@@ -41,6 +43,14 @@ class Game:
     seed: int
     max_score: int
     known: bool = True
+    score_note: str = ""
+
+    @property
+    def briefing(self) -> str:
+        """What the models are told of the game before it shows them anything: its title, its
+        maximum score and what the score counts."""
+        counts = f" ({self.score_note})" if self.score_note else ""
+        return f"The game is {self.title}. Its score goes up to {self.max_score}{counts}."
 
     @property
     def download_url(self) -> str:
@@ -69,6 +79,7 @@ ZORK1 = Game(
     md5="b732a93a6244ddd92a9b9a3e3a46c687",
     seed=12,
     max_score=350,
+    score_note="points for finding treasures and keeping them safe, and for some feats along the way",
 )
 ZORK2 = Game(
     name="zork2",
@@ -77,6 +88,7 @@ ZORK2 = Game(
     md5="5bcd91ee055e9bd42812617571be227b",
     seed=0,
     max_score=400,
+    score_note="points for finding treasures and for some feats along the way",
 )
 ZORK3 = Game(
     name="zork3",
@@ -85,6 +97,7 @@ ZORK3 = Game(
     md5="ffda9ee2d428fa2fa8e75a1914ff6959",
     seed=0,
     max_score=7,
+    score_note='the score is "potency", raised by feats that prove the player worthy, not by treasures',
 )
 KNOWN_GAMES: dict[str, Game] = {game.name: game for game in (ZORK1, ZORK2, ZORK3)}
 DEFAULT_GAME = ZORK1

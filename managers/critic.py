@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from game_interface import GameInterfaceError, JerichoInterface
 from game_interface.game_facts import NO_WAY_REPLY
+from game_interface.games import Game
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
 from llm_client import LLMClient
 from managers.structured_llm import StructuredLLM
@@ -50,7 +51,7 @@ from world.map_graph import PlayerWays, normalize_direction
 MAX_JUSTIFICATION_CHARS = 1_000
 OBJECT_TREE_SCORE = -1.0  # the engine is sure; no threshold setting may let such an action through
 
-# Verbs whose objects Zork's parser must find in scope ("You can't see any X here!").
+# Verbs whose objects the game's parser must find in scope ("You can't see any X here!").
 # Deliberately a short list: verbs that can name absent things ("find", "say", "follow")
 # or take odd phrases are left alone.
 SCOPED_VERBS = frozenset(
@@ -75,26 +76,32 @@ _PLAIN_WORD = re.compile(r"^[a-z]+$")
 _SCOPE_REFUSAL = re.compile(r"You can't see any .* here!")
 
 # What makes an action risky enough for the critic model (``risk_of``). Verbs, not objects: the
-# game's words for fighting, and for acts that cannot be taken back. What the player can undo next
-# turn is left out: a dropped thing is taken again, an opened one closed, a closed one opened.
+# usual text adventure words for fighting, and for acts that cannot be taken back in any game. What
+# the player can undo next turn is left out: a dropped thing is taken again, an opened one closed,
+# a closed one opened, a deflated one inflated. What one game alone makes costly (a prayer that
+# carries the player off) is no class of its own: the critic model is told which game it judges.
 COMBAT_VERBS = frozenset({"attack", "kill", "fight", "hit", "stab", "slay", "strike", "murder", "punch", "kick"})
 IRREVERSIBLE_VERBS = frozenset(
     {"throw", "break", "smash", "destroy", "burn", "eat", "drink", "give", "pour", "cut", "puncture",
-     "deflate", "jump", "leap", "pray"}
+     "jump", "leap"}
 )  # fmt: skip
 _LIGHT_OUT = re.compile(r"^(turn off|switch off|extinguish|blow out|douse|put out)\b")
-# The game's own words for darkness: moving in it is how a grue gets the player.
+# The usual words for darkness in a text adventure: moving blind is where games kill a player.
 _DARK = re.compile(r"pitch black|too dark to see", re.IGNORECASE)
 # The critic's request: the game's last reply and the agent's reason, each cut at a sentence.
 CRITIC_REPLY_CHARS = 600
 CRITIC_REASON_CHARS = 400
 
-CRITIC_SYSTEM_PROMPT = (
-    "You are the critic for an agent playing the text adventure Zork I. Given the facts of the game and the "
-    "action the agent proposes, score the action from -1.0 (certain to fail, pointless or dangerous) through 0 "
-    "(unsure) to 1.0 (clearly useful progress). Judge only what the facts show; do not reject an action just "
-    "because it is unusual — Zork rewards experiments. Reply with a JSON object only."
-)
+
+def critic_system_prompt(game: Game) -> str:
+    """The critic model's instructions: for text adventures in general, naming the game judged."""
+    return (
+        f"You are the critic for an agent playing a text adventure. {game.briefing} Given the facts of the game "
+        "and the action the agent proposes, score the action from -1.0 (certain to fail, pointless or dangerous) "
+        "through 0 (unsure) to 1.0 (clearly useful progress). Judge only what the facts show, not what you may "
+        "remember of this or another game; do not reject an action just because it is unusual: text adventures "
+        "reward experiments. Reply with a JSON object only."
+    )
 
 
 @dataclass(frozen=True)
@@ -224,8 +231,8 @@ class ObjectTreeCheck:
 
         The tree cannot show everything the parser reaches: global objects (walls, the
         house) and objects a room borrows from elsewhere (the trap door is in scope from the
-        cellar) live outside the room, so "not in this room" is only a reason to ask. Zork's
-        own scope refusal makes the rejection sure.
+        cellar) live outside the room, so "not in this room" is only a reason to ask. The
+        parser's own scope refusal makes the rejection sure.
         """
         game = self.game
         snapshot = game.save_state()
@@ -356,6 +363,7 @@ class Critic:
         self.config = config
         self.logger = logger
         self.object_tree = ObjectTreeCheck(game)
+        self.system_prompt = critic_system_prompt(game.game)
         # The current room's ways as the player knows them (the map's), for the engine check.
         self.player_ways: Callable[[], PlayerWays | None] | None = None
         self.trust = TrustTracker()
@@ -383,7 +391,7 @@ class Critic:
         if self._llm is None or (risk is None and self.config.gameplay.critic_when == "risky"):
             return CriticVerdict(score=0.0, justification="", source="none", rejected=False)
         user = critic_request(action, reasoning, risk, game_state)
-        reply = self._llm.ask(CRITIC_SYSTEM_PROMPT, user, CriticResponse, game_state.turn_count + 1)
+        reply = self._llm.ask(self.system_prompt, user, CriticResponse, game_state.turn_count + 1)
         if reply is None:
             # Logged by StructuredLLM; an absent critic must not block the agent.
             return CriticVerdict(score=0.0, justification="critic unavailable", source="none", rejected=False)

@@ -4,12 +4,12 @@ Location (Jericho room id and name), inventory, visible objects, score, moves, e
 the end-of-game flags are read from the Z-machine, so they are exact and free. Two
 questions remain:
 
-- *Is this text a room description?* Zork heads every room description with the room's
-  name on a line of its own, and the engine knows the room's name, so this is answered
-  by matching that line — no LLM.
+- *Is this text a room description?* The games Jericho plays (Infocom's and those written
+  like them) head every room description with the room's name on a line of its own, and
+  the engine knows the room's name, so this is answered by matching that line — no LLM.
 - *Is the player in combat?* The object tree shows who is in the room, not whether they
   are fighting, so this one goes to the extractor's LLM, but only when it can matter and
-  something new happened: a creature (an object with Zork's actor flag) must be in the
+  something new happened: a creature (an object with the Z-machine's actor flag) must be in the
   room and engaged (``engages``: the command fights or names it, the reply names it, it
   just arrived, or the last answer was a fight), and the reply must differ from the last
   text the LLM judged by at least ``extractor.min_text_change_chars`` characters. With no
@@ -17,8 +17,8 @@ questions remain:
   overhead, the spirits at the gate while the player reads the book) it stays as it was;
   with unchanged text the last answer stands.
 
-This keeps the extractor's LLM use to the few turns spent near the troll, the thief or
-the cyclops instead of one call per turn.
+This keeps the extractor's LLM use to the few turns spent near a game's fighters (Zork I's
+troll, thief and cyclops) instead of one call per turn.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from shared_utils.text import cap_text
 from world.map_graph import normalize_direction
 
 EXTRACTOR_SYSTEM_PROMPT = (
-    "You read one reply from the text adventure Zork I and judge a single fact: is the player in combat "
+    "You read one reply from a text adventure and judge a single fact: is the player in combat "
     "right now? In combat means fighting, being attacked, or facing a hostile creature that is attacking or "
     "about to attack. A peaceful or dead creature, or one that merely blocks a passage without attacking, is "
     "not combat. Answer with a JSON object only."
 )
-REPLY_EXCERPT_CHARS = 1500  # a Zork reply is rarely longer; cap what one call can cost
+REPLY_EXCERPT_CHARS = 1500  # a game's reply is rarely longer; cap what one call can cost
 # The game's fighting verbs: a command with one of them engages whatever creature is here.
 FIGHTING_VERBS = frozenset({"attack", "kill", "fight", "hit", "stab", "slay", "strike", "murder", "punch", "kick"})
 _WORD = re.compile(r"[a-z]+")
@@ -138,7 +138,7 @@ def describe_world_changes(
 
 
 def is_room_description(text: str, room_name: str) -> bool:
-    """True if ``text`` holds the description of ``room_name``: Zork prints the room's name as a line of
+    """True if ``text`` holds the description of ``room_name``: the game prints the room's name as a line of
     its own before describing it (also inside a vehicle: "Frigid River, in the magic boat")."""
     name = room_name.strip().lower()
     if not name:

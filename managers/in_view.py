@@ -6,10 +6,11 @@ keeps them, each with the turn it was said, from the game's own text and what th
 
 - the load: a load refusal ("Your load is too heavy"), with what was carried then, until the
   thing refused is carried after all; before any refusal, once the player carries
-  ``LOAD_NOTE_ITEMS`` things, that the game limits the load (a player knows Zork does);
+  ``LOAD_NOTE_ITEMS`` things, that text adventures often limit the load (a player knows many do;
+  this game has not said so yet);
 - wounds and healing: the game's words about the player's wounds, until it says the player is
   well again, or the moves it said the cure takes ("cured after 27 moves") pass (without such a
-  count, ``HEAL_TURNS``: Zork heals a wound in about 30 moves);
+  count, ``HEAL_TURNS``: long enough for the games that heal at all, Zork I in about 30 moves);
 - light: the game's words about a light dimming or going out, and that nothing carried is
   lit any more, since which turn (only after something was); a match's or a candle's words for
   ``KEEP_TURNS`` (a match out is out for good: nothing left to watch), the lamp's while it lasts;
@@ -217,8 +218,8 @@ class InViewManager(BaseManager):
             )
         elif len(state.inventory) >= LOAD_NOTE_ITEMS:
             lines.append(
-                f"- You carry {_things(len(state.inventory))}: the game refuses a load that grows too heavy "
-                '("Your load is too heavy"), so leave what you do not need where you can find it again.'
+                f"- You carry {_things(len(state.inventory))}: text adventures often refuse a load that grows "
+                "too heavy, so leave what you do not need where you can find it again."
             )
         if self.wound:
             lines.append(f'- Turn {self.wound.turn}, {self.wound.room}: "{_cut(self.wound.text)}"')

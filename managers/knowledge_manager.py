@@ -1,5 +1,12 @@
 """The knowledge base (``knowledgebase.md``): what every episode so far has taught the agent.
 
+Two files, kept apart: the game's own (``<workdir>/<game>/knowledgebase.md``: its rooms,
+dangers, puzzles and items, shown only while that game is played) and the general lessons
+about playing text adventures (``<workdir>/general_knowledge.md``: how parsers read commands,
+habits that pay in any game), which the agent of every game reads. The model sorts each
+lesson into one or the other and is told never to name the game's rooms, items or creatures
+in a general one.
+
 Events come from ``process_turn`` in memory (deaths and what caused them, dangers seen,
 points scored and how, items taken and given up, and — chosen as for memories — turns that
 changed the world or were attempts the game answered without a visible change): one event
@@ -8,12 +15,13 @@ with what changed and the game's text each said once (a death's text whole). The
 only what the player saw; the manager never re-reads log files.
 Every ``knowledge.update_interval_turns`` turns, and once more at episode end, the events
 gathered since the last update go to one LLM call that returns new bullets per section
-plus bullets that are now wrong. Those are *merged* into the file: existing bullets stay
-unless the model names them as obsolete, duplicates are skipped, and sections or prose a
-person added are kept as they are; a bullet longer than ``MAX_BULLET_CHARS`` keeps its
-whole sentences that fit, never half a step. Sections with nothing in them are neither
-written nor shown to the agent (a fresh workdir gives an empty knowledge base, not a page
-of headings). Episode statistics are no lessons: they live in the episode summaries.
+(the general lessons among them) plus bullets that are now wrong, in either file. Those are
+*merged* into the files: existing bullets stay unless the model names them as obsolete,
+duplicates are skipped, and sections or prose a person added are kept as they are; a bullet
+longer than ``MAX_BULLET_CHARS`` keeps its whole sentences that fit, never half a step.
+Sections with nothing in them are neither written nor shown to the agent (a fresh workdir
+gives an empty knowledge base, not a page of headings). Episode statistics are no lessons:
+they live in the episode summaries.
 
 Every write is a locked read-merge-write through ``LearningFile`` ending in an atomic
 rename, so a kill mid-episode leaves the previous complete file, and a second run never
@@ -23,26 +31,33 @@ system prompt.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from game_interface.games import Game
+from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
-from managers.learning_file import LearningManager
+from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile, LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
 from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
+from session.redaction import Redactor
 from shared_utils.text import whole_sentences
-from world.knowledge_file import KnowledgeDocument
+from world.knowledge_file import FILE_PREAMBLE, FILE_TITLE, KnowledgeDocument
 
 MAX_EVENTS_PER_UPDATE = 60
 # The agent's system prompt carries at most this much of the knowledge base (about 600 tokens):
 # the file's first bullets, deaths and dangers first. The rest stays in the file for the helper.
 AGENT_KNOWLEDGE_CHARS = 2_400
+# And at most this much of the general lessons (about 200 tokens): a few habits, not a manual.
+AGENT_GENERAL_CHARS = 800
 DETAIL_CHARS = 300
 
 EventKind = Literal["death", "danger", "score", "item_taken", "item_lost", "world_change", "no_visible_change"]
@@ -57,8 +72,15 @@ SECTIONS: dict[str, str] = {
     "item_uses": "Item uses",
     "insights": "Cross-episode insights",
 }
+# The general lessons' one section, in their own file.
+GENERAL_HEADING = "Playing text adventures"
+GENERAL_TITLE = "# General lessons about text adventures"
+GENERAL_PREAMBLE = (
+    "What playing taught ZorkGPT about text adventures in general; every game's agent reads it. Lessons about one "
+    "game belong in that game's knowledgebase.md. Edit freely, keep the '## ' heading."
+)
 # Words in a response that mean trouble even when the agent survived the turn: a threat acting
-# now, not a creature's name (room names carry those: "The Troll Room" after the troll died).
+# now, not a creature's name (room names carry those: Zork I's "The Troll Room" after the troll died).
 _DANGER = re.compile(
     r"\b(grue|attack|wound|bleed|knocked out|unconscious|lurking|dangerous|poison|drown|blocks|brandish|"
     r"menacing|stab|slash|fends|devour|lunges)\w*\b",
@@ -89,17 +111,25 @@ class KnowledgeUpdate(BaseModel):
     dangers: list[str] = Field(description="Threats and where they are")
     puzzle_solutions: list[str] = Field(description="Exact steps that solved something or scored points")
     item_uses: list[str] = Field(description="What items are for and where they were found")
-    insights: list[str] = Field(description="Strategy that holds across episodes")
+    insights: list[str] = Field(description="Strategy for this game that holds across episodes")
+    general: list[str] = Field(
+        default_factory=list,
+        description="Lessons about playing text adventures in general, true in any game; never naming this game's "
+        "rooms, items, creatures or puzzles",
+    )
     obsolete: list[str] = Field(description="Existing bullets, quoted exactly, that the new evidence shows are wrong")
 
 
-SYSTEM_PROMPT = """You maintain the knowledge base of an agent that plays Zork I over many episodes.
-You get the current knowledge base and the events of the latest stretch of play (deaths, dangers, points scored,
-items taken or lost, changes the player made to the world, attempts that changed nothing visible and what the game
-said), each with its room and the exact command. Extract lessons that will help in a future episode: what killed the
-agent and how to avoid it, where the dangers are, exact action sequences that solved puzzles or scored points, what
-items are for. Each bullet is one self-contained sentence naming rooms, items and exact commands. Do not repeat
-bullets that are already in the knowledge base. In "obsolete", quote existing bullets that the new events prove wrong.
+SYSTEM_PROMPT = """You maintain the knowledge of an agent that plays text adventures over many episodes. {briefing}
+You get this game's knowledge base, the general lessons about text adventures, and the events of the latest stretch
+of play (deaths, dangers, points scored, items taken or lost, changes the player made to the world, attempts that
+changed nothing visible and what the game said), each with its room and the exact command. Extract lessons that will
+help in a future episode of this game: what killed the agent and how to avoid it, where the dangers are, exact action
+sequences that solved puzzles or scored points, what items are for. Each bullet is one self-contained sentence naming
+rooms, items and exact commands. Learn only from the events, not from what you may remember of this or another game.
+A lesson that would hold in any text adventure (how the parser reads commands, a habit that pays in every game) goes in
+"general" instead, worded without this game's rooms, items, creatures or puzzles; most stretches teach none. Do not
+repeat bullets that are already in either file. In "obsolete", quote existing bullets that the new events prove wrong.
 Reply with JSON only."""
 
 
@@ -112,14 +142,39 @@ class KnowledgeManager(LearningManager):
     last_result: TurnResult | None
     updates: int
 
+    def __init__(
+        self,
+        config: GameConfiguration,
+        logger: logging.Logger,
+        game_state: GameState,
+        client: LLMClient,
+        path: Path | None = None,
+        *,
+        redactor: Redactor,
+        general_path: Path | None = None,
+        game: Game | None = None,
+    ) -> None:
+        """``path``: the game's knowledge base; ``general_path``: the general lessons every game
+        shares (default: ``general_knowledge.md`` in the workdir). ``game``: the game played, whose
+        briefing the model reads (None: the model is told only that it is a text adventure)."""
+        self.general_file = LearningFile(
+            general_path or config.workdir / GENERAL_KNOWLEDGE_FILE, logger, self.name, redactor=redactor
+        )
+        self.system_prompt = SYSTEM_PROMPT.replace("{briefing}", game.briefing if game is not None else "")
+        self.title = f"# {game.title} knowledge base" if game is not None else FILE_TITLE
+        super().__init__(config, logger, game_state, client, path, redactor=redactor)
+
     @classmethod
     def default_path(cls, config: GameConfiguration) -> Path:
         return config.workdir / config.files.knowledge_file
 
+    def write_failures(self) -> list[str]:
+        return [*self.file.write_failures, *self.general_file.write_failures]
+
     def load(self) -> None:
         # Raises ManagerFileError: a knowledge base that cannot be read stops the run before it starts.
-        self._last_good_text = self._read()
-        self._read_problem: str | None = None
+        self._last_good = {self.file.path: self._read(self.file), self.general_file.path: self._read(self.general_file)}
+        self._read_problem: dict[Path, str] = {}
         self._this_episode: set[str] = set()
 
     # -- BaseManager hooks ---------------------------------------------------------------
@@ -151,45 +206,60 @@ class KnowledgeManager(LearningManager):
             self._update(turn)
 
     def knowledge_text(self) -> str:
-        """The current knowledgebase.md ("" if there is none yet), for the agent's system prompt.
+        """The game's knowledgebase.md ("" if there is none yet), for the helper and the agent.
 
         Read every turn, so a person's edits apply at once. If the file becomes unreadable
         mid-run (saved in another encoding, say), the last text read is kept and the problem
         is logged once, not every turn: the agent keeps what it knew.
         """
-        try:
-            text = self._read()
-        except ManagerFileError as exc:
-            if str(exc) != self._read_problem:
-                self._read_problem = str(exc)
-                self.logger.error(
-                    "%s Until then the agent keeps the knowledge base as last read.",
-                    exc,
-                    extra={"event_type": Event.KNOWLEDGE_READ_ERROR, "path": str(self.path), "error": str(exc)},
-                )
-            return self._last_good_text
-        self._read_problem = None
-        self._last_good_text = text
-        return text
+        return self._current(self.file)
+
+    def general_text(self) -> str:
+        """The general lessons about text adventures ("" if there are none yet), read as ``knowledge_text``."""
+        return self._current(self.general_file)
 
     def earlier_episodes_text(self) -> str:
-        """The knowledge base for the agent's system prompt: without the bullets this episode added,
-        within ``AGENT_KNOWLEDGE_CHARS`` (whole bullets, with a note of how many more the file holds)."""
-        text = self.knowledge_text()
+        """The knowledge for the agent's system prompt: the game's knowledge base within
+        ``AGENT_KNOWLEDGE_CHARS`` and the general lessons within ``AGENT_GENERAL_CHARS``, without
+        the bullets this episode added (whole bullets, with a note of how many more a file holds)."""
+        parts = [
+            self._for_agent(self.knowledge_text(), AGENT_KNOWLEDGE_CHARS, "the knowledge base"),
+            self._for_agent(self.general_text(), AGENT_GENERAL_CHARS, "the general lessons"),
+        ]
+        return "\n".join(part for part in parts if part)
+
+    def _for_agent(self, text: str, budget: int, where: str) -> str:
         if not text:
             return ""
         doc = KnowledgeDocument.parse(text)
         doc.remove_bullets(sorted(self._this_episode))
-        doc, left_out = doc.within(AGENT_KNOWLEDGE_CHARS)
+        doc, left_out = doc.within(budget)
         if not any(section.bullets() for section in doc.sections):
             return ""
-        more = f"\n({left_out} more lessons in the knowledge base are left out here for length.)" if left_out else ""
+        more = f"\n({left_out} more lessons in {where} are left out here for length.)" if left_out else ""
         return doc.render(drop_empty=True) + more
 
-    def _read(self) -> str:
+    def _current(self, file: LearningFile) -> str:
+        try:
+            text = self._read(file)
+        except ManagerFileError as exc:
+            if str(exc) != self._read_problem.get(file.path):
+                self._read_problem[file.path] = str(exc)
+                self.logger.error(
+                    "%s Until then the agent keeps the knowledge base as last read.",
+                    exc,
+                    extra={"event_type": Event.KNOWLEDGE_READ_ERROR, "path": str(file.path), "error": str(exc)},
+                )
+            return self._last_good[file.path]
+        self._read_problem.pop(file.path, None)
+        self._last_good[file.path] = text
+        return text
+
+    @staticmethod
+    def _read(file: LearningFile) -> str:
         """The file as the agent should read it: without empty sections or episode statistics,
         and "" when nothing is left but the title."""
-        text = self.file.read()
+        text = file.read()
         if not text.strip():
             return ""
         doc = KnowledgeDocument.parse(text)
@@ -238,33 +308,25 @@ class KnowledgeManager(LearningManager):
             ranked = sorted(events, key=lambda e: (not _KEEP_FIRST.intersection(e.kinds), -e.turn))
             events = sorted(ranked[:MAX_EVENTS_PER_UPDATE], key=lambda e: e.turn)
         prompt = (
-            f"Current knowledge base:\n{self.knowledge_text() or '(empty)'}\n\n"
+            f"This game's knowledge base:\n{self.knowledge_text() or '(empty)'}\n\n"
+            f"General lessons about text adventures:\n{self.general_text() or '(empty)'}\n\n"
             "Events since the last update:\n" + "\n".join(f"- {e.describe()}" for e in events)
         )
-        reply = self.llm.ask(SYSTEM_PROMPT, prompt, KnowledgeUpdate, turn)
+        reply = self.llm.ask(self.system_prompt, prompt, KnowledgeUpdate, turn)
         if reply is not None:
             self._write(turn, reply)
 
     def _write(self, turn: int, update: KnowledgeUpdate) -> None:
-        added = removed = 0
-
-        def merge(current: str) -> str:
-            nonlocal added, removed
-            # Merged into the file as it is now: another run may have added its own findings meanwhile.
-            doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty()
-            doc.without_episode_records()
-            removed = doc.remove_bullets(update.obsolete)
-            before = doc.bullet_keys()
-            for key, heading in SECTIONS.items():
-                added += doc.add_bullets(heading, getattr(update, key))
-            new_keys.update(doc.bullet_keys() - before)
-            return doc.render()
-
-        new_keys: set[str] = set()
-
-        if self.file.update(merge, turn=turn) is None:
+        """The update merged into the game's file and its general lessons into the general file;
+        a bullet quoted as obsolete goes from whichever holds it."""
+        game = self._merge(self.file, (self.title, FILE_PREAMBLE), SECTIONS.items(), update, turn)
+        general = self._merge(
+            self.general_file, (GENERAL_TITLE, GENERAL_PREAMBLE), [("general", GENERAL_HEADING)], update, turn
+        )
+        if game is None and general is None:
             return
-        self._this_episode |= new_keys
+        added = sum(counts[0] for counts in (game, general) if counts is not None)
+        removed = sum(counts[1] for counts in (game, general) if counts is not None)
         self.updates += 1
         self.logger.info(
             "Turn %d: knowledge base updated (+%d bullets, -%d obsolete)",
@@ -273,3 +335,40 @@ class KnowledgeManager(LearningManager):
             removed,
             extra={"event_type": Event.KNOWLEDGE_UPDATED, "turn": turn, "added": added, "removed": removed},
         )
+
+    def _merge(
+        self,
+        file: LearningFile,
+        header: tuple[str, str],
+        sections: Iterable[tuple[str, str]],
+        update: KnowledgeUpdate,
+        turn: int,
+    ) -> tuple[int, int] | None:
+        """The bullets of ``sections`` (the update's field, the file's heading) merged into ``file``,
+        and its obsolete bullets removed: (added, removed), or None when the file could not be
+        written (logged). ``header``: a new file's title and preamble."""
+        sections = list(sections)
+        obsolete = update.obsolete
+        if not obsolete and not any(getattr(update, key) for key, _ in sections):
+            return 0, 0  # nothing for this file: not even its title is written
+        added = removed = 0
+        new_keys: set[str] = set()
+
+        def merge(current: str) -> str:
+            nonlocal added, removed
+            # Merged into the file as it is now: another run may have added its own findings meanwhile.
+            doc = KnowledgeDocument.parse(current) if current.strip() else KnowledgeDocument.empty(*header)
+            doc.without_episode_records()
+            removed = doc.remove_bullets(obsolete)
+            before = doc.bullet_keys()
+            for key, heading in sections:
+                added += doc.add_bullets(heading, getattr(update, key))
+            if not current.strip() and not added:
+                return None  # no file yet and nothing to put in it
+            new_keys.update(doc.bullet_keys() - before)
+            return doc.render()
+
+        if file.update(merge, turn=turn) is None:
+            return None
+        self._this_episode |= new_keys
+        return added, removed

@@ -1,9 +1,12 @@
 """The files ZorkGPT learns into and shares between runs: one discipline for all of them.
 
 ``memories.md``, ``knowledgebase.md``, ``map_state.json`` (with ``map.mmd``) and
-``objectives.json`` live in the game workdir, which several runs may share (parallel
-episodes, two terminals) and a person may edit. Every write is one locked
-read-merge-write:
+``objectives.json`` live in a folder of each game's own in the game workdir
+(``<workdir>/zork2/``: ``LearningPaths``), so what one game taught is never shown while
+another is played. What carries across games is kept apart, at the workdir's top: the
+general lessons about playing text adventures (``general_knowledge.md``), which every
+game's agent reads. The workdir may be shared by several runs (parallel episodes, two
+terminals) and a person may edit its files. Every write is one locked read-merge-write:
 
 1. take the file's lock (``<file>.lock`` beside it), so two writers never interleave;
 2. read the file as it is *now*: another run, or a person, may have changed it since;
@@ -27,17 +30,20 @@ Reads need no lock: thanks to the rename a reader sees the old or the new file, 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
+from game_interface.games import ZORK1, Game
 from llm_client import LLMClient
-from managers.base_manager import BaseManager, read_manager_file
+from managers.base_manager import BaseManager, ManagerFileError, read_manager_file
 from managers.structured_llm import StructuredLLM
 from session.errors import LearningFileError
-from session.events import LearningFileProblem, learning_file_event
+from session.events import Event, LearningFileProblem, learning_file_event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
@@ -48,6 +54,92 @@ LOCK_TIMEOUT_SECONDS = 10.0
 # and far below what could fill a disk or a prompt by accident: one model reply cannot
 # make a file grow without bound.
 MAX_LEARNING_FILE_BYTES = 1_000_000
+MERMAID_FILE_NAME = "map.mmd"  # the map drawn for people, beside map_state.json
+# The lessons about text adventures in general, beside the games' folders: every game reads them.
+GENERAL_KNOWLEDGE_FILE = "general_knowledge.md"
+
+
+@dataclass(frozen=True)
+class LearningPaths:
+    """Where one game's learning files are: ``<workdir>/<game name>/``, and the general lessons
+    every game shares at ``<workdir>/general_knowledge.md``."""
+
+    folder: Path
+    map: Path
+    memories: Path
+    knowledge: Path
+    objectives: Path
+    general_knowledge: Path
+
+    @classmethod
+    def of(cls, config: GameConfiguration, game: Game) -> LearningPaths:
+        folder = config.workdir / game.name
+        files = config.files
+        return cls(
+            folder=folder,
+            map=folder / files.map_file,
+            memories=folder / files.memories_file,
+            knowledge=folder / files.knowledge_file,
+            objectives=folder / files.objectives_file,
+            general_knowledge=config.workdir / GENERAL_KNOWLEDGE_FILE,
+        )
+
+    def game_files(self) -> list[Path]:
+        """The game's own files, ``map.mmd`` beside its map included."""
+        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("folder", "general_knowledge")]
+        return [*named, self.map.with_name(MERMAID_FILE_NAME)]
+
+
+def move_earlier_zork1_files(paths: LearningPaths, game: Game, logger: logging.Logger) -> list[Path]:
+    """Zork I's files from before games had folders of their own, moved into its folder.
+
+    Until ZorkGPT played other games, the learning files sat at the workdir's top, and they were
+    all Zork I's: on Zork I's first run with folders they move into ``<workdir>/zork1/`` (once;
+    a file already in the folder is never replaced), so an existing user keeps what Zork I
+    taught, and no other game ever reads it. Returns the files moved."""
+    if game.name != ZORK1.name:
+        return []
+    moved: list[Path] = []
+    for new in paths.game_files():
+        old = paths.folder.parent / new.name
+        if not old.is_file():
+            continue
+        try:
+            new.parent.mkdir(exist_ok=True)
+        except FileExistsError:
+            pass  # a folder already; anything else in its place fails the link below, named
+        except OSError as exc:
+            raise _not_moved(old, new, exc, game) from exc
+        try:
+            # A hard link then an unlink, not a rename: a rename would replace a file another run
+            # has written into the folder meanwhile; the link refuses to.
+            os.link(old, new)
+        except FileExistsError:
+            continue  # the folder has its own already: the old file stays for its owner to look at
+        except FileNotFoundError:
+            continue  # a run starting beside this one moved it first
+        except OSError as exc:
+            raise _not_moved(old, new, exc, game) from exc
+        old.unlink(missing_ok=True)
+        moved.append(new)
+        logger.info(
+            "Moved %s into %s: each game keeps its learning files in a folder of its own",
+            old,
+            new.parent,
+            extra={"event_type": Event.LEARNING_FILE_MOVED, "path": str(new), "moved_from": str(old)},
+        )
+    return moved
+
+
+def _not_moved(old: Path, new: Path, error: OSError, game: Game) -> ManagerFileError:
+    """The run stops rather than play on without the file: the game would start over from nothing
+    while what it learned sits beside its folder."""
+    return ManagerFileError(
+        old,
+        f"could not be moved into {new.parent} ({error.strerror or error})",
+        f"move it there yourself (each game keeps its learning files in a folder of its own, and these were "
+        f"{game.title}'s), or make {new.parent} a folder this user can write",
+    )
 
 
 class LearningFile:

@@ -1,12 +1,13 @@
 """MapManager: keeps the persisted MapGraph in step with the game, turn by turn.
 
-The map carries across episodes (Zork's geography never changes), so it is loaded from
-``config.workdir / config.files.map_file`` and saved atomically on every turn that
+A game's map carries across its episodes (the game's geography never changes), so it is
+loaded from the game's folder (``LearningPaths.map``: ``<workdir>/<game>/map_state.json``; one
+game's map is never another's) and saved atomically on every turn that
 changed it — a killed run loses at most the turn in flight. Each save also writes the
 map as a Mermaid flowchart, ``map.mmd`` beside the JSON, for people to look at (any
 Mermaid viewer, or a Markdown preview that renders Mermaid); it is never read back.
 
-Runs sharing the workdir share the map. So a save does not write this run's graph over
+Runs of one game sharing the workdir share the map. So a save does not write this run's graph over
 the file: every change since the last save is kept as the graph operation that made it
 (a visit, a move, a failed move, the engine's exits) and replayed, under the file's lock,
 onto the map as it is on disk. The result, every run's rooms and exits, is written and
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from managers.base_manager import BaseManager
-from managers.learning_file import LearningFile
+from managers.learning_file import MERMAID_FILE_NAME, LearningFile
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
@@ -40,7 +41,6 @@ from shared_utils.files import json_text
 from world.map_graph import MapGraph, PlayerWays, normalize_direction
 from world.named_ways import named_ways
 
-MERMAID_FILE_NAME = "map.mmd"
 # The game's words for a room with no light of its own and none carried ("It is pitch black. You are
 # likely to be eaten by a grue.", "It is now pitch black.").
 _PITCH_BLACK = re.compile(r"\bpitch black\b", re.IGNORECASE)

@@ -19,8 +19,9 @@ The model answers "done in" or "led to", never a room's number: at the "seen" fa
 told none. An answer naming no room, or where a turn that led nowhere led, files the lesson where
 the command was given.
 
-Memories carry into later episodes, and the model is told so: a lasting lesson (how a puzzle
-works, what kills) is kept for every game; this game's state (where an item was left, what
+Memories carry into later episodes of the same game (each game keeps its own file), and the
+model is told so: a lasting lesson (how a puzzle works, what kills) is kept for every
+playthrough; this game's state (where an item was left, what
 was already taken) is marked "this game" and shown only in the episode that wrote it.
 
 Each memory has a status: ``active`` (trusted), ``tentative`` (seen once, unconfirmed) or
@@ -80,7 +81,8 @@ class MemoryDecision(BaseModel):
     )
     lasting: bool | None = Field(
         default=None,
-        description="true for a lesson that holds in every game; false for the state of this game only",
+        description="true for a lesson that holds in every playthrough of this game; false for this "
+        "playthrough's state only",
     )
 
 
@@ -97,7 +99,7 @@ class PendingEvent:
     strong: bool
 
 
-# "moved from Living Room to trophy case": the places a change names after these words.
+# "moved from Living Room to trophy case" (Zork I's words): the places a change names after these words.
 _PLACE = re.compile(r"\b(?:from|to|into|in|on|onto) (?:the )?(?P<place>[a-z][a-z -]*?)(?=$| to | from |;|,)")
 
 
@@ -153,7 +155,7 @@ def _phrase(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-SYSTEM_PROMPT = """You maintain location memories for an agent playing Zork I.
+SYSTEM_PROMPT = """You maintain location memories for an agent playing a text adventure.
 You get a batch of recent turns (action, the game's response, what changed) and the memories already stored for the
 rooms involved. Decide what a future player standing in that room should know: dangers, puzzle steps and their
 solutions (what changed in the world and the exact command that changed it), where items are and what they do, exits
@@ -161,11 +163,11 @@ that are blocked or lead somewhere surprising, actions the game refused and why.
 things already remembered. Most turns deserve no memory. Refer to a turn by its number.
 Each turn lists the rooms it involved: where the command was done and, for a move, where it led. Set "room" to the
 room the lesson belongs to: where a player must be to use it. A danger met on arriving belongs where the move
-"led to"; what a command does (praying teleports you, a chimney is too narrow to climb with a load) belongs where it
-was "done in".
-Memories carry into later episodes, where the game starts afresh. Set "lasting" true for a lesson that holds in every
-game (how a puzzle works, what kills, where an item starts); set it false for this game's state (where you left
-something, what you already took or opened), which is kept for this episode only.
+"led to"; what a command does (a spoken word carries you elsewhere, a passage is too narrow to climb with a load)
+belongs where it was "done in".
+Memories carry into later episodes of this same game, where it starts afresh. Set "lasting" true for a lesson that
+holds in every playthrough (how a puzzle works, what kills, where an item starts); set it false for this playthrough's
+state (where you left something, what you already took or opened), which is kept for this episode only.
 Use status "tentative" when a single observation could be misleading. If a new memory replaces or disproves stored
 memories, list their ids in "supersedes"; to retire a wrong memory without a replacement, use remember=false with
 "supersedes". Reply with JSON only."""

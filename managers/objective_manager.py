@@ -9,7 +9,7 @@ turn. A step is one of:
 
 - ``reach_room``: the player is in the named room;
 - ``hold_item``: the player carries the item;
-- ``item_in_container``: the item is inside the container (a treasure in the trophy case);
+- ``item_in_container``: the item is inside the container (Zork I's treasures in its trophy case);
 - ``score_at_least``: the score has reached N;
 - ``object_state``: an object is open, closed, on or off (a window, a lamp);
 - ``free``: anything else, in words; the review call judges it from recent play.
@@ -208,17 +208,18 @@ def _near_duplicate(a: Objective, b: Objective) -> bool:
     return len(wa & wb) / len(wa | wb) >= DUPLICATE_WORD_OVERLAP
 
 
-SYSTEM_PROMPT = """You manage the objectives of an agent playing Zork I (maximum score 350).
+SYSTEM_PROMPT = """You manage the objectives of an agent playing a text adventure. {briefing}
 Given the current situation, recent turns and the active objectives (with which of their steps hold now):
 1. completed_ids: active objectives whose free steps (criteria in words) the recent play shows are done. Steps the
    game can check (rooms, items, containers, score, open/on) are checked by the game itself; do not list those.
 2. dropped_ids: active objectives that are impossible, obsolete, or overlap another (drop the overlapping ones and
    keep or add one that covers them); when more are active than the limit, drop until at most the limit remain.
    Only ids from the active list are valid.
-3. new_objectives: at most 3 concrete goals the recent play suggests (treasures to collect, obstacles to pass, places
-   to explore, items to fetch) that are not already listed. For each give done_when: one or more steps, all of which
+3. new_objectives: at most 3 concrete goals the recent play suggests (what the game rewards, obstacles to pass, places
+   to explore, items to fetch) that are not already listed; take them from what the game has shown, not from other
+   games. For each give done_when: one or more steps, all of which
    must hold at once when it is done. Step kinds: reach_room (target = room name), hold_item (target = item),
-   item_in_container (target = item, container = e.g. "trophy case"), score_at_least (score = N), object_state
+   item_in_container (target = item, container = the container), score_at_least (score = N), object_state
    (target = object, state = open/closed/on/off), or free (criterion = how to tell, in words; target = what it is
    about, if anything). Name rooms and objects as the game does.
 Reply with JSON only."""
@@ -248,6 +249,7 @@ class ObjectiveManager(LearningManager):
         redactor: Redactor,
     ) -> None:
         self.game = game  # the engine the steps are checked against; set before the base resets the episode
+        self.system_prompt = SYSTEM_PROMPT.replace("{briefing}", game.game.briefing)
         # Fair play "seen": the rooms where the player last saw any of the objects named (the episode's
         # "Still in view" keeps them), so a route leads only where the player saw the thing. None: no routes.
         self.last_seen_in: Callable[[set[str]], set[int]] | None = None
@@ -614,7 +616,7 @@ class ObjectiveManager(LearningManager):
         ambiguous, self.ambiguous = self.ambiguous, []
         revisit, self.revisit = self.revisit, []
         prompt = self._review_prompt(ambiguous, revisit)
-        reply = self.llm.ask(SYSTEM_PROMPT, prompt, ObjectiveReview, turn)
+        reply = self.llm.ask(self.system_prompt, prompt, ObjectiveReview, turn)
         if reply is None:
             return False
         problems = self._review_problems(reply)
@@ -626,7 +628,7 @@ class ObjectiveManager(LearningManager):
                 extra={"event_type": Event.OBJECTIVE_REVIEW_REJECTED, "turn": turn, "problems": problems},
             )
             retry = f"{prompt}\n\nYour previous answer was rejected:\n" + "\n".join(f"- {p}" for p in problems)
-            reply = self.llm.ask(SYSTEM_PROMPT, retry + "\nAnswer again.", ObjectiveReview, turn)
+            reply = self.llm.ask(self.system_prompt, retry + "\nAnswer again.", ObjectiveReview, turn)
             if reply is None:
                 return False
         return self._apply_review(reply, turn)

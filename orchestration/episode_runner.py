@@ -26,6 +26,7 @@ from managers.episode_synthesizer import EpisodeSynthesizer
 from managers.extractor_manager import ExtractedInfo, ExtractorManager, describe_world_changes
 from managers.in_view import InViewManager
 from managers.knowledge_manager import KnowledgeManager
+from managers.learning_file import LearningPaths, move_earlier_zork1_files
 from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
@@ -184,23 +185,39 @@ class EpisodeRunner:
 
     def _initialize_managers(self) -> None:
         cfg, log, state, clients = self.config, self.logger, self.game_state, self.clients
+        # Each game learns into a folder of its own; the general lessons are every game's.
+        learning = LearningPaths.of(cfg, self.game.game)
+        move_earlier_zork1_files(learning, self.game.game, log)
         self.extractor = ExtractorManager(cfg, log, state, self.game, clients["extractor"])
         self.critic = CriticManager(cfg, log, state, self.game, clients["critic"])
-        self.map = MapManager(cfg, log, state, redactor=self.redactor)
+        self.map = MapManager(cfg, log, state, learning.map, redactor=self.redactor)
         self.critic.critic.player_ways = self.map.player_ways  # the engine check cites only the player's evidence
         memory_client = clients["memory"]
         self.memory = (
-            MemoryManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.memory.enabled else None
+            MemoryManager(cfg, log, state, memory_client, learning.memories, redactor=self.redactor)
+            if cfg.memory.enabled
+            else None
         )
         self.objectives = (
-            ObjectiveManager(cfg, log, state, memory_client, self.game, redactor=self.redactor)
+            ObjectiveManager(cfg, log, state, memory_client, self.game, learning.objectives, redactor=self.redactor)
             if cfg.objectives.enabled
             else None
         )
         if self.objectives is not None:
             self.map.route_targets = self.objectives.target_rooms  # routes to where the objectives lead
         self.knowledge = (
-            KnowledgeManager(cfg, log, state, memory_client, redactor=self.redactor) if cfg.knowledge.enabled else None
+            KnowledgeManager(
+                cfg,
+                log,
+                state,
+                memory_client,
+                learning.knowledge,
+                redactor=self.redactor,
+                general_path=learning.general_knowledge,
+                game=self.game.game,
+            )
+            if cfg.knowledge.enabled
+            else None
         )
         self.synthesizer = EpisodeSynthesizer(
             cfg, log, state, self.episode_dir, usage_source=self._usage_report, wall_clock=self.wall_seconds
@@ -241,6 +258,7 @@ class EpisodeRunner:
             langfuse_client=self.langfuse_client,
             knowledge_text=self.knowledge.earlier_episodes_text() if self.knowledge else "",
             read_commands=self.game.commands_in,
+            game=self.game.game,
         )
 
     # -- episode -----------------------------------------------------------------------

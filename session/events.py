@@ -68,6 +68,7 @@ class Event(StrEnum):
     MEMORY_FILE_LINE_SKIPPED = "memory_file_line_skipped"  # a line of the memory file that could not be read
     KNOWLEDGE_UPDATED = "knowledge_updated"  # points added to and removed from the knowledge base
     KNOWLEDGE_READ_ERROR = "knowledge_read_error"  # the knowledge base could not be read again
+    LEARNING_FILE_MOVED = "learning_file_moved"  # a learning file from before games had folders, moved into its game's
     OBJECTIVE_ADDED = "objective_added"  # a new objective
     OBJECTIVE_MERGED = "objective_merged"  # a proposed objective that repeats one already held
     OBJECTIVE_REFUSED = "objective_refused"  # a proposed objective whose steps do not fit the game

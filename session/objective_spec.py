@@ -25,7 +25,7 @@ class CompletionStep(BaseModel):
         description="The room (reach_room), item (hold_item, item_in_container) or object (object_state) by the "
         "game's name for it; for free, the object it is about or ''",
     )
-    container: str = Field(default="", description="item_in_container: the container, e.g. 'trophy case'; else ''")
+    container: str = Field(default="", description="item_in_container: the container, as the game names it; else ''")
     state: ObjectState | None = Field(default=None, description="object_state: open, closed, on or off; else null")
     score: int | None = Field(default=None, description="score_at_least: the score to reach; else null")
     criterion: str = Field(default="", description="free: how to tell it is done, in words; else ''")

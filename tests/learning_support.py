@@ -14,6 +14,8 @@ from tests.scripted_llm import completion
 
 REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
 LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."
+# A lesson about text adventures in general, which every game's agent reads.
+GENERAL = "Examine what a room's description names: the way on often hides in it."
 OBJECTIVE = "Take the jewel-encrusted egg to the trophy case in the Living Room."
 # How the memory manager's batch prompt names each turn and its rooms: "Turn 3 in Kitchen: > west" then
 # "  Rooms: done in Kitchen, led to Living Room" (at the engine level each room with its number, "Kitchen (room 12)").
@@ -26,7 +28,7 @@ class LearningModel(WalkthroughModel):
     - ``MemoryBatchReply``: remember ``REMEMBERED`` for the batch's first turn, filed where
       the turn led (so, in the walkthrough's first batch, under North of House, where the first
       move led);
-    - ``KnowledgeUpdate``: ``LEARNED`` as a puzzle solution;
+    - ``KnowledgeUpdate``: ``LEARNED`` as a puzzle solution, ``GENERAL`` as a general lesson;
     - ``ObjectiveReview``: ``OBJECTIVE`` as a new objective.
 
     Other structured requests (the extractor's) get the minimal answer; ``calls`` counts
@@ -64,7 +66,8 @@ class LearningModel(WalkthroughModel):
             )
         if name == "KnowledgeUpdate":
             sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
-            return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [LEARNED]}))
+            lessons = {"puzzle_solutions": [LEARNED], "general": [GENERAL]}
+            return completion(json.dumps({key: [] for key in sections} | lessons))
         if name == "ObjectiveReview":
             steps = [{"kind": "item_in_container", "target": "egg", "container": "trophy case"}]
             found = {"text": OBJECTIVE, "priority": "high", "done_when": steps}

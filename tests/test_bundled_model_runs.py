@@ -50,7 +50,7 @@ class DemoModel:
             self.agent_calls += 1
             return agent_reply(command)
         if "puzzle_solutions" in fields:
-            sections = ("deaths", "dangers", "item_uses", "insights", "obsolete")
+            sections = ("deaths", "dangers", "item_uses", "insights", "general", "obsolete")
             return completion(json.dumps({key: [] for key in sections} | {"puzzle_solutions": [DEMO_LESSON]}))
         return completion(json.dumps(minimal_instance(schema)))
 
@@ -69,9 +69,9 @@ def test_a_bundled_model_games_lessons_never_reach_the_next_providers_requests(
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert {body["model"] for body in llm_server.bodies} == {EMBEDDED_MODEL}
     demo_dir = workdir / EMBEDDED_WORKDIR
-    assert DEMO_LESSON in (demo_dir / "knowledgebase.md").read_text(encoding="utf-8"), "the demo learned its lesson"
+    assert DEMO_LESSON in (demo_dir / "zork1" / "knowledgebase.md").read_text(encoding="utf-8"), "it learned its lesson"
     assert len(list(episodes_dir(demo_dir).iterdir())) == 1, "the demo's episode is in its own folder"
-    assert not (workdir / "knowledgebase.md").exists() and not episodes_dir(workdir).exists()
+    assert not (workdir / "zork1").exists() and not episodes_dir(workdir).exists()
 
     asked_before = len(llm_server.bodies)
     llm_server.respond_with(DemoModel(walkthrough(game_file)))

@@ -373,6 +373,8 @@ def test_the_critics_request_shows_the_exits_the_agent_was_shown_not_the_probes(
         ("put egg in case", "Living Room", None, None),
         ("turn off lamp", "Taken.", None, "it puts out a light"),
         ("eat lunch", "Opened.", None, "it cannot be undone"),
+        # What one game alone makes costly is no risk class: Zork I's altar carries a praying player off.
+        ("pray", "Altar", None, None),
     ],
 )
 def test_what_is_risky_enough_for_the_critic_model(
@@ -397,6 +399,9 @@ def test_the_critic_model_is_asked_only_about_risky_actions_unless_set_to_always
     verdict = critic.evaluate("jump", state, "Maybe something happens.")
     assert verdict.source == "llm" and len(llm_server.requests) == 1
     assert "Why this action is checked: it cannot be undone." in json.dumps(llm_server.bodies[0]["messages"])
+    # Told which game it judges, from the game itself: its instructions are for text adventures in general.
+    system = json.dumps(llm_server.bodies[0]["messages"][0])
+    assert "The game is Zork I. Its score goes up to 350" in system and "a text adventure" in system
 
     always_config = make_config(llm_server.base_url, gameplay={"enable_critic": True, "critic_when": "always"})
     always = make_critic(always_config, game, llm_server)

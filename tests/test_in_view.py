@@ -166,7 +166,7 @@ def test_the_load_is_named_before_the_game_refuses_it(make_config: ConfigFactory
     many = [*few, "knife", "garlic", "bottle", "egg"][:LOAD_NOTE_ITEMS]
     at(state, GALLERY, 41, [], many)
     manager.process_turn(turn(41, "take egg", "Taken.", room=GALLERY))
-    assert f"- You carry {LOAD_NOTE_ITEMS} things: the game refuses a load that grows too heavy" in (
+    assert f"- You carry {LOAD_NOTE_ITEMS} things: text adventures often refuse a load that grows too heavy" in (
         manager.context_section() or ""
     )
     manager.process_turn(turn(42, "take painting", "Your load is too heavy.", room=GALLERY))

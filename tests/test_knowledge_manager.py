@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from game_interface.games import ZORK1, ZORK2, Game
 from managers.base_manager import ManagerFileError
-from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
+from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, GENERAL_HEADING, KnowledgeManager
+from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningPaths
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.manager_support import (
@@ -35,7 +38,7 @@ TROLL = (13, "The Troll Room")
 
 
 def update(**sections: list[str]) -> dict[str, Any]:
-    keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+    keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "general", "obsolete")
     return json_reply({key: sections.get(key, []) for key in keys})
 
 
@@ -133,7 +136,7 @@ def test_periodic_update_sends_turn_events_and_merges_sections(llm_server: Scrip
     assert body["model"] == MEMORY_MODEL and body["temperature"] == 0.1
     assert schema_name(body) == "KnowledgeUpdate"
     prompt = user_text(body)
-    assert "Current knowledge base:\n(empty)" in prompt
+    assert "This game's knowledge base:\n(empty)" in prompt
     assert "turn 1 [item_taken] in West of House: > take sword -> gained sword | Nothing happens." in prompt
     assert "turn 2 [danger] in The Troll Room" in prompt
     assert "turn 3 [score] in West of House: > turn bolt with wrench -> score +10 | The sluice gates open." in prompt
@@ -239,7 +242,7 @@ from tests.manager_support import json_reply, make_client, make_config, turn
 from tests.scripted_llm import ScriptedLLMServer
 from session.redaction import Redactor
 
-keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "obsolete")
+keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "general", "obsolete")
 server = ScriptedLLMServer().start()
 lessons = lambda body, i: json_reply({k: [f"{k} lesson {i}-{j} " + "y" * 200 for j in range(3)] for k in keys})
 server.respond_with(lessons)
@@ -377,3 +380,68 @@ def test_the_agent_reads_only_earlier_episodes_lessons_within_the_budget(
     following, later_state, _ = make_manager(llm_server, tmp_path, episode="ep-2")
     following.reset_episode(later_state)
     assert "The troll's axe wounds you" in following.knowledge_text()
+
+
+def game_manager(
+    server: ScriptedLLMServer, tmp_path: Path, game: Game, **knowledge: Any
+) -> tuple[KnowledgeManager, GameState]:
+    """A manager learning into ``game``'s own folder, as the episode runner builds it."""
+    config = make_config(server, tmp_path, knowledge=knowledge)
+    paths = LearningPaths.of(config, game)
+    state = GameState(episode_id=f"{game.name}-ep", current_room_id=1, current_room_name="Start")
+    client = make_client(config, server)
+    manager = KnowledgeManager(
+        config,
+        capture_logger().logger,
+        state,
+        client,
+        paths.knowledge,
+        redactor=Redactor(),
+        general_path=paths.general_knowledge,
+        game=game,
+    )
+    return manager, state
+
+
+GAME_LESSON = "Turning the bolt with the wrench at the dam scores 10."
+GENERAL_LESSON = "Examine what a room's description names: the way on often hides in it."
+
+
+def test_a_general_lesson_is_kept_apart_and_every_game_reads_it(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    zork1, _ = game_manager(llm_server, tmp_path, ZORK1, update_interval_turns=1)
+    llm_server.script(update(puzzle_solutions=[GAME_LESSON], general=[GENERAL_LESSON]))
+    zork1.process_turn(turn(1, "turn bolt with wrench", score=(0, 10), response="The sluice gates open."))
+    folder = tmp_path / "game_files"
+    assert GAME_LESSON in (folder / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+    assert GENERAL_LESSON not in (folder / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+    general = (folder / GENERAL_KNOWLEDGE_FILE).read_text(encoding="utf-8")
+    assert KnowledgeDocument.parse(general).section(GENERAL_HEADING).bullets() == [GENERAL_LESSON]
+    # The knowledge model is told which game it learns from, and sorts the lessons of the two kinds.
+    system = llm_server.bodies[0]["messages"][0]["content"]
+    assert ZORK1.briefing in json.dumps(system) and '\\"general\\"' in json.dumps(system)
+
+    # Zork II's agent gets the general lesson, never Zork I's; Zork I's next episode gets both.
+    zork2, _ = game_manager(llm_server, tmp_path, ZORK2, update_interval_turns=1)
+    assert GENERAL_LESSON in zork2.earlier_episodes_text() and GAME_LESSON not in zork2.earlier_episodes_text()
+    again, _ = game_manager(llm_server, tmp_path, ZORK1)
+    assert GENERAL_LESSON in again.earlier_episodes_text() and GAME_LESSON in again.earlier_episodes_text()
+    # The helper of each game sees the general lessons beside its own, to repeat neither.
+    llm_server.script(update(obsolete=[GENERAL_LESSON]))
+    zork2.process_turn(turn(1, "take lamp", inv=([], ["lamp"])))
+    prompt = user_text(llm_server.bodies[-1])
+    assert "General lessons about text adventures:\n" in prompt and GENERAL_LESSON in prompt
+    assert GAME_LESSON not in prompt
+    # A general lesson proven wrong in one game is gone for all.
+    assert GENERAL_LESSON not in again.earlier_episodes_text()
+
+
+def test_without_general_lessons_no_general_file_is_written(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    manager, _ = game_manager(llm_server, tmp_path, ZORK2, update_interval_turns=1)
+    llm_server.script(update(dangers=["A dragon guards the Dragon Room."]))
+    manager.process_turn(turn(1, "north", response="The dragon breathes fire at you."))
+    assert (
+        (tmp_path / "game_files" / "zork2" / "knowledgebase.md")
+        .read_text(encoding="utf-8")
+        .startswith("# Zork II knowledge base\n")
+    )
+    assert not (tmp_path / "game_files" / GENERAL_KNOWLEDGE_FILE).exists()

@@ -1,11 +1,17 @@
 """Issue 4 end to end: every manager on (default config), a full walkthrough, cost per turn,
-and what carries into the next episode."""
+and what carries into the next episode; and what carries into another game (only the general
+lessons) with real files and real Zork I and Zork II."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from game_interface.games import ZORK2
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
@@ -13,21 +19,28 @@ from session.game_state import GameState
 from session.redaction import Redactor
 from tests.config_support import scripted_config
 from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.learning_support import LEARNED, REMEMBERED, LearningModel
-from tests.scripted_llm import ScriptedLLMServer
+from tests.learning_support import GENERAL, LEARNED, REMEMBERED, LearningModel
+from tests.main_support import REPO, run_main, scripted_env
+from tests.manager_support import schema_name
+from tests.scripted_llm import ScriptedLLMServer, completion
 
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 
 
-def default_config(tmp_path: Path, base_url: str, game_file: Path) -> GameConfiguration:
+def default_config(
+    tmp_path: Path, base_url: str, game_file: Path, game: str | None = None, **sections: dict[str, Any]
+) -> GameConfiguration:
     """The product's defaults (every learning manager on, LLM critic off) with only what a test
-    must set: the scripted endpoint and models, the story file, fast retries, tmp_path files."""
+    must set: the scripted endpoint and models, the story file, fast retries, tmp_path files.
+    ``game``: another game than ``game_file``'s, whose story file lies beside it; ``sections``
+    override more."""
     return scripted_config(
         tmp_path,
         base_url,
         environ={"OPENROUTER_API_KEY": "test-key-123456"},
         retry={"max_retries": 1, "request_timeout": 10.0},
-        files={"game_file": str(game_file)},
+        files={"game_file": str(game_file), **({"game": game} if game else {})},
+        **sections,
     )
 
 
@@ -83,13 +96,17 @@ def test_knowledge_and_memories_reach_the_next_episode(
     config = default_config(tmp_path, llm_server.base_url, game_file)
     workdir = tmp_path / "game_files"
     workdir.mkdir(parents=True)
+    # Where the knowledge base was before each game had a folder of its own: it was Zork I's.
     (workdir / config.files.knowledge_file).write_text(f"# Zork knowledge\n\n## Dangers\n- {HAND_WRITTEN}\n")
 
     # N, N, U, Get egg: a first visit to North of House (a memory, filed there) and 5 points (knowledge).
     _, first = play(config, "ep1", 4)
     assert first.score == 5
     assert model.calls["MemoryBatchReply"] >= 1 and model.calls["KnowledgeUpdate"] >= 1
-    assert REMEMBERED in (workdir / config.files.memories_file).read_text(encoding="utf-8")
+    zork1 = workdir / "zork1"
+    assert not (workdir / config.files.knowledge_file).exists(), "the earlier file moved into Zork I's folder"
+    assert HAND_WRITTEN in (zork1 / config.files.knowledge_file).read_text(encoding="utf-8")
+    assert REMEMBERED in (zork1 / config.files.memories_file).read_text(encoding="utf-8")
 
     bodies_before = len(llm_server.bodies)
     model.agent_calls = 0  # episode 2 plays the walkthrough from its start: N, N
@@ -102,4 +119,90 @@ def test_knowledge_and_memories_reach_the_next_episode(
     assert REMEMBERED not in json.dumps(agent_bodies[0]["messages"])
     at_north = [b for b in agent_bodies if "Location: North of House" in json.dumps(b["messages"])]
     assert at_north and REMEMBERED in json.dumps(at_north[0]["messages"])
-    assert (workdir / config.files.map_file).is_file()
+    assert (zork1 / config.files.map_file).is_file()
+
+
+# What only Zork I shows: its title, its treasures' case, its mailbox; "Zork I" not followed by another "I".
+ZORK1_WORDS = re.compile(r"\bZork I\b(?!I)|trophy|treasure|mailbox", re.IGNORECASE)
+
+
+def text_of(content: str | list[dict[str, Any]]) -> str:
+    """A message's text, whether sent as a string or as parts (with a provider's caching markers)."""
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+class ApprovingLearningModel(LearningModel):
+    """``LearningModel`` whose critic approves every proposal, so each turn plays the next command."""
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if body.get("response_format") and schema_name(body) == "CriticResponse":
+            return completion(json.dumps({"score": 0.5, "justification": "Worth a try."}))
+        return super().__call__(body, index)
+
+
+def test_another_game_sees_none_of_zork1s_lessons_and_every_game_the_general_ones(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+) -> None:
+    """Zork I teaches a lesson about itself and one about text adventures; Zork II, played next by
+    main.py in the same workdir, is told the general one and nothing of Zork I, in its agent's and
+    its helpers' instructions alike; Zork I, played again, still has both."""
+    zork2_file = game_file.parent / "zork2.z5"
+    if not zork2_file.is_file():
+        pytest.skip(f"no Zork II story file beside {game_file}")
+    model = ApprovingLearningModel(walkthrough(game_file))
+    llm_server.respond_with(model)
+    workdir = tmp_path / "game_files"
+    zork1_config = default_config(tmp_path, llm_server.base_url, game_file)
+    play(zork1_config, "zork1-ep", 4)
+    assert LEARNED in (workdir / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+    assert GENERAL in (workdir / "general_knowledge.md").read_text(encoding="utf-8")
+    assert GENERAL not in (workdir / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
+
+    before = len(llm_server.bodies)
+    model.commands, model.agent_calls = walkthrough(zork2_file), 0
+    # Every helper asked every turn, and the critic model about every proposal: each one's instructions are read.
+    every_turn = {
+        "ZORKGPT_FILES_GAME_WORKDIR": str(workdir),
+        "ZORKGPT_MEMORY_MIN_TURNS_BETWEEN_CALLS": "1",
+        "ZORKGPT_KNOWLEDGE_UPDATE_INTERVAL_TURNS": "1",
+        "ZORKGPT_OBJECTIVES_DISCOVERY_INTERVAL_TURNS": "1",
+        "ZORKGPT_GAMEPLAY_ENABLE_CRITIC": "true",
+        "ZORKGPT_GAMEPLAY_CRITIC_WHEN": "always",
+    }
+    # Its own process, as a user plays another game: a run plays one game.
+    proc = run_main(
+        ["--game", "zork2", "--max-turns", "3", "--config", str(REPO / "pyproject.toml")],
+        scripted_env(llm_server, tmp_path, game_file, **every_turn),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bodies = llm_server.bodies[before:]
+    asked = {schema_name(b) for b in bodies if b.get("response_format")} - {"AgentResponse"}
+    assert {"KnowledgeUpdate", "ObjectiveReview", "CriticResponse", "MemoryBatchReply"} <= asked, asked
+    agent = [b for b in bodies if b["model"] == AGENT_MODEL]
+    assert "Inside the Barrow" in json.dumps(agent[0]["messages"])  # Zork II's first room
+    system = text_of(agent[0]["messages"][0]["content"])
+    assert "The game is Zork II. Its score goes up to 400" in system
+    assert GENERAL in system
+    assert LEARNED not in system and HAND_WRITTEN not in system
+    # No instruction to any model of this game names Zork I or what only Zork I has: treasures come
+    # only from Zork II's own briefing (its score counts them too).
+    instructions = [
+        text_of(message["content"]).replace(ZORK2.briefing, "")
+        for body in bodies
+        for message in body["messages"]
+        if message["role"] == "system"
+    ]
+    leaks = [found.group(0) for text in instructions if (found := ZORK1_WORDS.search(text))]
+    assert instructions and not leaks, leaks
+    # What Zork II learns stays in its own folder: Zork I's files are as Zork I left them.
+    assert "Inside the Barrow" in (workdir / "zork2" / "map_state.json").read_text(encoding="utf-8")
+    assert "Inside the Barrow" not in (workdir / "zork1" / "map_state.json").read_text(encoding="utf-8")
+    assert LEARNED in (workdir / "zork2" / "knowledgebase.md").read_text(encoding="utf-8")  # the script's lesson
+
+    before = len(llm_server.bodies)
+    model.commands, model.agent_calls = walkthrough(game_file), 0
+    play(zork1_config, "zork1-again", 1)
+    system = text_of(next(b for b in llm_server.bodies[before:] if b["model"] == AGENT_MODEL)["messages"][0]["content"])
+    assert LEARNED in system and GENERAL in system and "The game is Zork I." in system

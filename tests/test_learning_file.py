@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
+from game_interface.games import ZORK1, ZORK2
+from managers.base_manager import ManagerFileError
 from managers.knowledge_manager import KnowledgeManager
-from managers.learning_file import LearningFile
+from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile, LearningPaths, move_earlier_zork1_files
 from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
@@ -69,7 +71,7 @@ class LearningReplies:
             ]
             return json_reply({"decisions": decisions})
         if name == "KnowledgeUpdate":
-            sections = {key: [] for key in ("deaths", "dangers", "puzzle_solutions", "insights", "obsolete")}
+            sections = {key: [] for key in ("deaths", "dangers", "puzzle_solutions", "insights", "general", "obsolete")}
             return json_reply(sections | {"item_uses": [f"{lesson_text(self.run, index)} {self.secret}".strip()]})
         if name == "ObjectiveReview":
             found = {
@@ -425,3 +427,64 @@ def test_the_file_and_its_companions_are_written_redacted(tmp_path: Path) -> Non
     written = learning.update(lambda current: f"room {secret}\n", companions=lambda text: {companion: f"{secret}\n"})
     assert written == "room [REDACTED]\n" == path.read_text(encoding="utf-8")
     assert companion.read_text(encoding="utf-8") == "[REDACTED]\n"
+
+
+def _workdir_config(tmp_path: Path) -> GameConfiguration:
+    return GameConfiguration.from_mapping(
+        {"files": {"game_workdir": str(tmp_path / "game_files")}}, base_dir=tmp_path, environ={}
+    )
+
+
+def test_each_game_learns_in_a_folder_of_its_own_and_the_general_lessons_are_every_games(tmp_path: Path) -> None:
+    config = _workdir_config(tmp_path)
+    zork1, zork2 = LearningPaths.of(config, ZORK1), LearningPaths.of(config, ZORK2)
+    workdir = tmp_path / "game_files"
+    assert zork1.folder == workdir / "zork1" and zork2.folder == workdir / "zork2"
+    assert zork1.knowledge == workdir / "zork1" / "knowledgebase.md"
+    assert zork2.map == workdir / "zork2" / "map_state.json"
+    assert zork1.general_knowledge == zork2.general_knowledge == workdir / GENERAL_KNOWLEDGE_FILE
+    assert not set(zork1.game_files()) & set(zork2.game_files())
+
+
+def test_zork1_files_from_before_games_had_folders_move_into_zork1s_once(tmp_path: Path) -> None:
+    config = _workdir_config(tmp_path)
+    workdir = tmp_path / "game_files"
+    workdir.mkdir()
+    earlier = {
+        name: f"Zork I's {name}\n"
+        for name in ("memories.md", "knowledgebase.md", "map_state.json", "map.mmd", "objectives.json")
+    }
+    for name, text in earlier.items():
+        (workdir / name).write_text(text, encoding="utf-8")
+    log = capture_logger()
+
+    # Another game never takes them: they were Zork I's.
+    assert move_earlier_zork1_files(LearningPaths.of(config, ZORK2), ZORK2, log.logger) == []
+    assert sorted(p.name for p in workdir.iterdir()) == sorted(earlier)
+
+    paths = LearningPaths.of(config, ZORK1)
+    (paths.folder).mkdir()
+    paths.knowledge.write_text("Zork I's own knowledge, written since\n", encoding="utf-8")
+    moved = move_earlier_zork1_files(paths, ZORK1, log.logger)
+    assert sorted(p.name for p in moved) == sorted(set(earlier) - {"knowledgebase.md"})
+    for name, text in earlier.items():
+        if name != "knowledgebase.md":
+            assert (paths.folder / name).read_text(encoding="utf-8") == text
+            assert not (workdir / name).exists()
+    # A file the folder has already is never replaced; the earlier one stays for its owner to look at.
+    assert paths.knowledge.read_text(encoding="utf-8") == "Zork I's own knowledge, written since\n"
+    assert (workdir / "knowledgebase.md").read_text(encoding="utf-8") == earlier["knowledgebase.md"]
+    assert len(log.events("learning_file_moved")) == len(moved)
+    assert move_earlier_zork1_files(paths, ZORK1, log.logger) == []  # once
+
+
+def test_zork1_files_that_cannot_move_stop_the_run_with_the_fix(tmp_path: Path) -> None:
+    """Played on without them, Zork I would start over while what it learned sits beside its folder."""
+    config = _workdir_config(tmp_path)
+    workdir = tmp_path / "game_files"
+    workdir.mkdir()
+    (workdir / "memories.md").write_text("# ZorkGPT location memories\n", encoding="utf-8")
+    (workdir / "zork1").write_text("not a folder\n", encoding="utf-8")
+    with pytest.raises(ManagerFileError, match=r"memories\.md could not be moved into .*zork1.*move it there yourself"):
+        move_earlier_zork1_files(LearningPaths.of(config, ZORK1), ZORK1, capture_logger().logger)
+    assert (workdir / "memories.md").is_file()  # left where it was

@@ -362,14 +362,14 @@ def test_killed_episode_leaves_every_file_parseable(
         json.loads(line)
     assert json.loads(EpisodeFolder(episode_dir).state.read_text())["turn_count"] >= 60
 
-    # Each learning file, read back with its own manager's parser.
-    memories = parse_memories((runs / "memories.md").read_text(encoding="utf-8"))
+    # Each learning file, read back with its own manager's parser (in Zork I's folder).
+    memories = parse_memories((runs / "zork1" / "memories.md").read_text(encoding="utf-8"))
     assert memories.skipped_lines == []
     assert REMEMBERED in [m.text for m in memories.memories]
-    knowledge = (runs / "knowledgebase.md").read_text(encoding="utf-8")
+    knowledge = (runs / "zork1" / "knowledgebase.md").read_text(encoding="utf-8")
     assert KnowledgeDocument.parse(knowledge).render() == knowledge
     assert LEARNED in KnowledgeDocument.parse(knowledge).section("Puzzle solutions").bullets()
-    objectives = json.loads((runs / "objectives.json").read_text(encoding="utf-8"))
+    objectives = json.loads((runs / "zork1" / "objectives.json").read_text(encoding="utf-8"))
     assert OBJECTIVE in [o["text"] for o in objectives["objectives"]]
     for path in runs.rglob("*.md"):
         path.read_text(encoding="utf-8")
@@ -635,9 +635,9 @@ def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
         assert turns in ([1, 2, 3, 4], [1, 2, 3, 4, 5])
         assert json.loads(EpisodeFolder(episode).state.read_text())["turn_count"] == 4  # the last one written
         assert "[INFO] Turn 4 " in EpisodeFolder(episode).human_log.read_text(encoding="utf-8")
-        mapped = {room.name for room in MapGraph.load(runs / "map_state.json").rooms.values()}
+        mapped = {room.name for room in MapGraph.load(runs / "zork1" / "map_state.json").rooms.values()}
         assert mapped >= {"North of House", "Forest Path", "Up a Tree"}
-        (runs / "map.mmd").read_text(encoding="utf-8")
+        (runs / "zork1" / "map.mmd").read_text(encoding="utf-8")
         assert list(runs.rglob("*.tmp")) == []  # every failed write cleaned up after itself
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from game_interface import JerichoInterface
 from game_interface.game_facts import TextRead
+from game_interface.games import ZORK1
 from managers.in_view import InViewManager
 from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
 from session.game_state import GameState, TurnResult
@@ -372,6 +373,10 @@ def test_review_runs_every_interval_judges_free_steps_and_cannot_overrule_the_en
     body = llm_server.bodies[0]
     assert body["model"] == MEMORY_MODEL and body["top_p"] == 0.9
     assert schema_name(body) == "ObjectiveReview"
+    # The game's title and score come from the game; nothing else of Zork I is in the instructions.
+    system = json.dumps(body["messages"][0])
+    assert "The game is Zork I. Its score goes up to 350" in system
+    assert "trophy" not in system.replace(ZORK1.briefing, "") and "treasure" not in system.replace(ZORK1.briefing, "")
     prompt = user_text(body)
     assert (
         f"#{ids['Reach the kitchen']} [high] Reach the kitchen — steps: reach_room: you are in Kitchen (not yet)"

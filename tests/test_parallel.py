@@ -171,21 +171,21 @@ def test_three_parallel_episodes_share_one_workdir(
     assert {"Up a Tree" in r or "Kitchen" in r or "Clearing" in r for r in rooms_by_episode.values()} == {True}
     assert len({frozenset(r) for r in rooms_by_episode.values()}) == 3
 
-    graph = MapGraph.load(runs / "map_state.json")
+    graph = MapGraph.load(runs / "zork1" / "map_state.json")
     mapped = {room.name for room in graph.rooms.values()}
     for rooms in rooms_by_episode.values():
         assert rooms <= mapped
 
-    memories = parse_memories((runs / "memories.md").read_text(encoding="utf-8"))
+    memories = parse_memories((runs / "zork1" / "memories.md").read_text(encoding="utf-8"))
     assert memories.skipped_lines == []
     remembered = " ".join(m.text for m in memories.memories)
     for rooms in rooms_by_episode.values():
         # Each episode remembered a room only its own route reaches.
         assert any(room in remembered for room in rooms - {"West House", "West of House"})
 
-    objectives = json.loads((runs / "objectives.json").read_text(encoding="utf-8"))["objectives"]
+    objectives = json.loads((runs / "zork1" / "objectives.json").read_text(encoding="utf-8"))["objectives"]
     assert episode_ids <= {o["episode_id"] for o in objectives}
-    assert list(runs.glob(".*.tmp")) == []
+    assert list(runs.rglob(".*.tmp")) == []
 
 
 def test_each_parallel_episode_plays_its_own_seed_as_in_turn(
@@ -565,7 +565,7 @@ def test_a_disk_that_fills_up_stops_each_episode_after_that_turn_and_exits_1(
             events = read_events(episode_dir)  # every line whole
             assert [e["turn"] for e in events if e["event_type"] == "turn"][:2] == [1, 2]
             assert json.loads(EpisodeFolder(episode_dir).state.read_text())["turn_count"] == 2
-        assert len(MapGraph.load(runs / "map_state.json").rooms) >= 3
+        assert len(MapGraph.load(runs / "zork1" / "map_state.json").rooms) >= 3
         assert list(runs.rglob("*.tmp")) == []
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from game_interface.games import KNOWN_GAMES, ZORK1, ZORK3, Game
 from llm_client import LLMClient
 from session.game_configuration import ConfigError, GameConfiguration
 from session.redaction import Redactor
@@ -15,14 +16,14 @@ from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 from zork_agent import AgentResponse, ZorkAgent, clean_action, sentence_commands
 
 
-def make_agent(server: ScriptedLLMServer, tmp_path: Path, **sections: dict) -> ZorkAgent:
+def make_agent(server: ScriptedLLMServer, tmp_path: Path, game: Game | None = None, **sections: dict) -> ZorkAgent:
     raw = {
         "llm": {"base_url": server.base_url, "agent_model": "scripted/agent"},
         "retry": {"max_retries": 0, "initial_delay": 0.0},
     }
     raw.update(sections)
     config = GameConfiguration.from_mapping(raw, base_dir=tmp_path, environ={"OPENROUTER_API_KEY": "k-123456789"})
-    return ZorkAgent(config, LLMClient(config, redactor=Redactor()), logger=logging.getLogger("test.agent"))
+    return ZorkAgent(config, LLMClient(config, redactor=Redactor()), logger=logging.getLogger("test.agent"), game=game)
 
 
 @pytest.mark.parametrize(
@@ -225,6 +226,34 @@ def test_knowledge_goes_into_system_prompt(llm_server: ScriptedLLMServer, tmp_pa
     system = llm_server.bodies[0]["messages"][0]["content"]
     system_text = system if isinstance(system, str) else system[0]["text"]
     assert "The troll is weak to the sword." in system_text
+
+
+# Words only Zork I shows a player: a model told them while playing another game knows what it has not seen.
+ZORK1_WORDS = ("Zork I", "trophy", "treasure", "mailbox", "lantern", "troll", "thief", "grue", "living room")
+
+
+@pytest.mark.parametrize("prompt", ["agent.md", "agent_small.md"])
+def test_the_shipped_prompts_speak_of_text_adventures_not_of_one_game(prompt: str) -> None:
+    text = (Path(__file__).resolve().parent.parent / "prompts" / prompt).read_text(encoding="utf-8").lower()
+    assert [word for word in ZORK1_WORDS if word.lower() in text] == []
+
+
+@pytest.mark.parametrize("game", list(KNOWN_GAMES.values()), ids=list(KNOWN_GAMES))
+def test_the_agent_is_told_the_game_it_plays_its_maximum_score_and_what_the_score_counts(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game: Game
+) -> None:
+    llm_server.script(agent_reply("look"))
+    make_agent(llm_server, tmp_path, game=game).get_action_with_reasoning("state")
+    content = llm_server.bodies[0]["messages"][0]["content"]
+    system = content if isinstance(content, str) else content[0]["text"]
+    assert f"The game is {game.title}. Its score goes up to {game.max_score} ({game.score_note})." in system
+    others = [other.title for other in KNOWN_GAMES.values() if other != game]
+    assert [title for title in others if f"{title}." in system or f"{title} " in system] == []
+
+
+def test_zork3s_score_is_potency_not_treasures() -> None:
+    assert "potency" in ZORK3.briefing and "up to 7" in ZORK3.briefing
+    assert "treasure" in ZORK1.briefing  # Zork I's score does count them
 
 
 def test_custom_prompt_file(llm_server: ScriptedLLMServer, tmp_path: Path) -> None:

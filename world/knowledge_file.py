@@ -1,4 +1,5 @@
-"""The knowledge base file (``knowledgebase.md``): its sections and bullets, read and written.
+"""The knowledge files (a game's ``knowledgebase.md``, the general lessons' ``general_knowledge.md``):
+their sections and bullets, read and written.
 
 ``## `` sections hold ``- `` bullets among lines a person wrote, which are kept as written.
 ``KnowledgeManager`` decides what goes in; the viewer reads the file through
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from shared_utils.text import whole_sentences
 
 MAX_BULLET_CHARS = 500
-FILE_TITLE = "# Zork I knowledge base"
+FILE_TITLE = "# Knowledge base"  # the knowledge manager names the game in it
 FILE_PREAMBLE = "What earlier episodes learned. ZorkGPT merges new findings in; edit freely, keep the '## ' headings."
 # Lines earlier versions wrote under the insights: episode statistics, removed when the file is next written.
 EPISODE_HISTORY_PREFIX = "Episode record "
@@ -48,8 +49,8 @@ class KnowledgeDocument:
         return cls(preamble, sections)
 
     @classmethod
-    def empty(cls) -> KnowledgeDocument:
-        return cls([FILE_TITLE, "", FILE_PREAMBLE], [])
+    def empty(cls, title: str = FILE_TITLE, preamble: str = FILE_PREAMBLE) -> KnowledgeDocument:
+        return cls([title, "", preamble], [])
 
     def section(self, heading: str) -> Section:
         for section in self.sections:

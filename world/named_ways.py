@@ -6,6 +6,8 @@ up" is no way up, and "To the west and south can be seen an immense forest" is a
 reads only some of them as ways to try: "a path leads north", "to the east a very narrow passage",
 "a staircase leading down", "Below you is the canyon bottom". This module holds those phrasing
 rules, each with the game's own words it was made for (``RULES``); ``named_ways`` applies them.
+The rules are the phrasing of text adventures in general; their examples are Zork I's words,
+where they were first met, and a rule is kept only when it reads any game's text the same way.
 
 How a description is read, sentence by sentence (a ";" ends one too):
 
@@ -19,7 +21,7 @@ How a description is read, sentence by sentence (a ";" ends one too):
    everything else, name a way only in a way's phrasing (``UP_DOWN``: "leading upward", "a
    stairway leads down", "Below you is", "a small descending staircase", "a hole in the floor").
 
-The Round Room's "passages in all directions. Several of them have unfortunately been blocked"
+Zork I's Round Room's "passages in all directions. Several of them have unfortunately been blocked"
 names no direction: the text itself says some of them are not ways, and not which.
 """
 
@@ -36,7 +38,7 @@ _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 @dataclass(frozen=True)
 class Rule:
     """One phrasing rule: ``pattern`` found in a sentence and what it means, with ``example``, the
-    game's own words it was made for, and the ways ``named_ways`` reads from that example."""
+    words of the game it was made for (Zork I), and the ways ``named_ways`` reads from that example."""
 
     name: str
     pattern: re.Pattern[str]
