@@ -129,7 +129,7 @@ def test_episode_detail_serves_events_incrementally(viewer: RunningViewer, playe
     assert full["summary"] == json.loads(EpisodeFolder(episode_dir).summary.read_text())
     assert full["state"]["current_room_id"] == state.current_room_id
     # The map: every room of map_state.json, the current one marked, grid cells unique.
-    map_state = json.loads((root / "game_files" / "map_state.json").read_text())
+    map_state = json.loads((root / "game_files" / "zork1" / "map_state.json").read_text())  # Zork I's own folder
     rooms = {room["id"]: room for room in full["map"]["rooms"]}
     assert set(rooms) == {int(k) for k in map_state["rooms"]}
     assert [r["id"] for r in rooms.values() if r["current"]] == [state.current_room_id]
@@ -558,7 +558,7 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
     (outside / "log.jsonl").write_text(json.dumps(secret_event) + "\n")
     (outside / "state.json").write_text(json.dumps({"current_room_name": SECRET_MARKER}))
     (outside / "notes.md").write_text(SECRET_MARKER)
-    map_text = (played[0] / "game_files" / "map_state.json").read_text()
+    map_text = (played[0] / "game_files" / "zork1" / "map_state.json").read_text()
     (outside / "map.json").write_text(re.sub(r'"name": "[^"]+"', f'"name": "{SECRET_MARKER}"', map_text, count=1))
     objective = {"episode_id": "mine", "id": 1, "text": SECRET_MARKER, "status": "active", "priority": "high"}
     (outside / "objectives.json").write_text(json.dumps({"objectives": [objective]}))
@@ -576,11 +576,14 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
         ("map_state.json", "map.json"),
         ("objectives.json", "objectives.json"),
     ]:
-        (workdir / name).symlink_to(outside / target)
+        # The game's learning files are in its own folder (the episode played Zork I).
+        link = workdir / ("zork1/" + name if "/" not in name else name)
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(outside / target)
     # A link that stays inside the workdir is followed.
     (workdir / "kb").mkdir()
     (workdir / "kb" / "knowledge.md").write_text("# Knowledge\n\nEdit freely.\n\n## Dangers\n\n- The troll\n")
-    (workdir / "knowledgebase.md").symlink_to(workdir / "kb" / "knowledge.md")
+    (workdir / "zork1" / "knowledgebase.md").symlink_to(workdir / "kb" / "knowledge.md")
 
     running = start_viewer(workdir, port=0)
     try:
@@ -761,3 +764,23 @@ def test_an_unreadable_episode_is_named_once_and_the_others_are_listed(played: t
             if folder.exists():
                 folder.chmod(0o755)
         shutil.rmtree(base)
+
+
+def test_each_episode_shows_the_learning_files_of_its_own_game(tmp_path: Path) -> None:
+    """A Zork II episode shows Zork II's knowledge, not Zork I's; a workdir from before games had folders
+    (Zork I's files at its top) still shows them for a Zork I episode."""
+    workdir = tmp_path / "game_files"
+    for episode, start in (("old", {}), ("two", {"game": "zork2", "game_title": "Zork II"})):
+        folder = EpisodeFolder.under(workdir, episode)
+        folder.path.mkdir(parents=True)
+        folder.log.write_text(json.dumps({"event_type": "episode_start", "episode_id": episode, **start}) + "\n")
+    (workdir / "knowledgebase.md").write_text("# Knowledge\n\n## Dangers\n\n- The troll\n")
+    (workdir / "zork2").mkdir()
+    (workdir / "zork2" / "knowledgebase.md").write_text("# Knowledge\n\n## Dangers\n\n- The wizard\n")
+    running = start_viewer(workdir, port=0)
+    try:
+        learnt = {e: get_json(running, f"/api/episodes/{e}")["learning"]["knowledge"] for e in ("old", "two")}
+    finally:
+        running.close()
+    assert learnt["old"] == {"sections": [{"heading": "Dangers", "points": ["The troll"]}]}
+    assert learnt["two"] == {"sections": [{"heading": "Dangers", "points": ["The wizard"]}]}

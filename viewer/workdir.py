@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from game_interface.games import DEFAULT_GAME
 from orchestration.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
 from session.events import Event
@@ -250,17 +251,25 @@ class GameWorkdir:
             "episode": figures,
             "state": {key: state.get(key) for key in STATE_KEYS} if state else None,
             "summary": self.read_json(folder.summary),
-            "map": self.map_view(current, visited),
-            "learning": self.learning(episode_id),
+            "map": self.map_view(current, visited, figures["game"]),
+            "learning": self.learning(episode_id, figures["game"]),
             "events": events[since:],
             "next": len(events),
             "unreadable_lines": unreadable,
         }
 
     # ----------------------------------------------------------------- shared files
-    def map_view(self, current: int | None, visited: set[Any]) -> dict[str, Any]:
-        """Rooms placed on a grid, moves between them, and exits nobody has taken yet."""
-        path = self.inside(self.root / self.files.map_file)
+    def learning_file(self, game: str, name: str) -> Path:
+        """``game``'s learning file ``name``, in the game's own folder; a workdir from before games had
+        folders keeps Zork I's at its top (its first run since moves them), and is read there."""
+        own = self.root / game / name
+        if game == DEFAULT_GAME.name and not own.exists() and (self.root / name).exists():
+            return self.root / name
+        return own
+
+    def map_view(self, current: int | None, visited: set[Any], game: str = DEFAULT_GAME.name) -> dict[str, Any]:
+        """Rooms placed on a grid, moves between them, and exits nobody has taken yet, on ``game``'s map."""
+        path = self.inside(self.learning_file(game, self.files.map_file))
         if path is None:
             return {"rooms": [], "edges": [], "error": f"{self.files.map_file} links outside the game workdir."}
         try:
@@ -316,8 +325,8 @@ class GameWorkdir:
         notes = [f"{name[f].name} → {label} leads to {name[t].name}" for f, label, t in sorted(bent)]
         return {"rooms": rooms, "edges": list(edges.values()), "current": current, "misfits": notes}
 
-    def _text(self, name: str) -> str | None:
-        path = self.inside(self.root / name)
+    def _text(self, file: Path) -> str | None:
+        path = self.inside(file)
         if path is None:
             return None
         try:
@@ -326,18 +335,18 @@ class GameWorkdir:
         except OSError:
             return None
 
-    def learning(self, episode_id: str) -> dict[str, Any]:
-        """The files that carry over between episodes (memories, knowledge base), and this
-        episode's objectives from the shared objectives file."""
-        saved = self.read_json(self.root / self.files.objectives_file) or {}
+    def learning(self, episode_id: str, game: str = DEFAULT_GAME.name) -> dict[str, Any]:
+        """The files that carry over between episodes of ``game`` (memories, knowledge base), and this
+        episode's objectives from the game's objectives file."""
+        saved = self.read_json(self.learning_file(game, self.files.objectives_file)) or {}
         entries = saved.get("objectives") if isinstance(saved.get("objectives"), list) else []
         # Each objective names its episode; a file from before that names it once at the top.
         objectives = [
             o for o in entries if isinstance(o, dict) and o.get("episode_id", saved.get("episode_id")) == episode_id
         ]
         return {
-            "memories": memories_view(self._text(self.files.memories_file)),
-            "knowledge": knowledge_view(self._text(self.files.knowledge_file)),
+            "memories": memories_view(self._text(self.learning_file(game, self.files.memories_file))),
+            "knowledge": knowledge_view(self._text(self.learning_file(game, self.files.knowledge_file))),
             "objectives": objectives,
         }
 
