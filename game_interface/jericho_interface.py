@@ -1,4 +1,5 @@
-"""Zork I through Jericho: commands in, clean text and structured facts out.
+"""A game through Jericho (Zork I, II, III, or any game Jericho supports): commands in, clean text
+and structured facts out.
 
 The structured facts (room id, inventory, visible objects, exits) come from the
 Z-machine's object tree rather than from parsing text, so managers and the critic can
@@ -8,6 +9,13 @@ which is then restored, random generator included, so probing never changes the 
 One job, one class: a game in one emulator. Its methods share the emulator, the object tree read
 once a turn and the flags of the last command, so they stay together; the values they return, the
 attribute numbers and the game's own words are ``game_facts.py``'s.
+
+What a flag means differs from game to game; ``engine_facts`` has each known game's numbers, and the
+object tree is read here in ZorkGPT's own numbering (``EngineFacts.flags``), so nothing past this
+module sees a game's numbers. A game without facts (any other game Jericho supports, or a known one
+with its facts withheld) is still played, with score, moves and victory from Jericho, and its flags
+mean nothing: no state, no creature and no hidden thing is told, and no room is taken for dark, the
+game's text says what the player sees (``engine_facts_missing``).
 """
 
 from __future__ import annotations
@@ -20,12 +28,12 @@ from typing import Any
 from jericho import FrotzEnv
 
 from game_interface.commands import CommandReader
+from game_interface.engine_facts import NO_FACTS, EngineFacts, engine_facts, no_facts_reason
 from game_interface.game_facts import (
     ACTORBIT,
     ARTICLES,
     CANNOT_DO_REPLY,
     CONTBIT,
-    DIRECTIONS,
     DOORBIT,
     HIDDEN_STATE_CHANGE,
     INVISIBLE,
@@ -69,7 +77,7 @@ GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again
 
 
 class RefusedCommandError(GameInterfaceError):
-    """A Zork meta command (save, restore, restart, quit, script...) that is never sent.
+    """A game's meta command (save, restore, restart, quit, script...) that is never sent.
 
     Raised before the engine is stepped: the game state is unchanged and no file is written.
     """
@@ -78,7 +86,7 @@ class RefusedCommandError(GameInterfaceError):
         self.command = command
         self.meta_command = meta_command
         super().__init__(
-            f"{command!r} was not sent to the game: '{meta_command}' is one of Zork's meta commands "
+            f"{command!r} was not sent to the game: '{meta_command}' is one of the game's meta commands "
             f"({', '.join(sorted(META_COMMANDS))}), and ZorkGPT manages game state itself (saving, restoring "
             "and restarting happen outside the game). Nothing was played; send a game action instead."
         )
@@ -96,24 +104,29 @@ _SEEN_ATTRIBUTE_WORDS = frozenset({"opened", "closed", "turned on", "turned off"
 Tree = dict[int, tuple[int, int, int, tuple[int, ...]]]
 
 
-# What Jericho derives from the story file (its bytes, the game's bindings, its action templates,
+# What Jericho derives from a story file (its bytes, the game's bindings, its action templates,
 # whether it supports the game fully): ~40 ms of CPU per emulator, nearly all ranking verbs for the
 # templates. Jericho keeps it per emulator (``_cache``, by path); here one process keeps it for all
-# its games, so an episode forked from a warm parent that loaded the story (``load_story``) finds
-# it done. Every story file played here is verified to be the one canonical release (its md5), so
-# what was derived from one copy holds for any copy.
-_STORY_DATA: list[tuple[Any, bool]] = []
+# its emulators, by game (its md5), so an episode forked from a warm parent that loaded the story
+# (``load_story``) finds it done. Every story file played here is recognized by its md5, so what
+# was derived from one copy of a game holds for any copy.
+_STORY_DATA: dict[str, tuple[Any, bool]] = {}
 
 
 class _Emulator(FrotzEnv):
     """Jericho's emulator, taking its story data from ``_STORY_DATA`` (and filling it the first time)."""
 
+    def __init__(self, story_file: str, seed: int | None, md5: str) -> None:
+        self._md5 = md5
+        super().__init__(story_file, seed=seed)
+
     def load(self, story_file: str, seed: int | None = None) -> None:
-        if _STORY_DATA:
-            self._cache[story_file], self.is_fully_supported = _STORY_DATA[0]
+        known = _STORY_DATA.get(self._md5)
+        if known is not None:
+            self._cache[story_file], self.is_fully_supported = known
         super().load(story_file, seed)
-        if not _STORY_DATA:
-            _STORY_DATA.append((self._cache[story_file], self.is_fully_supported))
+        if known is None:
+            _STORY_DATA[self._md5] = (self._cache[story_file], self.is_fully_supported)
 
 
 def load_story(story_file: str | Path) -> None:
@@ -122,13 +135,15 @@ def load_story(story_file: str | Path) -> None:
 
 
 class JerichoInterface:
-    """One Zork I game in one Jericho emulator.
+    """One game in one Jericho emulator.
 
     ``seed`` drives the game's random numbers (the thief, combat, the carousel room): the same seed
     and the same commands give the same transcript, also after ``start()`` begins the game again.
+    ``use_engine_facts=False`` plays a known game as one ZorkGPT has no engine facts for (as any
+    other game Jericho supports is played; see the module docstring).
     """
 
-    def __init__(self, story_file: str | Path, seed: int | None = None) -> None:
+    def __init__(self, story_file: str | Path, seed: int | None = None, *, use_engine_facts: bool = True) -> None:
         self.story_file = verify_story_file(story_file)
         self.game: Game = recognize(self.story_file)
         # Checked here, not left to Jericho: it would play its own seed for a 0 it does not take, and
@@ -137,13 +152,35 @@ class JerichoInterface:
         if (problem := self.game.seed_problem(seed)) is not None:
             raise GameInterfaceError(f"Game seed {seed!r} is not usable: {problem}.")
         self.seed = seed
-        self._story = StoryData(self.story_file.read_bytes())
+        self.facts: EngineFacts | None = engine_facts(self.game) if use_engine_facts else None
+        self._flags = self.facts or NO_FACTS
+        self._story = StoryData(self.story_file.read_bytes(), self._flags)
+        self.directions: tuple[str, ...] = self._story.directions
         self._meta_commands = MetaCommands(self._story)
         self._command_reader = CommandReader(self._story)
-        self._env: FrotzEnv | None = _Emulator(str(self.story_file), seed=seed)
+        self._env: FrotzEnv | None = _Emulator(str(self.story_file), seed, self.game.md5)
         self._player_id = self._env.player_obj_num
-        self._rooms_root = self._env.get_object(self._env.get_object(self._player_id).parent).parent
+        self._rooms_root_found = 0
         self._reset_flags()
+
+    @property
+    def engine_facts_missing(self) -> str:
+        """Why ZorkGPT cannot tell what only the engine knows of this game ("" when it can)."""
+        return "" if self.facts is not None else no_facts_reason(self.game)
+
+    @property
+    def _rooms_root(self) -> int:
+        """The object every room is in (ZIL's ROOMS): the parent of the player's room. Read once the
+        player is in a room (Zork III's player is nowhere until the game begins)."""
+        if not self._rooms_root_found:
+            env = self.env
+            parent = env.get_object(self._player_id).parent
+            room = env.get_object(parent) if parent else None
+            if room is None or not room.parent:
+                env.reset()  # the game's opening puts the player in a room; ``start()`` shows it again
+                room = env.get_object(env.get_object(self._player_id).parent)
+            self._rooms_root_found = room.parent
+        return self._rooms_root_found
 
     def _reset_flags(self) -> None:
         self._game_over = False
@@ -240,7 +277,7 @@ class JerichoInterface:
         what the player brings."""
         room = self.get_location().id
         tree = self._tree()
-        return room in tree and ONBIT not in tree[room][3]
+        return self.facts is not None and room in tree and ONBIT not in tree[room][3]
 
     def is_lit(self) -> bool:
         """Whether the player can see here: the room's own light, or a light source that is on in view."""
@@ -324,7 +361,7 @@ class JerichoInterface:
         undone): here, unless something carries the player on (the river). The turn is a
         direction the story gives this room no way in; with none, or a death, the answer is here."""
         static = self._story.objects.get(here)
-        nowhere = next((d for d in DIRECTIONS if static and static.exit(d) is None), None)
+        nowhere = next((d for d in self.directions if static and static.exit(d) is None), None)
         if nowhere is None:
             return here
         env = self.env
@@ -490,7 +527,8 @@ class JerichoInterface:
             state = env.get_state()
             try:
                 reply = clean_text(env.step(f"{verb} {words[-1]}")[0]) if words else ""
-                flipped = (OPENBIT in _attributes(bytes(env.get_object(obj.id)._attr))) != (OPENBIT in obj.attributes)
+                now = self._flags.flags(_attributes(bytes(env.get_object(obj.id)._attr)))
+                flipped = (OPENBIT in now) != (OPENBIT in obj.attributes)
             finally:
                 env.set_state(state)
             if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
@@ -502,8 +540,9 @@ class JerichoInterface:
                 self._never_opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
-        """Light here: the room's own, or a light source that is on, in the room or carried."""
-        if room in tree and ONBIT in tree[room][3]:
+        """Light here: the room's own, or a light source that is on, in the room or carried. Without
+        the game's facts, light is not known: the game's text says what the player sees."""
+        if self.facts is None or (room in tree and ONBIT in tree[room][3]):
             return True
         in_view = self._visible_below(room, tree) + self._visible_below(self._player_id, tree)
         return any(LIGHTBIT in obj.attributes and ONBIT in obj.attributes for obj in in_view)
@@ -777,7 +816,12 @@ class JerichoInterface:
             tree: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
             for obj in self.env.get_world_objects():
                 if obj.num > 0:
-                    tree[obj.num] = (obj.parent, obj.sibling, obj.child, _attributes(bytes(obj._attr)))
+                    tree[obj.num] = (
+                        obj.parent,
+                        obj.sibling,
+                        obj.child,
+                        self._flags.flags(_attributes(bytes(obj._attr))),
+                    )
             self._tree_cache = tree
         return self._tree_cache
 
@@ -871,7 +915,7 @@ class JerichoInterface:
         state = env.get_state()
         drift = self._drift(here, state)
         found: list[ExitProbe] = []
-        for direction in DIRECTIONS:
+        for direction in self.directions:
             try:
                 raw = env.step(direction)[0]
                 died = env.game_over() or bool(_DEATH.search(raw))
