@@ -21,19 +21,20 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from game_interface.game_facts import (
-    ACTORBIT,
-    CONTBIT,
-    DOORBIT,
-    INVISIBLE,
-    LIGHTBIT,
-    ONBIT,
-    OPENBIT,
-    SURFACEBIT,
-    TOUCHBIT,
-    TRANSBIT,
-)
 from game_interface.games import KNOWN_GAMES, Game
+
+# ZorkGPT's own flag numbers, by their ZIL names: Zork I's (identified from its object tree: the trophy
+# case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT). ``game_facts`` gives them to the rest.
+TOUCHBIT = 3
+INVISIBLE = 7
+SURFACEBIT = 10
+OPENBIT = 11
+TRANSBIT = 12
+CONTBIT = 19
+ONBIT = 20
+DOORBIT = 23
+ACTORBIT = 30
+LIGHTBIT = 31
 
 # A v3 object has 32 attributes (0-31). An attribute with no meaning to ZorkGPT is kept above them
 # (32 + its number), so a change of it still counts as a change and never reads as a named flag.

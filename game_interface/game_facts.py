@@ -1,8 +1,8 @@
-"""The engine's facts as values, and the game's own words: Zork I's attribute numbers, the
-directions its parser knows, rooms and objects with their states, where a direction leads, what a
-command changed, a saved moment; the game's refusals; and what the player has read of the game's
-text (``TextRead``), by which fair play "seen" names things and states as the game gave them.
-``jericho_interface.py`` reads them from the engine.
+"""The engine's facts as values, and the game's own words: ZorkGPT's flag numbers (``engine_facts``
+turns each game's into them), the directions Zork I's parser knows, rooms and objects with their
+states, where a direction leads, what a command changed, a saved moment; the game's refusals; and
+what the player has read of the game's text (``TextRead``), by which fair play "seen" names things
+and states as the game gave them. ``jericho_interface.py`` reads them from the engine.
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
+# ZorkGPT's flag numbers (Zork I's), into which the engine layer turns each game's own: given on from here.
+from game_interface.engine_facts import ACTORBIT as ACTORBIT
+from game_interface.engine_facts import CONTBIT as CONTBIT
+from game_interface.engine_facts import DOORBIT as DOORBIT
+from game_interface.engine_facts import INVISIBLE as INVISIBLE
+from game_interface.engine_facts import LIGHTBIT as LIGHTBIT
+from game_interface.engine_facts import ONBIT as ONBIT
+from game_interface.engine_facts import OPENBIT as OPENBIT
+from game_interface.engine_facts import SURFACEBIT as SURFACEBIT
+from game_interface.engine_facts import TOUCHBIT as TOUCHBIT
+from game_interface.engine_facts import TRANSBIT as TRANSBIT
 from game_interface.story_data import DICTIONARY_WORD_LENGTH
-
-# Zork I attribute numbers (ZIL flags), identified from the canonical release's object
-# tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
-TOUCHBIT = 3
-INVISIBLE = 7
-SURFACEBIT = 10
-OPENBIT = 11
-TRANSBIT = 12
-CONTBIT = 19
-ONBIT = 20
-DOORBIT = 23
-ACTORBIT = 30
-LIGHTBIT = 31
 
 # Canonical direction names, in the order they are probed and listed: every direction Zork I's
 # parser knows, "land" included (from the boat on the river it reaches the shore).

@@ -17,12 +17,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
+from game_interface.engine_facts import ENGINE_FACTS, NO_FACTS, EngineFacts
+from game_interface.games import KNOWN_GAMES
 from session.errors import StoryFileError
-
-if TYPE_CHECKING:
-    from game_interface.engine_facts import EngineFacts
 
 _A0 = "abcdefghijklmnopqrstuvwxyz"
 _A1 = _A0.upper()
@@ -121,9 +119,6 @@ class StoryData:
         if len(story) < 64 or story[0] != 3:
             raise StoryDataError("Expected a version 3 Z-machine story file (as Zork I, II and III are).")
         if facts is None:
-            from game_interface.engine_facts import ENGINE_FACTS, NO_FACTS
-            from game_interface.games import KNOWN_GAMES
-
             digest = hashlib.md5(story).hexdigest()
             game = next((g.name for g in KNOWN_GAMES.values() if g.md5 == digest), "")
             facts = ENGINE_FACTS.get(game, NO_FACTS)

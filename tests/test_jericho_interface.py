@@ -25,7 +25,12 @@ from game_interface.game_facts import HIDDEN_STATE_CHANGE, TextRead, clean_text
 from game_interface.games import ZORK1
 from game_interface.jericho_interface import GAME_OVER_TEXT
 from game_interface.story_data import StoryData
+from orchestration.episode_runner import EpisodeRunner
+from session.errors import ConfigError
 from session.game_configuration import MAX_GAME_SEED
+from session.redaction import Redactor
+from tests.e2e_support import e2e_config
+from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -859,3 +864,26 @@ def test_a_game_without_facts_plays_from_its_text(game_file: Path) -> None:
     finally:
         game.close()
         known.close()
+
+
+def test_a_game_without_facts_is_refused_at_fair_play_engine_and_played_at_seen(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Zork II with its facts withheld stands for any other game Jericho supports: a run at fair play
+    "engine" is refused with the reason and the fix, and one at "seen" plays and says why it plays so."""
+    monkeypatch.delitem(ENGINE_FACTS, "zork2")
+    story = story_of(game_file, "zork2")
+    config = e2e_config(tmp_path, llm_server.base_url, story, gameplay={"fair_play": "engine"})
+    with pytest.raises(ConfigError, match=r'fair_play = "engine" cannot be played: .*no engine facts for Zork II'):
+        EpisodeRunner(episode_id="engine", config=config, console=False, max_turns_per_episode=1, redactor=Redactor())
+    llm_server.script(agent_reply("south"))
+    config = e2e_config(tmp_path, llm_server.base_url, story, gameplay={"fair_play": "seen"})
+    runner = EpisodeRunner(
+        episode_id="seen", config=config, console=False, max_turns_per_episode=1, redactor=Redactor()
+    )
+    try:
+        state = runner.play_episode()
+    finally:
+        runner.close()
+    assert state.turn_count == 1 and state.max_score == 400
+    assert "no engine facts for Zork II" in runner.episode.human_log.read_text()
