@@ -1,6 +1,7 @@
 """Context truth: is what the agent is told each turn true, complete and compact?
 
-Replays the Jericho walkthrough (396 moves, 350 points) through ``EpisodeRunner`` with
+Replays a game's Jericho walkthrough (Zork I's: 396 moves, 350 points; Zork II's 296 and 400; Zork
+III's 273 and 7) through ``EpisodeRunner`` with
 every manager on and a scripted model on 127.0.0.1 (the agent plays the walkthrough; the
 memory, objective and knowledge models give real answers), then checks every agent prompt
 against the engine, replayed independently with raw Jericho calls:
@@ -66,7 +67,8 @@ disagreements on every check, each check run at least once: when it is missed, i
 disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/test_context_truth.py``
 runs the same check in the suite.
 
-    uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N] [--fair-play seen|engine] [--turns N]
+    uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]
+        [--show-turn N] [--fair-play seen|engine] [--turns N]
 """
 
 from __future__ import annotations
@@ -84,8 +86,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
+from benchmarks.engine_truth import DIRECTIONS, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
+from game_interface.commands import CommandReader
+from game_interface.story_data import StoryData
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
@@ -209,7 +213,7 @@ class TruthModel(LearningModel):
             item = put[4:-8]
             goal(f"Put the {item} in the trophy case", kind="item_in_container", target=item, container="trophy case")
         score = truth.after[now].score if now in truth.after else 0
-        if score + 10 <= 350:
+        if score + 10 <= truth.max_score:
             goal(f"Score {score + 10} points", kind="score_at_least", score=score + 10)
         for verb, state in (("open ", "open"), ("light ", "on"), ("turn on ", "on")):
             act = next((c for c in commands[now:] if c.lower().startswith(verb)), None)
@@ -733,7 +737,8 @@ def check_route_lines(
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
-            unlit = _found_dark(saw, at) or (at in been and ONBIT not in tree.get(at, (0, (ONBIT,)))[1])
+            onbit = truth.rules.onbit if truth.rules else -1
+            unlit = _found_dark(saw, at) or (at in been and onbit not in tree.get(at, (0, (onbit,)))[1])
             if not lit and unlit and f"the {truth.room_names.get(at)}" not in dark:
                 dark.append(f"the {truth.room_names.get(at)}")
         shown = route.group("dark").split(", ") if route.group("dark") else []
@@ -1566,6 +1571,7 @@ def check_stale_memory(
         verdicts.checked["stale_memory"] += 1
         written, text = int(match.group("turn")), match.group("text").lower()
         named = {n for name, numbers in names.items() if name in text for n in numbers}
+        states = {truth.rules.openbit, truth.rules.onbit} if truth.rules else set()
         for t in range(written + 1, turn):
             before, after = truth.after.get(t - 1), truth.after.get(t)
             if t not in truth.world_changed or before is None or after is None:
@@ -1577,7 +1583,7 @@ def check_stale_memory(
                 and n in after.tree
                 and (
                     before.tree[n][0] != after.tree[n][0]
-                    or {OPENBIT, ONBIT} & set(before.tree[n][1]) != {OPENBIT, ONBIT} & set(after.tree[n][1])
+                    or states & set(before.tree[n][1]) != states & set(after.tree[n][1])
                 )
             ]
             if moved:
@@ -1720,6 +1726,13 @@ class TruthReport:
         return found
 
 
+def played_walkthrough(game_file: Path) -> list[str]:
+    """Jericho's walkthrough as the agent plays it, one command a turn: each line read into the commands
+    the game plays for it (Zork II's "remove opener and drop it" is two turns; Zork I's lines are one each)."""
+    reader = CommandReader(StoryData(game_file.read_bytes()))
+    return [command for line in walkthrough(game_file) for command in reader.commands(line)]
+
+
 def check_walkthrough(
     game_file: Path,
     show_turn: int | None = None,
@@ -1729,7 +1742,7 @@ def check_walkthrough(
 ) -> TruthReport:
     """Play the walkthrough (its first ``turns`` commands; or ``commands``, a scene of the game) through
     the product at the fair-play level ``fair_play`` and check every prompt against the engine."""
-    commands = (commands or walkthrough(game_file))[:turns]
+    commands = (commands or played_walkthrough(game_file))[:turns]
     oracle = Oracle(game_file)
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
@@ -1809,6 +1822,7 @@ def check_walkthrough(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", default=None)
+    parser.add_argument("--game", choices=("zork1", "zork2", "zork3"), default=None, help="default: the file's game")
     parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
     parser.add_argument(
         "--fair-play", choices=("seen", "engine"), default="seen", help="what the models may be told (default seen)"
@@ -1816,7 +1830,7 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=None, help="play only the walkthrough's first N commands")
     args = parser.parse_args()
     try:
-        game_file = resolve_story_file(args.game_file, allow_download=False)
+        game_file = resolve_story_file(args.game_file, allow_download=False, game=args.game)
     except StoryFileError as exc:
         print(f"context_truth: {exc}", file=sys.stderr)
         return 2

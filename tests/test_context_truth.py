@@ -35,9 +35,6 @@ from benchmarks.context_truth import (
     player_saw,
 )
 from benchmarks.engine_truth import (
-    DIRECTIONS,
-    DOORBIT,
-    OPENBIT,
     EngineTruth,
     EngineTruthError,
     Oracle,
@@ -162,12 +159,14 @@ def uncovered(truth: EngineTruth) -> list[str]:
     rooms = {facts.room for facts in turns}
     missed = [] if any(facts.dark for facts in turns) else ["a dark room"]
     missed += [f"the room {room!r}" for room in ("Frigid River", "Maze") if room not in rooms]
-    missed += [f"{d!r} as a way out" for d in DIRECTIONS if not any(d in facts.exits for facts in turns)]
+    assert truth.rules is not None
+    doorbit, openbit = truth.rules.doorbit, truth.rules.openbit
+    missed += [f"{d!r} as a way out" for d in truth.rules.directions if not any(d in facts.exits for facts in turns)]
     first, later = truth.after[min(truth.after)].tree, [truth.after[t].tree for t in sorted(truth.after)]
     opened = {
         n
         for n, (_, attrs) in first.items()
-        if DOORBIT in attrs and any((OPENBIT in tree[n][1]) != (OPENBIT in attrs) for tree in later)
+        if doorbit in attrs and any((openbit in tree[n][1]) != (openbit in attrs) for tree in later)
     }
     return missed + ([] if len(opened) >= 2 else [f"doors opening or shutting (only {len(opened)})"])
 
@@ -197,11 +196,12 @@ def test_the_engine_side_imports_nothing_of_the_product() -> None:
 
 def test_the_direction_list_is_checked_against_the_storys_dictionary(game_file: Path) -> None:
     story = Story(game_file.read_bytes())
-    story.check_directions(DIRECTIONS)
+    directions = story.rules.directions
+    story.check_directions(directions)
     with pytest.raises(EngineTruthError, match=r"'northe': 27.*'northw': 26"):
-        story.check_directions(tuple(d for d in DIRECTIONS if d not in ("northeast", "northwest")))
+        story.check_directions(tuple(d for d in directions if d not in ("northeast", "northwest")))
     with pytest.raises(EngineTruthError, match=r"not directions there \['sideways'\]"):
-        story.check_directions((*DIRECTIONS, "sideways"))
+        story.check_directions((*directions, "sideways"))
 
 
 def truth_report(disagreements: dict[str, int], examples: dict[str, list[str]]) -> TruthReport:
