@@ -96,7 +96,7 @@ from session.errors import StoryFileError
 from session.events import Event
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
-from tests.learning_support import LearningModel
+from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import ScriptedLLMServer, completion
 
@@ -141,6 +141,8 @@ CHECKS = ENGINE_CHECKS + COMMON_CHECKS + SEEN_CHECKS
 NEARBY_STEPS = 5
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_CHANGES = re.compile(r"^Turn (?P<turn>\d+) in .+?: > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE)
+LEARNING_MODEL_TEXTS = (REMEMBERED, LEARNED, OBJECTIVE)
+_PUT_IN = re.compile(r"^put (?P<item>.+?) (?:in|into) (?P<container>.+)$")
 _STATE_CHANGE = re.compile(r"^[^:]+: (put in |taken|dropped|opened|closed)")
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -155,6 +157,7 @@ class TruthModel(LearningModel):
     def __init__(self, commands: list[str], truth: EngineTruth, oracle: Oracle) -> None:
         super().__init__(commands)
         self.truth, self.oracle = truth, oracle
+        self.treasures = any(c.lower().startswith("put ") and c.lower().endswith(" in case") for c in commands)
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
@@ -208,10 +211,16 @@ class TruthModel(LearningModel):
         if taken:
             item = sorted(taken)[0]
             goal(f"Take the {item}", kind="hold_item", target=item)
-        put = next((c for c in commands[now:] if c.lower().startswith("put ") and c.lower().endswith(" in case")), None)
+        # Zork I's treasures go in the trophy case ("put coffin in case"); another game's things go where
+        # its walkthrough puts them ("put red cake in pool").
+        puts = [m for c in commands[now:] if (m := _PUT_IN.match(c.lower()))]
+        put = next(
+            (m for m in puts if m.group("container") == "case"), None if self.treasures else puts[0] if puts else None
+        )
         if put:
-            item = put[4:-8]
-            goal(f"Put the {item} in the trophy case", kind="item_in_container", target=item, container="trophy case")
+            item = put.group("item")
+            container = "trophy case" if put.group("container") == "case" else put.group("container")
+            goal(f"Put the {item} in the {container}", kind="item_in_container", target=item, container=container)
         score = truth.after[now].score if now in truth.after else 0
         if score + 10 <= truth.max_score:
             goal(f"Score {score + 10} points", kind="score_at_least", score=score + 10)
@@ -427,6 +436,9 @@ class PlayerSaw:
     descriptions: dict[int, list[str]] = field(default_factory=dict)  # room -> what was read there
     # The rooms whose name the game printed heading their description while the player was there.
     named: set[int] = field(default_factory=set)
+    # Every walk that moved the player, in order (room, direction, room reached): where a way led
+    # once stays evidence of the way back, though the way later led elsewhere (Zork II's carousel).
+    arrivals: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 def _heads(text: str, name: str) -> bool:
@@ -456,6 +468,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             list(saw.texts),
             {room: list(texts) for room, texts in saw.descriptions.items()},
             set(saw.named),
+            list(saw.arrivals),
         )
         here, reply = truth.turns[turn].room_id, truth.read.get(turn, "")
         there = truth.after[turn].room_id
@@ -473,6 +486,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
         if there != here:
             saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
+            saw.arrivals.append((here, direction, there))
             saw.refused.pop((here, direction), None)
         else:
             saw.refused[(here, direction)] = next((x.strip() for x in reply.splitlines() if x.strip()), "")
@@ -488,7 +502,7 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
 def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
     nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
-    came = {OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in OPPOSITE}
+    came = {OPPOSITE[d]: r for r, d, to in saw.arrivals if to == room and d in OPPOSITE}
     return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
 
 
@@ -1181,7 +1195,11 @@ def _tokens(text: str) -> list[str]:
 
 
 def _name_tokens(name: str) -> list[str]:
-    return [w for w in _tokens(name) if w not in _ARTICLE_WORDS]
+    """A name's words without the article it may start with (the "an" of "debris from an explosion" stays)."""
+    words = _tokens(name)
+    while words and words[0] in _ARTICLE_WORDS:
+        words = words[1:]
+    return words
 
 
 @dataclass
@@ -1237,7 +1255,10 @@ class Transcript:
     def names(self, name: str, turn: int) -> bool:
         """Turn ``turn``'s command or reply names the thing (one of the words the story's dictionary
         names it by, as the parser reads a word)."""
-        return named_by(self.nouns.get(name, frozenset()), _tokens(self.said(turn)))
+        nouns = self.nouns.get(name, frozenset())
+        if not nouns:  # a thing the parser knows by no word of its name (Zork II's debris): its name, printed
+            return f" {' '.join(_name_tokens(name))} " in f" {' '.join(_tokens(self.said(turn)))} "
+        return named_by(nouns, _tokens(self.said(turn)))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
@@ -1304,6 +1325,8 @@ def _told_items(
     not the thing's, a state not the engine's or never stated."""
     wrong = []
     for shown, (place, states) in items.items():
+        if shown == UNNAMED_THING:
+            continue  # a thing the game never named: counted, never called by a name
         matches = [name for name in engine if _game_name_of(shown, name)]
         if (
             shown != UNNAMED_THING
@@ -1320,7 +1343,7 @@ def _told_items(
         prep, _, holder = engine_place.partition(" the ")
         shown_prep, _, shown_holder = place.partition(" the ")
         if (prep, bool(holder)) != (shown_prep, bool(shown_holder)) or (
-            holder and not _game_name_of(shown_holder, holder)
+            holder and not _game_name_of(shown_holder, holder) and shown_holder != UNNAMED_THING
         ):
             wrong.append(f"{shown!r}: shown {place!r}, the engine has it {engine_place!r}")
         for state in states:
@@ -1429,7 +1452,10 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
         else ""
     )
     first_sentence = re.split(r"(?<=[.!?])\s", " ".join(last.split()), maxsplit=1)[0]
-    if len(first_sentence) > 20 and first_sentence in " ".join(recent.split()):
+    # The last action's line: an earlier action may have drawn the same reply (Zork II's carousel
+    # says "You're not sure which direction is which." to every move).
+    last_action = next((line for line in reversed(recent.splitlines()) if line.startswith("  > ")), "")
+    if len(first_sentence) > 20 and first_sentence in " ".join(last_action.split()):
         verdicts.disagree("repeats", f"turn {turn}: the last reply is repeated in the recent actions")
 
 
@@ -1532,7 +1558,10 @@ def check_in_view(
             said, text = int(quote.group("turn")), quote.group("quoted") or quote.group("plain")
             reply = " ".join(replies.get(said, "").split())
             room = truth.after[said].room_id if said in truth.after else None
-            if said >= turn or text.split(" …")[0] not in reply:
+            # Whole sentences of the reply, in its order (the notable ones of a long reply: "The dragon takes a
+            # deep breath, ... There is a muffled explosion and the dragon ... dies.").
+            sentences = re.split(r"(?<=[.!?])\s+", text.split(" …")[0])
+            if said >= turn or not _in_order(sentences, reply):
                 verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
             elif room is not None and (
                 not _room_told(quote.group("room"), room, saws[turn].named, truth)
@@ -1551,6 +1580,17 @@ def check_in_view(
                     verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
         elif not line.startswith(("- Nothing you carry is lit since turn ", "- You carry ")):
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
+
+
+def _in_order(parts: list[str], text: str) -> bool:
+    """Each of ``parts`` is in ``text``, one after another."""
+    at = 0
+    for part in parts:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
 
 
 _MEMORY_LINE = re.compile(r"^- \[[a-z]+\](?: \(tentative\))? \(turn (?P<turn>\d+)\) (?P<text>.+)$")
@@ -1692,13 +1732,19 @@ def play(
         "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
-        # What the objective model wrote (goals to reach rooms ahead, by the engine's names): its words,
-        # not the product's. (The memory model only echoes its requests, whose leaks are caught there.)
+        # What the objective model wrote (goals to reach rooms ahead, by the engine's names), and the
+        # Zork I lessons the learning model writes in any game ("a tree holds a bird's nest"): its words,
+        # not the product's. (The memory model otherwise echoes its requests, whose leaks are caught there.)
         "model_texts": " | ".join(
-            text
-            for body, reply in answered
-            if body.get("response_format") and schema_name(body) == "ObjectiveReview"
-            for text in written(_reply_json(reply))
+            [
+                *(
+                    text
+                    for body, reply in answered
+                    if body.get("response_format") and schema_name(body) == "ObjectiveReview"
+                    for text in written(_reply_json(reply))
+                ),
+                *LEARNING_MODEL_TEXTS,
+            ]
         ).lower(),
     }
 

@@ -398,15 +398,20 @@ class Oracle:
             return True
         nouns = self.story.nouns(self.name(number))
         words = re.findall(r"[a-z0-9'-]+", self.name(number).lower())
-        noun = next((w for w in reversed(words) if w[:WORD_LETTERS] in nouns), words[-1])
+        at = next((i for i in range(len(words) - 1, -1, -1) if words[i][:WORD_LETTERS] in nouns), len(words) - 1)
         state = self.env.get_state()
-        try:
-            self.env.step(f"{'close' if self.rules.openbit in flags else 'open'} {noun}")
-            turned = (self.rules.openbit in self.tree()[number][1]) != (self.rules.openbit in flags)
-            self.env.set_state(state)
-            said = "" if self.rules.openbit in flags else self.env.step(f"look in {noun}")[0].lower()
-        finally:
-            self.env.set_state(state)
+        # The noun alone, or, where the game asks which one is meant (four books in the Library), the
+        # name up to it ("purple book").
+        for noun in (words[at], " ".join(words[: at + 1])):
+            try:
+                asked = self.env.step(f"{'close' if self.rules.openbit in flags else 'open'} {noun}")[0]
+                turned = (self.rules.openbit in self.tree()[number][1]) != (self.rules.openbit in flags)
+                self.env.set_state(state)
+                said = "" if self.rules.openbit in flags else self.env.step(f"look in {noun}")[0].lower()
+            finally:
+                self.env.set_state(state)
+            if not asked.startswith("Which"):
+                break
         closed = any(
             "is closed" in sentence and named_by(nouns, re.findall(r"[a-z0-9'-]+", sentence))
             for sentence in re.split(r"[.!?\n]", said)

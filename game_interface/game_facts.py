@@ -23,29 +23,14 @@ from game_interface.engine_facts import OPENBIT as OPENBIT
 from game_interface.engine_facts import SURFACEBIT as SURFACEBIT
 from game_interface.engine_facts import TOUCHBIT as TOUCHBIT
 from game_interface.engine_facts import TRANSBIT as TRANSBIT
-from game_interface.story_data import DICTIONARY_WORD_LENGTH
+from game_interface.story_data import DICTIONARY_WORD_LENGTH, DIRECTION_NAMES
 
-# Canonical direction names, in the order they are probed and listed: every direction Zork I's
-# parser knows, "land" included (from the boat on the river it reaches the shore).
-DIRECTIONS: tuple[str, ...] = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
-    "land",
-)
+# Every direction name ZorkGPT knows, in the order they are probed and listed: each game's parser
+# knows some of them (``JerichoInterface.directions``, read from its dictionary).
+DIRECTIONS: tuple[str, ...] = DIRECTION_NAMES
 
 ARTICLES = frozenset({"a", "an", "the"})
 NO_WAY_REPLY = "You can't go that way."
-CANNOT_DO_REPLY = "You can't do that."
 # Zork's replies when the parser or the world refuses a command ("You can't go that way.",
 # "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
 _REFUSAL = re.compile(
@@ -155,16 +140,32 @@ def text_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9'-]+", text.lower()))
 
 
-def named_in(name: str, words: Set[str]) -> bool:
-    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg"), or
-    that word's plural ("guidebooks" for the tour guidebook), is among ``words``."""
+def named_in(name: str, words: Set[str], cut: Set[str] = frozenset()) -> bool:
+    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg") is
+    among ``words``, or a word the parser reads as it (its first letters, as many as the dictionary
+    keeps: "guidebooks" for the tour guidebook; "eggs" and "trees" are other words) is among ``cut``,
+    those words cut to the dictionary's letters."""
     found = name_words(name)
-    return bool(found) and not words.isdisjoint((found[-1], found[-1] + "s", found[-1] + "es"))
+    return bool(found) and (found[-1] in words or _reads_as(found[-1]) in cut)
+
+
+def _reads_as(word: str) -> str:
+    """The word as the parser reads another word by it: its dictionary letters, for a word that long
+    ("" for a shorter one, which only itself names)."""
+    return word[:DICTIONARY_WORD_LENGTH] if len(word) >= DICTIONARY_WORD_LENGTH else ""
+
+
+def _cut(words: Set[str]) -> set[str]:
+    return {w[:DICTIONARY_WORD_LENGTH] for w in words if len(w) >= DICTIONARY_WORD_LENGTH}
 
 
 def name_words(name: str) -> tuple[str, ...]:
+    """The words of a name without the article it may start with ("the", not the "an" of "debris from
+    an explosion", which the game prints with it)."""
     words = re.findall(r"[a-z0-9'-]+", name.lower())
-    return tuple(w for w in words if w not in ARTICLES)
+    while words and words[0] in ARTICLES:
+        words = words[1:]
+    return tuple(words)
 
 
 def clean_text(text: str) -> str:
@@ -215,6 +216,8 @@ class TextRead:
 
     def __init__(self) -> None:
         self.words: set[str] = set()
+        self._cut: set[str] = set()  # ``words`` cut to the dictionary's letters (see ``named_in``)
+        self._turn_cut: set[str] = set()
         self._phrases: set[tuple[str, ...]] = set()
         self._turn_words: set[str] = set()
         self._clauses: list[str] = []
@@ -226,10 +229,12 @@ class TextRead:
         Names come from the reply alone (the player's words are no name the game gave)."""
         words = re.findall(r"[a-z0-9'-]+", reply.lower())
         self.words.update(words)
+        self._cut |= _cut(set(words))
         for size in range(1, _NAME_WORDS + 1):
             self._phrases.update(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
         said = f"{command}.\n{reply}" if command else reply
         self._turn_words = text_words(said)
+        self._turn_cut = _cut(self._turn_words)
         self._clauses = [s.strip() for s in re.split(r"[.,;:!?\n]+", said.lower()) if s.strip()]
 
     def name_for(self, name: str) -> str | None:
@@ -238,21 +243,20 @@ class TextRead:
         for size in range(min(len(words), _NAME_WORDS), 0, -1):
             if tuple(words[-size:]) in self._phrases:
                 return " ".join(words[-size:])
-        return words[-1] if words and named_in(name, self.words) else None
+        return words[-1] if words and named_in(name, self.words, self._cut) else None
 
     def said_now(self, name: str) -> bool:
-        """This turn's command or reply names the thing (by its name's last word, or its plural)."""
-        return named_in(name, self._turn_words)
+        """This turn's command or reply names the thing (by its name's last word, as ``named_in``)."""
+        return named_in(name, self._turn_words, self._turn_cut)
 
     def note(self, number: int, name: str, holder: int, room: int, nouns: frozenset[str] = frozenset()) -> None:
         """Take in what this turn's text says of an object in view: its states, and a sighting.
         ``nouns``: the words of its name the parser also takes for it, cut to the dictionary's letters
         ("bag" of the leather bag of coins): "put bag in case" names the coins as well as "coins" does."""
-        head = name_words(name)[-1:] if name_words(name) else ()
-        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        head = name_words(name)[-1] if name_words(name) else ""
         for clause in self._clauses:
             words = re.findall(r"[a-z0-9'-]+", clause)
-            at = [i for i, word in enumerate(words) if word in heads]
+            at = [i for i, word in enumerate(words) if head and named_in(head, {word}, _cut({word}))]
             if not at:
                 continue
             for state, (kind, pattern) in _STATE_WORDS.items():

@@ -32,7 +32,6 @@ from game_interface.engine_facts import NO_FACTS, EngineFacts, engine_facts, no_
 from game_interface.game_facts import (
     ACTORBIT,
     ARTICLES,
-    CANNOT_DO_REPLY,
     CONTBIT,
     DOORBIT,
     HIDDEN_STATE_CHANGE,
@@ -96,7 +95,8 @@ class RefusedCommandError(GameInterfaceError):
 _ATTRIBUTE_CHANGES: dict[int, tuple[str, str]] = {
     OPENBIT: ("opened", "closed"),
     ONBIT: ("turned on", "turned off"),
-    INVISIBLE: ("hidden", "revealed"),
+    # A thing the game hides is gone from the player's view; the flag itself is no news to tell.
+    INVISIBLE: ("gone from view", "revealed"),
 }
 # The same at fair play "seen": a flag that hides or shows a thing is what the player sees of it.
 _SEEN_ATTRIBUTE_CHANGES = _ATTRIBUTE_CHANGES | {INVISIBLE: ("gone from view", "appeared")}
@@ -436,14 +436,15 @@ class JerichoInterface:
                 read.note(obj.id, obj.name, obj.parent_id, room, self._nouns(obj.id))
                 if read.name_for(obj.name) is None or not read.sighted(obj.id, obj.parent_id, room):
                     continue
-            if ACTORBIT in obj.attributes:
-                shown.append(self._nested_label(obj, tree, carried=read is None, read=read))
-                continue
-            parts = self._states(obj, read)
             holder = obj.parent_id
+            place = []
             if holder not in (room, 0) and holder in tree and not self.is_room(holder):
                 word = "on" if SURFACEBIT in tree[holder][3] else "in"
-                parts.append(f"{word} the {self._shown_name(holder, read)}")
+                place.append(f"{word} the {self._shown_name(holder, read)}")
+            if ACTORBIT in obj.attributes:  # a creature, with where it is (Zork II's serpent in the aquarium)
+                shown.append(self._nested_label(obj, tree, carried=read is None, read=read, place=place))
+                continue
+            parts = self._states(obj, read) + place
             name = self._shown_name(obj.id, read)
             shown.append(f"{name} ({', '.join(parts)})" if parts else name)
         return shown
@@ -514,29 +515,38 @@ class JerichoInterface:
         return [state for state in obj.states if read is None or read.stated(obj.id, state)]
 
     def _try_opening(self, objects: list[GameObject]) -> None:
-        """Ask the game once to open (or close) each container shown with an open/closed state, and
-        undo it: one it answers "You can't do that." (the chalice) is never shown open or closed.
-        Whether a container opens is its own code's answer, the same all game; an answer about
-        something else (an ambiguous name) is not kept, and the container is asked again later."""
+        """Ask the game once whether each container shown with an open/closed state has one, and undo
+        it: told to open it (close it, when open), the game does; or, told to look in it while closed,
+        it says it "is closed" (the egg, which opens, though not by the player's hand). One that does
+        neither (the chalice: "You can't do that."; Zork II's teapot, which stays open) is never shown
+        open or closed. Whether a container opens is its own code's answer, the same all game; an
+        answer about something else (an ambiguous name, the dark) is not kept, and it is asked again later."""
         env = self.env
         for obj in objects:
             if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
                 continue
             words = name_words(obj.name)
-            verb = "close" if OPENBIT in obj.attributes else "open"
+            if not words:
+                continue
+            is_open = OPENBIT in obj.attributes
             state = env.get_state()
             try:
-                reply = clean_text(env.step(f"{verb} {words[-1]}")[0]) if words else ""
+                reply = clean_text(env.step(f"{'close' if is_open else 'open'} {words[-1]}")[0])
                 now = self._flags.flags(_attributes(bytes(env.get_object(obj.id)._attr)))
-                flipped = (OPENBIT in now) != (OPENBIT in obj.attributes)
+                flipped = (OPENBIT in now) != is_open
+                env.set_state(state)
+                looked = "" if is_open or flipped else clean_text(env.step(f"look in {words[-1]}")[0]).lower()
             finally:
                 env.set_state(state)
             if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
                 continue
             self._tried_opening.add(obj.id)
-            # The answer is the reply's first line; what follows is the world going on ("The thief
-            # stabs nonchalantly with his stiletto" when the chalice is first seen, in his room).
-            if not flipped and reply.split("\n", 1)[0] == CANNOT_DO_REPLY:
+            nouns = self._nouns(obj.id) | {words[-1][:DICTIONARY_WORD_LENGTH]}
+            closed = any(
+                "is closed" in sentence and not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in sentence.split())
+                for sentence in re.split(r"[.!?\n]", looked)
+            )
+            if not (flipped or closed):
                 self._never_opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
@@ -565,10 +575,11 @@ class JerichoInterface:
         tree: dict[int, tuple[int, int, int, tuple[int, ...]]],
         carried: bool = True,
         read: TextRead | None = None,
+        place: list[str] | None = None,
     ) -> str:
         """The label with what can be seen inside (or, for a creature, what it carries, unless not
-        ``carried``); at fair play "seen" (``read``) in the game's names and stated states."""
-        parts = self._states(obj, read)
+        ``carried``), after its ``place``; at fair play "seen" (``read``) in the game's names and stated states."""
+        parts = self._states(obj, read) + (place or [])
         creature = ACTORBIT in obj.attributes
         if (creature and carried) or (not creature and _SEE_INSIDE.intersection(obj.attributes)):
             inside = [self._nested_label(child, tree, read=read) for child in self._children(obj.id, tree)]

@@ -1,10 +1,11 @@
 """Context truth in the suite: the walkthrough's every prompt against the engine, read independently.
 
-The whole walkthrough (396 turns, every manager on, a scripted model over real HTTP) goes through
+Zork I's whole walkthrough (396 turns, every manager on, a scripted model over real HTTP) goes through
 the product, and ``benchmarks/context_truth.py``'s one checker compares each agent prompt with
 the engine as ``benchmarks/engine_truth.py`` reads it: its own story reading, direction list,
 object reading and exit probing, importing nothing of the product. Any disagreement fails here,
-named with its turn and room.
+named with its turn and room. Zork II's and III's walkthroughs are checked the same way, each game
+read by the engine side with its own numbers and directions.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from benchmarks.engine_truth import (
     Story,
     named_by,
 )
-from game_interface import JerichoInterface
+from game_interface import JerichoInterface, resolve_story_file
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
+from session.errors import StoryFileError
 from session.game_state import GameState
 from tests.e2e_support import AGENT_MODEL, walkthrough
 from world.map_graph import MapGraph
@@ -92,6 +94,45 @@ def test_at_the_engine_level_every_prompt_agrees_with_the_probe(game_file: Path)
     assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
     assert set(report.checked) == set(ENGINE_CHECKS + COMMON_CHECKS)
     assert report.figures["turns"] == ENGINE_LEVEL_TURNS
+
+
+def story_of(game_file: Path, name: str) -> Path:
+    """The story file of the known game ``name`` beside the configured one; the test is skipped without it."""
+    try:
+        return resolve_story_file(game_file, game=name, allow_download=False)
+    except StoryFileError as exc:
+        pytest.skip(f"no {name} story file beside {game_file}: {exc}")
+
+
+# Zork II and III: one whole replay per game at the seen level, and the engine level's first turns (as
+# Zork I's), each run once (its own xdist group beside Zork I's, so the suite's workers share them out).
+@pytest.mark.parametrize(
+    ("name", "fair_play", "turns"),
+    [
+        pytest.param("zork2", "seen", None, marks=pytest.mark.xdist_group("context_truth_zork2_seen")),
+        pytest.param("zork3", "seen", None, marks=pytest.mark.xdist_group("context_truth_zork3_seen")),
+        pytest.param(
+            "zork2", "engine", ENGINE_LEVEL_TURNS, marks=pytest.mark.xdist_group("context_truth_zork2_engine")
+        ),
+        pytest.param(
+            "zork3", "engine", ENGINE_LEVEL_TURNS, marks=pytest.mark.xdist_group("context_truth_zork3_engine")
+        ),
+    ],
+)
+def test_zork2_and_3_prompts_agree_with_the_engine(
+    game_file: Path, name: str, fair_play: str, turns: int | None
+) -> None:
+    """The same check as Zork I's, every role's requests read, on Zork II's and III's walkthroughs (each
+    line played a command a turn, as the agent plays): the engine side reads each game with its own
+    numbers and directions."""
+    report = check_walkthrough(story_of(game_file, name), fair_play=fair_play, turns=turns)
+    assert report.problems == [], f"{name}'s prompts disagree with the engine:\n" + "\n".join(report.problems)
+    assert report.figures["fair_play"] == fair_play
+    if turns is None:
+        assert report.figures["end_reason"] == "victory" and report.figures["turns"] == len(report.truth.turns)
+        assert len(report.figures["requests_checked_by_role"]) == 6  # every role's requests were read
+    else:
+        assert report.figures["turns"] == turns
 
 
 def test_a_room_the_player_never_entered_fails_the_seen_level(game_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,7 +106,10 @@ _ALIASES: dict[str, str] = {
     "north-west": "northwest",
     "south-east": "southeast",
     "south-west": "southwest",
-} | {d: d for d in CANONICAL_DIRECTIONS}
+}
+# A direction's own name is itself, but for "enter", which names "in" where the game has "in" (Zork I,
+# II); Zork III's parser has "enter" and no "in", and its probe names that way "enter".
+_ALIASES = {d: d for d in CANONICAL_DIRECTIONS} | _ALIASES
 # Verbs that only say "move": "go north", "walk n", "climb up".
 _MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel", "proceed"})
 _ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
