@@ -324,7 +324,9 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
     """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
     facts = _room_facts(truth, turn)
     names = truth.probed_names
-    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
+    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn} | {
+        room for t, room in truth.passed.items() if t < turn
+    }
     ways = _line(prompt, "Ways from here: ")
     shown_open: set[str] = set()
     for way in ways.split("; ") if ways and ways != "none known" else []:
@@ -483,7 +485,10 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
         if direction is None or died:
             continue
         saw.tried.add((here, direction))
-        if there != here:
+        # The world carried the player, whatever way was typed (Zork II's turning maze): no way walked,
+        # the way typed led nowhere by itself.
+        carried = there != here and direction not in truth.turns[turn].leads_to
+        if there != here and not carried:
             saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
             saw.arrivals.append((here, direction, there))
@@ -1383,8 +1388,9 @@ def check_seen_things(turn: int, prompt: str, truth: EngineTruth, transcript: Tr
     }
     wrong = _told_items(visible, in_view, transcript, turn)
     for shown in visible:
-        name = next((n for n in in_view if _game_name_of(shown, n)), None)
-        if name and not _sighted(truth, transcript, numbers[name], name, facts.room_id, turn):
+        # Several things may go by one name the game gave them ("book": the green one, and "a white one").
+        names = [n for n in in_view if _game_name_of(shown, n)]
+        if names and not any(_sighted(truth, transcript, numbers[n], n, facts.room_id, turn) for n in names):
             wrong.append(f"{shown!r}: the game has not shown it here")
     last = turn - 1 if turn > 1 else 0
     for name in in_view:

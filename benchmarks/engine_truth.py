@@ -318,6 +318,9 @@ class EngineTruth:
     # The game's numbers and directions, as this side reads them (None before a replay).
     rules: GameRules | None = None
     max_score: int = 0
+    # Per turn: the room a move went through, its name heading the reply, before the game moved the player
+    # on (Zork II's Great Cavern on the way to the Shallow Ford; Zork I's Loud Room while the water roars).
+    passed: dict[int, int] = field(default_factory=dict)
 
 
 class Oracle:
@@ -562,6 +565,11 @@ class Oracle:
             ram_changed = bool(self.env._get_world_diff()[3])
             after = self.tree()
             room_after = self.room(after)
+            prop = self.story.direction_words.get(command.strip().lower()[:WORD_LETTERS])
+            named = self.story.objects[room].ways.get(prop, 0) if prop is not None else 0
+            lines = {line.split(",")[0].strip() for line in truth.read[turn].splitlines()}
+            if named and named not in (room, room_after) and self.name(named) in lines - {self.name(room_after)}:
+                truth.passed[turn] = named
             truth.room_names[room_after] = self.name(room_after)
             near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
             moved = {

@@ -59,19 +59,24 @@ class GameObject:
     attributes: tuple[int, ...]
     parent_id: int
     capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
-    # False for a container the game will not open or close ("You can't do that.": the chalice).
+    # True for a container the game has shown to open or close (see ``JerichoInterface``): one it will
+    # not ("You can't do that.": the chalice), or has not been asked about yet, shows no open/closed state.
     opens: bool = True
 
     @property
+    def may_open(self) -> bool:
+        """A container that may have an open/closed state: it has a capacity (not the black book, "open to
+        page 569"), and it is no surface and no creature (the thief carries a bag)."""
+        attrs = self.attributes
+        return CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+
+    @property
     def states(self) -> list[str]:
-        """The state a player acts on: doors and containers open or closed, light sources on
-        or off. A container with no capacity (the black book, "open to page 569"), or one the game
-        answers "You can't do that." when asked to open or close it (the chalice), is never
-        opened or closed, and a creature (the thief carries a bag) is no container."""
+        """The state a player acts on: doors and containers open or closed (those that ``may_open`` and
+        ``opens``), light sources on or off."""
         attrs = self.attributes
         states: list[str] = []
-        openable = CONTBIT in attrs and self.capacity > 0 and self.opens and not {SURFACEBIT, ACTORBIT} & set(attrs)
-        if DOORBIT in attrs or openable:
+        if DOORBIT in attrs or (self.may_open and self.opens):
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
             states.append("on" if ONBIT in attrs else "off")
@@ -140,13 +145,17 @@ def text_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9'-]+", text.lower()))
 
 
-def named_in(name: str, words: Set[str], cut: Set[str] = frozenset()) -> bool:
+def named_in(name: str, words: Set[str], cut: Set[str] = frozenset(), nouns: Set[str] | None = None) -> bool:
     """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg") is
     among ``words``, or a word the parser reads as it (its first letters, as many as the dictionary
     keeps: "guidebooks" for the tour guidebook; "eggs" and "trees" are other words) is among ``cut``,
-    those words cut to the dictionary's letters."""
+    those words cut to the dictionary's letters. ``nouns`` (the words of its name the parser takes for
+    the thing, so cut), when known: only a noun of it is read so ("structured" names no rock structure)."""
     found = name_words(name)
-    return bool(found) and (found[-1] in words or _reads_as(found[-1]) in cut)
+    if not found:
+        return False
+    reads_as = _reads_as(found[-1])
+    return found[-1] in words or (reads_as in cut and (nouns is None or reads_as in nouns))
 
 
 def _reads_as(word: str) -> str:
@@ -237,17 +246,18 @@ class TextRead:
         self._turn_cut = _cut(self._turn_words)
         self._clauses = [s.strip() for s in re.split(r"[.,;:!?\n]+", said.lower()) if s.strip()]
 
-    def name_for(self, name: str) -> str | None:
-        """The name the game used for an object the engine calls ``name`` (see the class), or None."""
+    def name_for(self, name: str, nouns: frozenset[str] | None = None) -> str | None:
+        """The name the game used for an object the engine calls ``name`` (see the class), or None.
+        ``nouns``: as ``named_in`` takes them."""
         words = name_words(name)
         for size in range(min(len(words), _NAME_WORDS), 0, -1):
             if tuple(words[-size:]) in self._phrases:
                 return " ".join(words[-size:])
-        return words[-1] if words and named_in(name, self.words, self._cut) else None
+        return words[-1] if words and named_in(name, self.words, self._cut, nouns) else None
 
-    def said_now(self, name: str) -> bool:
+    def said_now(self, name: str, nouns: frozenset[str] | None = None) -> bool:
         """This turn's command or reply names the thing (by its name's last word, as ``named_in``)."""
-        return named_in(name, self._turn_words, self._turn_cut)
+        return named_in(name, self._turn_words, self._turn_cut, nouns)
 
     def note(self, number: int, name: str, holder: int, room: int, nouns: frozenset[str] = frozenset()) -> None:
         """Take in what this turn's text says of an object in view: its states, and a sighting.
@@ -267,7 +277,7 @@ class TextRead:
         kept_holder, rooms = self._sighted.get(number, (holder, set()))
         if kept_holder != holder:
             rooms = set()  # moved since it was seen: where it lay before says nothing now
-        if self.said_now(name) or not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in self._turn_words):
+        if self.said_now(name, nouns) or not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in self._turn_words):
             rooms = rooms | {room}
         self._sighted[number] = (holder, rooms)
 

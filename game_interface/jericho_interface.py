@@ -194,8 +194,8 @@ class JerichoInterface:
         self._last_diff: tuple[Tree, Tree, bool, bool] | None = None
         self._entered: tuple[Location, ...] = ()
         self._carried = False
-        # Containers the game will not open or close, and every container tried so far (see _try_opening).
-        self._never_opens: set[int] = set()
+        # Containers the game has shown to open or close, and every container asked so far (see _try_opening).
+        self._opens: set[int] = set()
         self._tried_opening: set[int] = set()
 
     @property
@@ -434,7 +434,9 @@ class JerichoInterface:
                 continue
             if read is not None:
                 read.note(obj.id, obj.name, obj.parent_id, room, self._nouns(obj.id))
-                if read.name_for(obj.name) is None or not read.sighted(obj.id, obj.parent_id, room):
+                if read.name_for(obj.name, self._nouns(obj.id)) is None or not read.sighted(
+                    obj.id, obj.parent_id, room
+                ):
                     continue
             holder = obj.parent_id
             place = []
@@ -477,7 +479,7 @@ class JerichoInterface:
             # not: only once the text showed it here since it last moved (the axe the troll dropped,
             # what was taken out of the basket), however an older description of the room named it.
             # An interactive local one (the window) is left out only where that lists it.
-            game_named = read.name_for(obj.name) is not None
+            game_named = read.name_for(obj.name, self._nouns(obj.id)) is not None
             listed = game_named and (
                 obj in below or (INTERACTIVE.intersection(obj.attributes) and read.sighted(obj.id, obj.parent_id, room))
             )
@@ -507,7 +509,7 @@ class JerichoInterface:
         name = self._name(number)
         if read is None:
             return name
-        return read.name_for(name) or UNNAMED_THING
+        return read.name_for(name, self._nouns(number)) or UNNAMED_THING
 
     @staticmethod
     def _states(obj: GameObject, read: TextRead | None) -> list[str]:
@@ -523,7 +525,7 @@ class JerichoInterface:
         answer about something else (an ambiguous name, the dark) is not kept, and it is asked again later."""
         env = self.env
         for obj in objects:
-            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
+            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not obj.may_open:
                 continue
             words = name_words(obj.name)
             if not words:
@@ -546,8 +548,8 @@ class JerichoInterface:
                 "is closed" in sentence and not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in sentence.split())
                 for sentence in re.split(r"[.!?\n]", looked)
             )
-            if not (flipped or closed):
-                self._never_opens.add(obj.id)
+            if flipped or closed:
+                self._opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
         """Light here: the room's own, or a light source that is on, in the room or carried. Without
@@ -610,7 +612,8 @@ class JerichoInterface:
             attrs = tree[number][3] if number in tree else ()
             if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
                 found.append(self._game_object(number, tree))
-        return found
+        self._try_opening(found)  # each container's open/closed state, as the game shows it
+        return [self._game_object(obj.id, tree) for obj in found]
 
     def find_objects(self, name: str) -> list[GameObject]:
         """Objects anywhere in the tree that the parser could call ``name``.
@@ -703,7 +706,7 @@ class JerichoInterface:
                 continue
             old_parent, new_parent = before[number][0], after[number][0]
             if read is not None and not (
-                read.said_now(self._name(number)) or self._player_id in (old_parent, new_parent)
+                read.said_now(self._name(number), self._nouns(number)) or self._player_id in (old_parent, new_parent)
             ):
                 continue
             name = self._shown_name(number, read)
@@ -859,7 +862,7 @@ class JerichoInterface:
             attributes=attrs,
             parent_id=parent,
             capacity=static.capacity if static else 0,
-            opens=number not in self._never_opens,
+            opens=number in self._opens,
         )
 
     def _nouns(self, number: int) -> frozenset[str]:
