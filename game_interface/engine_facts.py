@@ -4,9 +4,10 @@ object's nouns, adjectives, shared scenery and capacity. One place, one frozen v
 
 Each game numbers its ZIL flags and properties in the order its source first used them, so the
 numbers differ from game to game (Zork I's doors carry attribute 23, Zork II's 22, Zork III's 9).
-They were found from play and checked against the story files: which attribute turns on when a
-door is opened or a lamp lit, which one every room gets once visited, which one the objects the
-game hides carry (``tests/test_jericho_interface.py`` holds each game to them live).
+They were found from play (which attribute turns on when a door is opened or a lamp lit, which
+one every room gets once visited, which one the objects the game hides carry) and agree with the
+flag and property lists of the games' published source; ``tests/test_jericho_interface.py`` holds
+each game to them live.
 
 Everything else is read from the story file itself (the directions the parser knows, the meta
 verbs, object names) or from Jericho (score, moves, victory). ZorkGPT names each flag by its ZIL
@@ -36,8 +37,9 @@ DOORBIT = 23
 ACTORBIT = 30
 LIGHTBIT = 31
 
-# A v3 object has 32 attributes (0-31). An attribute with no meaning to ZorkGPT is kept above them
-# (32 + its number), so a change of it still counts as a change and never reads as a named flag.
+# A v3 object has 32 attributes (0-31). One with no meaning to ZorkGPT keeps its number, or, where that
+# number is one of ZorkGPT's flags, moves above them (32 + its number): a change of it still counts as a
+# change, and it never reads as a flag it is not.
 _ATTRIBUTES = 32
 
 
@@ -62,6 +64,7 @@ class EngineFacts:
 
     @functools.cached_property
     def _to_zorkgpt(self) -> dict[int, int]:
+        """Each of the game's attribute numbers -> ZorkGPT's (see ``_ATTRIBUTES``)."""
         named = {
             self.touchbit: TOUCHBIT,
             self.invisible: INVISIBLE,
@@ -74,8 +77,6 @@ class EngineFacts:
             self.actorbit: ACTORBIT,
             self.lightbit: LIGHTBIT,
         }
-        # An attribute ZorkGPT names no meaning for keeps its number where that names no flag of
-        # ZorkGPT's (Zork I's other flags), else it moves past the v3 range.
         taken = set(named.values())
         return {n: named.get(n, _ATTRIBUTES + n if n in taken else n) for n in range(_ATTRIBUTES)}
 
