@@ -86,6 +86,13 @@ MAX_ACTION_CHARS = 120
 QUOTES = "\"'“”‘’"
 
 
+def _unquoted(line: str) -> str:
+    """``line`` without quote marks around it; a quotation it ends with keeps its closing mark
+    (the game's verb reads what is quoted: 'answer "a well"')."""
+    line = line.strip().strip(QUOTES).strip()
+    return f'{line}"' if line.count('"') % 2 else line
+
+
 def clean_action(raw: str | None) -> str:
     """The first non-empty line of a reply's action, lower-case, without quotes around it,
     markdown, an "Action:" label or trailing punctuation. It may still chain several commands:
@@ -93,9 +100,9 @@ def clean_action(raw: str | None) -> str:
     if not raw:
         return ""
     for line in str(raw).splitlines():
-        line = _MARKDOWN.sub("", line).strip().strip(QUOTES).strip()
+        line = _unquoted(_MARKDOWN.sub("", line))
         line = re.sub(r"^(action|command)\s*:\s*", "", line, flags=re.IGNORECASE)
-        line = re.sub(r"\s+", " ", line).strip().rstrip(".;!?").strip().strip(QUOTES).strip()
+        line = _unquoted(re.sub(r"\s+", " ", line).strip().rstrip(".;!?"))
         if line:
             return line.lower()
     return ""

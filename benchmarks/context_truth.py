@@ -1,6 +1,7 @@
 """Context truth: is what the agent is told each turn true, complete and compact?
 
-Replays the Jericho walkthrough (396 moves, 350 points) through ``EpisodeRunner`` with
+Replays a game's Jericho walkthrough (Zork I's: 396 moves, 350 points; Zork II's 296 and 400; Zork
+III's 273 and 7) through ``EpisodeRunner`` with
 every manager on and a scripted model on 127.0.0.1 (the agent plays the walkthrough; the
 memory, objective and knowledge models give real answers), then checks every agent prompt
 against the engine, replayed independently with raw Jericho calls:
@@ -66,7 +67,8 @@ disagreements on every check, each check run at least once: when it is missed, i
 disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/test_context_truth.py``
 runs the same check in the suite.
 
-    uv run python benchmarks/context_truth.py [--game-file PATH] [--show-turn N] [--fair-play seen|engine] [--turns N]
+    uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]
+        [--show-turn N] [--fair-play seen|engine] [--turns N]
 """
 
 from __future__ import annotations
@@ -84,8 +86,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from benchmarks.engine_truth import DIRECTIONS, ONBIT, OPENBIT, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
+from benchmarks.engine_truth import DIRECTIONS, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
+from game_interface.commands import CommandReader
+from game_interface.story_data import StoryData
 from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -93,7 +97,7 @@ from session.errors import StoryFileError
 from session.events import Event
 from session.redaction import Redactor
 from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
-from tests.learning_support import LearningModel
+from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from tests.manager_support import schema_name, user_text
 from tests.scripted_llm import ScriptedLLMServer, completion
 
@@ -138,6 +142,8 @@ CHECKS = ENGINE_CHECKS + COMMON_CHECKS + SEEN_CHECKS
 NEARBY_STEPS = 5
 _TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
 _BATCH_CHANGES = re.compile(r"^Turn (?P<turn>\d+) in .+?: > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE)
+LEARNING_MODEL_TEXTS = (REMEMBERED, LEARNED, OBJECTIVE)
+_PUT_IN = re.compile(r"^put (?P<item>.+?) (?:in|into) (?P<container>.+)$")
 _STATE_CHANGE = re.compile(r"^[^:]+: (put in |taken|dropped|opened|closed)")
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
 _WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
@@ -152,6 +158,7 @@ class TruthModel(LearningModel):
     def __init__(self, commands: list[str], truth: EngineTruth, oracle: Oracle) -> None:
         super().__init__(commands)
         self.truth, self.oracle = truth, oracle
+        self.treasures = any(c.lower().startswith("put ") and c.lower().endswith(" in case") for c in commands)
 
     def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         reviewing = body.get("model") != AGENT_MODEL and body.get("response_format")
@@ -205,12 +212,18 @@ class TruthModel(LearningModel):
         if taken:
             item = sorted(taken)[0]
             goal(f"Take the {item}", kind="hold_item", target=item)
-        put = next((c for c in commands[now:] if c.lower().startswith("put ") and c.lower().endswith(" in case")), None)
+        # Zork I's treasures go in the trophy case ("put coffin in case"); another game's things go where
+        # its walkthrough puts them ("put red cake in pool").
+        puts = [m for c in commands[now:] if (m := _PUT_IN.match(c.lower()))]
+        put = next(
+            (m for m in puts if m.group("container") == "case"), None if self.treasures else puts[0] if puts else None
+        )
         if put:
-            item = put[4:-8]
-            goal(f"Put the {item} in the trophy case", kind="item_in_container", target=item, container="trophy case")
+            item = put.group("item")
+            container = "trophy case" if put.group("container") == "case" else put.group("container")
+            goal(f"Put the {item} in the {container}", kind="item_in_container", target=item, container=container)
         score = truth.after[now].score if now in truth.after else 0
-        if score + 10 <= 350:
+        if score + 10 <= truth.max_score:
             goal(f"Score {score + 10} points", kind="score_at_least", score=score + 10)
         for verb, state in (("open ", "open"), ("light ", "on"), ("turn on ", "on")):
             act = next((c for c in commands[now:] if c.lower().startswith(verb)), None)
@@ -312,7 +325,9 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
     """Every way shown is the engine's (see the module's docstring); routes are walked in the engine."""
     facts = _room_facts(truth, turn)
     names = truth.probed_names
-    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn}
+    visited = {truth.turns[t].room_id for t in truth.turns if t <= turn} | {
+        room for t, room in truth.passed.items() if t < turn
+    }
     ways = _line(prompt, "Ways from here: ")
     shown_open: set[str] = set()
     for way in ways.split("; ") if ways and ways != "none known" else []:
@@ -424,6 +439,9 @@ class PlayerSaw:
     descriptions: dict[int, list[str]] = field(default_factory=dict)  # room -> what was read there
     # The rooms whose name the game printed heading their description while the player was there.
     named: set[int] = field(default_factory=set)
+    # Every walk that moved the player, in order (room, direction, room reached): where a way led
+    # once stays evidence of the way back, though the way later led elsewhere (Zork II's carousel).
+    arrivals: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 def _heads(text: str, name: str) -> bool:
@@ -453,6 +471,7 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
             list(saw.texts),
             {room: list(texts) for room, texts in saw.descriptions.items()},
             set(saw.named),
+            list(saw.arrivals),
         )
         here, reply = truth.turns[turn].room_id, truth.read.get(turn, "")
         there = truth.after[turn].room_id
@@ -467,9 +486,13 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
         if direction is None or died:
             continue
         saw.tried.add((here, direction))
-        if there != here:
+        # The world carried the player, whatever way was typed (Zork II's turning maze): no way walked,
+        # the way typed led nowhere by itself.
+        carried = there != here and direction not in truth.turns[turn].leads_to
+        if there != here and not carried:
             saw.walked.pop((here, direction), None)  # kept in the order last walked: the latest arrival counts
             saw.walked[(here, direction)] = there
+            saw.arrivals.append((here, direction, there))
             saw.refused.pop((here, direction), None)
         else:
             saw.refused[(here, direction)] = next((x.strip() for x in reply.splitlines() if x.strip()), "")
@@ -485,7 +508,7 @@ def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
 def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
     nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
-    came = {OPPOSITE[d]: r for (r, d), to in saw.walked.items() if to == room and d in OPPOSITE}
+    came = {OPPOSITE[d]: r for r, d, to in saw.arrivals if to == room and d in OPPOSITE}
     return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
 
 
@@ -734,7 +757,8 @@ def check_route_lines(
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
-            unlit = _found_dark(saw, at) or (at in been and ONBIT not in tree.get(at, (0, (ONBIT,)))[1])
+            onbit = truth.rules.onbit if truth.rules else -1
+            unlit = _found_dark(saw, at) or (at in been and onbit not in tree.get(at, (0, (onbit,)))[1])
             if not lit and unlit and f"the {truth.room_names.get(at)}" not in dark:
                 dark.append(f"the {truth.room_names.get(at)}")
         shown = route.group("dark").split(", ") if route.group("dark") else []
@@ -1177,7 +1201,11 @@ def _tokens(text: str) -> list[str]:
 
 
 def _name_tokens(name: str) -> list[str]:
-    return [w for w in _tokens(name) if w not in _ARTICLE_WORDS]
+    """A name's words without the article it may start with (the "an" of "debris from an explosion" stays)."""
+    words = _tokens(name)
+    while words and words[0] in _ARTICLE_WORDS:
+        words = words[1:]
+    return words
 
 
 @dataclass
@@ -1233,7 +1261,10 @@ class Transcript:
     def names(self, name: str, turn: int) -> bool:
         """Turn ``turn``'s command or reply names the thing (one of the words the story's dictionary
         names it by, as the parser reads a word)."""
-        return named_by(self.nouns.get(name, frozenset()), _tokens(self.said(turn)))
+        nouns = self.nouns.get(name, frozenset())
+        if not nouns:  # a thing the parser knows by no word of its name (Zork II's debris): its name, printed
+            return f" {' '.join(_name_tokens(name))} " in f" {' '.join(_tokens(self.said(turn)))} "
+        return named_by(nouns, _tokens(self.said(turn)))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
@@ -1300,6 +1331,8 @@ def _told_items(
     not the thing's, a state not the engine's or never stated."""
     wrong = []
     for shown, (place, states) in items.items():
+        if shown == UNNAMED_THING:
+            continue  # a thing the game never named: counted, never called by a name
         matches = [name for name in engine if _game_name_of(shown, name)]
         if (
             shown != UNNAMED_THING
@@ -1316,7 +1349,7 @@ def _told_items(
         prep, _, holder = engine_place.partition(" the ")
         shown_prep, _, shown_holder = place.partition(" the ")
         if (prep, bool(holder)) != (shown_prep, bool(shown_holder)) or (
-            holder and not _game_name_of(shown_holder, holder)
+            holder and not _game_name_of(shown_holder, holder) and shown_holder != UNNAMED_THING
         ):
             wrong.append(f"{shown!r}: shown {place!r}, the engine has it {engine_place!r}")
         for state in states:
@@ -1356,8 +1389,9 @@ def check_seen_things(turn: int, prompt: str, truth: EngineTruth, transcript: Tr
     }
     wrong = _told_items(visible, in_view, transcript, turn)
     for shown in visible:
-        name = next((n for n in in_view if _game_name_of(shown, n)), None)
-        if name and not _sighted(truth, transcript, numbers[name], name, facts.room_id, turn):
+        # Several things may go by one name the game gave them ("book": the green one, and "a white one").
+        names = [n for n in in_view if _game_name_of(shown, n)]
+        if names and not any(_sighted(truth, transcript, numbers[n], n, facts.room_id, turn) for n in names):
             wrong.append(f"{shown!r}: the game has not shown it here")
     last = turn - 1 if turn > 1 else 0
     for name in in_view:
@@ -1425,7 +1459,10 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
         else ""
     )
     first_sentence = re.split(r"(?<=[.!?])\s", " ".join(last.split()), maxsplit=1)[0]
-    if len(first_sentence) > 20 and first_sentence in " ".join(recent.split()):
+    # The last action's line: an earlier action may have drawn the same reply (Zork II's carousel
+    # says "You're not sure which direction is which." to every move).
+    last_action = next((line for line in reversed(recent.splitlines()) if line.startswith("  > ")), "")
+    if len(first_sentence) > 20 and first_sentence in " ".join(last_action.split()):
         verdicts.disagree("repeats", f"turn {turn}: the last reply is repeated in the recent actions")
 
 
@@ -1528,7 +1565,10 @@ def check_in_view(
             said, text = int(quote.group("turn")), quote.group("quoted") or quote.group("plain")
             reply = " ".join(replies.get(said, "").split())
             room = truth.after[said].room_id if said in truth.after else None
-            if said >= turn or text.split(" …")[0] not in reply:
+            # Whole sentences of the reply, in its order (the notable ones of a long reply: "The dragon takes a
+            # deep breath, ... There is a muffled explosion and the dragon ... dies.").
+            sentences = re.split(r"(?<=[.!?])\s+", text.split(" …")[0])
+            if said >= turn or not _in_order(sentences, reply):
                 verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
             elif room is not None and (
                 not _room_told(quote.group("room"), room, saws[turn].named, truth)
@@ -1549,6 +1589,17 @@ def check_in_view(
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")
 
 
+def _in_order(parts: list[str], text: str) -> bool:
+    """Each of ``parts`` is in ``text``, one after another."""
+    at = 0
+    for part in parts:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
+
+
 _MEMORY_LINE = re.compile(r"^- \[[a-z]+\](?: \(tentative\))? \(turn (?P<turn>\d+)\) (?P<text>.+)$")
 
 
@@ -1567,6 +1618,7 @@ def check_stale_memory(
         verdicts.checked["stale_memory"] += 1
         written, text = int(match.group("turn")), match.group("text").lower()
         named = {n for name, numbers in names.items() if name in text for n in numbers}
+        states = {truth.rules.openbit, truth.rules.onbit} if truth.rules else set()
         for t in range(written + 1, turn):
             before, after = truth.after.get(t - 1), truth.after.get(t)
             if t not in truth.world_changed or before is None or after is None:
@@ -1578,7 +1630,7 @@ def check_stale_memory(
                 and n in after.tree
                 and (
                     before.tree[n][0] != after.tree[n][0]
-                    or {OPENBIT, ONBIT} & set(before.tree[n][1]) != {OPENBIT, ONBIT} & set(after.tree[n][1])
+                    or states & set(before.tree[n][1]) != states & set(after.tree[n][1])
                 )
             ]
             if moved:
@@ -1688,13 +1740,19 @@ def play(
         "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
-        # What the objective model wrote (goals to reach rooms ahead, by the engine's names): its words,
-        # not the product's. (The memory model only echoes its requests, whose leaks are caught there.)
+        # What the objective model wrote (goals to reach rooms ahead, by the engine's names), and the
+        # Zork I lessons the learning model writes in any game ("a tree holds a bird's nest"): its words,
+        # not the product's. (The memory model otherwise echoes its requests, whose leaks are caught there.)
         "model_texts": " | ".join(
-            text
-            for body, reply in answered
-            if body.get("response_format") and schema_name(body) == "ObjectiveReview"
-            for text in written(_reply_json(reply))
+            [
+                *(
+                    text
+                    for body, reply in answered
+                    if body.get("response_format") and schema_name(body) == "ObjectiveReview"
+                    for text in written(_reply_json(reply))
+                ),
+                *LEARNING_MODEL_TEXTS,
+            ]
         ).lower(),
     }
 
@@ -1722,6 +1780,13 @@ class TruthReport:
         return found
 
 
+def played_walkthrough(game_file: Path) -> list[str]:
+    """Jericho's walkthrough as the agent plays it, one command a turn: each line read into the commands
+    the game plays for it (Zork II's "remove opener and drop it" is two turns; Zork I's lines are one each)."""
+    reader = CommandReader(StoryData(game_file.read_bytes()))
+    return [command for line in walkthrough(game_file) for command in reader.commands(line)]
+
+
 def check_walkthrough(
     game_file: Path,
     show_turn: int | None = None,
@@ -1731,7 +1796,7 @@ def check_walkthrough(
 ) -> TruthReport:
     """Play the walkthrough (its first ``turns`` commands; or ``commands``, a scene of the game) through
     the product at the fair-play level ``fair_play`` and check every prompt against the engine."""
-    commands = (commands or walkthrough(game_file))[:turns]
+    commands = (commands or played_walkthrough(game_file))[:turns]
     oracle = Oracle(game_file)
     truth = oracle.replay(commands)
     run = play(game_file, commands, show_turn, TruthModel(commands, truth, oracle), fair_play)
@@ -1811,6 +1876,7 @@ def check_walkthrough(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game-file", default=None)
+    parser.add_argument("--game", choices=("zork1", "zork2", "zork3"), default=None, help="default: the file's game")
     parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
     parser.add_argument(
         "--fair-play", choices=("seen", "engine"), default="seen", help="what the models may be told (default seen)"
@@ -1818,7 +1884,7 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=None, help="play only the walkthrough's first N commands")
     args = parser.parse_args()
     try:
-        game_file = resolve_story_file(args.game_file, allow_download=False)
+        game_file = resolve_story_file(args.game_file, allow_download=False, game=args.game)
     except StoryFileError as exc:
         print(f"context_truth: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""The engine's side of the context-truth check: Zork I read with Jericho and the story file alone.
+"""The engine's side of the context-truth check: Zork I, II or III read with Jericho and the story file alone.
 
 Everything here is read again from the source, never borrowed from the code it checks
 (``game_interface``, ``managers``): a bug in a helper both sides shared would make both sides
@@ -6,12 +6,12 @@ agree and the check say nothing. So this module has its own
 
 - story reading: object and room names (Z-machine text, abbreviations expanded), each room's
   local globals and each container's capacity, decoded from the story file's bytes;
-- direction list, checked against the story's dictionary: every word the game's parser takes as
-  a direction names one of them (Zork I has thirteen: the eight of the compass, up, down, in,
-  out and ``land``);
-- object reading: parents and attributes from Jericho's object tree (``FrotzEnv``), with Zork I's
-  attribute numbers checked on objects whose nature is known (the lamp gives light, the trophy
-  case is a glass container);
+- per game (``GAMES``, recognized by the story file's md5): its direction list, checked against the
+  story's dictionary: every word the game's parser takes as a direction names one of them (Zork I
+  has thirteen: the eight of the compass, up, down, in, out and ``land``; Zork II also ``cross``;
+  Zork III has ``enter`` and no ``in`` or ``land``); its attribute and property numbers, the
+  attributes checked on objects whose nature is known (the lamp gives light, the trophy case is a
+  glass container);
 - exit probing: each direction tried from a saved engine state and undone;
 - its own rules for what the product decides too: which containers have an open/closed state
   (``Oracle.opens``: what the game does when asked) and which words of a text name a thing
@@ -31,6 +31,7 @@ story file and the engine, by rules written from the game's text, never from the
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,44 +40,86 @@ from typing import Any
 
 import jericho
 
-# Zork I's attribute numbers (ZIL flags), checked in ``Story.check_attributes``.
-TOUCHBIT = 3
-INVISIBLE = 7
-SURFACEBIT = 10
-OPENBIT = 11
-TRANSBIT = 12
-CONTBIT = 19
-ONBIT = 20
-DOORBIT = 23
-ACTORBIT = 30
-LIGHTBIT = 31
-SEE_INSIDE = frozenset({SURFACEBIT, OPENBIT, TRANSBIT})
-INTERACTIVE = frozenset({DOORBIT, CONTBIT, ACTORBIT})
 
-# The directions probed, by the name the game's dictionary gives them (cut to its 6 letters).
-DIRECTIONS: tuple[str, ...] = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
-    "land",
-)
+@dataclass(frozen=True)
+class GameRules:
+    """One game's numbers, as this side reads them (its ZIL flags and properties), its directions, and
+    objects whose nature is known at the start (checked in ``Oracle.check_attributes``)."""
 
-# Property numbers of this release: a room's local globals, a container's capacity, an object's
-# nouns (the dictionary words the parser takes for it: "mailbo" and "box" for the small mailbox).
-_GLOBALS = 5
-_CAPACITY = 10
-_SYNONYMS = 18
-# Zork I's direction properties are numbered from here up (``land`` is the lowest, 19).
-_LOWEST_DIRECTION = 19
+    name: str
+    md5: str
+    touchbit: int
+    invisible: int
+    surfacebit: int
+    openbit: int
+    transbit: int
+    contbit: int
+    onbit: int
+    doorbit: int
+    actorbit: int
+    lightbit: int
+    # A room's local globals, a container's capacity, an object's nouns (the dictionary words the
+    # parser takes for it: "mailbo" and "box" for the small mailbox).
+    globals_property: int
+    capacity_property: int
+    synonyms_property: int
+    # The directions probed, by the name the game's dictionary gives them (cut to its 6 letters).
+    directions: tuple[str, ...]
+    known: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def see_inside(self) -> frozenset[int]:
+        return frozenset({self.surfacebit, self.openbit, self.transbit})
+
+    @property
+    def interactive(self) -> frozenset[int]:
+        return frozenset({self.doorbit, self.contbit, self.actorbit})
+
+
+_COMPASS = ("north", "south", "east", "west", "northeast", "northwest", "southeast", "southwest", "up", "down")
+GAMES: dict[str, GameRules] = {
+    rules.md5: rules
+    for rules in (
+        GameRules(
+            "zork1", "b732a93a6244ddd92a9b9a3e3a46c687",
+            touchbit=3, invisible=7, surfacebit=10, openbit=11, transbit=12, contbit=19, onbit=20, doorbit=23,
+            actorbit=30, lightbit=31, globals_property=5, capacity_property=10, synonyms_property=18,
+            directions=(*_COMPASS, "in", "out", "land"),
+            known=(
+                ("brass lantern", ("lightbit",)), ("trophy case", ("contbit", "transbit")),
+                ("kitchen table", ("surfacebit", "openbit")), ("trap door", ("doorbit", "invisible")),
+                ("kitchen window", ("doorbit",)), ("troll", ("actorbit",)), ("thief", ("actorbit", "invisible")),
+                ("small mailbox", ("contbit",)),
+            ),
+        ),
+        GameRules(
+            "zork2", "5bcd91ee055e9bd42812617571be227b",
+            touchbit=2, invisible=9, surfacebit=8, openbit=11, transbit=7, contbit=18, onbit=19, doorbit=22,
+            actorbit=30, lightbit=31, globals_property=12, capacity_property=9, synonyms_property=17,
+            directions=(*_COMPASS, "in", "out", "land", "cross"),
+            known=(
+                ("lamp", ("lightbit",)), ("Wizard's workbench", ("surfacebit", "openbit", "contbit")),
+                ("door made of oak", ("doorbit",)), ("huge red dragon", ("actorbit",)),
+                ("secret door", ("doorbit", "invisible")), ("rotten wooden chest", ("contbit",)),
+                ("Wizard's trophy cabinet", ("transbit", "contbit")),
+            ),
+        ),
+        GameRules(
+            "zork3", "ffda9ee2d428fa2fa8e75a1914ff6959",
+            # Zork III calls its creature flag VILLAIN.
+            touchbit=27, invisible=28, surfacebit=26, openbit=12, transbit=30, contbit=10, onbit=15, doorbit=9,
+            actorbit=21, lightbit=19, globals_property=7, capacity_property=5, synonyms_property=17,
+            directions=(*_COMPASS, "out", "enter"),
+            known=(
+                ("lamp", ("lightbit",)), ("chest", ("contbit",)), ("pedestal", ("surfacebit", "contbit")),
+                ("stone door", ("doorbit",)), ("old man", ("actorbit",)), ("secret door", ("doorbit", "invisible")),
+                ("torch", ("lightbit", "onbit")),
+            ),
+        ),
+    )
+}  # fmt: skip
+# Every direction any of the games has, in the order they are listed.
+DIRECTIONS: tuple[str, ...] = (*_COMPASS, "in", "out", "land", "cross", "enter")
 # A dictionary entry's first data byte: part-of-speech flags, and which value byte comes first.
 _DIRECTION_FLAG = 0x10
 _FIRST_IS_DIRECTION = 3
@@ -86,7 +129,7 @@ _ALPHABETS = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", " \n01
 
 
 class EngineTruthError(RuntimeError):
-    """The story is not the Zork I this reading knows (a direction, an attribute or a name differs)."""
+    """The story is not a game this reading knows (its md5, a direction, an attribute or a name differs)."""
 
 
 @dataclass(frozen=True)
@@ -113,10 +156,14 @@ class Story:
 
     def __init__(self, data: bytes) -> None:
         if len(data) < 64 or data[0] != 3:
-            raise EngineTruthError("not a version 3 Z-machine story (Zork I)")
+            raise EngineTruthError("not a version 3 Z-machine story (Zork I, II or III)")
+        digest = hashlib.md5(data).hexdigest()
+        if digest not in GAMES:
+            raise EngineTruthError(f"not a story file this reading knows (md5 {digest}): Zork I, II or III")
+        self.rules = GAMES[digest]
         self.data = data
-        self.objects = self._objects()
         self.direction_words = self._direction_words()
+        self.objects = self._objects()
 
     def word(self, address: int) -> int:
         return int.from_bytes(self.data[address : address + 2], "big")
@@ -156,6 +203,7 @@ class Story:
     def _objects(self) -> dict[int, StoryObject]:
         entries = self.word(0x0A) + 2 * 31  # the object entries follow the 31 default properties
         count = (self.word(entries + 7) - entries) // 9  # the first property table ends the entries
+        ways = set(self.direction_words.values())  # the direction properties
         objects: dict[int, StoryObject] = {}
         for number in range(1, count + 1):
             table = self.word(entries + 9 * (number - 1) + 7)
@@ -168,13 +216,13 @@ class Story:
                 at += 1 + size
             objects[number] = StoryObject(
                 self.text(table + 1) if name_words else "",
-                tuple(n for n in properties.get(_GLOBALS, b"") if n),
-                int.from_bytes(properties.get(_CAPACITY, b""), "big"),
+                tuple(n for n in properties.get(self.rules.globals_property, b"") if n),
+                int.from_bytes(properties.get(self.rules.capacity_property, b""), "big"),
                 # One byte: the room; four or five: the room when a flag or door allows; two or three: none.
-                {p: (v[0] if len(v) in (1, 4, 5) else 0) for p, v in properties.items() if p >= _LOWEST_DIRECTION},
+                {p: (v[0] if len(v) in (1, 4, 5) else 0) for p, v in properties.items() if p in ways},
                 frozenset(
-                    self.text(self.word_at(properties.get(_SYNONYMS, b""), i))
-                    for i in range(0, len(properties.get(_SYNONYMS, b"")), 2)
+                    self.text(self.word_at(properties.get(self.rules.synonyms_property, b""), i))
+                    for i in range(0, len(properties.get(self.rules.synonyms_property, b"")), 2)
                 ),
             )
         return objects
@@ -267,6 +315,12 @@ class EngineTruth:
     changed_objects: dict[int, set[int]] = field(default_factory=dict)
     # Each engine name -> the words that name it in the game's text (``Story.nouns``).
     nouns: dict[str, frozenset[str]] = field(default_factory=dict)
+    # The game's numbers and directions, as this side reads them (None before a replay).
+    rules: GameRules | None = None
+    max_score: int = 0
+    # Per turn: the room a move went through, its name heading the reply, before the game moved the player
+    # on (Zork II's Great Cavern on the way to the Shallow Ford; Zork I's Loud Room while the water roars).
+    passed: dict[int, int] = field(default_factory=dict)
 
 
 class Oracle:
@@ -274,7 +328,8 @@ class Oracle:
 
     def __init__(self, game_file: Path) -> None:
         self.story = Story(game_file.read_bytes())
-        self.story.check_directions(DIRECTIONS)
+        self.rules = self.story.rules
+        self.story.check_directions(self.rules.directions)
         self.env = jericho.FrotzEnv(str(game_file))
         self.intro = str(self.env.reset()[0])
         self.player = self.env.player_obj_num
@@ -284,21 +339,14 @@ class Oracle:
         self.check_attributes()
 
     def check_attributes(self) -> None:
-        """Zork I's attribute numbers hold on objects whose nature is known at the start."""
-        by_name = {self.name(n): attrs for n, (_, attrs) in self.tree().items()}
-        expected = {
-            "brass lantern": {LIGHTBIT},
-            "trophy case": {CONTBIT, TRANSBIT},
-            "kitchen table": {SURFACEBIT, OPENBIT},
-            "trap door": {DOORBIT, INVISIBLE},
-            "kitchen window": {DOORBIT},
-            "troll": {ACTORBIT},
-            "thief": {ACTORBIT, INVISIBLE},
-            "small mailbox": {CONTBIT},
-        }
-        wrong = {name: sorted(flags) for name, flags in expected.items() if not flags <= set(by_name.get(name, ()))}
+        """The game's attribute numbers hold on objects whose nature is known at the start."""
+        by_name: dict[str, set[int]] = {}
+        for n, (_, attrs) in self.tree().items():
+            by_name.setdefault(self.name(n), set()).update(attrs)
+        expected = {name: {getattr(self.rules, flag) for flag in flags} for name, flags in self.rules.known}
+        wrong = {name: sorted(flags) for name, flags in expected.items() if not flags <= by_name.get(name, set())}
         if wrong:
-            raise EngineTruthError(f"Zork I's attribute numbers do not hold: {wrong} not all set")
+            raise EngineTruthError(f"{self.rules.name}'s attribute numbers do not hold: {wrong} not all set")
 
     def name(self, number: int) -> str:
         known = self.story.objects.get(number)
@@ -325,10 +373,10 @@ class Oracle:
         found: list[int] = []
         for child in self.children(tree, parent):
             attrs = tree[child][1]
-            if child == self.player or INVISIBLE in attrs:
+            if child == self.player or self.rules.invisible in attrs:
                 continue
             found.append(child)
-            if SEE_INSIDE & set(attrs):
+            if self.rules.see_inside & set(attrs):
                 found += self.visible_below(tree, child)
         return found
 
@@ -337,7 +385,8 @@ class Oracle:
         return [
             n
             for n in self.story.objects[room].local_globals
-            if INVISIBLE not in tree.get(n, (0, ()))[1] and INTERACTIVE & set(tree.get(n, (0, ()))[1])
+            if self.rules.invisible not in tree.get(n, (0, ()))[1]
+            and self.rules.interactive & set(tree.get(n, (0, ()))[1])
         ]
 
     def opens(self, number: int, flags: set[int]) -> bool:
@@ -352,15 +401,20 @@ class Oracle:
             return True
         nouns = self.story.nouns(self.name(number))
         words = re.findall(r"[a-z0-9'-]+", self.name(number).lower())
-        noun = next((w for w in reversed(words) if w[:WORD_LETTERS] in nouns), words[-1])
+        at = next((i for i in range(len(words) - 1, -1, -1) if words[i][:WORD_LETTERS] in nouns), len(words) - 1)
         state = self.env.get_state()
-        try:
-            self.env.step(f"{'close' if OPENBIT in flags else 'open'} {noun}")
-            turned = (OPENBIT in self.tree()[number][1]) != (OPENBIT in flags)
-            self.env.set_state(state)
-            said = "" if OPENBIT in flags else self.env.step(f"look in {noun}")[0].lower()
-        finally:
-            self.env.set_state(state)
+        # The noun alone, or, where the game asks which one is meant (four books in the Library), the
+        # name up to it ("purple book").
+        for noun in (words[at], " ".join(words[: at + 1])):
+            try:
+                asked = self.env.step(f"{'close' if self.rules.openbit in flags else 'open'} {noun}")[0]
+                turned = (self.rules.openbit in self.tree()[number][1]) != (self.rules.openbit in flags)
+                self.env.set_state(state)
+                said = "" if self.rules.openbit in flags else self.env.step(f"look in {noun}")[0].lower()
+            finally:
+                self.env.set_state(state)
+            if not asked.startswith("Which"):
+                break
         closed = any(
             "is closed" in sentence and named_by(nouns, re.findall(r"[a-z0-9'-]+", sentence))
             for sentence in re.split(r"[.!?\n]", said)
@@ -375,11 +429,12 @@ class Oracle:
         flags = set(attrs)
         states: set[str] = set()
         capacity = self.story.objects[number].capacity if number in self.story.objects else 0
-        container = CONTBIT in flags and capacity and not {SURFACEBIT, ACTORBIT} & flags
-        if DOORBIT in flags or (container and self.opens(number, flags)):
-            states.add("open" if OPENBIT in flags else "closed")
-        if LIGHTBIT in flags:
-            states.add("on" if ONBIT in flags else "off")
+        rules = self.rules
+        container = rules.contbit in flags and capacity and not {rules.surfacebit, rules.actorbit} & flags
+        if self.rules.doorbit in flags or (container and self.opens(number, flags)):
+            states.add("open" if self.rules.openbit in flags else "closed")
+        if self.rules.lightbit in flags:
+            states.add("on" if self.rules.onbit in flags else "off")
         return frozenset(states)
 
     def things(self, tree: Tree, room: int) -> tuple[Things, Things]:
@@ -389,9 +444,9 @@ class Oracle:
             parent = tree[number][0]
             if parent == top:
                 return ""
-            if ACTORBIT in tree[parent][1]:
+            if self.rules.actorbit in tree[parent][1]:
                 return f"carried by {self.name(parent)}"
-            return f"{'on' if SURFACEBIT in tree[parent][1] else 'in'} the {self.name(parent)}"
+            return f"{'on' if self.rules.surfacebit in tree[parent][1] else 'in'} the {self.name(parent)}"
 
         carried = {
             self.name(n): (place(n, self.player), self.states(n, tree[n][1]))
@@ -411,7 +466,7 @@ class Oracle:
         state = self.env.get_state()
         ways = self.story.objects[here].ways
         props = self.story.direction_words
-        nowhere = next((d for d in DIRECTIONS if props[d[:WORD_LETTERS]] not in ways), None)
+        nowhere = next((d for d in self.rules.directions if props[d[:WORD_LETTERS]] not in ways), None)
         drift = here
         if nowhere is not None:
             reply = self.env.step(nowhere)[0]
@@ -420,7 +475,7 @@ class Oracle:
             self.env.set_state(state)
         found: dict[str, int] = {}
         replies: dict[str, str] = {}
-        for direction in DIRECTIONS:
+        for direction in self.rules.directions:
             reply = self.env.step(direction)[0]
             now = self.room(self.tree())
             if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
@@ -471,19 +526,19 @@ class Oracle:
 
     def lit(self, tree: Tree, room: int) -> bool:
         """Light here: the room's own, or a light source that is on and in view (carried or in the room)."""
-        if ONBIT in tree[room][1]:
+        if self.rules.onbit in tree[room][1]:
             return True
         in_view = self.visible_below(tree, room) + self.visible_below(tree, self.player)
-        return any({LIGHTBIT, ONBIT} <= set(tree[n][1]) for n in in_view)
+        return any({self.rules.lightbit, self.rules.onbit} <= set(tree[n][1]) for n in in_view)
 
     def replay(self, commands: list[str]) -> EngineTruth:
-        truth = EngineTruth()
+        truth = EngineTruth(rules=self.rules, max_score=int(self.env.get_max_score()))
         truth.read[0] = self.intro
         truth.nouns = {o.name: self.story.nouns(o.name) for o in self.story.objects.values() if o.name}
         for turn, command in enumerate(commands, start=1):
             tree = self.tree()
             truth.creatures |= {
-                self.name(n) for n, (_, attrs) in tree.items() if ACTORBIT in attrs and n != self.player
+                self.name(n) for n, (_, attrs) in tree.items() if self.rules.actorbit in attrs and n != self.player
             }
             room = self.room(tree)
             truth.room_names[room] = self.name(room)
@@ -510,6 +565,11 @@ class Oracle:
             ram_changed = bool(self.env._get_world_diff()[3])
             after = self.tree()
             room_after = self.room(after)
+            prop = self.story.direction_words.get(command.strip().lower()[:WORD_LETTERS])
+            named = self.story.objects[room].ways.get(prop, 0) if prop is not None else 0
+            lines = {line.split(",")[0].strip() for line in truth.read[turn].splitlines()}
+            if named and named not in (room, room_after) and self.name(named) in lines - {self.name(room_after)}:
+                truth.passed[turn] = named
             truth.room_names[room_after] = self.name(room_after)
             near = (self.near(tree, room) | self.near(after, room_after)) - {self.player}
             moved = {
@@ -519,7 +579,7 @@ class Oracle:
                 and number not in truth.room_names
                 and (
                     tree[number][0] != after[number][0]
-                    or set(tree[number][1]) - {TOUCHBIT} != set(after[number][1]) - {TOUCHBIT}
+                    or set(tree[number][1]) - {self.rules.touchbit} != set(after[number][1]) - {self.rules.touchbit}
                 )
             }
             truth.changed_objects[turn] = moved
@@ -549,6 +609,6 @@ class Oracle:
         if kind == "score_at_least":
             return after.score >= step["score"]
         if kind == "object_state":
-            flag = OPENBIT if step["state"] in ("open", "closed") else ONBIT
+            flag = self.rules.openbit if step["state"] in ("open", "closed") else self.rules.onbit
             return any((flag in tree[i][1]) == (step["state"] in ("open", "on")) for i in ids if i in tree)
         return step["judged_done_turn"] is not None

@@ -5,6 +5,7 @@ text and engine facts out.
 - ``commands``: where one command ends in a line, as Zork's parser finds it;
 - ``meta_commands``: the game's own save/restore/quit commands, refused;
 - ``games``: which game a story file is (the known games, any game Jericho supports);
+- ``engine_facts``: each known game's attribute and property numbers, in one place;
 - ``story_file``: finding, fetching and verifying the story file;
 - ``game_facts``: the engine's facts as values (rooms, objects, exits, changes), the game's refusals and words;
 - ``jericho_interface``: the engine itself, one game in one emulator;

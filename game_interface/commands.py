@@ -6,7 +6,13 @@ sword" and "take lamp and sword" are one move), so a split on punctuation alone 
 commands the game reads whole. The rules here are those of Zork I's parser (gparser.zil,
 PARSER and CLAUSE), read from the story's dictionary and its parts of speech:
 
-* "then", a period and a quote mark always end a command;
+* "then" and a period always end a command;
+* a quotation stays with the command before it (``answer "a well"``, ``say "float"``): the game's verb
+  reads what is quoted, so the line is played whole (the game may then play quoted words as a
+  command of their own, as Zork I's "say" does);
+* a comma after words with no verb or direction addresses a creature ("robot, lift cage"), and
+  the creature is given the rest of it: a comma or "and" there ends no command ("robot, east and
+  south", "dungeon master, turn dial to 8 and press button" are the creature's, one order);
 * a comma or "and" after a lone direction ("n, n", "go south and west") ends it;
 * a comma or "and" followed by a verb or a direction ends it ("take torch, go s") — unless that
   word also names an object (the lamp's "light" in "take knife and light" is the lamp), or,
@@ -28,7 +34,8 @@ from game_interface.story_data import StoryData
 
 # Parts of speech in a v3 dictionary entry's first data byte (ZIL's PS? flags).
 _OBJECT, _VERB, _ADJECTIVE, _DIRECTION, _BUZZ = 0x80, 0x40, 0x20, 0x10, 0x04
-_ALWAYS_ENDS = frozenset({"then", ".", '"', ";", "!", "?"})
+_ALWAYS_ENDS = frozenset({"then", ".", ";", "!", "?"})
+_QUOTE = '"'
 _JOINS = frozenset({",", "and"})
 _EXTRA_SEPARATORS = frozenset({";", "!", "?"})
 
@@ -53,13 +60,33 @@ class CommandReader:
         """Each command of ``line`` in order, as the player wrote it (spacing tidied); [] for a blank line."""
         tokens = self._tokens(line)
         commands: list[list[_Token]] = [[]]
+        order = False  # the current command is an order to a creature (after its address)
+        quoted = False
         for index, token in enumerate(tokens):
             current = commands[-1]
-            if token.text in _ALWAYS_ENDS or (token.text in _JOINS and self._ends_here(current, tokens[index + 1 :])):
+            if token.text == _QUOTE or quoted:
+                quoted ^= token.text == _QUOTE
+                current.append(token)
+            elif token.text == "," and not order and self._addresses(current):
+                current.append(token)
+                order = True
+            elif token.text in _ALWAYS_ENDS or (
+                token.text in _JOINS and not order and self._ends_here(current, tokens[index + 1 :])
+            ):
                 commands.append([])
+                order = False
             else:
                 current.append(token)
         return [_text(line, command) for command in commands if command]
+
+    def _addresses(self, before: list[_Token]) -> bool:
+        """Whether ``before`` (a command's words up to a comma) names a creature spoken to: nouns and
+        adjectives only, no verb and no direction ("robot", "dungeon master")."""
+        words = [t.text for t in before if not self._is(t.text, _BUZZ)]
+        return bool(words) and all(
+            (self._is(w, _OBJECT) or self._is(w, _ADJECTIVE)) and self._verb(w) is None and not self._is(w, _DIRECTION)
+            for w in words
+        )
 
     def _ends_here(self, before: list[_Token], after: list[_Token]) -> bool:
         """Whether a comma or "and" after ``before`` starts a new command (see the module docstring)."""

@@ -1,8 +1,8 @@
-"""The engine's facts as values, and the game's own words: Zork I's attribute numbers, the
-directions its parser knows, rooms and objects with their states, where a direction leads, what a
-command changed, a saved moment; the game's refusals; and what the player has read of the game's
-text (``TextRead``), by which fair play "seen" names things and states as the game gave them.
-``jericho_interface.py`` reads them from the engine.
+"""The engine's facts as values, and the game's own words: ZorkGPT's flag numbers (``engine_facts``
+turns each game's into them), the directions Zork I's parser knows, rooms and objects with their
+states, where a direction leads, what a command changed, a saved moment; the game's refusals; and
+what the player has read of the game's text (``TextRead``), by which fair play "seen" names things
+and states as the game gave them. ``jericho_interface.py`` reads them from the engine.
 """
 
 from __future__ import annotations
@@ -12,42 +12,25 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
-from game_interface.story_data import DICTIONARY_WORD_LENGTH
+# ZorkGPT's flag numbers (Zork I's), into which the engine layer turns each game's own: given on from here.
+from game_interface.engine_facts import ACTORBIT as ACTORBIT
+from game_interface.engine_facts import CONTBIT as CONTBIT
+from game_interface.engine_facts import DOORBIT as DOORBIT
+from game_interface.engine_facts import INVISIBLE as INVISIBLE
+from game_interface.engine_facts import LIGHTBIT as LIGHTBIT
+from game_interface.engine_facts import ONBIT as ONBIT
+from game_interface.engine_facts import OPENBIT as OPENBIT
+from game_interface.engine_facts import SURFACEBIT as SURFACEBIT
+from game_interface.engine_facts import TOUCHBIT as TOUCHBIT
+from game_interface.engine_facts import TRANSBIT as TRANSBIT
+from game_interface.story_data import DICTIONARY_WORD_LENGTH, DIRECTION_NAMES
 
-# Zork I attribute numbers (ZIL flags), identified from the canonical release's object
-# tree: e.g. the trophy case is TRANSBIT+CONTBIT, the kitchen table SURFACEBIT+OPENBIT.
-TOUCHBIT = 3
-INVISIBLE = 7
-SURFACEBIT = 10
-OPENBIT = 11
-TRANSBIT = 12
-CONTBIT = 19
-ONBIT = 20
-DOORBIT = 23
-ACTORBIT = 30
-LIGHTBIT = 31
-
-# Canonical direction names, in the order they are probed and listed: every direction Zork I's
-# parser knows, "land" included (from the boat on the river it reaches the shore).
-DIRECTIONS: tuple[str, ...] = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
-    "land",
-)
+# Every direction name ZorkGPT knows, in the order they are probed and listed: each game's parser
+# knows some of them (``JerichoInterface.directions``, read from its dictionary).
+DIRECTIONS: tuple[str, ...] = DIRECTION_NAMES
 
 ARTICLES = frozenset({"a", "an", "the"})
 NO_WAY_REPLY = "You can't go that way."
-CANNOT_DO_REPLY = "You can't do that."
 # Zork's replies when the parser or the world refuses a command ("You can't go that way.",
 # "I don't know the word ...", "The door is locked."): the game's words, so they live with the game.
 _REFUSAL = re.compile(
@@ -76,19 +59,24 @@ class GameObject:
     attributes: tuple[int, ...]
     parent_id: int
     capacity: int = 0  # a container's size; Zork opens only containers whose capacity is not 0
-    # False for a container the game will not open or close ("You can't do that.": the chalice).
+    # True for a container the game has shown to open or close (see ``JerichoInterface``): one it will
+    # not ("You can't do that.": the chalice), or has not been asked about yet, shows no open/closed state.
     opens: bool = True
 
     @property
+    def may_open(self) -> bool:
+        """A container that may have an open/closed state: it has a capacity (not the black book, "open to
+        page 569"), and it is no surface and no creature (the thief carries a bag)."""
+        attrs = self.attributes
+        return CONTBIT in attrs and self.capacity > 0 and not {SURFACEBIT, ACTORBIT} & set(attrs)
+
+    @property
     def states(self) -> list[str]:
-        """The state a player acts on: doors and containers open or closed, light sources on
-        or off. A container with no capacity (the black book, "open to page 569"), or one the game
-        answers "You can't do that." when asked to open or close it (the chalice), is never
-        opened or closed, and a creature (the thief carries a bag) is no container."""
+        """The state a player acts on: doors and containers open or closed (those that ``may_open`` and
+        ``opens``), light sources on or off."""
         attrs = self.attributes
         states: list[str] = []
-        openable = CONTBIT in attrs and self.capacity > 0 and self.opens and not {SURFACEBIT, ACTORBIT} & set(attrs)
-        if DOORBIT in attrs or openable:
+        if DOORBIT in attrs or (self.may_open and self.opens):
             states.append("open" if OPENBIT in attrs else "closed")
         if LIGHTBIT in attrs:
             states.append("on" if ONBIT in attrs else "off")
@@ -157,16 +145,36 @@ def text_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9'-]+", text.lower()))
 
 
-def named_in(name: str, words: Set[str]) -> bool:
-    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg"), or
-    that word's plural ("guidebooks" for the tour guidebook), is among ``words``."""
+def named_in(name: str, words: Set[str], cut: Set[str] = frozenset(), nouns: Set[str] | None = None) -> bool:
+    """Whether an object's name has been read: its last word ("egg" of "jewel-encrusted egg") is
+    among ``words``, or a word the parser reads as it (its first letters, as many as the dictionary
+    keeps: "guidebooks" for the tour guidebook; "eggs" and "trees" are other words) is among ``cut``,
+    those words cut to the dictionary's letters. ``nouns`` (the words of its name the parser takes for
+    the thing, so cut), when known: only a noun of it is read so ("structured" names no rock structure)."""
     found = name_words(name)
-    return bool(found) and not words.isdisjoint((found[-1], found[-1] + "s", found[-1] + "es"))
+    if not found:
+        return False
+    reads_as = _reads_as(found[-1])
+    return found[-1] in words or (reads_as in cut and (nouns is None or reads_as in nouns))
+
+
+def _reads_as(word: str) -> str:
+    """The word as the parser reads another word by it: its dictionary letters, for a word that long
+    ("" for a shorter one, which only itself names)."""
+    return word[:DICTIONARY_WORD_LENGTH] if len(word) >= DICTIONARY_WORD_LENGTH else ""
+
+
+def _cut(words: Set[str]) -> set[str]:
+    return {w[:DICTIONARY_WORD_LENGTH] for w in words if len(w) >= DICTIONARY_WORD_LENGTH}
 
 
 def name_words(name: str) -> tuple[str, ...]:
+    """The words of a name without the article it may start with ("the", not the "an" of "debris from
+    an explosion", which the game prints with it)."""
     words = re.findall(r"[a-z0-9'-]+", name.lower())
-    return tuple(w for w in words if w not in ARTICLES)
+    while words and words[0] in ARTICLES:
+        words = words[1:]
+    return tuple(words)
 
 
 def clean_text(text: str) -> str:
@@ -217,6 +225,8 @@ class TextRead:
 
     def __init__(self) -> None:
         self.words: set[str] = set()
+        self._cut: set[str] = set()  # ``words`` cut to the dictionary's letters (see ``named_in``)
+        self._turn_cut: set[str] = set()
         self._phrases: set[tuple[str, ...]] = set()
         self._turn_words: set[str] = set()
         self._clauses: list[str] = []
@@ -228,33 +238,35 @@ class TextRead:
         Names come from the reply alone (the player's words are no name the game gave)."""
         words = re.findall(r"[a-z0-9'-]+", reply.lower())
         self.words.update(words)
+        self._cut |= _cut(set(words))
         for size in range(1, _NAME_WORDS + 1):
             self._phrases.update(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
         said = f"{command}.\n{reply}" if command else reply
         self._turn_words = text_words(said)
+        self._turn_cut = _cut(self._turn_words)
         self._clauses = [s.strip() for s in re.split(r"[.,;:!?\n]+", said.lower()) if s.strip()]
 
-    def name_for(self, name: str) -> str | None:
-        """The name the game used for an object the engine calls ``name`` (see the class), or None."""
+    def name_for(self, name: str, nouns: frozenset[str] | None = None) -> str | None:
+        """The name the game used for an object the engine calls ``name`` (see the class), or None.
+        ``nouns``: as ``named_in`` takes them."""
         words = name_words(name)
         for size in range(min(len(words), _NAME_WORDS), 0, -1):
             if tuple(words[-size:]) in self._phrases:
                 return " ".join(words[-size:])
-        return words[-1] if words and named_in(name, self.words) else None
+        return words[-1] if words and named_in(name, self.words, self._cut, nouns) else None
 
-    def said_now(self, name: str) -> bool:
-        """This turn's command or reply names the thing (by its name's last word, or its plural)."""
-        return named_in(name, self._turn_words)
+    def said_now(self, name: str, nouns: frozenset[str] | None = None) -> bool:
+        """This turn's command or reply names the thing (by its name's last word, as ``named_in``)."""
+        return named_in(name, self._turn_words, self._turn_cut, nouns)
 
     def note(self, number: int, name: str, holder: int, room: int, nouns: frozenset[str] = frozenset()) -> None:
         """Take in what this turn's text says of an object in view: its states, and a sighting.
         ``nouns``: the words of its name the parser also takes for it, cut to the dictionary's letters
         ("bag" of the leather bag of coins): "put bag in case" names the coins as well as "coins" does."""
-        head = name_words(name)[-1:] if name_words(name) else ()
-        heads = {head[0], head[0] + "s", head[0] + "es"} if head else set()
+        head = name_words(name)[-1] if name_words(name) else ""
         for clause in self._clauses:
             words = re.findall(r"[a-z0-9'-]+", clause)
-            at = [i for i, word in enumerate(words) if word in heads]
+            at = [i for i, word in enumerate(words) if head and named_in(head, {word}, _cut({word}))]
             if not at:
                 continue
             for state, (kind, pattern) in _STATE_WORDS.items():
@@ -265,7 +277,7 @@ class TextRead:
         kept_holder, rooms = self._sighted.get(number, (holder, set()))
         if kept_holder != holder:
             rooms = set()  # moved since it was seen: where it lay before says nothing now
-        if self.said_now(name) or not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in self._turn_words):
+        if self.said_now(name, nouns) or not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in self._turn_words):
             rooms = rooms | {room}
         self._sighted[number] = (holder, rooms)
 

@@ -1,4 +1,5 @@
-"""Zork I through Jericho: commands in, clean text and structured facts out.
+"""A game through Jericho (Zork I, II, III, or any game Jericho supports): commands in, clean text
+and structured facts out.
 
 The structured facts (room id, inventory, visible objects, exits) come from the
 Z-machine's object tree rather than from parsing text, so managers and the critic can
@@ -8,6 +9,13 @@ which is then restored, random generator included, so probing never changes the 
 One job, one class: a game in one emulator. Its methods share the emulator, the object tree read
 once a turn and the flags of the last command, so they stay together; the values they return, the
 attribute numbers and the game's own words are ``game_facts.py``'s.
+
+What a flag means differs from game to game; ``engine_facts`` has each known game's numbers, and the
+object tree is read here in ZorkGPT's own numbering (``EngineFacts.flags``), so nothing past this
+module sees a game's numbers. A game without facts (any other game Jericho supports, or a known one
+with its facts withheld) is still played, with score, moves and victory from Jericho, and its flags
+mean nothing: no state, no creature and no hidden thing is told, and no room is taken for dark, the
+game's text says what the player sees (``engine_facts_missing``).
 """
 
 from __future__ import annotations
@@ -20,12 +28,11 @@ from typing import Any
 from jericho import FrotzEnv
 
 from game_interface.commands import CommandReader
+from game_interface.engine_facts import NO_FACTS, EngineFacts, engine_facts, no_facts_reason
 from game_interface.game_facts import (
     ACTORBIT,
     ARTICLES,
-    CANNOT_DO_REPLY,
     CONTBIT,
-    DIRECTIONS,
     DOORBIT,
     HIDDEN_STATE_CHANGE,
     INVISIBLE,
@@ -69,7 +76,7 @@ GAME_OVER_TEXT = "The game is over. Start a new game (start/reset) to play again
 
 
 class RefusedCommandError(GameInterfaceError):
-    """A Zork meta command (save, restore, restart, quit, script...) that is never sent.
+    """A game's meta command (save, restore, restart, quit, script...) that is never sent.
 
     Raised before the engine is stepped: the game state is unchanged and no file is written.
     """
@@ -78,7 +85,7 @@ class RefusedCommandError(GameInterfaceError):
         self.command = command
         self.meta_command = meta_command
         super().__init__(
-            f"{command!r} was not sent to the game: '{meta_command}' is one of Zork's meta commands "
+            f"{command!r} was not sent to the game: '{meta_command}' is one of the game's meta commands "
             f"({', '.join(sorted(META_COMMANDS))}), and ZorkGPT manages game state itself (saving, restoring "
             "and restarting happen outside the game). Nothing was played; send a game action instead."
         )
@@ -88,7 +95,8 @@ class RefusedCommandError(GameInterfaceError):
 _ATTRIBUTE_CHANGES: dict[int, tuple[str, str]] = {
     OPENBIT: ("opened", "closed"),
     ONBIT: ("turned on", "turned off"),
-    INVISIBLE: ("hidden", "revealed"),
+    # A thing the game hides is gone from the player's view; the flag itself is no news to tell.
+    INVISIBLE: ("gone from view", "revealed"),
 }
 # The same at fair play "seen": a flag that hides or shows a thing is what the player sees of it.
 _SEEN_ATTRIBUTE_CHANGES = _ATTRIBUTE_CHANGES | {INVISIBLE: ("gone from view", "appeared")}
@@ -96,24 +104,29 @@ _SEEN_ATTRIBUTE_WORDS = frozenset({"opened", "closed", "turned on", "turned off"
 Tree = dict[int, tuple[int, int, int, tuple[int, ...]]]
 
 
-# What Jericho derives from the story file (its bytes, the game's bindings, its action templates,
+# What Jericho derives from a story file (its bytes, the game's bindings, its action templates,
 # whether it supports the game fully): ~40 ms of CPU per emulator, nearly all ranking verbs for the
 # templates. Jericho keeps it per emulator (``_cache``, by path); here one process keeps it for all
-# its games, so an episode forked from a warm parent that loaded the story (``load_story``) finds
-# it done. Every story file played here is verified to be the one canonical release (its md5), so
-# what was derived from one copy holds for any copy.
-_STORY_DATA: list[tuple[Any, bool]] = []
+# its emulators, by game (its md5), so an episode forked from a warm parent that loaded the story
+# (``load_story``) finds it done. Every story file played here is recognized by its md5, so what
+# was derived from one copy of a game holds for any copy.
+_STORY_DATA: dict[str, tuple[Any, bool]] = {}
 
 
 class _Emulator(FrotzEnv):
     """Jericho's emulator, taking its story data from ``_STORY_DATA`` (and filling it the first time)."""
 
+    def __init__(self, story_file: str, seed: int | None, md5: str) -> None:
+        self._md5 = md5
+        super().__init__(story_file, seed=seed)
+
     def load(self, story_file: str, seed: int | None = None) -> None:
-        if _STORY_DATA:
-            self._cache[story_file], self.is_fully_supported = _STORY_DATA[0]
+        known = _STORY_DATA.get(self._md5)
+        if known is not None:
+            self._cache[story_file], self.is_fully_supported = known
         super().load(story_file, seed)
-        if not _STORY_DATA:
-            _STORY_DATA.append((self._cache[story_file], self.is_fully_supported))
+        if known is None:
+            _STORY_DATA[self._md5] = (self._cache[story_file], self.is_fully_supported)
 
 
 def load_story(story_file: str | Path) -> None:
@@ -122,13 +135,15 @@ def load_story(story_file: str | Path) -> None:
 
 
 class JerichoInterface:
-    """One Zork I game in one Jericho emulator.
+    """One game in one Jericho emulator.
 
     ``seed`` drives the game's random numbers (the thief, combat, the carousel room): the same seed
     and the same commands give the same transcript, also after ``start()`` begins the game again.
+    ``use_engine_facts=False`` plays a known game as one ZorkGPT has no engine facts for (as any
+    other game Jericho supports is played; see the module docstring).
     """
 
-    def __init__(self, story_file: str | Path, seed: int | None = None) -> None:
+    def __init__(self, story_file: str | Path, seed: int | None = None, *, use_engine_facts: bool = True) -> None:
         self.story_file = verify_story_file(story_file)
         self.game: Game = recognize(self.story_file)
         # Checked here, not left to Jericho: it would play its own seed for a 0 it does not take, and
@@ -137,13 +152,35 @@ class JerichoInterface:
         if (problem := self.game.seed_problem(seed)) is not None:
             raise GameInterfaceError(f"Game seed {seed!r} is not usable: {problem}.")
         self.seed = seed
-        self._story = StoryData(self.story_file.read_bytes())
+        self.facts: EngineFacts | None = engine_facts(self.game) if use_engine_facts else None
+        self._flags = self.facts or NO_FACTS
+        self._story = StoryData(self.story_file.read_bytes(), self._flags)
+        self.directions: tuple[str, ...] = self._story.directions
         self._meta_commands = MetaCommands(self._story)
         self._command_reader = CommandReader(self._story)
-        self._env: FrotzEnv | None = _Emulator(str(self.story_file), seed=seed)
+        self._env: FrotzEnv | None = _Emulator(str(self.story_file), seed, self.game.md5)
         self._player_id = self._env.player_obj_num
-        self._rooms_root = self._env.get_object(self._env.get_object(self._player_id).parent).parent
+        self._rooms_root_found = 0
         self._reset_flags()
+
+    @property
+    def engine_facts_missing(self) -> str:
+        """Why ZorkGPT cannot tell what only the engine knows of this game ("" when it can)."""
+        return "" if self.facts is not None else no_facts_reason(self.game)
+
+    @property
+    def _rooms_root(self) -> int:
+        """The object every room is in (ZIL's ROOMS): the parent of the player's room. Read once the
+        player is in a room (Zork III's player is nowhere until the game begins)."""
+        if not self._rooms_root_found:
+            env = self.env
+            parent = env.get_object(self._player_id).parent
+            room = env.get_object(parent) if parent else None
+            if room is None or not room.parent:
+                env.reset()  # the game's opening puts the player in a room; ``start()`` shows it again
+                room = env.get_object(env.get_object(self._player_id).parent)
+            self._rooms_root_found = room.parent
+        return self._rooms_root_found
 
     def _reset_flags(self) -> None:
         self._game_over = False
@@ -157,8 +194,8 @@ class JerichoInterface:
         self._last_diff: tuple[Tree, Tree, bool, bool] | None = None
         self._entered: tuple[Location, ...] = ()
         self._carried = False
-        # Containers the game will not open or close, and every container tried so far (see _try_opening).
-        self._never_opens: set[int] = set()
+        # Containers the game has shown to open or close, and every container asked so far (see _try_opening).
+        self._opens: set[int] = set()
         self._tried_opening: set[int] = set()
 
     @property
@@ -240,7 +277,7 @@ class JerichoInterface:
         what the player brings."""
         room = self.get_location().id
         tree = self._tree()
-        return room in tree and ONBIT not in tree[room][3]
+        return self.facts is not None and room in tree and ONBIT not in tree[room][3]
 
     def is_lit(self) -> bool:
         """Whether the player can see here: the room's own light, or a light source that is on in view."""
@@ -324,7 +361,7 @@ class JerichoInterface:
         undone): here, unless something carries the player on (the river). The turn is a
         direction the story gives this room no way in; with none, or a death, the answer is here."""
         static = self._story.objects.get(here)
-        nowhere = next((d for d in DIRECTIONS if static and static.exit(d) is None), None)
+        nowhere = next((d for d in self.directions if static and static.exit(d) is None), None)
         if nowhere is None:
             return here
         env = self.env
@@ -397,16 +434,19 @@ class JerichoInterface:
                 continue
             if read is not None:
                 read.note(obj.id, obj.name, obj.parent_id, room, self._nouns(obj.id))
-                if read.name_for(obj.name) is None or not read.sighted(obj.id, obj.parent_id, room):
+                if read.name_for(obj.name, self._nouns(obj.id)) is None or not read.sighted(
+                    obj.id, obj.parent_id, room
+                ):
                     continue
-            if ACTORBIT in obj.attributes:
-                shown.append(self._nested_label(obj, tree, carried=read is None, read=read))
-                continue
-            parts = self._states(obj, read)
             holder = obj.parent_id
+            place = []
             if holder not in (room, 0) and holder in tree and not self.is_room(holder):
                 word = "on" if SURFACEBIT in tree[holder][3] else "in"
-                parts.append(f"{word} the {self._shown_name(holder, read)}")
+                place.append(f"{word} the {self._shown_name(holder, read)}")
+            if ACTORBIT in obj.attributes:  # a creature, with where it is (Zork II's serpent in the aquarium)
+                shown.append(self._nested_label(obj, tree, carried=read is None, read=read, place=place))
+                continue
+            parts = self._states(obj, read) + place
             name = self._shown_name(obj.id, read)
             shown.append(f"{name} ({', '.join(parts)})" if parts else name)
         return shown
@@ -439,7 +479,7 @@ class JerichoInterface:
             # not: only once the text showed it here since it last moved (the axe the troll dropped,
             # what was taken out of the basket), however an older description of the room named it.
             # An interactive local one (the window) is left out only where that lists it.
-            game_named = read.name_for(obj.name) is not None
+            game_named = read.name_for(obj.name, self._nouns(obj.id)) is not None
             listed = game_named and (
                 obj in below or (INTERACTIVE.intersection(obj.attributes) and read.sighted(obj.id, obj.parent_id, room))
             )
@@ -469,7 +509,7 @@ class JerichoInterface:
         name = self._name(number)
         if read is None:
             return name
-        return read.name_for(name) or UNNAMED_THING
+        return read.name_for(name, self._nouns(number)) or UNNAMED_THING
 
     @staticmethod
     def _states(obj: GameObject, read: TextRead | None) -> list[str]:
@@ -477,33 +517,44 @@ class JerichoInterface:
         return [state for state in obj.states if read is None or read.stated(obj.id, state)]
 
     def _try_opening(self, objects: list[GameObject]) -> None:
-        """Ask the game once to open (or close) each container shown with an open/closed state, and
-        undo it: one it answers "You can't do that." (the chalice) is never shown open or closed.
-        Whether a container opens is its own code's answer, the same all game; an answer about
-        something else (an ambiguous name) is not kept, and the container is asked again later."""
+        """Ask the game once whether each container shown with an open/closed state has one, and undo
+        it: told to open it (close it, when open), the game does; or, told to look in it while closed,
+        it says it "is closed" (the egg, which opens, though not by the player's hand). One that does
+        neither (the chalice: "You can't do that."; Zork II's teapot, which stays open) is never shown
+        open or closed. Whether a container opens is its own code's answer, the same all game; an
+        answer about something else (an ambiguous name, the dark) is not kept, and it is asked again later."""
         env = self.env
         for obj in objects:
-            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not {"open", "closed"} & set(obj.states):
+            if obj.id in self._tried_opening or DOORBIT in obj.attributes or not obj.may_open:
                 continue
             words = name_words(obj.name)
-            verb = "close" if OPENBIT in obj.attributes else "open"
+            if not words:
+                continue
+            is_open = OPENBIT in obj.attributes
             state = env.get_state()
             try:
-                reply = clean_text(env.step(f"{verb} {words[-1]}")[0]) if words else ""
-                flipped = (OPENBIT in _attributes(bytes(env.get_object(obj.id)._attr))) != (OPENBIT in obj.attributes)
+                reply = clean_text(env.step(f"{'close' if is_open else 'open'} {words[-1]}")[0])
+                now = self._flags.flags(_attributes(bytes(env.get_object(obj.id)._attr)))
+                flipped = (OPENBIT in now) != is_open
+                env.set_state(state)
+                looked = "" if is_open or flipped else clean_text(env.step(f"look in {words[-1]}")[0]).lower()
             finally:
                 env.set_state(state)
             if not flipped and reply.startswith(("Which", "You can't see", "It's too dark", "I don't know")):
                 continue
             self._tried_opening.add(obj.id)
-            # The answer is the reply's first line; what follows is the world going on ("The thief
-            # stabs nonchalantly with his stiletto" when the chalice is first seen, in his room).
-            if not flipped and reply.split("\n", 1)[0] == CANNOT_DO_REPLY:
-                self._never_opens.add(obj.id)
+            nouns = self._nouns(obj.id) | {words[-1][:DICTIONARY_WORD_LENGTH]}
+            closed = any(
+                "is closed" in sentence and not nouns.isdisjoint(w[:DICTIONARY_WORD_LENGTH] for w in sentence.split())
+                for sentence in re.split(r"[.!?\n]", looked)
+            )
+            if flipped or closed:
+                self._opens.add(obj.id)
 
     def _lit(self, room: int, tree: dict[int, tuple[int, int, int, tuple[int, ...]]]) -> bool:
-        """Light here: the room's own, or a light source that is on, in the room or carried."""
-        if room in tree and ONBIT in tree[room][3]:
+        """Light here: the room's own, or a light source that is on, in the room or carried. Without
+        the game's facts, light is not known: the game's text says what the player sees."""
+        if self.facts is None or (room in tree and ONBIT in tree[room][3]):
             return True
         in_view = self._visible_below(room, tree) + self._visible_below(self._player_id, tree)
         return any(LIGHTBIT in obj.attributes and ONBIT in obj.attributes for obj in in_view)
@@ -526,10 +577,11 @@ class JerichoInterface:
         tree: dict[int, tuple[int, int, int, tuple[int, ...]]],
         carried: bool = True,
         read: TextRead | None = None,
+        place: list[str] | None = None,
     ) -> str:
         """The label with what can be seen inside (or, for a creature, what it carries, unless not
-        ``carried``); at fair play "seen" (``read``) in the game's names and stated states."""
-        parts = self._states(obj, read)
+        ``carried``), after its ``place``; at fair play "seen" (``read``) in the game's names and stated states."""
+        parts = self._states(obj, read) + (place or [])
         creature = ACTORBIT in obj.attributes
         if (creature and carried) or (not creature and _SEE_INSIDE.intersection(obj.attributes)):
             inside = [self._nested_label(child, tree, read=read) for child in self._children(obj.id, tree)]
@@ -560,7 +612,8 @@ class JerichoInterface:
             attrs = tree[number][3] if number in tree else ()
             if INVISIBLE not in attrs and INTERACTIVE.intersection(attrs):
                 found.append(self._game_object(number, tree))
-        return found
+        self._try_opening(found)  # each container's open/closed state, as the game shows it
+        return [self._game_object(obj.id, tree) for obj in found]
 
     def find_objects(self, name: str) -> list[GameObject]:
         """Objects anywhere in the tree that the parser could call ``name``.
@@ -653,7 +706,7 @@ class JerichoInterface:
                 continue
             old_parent, new_parent = before[number][0], after[number][0]
             if read is not None and not (
-                read.said_now(self._name(number)) or self._player_id in (old_parent, new_parent)
+                read.said_now(self._name(number), self._nouns(number)) or self._player_id in (old_parent, new_parent)
             ):
                 continue
             name = self._shown_name(number, read)
@@ -777,7 +830,12 @@ class JerichoInterface:
             tree: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
             for obj in self.env.get_world_objects():
                 if obj.num > 0:
-                    tree[obj.num] = (obj.parent, obj.sibling, obj.child, _attributes(bytes(obj._attr)))
+                    tree[obj.num] = (
+                        obj.parent,
+                        obj.sibling,
+                        obj.child,
+                        self._flags.flags(_attributes(bytes(obj._attr))),
+                    )
             self._tree_cache = tree
         return self._tree_cache
 
@@ -804,7 +862,7 @@ class JerichoInterface:
             attributes=attrs,
             parent_id=parent,
             capacity=static.capacity if static else 0,
-            opens=number not in self._never_opens,
+            opens=number in self._opens,
         )
 
     def _nouns(self, number: int) -> frozenset[str]:
@@ -871,7 +929,7 @@ class JerichoInterface:
         state = env.get_state()
         drift = self._drift(here, state)
         found: list[ExitProbe] = []
-        for direction in DIRECTIONS:
+        for direction in self.directions:
             try:
                 raw = env.step(direction)[0]
                 died = env.game_over() or bool(_DEATH.search(raw))

@@ -1,4 +1,4 @@
-"""Zork's own meta commands, found the way the story's parser would find them.
+"""The game's own meta commands, found the way the story's parser would find them.
 
 Under Jericho, Zork's meta verbs act on the host rather than the story: "save" writes
 zork1.qzl into the working directory, "restore" loads whatever stale save lies there,
@@ -13,7 +13,7 @@ word ("restoration" is "restore"). So the line is split into words as the interp
 splits it (spaces and the story's separators), each word is encoded as the interpreter
 encodes it for the dictionary lookup, and the line is refused if any word is a session
 verb or one of its synonyms ("q" for quit), wherever it stands. These words name nothing
-else in Zork I, so no playable command is lost by refusing them in any position, and no
+else in Zork I, II or III, so no playable command is lost by refusing them in any position, and no
 route through the parser (quotes, chaining, "again", addressing an actor) is left open.
 """
 
@@ -34,9 +34,15 @@ class MetaCommands:
         for name in META_COMMANDS:
             entry = story.lookup(name)
             verb = story.verb_number(entry[1]) if entry else None
-            if verb is None:
-                raise StoryDataError(f"The story's dictionary has no verb {name!r}; this is not Zork I.")
-            by_verb[verb] = name
+            # A game without one of these verbs (a game with no transcript has no "script") has
+            # nothing of it to refuse; a game with none of them is no Infocom-style story at all.
+            if verb is not None:
+                by_verb[verb] = name
+        if not by_verb:
+            raise StoryDataError(
+                f"The story's dictionary has none of the meta verbs {', '.join(sorted(META_COMMANDS))}: "
+                "it is not a story ZorkGPT can guard. Play a game of Jericho's suite"
+            )
         # Every dictionary word for those verbs, synonyms included, by its encoded key.
         self._words: dict[bytes, str] = {}
         for key, _, data in story.dictionary_entries():

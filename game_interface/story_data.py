@@ -5,31 +5,27 @@ Jericho's object names drop Z-machine abbreviations ("Living " for "Living Room"
 lists. Both are fixed in the story file, so they are decoded once here and the live
 object tree (parents, attributes) still comes from Jericho every turn.
 
-Only what the canonical Zork I (a version 3 story) needs is implemented: the v3 object
-table, v3 property headers, the default alphabets and abbreviations.
+Only what the Zork games (version 3 stories) need is implemented: the v3 object table, v3
+property headers, the default alphabets and abbreviations. Which property holds an object's nouns,
+adjectives, shared scenery and capacity differs from game to game (``engine_facts``); the
+directions the parser knows, and the property each moves by, are read from the dictionary.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from game_interface.engine_facts import ENGINE_FACTS, NO_FACTS, EngineFacts
+from game_interface.games import KNOWN_GAMES
 from session.errors import StoryFileError
 
 _A0 = "abcdefghijklmnopqrstuvwxyz"
 _A1 = _A0.upper()
 _A2 = " \n0123456789.,!?_#'\"/\\-:()"  # index 0 is the ZSCII-escape slot, never printed
 
-# Property numbers in Zork I (ZIL's P?SYNONYM and P?ADJECTIVE for this release).
-_PROP_SYNONYM = 18
-_PROP_ADJECTIVE = 16
-# P?GLOBAL: a room's "local globals", objects that belong to several rooms (the kitchen window
-# is seen from Behind House and from the Kitchen) and so live outside every room in the tree.
-_PROP_GLOBAL = 5
-# P?CAPACITY: how much a container holds. Zork's OPEN verb opens a container only when it is
-# non-zero: the black book is a container (it holds the page you read) that is never opened or closed.
-_PROP_CAPACITY = 10
 _ADJECTIVE_FLAG = 0x20  # PS?ADJECTIVE in a dictionary entry's part-of-speech byte
 _FIRST_VALUE_IS_ADJECTIVE = 2  # P1?ADJECTIVE: the first value byte holds the adjective number
 # v3 dictionary words hold 6 Z-characters; the parser ignores anything after that.
@@ -37,28 +33,35 @@ DICTIONARY_WORD_LENGTH = 6
 _PAD = 5  # the Z-character that pads short dictionary words (a shift with nothing after it)
 _VERB_FLAG = 0x40  # PS?VERB
 _FIRST_VALUE_IS_VERB = 1  # P1?VERB: the first value byte holds the verb number
+_DIRECTION_FLAG = 0x10  # PS?DIRECTION
+_FIRST_VALUE_IS_DIRECTION = 3  # P1?DIRECTION: the first value byte holds the direction's property
 
 
 class StoryDataError(StoryFileError):
     """The story file is not a version 3 Z-machine story this decoder understands."""
 
 
-# Zork I's direction properties (ZIL's DIRECTIONS, numbered down from 31 to LAND).
-DIRECTION_PROPERTIES: dict[int, str] = {
-    31: "north",
-    30: "east",
-    29: "west",
-    28: "south",
-    27: "northeast",
-    26: "northwest",
-    25: "southeast",
-    24: "southwest",
-    23: "up",
-    22: "down",
-    21: "in",
-    20: "out",
-    19: "land",
-}
+# The names ZorkGPT gives directions, in the order they are probed and listed: the game's words for a
+# direction are cut to the dictionary's letters ("northe"), so each is named by the first of these it
+# begins ("northeast"); Zork I and II have "land" (off the river), Zork II "cross" (a ford), Zork III
+# "enter" where the others have "in".
+DIRECTION_NAMES: tuple[str, ...] = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "up",
+    "down",
+    "in",
+    "out",
+    "land",
+    "cross",
+    "enter",
+)
 # A direction property's length says its kind: ZIL's UEXIT (1 byte: the room), NEXIT (2: only a
 # message, never a way), FEXIT (3: a routine decides), CEXIT (4: the room if a flag is set, else
 # a message), DEXIT (5: the room through a door, else a message or "The door is closed.").
@@ -106,11 +109,20 @@ class StaticObject:
 
 
 class StoryData:
-    """Object names, synonyms and adjectives, decoded once from the story bytes."""
+    """Object names, synonyms and adjectives, decoded once from the story bytes.
 
-    def __init__(self, story: bytes) -> None:
+    ``facts``: the game's property numbers (``engine_facts``); by default those of the game the bytes
+    are, and for a game ZorkGPT has no facts for none (names and ways out only: no nouns, adjectives,
+    shared scenery or capacities)."""
+
+    def __init__(self, story: bytes, facts: EngineFacts | None = None) -> None:
         if len(story) < 64 or story[0] != 3:
-            raise StoryDataError("Expected a version 3 Z-machine story file (Zork I).")
+            raise StoryDataError("Expected a version 3 Z-machine story file (as Zork I, II and III are).")
+        if facts is None:
+            digest = hashlib.md5(story).hexdigest()
+            game = next((g.name for g in KNOWN_GAMES.values() if g.md5 == digest), "")
+            facts = ENGINE_FACTS.get(game, NO_FACTS)
+        self.facts = facts
         self._d = story
         self._abbreviations = self._word(0x18)
         base = self._word(0x08)
@@ -119,6 +131,8 @@ class StoryData:
         self._dictionary = self._read_dictionary()
         self._by_key = {self._d[addr : addr + 4]: entry for addr, entry in self._dictionary.items()}
         self._adjective_words = self._read_adjectives()
+        # Direction property -> its name (``DIRECTION_NAMES``), as the story's dictionary has them.
+        self.direction_properties: dict[int, str] = self._read_directions()
         self.objects: dict[int, StaticObject] = self._read_objects()
 
     def _word(self, addr: int) -> int:
@@ -241,6 +255,25 @@ class StoryData:
                 words.setdefault(number, text)
         return words
 
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """The directions the story's parser knows, by ZorkGPT's names, in ``DIRECTION_NAMES`` order."""
+        return tuple(d for d in DIRECTION_NAMES if d in self.direction_properties.values())
+
+    def _read_directions(self) -> dict[int, str]:
+        """Each direction property the dictionary's direction words move by, named by the first of
+        ``DIRECTION_NAMES`` one of its words begins (a direction no name fits keeps its longest word)."""
+        words: dict[int, set[str]] = {}
+        for text, data in self._dictionary.values():
+            if len(data) >= 3 and data[0] & _DIRECTION_FLAG:
+                prop = data[1] if data[0] & 3 == _FIRST_VALUE_IS_DIRECTION else data[2]
+                words.setdefault(prop, set()).add(text)
+        named: dict[int, str] = {}
+        for prop, found in sorted(words.items(), reverse=True):
+            fits = [d for d in DIRECTION_NAMES if d[:DICTIONARY_WORD_LENGTH] in found]
+            named[prop] = fits[0] if fits else max(sorted(found), key=len)
+        return named
+
     def _read_objects(self) -> dict[int, StaticObject]:
         table = self._word(0x0A) + 31 * 2  # skip the 31 property defaults
         # The first property table starts right after the last object entry: that bounds the count.
@@ -252,8 +285,8 @@ class StoryData:
             name_words = self._d[props]
             name = self.decode(props + 1) if name_words else ""
             properties = self._properties(props + 1 + 2 * name_words)
-            synonyms = properties.get(_PROP_SYNONYM, b"")
-            adjectives = properties.get(_PROP_ADJECTIVE, b"")
+            synonyms = properties.get(self.facts.synonym_property, b"")
+            adjectives = properties.get(self.facts.adjective_property, b"")
             objects[number] = StaticObject(
                 id=number,
                 name=name,
@@ -263,11 +296,11 @@ class StoryData:
                     if a in self._dictionary
                 ),
                 adjectives=frozenset(self._adjective_words[n] for n in adjectives if n in self._adjective_words),
-                local_globals=tuple(n for n in properties.get(_PROP_GLOBAL, b"") if n),
-                capacity=int.from_bytes(properties.get(_PROP_CAPACITY, b""), "big"),
+                local_globals=tuple(n for n in properties.get(self.facts.global_property, b"") if n),
+                capacity=int.from_bytes(properties.get(self.facts.capacity_property, b""), "big"),
                 exits=tuple(
                     (direction, _static_exit(properties[prop]))
-                    for prop, direction in DIRECTION_PROPERTIES.items()
+                    for prop, direction in self.direction_properties.items()
                     if prop in properties and len(properties[prop]) in _EXIT_KINDS
                 ),
             )

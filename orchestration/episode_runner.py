@@ -40,7 +40,7 @@ from session.episode_log import (
     log_write_failures,
     setup_episode_logger,
 )
-from session.errors import Consequence, ZorkGPTError, end_reason_for, episode_consequence
+from session.errors import ConfigError, Consequence, ZorkGPTError, end_reason_for, episode_consequence
 from session.events import Event
 from session.game_configuration import MODEL_ROLES, GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
@@ -130,6 +130,11 @@ class EpisodeRunner:
         try:
             self.game = JerichoInterface(story, seed=seed)
             self.game_state.game, self.game_state.game_title = self.game.game.name, self.game.game.title
+            # A game ZorkGPT has no engine facts for is played from its text alone, and says so.
+            if self.game.engine_facts_missing:
+                if self._engine_level:
+                    raise ConfigError(f'fair_play = "engine" cannot be played: {self.game.engine_facts_missing}.')
+                self.logger.warning("%s.", self.game.engine_facts_missing)
             self.langfuse_client = get_langfuse_client(self.config)
             self.clients = self._role_clients(client)
             self.client = self.clients["agent"]

@@ -252,21 +252,25 @@ def test_meta_commands_from_the_model_are_refused_turns(
     engine, the score and the egg stay, no file appears in the working directory."""
     monkeypatch.chdir(tmp_path)  # Jericho would write zork1.qzl or a transcript here
     # Chained: the meta command is not the first command, so it is never played (one command per turn).
-    chained = {'say "restore"': "say", 'i "save': "i", 'yell "restart"': "yell", 'say "script"': "say"}
-    chained |= {"examine egg and save": "examine egg", "wait, q": "wait"}
+    chained = {"examine egg and save": "examine egg", "wait, q": "wait"}
+    # Quoted: a quotation stays with its command (the game's verb reads it), so the line is refused whole
+    # (an unclosed quotation is closed: the agent's action keeps a quotation's closing mark).
+    quoted = {'say "restore"': 'say "restore"', 'i "save': 'i "save"', 'yell "restart"': 'yell "restart"'}
+    quoted |= {'say "script"': 'say "script"'}
     direct = ["restoration", "q", "$verify"]  # the parser reads "restor"; "q" is quit
-    actions = ["north", "north", "up", "take egg", *chained, "y", *direct]
+    refused = [*quoted.values(), *direct]
+    actions = ["north", "north", "up", "take egg", *quoted, *chained, "y", *direct]
     _, state = play_script(llm_server, tmp_path, game_file, [*actions, "look"])
     turns = state.action_history
-    assert [t.action for t in turns[: len(actions)]] == [*actions[:4], *chained.values(), "y", *direct]
+    assert [t.action for t in turns[: len(actions)]] == [*actions[:4], *refused[:4], *chained.values(), "y", *direct]
     for turn in turns[4 : len(actions)]:
-        if turn.action in direct:
+        if turn.action in refused:
             assert turn.response.startswith("[ZorkGPT]") and "meta commands" in turn.response, turn
         assert turn.score == 5, turn
     assert state.score == 5 and "jewel-encrusted egg" in state.inventory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game_files"]
     events = read_events(episodes_dir(tmp_path / "game_files") / "script")
-    assert sum(e["event_type"] == "command_refused" for e in events) == len(direct)
+    assert sum(e["event_type"] == "command_refused" for e in events) == len(refused)
 
 
 def test_a_huge_reply_is_stored_cut_with_its_length(

@@ -1,4 +1,4 @@
-"""JerichoInterface against the real Zork I story file and the real emulator."""
+"""JerichoInterface against the real story files and the real emulator (Zork II and III: their engine facts)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,21 @@ from game_interface import (
     JerichoInterface,
     RefusedCommandError,
     StoryFileError,
+    recognize,
+    resolve_story_file,
     sounds_refused,
 )
+from game_interface.engine_facts import ENGINE_FACTS, EngineFacts
 from game_interface.game_facts import HIDDEN_STATE_CHANGE, TextRead, clean_text
 from game_interface.games import ZORK1
 from game_interface.jericho_interface import GAME_OVER_TEXT
+from game_interface.story_data import StoryData
+from orchestration.episode_runner import EpisodeRunner
+from session.errors import ConfigError
 from session.game_configuration import MAX_GAME_SEED
+from session.redaction import Redactor
+from tests.e2e_support import e2e_config
+from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.
@@ -667,3 +676,214 @@ def test_text_read_sees_a_thing_where_the_text_showed_it_until_it_moves() -> Non
     read.read("look", "The Troll Room\nThere is a bloody axe here.")
     read.note(axe, "bloody axe", troll_room, troll_room)
     assert read.sighted(axe, troll_room, troll_room)
+
+
+# ---------------------------------------------------------------- each game's engine facts
+
+
+def story_of(game_file: Path, name: str) -> Path:
+    """The story file of the known game ``name`` beside the configured one; the test is skipped without it."""
+    try:
+        return resolve_story_file(game_file, game=name, allow_download=False)
+    except StoryFileError as exc:
+        pytest.skip(f"no {name} story file beside {game_file}: {exc}")
+
+
+# Per game: (after how many walkthrough commands, object name, flag, whether it is set). Each flag is
+# checked on objects whose nature the game's text makes plain (the lamp gives light and is lit by
+# "light lamp", a door opens with "open door", a room is marked seen once the player has seen it).
+FACT_CHECKS: dict[str, tuple[tuple[int, str, str, bool], ...]] = {
+    "zork1": (
+        (0, "brass lantern", "lightbit", True),
+        (0, "brass lantern", "onbit", False),
+        (0, "trophy case", "contbit", True),
+        (0, "trophy case", "transbit", True),
+        (0, "kitchen table", "surfacebit", True),
+        (0, "trap door", "doorbit", True),
+        (0, "trap door", "invisible", True),
+        (0, "troll", "actorbit", True),
+        (0, "West of House", "onbit", True),
+        (0, "Cellar", "onbit", False),
+        (0, "Kitchen", "touchbit", False),
+        (8, "kitchen window", "openbit", True),  # "Open window"
+        (9, "Kitchen", "touchbit", True),
+        (16, "brass lantern", "onbit", True),  # "Light lamp"
+        (23, "trap door", "invisible", False),  # "Move rug"
+    ),
+    "zork2": (
+        (0, "lamp", "lightbit", True),
+        (0, "lamp", "onbit", False),
+        (0, "door made of oak", "doorbit", True),
+        (0, "door made of oak", "openbit", False),
+        (0, "rotten wooden chest", "contbit", True),
+        (0, "Wizard's workbench", "surfacebit", True),
+        (0, "Wizard's trophy cabinet", "transbit", True),
+        (0, "huge red dragon", "actorbit", True),
+        (0, "secret door", "invisible", True),
+        (0, "Inside the Barrow", "onbit", True),
+        (0, "Dark Tunnel", "onbit", False),
+        (0, "Narrow Tunnel", "touchbit", False),
+        (2, "Narrow Tunnel", "touchbit", True),
+        (6, "lamp", "onbit", True),  # "LIGHT LAMP"
+        (32, "door made of oak", "openbit", True),  # "OPEN DOOR"
+        (52, "rotten wooden chest", "openbit", True),  # "OPEN CHEST" (the second: the first only loosens it)
+    ),
+    "zork3": (
+        (0, "lamp", "lightbit", True),
+        (0, "lamp", "onbit", False),
+        (0, "chest", "contbit", True),
+        (0, "pedestal", "surfacebit", True),
+        (0, "hooded figure", "transbit", True),
+        (0, "old man", "actorbit", True),
+        (0, "Guardians of Zork", "actorbit", True),
+        (0, "stone door", "doorbit", True),
+        (0, "secret door", "invisible", True),
+        (0, "Endless Stair", "onbit", True),
+        (0, "Junction", "onbit", False),
+        (0, "Cliff", "touchbit", False),
+        (3, "lamp", "onbit", True),  # "LIGHT LAMP"
+        (5, "Cliff", "touchbit", True),
+        (15, "secret door", "invisible", False),  # "GIVE BREAD TO OLD MAN"
+        (21, "lamp", "onbit", False),  # "TURN OFF LAMP"
+    ),
+}
+
+
+def fact_problems(story: Path, facts: EngineFacts, checks: tuple[tuple[int, str, str, bool], ...]) -> list[str]:
+    """What of ``checks`` the live game (Jericho alone, the walkthrough from the game's own seed)
+    contradicts when read with ``facts``: no object so named (some names are shared: a cabinet seen
+    from two rooms) agrees."""
+    game = recognize(story)
+    env = FrotzEnv(str(story), seed=game.seed)
+    names = StoryData(story.read_bytes(), facts).objects
+    walkthrough = env.get_walkthrough()
+    env.reset()
+    played, problems = 0, []
+    try:
+        for after, name, flag, expected in sorted(checks):
+            while played < after:
+                env.step(walkthrough[played])
+                played += 1
+            found = [o for o in env.get_world_objects() if o.num > 0 and names[o.num].name == name]
+            number = getattr(facts, flag)
+            if not found:
+                problems.append(f"no object is called {name!r}")
+            elif all(bool(o.attr[number]) != expected if number < len(o.attr) else expected for o in found):
+                problems.append(
+                    f"after {after} commands, {name!r} has {flag} ({number}) {'unset' if expected else 'set'}"
+                )
+    finally:
+        env.close()
+    return problems
+
+
+@pytest.mark.parametrize("name", ["zork1", "zork2", "zork3"])
+def test_each_games_engine_facts_hold_in_play(game_file: Path, name: str) -> None:
+    assert fact_problems(story_of(game_file, name), ENGINE_FACTS[name], FACT_CHECKS[name]) == []
+
+
+def test_zork2_read_with_zork1s_numbers_is_caught(game_file: Path) -> None:
+    """The check above has teeth: Zork II read with Zork I's attribute numbers breaks it."""
+    problems = fact_problems(story_of(game_file, "zork2"), ENGINE_FACTS["zork1"], FACT_CHECKS["zork2"])
+    assert any("onbit" in p for p in problems) and any("doorbit" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("name", "commands", "before", "after"),
+    [
+        # Zork II: the lamp is lit by "light lamp"; Zork III: the same lamp, and its first room.
+        ("zork2", ["get lamp and sword", "s", "s", "s", "s"], "lamp (off)", "lamp (on)"),
+        ("zork3", ["get lamp", "s"], "lamp (off)", "lamp (on)"),
+    ],
+)
+def test_zork2_and_3_states_come_from_their_own_numbers(
+    game_file: Path, name: str, commands: list[str], before: str, after: str
+) -> None:
+    game = JerichoInterface(story_of(game_file, name))
+    try:
+        game.start()
+        for command in commands:
+            game.send_command(command)
+        assert before in game.describe_inventory()
+        game.send_command("light lamp")
+        assert after in game.describe_inventory()
+        assert any(c.change == "turned on" for c in game.last_world_changes())
+        assert game.is_lit() and not game.engine_facts_missing
+    finally:
+        game.close()
+
+
+def test_zork3_loads_before_its_player_is_anywhere(game_file: Path) -> None:
+    """Zork III's player is in no room until the game begins: loading it reads no room."""
+    game = JerichoInterface(story_of(game_file, "zork3"))
+    try:
+        assert game.get_location().name == "Endless Stair"
+        assert "ZORK III" in game.start()
+        assert game.directions[-1] == "enter" and "in" not in game.directions
+    finally:
+        game.close()
+
+
+def test_a_doors_state_in_zork2(game_file: Path) -> None:
+    game = JerichoInterface(story_of(game_file, "zork2"))
+    try:
+        game.start()
+        walkthrough = game.get_walkthrough()
+        for command in walkthrough[:31]:
+            game.send_command(command)
+        assert "door made of oak (closed)" in game.describe_visible_objects()
+        game.send_command(walkthrough[31])  # "OPEN DOOR"
+        assert "door made of oak (open)" in game.describe_visible_objects()
+    finally:
+        game.close()
+
+
+def test_a_game_without_facts_plays_from_its_text(game_file: Path) -> None:
+    """A known game with its facts withheld stands for any game Jericho supports that ZorkGPT has
+    no facts for: text, score, moves and victory come from Jericho; no flag is read, and it says why."""
+    story = story_of(game_file, "zork2")
+    game, known = JerichoInterface(story, use_engine_facts=False), JerichoInterface(story)
+    try:
+        assert game.facts is None and "no engine facts for Zork II" in game.engine_facts_missing
+        for played in (game, known):
+            played.start()
+            for command in ["get lamp and sword", "s", "s", "s", "s", "light lamp"]:
+                played.send_command(command)
+        assert (game.last_response, game.get_location(), game.moves, game.score) == (
+            known.last_response,
+            known.get_location(),
+            known.moves,
+            known.score,
+        )
+        assert game.get_valid_exits() == known.get_valid_exits()
+        # The lamp is carried, but whether it is on is the engine's word only, unknown here.
+        assert "lamp (on)" in known.describe_inventory() and "lamp" in game.describe_inventory()
+        assert [c.change for c in known.last_world_changes()] == ["turned on"]
+        assert not game.last_world_changes(TextRead())
+        assert game.is_lit() and not game.dark_by_itself()
+    finally:
+        game.close()
+        known.close()
+
+
+def test_a_game_without_facts_is_refused_at_fair_play_engine_and_played_at_seen(
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Zork II with its facts withheld stands for any other game Jericho supports: a run at fair play
+    "engine" is refused with the reason and the fix, and one at "seen" plays and says why it plays so."""
+    monkeypatch.delitem(ENGINE_FACTS, "zork2")
+    story = story_of(game_file, "zork2")
+    config = e2e_config(tmp_path, llm_server.base_url, story, gameplay={"fair_play": "engine"})
+    with pytest.raises(ConfigError, match=r'fair_play = "engine" cannot be played: .*no engine facts for Zork II'):
+        EpisodeRunner(episode_id="engine", config=config, console=False, max_turns_per_episode=1, redactor=Redactor())
+    llm_server.script(agent_reply("south"))
+    config = e2e_config(tmp_path, llm_server.base_url, story, gameplay={"fair_play": "seen"})
+    runner = EpisodeRunner(
+        episode_id="seen", config=config, console=False, max_turns_per_episode=1, redactor=Redactor()
+    )
+    try:
+        state = runner.play_episode()
+    finally:
+        runner.close()
+    assert state.turn_count == 1 and state.max_score == 400
+    assert "no engine facts for Zork II" in runner.episode.human_log.read_text()

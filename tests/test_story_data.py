@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from game_interface.story_data import StoryData
+from game_interface import resolve_story_file
+from game_interface.story_data import DIRECTION_NAMES, StoryData
+from session.errors import StoryFileError
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +68,27 @@ def test_rooms_know_how_each_way_out_is_defined(story: StoryData) -> None:
     assert east.kind == "conditional" and east.can_open and east.to != 0
     assert story.objects[troll_room].exit("south").to == cellar
     assert story.objects[north_of_house].exit("up") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "directions"),
+    [
+        ("zork1", ("in", "land")),
+        ("zork2", ("in", "land", "cross")),
+        ("zork3", ("enter",)),
+    ],
+)
+def test_each_games_directions_and_nouns_are_read_with_its_own_numbers(
+    game_file: Path, name: str, directions: tuple[str, ...]
+) -> None:
+    """The directions a game's parser knows come from its dictionary (Zork III has "enter" and no "in"),
+    and its objects' nouns from its own property number (Zork II's lamp is "lamp" and "lantern")."""
+    try:
+        story_file = resolve_story_file(game_file, game=name, allow_download=False)
+    except StoryFileError as exc:
+        pytest.skip(f"no {name} story file beside {game_file}: {exc}")
+    story = StoryData(story_file.read_bytes())
+    compass = ("north", "south", "east", "west", "northeast", "northwest", "southeast", "southwest", "up", "down")
+    assert story.directions == tuple(d for d in DIRECTION_NAMES if d in (*compass, *directions, "out"))
+    lamp = next(o for o in story.objects.values() if o.name in ("brass lantern", "lamp") and o.synonyms)
+    assert {"lamp", "lanter"} <= lamp.synonyms

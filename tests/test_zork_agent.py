@@ -37,6 +37,9 @@ def make_agent(server: ScriptedLLMServer, tmp_path: Path, game: Game | None = No
         ("  \n\n  up  ", "up"),
         ("", ""),
         ("North.", "north"),
+        # A quotation the action ends with keeps its closing mark: the game's verb reads it.
+        ('ANSWER "A WELL"', 'answer "a well"'),
+        ('"say "float""', 'say "float"'),
         # Chained commands stay whole here: the agent's read_commands splits them.
         ("North. East", "north. east"),
     ],

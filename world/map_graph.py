@@ -87,7 +87,7 @@ _CONDITION_WORDS = {LOAD: "under your load", CLOSED: "while closed", DARK: "in t
 
 # One list of directions for the whole project: the engine probes them, the map names them.
 CANONICAL_DIRECTIONS: tuple[str, ...] = DIRECTIONS
-_ALIASES: dict[str, str] = {
+_SHORT_NAMES: dict[str, str] = {
     "n": "north",
     "s": "south",
     "e": "east",
@@ -106,7 +106,10 @@ _ALIASES: dict[str, str] = {
     "north-west": "northwest",
     "south-east": "southeast",
     "south-west": "southwest",
-} | {d: d for d in CANONICAL_DIRECTIONS}
+}
+# A direction's own name is itself, but for "enter", which names "in" where the game has "in" (Zork I,
+# II); Zork III's parser has "enter" and no "in", and its probe names that way "enter".
+_ALIASES: dict[str, str] = {d: d for d in CANONICAL_DIRECTIONS} | _SHORT_NAMES
 # Verbs that only say "move": "go north", "walk n", "climb up".
 _MOVE_VERBS = frozenset({"go", "walk", "run", "head", "move", "climb", "travel", "proceed"})
 _ORDER = {d: i for i, d in enumerate(CANONICAL_DIRECTIONS)}
