@@ -194,9 +194,10 @@ class ObjectTreeCheck:
         when the move changes nothing; None when it does.
 
         The exit probe counts only moves that change rooms, but some moves matter without
-        that: entering the Stone Barrow wins the game in place, and a move may put the
-        player into or out of a vehicle in the same room. Only a move that leaves the player
-        where it was, alive, in a game still running, is refused.
+        that: entering the Stone Barrow wins the game in place, a move may put the player into
+        or out of a vehicle in the same room, and a step in a puzzle the engine keeps as one room
+        prints that room anew. Only a move that leaves the player where it was, alive, in a game
+        still running, with a reply that is not the room's own heading, is refused.
         """
         game = self.game
         before = self._player_place()
@@ -205,7 +206,10 @@ class ObjectTreeCheck:
             reply = game.send_command(direction)
             if self._player_place() != before or game.is_game_over() or game.last_response_was_death:
                 return None
-            return next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
+            first = next((line.strip() for line in reply.splitlines() if line.strip()), NO_WAY_REPLY)
+            # The room's name printed anew is a move the engine keeps in one room: Zork III's Royal
+            # Puzzle is one room object whose walls move around the player. A refusal never starts so.
+            return None if first == game.get_location().name else first
         finally:
             game.restore_state(snapshot)
 

@@ -38,32 +38,9 @@ def walkthrough_commands(story: Path) -> list[str]:
     return [command for step in walkthrough(story) for command in reader.commands(step)]
 
 
-# Temporary: what stops each game today, found by playing the walkthrough with each cause patched out
-# (with both patched, all four runs win). Strict, so a fix makes these fail until the mark goes.
-# game_interface/commands.py splits a command addressed to a character at its comma ("ROBOT, LIFT
-# CAGE", "DEMON, GIVE ME WAND", "DUNGEON MASTER, WAIT" become "robot" and "lift cage"), and ANSWER
-# and SAY at their quote ('ANSWER "A WELL"' becomes "answer" and "a well"), where Zork's parser reads
-# each as one command; the runner plays only the first.
-_ADDRESSED = "game_interface's command reader cuts commands addressed to a character"
-_QUOTED = "and ANSWER/SAY with their quoted words"
-# managers/critic.py: in Zork III's Royal Puzzle every move stays in one room object (the player's
-# place in the puzzle is a variable, which Jericho's state hash leaves out too), so the object-tree
-# check takes a move it saw the game make ("Room in a Puzzle") for a refusal and rejects it again.
-_PUZZLE = "the critic's object-tree check rejects moves inside Zork III's Royal Puzzle as refusals"
-_BLOCKED = {
-    ZORK2.name: f"{_ADDRESSED} {_QUOTED}",
-    ZORK3.name: f"{_ADDRESSED}; {_PUZZLE}",
-}
-
-
 def _runs() -> list[object]:
     return [
-        pytest.param(
-            game,
-            mcp,
-            id=f"{game.name}-{'mcp_on' if mcp else 'mcp_off'}",
-            marks=pytest.mark.xfail(reason=_BLOCKED[game.name], strict=True, raises=AssertionError),
-        )
+        pytest.param(game, mcp, id=f"{game.name}-{'mcp_on' if mcp else 'mcp_off'}")
         for game in (ZORK2, ZORK3)
         for mcp in (False, True)
     ]
