@@ -1448,11 +1448,14 @@ def check_repeats(turn: int, prompt: str, verdicts: Verdicts) -> None:
     """No line twice (a command played again with the same reply is history, not a repeat), and
     the last reply (shown whole) not repeated in the recent actions."""
     verdicts.checked["repeats"] += 1
+    last = prompt.split("Game's last response:\n", 1)[-1].split("\n\n", 1)[0].strip()
+    # The game's own reply is shown whole, as the game printed it: a line it prints twice (a row of
+    # Zork III's puzzle drawing, a creature's refrain) is the game's, not the prompt repeating itself.
+    games = {line for line in last.splitlines() if line.strip()}
     lines = [line for line in prompt.splitlines() if line.strip() and not line.startswith("  > ")]
-    twice = sorted({line for line in lines if lines.count(line) > 1})
+    twice = sorted({line for line in lines if lines.count(line) > 1 and line not in games})
     if twice:
         verdicts.disagree("repeats", f"turn {turn}: repeated lines {twice[:2]}")
-    last = prompt.split("Game's last response:\n", 1)[-1].split("\n\n", 1)[0].strip()
     recent = (
         prompt.split("Recent actions:\n", 1)[-1].split("Game's last response:", 1)[0]
         if "Recent actions:" in prompt

@@ -157,7 +157,12 @@ class InViewManager(BaseManager):
         self.handled |= carried
         self.carried_at |= dict.fromkeys(carried, turn)
         if result.room_id_after != result.room_id_before:
-            self._check_gone(result.room_id_after)
+            # Only an arrival the game described shows what is here now: after "your surroundings
+            # appear somewhat altered" (Zork III's time machine), what it did not name is unseen, not gone.
+            if any(line.strip() == result.room_name_after for line in text.splitlines()):
+                self._check_gone(result.room_id_after)
+            else:
+                self.gone = None
         elif self.gone and self.gone[0] != result.room_id_after:
             self.gone = None
 

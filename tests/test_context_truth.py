@@ -33,6 +33,7 @@ from benchmarks.context_truth import (
     check_seen_things,
     check_seen_ways,
     check_walkthrough,
+    played_walkthrough,
     player_saw,
 )
 from benchmarks.engine_truth import (
@@ -104,13 +105,10 @@ def story_of(game_file: Path, name: str) -> Path:
         pytest.skip(f"no {name} story file beside {game_file}: {exc}")
 
 
-# How far Zork II's and III's seen replays go: up to what the product still gets wrong there (the in-view
-# section, in managers/in_view.py, says a thing is "gone from here" that the player has only not read of
-# since coming back: Zork II's cobwebs on turn 264, Zork III's museum after the time machine on turn 155;
-# and Zork III's Royal Puzzle, one room whose walls move, where the critic's check takes a step for a
-# refused move). Zork I's checks that need what these games' first turns lack (an objective's item seen
-# lying elsewhere, a memory of this game's state) may find nothing to check.
-SEEN_TURNS = {"zork2": 260, "zork3": 150}
+# Zork II's and III's seen replays go over the whole walkthrough, as Zork I's (None: every command).
+# Zork I's checks that need what these games lack (an objective's item seen lying elsewhere, a memory
+# of this game's state) may find nothing to check.
+SEEN_TURNS: dict[str, int | None] = {"zork2": None, "zork3": None}
 MAY_CHECK_NOTHING = ("seen_item_routes", "stale_memory")
 
 
@@ -129,11 +127,15 @@ MAY_CHECK_NOTHING = ("seen_item_routes", "stale_memory")
         ),
     ],
 )
-def test_zork2_and_3_prompts_agree_with_the_engine(game_file: Path, name: str, fair_play: str, turns: int) -> None:
+def test_zork2_and_3_prompts_agree_with_the_engine(
+    game_file: Path, name: str, fair_play: str, turns: int | None
+) -> None:
     """The same check as Zork I's, every role's requests read, on Zork II's and III's walkthroughs (each
     line played a command a turn, as the agent plays): the engine side reads each game with its own
     numbers and directions."""
-    report = check_walkthrough(story_of(game_file, name), fair_play=fair_play, turns=turns)
+    story = story_of(game_file, name)
+    report = check_walkthrough(story, fair_play=fair_play, turns=turns)
+    turns = turns or len(played_walkthrough(story))
     problems = [
         p for p in report.problems if not p.startswith(tuple(f"{c}: nothing checked" for c in MAY_CHECK_NOTHING))
     ]
