@@ -172,7 +172,7 @@ def test_finished_episode_shows_score_map_transcript_and_tool_calls(
         f"configured {AGENT_MODEL}, served scripted/model"
     )
     # The map: every room of map_state.json, by name; the engine's ids only once asked for, and kept in the URL.
-    rooms = json.loads((tmp_path / "game_files" / "map_state.json").read_text())["rooms"]
+    rooms = json.loads((tmp_path / "game_files" / "zork1" / "map_state.json").read_text())["rooms"]
     expect(page.locator("#map g.room")).to_have_count(len(rooms))
     no_ids = "#map g.room text.room-visits"
     expect(page.locator(no_ids)).to_have_text([re.compile(r"^\d+ visits?$")] * len(rooms))
@@ -402,18 +402,19 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
 ) -> None:
     episode = play_critic_and_tools(llm_server, tmp_path, game_file)
     workdir = episode.parent.parent
+    learnt = workdir / "zork1"  # Zork I's learning files, in the game's own folder
     # The house's own contradiction, as this episode mapped it: Behind House → west is the Kitchen.
-    small_map = json.loads((workdir / "map_state.json").read_text())
+    small_map = json.loads((learnt / "map_state.json").read_text())
     assert small_map["edges"]["79"]["west"] == 203
     # Files the learning managers write, in their own format: memories by room, a knowledge base.
     memories = [
         Memory(1, 180, "West of House", "item", "A leaflet is in the mailbox", MemoryStatus.ACTIVE, episode.name, 2),
         Memory(2, 79, "Behind House", "path", "The window opens", MemoryStatus.TENTATIVE, "2026-01-02T03-04-05Z", 9),
     ]
-    (workdir / "memories.md").write_text(MemoryFile(list(memories)).render())
+    (learnt / "memories.md").write_text(MemoryFile(list(memories)).render())
     knowledge = KnowledgeDocument.empty()
     knowledge.sections.append(Section("Dangers", ["- The troll in the Troll Room kills the unarmed."]))
-    (workdir / "knowledgebase.md").write_text(knowledge.render())
+    (learnt / "knowledgebase.md").write_text(knowledge.render())
 
     running = start_viewer(workdir, port=0)
     try:
@@ -453,7 +454,7 @@ def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narro
             assert errors == []
 
         # A long game's map: the walkthrough's 100-odd rooms, panned and zoomed, the current room kept in view.
-        walkthrough_graph(game_file).save(workdir / "map_state.json")
+        walkthrough_graph(game_file).save(learnt / "map_state.json")
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()
         try:
