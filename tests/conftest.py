@@ -17,12 +17,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from game_interface import JerichoInterface, resolve_story_file
+from harness.config import UNUSED_BASE_URL, scripted_config
+from harness.scripted_llm import ScriptedLLMServer
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.redaction import SECRET_ENV_VARS
-from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
-from tests.scripted_llm import ScriptedLLMServer
 from tool_loop.events import LoopEvent
 
 ConfigFactory = Callable[..., GameConfiguration]
@@ -175,7 +175,7 @@ def game(game_file: Path) -> Iterator[JerichoInterface]:
 def make_config(tmp_path: Path) -> ConfigFactory:
     """Builds test configurations: ``make_config(base_url, environ=None, **sections)`` gives the
     defaults except the endpoint, ``scripted/<role>`` models, instant retries and every file
-    under the test's ``tmp_path`` (``tests/config_support.py``)."""
+    under the test's ``tmp_path`` (``harness/config.py``)."""
 
     def build(
         base_url: str = UNUSED_BASE_URL, environ: dict[str, str] | None = None, **sections: dict[str, Any]

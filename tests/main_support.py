@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer
 from session.episode_folder import EpisodeFolder
 from session.redaction import SECRET_ENV_VARS
-from tests.scripted_llm import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from harness.e2e import minimal_instance, walkthrough
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir
-from tests.e2e_support import minimal_instance, walkthrough
 from tests.main_support import BUNDLED_GROUP, REPO, clean_env, run_main, scripted_env, skip_without_local_packages
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
 
 # A lesson no real game text contains, as a 135M model's knowledge base holds ("- deals", "- enfants").
 DEMO_LESSON = "enfants deals the zorkgpt demo lesson"

@@ -45,10 +45,10 @@ from benchmarks.engine_truth import (
     named_by,
 )
 from game_interface import JerichoInterface
+from harness.e2e import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
 from session.game_state import GameState
-from tests.e2e_support import AGENT_MODEL, walkthrough
 from world.map_graph import MapGraph
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
+from harness.e2e import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
+from harness.scripted_llm import ScriptedLLMServer, completion
 from llm_client import LLMClient
 from managers.critic_manager import CriticManager
 from session.episode_folder import episodes_dir
@@ -18,8 +20,6 @@ from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
-from tests.scripted_llm import ScriptedLLMServer, completion
 
 
 class Agent:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
 from mcp_client.processes import marked_processes
 from orchestration import embedded_model
 from orchestration.embedded_model import (
@@ -36,7 +37,6 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import BUNDLED_GROUP, NO_LEARNING, REPO, MainProcess, run_main, skip_without_local_packages
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3

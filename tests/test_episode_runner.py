@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.e2e import WalkthroughModel, e2e_config, read_events, walkthrough
+from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.redaction import Redactor
-from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import REPO
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
 
 
 def test_walkthrough_episode_wins_with_full_score(

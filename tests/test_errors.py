@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import session.errors as errors
+from harness.e2e import read_events
+from harness.scripted_llm import Reply, ScriptedLLMServer
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import Consequence, ZorkGPTError, consequence_of, end_reason_for, episode_consequence, exit_code_for
-from tests.e2e_support import read_events
 from tests.main_support import REPO, run_main
-from tests.scripted_llm import Reply, ScriptedLLMServer
 
 # Every class, where it is imported from, and its consequence. A new error class must be added
 # here with the consequence it should have (see test_every_error_class_is_in_this_table).

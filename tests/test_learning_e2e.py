@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.config import scripted_config
+from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from harness.learning import LEARNED, REMEMBERED, LearningModel
+from harness.scripted_llm import ScriptedLLMServer
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
-from tests.config_support import scripted_config
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.learning_support import LEARNED, REMEMBERED, LearningModel
-from tests.scripted_llm import ScriptedLLMServer
 
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 

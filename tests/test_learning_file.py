@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
+from harness.managers import capture_logger, json_reply, make_client, schema_name, turn, user_text
+from harness.scripted_llm import ScriptedLLMServer
 from managers.knowledge_manager import KnowledgeManager
 from managers.learning_file import LearningFile
 from managers.map_manager import MapManager
@@ -32,8 +34,6 @@ from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import REDACTED, Redactor
-from tests.manager_support import capture_logger, json_reply, make_client, schema_name, turn, user_text
-from tests.scripted_llm import ScriptedLLMServer
 from world.knowledge_file import KnowledgeDocument
 from world.map_graph import MapGraph
 from world.memory_file import parse_memories
@@ -125,7 +125,7 @@ def direction_of(run: int) -> str:
 
 
 def learning_config(server: ScriptedLLMServer, root: Path, environ: dict[str, str] | None = None) -> GameConfiguration:
-    from tests.config_support import scripted_config
+    from harness.config import scripted_config
 
     return scripted_config(
         root,

@@ -15,11 +15,8 @@ from typing import Any
 
 import pytest
 
-from mcp_client.processes import marked_processes
-from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
-from tests.scripted_llm import (
+from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from harness.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     LLAMACPP_JSON_SCHEMA_REFUSAL,
     TOOL_DIALECTS,
@@ -30,6 +27,9 @@ from tests.scripted_llm import (
     completion,
     tool_call,
 )
+from mcp_client.processes import marked_processes
+from session.episode_folder import EpisodeFolder, episodes_dir
+from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 from tests.test_main import REPO, run_main
 
 

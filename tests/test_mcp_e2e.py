@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+from harness.e2e import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from orchestration.episode_records import EpisodeFigures
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
@@ -33,7 +34,6 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 TURNS = 12
 THINK_EVERY = 4

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.e2e import TurnKeyedWalkthroughModel, read_events, walkthrough
+from harness.scripted_llm import ScriptedLLMServer
 from managers.mcp_manager import MCPManager
 from mcp_client.config import WARM_ENV_VAR
 from mcp_servers.warm import warm_parent
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
-from tests.e2e_support import TurnKeyedWalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
@@ -39,7 +40,6 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer
 from tests.test_mcp_sweeper import TEST_MARKER, describe, processes_with, wait_until_none
 from tests.test_stop_signals import HeldTurn, start
 

@@ -33,6 +33,8 @@ import httpx2
 import pytest
 from pydantic import AnyHttpUrl
 
+from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig
 from mcp_client.login import run_login
@@ -48,7 +50,6 @@ from mcp_client.tokens import (
 from session.episode_folder import EpisodeFolder
 from session.errors import MCPConfigError, MCPError, MCPServerStartupError
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, episode_folders_by_number, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
@@ -60,7 +61,6 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.oauth_server import SECRET_WORD
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 OAUTH_SERVER = "tests.mcp_test_servers.oauth_server"
 

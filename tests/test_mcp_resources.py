@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig, PromptRequest
 from session.errors import MCPConfigError, MCPToolCallError
@@ -41,7 +42,6 @@ from tests.mcp_test_servers.resource_server import (
     README_TEXT,
     SECRET_TEXT,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tests.test_zork_agent_mcp import AgentTurns
 
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"

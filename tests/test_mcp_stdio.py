@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
 from mcp_client.stdio import _LineSplitter, _Oversized, top_level_id
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT, write_mcp_config
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
 def test_lines_split_across_chunks_are_joined_and_blank_lines_skipped() -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.e2e import walkthrough
+from harness.scripted_llm import ScriptedLLMServer
 from mcp_client.processes import marked_processes, sweep
 from mcp_client.sweeper import OWNER_ENV_VAR
-from tests.e2e_support import walkthrough
 from tests.mcp_test_servers.helpers import misbehaving_entry
-from tests.scripted_llm import ScriptedLLMServer
 from tests.test_stop_signals import HeldTurn, start
 
 # Not a ZORKGPT_ name: main.py refuses ZORKGPT_ variables it does not know.

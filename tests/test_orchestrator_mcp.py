@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.e2e import e2e_config, read_events
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
 from managers.mcp_manager import MCPManager
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import episodes_dir
 from session.errors import MCPConfigError
 from session.redaction import Redactor
-from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
 def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path, game_file: Path) -> None:

@@ -17,16 +17,16 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from harness.e2e import AGENT_MODEL, read_events
+from harness.managers import schema_name, user_text
+from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_compare import score_verdict
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
 from orchestration.run_results import EpisodeStatus
 from orchestration.run_tables import comparison_table
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
-from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 from world.map_graph import MapGraph
 from world.memory_file import parse_memories
 
@@ -90,7 +90,7 @@ class RouteModel:
             return Reply(
                 200, completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
             )
-        from tests.e2e_support import minimal_instance
+        from harness.e2e import minimal_instance
 
         schema = requested_schema(body) or {"type": "object"}
         return Reply(200, completion(json.dumps(minimal_instance(schema))))

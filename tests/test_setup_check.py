@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from game_interface.games import ZORK3
+from harness.scripted_llm import ScriptedLLMServer
 from mcp_client.processes import marked_processes
 from orchestration import setup_check
 from orchestration.embedded_model import gguf_path, gguf_problem, missing_packages
@@ -27,7 +28,6 @@ from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_nam
 from session.game_configuration import GameConfiguration
 from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
-from tests.scripted_llm import ScriptedLLMServer
 from tests.trilogy_support import story_file_of
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+from harness.e2e import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
+from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
-from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
 
 STOPPING = "stopping after this turn"
 

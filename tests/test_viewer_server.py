@@ -25,12 +25,12 @@ from urllib.request import urlopen
 
 import pytest
 
+from harness.e2e import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
+from harness.scripted_llm import Reply, ScriptedLLMServer
 from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
 from session.game_configuration import FilesSection
 from session.game_state import GameState
-from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
-from tests.scripted_llm import Reply, ScriptedLLMServer
 from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.viewer_support import TURNS as SCRIPTED_TURNS
 from viewer.server import RunningViewer, start_viewer

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from llm_client import LLMClient
 from mcp_servers.thoughtbox_server import THINK_DESCRIPTION
 from session.episode_log import HumanFormatter
@@ -46,7 +47,6 @@ from tests.mcp_test_servers.helpers import (
     tool_messages,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from zork_agent import ZorkAgent, tools_prompt
 
 API_KEY = "sk-or-v1-agent-mcp-test-0123456789"
