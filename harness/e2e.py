@@ -11,7 +11,15 @@ from typing import Any
 import jericho
 
 from harness.config import scripted_config
-from harness.scripted_llm import Reply, Responder, ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.scripted_llm import (
+    Reply,
+    Responder,
+    ScriptedLLMServer,
+    agent_reply,
+    completion,
+    requested_schema,
+    tool_call,
+)
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
@@ -180,3 +188,34 @@ class TurnKeyedWalkthroughModel(WalkthroughModel):
         command = self.commands[turn - 1] if 0 < turn <= len(self.commands) else "look"
         self.agent_calls += 1
         return Reply(200, agent_reply(command, thinking=f"walkthrough step {turn}"), delay=self.delay)
+
+
+# A thought for the shipped thoughtbox's think tool.
+THINK_ARGS = {"thought": "Follow the plan.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+
+
+class ThinkingWalkthroughModel:
+    """The walkthrough player, but every ``every``-th turn it first calls one MCP tool once: the next
+    ``(tool, arguments)`` of ``rotation``, in turn."""
+
+    def __init__(
+        self,
+        commands: list[str],
+        every: int,
+        rotation: list[tuple[str, dict[str, Any]]],
+    ) -> None:
+        self.walkthrough = WalkthroughModel(commands)
+        self.every = every
+        self.rotation = rotation
+        self.turns = 0
+        self.thinking_turns: list[int] = []
+
+    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        fresh_turn = body.get("model") == AGENT_MODEL and not any(m["role"] == "tool" for m in body["messages"])
+        if fresh_turn:
+            self.turns += 1
+            if self.turns % self.every == 0 and body.get("tools"):
+                name, arguments = self.rotation[len(self.thinking_turns) % len(self.rotation)]
+                self.thinking_turns.append(self.turns)
+                return completion(tool_calls=[tool_call(name, arguments, f"call_turn_{self.turns}")])
+        return self.walkthrough(body, index)

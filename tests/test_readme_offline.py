@@ -21,9 +21,8 @@ import pytest
 
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.main_support import BUNDLED_GROUP, REPO, clean_env
+from tests.main_support import BUNDLED_GROUP, REPO, clean_env, local_group_missing
 from tests.mcp_test_servers.helpers import free_port
-from tests.test_local_model import _local_group_missing
 
 # On the worker of the bundled model's tests, which also start a llama.cpp server through a process of their own.
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
@@ -42,7 +41,7 @@ def offline_recipe() -> str:
 
 
 def _missing_tool() -> str | None:
-    reason = _local_group_missing()
+    reason = local_group_missing()
     if reason:
         return reason
     for tool in ("uv", "curl"):

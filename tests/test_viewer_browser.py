@@ -23,16 +23,23 @@ from typing import TypeVar
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
+from harness.e2e import (
+    AGENT_MODEL,
+    THINK_ARGS,
+    ThinkingWalkthroughModel,
+    WalkthroughModel,
+    e2e_config,
+    play_walkthrough,
+    walkthrough,
+)
 from harness.scripted_llm import ScriptedLLMServer
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import read_events
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import REPO_ROOT, raw_entry, write_mcp_config
-from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
-from tests.test_viewer_map_layout import walkthrough_map as walkthrough_graph
 from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
+from tests.walkthrough_turns import walkthrough_map as walkthrough_graph
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
 from world.knowledge_file import KnowledgeDocument, Section
