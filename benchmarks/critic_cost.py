@@ -31,10 +31,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from harness.e2e import AGENT_MODEL, every_role_config, walkthrough
 from harness.learning import LearningModel
 from harness.managers import schema_name
 from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
 from session.redaction import Redactor

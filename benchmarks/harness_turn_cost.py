@@ -29,8 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from harness.e2e import WalkthroughModel, e2e_config, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import WalkthroughModel, e2e_config, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.redaction import Redactor
 

@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from harness.e2e import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from orchestration import parallel
 from orchestration.parallel import ForkServer, child_argv
 

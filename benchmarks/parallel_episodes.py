@@ -45,8 +45,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from harness.e2e import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.events import Event
 

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context_truth import OPPOSITE
 from game_interface import resolve_story_file
-from harness.e2e import AGENT_MODEL, WalkthroughModel, e2e_config, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, e2e_config, walkthrough
 from managers.map_manager import directions_described
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError

@@ -1,7 +1,12 @@
 """What the tests and the benchmarks share to drive the product for real.
 
-The scripted OpenAI-compatible server (``scripted_llm``), walkthrough players and episode
-configurations (``e2e``, ``learning``, ``managers``, ``config``), our servers started as processes
-(``servers``), and one time scale for loaded machines (``timing``). It sits above the product and
-below ``tests/`` and ``benchmarks/``: it imports neither, so neither imports the other.
+It sits above the product and below ``tests/`` and ``benchmarks/``, and imports neither: both
+import it, so neither needs the other.
+
+- ``timing``: one time scale for every wait (``ZORKGPT_TEST_TIME_SCALE``) and ``wait_until``
+- ``scripted_llm``: the scripted OpenAI-compatible server on 127.0.0.1, real HTTP
+- ``config``: test configurations: scripted models, instant retries, files under the test's folder
+- ``servers``: our servers started as processes on free loopback ports, and MCP config entries
+- ``walkthroughs``, ``learning``, ``managers``: scripted models that play the walkthrough (thinking with
+  MCP tools, learning for the managers), episode configurations, and the managers' shared pieces
 """

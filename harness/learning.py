@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from harness.e2e import AGENT_MODEL, WalkthroughModel
 from harness.managers import schema_name, user_text
 from harness.scripted_llm import completion
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel
 
 REMEMBERED = "North of here a path leads into the forest, where a tree holds a bird's nest."
 LEARNED = "Climb the tree on the Forest Path and 'get egg' from the nest for 5 points."

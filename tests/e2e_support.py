@@ -1,7 +1,7 @@
-"""Moved to ``harness/e2e.py``, which tests and benchmarks share; new code imports it from there.
+"""Moved to ``harness/walkthroughs.py``, which tests and benchmarks share; new code imports it from there.
 
 This name stays while benchmarks/context_truth.py and test modules written before the move still
 import it.
 """
 
-from harness.e2e import *  # noqa: F403
+from harness.walkthroughs import *  # noqa: F403

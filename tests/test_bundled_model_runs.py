@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import minimal_instance, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.walkthroughs import minimal_instance, walkthrough
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir

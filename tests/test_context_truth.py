@@ -45,7 +45,7 @@ from benchmarks.engine_truth import (
     named_by,
 )
 from game_interface import JerichoInterface
-from harness.e2e import AGENT_MODEL, walkthrough
+from harness.walkthroughs import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
 from session.game_state import GameState

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.critic_cost import MODES, Cost, goals_missed, replay
-from harness.e2e import walkthrough
+from harness.walkthroughs import walkthrough
 
 TURNS = 120  # from West of House through the cellar, the troll and the dam: every kind of risky action
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
-from harness.e2e import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
 from llm_client import LLMClient
 from managers.critic_manager import CriticManager
 from session.episode_folder import episodes_dir

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from orchestration.episode_records import EpisodeFigures, ModelAnswers
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.e2e import WalkthroughModel, e2e_config, read_events, walkthrough
 from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import WalkthroughModel, e2e_config, read_events, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.redaction import Redactor

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import session.errors as errors
-from harness.e2e import read_events
 from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import read_events
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import Consequence, ZorkGPTError, consequence_of, end_reason_for, episode_consequence, exit_code_for
 from tests.main_support import REPO, run_main

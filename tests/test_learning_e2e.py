@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from harness.config import scripted_config
-from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from harness.learning import LEARNED, REMEMBERED, LearningModel
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration

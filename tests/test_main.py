@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from harness.config import UNUSED_BASE_URL
-from harness.e2e import read_events, walkthrough
 from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply
+from harness.walkthroughs import read_events, walkthrough
 from main import parse_args
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import (
@@ -282,8 +282,8 @@ def _start_main(
 def test_killed_episode_leaves_every_file_parseable(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from harness.e2e import walkthrough
     from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+    from harness.walkthroughs import walkthrough
     from world.knowledge_file import KnowledgeDocument
     from world.memory_file import parse_memories
 
@@ -560,7 +560,7 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
 def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from harness.e2e import AGENT_MODEL, WalkthroughModel, walkthrough
+    from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, walkthrough
     from tests.main_support import fill_disk, small_disk
     from world.map_graph import MapGraph
 

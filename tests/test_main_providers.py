@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from harness.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     LLAMACPP_JSON_SCHEMA_REFUSAL,
@@ -27,6 +26,7 @@ from harness.scripted_llm import (
     completion,
     tool_call,
 )
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, processes_with, run_main
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import (
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import (
     AGENT_MODEL,
     THINK_ARGS,
     ThinkingWalkthroughModel,
@@ -25,7 +26,6 @@ from harness.e2e import (
     read_events,
     walkthrough,
 )
-from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from orchestration.episode_records import EpisodeFigures
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.e2e import HeldTurn, TurnKeyedWalkthroughModel, read_events, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import HeldTurn, TurnKeyedWalkthroughModel, read_events, walkthrough
 from managers.mcp_manager import MCPManager
 from mcp_client.config import WARM_ENV_VAR
 from mcp_servers.warm import warm_parent

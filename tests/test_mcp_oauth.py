@@ -33,8 +33,8 @@ import httpx2
 import pytest
 from pydantic import AnyHttpUrl
 
-from harness.e2e import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig
 from mcp_client.login import run_login

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from harness.config import scripted_config
-from harness.e2e import AGENT_MODEL, read_events
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, read_events
 from llm_client import LLMClient
 from managers.mcp_manager import MCPManager
 from session.errors import MCPToolCallError

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.e2e import HeldTurn, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import HeldTurn, walkthrough
 from mcp_client.processes import sweep
 from mcp_client.sweeper import OWNER_ENV_VAR
 from tests.main_support import start_main

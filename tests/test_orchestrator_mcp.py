@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.e2e import e2e_config, read_events
 from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.walkthroughs import e2e_config, read_events
 from managers.mcp_manager import MCPManager
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import episodes_dir

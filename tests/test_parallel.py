@@ -17,9 +17,9 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-from harness.e2e import AGENT_MODEL, read_events
 from harness.managers import schema_name, user_text
 from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.walkthroughs import AGENT_MODEL, read_events
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_compare import score_verdict
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
@@ -90,7 +90,7 @@ class RouteModel:
             return Reply(
                 200, completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
             )
-        from harness.e2e import minimal_instance
+        from harness.walkthroughs import minimal_instance
 
         schema = requested_schema(body) or {"type": "object"}
         return Reply(200, completion(json.dumps(minimal_instance(schema))))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.route_length import measure
-from harness.e2e import walkthrough
+from harness.walkthroughs import walkthrough
 
 
 def test_no_route_is_longer_than_the_players_own_map(game_file: Path) -> None:

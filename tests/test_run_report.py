@@ -18,8 +18,8 @@ from urllib.request import urlopen
 import pytest
 from PIL import Image
 
-from harness.e2e import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from orchestration import run_report
 from orchestration.run_figures import RunSummary
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, HeldTurn, WalkthroughModel, walkthrough
 from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, walkthrough
 from orchestration.turn_figures import TurnFigures
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env

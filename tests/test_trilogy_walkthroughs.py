@@ -20,8 +20,8 @@ import pytest
 from game_interface.commands import CommandReader
 from game_interface.games import ZORK2, ZORK3, Game
 from game_interface.story_data import StoryData
-from harness.e2e import THINK_ARGS, ThinkingWalkthroughModel, WalkthroughModel, read_events, walkthrough
 from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import THINK_ARGS, ThinkingWalkthroughModel, WalkthroughModel, read_events, walkthrough
 from session.episode_folder import EpisodeFolder
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import thoughtbox_entry, write_mcp_config

@@ -23,7 +23,8 @@ from typing import TypeVar
 
 import pytest
 
-from harness.e2e import (
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import (
     AGENT_MODEL,
     THINK_ARGS,
     ThinkingWalkthroughModel,
@@ -32,7 +33,6 @@ from harness.e2e import (
     play_walkthrough,
     walkthrough,
 )
-from harness.scripted_llm import ScriptedLLMServer
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import read_events
 from session.game_state import GameState

@@ -25,8 +25,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from harness.e2e import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
 from session.game_configuration import FilesSection
 from session.game_state import GameState

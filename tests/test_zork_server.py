@@ -25,7 +25,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, LATEST_PROTOCOL_VERSION, C
 
 from game_interface import JerichoInterface
 from game_interface.games import ZORK2, ZORK3
-from harness.e2e import walkthrough as e2e_walkthrough
+from harness.walkthroughs import walkthrough as e2e_walkthrough
 from mcp_servers.zork_game import MAX_ACTION_CHARS, ZorkInputError
 from mcp_servers.zork_server import game_choice
 from tests.mcp_test_servers.helpers import http_server
