@@ -6,7 +6,6 @@ import json
 import logging
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 
 from harness.config import scripted_config
 from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.timing import wait_until
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
 from session.game_state import TurnResult
@@ -109,15 +109,12 @@ def run_then_kill(script: str, ready: Callable[[], bool], cwd: Path, timeout: fl
     """Run ``script`` in a fresh Python process, SIGKILL it once ``ready()`` holds (mid-write, likely)."""
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=cwd, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + timeout
-        while not ready():
+        if not wait_until(ready, timeout, interval=0.01, stop_if=lambda: proc.poll() is not None):
             if proc.poll() is not None:
                 raise AssertionError(
                     f"writer exited early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}"
                 )
-            if time.monotonic() > deadline:
-                raise AssertionError("writer never got ready")
-            time.sleep(0.01)
+            raise AssertionError("writer never got ready")
     finally:
         proc.kill()
         proc.wait(timeout=10)

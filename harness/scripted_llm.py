@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.timing import scaled
+
 
 @dataclass
 class Reply:
@@ -186,7 +188,7 @@ class ScriptedLLMServer:
     def wait_for_requests(self, count: int, timeout: float = 60.0) -> None:
         """Block until ``count`` requests have arrived (``timeout`` only bounds a broken test)."""
         with self._arrived:
-            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, scaled(timeout)):
                 raise AssertionError(f"the scripted server got {len(self.requests)} requests, not {count}")
 
     # -- lifecycle --------------------------------------------------------------------

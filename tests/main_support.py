@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.scripted_llm import ScriptedLLMServer
+from harness.timing import scaled
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder
 from session.redaction import SECRET_ENV_VARS
@@ -42,7 +43,7 @@ def run_main(args: list[str], env_extra: dict[str, str], cwd: Path, timeout: flo
         env=clean_env(env_extra),
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
         check=False,
     )
 
@@ -145,23 +146,25 @@ class MainProcess:
     def wait_for_stderr(self, text: str, timeout: float = 60.0) -> None:
         """Block until ``text`` appears on stderr (``timeout`` only bounds a broken test)."""
         with self._changed:
-            found = self._changed.wait_for(lambda: text in "".join(self._lines) or self._lines[-1:] == [""], timeout)
+            found = self._changed.wait_for(
+                lambda: text in "".join(self._lines) or self._lines[-1:] == [""], scaled(timeout)
+            )
             if not found or text not in "".join(self._lines):
                 raise AssertionError(f"main.py never printed {text!r}; stderr so far:\n{''.join(self._lines)}")
 
     def wait(self, timeout: float = 60.0) -> int:
-        code = self.proc.wait(timeout=timeout)
+        code = self.proc.wait(timeout=scaled(timeout))
         self._join_readers()
         return code
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=scaled(10))
 
     def _join_readers(self) -> None:
-        self._reader.join(timeout=10)
-        self._out_reader.join(timeout=10)
+        self._reader.join(timeout=scaled(10))
+        self._out_reader.join(timeout=scaled(10))
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.timing import wait_until
 from harness.walkthroughs import minimal_instance, walkthrough
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
@@ -159,23 +160,25 @@ def test_a_second_ctrl_c_in_a_terminal_ends_uv_run_main_at_once(tmp_path: Path, 
     screen = bytearray()
 
     def read_until(text: bytes, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in screen:
-            assert time.monotonic() < deadline and proc.poll() is None, (
-                f"never saw {text!r}:\n{screen.decode(errors='replace')[-3000:]}"
-            )
-            try:
-                screen.extend(os.read(master, 65536))
-            except OSError:
-                time.sleep(0.1)
+        def seen() -> bool:
+            if text not in screen:
+                with contextlib.suppress(OSError):  # nothing to read yet
+                    screen.extend(os.read(master, 65536))
+            return text in screen
+
+        assert wait_until(seen, timeout, interval=0.1, stop_if=lambda: proc.poll() is not None), (
+            f"never saw {text!r}:\n{screen.decode(errors='replace')[-3000:]}"
+        )
 
     try:
         read_until(b"The bundled model answered", START_TIMEOUT)
         # The episode has started (its state is written just before the first turn asks the model).
-        deadline = time.monotonic() + START_TIMEOUT
-        while not list((tmp_path / "runs").glob(f"{EMBEDDED_WORKDIR}/episodes/*/current_state.json")):
-            assert time.monotonic() < deadline and proc.poll() is None, screen.decode(errors="replace")[-3000:]
-            time.sleep(0.1)
+        assert wait_until(
+            lambda: list((tmp_path / "runs").glob(f"{EMBEDDED_WORKDIR}/episodes/*/current_state.json")),
+            START_TIMEOUT,
+            interval=0.1,
+            stop_if=lambda: proc.poll() is not None,
+        ), screen.decode(errors="replace")[-3000:]
         os.write(master, b"\x03")
         read_until(b"after this turn", 120)
         time.sleep(1.5)  # past the window in which a repeat is the same request

@@ -21,7 +21,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 import pytest
 import requests
 
+from harness.timing import scaled, wait_until
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, local_group_missing, processes_with, run_main
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
@@ -97,18 +97,19 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
+
+        def answers() -> bool:
+            try:
+                return requests.get(f"{server.base_url}/models", timeout=5).ok
+            except requests.RequestException:
+                return False  # not listening yet
+
+        if not wait_until(answers, STARTUP_SECONDS, interval=0.5, stop_if=lambda: process.poll() is not None):
             if process.poll() is not None:
                 pytest.fail(f"llama_cpp.server exited with {process.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if requests.get(f"{server.base_url}/models", timeout=5).ok:
-                    break
-            except requests.RequestException:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS}s: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+            pytest.fail(
+                f"llama_cpp.server did not answer within {scaled(STARTUP_SECONDS):g}s: {log.read_text()[-2000:]}"
+            )
         yield server
     finally:
         process.terminate()

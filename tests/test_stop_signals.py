@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
+from harness.timing import wait_until
 from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
@@ -190,9 +191,7 @@ def test_ctrl_c_while_a_tool_server_starts_ends_it_at_once_and_records_the_stop(
         ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="300",
     )
     try:
-        deadline = time.monotonic() + 60
-        while not processes_with(marker) and time.monotonic() < deadline and main.proc.poll() is None:
-            time.sleep(0.05)
+        wait_until(lambda: processes_with(marker), 60, stop_if=lambda: main.proc.poll() is not None)
         assert processes_with(marker), main.stderr
         main.proc.send_signal(signal.SIGINT)
         code = main.wait()
@@ -261,9 +260,7 @@ def test_sigterm_while_a_server_never_answers_ends_the_run_at_once(
 
     try:
         with stacks_on_failure(main):
-            deadline = time.monotonic() + 120
-            while not unanswered() and time.monotonic() < deadline and main.proc.poll() is None:
-                time.sleep(0.05)
+            wait_until(unanswered, 120, stop_if=lambda: main.proc.poll() is not None)
             assert unanswered(), main.stderr
             main.proc.send_signal(signal.SIGTERM)
             code = main.wait()

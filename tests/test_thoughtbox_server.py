@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.timing import wait_until_async
 from managers.mcp_manager import MCPManager
 from mcp_servers.thoughtbox_server import (
     MAX_HISTORY_CHARS,
@@ -404,11 +404,14 @@ def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> N
                 while_open = await read_status(observer)
             # The thinker closed its session (its client sent DELETE): its history goes with it. The
             # server frees it as the session's task winds down, just after answering the DELETE.
-            deadline = time.monotonic() + 30
-            after = await read_status(observer)
-            while after["sessions"] and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            after: dict[str, Any] = {}
+
+            async def freed() -> bool:
+                nonlocal after
                 after = await read_status(observer)
+                return not after["sessions"]
+
+            await wait_until_async(freed, 30)
         return results, while_open, after
 
     with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:

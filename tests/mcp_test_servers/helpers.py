@@ -13,7 +13,6 @@ import gc
 import json
 import logging
 import sys
-import time
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -27,6 +26,7 @@ from harness.servers import free_port as free_port
 from harness.servers import http_server as http_server
 from harness.servers import thoughtbox_entry as thoughtbox_entry
 from harness.servers import write_mcp_config as write_mcp_config
+from harness.timing import wait_until
 from session.game_configuration import GameConfiguration
 
 if TYPE_CHECKING:
@@ -100,11 +100,14 @@ def pid_alive(pid: int) -> bool:
 
 def wait_gone(pids: set[int], seconds: float = 5.0) -> set[int]:
     """The pids of ``pids`` still alive after up to ``seconds`` (normally none, at once)."""
-    deadline = time.monotonic() + seconds
-    alive = {pid for pid in pids if pid_alive(pid)}
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
+    alive = set(pids)
+
+    def all_gone() -> bool:
+        nonlocal alive
         alive = {pid for pid in alive if pid_alive(pid)}
+        return not alive
+
+    wait_until(all_gone, seconds)
     return alive
 
 
