@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from game_interface import JerichoInterface, resolve_story_file
 from harness.config import UNUSED_BASE_URL, scripted_config
 from harness.scripted_llm import ScriptedLLMServer
+from harness.timing import time_scale
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.redaction import SECRET_ENV_VARS
@@ -124,6 +125,24 @@ def game_file() -> Path:
 
 
 _SKIP_LINE = sys._getframe().f_lineno  # where -rs points for the skips below
+
+
+# Session fixtures that start a server process: a test using one is end-to-end wherever it lives.
+_PROCESS_FIXTURES = frozenset({"thoughtbox_http"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A bad time scale stops the run before any test, with the fix, instead of failing each wait."""
+    try:
+        time_scale()
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from error
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
 
 
 def pytest_report_header() -> str | None:

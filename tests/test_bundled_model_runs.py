@@ -30,6 +30,8 @@ from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir
 from tests.main_support import BUNDLED_GROUP, REPO, clean_env, run_main, scripted_env, skip_without_local_packages
 
+pytestmark = pytest.mark.e2e
+
 # A lesson no real game text contains, as a 135M model's knowledge base holds ("- deals", "- enfants").
 DEMO_LESSON = "enfants deals the zorkgpt demo lesson"
 

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FAIL_ON_SKIP_VAR
 from tests.main_support import REPO
+
+pytestmark = pytest.mark.e2e
 
 # A small test module that needs the game, and one that does not.
 GAME_TESTS = "tests/test_story_file.py"

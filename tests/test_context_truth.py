@@ -51,6 +51,8 @@ from managers.turn_events import EventRooms
 from session.game_state import GameState
 from world.map_graph import MapGraph
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -182,6 +182,7 @@ def test_distrusted_critic_stops_blocking(
     assert manager.critic.trust.weight < 0.2
 
 
+@pytest.mark.e2e
 def test_the_drafty_rooms_east_under_a_load_is_the_games_answer_in_a_whole_episode(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

@@ -38,6 +38,8 @@ from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import BUNDLED_GROUP, NO_LEARNING, REPO, MainProcess, run_main, skip_without_local_packages
 
+pytestmark = pytest.mark.e2e
+
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3
 # One main.py run on the bundled model: the model's start and a few turns, on a loaded 2-core machine.

@@ -15,6 +15,7 @@ from session.redaction import Redactor
 from tests.main_support import REPO
 
 
+@pytest.mark.e2e
 def test_walkthrough_episode_wins_with_full_score(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -446,6 +447,7 @@ def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
     assert "Note:" not in users[0] and "Note:" not in users[2]  # said once, on the turn after
 
 
+@pytest.mark.e2e
 def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_rejection(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

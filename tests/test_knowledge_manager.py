@@ -253,6 +253,7 @@ while True:
 """
 
 
+@pytest.mark.e2e
 def test_a_killed_run_leaves_a_knowledge_base_that_parses(tmp_path: Path) -> None:
     path = kb_path(tmp_path)
     ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731

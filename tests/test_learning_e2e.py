@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.config import scripted_config
 from harness.learning import LEARNED, REMEMBERED, LearningModel
 from harness.scripted_llm import ScriptedLLMServer
@@ -15,6 +17,8 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
+
+pytestmark = pytest.mark.e2e
 
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 

@@ -36,7 +36,7 @@ from tests.main_support import REPO, local_group_missing, processes_with, run_ma
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 
 # One server for the module: its tests share one xdist worker (the suite runs with --dist loadgroup).
-pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
+pytestmark = [pytest.mark.e2e, pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
 
 TURNS = 5
 # Each turn with tools costs about three requests of the model (the forced call, the answer, the

@@ -33,6 +33,8 @@ from tests.main_support import (
 )
 from tests.mcp_test_servers.helpers import free_port, write_mcp_config
 
+pytestmark = pytest.mark.e2e
+
 # What a run with MCP off has no use for: the MCP client and the SDK with its HTTP client and
 # OAuth, the servers' web stack, the viewer's server and the plotting library.
 NOT_FOR_AN_MCP_OFF_RUN = (

@@ -31,6 +31,8 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import REPO, processes_with, run_main
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
 
+pytestmark = pytest.mark.e2e
+
 
 def main_env(server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra: str) -> dict[str, str]:
     """A user's environment for main.py against ``server``: no key (it is on loopback)."""

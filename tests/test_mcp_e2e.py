@@ -43,6 +43,8 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 
+pytestmark = pytest.mark.e2e
+
 TURNS = 12
 THINK_EVERY = 4
 # The tool each thinking turn calls, in rotation: one per server.

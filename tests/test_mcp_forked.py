@@ -42,6 +42,8 @@ from tests.mcp_test_servers.helpers import (
 )
 from tests.sweeper_support import TEST_MARKER, describe, processes_with, wait_until_none
 
+pytestmark = pytest.mark.e2e
+
 
 def children_of(pid: int) -> set[int]:
     found: set[int] = set()

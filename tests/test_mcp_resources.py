@@ -44,6 +44,8 @@ from tests.mcp_test_servers.resource_server import (
     SECRET_TEXT,
 )
 
+pytestmark = pytest.mark.e2e
+
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"
 PINNED = ["2025-11-25", "2026-07-28"]
 # How each revision hears of a change: a 2025-11-25 session by notification, a 2026-07-28 client on

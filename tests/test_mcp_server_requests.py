@@ -24,6 +24,8 @@ from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, Scenario, capture_logger, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
 
+pytestmark = pytest.mark.e2e
+
 PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
 REVISIONS = ["2025-11-25", "2026-07-28"]
 ROLES = ("agent", "critic", "extractor", "memory")

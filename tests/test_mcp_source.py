@@ -26,6 +26,8 @@ from tests.mcp_test_servers.helpers import (
 )
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
 
+pytestmark = pytest.mark.e2e
+
 PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
 # How each way of reaching the protocol server is written in mcp_config.json, and the revision it gets.
 REVISIONS = {

@@ -89,6 +89,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.e2e
 def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
     """40 MB on one line with a 1 MB limit: the client's peak memory grows by far less than the
     reply (the SDK's reader held it whole, and more: 390 MB for a 100 MB reply)."""
@@ -108,6 +109,7 @@ def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
     assert figures["grew_kib"] * 1024 < reply_chars / 4, figures
 
 
+@pytest.mark.e2e
 def test_a_server_announcing_tool_changes_without_end_leaves_no_event_loop_noise(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

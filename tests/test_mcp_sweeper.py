@@ -25,6 +25,8 @@ from tests.main_support import start_main
 from tests.mcp_test_servers.helpers import misbehaving_entry
 from tests.sweeper_support import TEST_MARKER, describe, processes_with, wait_until_none
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.mark.parametrize("lifetime", ["turn", "episode"])
 def test_a_killed_main_leaves_no_server_or_helper_running(

@@ -45,6 +45,8 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 
+pytestmark = pytest.mark.e2e
+
 THINK = {"thought": "The house has a window.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 THOUGHTBOX = thoughtbox_entry()
 

@@ -398,6 +398,7 @@ while True:
 """
 
 
+@pytest.mark.e2e
 def test_a_killed_run_leaves_a_memories_file_that_parses(tmp_path: Path) -> None:
     path = tmp_path / "game_files" / "memories.md"
     ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731

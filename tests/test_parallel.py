@@ -17,6 +17,8 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness.managers import schema_name, user_text
 from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 from harness.timing import scaled, wait_until
@@ -30,6 +32,8 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
 from world.map_graph import MapGraph
 from world.memory_file import parse_memories
+
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_CHILD: dict[str, Any] = {"cwd": REPO, "capture_output": True, "text": True, "timeout": 120, "check": False}

@@ -25,7 +25,7 @@ from tests.main_support import BUNDLED_GROUP, REPO, clean_env, local_group_missi
 from tests.mcp_test_servers.helpers import free_port
 
 # On the worker of the bundled model's tests, which also start a llama.cpp server through a process of their own.
-pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
 
 SECTION = "## Offline play with a local model"
 PAGE = REPO / "docs" / "offline.md"

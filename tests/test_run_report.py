@@ -32,6 +32,8 @@ from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry, write_mcp_config
 from tests.viewer_support import play_critic_and_tools
 
+pytestmark = pytest.mark.e2e
+
 TURNS = 6
 TO_CANYON_AND_JUMP = ["south", "east", "east", "east", "jump", "look"]  # dies on turn 5
 # matplotlib's first three default line colours: one per episode (or per run) in the plots.

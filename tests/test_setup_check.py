@@ -30,6 +30,8 @@ from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
 from tests.trilogy_support import story_file_of
 
+pytestmark = pytest.mark.e2e
+
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
 RAW_SERVER = REPO / "tests" / "mcp_test_servers" / "raw_server.py"
 SHIPPED_MODELS = ("anthropic/claude-sonnet-4.5", "anthropic/claude-haiku-4.5")

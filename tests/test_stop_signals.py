@@ -31,6 +31,8 @@ from session.stop_signals import REPEAT_WINDOW_SECONDS
 from tests.main_support import REPO, MainProcess, start_main
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry
 
+pytestmark = pytest.mark.e2e
+
 STOPPING = "stopping after this turn"
 
 

@@ -166,6 +166,7 @@ def _fetch_command(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.e2e
 def test_the_fetch_command_prints_the_file_main_would_play(story_copy: Path, tmp_path: Path) -> None:
     cache = tmp_path / "xdg"
     (cache / "zorkgpt").mkdir(parents=True)
@@ -175,6 +176,7 @@ def test_the_fetch_command_prints_the_file_main_would_play(story_copy: Path, tmp
     assert done.stderr == ""  # no warning from running a module its package imports
 
 
+@pytest.mark.e2e
 def test_the_fetch_command_says_what_to_do_when_it_cannot(tmp_path: Path) -> None:
     done = _fetch_command(tmp_path, ZORKGPT_GAME_FILE=str(tmp_path / "missing.z5"))
     assert done.returncode == 2 and done.stdout == ""

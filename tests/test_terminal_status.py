@@ -28,6 +28,8 @@ from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_
 from tests.mcp_test_servers.helpers import SERVERS_DIR, thoughtbox_entry, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
 
+pytestmark = pytest.mark.e2e
+
 SECRET = "sk-or-v1-terminal-secret-0123456789"
 # ANSI/VT sequences rich draws with (colours, cursor moves, erase line): what a terminal interprets.
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")

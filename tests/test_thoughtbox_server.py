@@ -175,6 +175,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
     return results, stderr
 
 
+@pytest.mark.e2e
 def test_real_server_logs_thoughts_to_stderr_and_validates(tmp_path: Path) -> None:
     calls = [
         {"thought": "The grating is locked.", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": True},
@@ -219,6 +220,7 @@ def test_real_server_logs_thoughts_to_stderr_and_validates(tmp_path: Path) -> No
     assert "Rethink." not in stderr  # rejected thoughts are not logged
 
 
+@pytest.mark.e2e
 def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> None:
     calls = [{"thought": "Quietly.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}]
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {"DISABLE_THOUGHT_LOGGING": "true"}, calls)
@@ -256,6 +258,7 @@ _INITIALIZE = {
 }
 
 
+@pytest.mark.e2e
 def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
     """The SDK's rich log handler cost about a tenth of every start (benchmarks/thoughtbox_startup.py):
     the server answers initialize without importing rich, and the SDK logs with a plain handler."""
@@ -275,6 +278,7 @@ def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
     assert watched == {"rich": [], "handlers": ["StreamHandler"]}
 
 
+@pytest.mark.e2e
 def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote() -> None:
     """The client closing stdin ends the server at once (the teardown is a fifth of a fresh
     server's CPU, paid every turn-lifetime turn), after the last reply and thought log are out."""
@@ -310,6 +314,7 @@ def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote(
 THOUGHT = {"thought": "The last thought.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
+@pytest.mark.e2e
 def test_rich_stays_importable_after_the_server_is_built() -> None:
     """Rich is kept out only while MCPServer is built: afterwards the process can import it, and
     where it was imported already, it is left as it was."""
@@ -388,6 +393,7 @@ def think_call(n: int, text: str) -> dict[str, Any]:
     return {"thought": text, "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": True}
 
 
+@pytest.mark.e2e
 def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> None:
     big = "x" * (MAX_HISTORY_CHARS * 2 // 5)  # three of these are over one session's bound
 
@@ -423,6 +429,7 @@ def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> N
     assert after["sessions"] == 0 and after["thoughts"] == 0 and after["characters"] == 0
 
 
+@pytest.mark.e2e
 def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> None:
     text = "Try the window. " + "w" * 300_000
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {}, [think_call(1, text)])
@@ -434,6 +441,7 @@ def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> No
 # -- the two protocol revisions -------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
     """One process serves one client: the 2026-07-28 revision has no session, and the history still
@@ -458,6 +466,7 @@ def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
     assert lengths == [1, 2, 3]
 
 
+@pytest.mark.e2e
 def test_over_http_thoughtbox_offers_only_the_2025_revision_and_says_why() -> None:
     """Over HTTP a history belongs to a session, which 2026-07-28 does not have: a client in auto mode
     falls back to 2025-11-25 and keeps its history; one pinned to 2026-07-28 is told what to do."""

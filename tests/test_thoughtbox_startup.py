@@ -6,7 +6,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.mcp_test_servers.helpers import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
 
 
 def test_the_benchmark_prints_the_start_before_and_after_and_the_largest_imports() -> None:

@@ -55,6 +55,8 @@ from tool_loop.events import (
 )
 from tool_loop.loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
 
+pytestmark = pytest.mark.e2e
+
 API_KEY = "sk-or-v1-tool-loop-test-0123456789"
 ANNOTATED_SERVER = SERVERS_DIR / "annotated_server.py"
 

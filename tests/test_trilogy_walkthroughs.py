@@ -28,6 +28,8 @@ from tests.mcp_test_servers.helpers import thoughtbox_entry, write_mcp_config
 from tests.trilogy_support import story_file_of
 from zork_agent import clean_action
 
+pytestmark = pytest.mark.e2e
+
 THINK_EVERY = 25
 
 

@@ -6,7 +6,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.mcp_test_servers.helpers import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
 
 NUMBER = r"-?\d+\.\d"
 

@@ -49,9 +49,13 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright i
 # Read at import: every test then runs with the ZORKGPT_* variables cleared (tests/conftest.py).
 CHROMIUM = os.environ.get("ZORKGPT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT_DIR = Path(os.environ["VIEWER_SCREENSHOT_DIR"]) if os.environ.get("VIEWER_SCREENSHOT_DIR") else None
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)",
+    ),
+]
 # Never let the browser reach out: no updates, no sync, no QUIC probes.
 CHROMIUM_ARGS = [
     "--headless",

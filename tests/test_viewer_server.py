@@ -300,10 +300,12 @@ def _serve_and_list(argv: list[str], cwd: Path) -> None:
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
     _serve_and_list([sys.executable, "-m", "viewer", str(played[0] / "game_files"), "--port", "0"], REPO)
 
 
+@pytest.mark.e2e
 def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
     """``python /path/to/zorkgpt/viewer`` where there is no repository (what ``uv run --project`` runs)."""
     elsewhere = tmp_path / "elsewhere"
@@ -317,6 +319,7 @@ def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, G
     _serve_and_list([sys.executable, str(REPO / "viewer"), str(played[0] / "game_files"), "--port", "0"], elsewhere)
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
     tmp_path: Path, played: tuple[Path, GameState, int]
 ) -> None:
@@ -399,6 +402,7 @@ def assert_closed(url: str) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
+@pytest.mark.e2e
 def test_main_view_serves_the_game_while_it_plays_and_after_until_ctrl_c(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -432,6 +436,7 @@ def test_main_view_serves_the_game_while_it_plays_and_after_until_ctrl_c(
     assert_closed(probe.url)
 
 
+@pytest.mark.e2e
 def test_main_view_keeps_the_runs_exit_code_when_sigterm_closes_the_viewer(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -449,6 +454,7 @@ def test_main_view_keeps_the_runs_exit_code_when_sigterm_closes_the_viewer(
     assert_closed(url)
 
 
+@pytest.mark.e2e
 def test_a_run_stopped_by_sigterm_closes_its_viewer_with_it(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -597,6 +603,7 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
         running.close()
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_on_all_addresses_warns_and_still_checks_the_host(
     played: tuple[Path, GameState, int],
 ) -> None:
@@ -651,6 +658,7 @@ def critic_and_tools(tmp_path_factory: pytest.TempPathFactory, game_file: Path) 
         server.stop()
 
 
+@pytest.mark.e2e
 def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them(critic_and_tools: Path) -> None:
     events = read_events(critic_and_tools)
     kinds = [e["event_type"] for e in events]
@@ -706,6 +714,7 @@ def _readable_by_all(root: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
+@pytest.mark.e2e
 def test_an_unreadable_episode_is_named_once_and_the_others_are_listed(played: tuple[Path, GameState, int]) -> None:
     """Another user's episode folder (here ``chmod 000``, the viewer running as an unprivileged user):
     the list still shows every other episode, says which one it cannot read, and the terminal is told

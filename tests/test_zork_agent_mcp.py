@@ -44,6 +44,8 @@ from tests.mcp_test_servers.helpers import (
 )
 from zork_agent import tools_prompt
 
+pytestmark = pytest.mark.e2e
+
 THINK_REQUIRED = {"thought", "thoughtNumber", "totalThoughts", "nextThoughtNeeded"}
 
 

@@ -31,6 +31,8 @@ from mcp_servers.zork_server import game_choice
 from tests.mcp_test_servers.helpers import http_server
 from tests.trilogy_support import story_file_of
 
+pytestmark = pytest.mark.e2e
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER_MODULE = "mcp_servers.zork_server"
 TOOLS = {
