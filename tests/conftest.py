@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -137,6 +138,48 @@ def pytest_configure(config: pytest.Config) -> None:
         time_scale()
     except ValueError as error:
         raise pytest.UsageError(str(error)) from error
+
+
+# Tools a test may run without being end-to-end: quick ones that are no program of ours.
+_TOOLS = frozenset({"git", "mount", "umount"})
+
+
+def _starts_a_program(args: Any) -> bool:
+    """Whether a command starts what makes a test e2e: anything but the tools above and a short
+    ``python -c`` script (an import probe, a writer killed mid-write)."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    if not argv:
+        return False
+    program = os.fsdecode(argv[0])
+    if Path(program).name in _TOOLS:
+        return False
+    if program == sys.executable or Path(program).name.startswith("python"):
+        return "-c" not in [os.fsdecode(arg) for arg in argv[1:3]]
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _in_process_unless_e2e(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test not marked e2e that starts main.py, a server, Node or a browser fails, naming the
+    command: so `pytest -m "not e2e"` stays the in-process tier as tests are added."""
+    if request.node.get_closest_marker("e2e") is not None:
+        yield
+        return
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+
+    def recording_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_a_program(args):
+            started.append(" ".join(os.fsdecode(arg) for arg in ([args] if isinstance(args, (str, bytes)) else args)))
+        real_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", recording_init)
+    yield
+    if started:
+        pytest.fail(
+            f"this test starts {started[0]!r} but is not marked e2e: add @pytest.mark.e2e (or a module's "
+            'pytestmark) so the fast tier, `pytest -m "not e2e"`, stays in-process'
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
