@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
-from harness.timing import wait_until
+from harness.timing import scaled, wait_until
 from harness.walkthroughs import minimal_instance, walkthrough
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
@@ -186,7 +186,7 @@ def test_a_second_ctrl_c_in_a_terminal_ends_uv_run_main_at_once(tmp_path: Path, 
         time.sleep(1.5)  # past the window in which a repeat is the same request
         os.write(master, b"\x03")
         pressed = time.monotonic()
-        proc.wait(timeout=120)
+        proc.wait(timeout=scaled(120))
         took = time.monotonic() - pressed
     finally:
         if proc.poll() is None:

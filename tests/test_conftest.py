@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from tests.conftest import FAIL_ON_SKIP_VAR
 from tests.main_support import REPO
 
@@ -35,7 +36,7 @@ def run_pytest(home: Path, *args: str, **env_extra: str) -> subprocess.Completed
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
 
@@ -154,7 +155,7 @@ def test_tests_of_one_xdist_group_share_a_worker(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

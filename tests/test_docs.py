@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from session.events import HELPER_MODELS, LEARNING_FILES, every_event_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -124,7 +125,13 @@ def run_cheap(block: ShellBlock, command: str, game_file: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(UV_NO_SYNC="1", ZORKGPT_GAME_FILE=str(game_file))
     result = subprocess.run(
-        ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=COMMAND_SECONDS, check=False
+        ["bash", "-c", command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(COMMAND_SECONDS),
+        check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{block.name}: `{command}` exited {result.returncode}\n{output}"
@@ -284,7 +291,7 @@ def test_the_pages_build_with_strict(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

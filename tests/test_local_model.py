@@ -114,10 +114,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     finally:
         process.terminate()
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
     assert process.poll() is not None, "the llama.cpp server outlived its tests"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.timing import scaled
 from mcp_client.stdio import _LineSplitter, _Oversized, top_level_id
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT, write_mcp_config
@@ -99,7 +100,7 @@ def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ import pytest
 from game_interface import StoryFileError, resolve_story_file
 from game_interface.games import ZORK1
 from game_interface.story_file import default_cache_dir, file_md5
+from harness.timing import scaled
 from tests.main_support import REPO
 from tests.mcp_test_servers.helpers import free_port
 
@@ -161,7 +162,7 @@ def _fetch_command(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[st
         env={**base, "HOME": str(tmp_path), **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
 

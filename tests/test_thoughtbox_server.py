@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.timing import wait_until_async
+from harness.timing import scaled, wait_until_async
 from managers.mcp_manager import MCPManager
 from mcp_servers.thoughtbox_server import (
     MAX_HISTORY_CHARS,
@@ -268,7 +268,7 @@ def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
         input=json.dumps(_INITIALIZE) + "\n",
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -302,7 +302,7 @@ def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote(
             server.stdin.write(json.dumps(message) + "\n")
         server.stdin.flush()
         replies = [json.loads(server.stdout.readline()) for _ in range(2)]  # then the session ends
-        _, stderr = server.communicate(timeout=120)
+        _, stderr = server.communicate(timeout=scaled(120))
     finally:
         server.kill()
     assert server.returncode == 0, stderr
@@ -329,7 +329,7 @@ def test_rich_stays_importable_after_the_server_is_built() -> None:
         "print('ok')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=scaled(120), check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
 
