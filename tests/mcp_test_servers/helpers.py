@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+# Starting our servers is shared with the benchmarks (harness/servers.py); the tests take it from
+# here with the rest of the MCP helpers.
 from harness.servers import HTTPServer as HTTPServer
 from harness.servers import free_port as free_port
 from harness.servers import http_server as http_server
