@@ -31,13 +31,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.learning import LearningModel
+from harness.managers import schema_name
+from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
-from tests.learning_support import LearningModel
-from tests.manager_support import schema_name
-from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
 MAX_CALLS_PER_TURN = 1.4

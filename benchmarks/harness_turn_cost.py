@@ -29,10 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import WalkthroughModel, e2e_config, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.redaction import Redactor
-from tests.e2e_support import WalkthroughModel, e2e_config, walkthrough
-from tests.scripted_llm import ScriptedLLMServer
 
 
 class TimedClient:

@@ -35,10 +35,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from orchestration import parallel
 from orchestration.parallel import ForkServer, child_argv
-from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
-from tests.scripted_llm import Reply, ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -50,12 +50,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402
+from harness.servers import http_server, thoughtbox_entry  # noqa: E402
 from llm_client import LLMClient  # noqa: E402
 from managers.mcp_manager import MCPManager  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.redaction import Redactor  # noqa: E402
-from tests.mcp_test_servers.helpers import http_server, thoughtbox_entry  # noqa: E402
-from tests.scripted_llm import ScriptedLLMServer, agent_reply  # noqa: E402
 from zork_agent import ZorkAgent  # noqa: E402
 
 SEQUENTIAL = "@modelcontextprotocol/server-sequential-thinking"

@@ -45,10 +45,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.events import Event
-from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
-from tests.scripted_llm import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 # main.py with the runner's choice made: each episode forked from the warm parent, or a fresh process.

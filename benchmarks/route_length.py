@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context_truth import OPPOSITE
 from game_interface import resolve_story_file
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, e2e_config, walkthrough
 from managers.map_manager import directions_described
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import StoryFileError
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, walkthrough
-from tests.scripted_llm import ScriptedLLMServer
 
 TARGET = "the trophy case"
 TARGET_ROOM = "Living Room"

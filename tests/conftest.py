@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,12 +18,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from game_interface import JerichoInterface, resolve_story_file
+from harness.config import UNUSED_BASE_URL, scripted_config
+from harness.scripted_llm import ScriptedLLMServer
+from harness.timing import time_scale
 from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.redaction import SECRET_ENV_VARS
-from tests.config_support import UNUSED_BASE_URL, scripted_config
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
-from tests.scripted_llm import ScriptedLLMServer
 from tool_loop.events import LoopEvent
 
 ConfigFactory = Callable[..., GameConfiguration]
@@ -126,6 +128,66 @@ def game_file() -> Path:
 _SKIP_LINE = sys._getframe().f_lineno  # where -rs points for the skips below
 
 
+# Session fixtures that start a server process: a test using one is end-to-end wherever it lives.
+_PROCESS_FIXTURES = frozenset({"thoughtbox_http"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A bad time scale stops the run before any test, with the fix, instead of failing each wait."""
+    try:
+        time_scale()
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from error
+
+
+# Tools a test may run without being end-to-end: quick ones that are no program of ours.
+_TOOLS = frozenset({"git", "mount", "umount"})
+
+
+def _starts_a_program(args: Any) -> bool:
+    """Whether a command starts what makes a test e2e: anything but the tools above and a short
+    ``python -c`` script (an import probe, a writer killed mid-write)."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    if not argv:
+        return False
+    program = os.fsdecode(argv[0])
+    if Path(program).name in _TOOLS:
+        return False
+    if program == sys.executable or Path(program).name.startswith("python"):
+        return "-c" not in [os.fsdecode(arg) for arg in argv[1:3]]
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _in_process_unless_e2e(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test not marked e2e that starts main.py, a server, Node or a browser fails, naming the
+    command: so `pytest -m "not e2e"` stays the in-process tier as tests are added."""
+    if request.node.get_closest_marker("e2e") is not None:
+        yield
+        return
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+
+    def recording_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_a_program(args):
+            started.append(" ".join(os.fsdecode(arg) for arg in ([args] if isinstance(args, (str, bytes)) else args)))
+        real_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", recording_init)
+    yield
+    if started:
+        pytest.fail(
+            f"this test starts {started[0]!r} but is not marked e2e: add @pytest.mark.e2e (or a module's "
+            'pytestmark) so the fast tier, `pytest -m "not e2e"`, stays in-process'
+        )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
 def pytest_report_header() -> str | None:
     return None if STORY_FILE is not None else f"story file: none; {NO_STORY_FILE}"
 
@@ -175,7 +237,7 @@ def game(game_file: Path) -> Iterator[JerichoInterface]:
 def make_config(tmp_path: Path) -> ConfigFactory:
     """Builds test configurations: ``make_config(base_url, environ=None, **sections)`` gives the
     defaults except the endpoint, ``scripted/<role>`` models, instant retries and every file
-    under the test's ``tmp_path`` (``tests/config_support.py``)."""
+    under the test's ``tmp_path`` (``harness/config.py``)."""
 
     def build(
         base_url: str = UNUSED_BASE_URL, environ: dict[str, str] | None = None, **sections: dict[str, Any]

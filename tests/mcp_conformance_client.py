@@ -39,6 +39,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
     sys.path.insert(0, str(REPO_ROOT))
 
+from harness.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
+from harness.walkthroughs import minimal_instance  # noqa: E402
 from llm_client import LLMClient  # noqa: E402
 from managers.mcp_manager import MCPManager  # noqa: E402
 from mcp_client.tools import wire_name  # noqa: E402
@@ -46,8 +48,6 @@ from session.errors import MCPServerStartupError  # noqa: E402
 from session.game_configuration import GameConfiguration  # noqa: E402
 from session.game_state import AgentDecision, ToolCallRecord  # noqa: E402
 from session.redaction import Redactor  # noqa: E402
-from tests.e2e_support import minimal_instance  # noqa: E402
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
 from tool_loop.events import ToolLoopLog  # noqa: E402
 from tool_loop.loop import ToolLoop  # noqa: E402
 

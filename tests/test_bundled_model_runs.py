@@ -22,12 +22,15 @@ from typing import Any
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.timing import scaled, wait_until
+from harness.walkthroughs import minimal_instance, walkthrough
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir
-from tests.e2e_support import minimal_instance, walkthrough
 from tests.main_support import BUNDLED_GROUP, REPO, clean_env, run_main, scripted_env, skip_without_local_packages
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
+
+pytestmark = pytest.mark.e2e
 
 # A lesson no real game text contains, as a 135M model's knowledge base holds ("- deals", "- enfants").
 DEMO_LESSON = "enfants deals the zorkgpt demo lesson"
@@ -159,29 +162,31 @@ def test_a_second_ctrl_c_in_a_terminal_ends_uv_run_main_at_once(tmp_path: Path, 
     screen = bytearray()
 
     def read_until(text: bytes, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in screen:
-            assert time.monotonic() < deadline and proc.poll() is None, (
-                f"never saw {text!r}:\n{screen.decode(errors='replace')[-3000:]}"
-            )
-            try:
-                screen.extend(os.read(master, 65536))
-            except OSError:
-                time.sleep(0.1)
+        def seen() -> bool:
+            if text not in screen:
+                with contextlib.suppress(OSError):  # nothing to read yet
+                    screen.extend(os.read(master, 65536))
+            return text in screen
+
+        assert wait_until(seen, timeout, interval=0.1, stop_if=lambda: proc.poll() is not None), (
+            f"never saw {text!r}:\n{screen.decode(errors='replace')[-3000:]}"
+        )
 
     try:
         read_until(b"The bundled model answered", START_TIMEOUT)
         # The episode has started (its state is written just before the first turn asks the model).
-        deadline = time.monotonic() + START_TIMEOUT
-        while not list((tmp_path / "runs").glob(f"{EMBEDDED_WORKDIR}/episodes/*/current_state.json")):
-            assert time.monotonic() < deadline and proc.poll() is None, screen.decode(errors="replace")[-3000:]
-            time.sleep(0.1)
+        assert wait_until(
+            lambda: list((tmp_path / "runs").glob(f"{EMBEDDED_WORKDIR}/episodes/*/current_state.json")),
+            START_TIMEOUT,
+            interval=0.1,
+            stop_if=lambda: proc.poll() is not None,
+        ), screen.decode(errors="replace")[-3000:]
         os.write(master, b"\x03")
         read_until(b"after this turn", 120)
         time.sleep(1.5)  # past the window in which a repeat is the same request
         os.write(master, b"\x03")
         pressed = time.monotonic()
-        proc.wait(timeout=120)
+        proc.wait(timeout=scaled(120))
         took = time.monotonic() - pressed
     finally:
         if proc.poll() is None:

@@ -9,8 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from harness.timing import scaled
 from tests.conftest import FAIL_ON_SKIP_VAR
 from tests.main_support import REPO
+
+pytestmark = pytest.mark.e2e
 
 # A small test module that needs the game, and one that does not.
 GAME_TESTS = "tests/test_story_file.py"
@@ -31,7 +36,7 @@ def run_pytest(home: Path, *args: str, **env_extra: str) -> subprocess.Completed
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
 
@@ -150,7 +155,7 @@ def test_tests_of_one_xdist_group_share_a_worker(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

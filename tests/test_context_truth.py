@@ -44,12 +44,14 @@ from benchmarks.engine_truth import (
     named_by,
 )
 from game_interface import JerichoInterface, resolve_story_file
+from harness.walkthroughs import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
 from session.errors import StoryFileError
 from session.game_state import GameState
-from tests.e2e_support import AGENT_MODEL, walkthrough
 from world.map_graph import MapGraph
+
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from game_interface import GameSnapshot, JerichoInterface
+from harness.scripted_llm import completion
 from llm_client import LLMClient
 from managers.critic import SCOPED_VERBS, Critic, CriticResponse, ObjectTreeCheck, TrustTracker, critic_request, risk_of
 from orchestration.context_builder import build_context
@@ -22,7 +23,6 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.scripted_llm import completion
 from world.map_graph import PlayerWays
 
 TO_KITCHEN = ["north", "east", "open window", "west"]  # the kitchen has no north exit

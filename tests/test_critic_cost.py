@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.critic_cost import MODES, Cost, goals_missed, replay
-from tests.e2e_support import walkthrough
+from harness.walkthroughs import walkthrough
+
+pytestmark = pytest.mark.e2e
 
 TURNS = 120  # from West of House through the cellar, the troll and the dam: every kind of risky action
 

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from game_interface import JerichoInterface
+from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
 from llm_client import LLMClient
 from managers.critic_manager import CriticManager
 from session.episode_folder import episodes_dir
@@ -18,8 +20,6 @@ from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, read_events, walkthrough
-from tests.scripted_llm import ScriptedLLMServer, completion
 
 
 class Agent:
@@ -182,6 +182,7 @@ def test_distrusted_critic_stops_blocking(
     assert manager.critic.trust.weight < 0.2
 
 
+@pytest.mark.e2e
 def test_the_drafty_rooms_east_under_a_load_is_the_games_answer_in_a_whole_episode(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from session.events import HELPER_MODELS, LEARNING_FILES, every_event_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,6 +91,7 @@ def test_the_docs_have_shell_blocks_of_each_kind() -> None:
     assert any(not RUN_BY.search(b.before) and not NOT_RUNNABLE.search(b.before) for b in ALL_BLOCKS)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("block", ALL_BLOCKS, ids=lambda block: block.name)
 def test_every_shell_block_runs_or_says_why_not(block: ShellBlock, game_file: Path) -> None:
     run_by = RUN_BY.search(block.before)
@@ -123,7 +125,13 @@ def run_cheap(block: ShellBlock, command: str, game_file: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZORKGPT_")}
     env.update(UV_NO_SYNC="1", ZORKGPT_GAME_FILE=str(game_file))
     result = subprocess.run(
-        ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=COMMAND_SECONDS, check=False
+        ["bash", "-c", command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(COMMAND_SECONDS),
+        check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{block.name}: `{command}` exited {result.returncode}\n{output}"
@@ -176,6 +184,7 @@ def layout_paths() -> set[str]:
     return {path for row in rows for path in re.findall(r"`([^`]+)`", row.split("|")[1])}
 
 
+@pytest.mark.e2e
 def test_the_layout_page_lists_every_top_level_folder() -> None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the repository's folders are what git tracks")
@@ -272,6 +281,7 @@ def test_every_relative_link_leads_to_a_file_where_the_markdown_lies() -> None:
     assert broken == []
 
 
+@pytest.mark.e2e
 def test_the_pages_build_with_strict(tmp_path: Path) -> None:
     """What .ci/run does before the tests: a broken link, a missing anchor or a page left out fails."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, not a warning
@@ -281,7 +291,7 @@ def test_the_pages_build_with_strict(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -15,13 +15,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import requests
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.timing import wait_until
 from mcp_client.processes import marked_processes
 from orchestration import embedded_model
 from orchestration.embedded_model import (
@@ -36,7 +37,8 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import ConfigError
 from session.game_configuration import GameConfiguration, ModelPrice
 from tests.main_support import BUNDLED_GROUP, NO_LEARNING, REPO, MainProcess, run_main, skip_without_local_packages
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
+
+pytestmark = pytest.mark.e2e
 
 NOTICE_START = "No API key and no base_url: playing on the bundled SmolLM2-135M"
 TURNS = 3
@@ -154,10 +156,8 @@ def _llama_servers(marker: str) -> list[int]:
 
 
 def _wait_gone(marker: str, timeout: float = 60) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := _llama_servers(marker)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
+    wait_until(lambda: not _llama_servers(marker), timeout, interval=0.2)
+    return _llama_servers(marker)
 
 
 @pytest.mark.local_model
@@ -291,9 +291,7 @@ def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
 
     def take_the_port() -> None:
         # While the server loads: the moment its address is known, another process tries its port.
-        deadline = time.monotonic() + 60
-        while not server.base_url and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: server.base_url, 60, interval=0.01)
         impostor = subprocess.Popen(
             [sys.executable, "-c", IMPOSTOR, str(_port(server.base_url))], stdout=subprocess.PIPE, text=True
         )
@@ -329,9 +327,7 @@ def test_a_bundled_server_that_dies_mid_run_is_named_with_its_exit_code(
     with EmbeddedModelServer(start_timeout=300) as server:
         assert server.process is not None
         server.process.send_signal(signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while server.exit_code is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: server.exit_code is not None, 30)
         reply = requests.post(f"{server.base_url}/chat/completions", json={"model": EMBEDDED_MODEL}, timeout=30)
         impostor = subprocess.run(
             [sys.executable, "-c", IMPOSTOR, str(_port(server.base_url))],

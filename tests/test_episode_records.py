@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from orchestration.episode_records import EpisodeFigures, ModelAnswers
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
-from tests.scripted_llm import ScriptedLLMServer
 
 PRICE = 0.00125  # what the scripted provider says each call cost
 

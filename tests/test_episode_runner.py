@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import WalkthroughModel, e2e_config, read_events, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.redaction import Redactor
-from tests.e2e_support import WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import REPO
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, tool_call
 
 
+@pytest.mark.e2e
 def test_walkthrough_episode_wins_with_full_score(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -450,6 +451,7 @@ def test_a_chained_action_plays_its_first_command_and_the_next_turn_says_why(
     assert "Note:" not in users[0] and "Note:" not in users[2]  # said once, on the turn after
 
 
+@pytest.mark.e2e
 def test_a_critics_re_ask_goes_on_with_the_turns_tool_calls_and_lists_every_rejection(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from game_interface import JerichoInterface
+from harness.scripted_llm import completion
 from llm_client import LLMClient
 from managers.episode_synthesizer import EpisodeSynthesizer
 from session.episode_folder import EpisodeFolder
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.scripted_llm import completion
 
 TO_CANYON = ["south", "east", "east", "east"]  # jumping at Canyon View kills
 

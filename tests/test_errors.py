@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import session.errors as errors
+from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import read_events
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import Consequence, ZorkGPTError, consequence_of, end_reason_for, episode_consequence, exit_code_for
-from tests.e2e_support import read_events
 from tests.main_support import REPO, run_main
-from tests.scripted_llm import Reply, ScriptedLLMServer
 
 # Every class, where it is imported from, and its consequence. A new error class must be added
 # here with the consequence it should have (see test_every_error_class_is_in_this_table).
@@ -128,6 +128,7 @@ def test_end_reason_names_the_kind_of_error() -> None:
     assert end_reason_for(errors.StoryFileError("missing")) == "game_error: missing"
 
 
+@pytest.mark.e2e
 def test_main_exits_2_for_a_story_file_that_is_not_zork(tmp_path: Path) -> None:
     story = tmp_path / "not-zork.z5"
     story.write_bytes(b"\x03" + b"\x00" * 200)
@@ -136,6 +137,7 @@ def test_main_exits_2_for_a_story_file_that_is_not_zork(tmp_path: Path) -> None:
     assert "not-zork.z5" in proc.stderr and "md5" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_main_exits_1_when_the_provider_fails_and_the_episode_ends_naming_it(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

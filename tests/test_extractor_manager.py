@@ -11,6 +11,7 @@ import pytest
 
 from game_interface import JerichoInterface, Location
 from game_interface.game_facts import TextRead
+from harness.scripted_llm import Reply, ScriptedLLMServer, completion
 from llm_client import LLMClient
 from managers.extractor_manager import (
     ExtractedInfo,
@@ -24,7 +25,6 @@ from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.conftest import ConfigFactory
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 
 # From the start to the troll room (the troll is alive and hostile there).
 TO_TROLL = [

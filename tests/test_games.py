@@ -85,6 +85,7 @@ def test_each_game_refuses_only_the_seeds_jericho_would_not_play(game: Game, see
     assert found is None if problem is None else problem in (found or "")
 
 
+@pytest.mark.e2e
 def test_the_fetch_command_finds_another_game_beside_the_named_file(trilogy: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "game_interface.fetch_story", "--game", "zork2"],

@@ -50,6 +50,7 @@ def server_args(module: str, game_file: Path) -> list[str]:
 SERVERS = ["mcp_servers.thoughtbox_server", "mcp_servers.zork_server"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("module", SERVERS)
 def test_bound_beyond_loopback_it_warns_and_still_checks_the_host(module: str, game_file: Path) -> None:
     with http_server(module, "--host", "0.0.0.0", *server_args(module, game_file)) as server:
@@ -69,6 +70,7 @@ def test_bound_beyond_loopback_it_warns_and_still_checks_the_host(module: str, g
         assert post_initialize(server, origin=f"http://127.0.0.1:{port}")[0] == 200
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("module", SERVERS)
 def test_allow_host_adds_a_name_and_loopback_binding_stays_quiet(module: str, game_file: Path) -> None:
     with http_server(module, "--allow-host", "zork.example", *server_args(module, game_file)) as server:

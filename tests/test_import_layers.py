@@ -1,6 +1,7 @@
 """The import graph follows the layers docs/architecture.md draws, module by module.
 
-``LAYERS`` names every module of the product (tests excluded), lowest layer first, and within a
+``LAYERS`` names every module of the product (tests excluded), lowest layer first, then the test
+harness and the benchmarks built on it, and within a
 layer in the direction imports go: a module may import only modules listed before it. That one
 order says both which layer may use which (no arrow points up) and which module of a package
 may use which (no arrow points back inside a package either), and it leaves no room for a
@@ -150,6 +151,19 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "viewer.__main__",
         "game_interface.fetch_story",
         "main",
+    ),
+    # What tests and benchmarks share: the scripted model, walkthrough players, our servers started.
+    "harness": (
+        "harness.timing",
+        "harness.scripted_llm",
+        "harness.config",
+        "harness.servers",
+        "harness.walkthroughs",
+        "harness.managers",
+        "harness.learning",
+        "harness",
+    ),
+    "benchmarks": (
         "benchmarks.engine_truth",
         "benchmarks.context_truth",
         "benchmarks.route_length",
@@ -324,3 +338,35 @@ def test_every_module_the_architecture_page_names_exists() -> None:
         elif found not in names:
             missing.append(found)
     assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"
+
+
+# The truth oracle still imports the harness by its old names under tests/ (re-exported there); its
+# owner moves it to harness/ separately.
+BENCHMARKS_STILL_ON_TESTS = {"benchmarks.context_truth", "benchmarks.engine_truth"}
+
+
+def test_only_tests_import_tests() -> None:
+    """tests/ sits on top: the harness and the benchmarks import nothing from it (benchmarks
+    import the harness instead), so no folder-level circle joins tests/ and benchmarks/."""
+    reaching = sorted(
+        module
+        for module, path in product_modules().items()
+        if module not in BENCHMARKS_STILL_ON_TESTS
+        and any(name == "tests" or name.startswith("tests.") for name in imported_names(module, path))
+    )
+    assert reaching == [], f"modules outside tests/ that import tests/: {reaching}"
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module is run, never imported: what two of them share lives in harness/ or a
+    tests/*_support.py module, so running or editing one cannot change another's collection."""
+    files = subprocess.run(["git", "ls-files", "tests/*.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    paths = [REPO / name for name in files.stdout.split()]
+    assert any(path.name == "test_import_layers.py" for path in paths)  # the walk found the tests
+    crossing = sorted(
+        f"{path.relative_to(REPO)} -> {name}"
+        for path in paths
+        for name in imported_names(path.relative_to(REPO).with_suffix("").as_posix().replace("/", "."), path)
+        if name.startswith("tests.test_")
+    )
+    assert crossing == [], "test modules importing test modules: " + ", ".join(crossing)

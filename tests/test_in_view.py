@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from harness.managers import turn
 from managers.in_view import HEAL_TURNS, KEEP_TURNS, LOAD_NOTE_ITEMS, InViewManager
 from session.game_state import GameState
 from tests.conftest import ConfigFactory
-from tests.manager_support import turn
 
 GALLERY = (8, "Gallery")
 STUDIO = (9, "Studio")

@@ -25,12 +25,12 @@ from game_interface.game_facts import HIDDEN_STATE_CHANGE, TextRead, clean_text
 from game_interface.games import ZORK1
 from game_interface.jericho_interface import GAME_OVER_TEXT
 from game_interface.story_data import StoryData
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.walkthroughs import e2e_config
 from orchestration.episode_runner import EpisodeRunner
 from session.errors import ConfigError
 from session.game_configuration import MAX_GAME_SEED
 from session.redaction import Redactor
-from tests.e2e_support import e2e_config
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 # Canyon View is four moves from the start, and jumping there kills; Zork resurrects the
 # player in the forest twice, and from there this route leads back to the canyon.

@@ -12,12 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from game_interface.games import ZORK1, ZORK2, Game
-from managers.base_manager import ManagerFileError
-from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, GENERAL_HEADING, KnowledgeManager
-from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningPaths
-from session.game_state import GameState
-from session.redaction import Redactor
-from tests.manager_support import (
+from harness.managers import (
     MEMORY_MODEL,
     LogCapture,
     capture_logger,
@@ -29,7 +24,12 @@ from tests.manager_support import (
     turn,
     user_text,
 )
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+from harness.scripted_llm import Reply, ScriptedLLMServer, completion
+from managers.base_manager import ManagerFileError
+from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, GENERAL_HEADING, KnowledgeManager
+from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningPaths
+from session.game_state import GameState
+from session.redaction import Redactor
 from tests.walkthrough_turns import walkthrough_turns
 from world.knowledge_file import KnowledgeDocument
 
@@ -238,8 +238,8 @@ import logging
 from pathlib import Path
 from managers.knowledge_manager import AGENT_KNOWLEDGE_CHARS, KnowledgeManager
 from session.game_state import GameState
-from tests.manager_support import json_reply, make_client, make_config, turn
-from tests.scripted_llm import ScriptedLLMServer
+from harness.managers import json_reply, make_client, make_config, turn
+from harness.scripted_llm import ScriptedLLMServer
 from session.redaction import Redactor
 
 keys = ("deaths", "dangers", "puzzle_solutions", "item_uses", "insights", "general", "obsolete")
@@ -256,6 +256,7 @@ while True:
 """
 
 
+@pytest.mark.e2e
 def test_a_killed_run_leaves_a_knowledge_base_that_parses(tmp_path: Path) -> None:
     path = kb_path(tmp_path)
     ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731

@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 
 from game_interface.games import ZORK2
+from harness.config import scripted_config
+from harness.learning import GENERAL, LEARNED, REMEMBERED, LearningModel
+from harness.managers import schema_name
+from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import Redactor
-from tests.config_support import scripted_config
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.learning_support import GENERAL, LEARNED, REMEMBERED, LearningModel
 from tests.main_support import REPO, run_main, scripted_env
-from tests.manager_support import schema_name
-from tests.scripted_llm import ScriptedLLMServer, completion
+
+pytestmark = pytest.mark.e2e
 
 HAND_WRITTEN = "The grue lives in dark rooms: keep the lamp lit."
 

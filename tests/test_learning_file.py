@@ -25,6 +25,8 @@ import pytest
 
 from game_interface import JerichoInterface
 from game_interface.games import ZORK1, ZORK2
+from harness.managers import capture_logger, json_reply, make_client, schema_name, turn, user_text
+from harness.scripted_llm import ScriptedLLMServer
 from managers.base_manager import ManagerFileError
 from managers.knowledge_manager import KnowledgeManager
 from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile, LearningPaths, move_earlier_zork1_files
@@ -34,8 +36,6 @@ from managers.objective_manager import ObjectiveManager
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState
 from session.redaction import REDACTED, Redactor
-from tests.manager_support import capture_logger, json_reply, make_client, schema_name, turn, user_text
-from tests.scripted_llm import ScriptedLLMServer
 from world.knowledge_file import KnowledgeDocument
 from world.map_graph import MapGraph
 from world.memory_file import parse_memories
@@ -127,7 +127,7 @@ def direction_of(run: int) -> str:
 
 
 def learning_config(server: ScriptedLLMServer, root: Path, environ: dict[str, str] | None = None) -> GameConfiguration:
-    from tests.config_support import scripted_config
+    from harness.config import scripted_config
 
     return scripted_config(
         root,

@@ -22,6 +22,16 @@ from chat_api.replies import MALFORMED_TOOL_NAME
 from chat_api.structured import StructuredOutputMemory
 from chat_api.tracing import get_langfuse_client
 from chat_api.wire import LLMResponse
+from harness.scripted_llm import (
+    FORMAT_UNSUPPORTED_REFUSAL,
+    TOOL_DIALECTS,
+    ProviderEmulation,
+    Reply,
+    ScriptedLLMServer,
+    completion,
+    requested_schema,
+    tool_call,
+)
 from llm_client import (
     LLMClient,
 )
@@ -35,16 +45,6 @@ from session.errors import (
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import free_port
-from tests.scripted_llm import (
-    FORMAT_UNSUPPORTED_REFUSAL,
-    TOOL_DIALECTS,
-    ProviderEmulation,
-    Reply,
-    ScriptedLLMServer,
-    completion,
-    requested_schema,
-    tool_call,
-)
 
 API_KEY = "sk-or-v1-test-secret-0123456789abcdef"
 MESSAGES = [{"role": "system", "content": "You play Zork."}, {"role": "user", "content": "West of House"}]

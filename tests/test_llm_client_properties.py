@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.scripted_llm import ScriptedLLMServer, completion
 from llm_client import LLMClient
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from tests.llm_support import wire_tool_calls
-from tests.scripted_llm import ScriptedLLMServer, completion
 
 
 def fresh_config() -> GameConfiguration:

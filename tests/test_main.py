@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from harness.config import UNUSED_BASE_URL
+from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply
+from harness.walkthroughs import read_events, walkthrough
 from main import parse_args
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.config_support import UNUSED_BASE_URL
-from tests.e2e_support import read_events, walkthrough
-from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from tests.main_support import (
     NO_LEARNING,
     REPO,
@@ -31,7 +32,8 @@ from tests.main_support import (
     scripted_env,
 )
 from tests.mcp_test_servers.helpers import free_port, write_mcp_config
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply
+
+pytestmark = pytest.mark.e2e
 
 # What a run with MCP off has no use for: the MCP client and the SDK with its HTTP client and
 # OAuth, the servers' web stack, the viewer's server and the plotting library.
@@ -321,8 +323,8 @@ def _start_main(
 def test_killed_episode_leaves_every_file_parseable(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from tests.e2e_support import walkthrough
-    from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+    from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+    from harness.walkthroughs import walkthrough
     from world.knowledge_file import KnowledgeDocument
     from world.memory_file import parse_memories
 
@@ -526,8 +528,8 @@ def test_tool_arguments_nested_300_deep_are_a_tool_error_the_model_reads_and_pla
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     """They used to end the episode at turn 0 with the MCP SDK's "Maximum serialization depth exceeded"."""
+    from harness.scripted_llm import completion, tool_call
     from tests.mcp_test_servers.helpers import raw_entry, write_mcp_config
-    from tests.scripted_llm import completion, tool_call
 
     deep = '{"text": ' + "[" * 299 + "]" * 299 + "}"  # about 620 characters
     tool_errors: list[str] = []
@@ -599,7 +601,7 @@ def test_a_failed_start_leaves_no_episode_folder_and_says_why_once(
 def test_a_disk_that_fills_up_stops_the_episode_after_that_turn_and_exits_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    from tests.e2e_support import AGENT_MODEL, WalkthroughModel, walkthrough
+    from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, walkthrough
     from tests.main_support import fill_disk, small_disk
     from world.map_graph import MapGraph
 

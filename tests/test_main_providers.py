@@ -15,11 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcp_client.processes import marked_processes
-from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
-from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
-from tests.scripted_llm import (
+from harness.scripted_llm import (
     FORMAT_UNSUPPORTED_REFUSAL,
     LLAMACPP_JSON_SCHEMA_REFUSAL,
     TOOL_DIALECTS,
@@ -30,7 +26,12 @@ from tests.scripted_llm import (
     completion,
     tool_call,
 )
-from tests.test_main import REPO, run_main
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
+from session.episode_folder import EpisodeFolder, episodes_dir
+from tests.main_support import REPO, processes_with, run_main
+from tests.mcp_test_servers.helpers import FORBIDDEN_TEXT, thoughtbox_entry, write_mcp_config
+
+pytestmark = pytest.mark.e2e
 
 
 def main_env(server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **extra: str) -> dict[str, str]:
@@ -190,11 +191,6 @@ def test_every_tool_call_dialect_plays_a_whole_game_with_mcp_on(
     for text in FORBIDDEN_TEXT:
         assert text not in proc.stderr.lower()
     assert not processes_with(marker), "an MCP server outlived main.py"
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes carrying ``LEAK_MARKER=marker`` (the tests' servers and what they start)."""
-    return marked_processes("LEAK_MARKER", marker)
 
 
 # -- local servers need no key; an empty reply is an answer -------------------------------------

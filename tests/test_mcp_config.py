@@ -322,6 +322,7 @@ def test_a_key_written_twice_is_an_error_naming_it_and_the_file(tmp_path: Path, 
     ],
     ids=["duplicate-key", "all-disabled"],
 )
+@pytest.mark.e2e
 def test_main_stops_at_start_with_exit_2(tmp_path: Path, game_file: Path, text: str, fragment: str) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(text, encoding="utf-8")
@@ -506,6 +507,7 @@ def test_environment_merges_config_over_system_without_our_secrets() -> None:
     } == SECRET_ENV_VARS
 
 
+@pytest.mark.e2e
 def test_startup_errors_never_contain_secrets_and_name_a_missing_cwd(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,6 +31,8 @@ from shared_utils.version import project_version
 from tests.conformance_support import Conformance, Verdict, conformance_suite
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
 
+pytestmark = pytest.mark.e2e
+
 SERVERS = {"zork": "mcp_servers.zork_server", "thoughtbox": "mcp_servers.thoughtbox_server"}
 
 # What every server declares: tools, the stateless 2026-07-28 protocol, caching hints, the

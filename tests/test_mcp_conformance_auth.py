@@ -39,16 +39,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
     sys.path.insert(0, str(REPO_ROOT))
 
-import pytest  # noqa: E402
 
 import tests.mcp_conformance_client as driver  # noqa: E402
 from session.redaction import Redactor  # noqa: E402
 from tests.conformance_support import Conformance, Verdict, conformance_suite  # noqa: E402
 from tests.mcp_test_servers.helpers import free_port  # noqa: E402
+
+pytestmark = pytest.mark.e2e
 
 # The auth scenarios each revision requires of a client (held to the suite's lists below).
 REQUIRED_2025 = (

@@ -28,6 +28,8 @@ import pytest
 
 from tests.conformance_support import Conformance, conformance_suite
 
+pytestmark = pytest.mark.e2e
+
 DRIVER = Path(__file__).resolve().parent / "mcp_conformance_client.py"
 CLIENT_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(DRIVER))}"
 # The suite's own limit for one client run (its default is 30 s); a loaded 2-core machine needs

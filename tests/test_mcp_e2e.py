@@ -16,12 +16,21 @@ from typing import Any
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import (
+    AGENT_MODEL,
+    THINK_ARGS,
+    ThinkingWalkthroughModel,
+    WalkthroughModel,
+    e2e_config,
+    read_events,
+    walkthrough,
+)
 from orchestration.episode_records import EpisodeFigures
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
@@ -33,39 +42,13 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+
+pytestmark = pytest.mark.e2e
 
 TURNS = 12
 THINK_EVERY = 4
-THINK_ARGS = {"thought": "Follow the plan.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 # The tool each thinking turn calls, in rotation: one per server.
 ROTATION = [("thoughtbox__think", THINK_ARGS), ("tools__echo", {"text": "plan"}), ("remote__think", THINK_ARGS)]
-
-
-class ThinkingWalkthroughModel:
-    """The walkthrough player, but every ``every``-th turn it first calls one server's tool once."""
-
-    def __init__(
-        self,
-        commands: list[str],
-        every: int = THINK_EVERY,
-        rotation: list[tuple[str, dict[str, Any]]] = ROTATION,
-    ) -> None:
-        self.walkthrough = WalkthroughModel(commands)
-        self.every = every
-        self.rotation = rotation
-        self.turns = 0
-        self.thinking_turns: list[int] = []
-
-    def __call__(self, body: dict[str, Any], index: int) -> dict[str, Any]:
-        fresh_turn = body.get("model") == AGENT_MODEL and not any(m["role"] == "tool" for m in body["messages"])
-        if fresh_turn:
-            self.turns += 1
-            if self.turns % self.every == 0 and body.get("tools"):
-                name, arguments = self.rotation[len(self.thinking_turns) % len(self.rotation)]
-                self.thinking_turns.append(self.turns)
-                return completion(tool_calls=[tool_call(name, arguments, f"call_turn_{self.turns}")])
-        return self.walkthrough(body, index)
 
 
 def play(orchestrator: EpisodeRunner) -> GameState:
@@ -99,7 +82,7 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
             "off": {**misbehaving_entry("--attempts-file", str(never)), "disabled": True},
         },
     )
-    model = ThinkingWalkthroughModel(commands)
+    model = ThinkingWalkthroughModel(commands, THINK_EVERY, ROTATION)
     llm_server.respond_with(model)
     config = e2e_config(
         tmp_path / "mcp",

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import HeldTurn, TurnKeyedWalkthroughModel, read_events, walkthrough
 from managers.mcp_manager import MCPManager
 from mcp_client.config import WARM_ENV_VAR
 from mcp_servers.warm import warm_parent
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
-from tests.e2e_support import TurnKeyedWalkthroughModel, read_events, walkthrough
-from tests.main_support import NO_LEARNING, run_main, scripted_env
+from tests.main_support import NO_LEARNING, run_main, scripted_env, start_main
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SHIPPED_MCP_CONFIG,
@@ -39,9 +40,9 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer
-from tests.test_mcp_sweeper import TEST_MARKER, describe, processes_with, wait_until_none
-from tests.test_stop_signals import HeldTurn, start
+from tests.sweeper_support import TEST_MARKER, describe, processes_with, wait_until_none
+
+pytestmark = pytest.mark.e2e
 
 
 def children_of(pid: int) -> set[int]:
@@ -147,7 +148,7 @@ def test_a_killed_main_leaves_neither_warm_parent_nor_forked_server(
     model = HeldTurn(walkthrough(game_file), held_turn=2)
     llm_server.respond_with(model)
     # The marker is in main.py's environment, so the warm parent and every server it forks carry it.
-    main = start(
+    main = start_main(
         llm_server,
         tmp_path,
         game_file,

@@ -45,6 +45,8 @@ from tests.mcp_test_servers.helpers import (
 )
 from tests.mcp_test_servers.misbehaving_server import DOTTED_TOOL_NAME, LONG_TOOL_NAME, PNG_BYTES, WAV_BYTES
 
+pytestmark = pytest.mark.e2e
+
 
 def misbehaving_scenario(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **mcp: Any) -> Scenario:
     """One misbehaving server; episode lifetime unless asked (closed after every run, so every run

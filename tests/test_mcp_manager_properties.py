@@ -206,6 +206,7 @@ def raw_config(tmp_path_factory: pytest.TempPathFactory) -> GameConfiguration:
     return make_config(write_mcp_config(folder, {"raw": raw_entry()}), folder, session_lifetime="episode")
 
 
+@pytest.mark.e2e
 @REAL_SESSION_EXAMPLES
 @given(texts=st.lists(st.text(max_size=30), max_size=3))
 def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, texts: list[str]) -> None:
@@ -231,6 +232,7 @@ def test_property_08_handshake_before_discovery(raw_config: GameConfiguration, t
 session_steps = st.lists(st.sampled_from(["echo", "unknown", "pid", "end_turn"]), max_size=4)
 
 
+@pytest.mark.e2e
 @REAL_SESSION_EXAMPLES
 @given(steps=session_steps, double_close=st.booleans())
 def test_property_09_subprocess_terminates_on_close(

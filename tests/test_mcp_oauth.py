@@ -33,6 +33,8 @@ import httpx2
 import pytest
 from pydantic import AnyHttpUrl
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig
 from mcp_client.login import run_login
@@ -48,7 +50,6 @@ from mcp_client.tokens import (
 from session.episode_folder import EpisodeFolder
 from session.errors import MCPConfigError, MCPError, MCPServerStartupError
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, MainProcess, episode_folders_by_number, run_main, scripted_env
 from tests.mcp_test_servers.helpers import (
     HTTPServer,
@@ -60,7 +61,6 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.oauth_server import SECRET_WORD
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 
 OAUTH_SERVER = "tests.mcp_test_servers.oauth_server"
 
@@ -339,6 +339,7 @@ def test_oauth_is_for_remote_servers(tmp_path: Path) -> None:
 # -- logging in ----------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_logging_in_stores_the_login_and_episodes_use_it(tmp_path: Path, state: Path) -> None:
     port = free_port()
     with protected_server() as protected:
@@ -367,6 +368,7 @@ def test_logging_in_stores_the_login_and_episodes_use_it(tmp_path: Path, state: 
         assert protected.grants() == ["authorization_code"]  # the stored token, as it was
 
 
+@pytest.mark.e2e
 def test_a_token_refused_mid_episode_is_refreshed_and_the_call_goes_through(tmp_path: Path, state: Path) -> None:
     with protected_server() as protected:
         config_path, mcp_config = config_of(
@@ -388,6 +390,7 @@ def test_a_token_refused_mid_episode_is_refreshed_and_the_call_goes_through(tmp_
         assert refreshed.access_token != first.access_token and refreshed.refresh_token != first.refresh_token
 
 
+@pytest.mark.e2e
 def test_a_token_that_ran_out_while_nobody_played_is_refreshed_before_the_first_request(
     tmp_path: Path, state: Path
 ) -> None:
@@ -405,6 +408,7 @@ def test_a_token_that_ran_out_while_nobody_played_is_refreshed_before_the_first_
         assert stored("protected").expires_at > 1.0  # type: ignore[operator]
 
 
+@pytest.mark.e2e
 def test_a_refused_refresh_stops_the_start_naming_the_login_command(tmp_path: Path, state: Path) -> None:
     with protected_server() as protected:
         config_path, mcp_config = config_of(
@@ -429,6 +433,7 @@ async def secret_or_error(manager: MCPManager) -> str:
     return f"error: {result.content}" if result.is_error else result.content
 
 
+@pytest.mark.e2e
 def test_a_login_revoked_mid_episode_stops_the_calls_and_the_next_start(
     tmp_path: Path, state: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -462,6 +467,7 @@ def test_a_login_revoked_mid_episode_stops_the_calls_and_the_next_start(
         assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
 
 
+@pytest.mark.e2e
 def test_more_access_asked_for_mid_episode_is_asked_for_at_the_next_login(tmp_path: Path, state: Path) -> None:
     """Step-up: a tool call needs a scope the login lacks; the episode cannot log in, so it says
     how, and remembers the scope: the next login asks for it beside the first one."""
@@ -480,6 +486,7 @@ def test_more_access_asked_for_mid_episode_is_asked_for_at_the_next_login(tmp_pa
         assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
 
 
+@pytest.mark.e2e
 def test_a_server_that_asks_without_an_oauth_entry_gets_the_flow_too(tmp_path: Path, state: Path) -> None:
     """No "oauth" key: the first 401 starts the spec's flow; an episode cannot log in, so it says
     how; after the login the episode plays with the stored tokens."""
@@ -498,6 +505,7 @@ def test_a_server_that_asks_without_an_oauth_entry_gets_the_flow_too(tmp_path: P
         assert episode(tmp_path, config_path).run(secret) == SECRET_WORD
 
 
+@pytest.mark.e2e
 def test_a_pre_registered_client_logs_in_and_its_secret_is_never_stored(tmp_path: Path, state: Path) -> None:
     port = free_port()
     redirect = f"http://127.0.0.1:{port}/callback"
@@ -522,6 +530,7 @@ def test_a_pre_registered_client_logs_in_and_its_secret_is_never_stored(tmp_path
         assert protected.grants() == ["authorization_code", "refresh_token"]
 
 
+@pytest.mark.e2e
 def test_a_server_that_registers_nobody_says_how_to_register(tmp_path: Path, state: Path) -> None:
     with protected_server("--no-registration") as protected:
         port = free_port()
@@ -572,6 +581,7 @@ def _key_pair(folder: Path) -> tuple[Path, Path]:
     return private, public
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("proof", ["secret", "signed-jwt"])
 def test_client_credentials_need_no_login(tmp_path: Path, state: Path, proof: str) -> None:
     private, public = _key_pair(tmp_path)
@@ -593,6 +603,7 @@ def test_client_credentials_need_no_login(tmp_path: Path, state: Path, proof: st
         assert "robot-s3cret" not in token_file("protected").read_text()
 
 
+@pytest.mark.e2e
 def test_wrong_client_credentials_say_what_to_check(tmp_path: Path, state: Path) -> None:
     with protected_server("--cc-client-id", "robot", "--cc-client-secret", "right") as protected:
         oauth = {"grant": "client_credentials", "clientId": "robot", "clientSecret": "wrong-s3cret"}
@@ -686,6 +697,7 @@ def _leaks(secrets: set[str], files: list[Path], outputs: dict[str, str]) -> lis
     return found
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["http", "sse"])
 def test_main_logs_in_then_plays_with_the_protected_tool_through_a_refresh(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path, transport: str
@@ -785,6 +797,7 @@ def _authorization_url(login: MainProcess) -> str:
     return found.group(1)
 
 
+@pytest.mark.e2e
 def test_the_login_callback_takes_only_its_own_redirect_and_ignores_idle_connections(
     tmp_path: Path, state: Path
 ) -> None:
@@ -814,6 +827,7 @@ def test_the_login_callback_takes_only_its_own_redirect_and_ignores_idle_connect
     assert "Traceback" not in login.stderr + login.stdout, login.stderr
 
 
+@pytest.mark.e2e
 def test_a_login_refused_by_a_server_quoting_its_secrets_prints_none_of_them(tmp_path: Path, state: Path) -> None:
     """The authorization server quotes the client secret, the authorization code and the PKCE
     verifier in its refusal: the login says it was refused, and no byte of its output or of any
@@ -860,6 +874,7 @@ class SecretEveryTurnModel:
         return agent_reply("look")
 
 
+@pytest.mark.e2e
 def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_alive(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path
 ) -> None:
@@ -906,6 +921,7 @@ def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_ali
         assert protected.grants() == ["authorization_code", "refresh_token", "refresh_token"]
 
 
+@pytest.mark.e2e
 def test_a_damaged_token_file_stops_every_start_until_a_login_replaces_it(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, state: Path
 ) -> None:
@@ -951,6 +967,7 @@ def _another_address_of_this_machine() -> str:
     return "example.invalid" if address.startswith("127.") else address
 
 
+@pytest.mark.e2e
 def test_a_login_never_sends_anything_to_an_authorization_server_over_plain_http_elsewhere(
     tmp_path: Path, state: Path
 ) -> None:
@@ -973,6 +990,7 @@ def test_a_login_never_sends_anything_to_an_authorization_server_over_plain_http
     assert hosts == []
 
 
+@pytest.mark.e2e
 def test_an_episode_never_refreshes_at_a_plain_http_token_endpoint_elsewhere(tmp_path: Path, state: Path) -> None:
     """A login whose remembered token endpoint moved to http://<another address>: the refresh is
     refused before it is sent (the refresh token and the client secret would travel readable)."""
@@ -1039,6 +1057,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.e2e
 def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login(tmp_path: Path, state: Path) -> None:
     """The lock's own deadline is longer than a start's: the start's error must name the lock (and
     the process holding it), not tell the user to check the server's address and headers."""
@@ -1066,6 +1085,7 @@ def test_a_start_cut_short_by_a_hung_refresh_names_the_process_holding_the_login
     assert "reachable" not in message and "address" not in message
 
 
+@pytest.mark.e2e
 def test_check_gives_the_login_command_as_the_fix_for_a_refused_refresh(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig, PromptRequest
 from session.errors import MCPConfigError, MCPToolCallError
 from session.redaction import Redactor
+from tests.agent_support import AgentTurns
 from tests.mcp_test_servers.helpers import (
     REPO_ROOT,
     SERVERS_DIR,
@@ -41,8 +43,8 @@ from tests.mcp_test_servers.resource_server import (
     README_TEXT,
     SECRET_TEXT,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
-from tests.test_zork_agent_mcp import AgentTurns
+
+pytestmark = pytest.mark.e2e
 
 RESOURCE_SERVER = SERVERS_DIR / "resource_server.py"
 PINNED = ["2025-11-25", "2026-07-28"]

@@ -29,6 +29,7 @@ def raw_scenario(tmp_path: Path, protocol: str) -> Scenario:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
 def test_a_server_that_leaves_result_type_out_is_listed_and_called(tmp_path: Path, protocol: str) -> None:
     scenario = raw_scenario(tmp_path, protocol)

@@ -13,16 +13,18 @@ from typing import Any
 
 import pytest
 
+from harness.config import scripted_config
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, read_events
 from llm_client import LLMClient
 from managers.mcp_manager import MCPManager
 from session.errors import MCPToolCallError
 from session.redaction import Redactor
-from tests.config_support import scripted_config
-from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, Scenario, capture_logger, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+
+pytestmark = pytest.mark.e2e
 
 PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
 REVISIONS = ["2025-11-25", "2026-07-28"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.timing import wait_until
 from managers.mcp_manager import MCPManager
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import (
@@ -24,6 +25,8 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
+
+pytestmark = pytest.mark.e2e
 
 PROTOCOL_SERVER = SERVERS_DIR / "protocol_server.py"
 # How each way of reaching the protocol server is written in mcp_config.json, and the revision it gets.
@@ -110,9 +113,7 @@ def test_a_call_cut_by_its_timeout_is_cancelled_at_the_server(tmp_path: Path, wa
     message = scenario.run(body, close=False)
     assert message == "MCP tool p.stall timed out after 0.5s without progress; the call was cancelled at the server"
     marker = tmp_path / "notes" / "cancelled"
-    deadline = time.monotonic() + 30  # the server writes it when the cancellation reaches it
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(marker.exists, 30)  # the server writes it when the cancellation reaches it
     scenario.manager.close()
     assert marker.read_text() == note
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.timing import scaled
 from mcp_client.stdio import _LineSplitter, _Oversized, top_level_id
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import MISBEHAVING_SERVER, REPO_ROOT, write_mcp_config
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
 def test_lines_split_across_chunks_are_joined_and_blank_lines_skipped() -> None:
@@ -89,6 +90,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.e2e
 def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
     """40 MB on one line with a 1 MB limit: the client's peak memory grows by far less than the
     reply (the SDK's reader held it whole, and more: 390 MB for a 100 MB reply)."""
@@ -98,7 +100,7 @@ def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -108,6 +110,7 @@ def test_a_runaway_reply_costs_no_more_memory_than_the_limit() -> None:
     assert figures["grew_kib"] * 1024 < reply_chars / 4, figures
 
 
+@pytest.mark.e2e
 def test_a_server_announcing_tool_changes_without_end_leaves_no_event_loop_noise(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

@@ -12,44 +12,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from mcp_client.processes import marked_processes, sweep
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import HeldTurn, walkthrough
+from mcp_client.processes import sweep
 from mcp_client.sweeper import OWNER_ENV_VAR
-from tests.e2e_support import walkthrough
+from tests.main_support import start_main
 from tests.mcp_test_servers.helpers import misbehaving_entry
-from tests.scripted_llm import ScriptedLLMServer
-from tests.test_stop_signals import HeldTurn, start
+from tests.sweeper_support import TEST_MARKER, describe, processes_with, wait_until_none
 
-# Not a ZORKGPT_ name: main.py refuses ZORKGPT_ variables it does not know.
-TEST_MARKER = "SWEEPER_TEST_MARKER"
-
-
-def processes_with(marker: str) -> list[int]:
-    return marked_processes(TEST_MARKER, marker)
-
-
-def wait_until_none(marker: str, seconds: float = 60.0) -> list[int]:
-    """The processes still carrying ``marker`` after up to ``seconds`` (a bound for a loaded machine)."""
-    deadline = time.monotonic() + seconds
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
-
-
-def describe(pids: list[int]) -> str:
-    lines = []
-    for pid in pids:
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            command = "(gone)"
-        lines.append(f"{pid}: {command}")
-    return "\n".join(lines)
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize("lifetime", ["turn", "episode"])
@@ -64,7 +40,7 @@ def test_a_killed_main_leaves_no_server_or_helper_running(
     model = HeldTurn(walkthrough(game_file), held_turn=2)
     llm_server.respond_with(model)
     # The marker is in main.py's environment: main.py, the sweeper, the servers and their helpers all carry it.
-    main = start(
+    main = start_main(
         llm_server,
         tmp_path,
         game_file,

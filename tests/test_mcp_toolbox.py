@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import signal
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -23,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.timing import wait_until, wait_until_async
 from managers.mcp_manager import MCPManager, TurnToolset
 from mcp_client.source import ServerStartupTimeoutError
 from mcp_client.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
@@ -44,6 +44,8 @@ from tests.mcp_test_servers.helpers import (
     wait_gone,
     write_mcp_config,
 )
+
+pytestmark = pytest.mark.e2e
 
 THINK = {"thought": "The house has a window.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 THOUGHTBOX = thoughtbox_entry()
@@ -535,10 +537,8 @@ def test_a_server_printing_on_stdout_gets_one_warning_and_no_tracebacks(tmp_path
 
 def children_besides(known: set[int], count: int) -> set[int]:
     """Wait (up to a minute, for a loaded machine) until ``count`` children other than ``known`` run."""
-    deadline = time.monotonic() + 60
-    while len(others := child_pids() - known) < count and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return others
+    wait_until(lambda: len(child_pids() - known) >= count, 60)
+    return child_pids() - known
 
 
 @pytest.mark.parametrize("ahead", [0, 1, 2])
@@ -584,9 +584,11 @@ def test_closing_right_after_a_turn_was_cancelled_mid_start_ends_the_server(tmp_
 
     async def cancelled_mid_start() -> set[int]:
         turn = asyncio.create_task(episode.manager.open_turn(1))
-        deadline = time.monotonic() + 60
-        while not (started := child_pids() - episode.before) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+
+        async def started_any() -> set[int]:
+            return child_pids() - episode.before
+
+        started = await wait_until_async(started_any, 60, interval=0.01)
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
             await turn

@@ -10,11 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from managers.base_manager import ManagerFileError
-from managers.memory_manager import MemoryManager, shown_changes
-from session.game_state import GameState
-from session.redaction import Redactor
-from tests.manager_support import (
+from harness.managers import (
     MEMORY_MODEL,
     LogCapture,
     capture_logger,
@@ -26,7 +22,11 @@ from tests.manager_support import (
     turn,
     user_text,
 )
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+from harness.scripted_llm import Reply, ScriptedLLMServer, completion
+from managers.base_manager import ManagerFileError
+from managers.memory_manager import MemoryManager, shown_changes
+from session.game_state import GameState
+from session.redaction import Redactor
 from tests.walkthrough_turns import played_turns, walkthrough_turns
 from world.memory_file import UNREADABLE_HEADING, Memory, MemoryFile, MemoryStatus, parse_memories
 
@@ -380,8 +380,8 @@ import logging
 from pathlib import Path
 from managers.memory_manager import MemoryManager, shown_changes
 from session.game_state import GameState
-from tests.manager_support import json_reply, make_client, make_config, turn
-from tests.scripted_llm import ScriptedLLMServer
+from harness.managers import json_reply, make_client, make_config, turn
+from harness.scripted_llm import ScriptedLLMServer
 from session.redaction import Redactor
 
 server = ScriptedLLMServer().start()
@@ -398,6 +398,7 @@ while True:
 """
 
 
+@pytest.mark.e2e
 def test_a_killed_run_leaves_a_memories_file_that_parses(tmp_path: Path) -> None:
     path = tmp_path / "game_files" / "memories.md"
     ready = lambda: path.exists() and path.stat().st_size > 60_000  # noqa: E731

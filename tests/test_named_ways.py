@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_support import walkthrough
+from harness.walkthroughs import walkthrough
 from tests.walkthrough_turns import played_turns, walkthrough_turns
 from world.named_ways import RULES, named_ways
 

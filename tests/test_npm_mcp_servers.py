@@ -36,6 +36,8 @@ from tests.mcp_test_servers.helpers import (
     write_mcp_config,
 )
 
+pytestmark = pytest.mark.e2e
+
 SEQUENTIAL = "@modelcontextprotocol/server-sequential-thinking"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 CHECK_TIMEOUT_SECONDS = 60  # a cached package starts in seconds; offline, a missing one fails at once

@@ -10,12 +10,7 @@ from typing import Any
 from game_interface import JerichoInterface
 from game_interface.game_facts import TextRead
 from game_interface.games import ZORK1
-from managers.in_view import InViewManager
-from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
-from session.game_state import GameState, TurnResult
-from session.objective_spec import CompletionStep, ObjectiveProposal
-from session.redaction import Redactor
-from tests.manager_support import (
+from harness.managers import (
     MEMORY_MODEL,
     LogCapture,
     capture_logger,
@@ -25,7 +20,12 @@ from tests.manager_support import (
     schema_name,
     user_text,
 )
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion
+from harness.scripted_llm import Reply, ScriptedLLMServer, completion
+from managers.in_view import InViewManager
+from managers.objective_manager import CLOSED_SHOWN_TURNS, MAX_OBJECTIVE_CHARS, ObjectiveManager, ObjectiveStatus
+from session.game_state import GameState, TurnResult
+from session.objective_spec import CompletionStep, ObjectiveProposal
+from session.redaction import Redactor
 from tests.walkthrough_turns import walkthrough_turns
 
 # From the start: the egg from the tree, in through the kitchen window, into the Living Room.

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply
+from harness.walkthroughs import e2e_config, read_events
 from managers.mcp_manager import MCPManager
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import episodes_dir
 from session.errors import MCPConfigError
 from session.redaction import Redactor
-from tests.e2e_support import e2e_config, read_events
 from tests.main_support import REPO, run_main
-from tests.scripted_llm import ScriptedLLMServer, agent_reply
 
 
+@pytest.mark.e2e
 def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path, game_file: Path) -> None:
     config = e2e_config(
         tmp_path,
@@ -68,6 +69,7 @@ def test_bad_mcp_config_fails_fast_at_start(
     assert not (episodes_dir(tmp_path / "game_files") / "bad-mcp").exists()
 
 
+@pytest.mark.e2e
 def test_main_exits_2_when_the_mcp_server_cannot_start_on_turn_1(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:

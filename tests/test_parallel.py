@@ -19,18 +19,21 @@ from typing import Any
 
 import pytest
 
+from harness.managers import schema_name, user_text
+from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.timing import scaled, wait_until
+from harness.walkthroughs import AGENT_MODEL, read_events
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
 from orchestration.run_compare import score_verdict
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
 from orchestration.run_results import EpisodeStatus
 from orchestration.run_tables import comparison_table
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, read_events
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
-from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completion, requested_schema
 from world.map_graph import MapGraph
 from world.memory_file import parse_memories
+
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_CHILD: dict[str, Any] = {"cwd": REPO, "capture_output": True, "text": True, "timeout": 120, "check": False}
@@ -92,7 +95,7 @@ class RouteModel:
             return Reply(
                 200, completion(json.dumps({"new_objectives": [found], "completed_ids": [], "dropped_ids": []}))
             )
-        from tests.e2e_support import minimal_instance
+        from harness.walkthroughs import minimal_instance
 
         schema = requested_schema(body) or {"type": "object"}
         return Reply(200, completion(json.dumps(minimal_instance(schema))))
@@ -256,13 +259,12 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_for_turns(runs: Path, episodes: int, turns: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached() -> bool:
         logs = list(episodes_dir(runs).glob(f"*/{EpisodeFolder.LOG}"))
-        if len(logs) >= episodes and all(log.read_text().count('"event_type": "turn"') >= turns for log in logs):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{episodes} episodes did not reach turn {turns} within {timeout}s")
+        return len(logs) >= episodes and all(log.read_text().count('"event_type": "turn"') >= turns for log in logs)
+
+    if not wait_until(reached, timeout):
+        raise AssertionError(f"{episodes} episodes did not reach turn {turns} within {scaled(timeout):g}s")
 
 
 def test_sigterm_stops_every_episode_after_its_turn(
@@ -380,9 +382,7 @@ def test_no_episode_outlives_a_killed_parent(llm_server: ScriptedLLMServer, tmp_
         proc.communicate(timeout=30)
     finally:
         proc.kill()
-    deadline = time.monotonic() + 60
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not any(_alive(pid) for pid in children), 60)
     assert not any(_alive(pid) for pid in children), "an episode (or the fork server) outlived its parent"
 
 
@@ -441,9 +441,8 @@ def test_a_killed_episode_and_those_never_started_are_in_the_run_report(
         assert len(children) == 3
         victim = sorted(children)[1]
         os.kill(children[victim], signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while _alive(children[victim]) and time.monotonic() < deadline:
-            time.sleep(0.01)  # until it is dead: then its death is seen no later than the others' ends
+        # until it is dead: then its death is seen no later than the others' ends
+        wait_until(lambda: not _alive(children[victim]), 30, interval=0.01)
         model.gate.set()
         stdout, stderr = proc.communicate(timeout=120)
     finally:
@@ -620,9 +619,7 @@ def test_episodes_outlive_a_killed_fork_server_and_report_their_own_ends(
         episodes = _child_pids(server)
         assert len(episodes) == 2
         os.kill(server, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while _alive(server) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: not _alive(server), 30, interval=0.01)
         time.sleep(1)  # the run sees the server gone while its episodes still wait on the model
         assert all(_alive(pid) for pid in episodes), "an episode died with the fork server"
         model.gate.set()
@@ -660,9 +657,7 @@ def test_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_the_mode
         assert len(processes) == 3
         proc.kill()
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 5  # "within a second", on a loaded machine
-        while any(_alive(pid) for pid in processes) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not any(_alive(pid) for pid in processes), 5)  # "within a second", on a loaded machine
         left = [pid for pid in processes if _alive(pid)]
     finally:
         model.gate.set()
@@ -699,9 +694,7 @@ def test_fresh_episodes_end_within_moments_of_a_killed_run_while_they_wait_on_th
         assert len(episodes) == 2
         driver.kill()
         driver.wait(timeout=30)
-        deadline = time.monotonic() + 5
-        while any(_alive(pid) for pid in episodes) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not any(_alive(pid) for pid in episodes), 5)
         left = [pid for pid in episodes if _alive(pid)]
     finally:
         model.gate.set()

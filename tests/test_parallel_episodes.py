@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parent.parent
 NUMBER = r"(\d+\.\d+)"
 HEADER = "way K wall s turns LLM calls turns/min speed-up CPU s: run warm parent episodes per episode model server load"

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.main_support import BUNDLED_GROUP, REPO, clean_env
+from tests.main_support import BUNDLED_GROUP, REPO, clean_env, local_group_missing
 from tests.mcp_test_servers.helpers import free_port
-from tests.test_local_model import _local_group_missing
 
 # On the worker of the bundled model's tests, which also start a llama.cpp server through a process of their own.
-pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.local_model, pytest.mark.xdist_group(BUNDLED_GROUP)]
 
 SECTION = "## Offline play with a local model"
 PAGE = REPO / "docs" / "offline.md"
@@ -42,7 +42,7 @@ def offline_recipe() -> str:
 
 
 def _missing_tool() -> str | None:
-    reason = _local_group_missing()
+    reason = local_group_missing()
     if reason:
         return reason
     for tool in ("uv", "curl"):
@@ -79,7 +79,7 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
             ["bash", "-c", recipe], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        shell.wait(timeout=RECIPE_SECONDS)
+        shell.wait(timeout=scaled(RECIPE_SECONDS))
         elapsed = time.monotonic() - started
         survivors = marked_processes("README_RECIPE_TEST", marker)
     finally:
@@ -88,7 +88,7 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
             os.kill(pid, signal.SIGKILL)
         if shell.poll() is None:
             os.killpg(shell.pid, signal.SIGKILL)
-            shell.wait(timeout=30)
+            shell.wait(timeout=scaled(30))
     output = log.read_text(encoding="utf-8", errors="replace")
     assert not survivors, f"the recipe left processes running ({survivors}):\n{output[-3000:]}"
     # The shell's status is the server's (ended by SIGTERM); main.py's success is read below.

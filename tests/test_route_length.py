@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.route_length import measure
-from tests.e2e_support import walkthrough
+from harness.walkthroughs import walkthrough
+
+pytestmark = pytest.mark.e2e
 
 
 def test_no_route_is_longer_than_the_players_own_map(game_file: Path) -> None:

@@ -19,6 +19,8 @@ from urllib.request import urlopen
 import pytest
 from PIL import Image
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from orchestration import run_report
 from orchestration.run_figures import RunSummary, number_text
 from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
@@ -27,11 +29,11 @@ from orchestration.run_report import COMPARISON_MD, COMPARISON_PNG
 from orchestration.run_tables import episodes_table
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry, write_mcp_config
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tests.viewer_support import play_critic_and_tools
+
+pytestmark = pytest.mark.e2e
 
 TURNS = 6
 TO_CANYON_AND_JUMP = ["south", "east", "east", "east", "jump", "look"]  # dies on turn 5

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from game_interface.games import ZORK3
+from harness.scripted_llm import ScriptedLLMServer
+from harness.timing import scaled
 from mcp_client.processes import marked_processes
 from orchestration import setup_check
 from orchestration.embedded_model import gguf_path, gguf_problem, missing_packages
@@ -27,8 +29,9 @@ from orchestration.setup_check import CheckReport, Row, Status, Table, _tool_nam
 from session.game_configuration import GameConfiguration
 from tests.main_support import REPO, clean_env, run_main
 from tests.mcp_test_servers.helpers import HTTPServer, free_port
-from tests.scripted_llm import ScriptedLLMServer
 from tests.trilogy_support import story_file_of
+
+pytestmark = pytest.mark.e2e
 
 MISBEHAVING = REPO / "tests" / "mcp_test_servers" / "misbehaving_server.py"
 RAW_SERVER = REPO / "tests" / "mcp_test_servers" / "raw_server.py"
@@ -150,7 +153,7 @@ def test_readme_check_command_runs_as_written(llm_server: ScriptedLLMServer, gam
     env = clean_env(check_env(llm_server.base_url, game_file, tmp_path))
     for command in commands:
         result = subprocess.run(
-            ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+            ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=scaled(300), check=False
         )
         assert result.returncode == 0, command + "\n" + result.stdout + result.stderr
         assert status_of(result.stdout, "MCP") == "off"
@@ -330,7 +333,7 @@ def test_ctrl_c_stops_a_check_and_ends_its_servers(
         ):
             assert check.poll() is None, check.communicate()
         check.send_signal(signal.SIGINT)
-        out, err = check.communicate(timeout=120)
+        out, err = check.communicate(timeout=scaled(120))
     finally:
         check.kill()
         check.wait()
@@ -449,7 +452,7 @@ def test_every_entry_point_says_its_version(command: list[str], tmp_path: Path) 
         env=clean_env({}),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert (result.returncode, result.stdout) == (0, f"ZorkGPT {project_version()}\n"), result.stderr

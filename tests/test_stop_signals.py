@@ -22,13 +22,16 @@ from typing import Any
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
+from harness.timing import wait_until
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
 from mcp_client.processes import marked_processes
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.stop_signals import REPEAT_WINDOW_SECONDS
-from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, read_events, walkthrough
-from tests.main_support import NO_LEARNING, REPO, MainProcess, scripted_env
+from tests.main_support import REPO, MainProcess, start_main
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
+
+pytestmark = pytest.mark.e2e
 
 STOPPING = "stopping after this turn"
 
@@ -48,11 +51,6 @@ def mcp_env(tmp_path: Path, marker: str) -> dict[str, str]:
 def processes_with(marker: str) -> list[int]:
     """Live processes carrying this test's marker in their environment."""
     return marked_processes("ZORKGPT_TEST_MARKER", marker)
-
-
-def start(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, **env: str) -> MainProcess:
-    base = scripted_env(llm_server, tmp_path, game_file, **NO_LEARNING)
-    return MainProcess(["--max-turns", "1000", "--config", str(REPO / "pyproject.toml")], base | env, cwd=tmp_path)
 
 
 def episode_dir(tmp_path: Path) -> Path:
@@ -83,7 +81,7 @@ def test_a_stop_signal_finishes_the_turn_and_writes_the_summary(
     """SIGTERM (systemd, docker stop, CI) does what Ctrl-C does."""
     model = HeldTurn(walkthrough(game_file), held_turn=3)
     llm_server.respond_with(model)
-    main = start(llm_server, tmp_path, game_file)
+    main = start_main(llm_server, tmp_path, game_file)
     try:
         assert model.arrived.wait(60), main.stderr
         main.proc.send_signal(signum)
@@ -105,7 +103,7 @@ def test_ctrl_c_forwarded_twice_by_uv_with_mcp_on_counts_once(
     marker = uuid.uuid4().hex
     model = HeldTurn(walkthrough(game_file), held_turn=2)
     llm_server.respond_with(model)
-    main = start(llm_server, tmp_path, game_file, **mcp_env(tmp_path, marker))
+    main = start_main(llm_server, tmp_path, game_file, **mcp_env(tmp_path, marker))
     try:
         assert model.arrived.wait(60), main.stderr
         assert body_offers_tools(llm_server), "turn 2's request should come from inside the MCP tool loop"
@@ -155,7 +153,7 @@ def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
     llm_server.respond_with(model)
     # faulthandler only acts on a fatal signal: the SIGABRT of stacks_on_failure, never in a passing run.
     env = (mcp_env(tmp_path, marker) if with_mcp else {}) | {"PYTHONFAULTHANDLER": "1"}
-    main = start(llm_server, tmp_path, game_file, **env)
+    main = start_main(llm_server, tmp_path, game_file, **env)
     try:
         with stacks_on_failure(main):
             assert model.arrived.wait(60), "turn 2's request never reached the model"
@@ -186,7 +184,7 @@ def test_ctrl_c_while_a_tool_server_starts_ends_it_at_once_and_records_the_stop(
     config = tmp_path / "slow_mcp.json"
     entry = misbehaving_entry("--start", "hang", env={"ZORKGPT_TEST_MARKER": marker})
     config.write_text(json.dumps({"mcpServers": {"slow": entry}}), encoding="utf-8")
-    main = start(
+    main = start_main(
         llm_server,
         tmp_path,
         game_file,
@@ -195,9 +193,7 @@ def test_ctrl_c_while_a_tool_server_starts_ends_it_at_once_and_records_the_stop(
         ZORKGPT_MCP_SERVER_STARTUP_TIMEOUT_SECONDS="300",
     )
     try:
-        deadline = time.monotonic() + 60
-        while not processes_with(marker) and time.monotonic() < deadline and main.proc.poll() is None:
-            time.sleep(0.05)
+        wait_until(lambda: processes_with(marker), 60, stop_if=lambda: main.proc.poll() is not None)
         assert processes_with(marker), main.stderr
         main.proc.send_signal(signal.SIGINT)
         code = main.wait()
@@ -251,7 +247,7 @@ def test_sigterm_while_a_server_never_answers_ends_the_run_at_once(
     }
     config = tmp_path / "silent_mcp.json"
     config.write_text(json.dumps({"mcpServers": {"raw": {**raw_entry(env), "lifetime": "episode"}}}), "utf-8")
-    main = start(
+    main = start_main(
         llm_server,
         tmp_path,
         game_file,
@@ -266,9 +262,7 @@ def test_sigterm_while_a_server_never_answers_ends_the_run_at_once(
 
     try:
         with stacks_on_failure(main):
-            deadline = time.monotonic() + 120
-            while not unanswered() and time.monotonic() < deadline and main.proc.poll() is None:
-                time.sleep(0.05)
+            wait_until(unanswered, 120, stop_if=lambda: main.proc.poll() is not None)
             assert unanswered(), main.stderr
             main.proc.send_signal(signal.SIGTERM)
             code = main.wait()

@@ -18,6 +18,7 @@ import pytest
 from game_interface import StoryFileError, resolve_story_file
 from game_interface.games import ZORK1
 from game_interface.story_file import default_cache_dir, file_md5
+from harness.timing import scaled
 from tests.main_support import REPO
 from tests.mcp_test_servers.helpers import free_port
 
@@ -161,11 +162,12 @@ def _fetch_command(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[st
         env={**base, "HOME": str(tmp_path), **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
 
 
+@pytest.mark.e2e
 def test_the_fetch_command_prints_the_file_main_would_play(story_copy: Path, tmp_path: Path) -> None:
     cache = tmp_path / "xdg"
     (cache / "zorkgpt").mkdir(parents=True)
@@ -175,6 +177,7 @@ def test_the_fetch_command_prints_the_file_main_would_play(story_copy: Path, tmp
     assert done.stderr == ""  # no warning from running a module its package imports
 
 
+@pytest.mark.e2e
 def test_the_fetch_command_says_what_to_do_when_it_cannot(tmp_path: Path) -> None:
     done = _fetch_command(tmp_path, ZORKGPT_GAME_FILE=str(tmp_path / "missing.z5"))
     assert done.returncode == 2 and done.stdout == ""

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.managers import MEMORY_MODEL, LogCapture, capture_logger, make_client, make_config, schema_name
+from harness.scripted_llm import Reply, ScriptedLLMServer, completion
 from managers.structured_llm import StructuredLLM
-from tests.manager_support import MEMORY_MODEL, LogCapture, capture_logger, make_client, make_config, schema_name
-from tests.scripted_llm import Reply, ScriptedLLMServer, completion
 
 
 class Verdict(BaseModel):

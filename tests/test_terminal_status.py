@@ -20,13 +20,15 @@ from typing import Any
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer, completion, tool_call
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, walkthrough
 from orchestration.turn_figures import TurnFigures
 from session.episode_folder import EpisodeFolder, episodes_dir
-from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, walkthrough
 from tests.main_support import NO_LEARNING, REPO, clean_env, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, thoughtbox_entry, write_mcp_config
 from tests.mcp_test_servers.protocol_server import NOTES_ENV
-from tests.scripted_llm import ScriptedLLMServer, completion, tool_call
+
+pytestmark = pytest.mark.e2e
 
 SECRET = "sk-or-v1-terminal-secret-0123456789"
 # ANSI/VT sequences rich draws with (colours, cursor moves, erase line): what a terminal interprets.

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.timing import scaled, wait_until_async
 from managers.mcp_manager import MCPManager
 from mcp_servers.thoughtbox_server import (
     MAX_HISTORY_CHARS,
@@ -175,6 +175,7 @@ def run_thoughtbox_turn(tmp_path: Path, env: dict[str, str], calls: list[dict[st
     return results, stderr
 
 
+@pytest.mark.e2e
 def test_real_server_logs_thoughts_to_stderr_and_validates(tmp_path: Path) -> None:
     calls = [
         {"thought": "The grating is locked.", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": True},
@@ -219,6 +220,7 @@ def test_real_server_logs_thoughts_to_stderr_and_validates(tmp_path: Path) -> No
     assert "Rethink." not in stderr  # rejected thoughts are not logged
 
 
+@pytest.mark.e2e
 def test_real_server_is_silent_with_thought_logging_disabled(tmp_path: Path) -> None:
     calls = [{"thought": "Quietly.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}]
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {"DISABLE_THOUGHT_LOGGING": "true"}, calls)
@@ -256,6 +258,7 @@ _INITIALIZE = {
 }
 
 
+@pytest.mark.e2e
 def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
     """The SDK's rich log handler cost about a tenth of every start (benchmarks/thoughtbox_startup.py):
     the server answers initialize without importing rich, and the SDK logs with a plain handler."""
@@ -265,7 +268,7 @@ def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
         input=json.dumps(_INITIALIZE) + "\n",
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -275,6 +278,7 @@ def test_a_stdio_start_imports_no_rich_and_the_sdk_logs_plainly() -> None:
     assert watched == {"rich": [], "handlers": ["StreamHandler"]}
 
 
+@pytest.mark.e2e
 def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote() -> None:
     """The client closing stdin ends the server at once (the teardown is a fifth of a fresh
     server's CPU, paid every turn-lifetime turn), after the last reply and thought log are out."""
@@ -298,7 +302,7 @@ def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote(
             server.stdin.write(json.dumps(message) + "\n")
         server.stdin.flush()
         replies = [json.loads(server.stdout.readline()) for _ in range(2)]  # then the session ends
-        _, stderr = server.communicate(timeout=120)
+        _, stderr = server.communicate(timeout=scaled(120))
     finally:
         server.kill()
     assert server.returncode == 0, stderr
@@ -310,6 +314,7 @@ def test_a_stdio_session_that_ends_skips_the_teardown_but_flushes_what_it_wrote(
 THOUGHT = {"thought": "The last thought.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
+@pytest.mark.e2e
 def test_rich_stays_importable_after_the_server_is_built() -> None:
     """Rich is kept out only while MCPServer is built: afterwards the process can import it, and
     where it was imported already, it is left as it was."""
@@ -324,7 +329,7 @@ def test_rich_stays_importable_after_the_server_is_built() -> None:
         "print('ok')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=scaled(120), check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
 
@@ -388,6 +393,7 @@ def think_call(n: int, text: str) -> dict[str, Any]:
     return {"thought": text, "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": True}
 
 
+@pytest.mark.e2e
 def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> None:
     big = "x" * (MAX_HISTORY_CHARS * 2 // 5)  # three of these are over one session's bound
 
@@ -404,11 +410,14 @@ def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> N
                 while_open = await read_status(observer)
             # The thinker closed its session (its client sent DELETE): its history goes with it. The
             # server frees it as the session's task winds down, just after answering the DELETE.
-            deadline = time.monotonic() + 30
-            after = await read_status(observer)
-            while after["sessions"] and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            after: dict[str, Any] = {}
+
+            async def freed() -> bool:
+                nonlocal after
                 after = await read_status(observer)
+                return not after["sessions"]
+
+            await wait_until_async(freed, 30)
         return results, while_open, after
 
     with http_server("mcp_servers.thoughtbox_server", env={"DISABLE_THOUGHT_LOGGING": "true"}) as server:
@@ -420,6 +429,7 @@ def test_over_http_a_closed_sessions_history_is_freed_and_each_is_bounded() -> N
     assert after["sessions"] == 0 and after["thoughts"] == 0 and after["characters"] == 0
 
 
+@pytest.mark.e2e
 def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> None:
     text = "Try the window. " + "w" * 300_000
     (_, result), stderr = run_thoughtbox_turn(tmp_path, {}, [think_call(1, text)])
@@ -431,6 +441,7 @@ def test_real_server_logs_a_long_thought_as_one_short_line(tmp_path: Path) -> No
 # -- the two protocol revisions -------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
     """One process serves one client: the 2026-07-28 revision has no session, and the history still
@@ -455,6 +466,7 @@ def test_over_stdio_the_history_holds_in_both_revisions(mode: str) -> None:
     assert lengths == [1, 2, 3]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto asks the server, and speaks 2026-07-28 with it
 def test_over_stdio_it_declares_no_change_notifications_so_no_listen_stream_is_opened(mode: str) -> None:
     """Its lists never change: at 2026-07-28 a server that serves ``subscriptions/listen`` says they can,
@@ -474,6 +486,7 @@ def test_over_stdio_it_declares_no_change_notifications_so_no_listen_stream_is_o
     assert capabilities.prompts is None or capabilities.prompts.list_changed is False
 
 
+@pytest.mark.e2e
 def test_over_http_thoughtbox_offers_only_the_2025_revision_and_says_why() -> None:
     """Over HTTP a history belongs to a session, which 2026-07-28 does not have: a client in auto mode
     falls back to 2025-11-25 and keeps its history; one pinned to 2026-07-28 is told what to do."""

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from llm_client import LLMClient
 from managers.episode_counts import ToolTally, tool_call_counts
 from session.game_state import AgentDecision, ToolCallRecord
@@ -43,7 +44,6 @@ from tests.mcp_test_servers.helpers import (
     tool_messages,
     write_mcp_config,
 )
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from tool_loop.events import (
     IterationStarted,
     LoopFinished,
@@ -54,6 +54,8 @@ from tool_loop.events import (
     ToolLoopLog,
 )
 from tool_loop.loop import FINAL_ACTION_PROMPT, ToolLoop, ToolLoopOutcome
+
+pytestmark = pytest.mark.e2e
 
 API_KEY = "sk-or-v1-tool-loop-test-0123456789"
 ANNOTATED_SERVER = SERVERS_DIR / "annotated_server.py"

@@ -20,14 +20,15 @@ import pytest
 from game_interface.commands import CommandReader
 from game_interface.games import ZORK2, ZORK3, Game
 from game_interface.story_data import StoryData
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import THINK_ARGS, ThinkingWalkthroughModel, WalkthroughModel, read_events, walkthrough
 from session.episode_folder import EpisodeFolder
-from tests.e2e_support import WalkthroughModel, read_events, walkthrough
 from tests.main_support import NO_LEARNING, REPO, run_main, scripted_env
 from tests.mcp_test_servers.helpers import thoughtbox_entry, write_mcp_config
-from tests.scripted_llm import ScriptedLLMServer
-from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
 from tests.trilogy_support import story_file_of
 from zork_agent import clean_action
+
+pytestmark = pytest.mark.e2e
 
 THINK_EVERY = 25
 

@@ -6,7 +6,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+from harness.timing import scaled
 from tests.mcp_test_servers.helpers import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
 
 NUMBER = r"-?\d+\.\d"
 
@@ -17,7 +22,7 @@ def test_the_benchmark_prints_each_phase_of_a_fresh_server_shipped_and_with_tear
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -23,16 +23,23 @@ from typing import TypeVar
 
 import pytest
 
+from harness.scripted_llm import ScriptedLLMServer
+from harness.walkthroughs import (
+    AGENT_MODEL,
+    THINK_ARGS,
+    ThinkingWalkthroughModel,
+    WalkthroughModel,
+    e2e_config,
+    play_walkthrough,
+    walkthrough,
+)
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import read_events
 from session.game_state import GameState
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, WalkthroughModel, e2e_config, play_walkthrough, walkthrough
 from tests.mcp_test_servers.helpers import REPO_ROOT, raw_entry, write_mcp_config
-from tests.scripted_llm import ScriptedLLMServer
-from tests.test_mcp_e2e import THINK_ARGS, ThinkingWalkthroughModel
-from tests.test_viewer_map_layout import walkthrough_map as walkthrough_graph
 from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
+from tests.walkthrough_turns import walkthrough_map as walkthrough_graph
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
 from world.knowledge_file import KnowledgeDocument, Section
@@ -42,9 +49,13 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright i
 # Read at import: every test then runs with the ZORKGPT_* variables cleared (tests/conftest.py).
 CHROMIUM = os.environ.get("ZORKGPT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT_DIR = Path(os.environ["VIEWER_SCREENSHOT_DIR"]) if os.environ.get("VIEWER_SCREENSHOT_DIR") else None
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium installed (Debian/Ubuntu: apt-get install chromium; or set ZORKGPT_CHROMIUM)",
+    ),
+]
 # Never let the browser reach out: no updates, no sync, no QUIC probes.
 CHROMIUM_ARGS = [
     "--headless",

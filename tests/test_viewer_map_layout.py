@@ -4,19 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.walkthrough_turns import walkthrough_turns
+from tests.walkthrough_turns import walkthrough_map
 from viewer.map_layout import is_compass, layout, misfits, points_its_way, step
 from world.map_graph import MapGraph
-
-
-def walkthrough_map(game_file: Path) -> MapGraph:
-    graph = MapGraph()
-    for result in walkthrough_turns(game_file):
-        graph.add_room(result.room_id_before, result.room_name_before)
-        graph.add_room(result.room_id_after, result.room_name_after)
-        if result.room_id_after != result.room_id_before and not result.died:
-            graph.record_move(result.room_id_before, result.action, result.room_id_after)
-    return graph
 
 
 def test_every_room_gets_its_own_cell_and_compass_moves_point_their_way(game_file: Path) -> None:

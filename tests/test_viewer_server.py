@@ -25,12 +25,12 @@ from urllib.request import urlopen
 
 import pytest
 
+from harness.scripted_llm import Reply, ScriptedLLMServer
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
 from session.game_configuration import FilesSection
 from session.game_state import GameState
-from tests.e2e_support import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
 from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
-from tests.scripted_llm import Reply, ScriptedLLMServer
 from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
 from tests.viewer_support import TURNS as SCRIPTED_TURNS
 from viewer.server import RunningViewer, start_viewer
@@ -301,10 +301,12 @@ def _serve_and_list(argv: list[str], cwd: Path) -> None:
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_binds_localhost_and_stops_on_ctrl_c(played: tuple[Path, GameState, int]) -> None:
     _serve_and_list([sys.executable, "-m", "viewer", str(played[0] / "game_files"), "--port", "0"], REPO)
 
 
+@pytest.mark.e2e
 def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, GameState, int]) -> None:
     """``python /path/to/zorkgpt/viewer`` where there is no repository (what ``uv run --project`` runs)."""
     elsewhere = tmp_path / "elsewhere"
@@ -318,6 +320,7 @@ def test_the_viewer_starts_from_any_folder(tmp_path: Path, played: tuple[Path, G
     _serve_and_list([sys.executable, str(REPO / "viewer"), str(played[0] / "game_files"), "--port", "0"], elsewhere)
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_explains_a_missing_workdir_and_a_busy_port(
     tmp_path: Path, played: tuple[Path, GameState, int]
 ) -> None:
@@ -400,6 +403,7 @@ def assert_closed(url: str) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
+@pytest.mark.e2e
 def test_main_view_serves_the_game_while_it_plays_and_after_until_ctrl_c(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -433,6 +437,7 @@ def test_main_view_serves_the_game_while_it_plays_and_after_until_ctrl_c(
     assert_closed(probe.url)
 
 
+@pytest.mark.e2e
 def test_main_view_keeps_the_runs_exit_code_when_sigterm_closes_the_viewer(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -450,6 +455,7 @@ def test_main_view_keeps_the_runs_exit_code_when_sigterm_closes_the_viewer(
     assert_closed(url)
 
 
+@pytest.mark.e2e
 def test_a_run_stopped_by_sigterm_closes_its_viewer_with_it(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
@@ -601,6 +607,7 @@ def test_symlinks_out_of_the_workdir_are_not_followed(tmp_path: Path, played: tu
         running.close()
 
 
+@pytest.mark.e2e
 def test_python_m_viewer_on_all_addresses_warns_and_still_checks_the_host(
     played: tuple[Path, GameState, int],
 ) -> None:
@@ -655,6 +662,7 @@ def critic_and_tools(tmp_path_factory: pytest.TempPathFactory, game_file: Path) 
         server.stop()
 
 
+@pytest.mark.e2e
 def test_failed_tool_calls_and_critic_rejections_are_counted_as_the_log_has_them(critic_and_tools: Path) -> None:
     events = read_events(critic_and_tools)
     kinds = [e["event_type"] for e in events]
@@ -710,6 +718,7 @@ def _readable_by_all(root: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
+@pytest.mark.e2e
 def test_an_unreadable_episode_is_named_once_and_the_others_are_listed(played: tuple[Path, GameState, int]) -> None:
     """Another user's episode folder (here ``chmod 000``, the viewer running as an unprivileged user):
     the list still shows every other episode, says which one it cannot read, and the terminal is told

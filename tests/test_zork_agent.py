@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from game_interface.games import KNOWN_GAMES, ZORK1, ZORK3, Game
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion
 from llm_client import LLMClient
 from session.game_configuration import ConfigError, GameConfiguration
 from session.redaction import Redactor
-from tests.scripted_llm import ScriptedLLMServer, agent_reply, completion
 from zork_agent import AgentResponse, ZorkAgent, clean_action, sentence_commands
 
 

@@ -25,11 +25,13 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, LATEST_PROTOCOL_VERSION, C
 
 from game_interface import JerichoInterface
 from game_interface.games import ZORK2, ZORK3
+from harness.walkthroughs import walkthrough as e2e_walkthrough
 from mcp_servers.zork_game import MAX_ACTION_CHARS, ZorkInputError
 from mcp_servers.zork_server import game_choice
-from tests.e2e_support import walkthrough as e2e_walkthrough
 from tests.mcp_test_servers.helpers import http_server
 from tests.trilogy_support import story_file_of
+
+pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVER_MODULE = "mcp_servers.zork_server"

@@ -14,6 +14,7 @@ from pathlib import Path
 from game_interface import JerichoInterface, Location
 from managers.extractor_manager import ExtractedInfo, describe_world_changes
 from session.game_state import TurnResult
+from world.map_graph import MapGraph
 
 
 def _facts(game: JerichoInterface, location: Location, exits: list[str]) -> ExtractedInfo:
@@ -81,3 +82,14 @@ def played_turns(game_file: Path, commands: tuple[str, ...]) -> tuple[TurnResult
         return tuple(results)
     finally:
         game.close()
+
+
+def walkthrough_map(game_file: Path) -> MapGraph:
+    """The map the whole walkthrough draws: every room it passes, every move it makes (deaths left out)."""
+    graph = MapGraph()
+    for result in walkthrough_turns(game_file):
+        graph.add_room(result.room_id_before, result.room_name_before)
+        graph.add_room(result.room_id_after, result.room_name_after)
+        if result.room_id_after != result.room_id_before and not result.died:
+            graph.record_move(result.room_id_before, result.action, result.room_id_after)
+    return graph

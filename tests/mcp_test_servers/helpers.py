@@ -12,12 +12,7 @@ import asyncio
 import gc
 import json
 import logging
-import os
-import socket
-import subprocess
 import sys
-import threading
-import time
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -26,6 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+# Starting our servers is shared with the benchmarks (harness/servers.py); the tests take it from
+# here with the rest of the MCP helpers.
+from harness.servers import HTTPServer as HTTPServer
+from harness.servers import free_port as free_port
+from harness.servers import http_server as http_server
+from harness.servers import thoughtbox_entry as thoughtbox_entry
+from harness.servers import write_mcp_config as write_mcp_config
+from harness.timing import wait_until
 from session.game_configuration import GameConfiguration
 
 if TYPE_CHECKING:
@@ -51,67 +54,6 @@ FORBIDDEN_TEXT = (
 )
 
 
-@dataclass(frozen=True)
-class HTTPServer:
-    url: str
-    process: subprocess.Popen[str]
-    startup: str = ""  # what it printed on stderr up to its "listening on" line
-
-
-@contextmanager
-def http_server(
-    module: str, *args: str, sse: bool = False, env: dict[str, str] | None = None, port: int = 0
-) -> Iterator[HTTPServer]:
-    """One of our servers in HTTP mode on ``port`` (0: a free one); its URL once it listens. Ended by pid after."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", module, "--sse" if sse else "--http", str(port), *args],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    # A server that neither listens nor exits must not hang the test run.
-    watchdog = threading.Timer(120, process.kill)
-    watchdog.start()
-    seen: list[str] = []
-    reader: threading.Thread | None = None
-    try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            seen.append(line)
-            if "listening on " in line:
-                break
-        watchdog.cancel()
-        if not seen or "listening on " not in seen[-1]:
-            raise AssertionError(f"{module} did not start listening:\n{''.join(seen)}")
-        url = seen[-1].rsplit("listening on ", 1)[1].strip()
-        # Keep reading stderr so the server never blocks on a full pipe.
-        reader = threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True)
-        reader.start()
-        yield HTTPServer(url, process, "".join(seen))
-    finally:
-        watchdog.cancel()
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if reader is not None:
-            reader.join(10)  # at the end of the pipe now that the server is gone
-        if process.stderr is not None and (reader is None or not reader.is_alive()):
-            process.stderr.close()
-
-
-def write_mcp_config(folder: Path, servers: dict[str, dict[str, Any]], name: str = "mcp_config.json") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
-    return path
-
-
 def make_config(config_file: Path | str, base_dir: Path, **mcp: Any) -> GameConfiguration:
     """A GameConfiguration with MCP enabled and ``config_file`` (relative to ``base_dir`` if relative).
 
@@ -129,16 +71,6 @@ def misbehaving_entry(*args: str, env: dict[str, str] | None = None) -> dict[str
     if env is not None:
         entry["env"] = env
     return entry
-
-
-def thoughtbox_entry(**env: str) -> dict[str, Any]:
-    """The shipped thoughtbox server over stdio, run from the repository with its thought log off."""
-    return {
-        "command": "python",
-        "args": ["-m", "mcp_servers.thoughtbox_server"],
-        "cwd": str(REPO_ROOT),
-        "env": {"DISABLE_THOUGHT_LOGGING": "true", **env},
-    }
 
 
 def raw_entry(env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -170,11 +102,14 @@ def pid_alive(pid: int) -> bool:
 
 def wait_gone(pids: set[int], seconds: float = 5.0) -> set[int]:
     """The pids of ``pids`` still alive after up to ``seconds`` (normally none, at once)."""
-    deadline = time.monotonic() + seconds
-    alive = {pid for pid in pids if pid_alive(pid)}
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
+    alive = set(pids)
+
+    def all_gone() -> bool:
+        nonlocal alive
         alive = {pid for pid in alive if pid_alive(pid)}
+        return not alive
+
+    wait_until(all_gone, seconds)
     return alive
 
 
@@ -317,13 +252,6 @@ class Scenario:
             assert not wait_gone(self.spawned, 3.0), "a server process outlived its session"
             assert not (child_pids() - before), "a child process was left behind"
         return result
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # What the tool-loop and agent tests share: the shipped config, a game state, and readers of requests.
