@@ -90,16 +90,16 @@ from benchmarks.engine_truth import DIRECTIONS, WORD_LETTERS, EngineTruth, Oracl
 from game_interface import resolve_story_file
 from game_interface.commands import CommandReader
 from game_interface.story_data import StoryData
+from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
+from harness.managers import schema_name, user_text
+from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.errors import StoryFileError
 from session.events import Event
 from session.redaction import Redactor
-from tests.e2e_support import AGENT_MODEL, every_role_config, walkthrough
-from tests.learning_support import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
-from tests.manager_support import schema_name, user_text
-from tests.scripted_llm import ScriptedLLMServer, completion
 
 CHARS_PER_TOKEN = 4
 EXAMPLES = 5

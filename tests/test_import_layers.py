@@ -340,19 +340,13 @@ def test_every_module_the_architecture_page_names_exists() -> None:
     assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"
 
 
-# The truth oracle still imports the harness by its old names under tests/ (re-exported there); its
-# owner moves it to harness/ separately.
-BENCHMARKS_STILL_ON_TESTS = {"benchmarks.context_truth", "benchmarks.engine_truth"}
-
-
 def test_only_tests_import_tests() -> None:
     """tests/ sits on top: the harness and the benchmarks import nothing from it (benchmarks
     import the harness instead), so no folder-level circle joins tests/ and benchmarks/."""
     reaching = sorted(
         module
         for module, path in product_modules().items()
-        if module not in BENCHMARKS_STILL_ON_TESTS
-        and any(name == "tests" or name.startswith("tests.") for name in imported_names(module, path))
+        if any(name == "tests" or name.startswith("tests.") for name in imported_names(module, path))
     )
     assert reaching == [], f"modules outside tests/ that import tests/: {reaching}"
 

@@ -1,7 +1,0 @@
-"""Moved to ``harness/learning.py``, which tests and benchmarks share; new code imports it from there.
-
-This name stays while benchmarks/context_truth.py and test modules written before the move still
-import it.
-"""
-
-from harness.learning import *  # noqa: F403
