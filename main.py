@@ -326,7 +326,7 @@ def fork_server(fd: int) -> int:
     nothing, then fork one episode per request (``orchestration.parallel.serve_forks``); each
     forked child goes on here as ``main.py`` with its episode's command line."""
     # What an episode imports before its first turn, imported once for all of them: a module an
-    # episode imports after the fork costs each episode its import (tests/test_parallel.py checks
+    # episode imports after the fork costs each episode its import (tests/e2e/test_parallel.py checks
     # that none of the product's is left). The MCP client's modules are imported one by one (the
     # package loads none of them), as an episode with MCP on loads them: shared, they cost nothing
     # to an episode with MCP off.

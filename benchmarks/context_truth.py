@@ -64,7 +64,7 @@ It prints the disagreements per check, the agent's prompt size in tokens (estima
 characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
 and with the whole map that was sent before, and turn 100's prompt by part. The goal is 0
 disagreements on every check, each check run at least once: when it is missed, it names each
-disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/test_context_truth.py``
+disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/benchmarks/test_context_truth.py``
 runs the same check in the suite.
 
     uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]

@@ -6,7 +6,7 @@ Each game numbers its ZIL flags and properties in the order its source first use
 numbers differ from game to game (Zork I's doors carry attribute 23, Zork II's 22, Zork III's 9).
 They were found from play (which attribute turns on when a door is opened or a lamp lit, which
 one every room gets once visited, which one the objects the game hides carry) and agree with the
-flag and property lists of the games' published source; ``tests/test_jericho_interface.py`` holds
+flag and property lists of the games' published source; ``tests/game_interface/test_jericho_interface.py`` holds
 each game to them live.
 
 Everything else is read from the story file itself (the directions the parser knows, the meta

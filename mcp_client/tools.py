@@ -16,7 +16,7 @@ if it lacks them, because providers reject an object schema without them. It is 
 empty. Nothing else changes: JSON Schema 2020-12 keywords (``$schema``, ``$defs``, ``$anchor``,
 ``$ref``, ``allOf``/``anyOf``, ``if``/``then``/``else``, ``additionalProperties``...) reach the
 model as the server sent them, and a ``$ref`` is never resolved (nor fetched). The MCP
-conformance suite checks this (tests/test_mcp_conformance_client.py).
+conformance suite checks this (tests/conformance/test_client.py).
 
 Results. Every MCP content type becomes JSON: text as text; image and audio as their MIME
 type and size (base64 payloads would only burn context: a chat model cannot see an image

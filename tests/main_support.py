@@ -225,7 +225,7 @@ def start_main(llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, *
 
 
 # The tests that start llama.cpp servers of their own (the bundled model, the offline recipe of docs/offline.md):
-# one worker runs them one after another, beside tests/test_local_model.py's server on another (one
+# one worker runs them one after another, beside tests/e2e/test_local_model.py's server on another (one
 # chain of both took about 5 minutes of the suite).
 BUNDLED_GROUP = "llama_cpp_bundled"
 

@@ -18,7 +18,7 @@ from tests.main_support import REPO
 pytestmark = pytest.mark.e2e
 
 # A small test module that needs the game, and one that does not.
-GAME_TESTS = "tests/test_story_file.py"
+GAME_TESTS = "tests/game_interface/test_story_file.py"
 
 
 def run_pytest(home: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:

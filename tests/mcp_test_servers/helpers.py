@@ -282,8 +282,8 @@ def misbehaving_config(tmp_path: Path, *args: str) -> Path:
 class ManagerTurns:
     """A real ``MCPManager`` turn by turn, held as the episode runner holds it, with hygiene checks.
 
-    The shared part of the harnesses that drive the tool loop (tests/test_tool_loop.py) and the
-    agent (tests/test_zork_agent_mcp.py): the configuration (the scripted model at ``base_url``,
+    The shared part of the harnesses that drive the tool loop (tests/tool_loop/test_loop.py) and the
+    agent (tests/zork_agent/test_zork_agent_mcp.py): the configuration (the scripted model at ``base_url``,
     MCP on), a logger whose records ``caplog`` keeps, the server processes each turn started,
     the tool names that reached ``MCPManager.call_tool``, and the checks after each turn (no
     "Event loop is closed"/"cancel scope" text anywhere) and at the end (no process left).
