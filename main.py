@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from chat_api.structured import StructuredOutputMemory
     from game_interface.games import Game
     from orchestration.episode_runner import EpisodeRunner
-    from orchestration.run_results import EpisodeEnd
     from orchestration.terminal_status import TerminalStatus
     from orchestration.turn_figures import TurnFigures
+    from reports.run_results import EpisodeEnd
     from session.episode_log import ConsoleOptions
     from session.game_state import GameState
     from session.redaction import Redactor
@@ -337,8 +337,8 @@ def fork_server(fd: int) -> int:
     import mcp_client.toolbox  # noqa: F401
     import mcp_servers.warm  # noqa: F401
     import orchestration.embedded_model
-    import orchestration.episode_runner
-    import orchestration.run_report  # noqa: F401
+    import orchestration.episode_runner  # noqa: F401
+    import reports.run_report  # noqa: F401
     import session.episode_log  # noqa: F401
     from game_interface import StoryFileError, load_story, resolve_story_file
     from orchestration.parallel import serve_forks
@@ -593,9 +593,9 @@ def run_redactor(config: GameConfiguration) -> Redactor:
 
 def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSignals) -> int:
     # Imported after the cheap checks so a missing key fails instantly.
-    from orchestration.run_plots import import_figures_ahead
-    from orchestration.run_report import report_run
-    from orchestration.run_results import EpisodeStatus
+    from reports.run_plots import import_figures_ahead
+    from reports.run_report import report_run
+    from reports.run_results import EpisodeStatus
 
     total = episodes_in_run(args)
     if total > 1:
@@ -747,7 +747,7 @@ def play_one(
     """Play episode ``episode`` (of ``plan``'s game) and say how it ended in ``ends``; the run's exit
     code when it must stop here, None when the next episode may follow."""
     from orchestration.episode_runner import EpisodeRunner
-    from orchestration.run_results import EpisodeEnd, EpisodeStatus
+    from reports.run_results import EpisodeEnd, EpisodeStatus
 
     # The episode's settings say the game it plays; its seed counts from its game's first episode.
     of_game = (episode - 1) % args.episodes
@@ -811,7 +811,7 @@ def stopped_by_write_failures(
 ) -> int | None:
     """A full or read-only disk: the episode stopped after the turn that met it (what was written
     is whole), and the next episode would meet it too: the run's exit code, else None."""
-    from orchestration.run_results import EpisodeEnd, EpisodeStatus
+    from reports.run_results import EpisodeEnd, EpisodeStatus
 
     failures = orchestrator.write_failures
     if not failures:

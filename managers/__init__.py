@@ -9,6 +9,6 @@
 - ``extractor_manager``: what the game's last reply means, from the engine where it can answer;
 - ``in_view``: what the player saw that still matters, kept in view;
 - ``memory_manager``, ``objective_manager``, ``knowledge_manager``: what the agent learns, in its files;
-- ``episode_counts``, ``episode_synthesizer``: an episode's figures from its events; the summary and stuck detection;
+- ``episode_synthesizer``: the episode summary (counted by ``reports.episode_counts``) and stuck detection;
 - ``mcp_manager``: ``MCPManager``, every configured MCP server as one set of tools per turn.
 """

@@ -25,7 +25,7 @@ from typing import Any
 
 from chat_api.wire import UsageStats
 from managers.base_manager import BaseManager
-from managers.episode_counts import (
+from reports.episode_counts import (
     FAIR_PLAY_MEANING,
     REJECTION_CAUSES,
     critic_counts,

@@ -31,8 +31,8 @@ from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import TurnLimits, build_context
-from orchestration.run_settings import episode_settings, write_settings
 from orchestration.turn_figures import TurnFigures, first_line
+from reports.run_settings import episode_settings, write_settings
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
     ConsoleOptions,

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol, TextIO
 
-from orchestration.run_results import EpisodeEnd, EpisodeStatus, one_line
 from orchestration.turn_figures import TurnFigures
+from reports.run_results import EpisodeEnd, EpisodeStatus, one_line
 from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.game_state import new_episode_id

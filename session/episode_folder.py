@@ -35,7 +35,7 @@ class EpisodeFolder:
     STATE: ClassVar[str] = "current_state.json"  # rewritten after every turn
     SUMMARY: ClassVar[str] = "episode_summary.json"  # once the episode has ended
     SUMMARY_MD: ClassVar[str] = "episode_summary.md"
-    SETTINGS: ClassVar[str] = "settings.json"  # what the episode played with (orchestration/run_settings.py)
+    SETTINGS: ClassVar[str] = "settings.json"  # what the episode played with (reports/run_settings.py)
     FILE_NAMES: ClassVar[tuple[str, ...]] = (LOG, HUMAN_LOG, STATE, SUMMARY, SUMMARY_MD, SETTINGS)
 
     def __post_init__(self) -> None:

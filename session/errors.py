@@ -6,7 +6,7 @@ The classes form one tree rooted at ``ZorkGPTError``, named by what went wrong::
     ├── ConfigError                  a setting is missing, unknown or of the wrong type
     │   ├── MCPConfigError           mcp_config.json is unusable                                   (also an MCPError)
     │   ├── WorkdirError             (session/episode_log.py) game_workdir cannot be written
-    │   └── RunReportError           (orchestration/run_folder.py) a run folder to report on cannot be read
+    │   └── RunReportError           (reports/run_folder.py) a run folder to report on cannot be read
     ├── LLMError                     the model provider could not give an answer
     │   ├── LLMInvalidRequestError   the request was refused before sending                         (also a ValueError)
     │   │   └── ToolsNotSupportedError   tools were offered to a model that cannot call them

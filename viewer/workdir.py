@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from game_interface.games import DEFAULT_GAME
-from orchestration.episode_records import EpisodeFigures
+from reports.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
 from session.events import Event
 from session.game_configuration import FilesSection

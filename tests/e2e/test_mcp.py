@@ -26,8 +26,8 @@ from harness.walkthroughs import (
     read_events,
     walkthrough,
 )
-from orchestration.episode_records import EpisodeFigures
 from orchestration.episode_runner import EpisodeRunner
+from reports.episode_records import EpisodeFigures
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from session.redaction import Redactor

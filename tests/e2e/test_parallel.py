@@ -24,10 +24,10 @@ from harness.scripted_llm import Reply, ScriptedLLMServer, agent_reply, completi
 from harness.timing import scaled, wait_until
 from harness.walkthroughs import AGENT_MODEL, read_events
 from orchestration.parallel import EpisodeOutcome, aggregate_exit_code
-from orchestration.run_compare import score_verdict
-from orchestration.run_folder import REPORT_MD, RESULTS_CSV, read_run
-from orchestration.run_results import EpisodeStatus
-from orchestration.run_tables import comparison_table
+from reports.run_compare import score_verdict
+from reports.run_folder import REPORT_MD, RESULTS_CSV, read_run
+from reports.run_results import EpisodeStatus
+from reports.run_tables import comparison_table
 from session.episode_folder import EpisodeFolder, episodes_dir
 from tests.main_support import NO_LEARNING, episode_folders_by_number, recorded_seed
 from world.map_graph import MapGraph

@@ -437,7 +437,7 @@ def test_the_story_file_row_names_the_game_a_run_would_play(
     [
         ["main.py"],
         ["-m", "viewer"],
-        ["-m", "orchestration.run_report"],
+        ["-m", "reports"],
         ["-m", "mcp_servers.thoughtbox_server"],
         ["-m", "mcp_servers.zork_server"],
         ["-m", "game_interface.fetch_story"],

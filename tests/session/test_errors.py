@@ -24,7 +24,7 @@ EXPECTED: list[tuple[str, str, Consequence]] = [
     ("session.game_configuration", "ConfigError", Consequence.SETUP_FAILS),
     ("session.errors", "MCPConfigError", Consequence.SETUP_FAILS),
     ("session.episode_log", "WorkdirError", Consequence.SETUP_FAILS),
-    ("orchestration.run_folder", "RunReportError", Consequence.SETUP_FAILS),
+    ("reports.run_folder", "RunReportError", Consequence.SETUP_FAILS),
     ("session.errors", "LLMError", Consequence.EPISODE_ENDS),
     ("session.errors", "LLMInvalidRequestError", Consequence.EPISODE_ENDS),
     ("session.errors", "ToolsNotSupportedError", Consequence.SETUP_FAILS),

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from llm_client import LLMClient
-from managers.episode_counts import ToolTally, tool_call_counts
+from reports.episode_counts import ToolTally, tool_call_counts
 from session.game_state import AgentDecision, ToolCallRecord
 from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema

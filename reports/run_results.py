@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from game_interface.games import DEFAULT_GAME, KNOWN_GAMES
-from managers.episode_counts import DisabledServer, ToolAvailability, game_titled
-from orchestration.episode_records import EpisodeFigures
+from reports.episode_counts import DisabledServer, ToolAvailability, game_titled
+from reports.episode_records import EpisodeFigures
 from session.episode_folder import read_events
 from session.events import Event
 

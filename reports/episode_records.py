@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from managers.episode_counts import (
+from reports.episode_counts import (
     CriticCounts,
     ToolAvailability,
     ToolCallCounts,

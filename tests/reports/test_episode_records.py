@@ -11,7 +11,7 @@ import pytest
 
 from harness.scripted_llm import ScriptedLLMServer
 from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
-from orchestration.episode_records import EpisodeFigures, ModelAnswers
+from reports.episode_records import EpisodeFigures, ModelAnswers
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
 
 PRICE = 0.00125  # what the scripted provider says each call cost

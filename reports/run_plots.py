@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from orchestration.run_figures import RunSummary
+from reports.run_figures import RunSummary
 
 # numpy, scipy and matplotlib (a second or two of CPU to import) are imported where a figure or
 # a plot needs them: a run's report and a comparison do, but --parallel's runner, which imports

@@ -1,5 +1,5 @@
 """Run reports on real scripted games: ``main.py --episodes N`` writes the run folder and prints
-the table; ``python -m orchestration.run_report`` builds run folders and compares them."""
+the table; ``python -m reports`` builds run folders and compares them."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from PIL import Image
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
-from orchestration import run_report
-from orchestration.run_figures import RunSummary, number_text
-from orchestration.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
-from orchestration.run_plots import mean_curve, plotted_scores
-from orchestration.run_report import COMPARISON_MD, COMPARISON_PNG
-from orchestration.run_tables import episodes_table
+from reports import run_report
+from reports.run_figures import RunSummary, number_text
+from reports.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
+from reports.run_plots import mean_curve, plotted_scores
+from reports.run_report import COMPARISON_MD, COMPARISON_PNG
+from reports.run_tables import episodes_table
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.redaction import Redactor
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
@@ -212,7 +212,7 @@ def play_run(
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "orchestration.run_report", *args],
+        [sys.executable, "-m", "reports", *args],
         cwd=cwd,
         env=clean_env({"PYTHONPATH": str(REPO)}),
         capture_output=True,
@@ -330,8 +330,8 @@ def test_a_drawn_p_value_is_the_same_every_time(llm_server: ScriptedLLMServer, t
     these runs gave three p-values)."""
     (scorer,) = play_run(llm_server, tmp_path / "s", game_file, walkthrough(game_file)[:TURNS], episodes=1)
     (idler,) = play_run(llm_server, tmp_path / "i", game_file, ["look"] * TURNS, episodes=1)
-    from orchestration.run_compare import score_verdict
-    from orchestration.run_folder import ends_from_folders
+    from reports.run_compare import score_verdict
+    from reports.run_folder import ends_from_folders
 
     first = summarize_episodes("first", ends_from_folders([scorer] * 4 + [idler] * 6), redactor=Redactor())
     second = summarize_episodes("second", ends_from_folders([scorer] * 2 + [idler] * 8), redactor=Redactor())
@@ -345,7 +345,7 @@ def test_run_folder_reads_back_as_it_was_written(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     folders = play_run(llm_server, tmp_path, game_file, walkthrough(game_file)[:4], episodes=1)
-    from orchestration.run_folder import ends_from_folders, write_run
+    from reports.run_folder import ends_from_folders, write_run
 
     written = write_run(tmp_path / "run", ends_from_folders(folders), redactor=Redactor())
     assert read_run(tmp_path / "run") == written
@@ -356,8 +356,8 @@ RUN_END = """
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from orchestration.run_report import report_run
-from orchestration.run_results import EpisodeEnd
+from reports.run_report import report_run
+from reports.run_results import EpisodeEnd
 from session.redaction import Redactor
 ended = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 ends = [EpisodeEnd.from_folder(1, Path(sys.argv[2]))]
@@ -405,7 +405,7 @@ def test_mean_curve_holds_an_ended_episodes_final_score() -> None:
 
 
 def test_cost_is_only_totalled_when_every_episode_reported_one(tmp_path: Path) -> None:
-    from orchestration.run_results import EpisodeRow
+    from reports.run_results import EpisodeRow
 
     base = summarize_episodes("empty", [], redactor=Redactor())
     assert base.cost is None and base.llm_calls_per_turn == 0.0
@@ -489,7 +489,7 @@ ADDED_FOR_WHAT_RAN = (
 
 
 def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Path) -> None:
-    from orchestration.run_results import CSV_FIELDS
+    from reports.run_results import CSV_FIELDS
 
     folder = tmp_path / "old-run"
     folder.mkdir()
@@ -521,8 +521,8 @@ def test_a_run_folder_written_before_the_status_columns_still_reads(tmp_path: Pa
 def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestration.run_folder import write_run
-    from orchestration.run_results import EpisodeEnd, EpisodeStatus
+    from reports.run_folder import write_run
+    from reports.run_results import EpisodeEnd, EpisodeStatus
 
     secret = "sk-or-v1-not-for-files-0123456789"
     monkeypatch.setenv("OPENROUTER_API_KEY", secret)
@@ -585,7 +585,7 @@ def test_turns_without_tools_and_no_server_disabled_are_not_as_configured(
     )
     assert [e["turn"] for e in read_events(folder) if e["event_type"] == "mcp_no_tools"] == [1, 2]
     assert not any(e["event_type"] == "mcp_server_disabled" for e in read_events(folder))
-    from orchestration.run_folder import ends_from_folders, run_markdown
+    from reports.run_folder import ends_from_folders, run_markdown
 
     summary = summarize_episodes("empty-tools", ends_from_folders([folder]), redactor=Redactor())
     line = f"NOT AS CONFIGURED: episode 1 ({folder.name}): MCP on: tools in 0 of 2 turns (without: no tools offered 2)"
@@ -771,8 +771,8 @@ def test_compare_tells_real_score_differences_from_chance(
 
 def _run_folder(folder: Path) -> Path:
     """A run folder of two episodes that never started: every column of results.csv, written as a run writes it."""
-    from orchestration.run_folder import write_run
-    from orchestration.run_results import EpisodeEnd, EpisodeStatus
+    from reports.run_folder import write_run
+    from reports.run_results import EpisodeEnd, EpisodeStatus
 
     ends = [EpisodeEnd(n, EpisodeStatus.NEVER_STARTED, "no story file") for n in (1, 2)]
     write_run(folder, ends, redactor=Redactor(()))
@@ -780,7 +780,7 @@ def _run_folder(folder: Path) -> Path:
 
 
 def _compare(tmp_path: Path, *runs: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "orchestration.run_report", "compare", *map(str, runs)]
+    command = [sys.executable, "-m", "reports", "compare", *map(str, runs)]
     return subprocess.run(
         [*command, "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
     )
@@ -806,7 +806,7 @@ def test_a_damaged_run_folder_is_a_clear_error(tmp_path: Path, damage: Any, expe
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert re.search(expected, result.stderr), result.stderr
-    assert str(damaged) in result.stderr and "run_report report EPISODE_FOLDER" in result.stderr
+    assert str(damaged) in result.stderr and "python -m reports report EPISODE_FOLDER" in result.stderr
     assert "fair-play" not in result.stdout + result.stderr
 
 
@@ -959,7 +959,7 @@ def test_an_episode_recorded_before_games_were_reads_as_zork_i(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
     """Episode folders and run folders written before the game was recorded are of Zork I, the only game then."""
-    from orchestration.episode_records import EpisodeFigures
+    from reports.episode_records import EpisodeFigures
 
     (played,) = play_run(llm_server, tmp_path / "played", game_file, ["look"], episodes=1)
     old = tmp_path / "old-episode"
@@ -996,8 +996,8 @@ def test_an_episode_recorded_before_games_were_reads_as_zork_i(
 
 
 def test_an_episode_of_a_run_over_several_games_that_never_started_counts_under_its_game(tmp_path: Path) -> None:
-    from orchestration.run_folder import write_run
-    from orchestration.run_results import EpisodeEnd, EpisodeStatus, complete_run
+    from reports.run_folder import write_run
+    from reports.run_results import EpisodeEnd, EpisodeStatus, complete_run
 
     # The run stopped after its first episode, which crashed before its start was logged.
     crashed = episodes_dir(tmp_path) / "e1"

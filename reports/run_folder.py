@@ -9,12 +9,12 @@ from datetime import datetime
 from io import StringIO
 from pathlib import Path
 
-from orchestration.episode_records import EpisodeFigures
-from orchestration.run_figures import RunSummary
-from orchestration.run_plots import plot_runs
-from orchestration.run_results import CSV_FIELDS, EpisodeEnd, EpisodeRow, one_line
-from orchestration.run_settings import SETTINGS_JSON, key_settings_lines, read_settings, run_settings, write_settings
-from orchestration.run_tables import episodes_table, not_as_configured_line, run_table
+from reports.episode_records import EpisodeFigures
+from reports.run_figures import RunSummary
+from reports.run_plots import plot_runs
+from reports.run_results import CSV_FIELDS, EpisodeEnd, EpisodeRow, one_line
+from reports.run_settings import SETTINGS_JSON, key_settings_lines, read_settings, run_settings, write_settings
+from reports.run_tables import episodes_table, not_as_configured_line, run_table
 from session.episode_folder import read_events
 from session.errors import ConfigError
 from session.redaction import Redactor
@@ -85,7 +85,7 @@ def read_run(folder: Path) -> RunSummary:
 
 _REWRITE = (
     "If its episode folders are still there, write the run folder again from them: "
-    "python -m orchestration.run_report report EPISODE_FOLDER... --out RUN_FOLDER"
+    "python -m reports report EPISODE_FOLDER... --out RUN_FOLDER"
 )
 
 

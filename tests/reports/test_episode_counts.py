@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from managers.episode_counts import (
+from reports.episode_counts import (
     DisabledServer,
     ToolTally,
     critic_counts,

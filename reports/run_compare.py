@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestration.run_figures import RunSummary, bootstrap_interval, number_text
-from orchestration.run_settings import not_comparable
+from reports.run_figures import RunSummary, bootstrap_interval, number_text
+from reports.run_settings import not_comparable
 
 if TYPE_CHECKING:
     import numpy as np

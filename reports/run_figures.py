@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from orchestration.run_results import EpisodeRow, EpisodeStatus, cell_parts
+from reports.run_results import EpisodeRow, EpisodeStatus, cell_parts
 
 CONFIDENCE = 0.95  # the intervals of the means
 # The intervals are percentile bootstrap intervals of the mean: this many resamples, drawn with a fixed
@@ -94,7 +94,7 @@ class RunSummary:
     name: str
     rows: tuple[EpisodeRow, ...]
     scores: dict[str, tuple[tuple[int, int], ...]]  # episode id -> (turn, score) from turn 0
-    # What the episodes played with (``orchestration.run_settings.run_settings``); None for runs
+    # What the episodes played with (``reports.run_settings.run_settings``); None for runs
     # written before settings were recorded.
     settings: dict[str, Any] | None = None
 

@@ -20,7 +20,7 @@ as a share of its maximum with the games averaged, each counting once, then one 
 
 Comparing runs (two models, MCP on and off...) reads only those folders::
 
-    uv run python -m orchestration.run_report compare game_files/runs/A game_files/runs/B --out comparison
+    uv run python -m reports compare game_files/runs/A game_files/runs/B --out comparison
 
 refuses runs of different games (exit 2, naming each run's games), prints the settings that differ
 between the runs, one table (a row per run, in the order given)
@@ -28,7 +28,7 @@ and, per pair of runs, whether their scores differ by more than chance (a permut
 writes ``comparison.md`` and ``comparison.png`` (the runs' mean score over turns, with each episode
 faint behind it). A run folder can also be built from episode folders after the fact::
 
-    uv run python -m orchestration.run_report report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
+    uv run python -m reports report game_files/episodes/ID1 game_files/episodes/ID2 --out my-run
 
 This module holds the commands and ``main.py``'s end of run; the parts they use, one job each:
 ``run_results`` (each episode's row), ``run_figures`` (the means and intervals), ``run_tables``
@@ -45,8 +45,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestration.run_compare import SIGNIFICANCE, different_games, score_verdicts
-from orchestration.run_folder import (
+from reports.run_compare import SIGNIFICANCE, different_games, score_verdicts
+from reports.run_folder import (
     REPORT_MD,
     RESULTS_CSV,
     RunReportError,
@@ -55,10 +55,10 @@ from orchestration.run_folder import (
     read_run,
     write_run,
 )
-from orchestration.run_plots import plot_runs
-from orchestration.run_results import EpisodeEnd, complete_run
-from orchestration.run_settings import settings_differences
-from orchestration.run_tables import NOT_AS_CONFIGURED, comparison_table, run_table
+from reports.run_plots import plot_runs
+from reports.run_results import EpisodeEnd, complete_run
+from reports.run_settings import settings_differences
+from reports.run_tables import NOT_AS_CONFIGURED, comparison_table, run_table
 from session.episode_folder import EpisodeFolder
 from session.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SETUP
 from session.redaction import Redactor
@@ -147,7 +147,7 @@ def report_run(
         return EXIT_RUN_FAILED
     print(escape_control_chars(run_table(summary)))  # end reasons may quote a provider's error text
     print(
-        f"Run report: {folder / REPORT_MD} (compare runs: python -m orchestration.run_report compare RUN...)",
+        f"Run report: {folder / REPORT_MD} (compare runs: python -m reports compare RUN...)",
         file=sys.stderr,
     )
     return EXIT_OK
@@ -170,9 +170,7 @@ def _points(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = CommandLine(
-        prog="python -m orchestration.run_report", description="ZorkGPT run reports and run comparisons."
-    )
+    parser = CommandLine(prog="python -m reports", description="ZorkGPT run reports and run comparisons.")
     add_version_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser("compare", help="compare run folders side by side: one table, one plot")
@@ -211,7 +209,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Could not write the report: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

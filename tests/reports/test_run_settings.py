@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from orchestration.run_settings import key_settings_lines, not_comparable, settings_differences
+from reports.run_settings import key_settings_lines, not_comparable, settings_differences
 
 
 def run(**gameplay: Any) -> dict[str, Any]:

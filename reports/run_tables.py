@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from managers.episode_counts import FAIR_PLAY_MEANING
-from orchestration.run_figures import RunSummary, Spread, number_text, per_turn
+from reports.episode_counts import FAIR_PLAY_MEANING
+from reports.run_figures import RunSummary, Spread, number_text, per_turn
 
 NOT_AS_CONFIGURED = "NOT AS CONFIGURED"
 
