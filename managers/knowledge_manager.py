@@ -43,7 +43,8 @@ from pydantic import BaseModel, Field
 from game_interface.games import Game
 from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
-from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile, LearningManager
+from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile
+from managers.learning_manager import LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
 from session.events import Event
 from session.game_configuration import GameConfiguration

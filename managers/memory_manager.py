@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from managers.learning_file import LearningManager
+from managers.learning_manager import LearningManager
 from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
 from session.events import Event
 from session.game_configuration import GameConfiguration

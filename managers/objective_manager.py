@@ -64,7 +64,7 @@ from game_interface import JerichoInterface
 from game_interface.game_facts import ONBIT, OPENBIT
 from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
-from managers.learning_file import LearningManager
+from managers.learning_manager import LearningManager
 from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult

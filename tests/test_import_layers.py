@@ -115,6 +115,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "managers.base_manager",
         "managers.structured_llm",
         "managers.learning_file",
+        "managers.learning_manager",
         "managers.turn_events",
         "managers.map_manager",
         "managers.critic",
@@ -286,6 +287,14 @@ def test_the_viewer_reads_the_files_without_the_model_behind_them() -> None:
     ).stdout.split()
     assert "viewer.workdir" in loaded  # the import ran
     assert [m for m in ("llm_client", "chat_api", "filelock", "requests", "mcp_client") if m in loaded] == []
+
+
+def test_the_learning_file_discipline_needs_no_model() -> None:
+    """The lock, merge and atomic write of a learning file import no model client: the managers
+    that ask a model what to learn build on it from their own module (``learning_manager``)."""
+    graph = import_graph()
+    assert "managers.learning_file" in graph["managers.learning_manager"]  # the walk read the imports
+    assert sorted(t for t in graph["managers.learning_file"] if t.split(".")[0] in {"llm_client", "chat_api"}) == []
 
 
 def test_the_critic_lives_among_the_managers() -> None:

@@ -23,7 +23,7 @@ import pytest
 from managers.critic_manager import CriticManager
 from managers.extractor_manager import ExtractorManager
 from managers.knowledge_manager import KnowledgeManager
-from managers.learning_file import LearningManager
+from managers.learning_manager import LearningManager
 from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
