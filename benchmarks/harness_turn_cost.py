@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.cpu import peak_rss_mb
 from harness.scripted_llm import ScriptedLLMServer
 from harness.walkthroughs import WalkthroughModel, e2e_config, walkthrough
 from orchestration.episode_runner import EpisodeRunner
@@ -139,7 +139,7 @@ def main() -> int:
         "episode_seconds_incl_loopback_llm": round(timed["episode_seconds"], 2),
         "llm_seconds_loopback": round(timed["llm_seconds"], 2),
         "peak_python_heap_mb": round(traced["peak"] / 1e6, 1),
-        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "max_rss_mb": round(peak_rss_mb(), 1),
         "load_average_1min": round(os.getloadavg()[0], 1),
         "goals": "median <= 10 ms/turn, 396-turn episode <= 5 s (excluding LLM time)",
     }

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -35,13 +34,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.cpu import children_cpu, process_cpu, reaped_cpu
 from harness.scripted_llm import Reply, ScriptedLLMServer
 from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from orchestration import parallel
 from orchestration.parallel import ForkServer, child_argv
 
 REPO = Path(__file__).resolve().parent.parent
-TICKS = os.sysconf("SC_CLK_TCK")
 # main.py with gc.freeze undone: the warm parent before it froze its objects.
 NOT_FROZEN = """
 import gc, runpy, sys
@@ -50,23 +49,6 @@ gc.freeze = lambda: None
 sys.argv[0] = {main!r}
 runpy.run_path({main!r}, run_name="__main__")
 """
-
-
-def reaped_cpu_ms(pid: int) -> float:
-    """CPU milliseconds of the children ``pid`` has reaped (``/proc/<pid>/stat``: cutime + cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) * 1000 / TICKS
-
-
-def own_children_cpu_ms() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (usage.ru_utime + usage.ru_stime) * 1000
-
-
-def process_cpu_ms(pid: int) -> float:
-    """User + system CPU milliseconds the process has used (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / TICKS
 
 
 class FirstRequest:
@@ -87,7 +69,7 @@ class FirstRequest:
     def __call__(self, body: dict[str, Any], index: int) -> Reply:
         if not self.seen.is_set() and self.pid:
             self.at = time.perf_counter()
-            self.cpu_ms = process_cpu_ms(self.pid)
+            self.cpu_ms = process_cpu(self.pid) * 1000
             self.seen.set()
         return self.model(body, index)
 
@@ -132,17 +114,17 @@ def main() -> int:
                 for way in ways:
                     began = time.perf_counter()
                     if way == "fresh":
-                        cpu_before = own_children_cpu_ms()
+                        cpu_before = children_cpu() * 1000
                         process = subprocess.Popen(
                             [sys.executable, str(REPO / "main.py"), *argv], cwd=tmp, stderr=subprocess.PIPE, text=True
                         )
                         first.expect(process.pid)
                         _, stderr = process.communicate()
                         code = process.returncode
-                        episode_cpu = own_children_cpu_ms() - cpu_before
+                        episode_cpu = children_cpu() * 1000 - cpu_before
                     else:
                         fork_server = servers[way]
-                        cpu_before = reaped_cpu_ms(fork_server.process.pid)
+                        cpu_before = reaped_cpu(fork_server.process.pid) * 1000
                         episode = fork_server.launch(argv, figures=False)
                         first.expect(episode.pid)
                         if run == 0:  # the launch waited for the warm parent to be ready
@@ -152,7 +134,7 @@ def main() -> int:
                         stderr = episode.stderr.read()
                         episode.stderr.close()
                         code = episode.wait()
-                        episode_cpu = reaped_cpu_ms(fork_server.process.pid) - cpu_before
+                        episode_cpu = reaped_cpu(fork_server.process.pid) * 1000 - cpu_before
                     if code != 0 or not first.seen.is_set():
                         sys.stderr.write(stderr[-3000:])
                         print(f"{way}: exit code {code}, first request seen: {first.seen.is_set()}", file=sys.stderr)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
+from harness.cpu import children_cpu, cpu_while_alive, self_cpu
 from harness.scripted_llm import ScriptedLLMServer
 from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
@@ -56,9 +56,6 @@ LAUNCH = (
     "import sys; sys.path.insert(0, {repo!r}); import orchestration.parallel as parallel; "
     "parallel.FORK_SERVER = {forked}; import main; sys.argv[0] = {main!r}; sys.exit(main.main(sys.argv[1:]))"
 )
-
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -75,26 +72,6 @@ class Played:
     episodes_cpu: float
     server_cpu: float
     mcp_cpu: float = 0.0  # MCP on: the run's warm parent of MCP servers and every server it forked
-
-
-def own_cpu(pid: int, with_reaped: bool = False) -> float | None:
-    """CPU seconds a live process has used itself (``/proc/<pid>/stat``: utime + stime; ``with_reaped``:
-    and its children it reaped, cutime + cstime); None once gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return sum(int(value) for value in fields[11 : 15 if with_reaped else 13]) / TICKS
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 class OwnCPU(threading.Thread):
@@ -114,15 +91,15 @@ class OwnCPU(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(0.05):
-            self.run_cpu = own_cpu(self.pid) or self.run_cpu
+            self.run_cpu = cpu_while_alive(self.pid) or self.run_cpu
             if not self.warm_parent:
                 self.warm_parent = self._find_warm_parent()
             if self.warm_parent:
-                self.warm_parent_cpu = own_cpu(self.warm_parent) or self.warm_parent_cpu
+                self.warm_parent_cpu = cpu_while_alive(self.warm_parent) or self.warm_parent_cpu
             if not self.mcp_parent:
                 self.mcp_parent = self._find_warm_parent(b"mcp_servers.warm")
             if self.mcp_parent:
-                self.mcp_cpu = own_cpu(self.mcp_parent, with_reaped=True) or self.mcp_cpu
+                self.mcp_cpu = cpu_while_alive(self.mcp_parent, with_reaped=True) or self.mcp_cpu
 
     def _find_warm_parent(self, marker: bytes = b"--fork-server") -> int:
         children = Path(f"/proc/{self.pid}/task/{self.pid}/children")

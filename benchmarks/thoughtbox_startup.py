@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from mcp import StdioServerParameters  # noqa: E402
 
+from harness.cpu import cpu_while_alive, family_cpu, usage_cpu  # noqa: E402
 from mcp_client.forked import ForkedServer, fork_from_warm_parent  # noqa: E402
 from mcp_servers.warm import warm_parent  # noqa: E402
 
@@ -63,22 +64,12 @@ INITIALIZE = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
 }
-TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
 class Start:
     wall: float
     cpu: float
-
-
-def _cpu_now(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` so far, or None where ``/proc`` is not there."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime and stime, after the state field
 
 
 def start_server(command: list[str] = SERVER) -> Start:
@@ -93,14 +84,14 @@ def start_server(command: list[str] = SERVER) -> Start:
     process.stdin.flush()
     line = process.stdout.readline()
     wall = time.perf_counter() - began
-    cpu = _cpu_now(process.pid)
+    cpu = cpu_while_alive(process.pid)
     process.stdin.close()
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
     if b'"result"' not in line:
         sys.exit(f"error: the thoughtbox did not answer initialize: {line!r}\n{stderr}")
-    return Start(wall, cpu if cpu is not None else usage.ru_utime + usage.ru_stime)
+    return Start(wall, cpu if cpu is not None else usage_cpu(usage))
 
 
 async def _read_line(server: ForkedServer, buffered: bytearray) -> bytes:
@@ -139,12 +130,6 @@ async def _forked_start(address: str) -> float:
     return wall
 
 
-def _family_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and of its reaped children (utime, stime, cutime, cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(value) for value in fields[11:15]) / TICKS
-
-
 def forked_starts(runs: int) -> tuple[list[float], float]:
     """``runs`` fresh thoughtboxes from one warm parent: the wall of each, and the CPU of one on average."""
     before = set(_children())
@@ -152,9 +137,9 @@ def forked_starts(runs: int) -> tuple[list[float], float]:
         assert address is not None
         (parent,) = set(_children()) - before
         asyncio.run(_forked_start(address))  # the parent's imports: paid once per run, not per start
-        cpu_before = _family_cpu(parent)
+        cpu_before = family_cpu(parent)
         walls = [asyncio.run(_forked_start(address)) for _ in range(runs)]
-        cpu = (_family_cpu(parent) - cpu_before) / runs
+        cpu = (family_cpu(parent) - cpu_before) / runs
     return walls, cpu
 
 
@@ -168,7 +153,7 @@ def start_bare() -> Start:
     process = subprocess.Popen(BARE)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return Start(time.perf_counter() - began, usage.ru_utime + usage.ru_stime)
+    return Start(time.perf_counter() - began, usage_cpu(usage))
 
 
 def largest_imports(count: int) -> list[tuple[float, str]]:

@@ -32,7 +32,6 @@ import asyncio
 import json
 import logging
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -41,13 +40,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.cpu import children_cpu, process_cpu, self_cpu
 from mcp_client.config import MCPConfig
 from mcp_client.source import SourceSettings
 from mcp_client.transport_sources import StdioSource
 from session.redaction import Redactor
 
 REPO = Path(__file__).resolve().parent.parent
-TICKS = os.sysconf("SC_CLK_TCK")
 THINK = {"thought": "Look around first.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 ROWS = (
     "spawn",
@@ -64,28 +63,11 @@ SERVER = ["-m", "mcp_servers.thoughtbox_server"]
 WITH_TEARDOWN = ["-c", "import mcp_servers.thoughtbox_server as t; t.end_without_teardown = lambda: None; t.main([])"]
 
 
-def process_cpu_ms(pid: int) -> float:
-    """User + system CPU milliseconds the process has used (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / TICKS
-
-
-def own_cpu_ms() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return (usage.ru_utime + usage.ru_stime) * 1000
-
-
-def children_cpu_ms() -> float:
-    """CPU milliseconds of every child of ours reaped so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (usage.ru_utime + usage.ru_stime) * 1000
-
-
 def child_cpu_ms(argv: list[str]) -> float:
     """CPU milliseconds of one run of ``argv`` to its end, stdin at end-of-file."""
-    before = children_cpu_ms()
+    before = children_cpu()
     subprocess.run(argv, cwd=REPO, stdin=subprocess.DEVNULL, check=True)
-    return children_cpu_ms() - before
+    return (children_cpu() - before) * 1000
 
 
 class TimedSource(StdioSource):
@@ -102,12 +84,12 @@ async def one_turn(config: MCPConfig, settings: SourceSettings) -> dict[str, tup
     """Phase: (wall ms, server CPU ms, our CPU ms)."""
     source = TimedSource(config.server("thoughtbox"), settings)
     figures: dict[str, tuple[float, float, float]] = {}
-    children_before = children_cpu_ms()
-    start, ours = time.perf_counter(), own_cpu_ms()
+    children_before = children_cpu() * 1000
+    start, ours = time.perf_counter(), self_cpu() * 1000
     await source.connect()
     assert source.pid is not None
     pid = source.pid
-    connected, ours_connected, server_cpu = time.perf_counter(), own_cpu_ms(), process_cpu_ms(pid)
+    connected, ours_connected, server_cpu = time.perf_counter(), self_cpu() * 1000, process_cpu(pid) * 1000
     # The fork and exec are ours; the server's CPU from then on is its start.
     figures["spawn"] = ((source.spawned_at - start) * 1000, 0.0, float("nan"))
     figures["import + initialize + list"] = ((connected - source.spawned_at) * 1000, server_cpu, float("nan"))
@@ -115,18 +97,18 @@ async def one_turn(config: MCPConfig, settings: SourceSettings) -> dict[str, tup
 
     async def phase(name: str, work: object) -> None:
         nonlocal server_cpu
-        began, ours_began = time.perf_counter(), own_cpu_ms()
+        began, ours_began = time.perf_counter(), self_cpu() * 1000
         await work  # type: ignore[misc]
-        now_cpu = process_cpu_ms(pid)
-        figures[name] = ((time.perf_counter() - began) * 1000, now_cpu - server_cpu, own_cpu_ms() - ours_began)
+        now_cpu = process_cpu(pid) * 1000
+        figures[name] = ((time.perf_counter() - began) * 1000, now_cpu - server_cpu, self_cpu() * 1000 - ours_began)
         server_cpu = now_cpu
 
     await phase("resources", source.list_resources(30))
     await phase("call", source.call_tool("think", THINK, timeout=30))
-    began, ours_began = time.perf_counter(), own_cpu_ms()
+    began, ours_began = time.perf_counter(), self_cpu() * 1000
     await source.close()
-    figures["close + reap"] = ((time.perf_counter() - began) * 1000, float("nan"), own_cpu_ms() - ours_began)
-    figures["whole life"] = (float("nan"), children_cpu_ms() - children_before, float("nan"))
+    figures["close + reap"] = ((time.perf_counter() - began) * 1000, float("nan"), self_cpu() * 1000 - ours_began)
+    figures["whole life"] = (float("nan"), children_cpu() * 1000 - children_before, float("nan"))
     return figures
 
 

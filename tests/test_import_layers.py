@@ -160,6 +160,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     # What tests and benchmarks share: the scripted model, walkthrough players, our servers started.
     "harness": (
+        "harness.cpu",
         "harness.timing",
         "harness.scripted_llm",
         "harness.config",
