@@ -754,7 +754,7 @@ def play_one(
     if args.games:
         config.files.game = plan.game.name
     try:
-        orchestrator = EpisodeRunner(
+        runner = EpisodeRunner(
             max_turns_per_episode=args.max_turns,
             config=config,
             game_file=Path(plan.story_file).resolve(),
@@ -768,29 +768,29 @@ def play_one(
     except ZorkGPTError as exc:
         ends.append(EpisodeEnd(episode, EpisodeStatus.NEVER_STARTED, f"{exc.title}: {exc}", game=plan.game.name))
         return report(exc)
-    ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", orchestrator.episode_dir, plan.game.name))
-    orchestrator.stop_requested = signals.stop_requested
-    signals.on_stop = orchestrator.request_stop
-    signals.waiting = orchestrator.waiting_on_server
+    ends.append(EpisodeEnd(episode, EpisodeStatus.CRASHED, "", runner.episode_dir, plan.game.name))
+    runner.stop_requested = signals.stop_requested
+    signals.on_stop = runner.request_stop
+    signals.waiting = runner.waiting_on_server
     label = f"Episode {episode}/{episodes_in_run(args)}"
     try:
-        state = orchestrator.play_episode()
+        state = runner.play_episode()
     except ZorkGPTError as exc:
         # The episode's summary is written; a setup error exits 2, any other ends the run with 1:
         # what ended this episode (the provider failing after its retries...) would end the next.
-        if not orchestrator.discard_episode_folder:
-            print(f"{label}: logs in {orchestrator.episode_dir}", file=sys.stderr)
+        if not runner.discard_episode_folder:
+            print(f"{label}: logs in {runner.episode_dir}", file=sys.stderr)
         ends[-1] = ends[-1].with_detail(f"{exc.title}: {exc}")
         return report(exc)
     except UserAbort:
-        print(f"{label}: stopped by the user, logs in {orchestrator.episode_dir}", file=sys.stderr)
+        print(f"{label}: stopped by the user, logs in {runner.episode_dir}", file=sys.stderr)
         raise
     finally:
         signals.on_stop = signals.waiting = None
-        orchestrator.close()
-    ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", orchestrator.episode_dir, plan.game.name)
-    say_episode_ended(label, state, orchestrator.episode_dir)
-    return stopped_by_write_failures(orchestrator, state, config, ends, label)
+        runner.close()
+    ends[-1] = EpisodeEnd(episode, EpisodeStatus.FINISHED, "", runner.episode_dir, plan.game.name)
+    say_episode_ended(label, state, runner.episode_dir)
+    return stopped_by_write_failures(runner, state, config, ends, label)
 
 
 def say_episode_ended(label: str, state: GameState, episode_dir: Path) -> None:
@@ -807,13 +807,13 @@ def say_episode_ended(label: str, state: GameState, episode_dir: Path) -> None:
 
 
 def stopped_by_write_failures(
-    orchestrator: EpisodeRunner, state: GameState, config: GameConfiguration, ends: list[EpisodeEnd], label: str
+    runner: EpisodeRunner, state: GameState, config: GameConfiguration, ends: list[EpisodeEnd], label: str
 ) -> int | None:
     """A full or read-only disk: the episode stopped after the turn that met it (what was written
     is whole), and the next episode would meet it too: the run's exit code, else None."""
     from reports.run_results import EpisodeEnd, EpisodeStatus
 
-    failures = orchestrator.write_failures
+    failures = runner.write_failures
     if not failures:
         return None
     print(
@@ -824,7 +824,7 @@ def stopped_by_write_failures(
     )
     # The same status a child process gets for this exit code under --parallel.
     detail = f"{len(failures)} file(s) could not be written"
-    ends[-1] = EpisodeEnd(ends[-1].number, EpisodeStatus.CRASHED, detail, orchestrator.episode_dir, ends[-1].game)
+    ends[-1] = EpisodeEnd(ends[-1].number, EpisodeStatus.CRASHED, detail, runner.episode_dir, ends[-1].game)
     return EXIT_RUN_FAILED
 
 

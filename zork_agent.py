@@ -37,11 +37,17 @@ from session.events import Event
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
-from shared_utils.model_json import MAX_JSON_DEPTH, create_json_schema, extract_json_object, read_cut_json_object
+from shared_utils.model_json import (
+    MAX_JSON_DEPTH,
+    create_json_schema,
+    extract_json_object,
+    json_type,
+    read_cut_json_object,
+)
 from shared_utils.text import cap_text, shorten
 from shared_utils.toolset import Toolset
 from tool_loop.events import ToolLoopLog
-from tool_loop.loop import ToolLoop, json_type
+from tool_loop.loop import ToolLoop
 
 if TYPE_CHECKING:
     from shared_utils.toolset import ServerPrompt

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from chat_api.tracing import traced_observation
-from mcp_client.config import MCPConfig, ServerConfig
+from mcp_client.config import Lifetime, MCPConfig, ServerConfig
 from mcp_client.runtime import SessionLoop
 from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.source import SourceSettings, ToolSource
@@ -92,16 +92,17 @@ class MCPManager:
             owner=self._sweeper.owner,
             answers=self.answers,
         )
-        default_lifetime = config.mcp.session_lifetime
+        # Each server with the lifetime it runs under (its own, else the run's), for the toolbox and the log alike.
+        served = [(server, server.lifetime or config.mcp.session_lifetime) for server in self.mcp_config.servers]
         self.toolbox = Toolbox(
-            [(server, server.lifetime or default_lifetime) for server in self.mcp_config.servers],
+            served,
             self.make_source,
             logger,
             ahead=config.mcp.servers_started_ahead,
             max_tools=config.mcp.max_tools_offered,
             config_file=self.config_path.name,
         )
-        self._log_loaded()
+        self._log_loaded(served)
         self._runtime: SessionLoop | None = None
         self._runtime_lock = threading.Lock()
         self._turn: int | None = None
@@ -110,12 +111,9 @@ class MCPManager:
         # The configured prompts' text by server; None until the episode's first turn asked for them.
         self._prompts: dict[str, tuple[ServerPrompt, ...]] | None = None
 
-    def _log_loaded(self) -> None:
+    def _log_loaded(self, served: Sequence[tuple[ServerConfig, Lifetime]]) -> None:
         config = self.mcp_config
-        servers = [
-            f"{server.name} ({server.transport}, {lifetime})"
-            for server, lifetime in ((s, s.lifetime or self.config.mcp.session_lifetime) for s in config.servers)
-        ]
+        servers = [f"{server.name} ({server.transport}, {lifetime})" for server, lifetime in served]
         self.logger.info(
             "MCP servers configured from %s: %s%s",
             self.config_path,

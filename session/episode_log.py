@@ -48,7 +48,7 @@ class ConsoleOptions:
     """What of an episode's log reaches the console, and where it goes.
 
     ``level``: WARNING for ``--quiet``, INFO otherwise. ``mcp_detail``: the per-call lines of
-    MCP tool use (session started, calling a tool, result received...), five or so per turn
+    MCP tool use (tool loop started, calling a tool, result received...), five or so per turn
     that uses tools, shown only at ``--verbose``; the episode's files always have them.
     ``handler``: where console lines go (the live terminal status prints them above itself);
     a stream handler on stderr when None.

@@ -82,6 +82,12 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
+def json_type(value: Any) -> str:
+    """A parsed JSON value's type in words ("a number", "an object")."""
+    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
 def loads_json(text: str) -> Any:
     """Decoded JSON from a model, or None when ``text`` is not JSON or nests deeper than
     ``MAX_JSON_DEPTH``: every reader of model JSON goes through here."""

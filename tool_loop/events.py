@@ -94,7 +94,7 @@ class LoopStarted(LoopEvent):
     max_iterations: int
 
     def log_line(self) -> LogLine:
-        message = "Turn %s: MCP session started (max %s iterations)"
+        message = "Turn %s: tool loop started (max %s iterations)"
         return self._event_line(
             logging.INFO,
             Event.MCP_TOOL_LOOP_START,
@@ -406,7 +406,7 @@ class LoopFinished(LoopEvent):
         complete = self._event_line(
             logging.INFO,
             Event.MCP_TOOL_LOOP_COMPLETE,
-            "Turn %s: MCP session complete (%s iterations, %s tool calls)",
+            "Turn %s: tool loop complete (%s iterations, %s tool calls)",
             self.turn,
             self.iteration,
             self.tool_calls,
@@ -417,7 +417,7 @@ class LoopFinished(LoopEvent):
             turn_budget_exhausted=self.budget_exhausted,
             final_action=self.action,
         )
-        # The episode log closes each MCP session with the action it produced.
+        # The episode log closes each tool loop with the action it produced.
         action = self._event_line(
             logging.INFO,
             Event.MCP_AGENT_ACTION,

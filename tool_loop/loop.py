@@ -60,7 +60,7 @@ from llm_client import LLMClient
 from session.errors import MCPServerDiedError, MCPToolCallError
 from session.game_configuration import MCPSection
 from session.game_state import AgentDecision, ToolCallRecord
-from shared_utils.model_json import json_depth
+from shared_utils.model_json import json_depth, json_type
 from shared_utils.text import shorten
 from shared_utils.toolset import ToolCallResult, ToolInfo, Toolset
 from tool_loop.events import (
@@ -397,12 +397,6 @@ def _read_arguments(raw: str) -> dict[str, Any]:
             "Send flatter arguments."
         )
     return arguments
-
-
-def json_type(value: Any) -> str:
-    """A parsed JSON value's type in words ("a number", "an object")."""
-    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
-    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def _summary(result: ToolCallResult) -> str:

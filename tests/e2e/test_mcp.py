@@ -163,8 +163,8 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
     human_log = EpisodeFolder(episode_dir).human_log.read_text(encoding="utf-8")
     assert "[INFO] Turn 4 Iteration 1: Agent calling tool thoughtbox.think" in human_log
     assert "[INFO] Turn 8 Iteration 1: Agent calling tool tools.echo" in human_log
-    assert "[INFO] Turn 4: MCP session complete (2 iterations, 1 tool calls)" in human_log
-    assert "[INFO] Turn 5: MCP session complete (1 iterations, 0 tool calls)" in human_log
+    assert "[INFO] Turn 4: tool loop complete (2 iterations, 1 tool calls)" in human_log
+    assert "[INFO] Turn 5: tool loop complete (1 iterations, 0 tool calls)" in human_log
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])

@@ -164,12 +164,12 @@ def test_full_turn_with_two_thoughts_then_an_answer(
         assert found, f"no log line starting with {prefix!r} in:\n" + "\n".join(lines)
         return found[0]
 
-    line("[INFO] Turn 7: MCP session started (max 20 iterations)")
+    line("[INFO] Turn 7: tool loop started (max 20 iterations)")
     line("[INFO] Turn 7 Iteration 1: Agent calling tool thoughtbox.think")
     assert json.loads(line("[DEBUG] Turn 7 Iteration 1: Tool arguments: ").split(": ", 2)[2]) == think(1, 2, True)
     line("[INFO] Turn 7 Iteration 1: Tool result received (")
     line("[INFO] Turn 7 Iteration 2: Agent calling tool thoughtbox.think")
-    line("[INFO] Turn 7: MCP session complete (3 iterations, 2 tool calls)")
+    line("[INFO] Turn 7: tool loop complete (3 iterations, 2 tool calls)")
     line("[INFO] Turn 7: Agent action: open mailbox")
 
 
