@@ -8,6 +8,10 @@ may use which (no arrow points back inside a package either), and it leaves no r
 cycle. Every import is read from the source with ``ast``: module-level, function-local and
 ``TYPE_CHECKING`` imports alike, so a lazy import cannot hide an arrow that points back up.
 
+The same holds a level up: each top-level folder sits in one layer, and between folders (the
+product's packages, ``harness/``, ``benchmarks/``, and ``tests/`` on top) every import points down,
+so no folders import each other, directly or around a circle.
+
 The architecture page's table ("Where things live") must place every module in the layer named
 here, so the page and the code cannot drift apart unnoticed.
 """
@@ -56,6 +60,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "game_interface.meta_commands",
         "game_interface.story_file",
         "game_interface.jericho_interface",
+        "game_interface.fetch_story",
         "game_interface",
         "world.memory_file",
         "world.knowledge_file",
@@ -155,7 +160,6 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "viewer.server",
         "viewer.cli",
         "viewer.__main__",
-        "game_interface.fetch_story",
         "main",
     ),
     # What tests and benchmarks share: the scripted model, walkthrough players, our servers started.
@@ -246,6 +250,66 @@ def test_every_import_points_down() -> None:
         if position[target] > position[module]
     )
     assert upward == [], "imports that point up (or back, inside a layer): " + ", ".join(upward)
+
+
+def layer_of(module: str) -> str:
+    return next(name for name, modules in LAYERS.items() if module in modules)
+
+
+def test_every_package_sits_in_one_layer() -> None:
+    """A folder is one layer's: a package split across layers (a command-line module of a low
+    package listed with the entry points) would let the folder's arrows point both ways."""
+    layers: dict[str, set[str]] = {}
+    for module in ORDER:
+        layers.setdefault(module.split(".")[0], set()).add(layer_of(module))
+    split = {folder: sorted(names) for folder, names in layers.items() if len(names) > 1}
+    assert split == {}, f"packages whose modules sit in several layers: {split}"
+
+
+def folder_graph() -> dict[str, set[str]]:
+    """Top-level folder (or module) → the other top-level ones it imports, ``tests`` among them."""
+    modules = product_modules()
+    folders: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        top = module.split(".")[0]
+        folders.setdefault(top, set()).update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+    files = subprocess.run(["git", "ls-files", "tests/*.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    for name in files.stdout.split():
+        path = REPO / name
+        module = path.relative_to(REPO).with_suffix("").as_posix().replace("/", ".")
+        folders.setdefault("tests", set()).update(
+            imported.split(".")[0] for imported in imported_names(module, path) if imported in modules
+        )
+    return folders
+
+
+def test_no_circle_between_folders_and_every_folder_arrow_points_down() -> None:
+    """The same order one level up: between top-level folders (the product's packages, ``harness/``,
+    ``benchmarks/`` and ``tests/``, which sits on top of everything) no import points to a higher
+    layer, so no two folders import each other, directly or around a circle."""
+    folders = folder_graph()
+    assert {"benchmarks", "harness", "reports", "orchestration"} <= folders["tests"]  # the walk read the tests
+    rank = {module.split(".")[0]: list(LAYERS).index(layer_of(module)) for module in ORDER}
+    rank["tests"] = len(LAYERS)
+    upward = sorted(
+        f"{folder} ({rank[folder]}) -> {target} ({rank[target]})"
+        for folder, targets in folders.items()
+        for target in targets
+        if rank[target] > rank[folder]
+    )
+    assert upward == [], "folders importing a higher layer's: " + ", ".join(upward)
+    circles = []
+    for start in folders:  # a walk from each folder that comes back to it is a circle
+        stack, seen = [[start]], set()
+        while stack:
+            path = stack.pop()
+            for target in sorted(folders.get(path[-1], ())):
+                if target == start:
+                    circles.append(" -> ".join([*path, start]))
+                elif target not in seen:
+                    seen.add(target)
+                    stack.append([*path, target])
+    assert circles == [], "folders importing each other: " + "; ".join(sorted(circles))
 
 
 def test_the_architecture_page_places_every_module_in_its_layer() -> None:
