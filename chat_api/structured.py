@@ -5,7 +5,7 @@ some take neither. A refusal (an error naming the format) sends the same request
 form down the provider's ladder (json_schema, json_object with the schema in the prompt (or
 only in the request, for a server that turns it into a grammar), then plain prompt JSON); a
 reply that ignored the format is kept and the next calls use the next form. What each endpoint
-and model settled on lives in a ``StructuredOutputMemory`` that its owner (the orchestrator,
+and model settled on lives in a ``StructuredOutputMemory`` that its owner (the episode runner,
 one per run) hands to every client, so the refusal is paid once.
 """
 

@@ -156,13 +156,13 @@ def play_walkthrough(
     ``tmp_path / "game_files"``; returns the final GameState."""
     llm_server.respond_with(model or WalkthroughModel(walkthrough(game_file)[:turns]))
     config = e2e_config(tmp_path, llm_server.base_url, game_file, **sections)
-    orchestrator = EpisodeRunner(
+    runner = EpisodeRunner(
         episode_id=episode_id, config=config, console=False, max_turns_per_episode=turns, redactor=Redactor()
     )
     try:
-        return orchestrator.play_episode()
+        return runner.play_episode()
     finally:
-        orchestrator.close()
+        runner.close()
 
 
 class TurnKeyedWalkthroughModel(WalkthroughModel):

@@ -1,4 +1,4 @@
-"""The small interface every manager implements, so the orchestrator can treat them alike."""
+"""The small interface every manager implements, so the episode runner can treat them alike."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class ManagerFileError(LearningFileError):
 class BaseManager(ABC):  # noqa: B024 - every hook is optional; subclasses override what they own
     """One job of the agent loop.
 
-    Hooks, called by the orchestrator:
+    Hooks, called by the episode runner:
     - ``reset_episode()`` when an episode starts;
     - ``process_turn(result)`` after each executed action, with what it did;
     - ``context_section()`` text for the agent's prompt, or None;

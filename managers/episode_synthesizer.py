@@ -10,7 +10,7 @@ per turn with the default config.
 Stuck detection reads ``game_state``: a turn is progress when it reaches a new room, changes
 the score, takes or drops an item, or brings a reply the game had not given before
 (``session.progress``). After ``gameplay.stuck_warning_turns`` turns without progress the
-agent is warned in its context; after ``gameplay.stuck_limit_turns`` the orchestrator ends
+agent is warned in its context; after ``gameplay.stuck_limit_turns`` the episode runner ends
 the episode (``stuck_status().end``). A limit of 0 turns the rule off: no warning, no end.
 """
 
@@ -96,7 +96,7 @@ class EpisodeSynthesizer(BaseManager):
         usage_source: UsageSource | None = None,
         wall_clock: WallClock | None = None,
     ) -> None:
-        """``wall_clock``: the episode's own (the orchestrator's), so the summary and the
+        """``wall_clock``: the episode's own (the episode runner's), so the summary and the
         ``episode_end`` event give the same wall time; None leaves it out of the summary."""
         super().__init__(config, logger, game_state)
         self.episode = EpisodeFolder(episode_dir)

@@ -216,7 +216,7 @@ class LearningFile:
             )
         except OSError as exc:
             # A full disk, a read-only folder: the manager's state in memory is still right, and
-            # the episode stops after this turn (the orchestrator reads ``write_failures``).
+            # the episode stops after this turn (the episode runner reads ``write_failures``).
             failure = f"{self.path.name}: {exc.strerror or exc}"
             if failure not in self.write_failures:
                 self.write_failures.append(failure)

@@ -82,7 +82,7 @@ class MapManager(BaseManager):
 
     def reset_episode(self, game_state: GameState) -> None:
         super().reset_episode(game_state)
-        # The orchestrator fills in the starting room after reset; it is counted on first sight.
+        # The episode runner fills in the starting room after reset; it is counted on first sight.
         self._start_visit_pending = True
 
     def _change(self, operation: str, *args: Any) -> bool:
@@ -93,7 +93,7 @@ class MapManager(BaseManager):
         return changed is not False
 
     def _sync_current_room(self) -> bool:
-        """Fold the orchestrator's engine facts for the current room into the map."""
+        """Fold the episode runner's engine facts for the current room into the map."""
         state = self.game_state
         if not state.current_room_id:
             return False

@@ -204,7 +204,7 @@ class MemoryManager(LearningManager):
     def process_turn(self, result: TurnResult) -> None:
         if not self.config.memory.enabled:
             return
-        # The orchestrator may reset us before it knows the start room; where we acted from was visited.
+        # The episode runner may reset us before it knows the start room; where we acted from was visited.
         self.visited.add(result.room_id_before)
         self._retire_disproved_failures(result)
         self.changed += shown_changes(result)

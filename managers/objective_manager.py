@@ -675,7 +675,7 @@ class ObjectiveManager(LearningManager):
         return changed
 
     def _review_prompt(self, ambiguous: list[str], revisit: list[str] | None = None) -> str:
-        # The latest TurnResult, not game_state: it is current whatever order the orchestrator updates things in.
+        # The latest TurnResult, not game_state: it is current whatever order the episode runner updates things in.
         now = self.recent[-1]
         lines = [
             f"Turn {now.turn}; location: {now.room_name_after}; score: {now.score_after}; "

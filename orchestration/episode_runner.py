@@ -590,7 +590,7 @@ class EpisodeRunner:
 
     def close(self) -> None:
         if getattr(self, "mcp_manager", None) is not None:
-            self.mcp_manager.close()  # every MCP session and server ends with the orchestrator
+            self.mcp_manager.close()  # every MCP session and server ends with the episode runner
         if hasattr(self, "game"):  # else the start failed before the game was opened
             self.game.close()
         self._write_failures += log_write_failures(self.logger)  # kept: the handlers close now

@@ -6,7 +6,7 @@ tokens and cost so far, elapsed time and turns per minute), redrawn as turns com
 the log lines scrolling above it. Only used when stderr is a terminal: elsewhere (CI, pipes,
 ``nohup``) the log lines are printed as they are, one per turn.
 
-It is presentation only: it is fed ``TurnFigures`` (by the orchestrator's ``on_turn``, or by
+It is presentation only: it is fed ``TurnFigures`` (by the episode runner's ``on_turn``, or by
 the parallel runner from its children) and log records (``log_handler()``). Everything it
 shows that came from the game, the model or a server is escaped first, so no control
 character reaches the terminal raw.

@@ -1,6 +1,6 @@
-"""The figures of one played turn, as the orchestrator reports them to whoever watches.
+"""The figures of one played turn, as the episode runner reports them to whoever watches.
 
-The orchestrator only emits these; showing them (the live terminal status) is the caller's
+The episode runner only emits these; showing them (the live terminal status) is the caller's
 business. They also travel as one JSON line per turn from an episode played in a child
 process (``--parallel``) to the parent that shows every running episode.
 """

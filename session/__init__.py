@@ -6,7 +6,7 @@
 - ``game_configuration``: the ``[tool.zorkgpt.*]`` settings, their env overrides and ``.env``;
 - ``objective_spec``: how an objective says it is done;
 - ``progress``: what counts as progress for the idle rule;
-- ``game_state``: the episode's state, owned by the orchestrator;
+- ``game_state``: the episode's state, owned by the episode runner;
 - ``episode_folder``: every file name of an episode folder, and the one reader of its events;
 - ``redaction``: the run's secrets, taken out of text before it is written anywhere;
 - ``episode_log``: the JSONL and human logs;

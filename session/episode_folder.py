@@ -1,7 +1,7 @@
 """The files of one episode folder, named once for the code that writes them and the code that reads them.
 
 An episode folder is ``<game workdir>/episodes/<episode id>/``. The episode logger writes
-``episode_log.jsonl`` and ``episode.log``, the orchestrator ``current_state.json`` after every
+``episode_log.jsonl`` and ``episode.log``, the episode runner ``current_state.json`` after every
 turn and ``settings.json`` at the start, the episode synthesizer ``episode_summary.json`` and
 ``episode_summary.md`` at the end.
 The viewer, the run reports, the benchmarks and the tests read them through the same names,

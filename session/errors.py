@@ -248,12 +248,12 @@ POLICY: dict[type[ZorkGPTError], Consequence] = {
 
 Where the consequences are carried out:
 - ``TURN_CONTINUES``: the tool loop (``tool_loop/loop.py``) turns ``MCPToolCallError`` into the
-  call's error result; the orchestrator turns ``GameInterfaceError`` from sending a command
+  call's error result; the episode runner turns ``GameInterfaceError`` from sending a command
   into the turn's reply.
 - ``TOOL_SERVER_DOWN``: the tool loop stops calling that server's tools after ``MCPServerDiedError``
   (a server whose connect and retry failed later in an episode is left out by the toolbox itself,
   which logs ``mcp_server_disabled``; no exception reaches the agent).
-- ``EPISODE_ENDS`` and ``SETUP_FAILS``: the orchestrator's episode loop records the error as
+- ``EPISODE_ENDS`` and ``SETUP_FAILS``: the episode runner's episode loop records the error as
   the ``end_reason`` and re-raises it; ``main.py`` prints it and exits with ``exit_code``.
 
 An error whose consequence is handled within a turn but that escapes its handler (a

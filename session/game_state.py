@@ -1,6 +1,6 @@
-"""Shared per-episode state: what happened so far, owned by the orchestrator.
+"""Shared per-episode state: what happened so far, owned by the episode runner.
 
-Managers read it and the orchestrator writes it; plain dataclasses keep it cheap to
+Managers read it and the episode runner writes it; plain dataclasses keep it cheap to
 update every turn and trivial to export as JSON.
 """
 

@@ -120,7 +120,7 @@ THREE_DEATHS = TO_CANYON + ["north"] + FOREST_TO_CANYON * 2
 class DialectModel:
     """Each time the agent asks afresh it first calls thoughtbox__think, written in the next of
     ``TOOL_DIALECTS``; once the tool's answer (or error) is in the conversation it plays the next
-    command. Re-asks after a critic rejection take the next command too, as in the orchestrator's
+    command. Re-asks after a critic rejection take the next command too, as in the episode runner's
     three-deaths test this sequence comes from."""
 
     def __init__(self, actions: list[str]) -> None:

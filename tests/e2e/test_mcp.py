@@ -1,4 +1,4 @@
-"""End-to-end with MCP on: the orchestrator plays 12 walkthrough turns of real Zork I through real
+"""End-to-end with MCP on: the episode runner plays 12 walkthrough turns of real Zork I through real
 HTTP, with three MCP servers in one toolbox: the shipped thoughtbox over stdio (a fresh server
 every turn, started early while the previous turn runs), the misbehaving test server over stdio
 (one session for the episode) and the thoughtbox in HTTP mode as a remote server.

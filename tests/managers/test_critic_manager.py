@@ -43,7 +43,7 @@ def make_manager(config: GameConfiguration, game: JerichoInterface, server: Any 
 
 
 def play(manager: CriticManager, game: JerichoInterface, decision: AgentDecision) -> TurnResult:
-    """Executes the decision like the orchestrator does and hands the result to the manager."""
+    """Executes the decision like the episode runner does and hands the result to the manager."""
     state = manager.game_state
     before_room, before_inventory, before_score = game.get_location(), game.get_inventory(), game.score
     response = game.send_command(decision.action)

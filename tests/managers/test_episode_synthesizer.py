@@ -22,7 +22,7 @@ TO_CANYON = ["south", "east", "east", "east"]  # jumping at Canyon View kills
 
 
 class Episode:
-    """Plays commands on real Jericho and feeds each TurnResult to the synthesizer like the orchestrator."""
+    """Plays commands on real Jericho and feeds each TurnResult to the synthesizer like the episode runner."""
 
     def __init__(self, game: JerichoInterface, synthesizer: EpisodeSynthesizer) -> None:
         self.game = game

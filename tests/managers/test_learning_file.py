@@ -140,7 +140,7 @@ def learning_config(server: ScriptedLLMServer, root: Path, environ: dict[str, st
 
 
 class Managers:
-    """The four learning managers of one run, built as the orchestrator builds them at start."""
+    """The four learning managers of one run, built as the episode runner builds them at start."""
 
     def __init__(
         self, config: GameConfiguration, server: ScriptedLLMServer, episode_id: str, game: JerichoInterface

@@ -1,4 +1,4 @@
-"""MapManager driven by the real game: the facts flow the orchestrator gives it each turn."""
+"""MapManager driven by the real game: the facts flow the episode runner gives it each turn."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _config(tmp_path: Path, **gameplay: object) -> GameConfiguration:
 
 
 class Driver:
-    """What the orchestrator does around the map manager, with the real game."""
+    """What the episode runner does around the map manager, with the real game."""
 
     def __init__(self, game: JerichoInterface, manager: MapManager, probe: bool = True) -> None:
         self.game, self.manager, self.probe = game, manager, probe
@@ -274,7 +274,7 @@ def test_stale_exits_are_not_given_to_the_wrong_room(
     driver = Driver(game, manager)
     driver.start()
     west = driver.state.current_room_id
-    # The orchestrator has not yet applied the new room's facts when the manager runs.
+    # The episode runner has not yet applied the new room's facts when the manager runs.
     result = TurnResult(1, "north", "", "North of House", west, "West of House", 81, "North of House", 0, 0, [], [], 1)
     manager.process_turn(result)
     assert manager.graph.rooms[81].verified_exits == set()

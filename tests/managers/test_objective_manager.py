@@ -56,7 +56,7 @@ def review(
 
 
 class Player:
-    """The orchestrator's part around the objective manager: play a command, hand over the turn."""
+    """The episode runner's part around the objective manager: play a command, hand over the turn."""
 
     def __init__(self, game: JerichoInterface, manager: ObjectiveManager) -> None:
         self.game, self.manager, self.turn = game, manager, 0
@@ -280,7 +280,7 @@ def test_at_the_seen_level_a_route_leads_only_where_the_player_last_saw_the_item
     read.read(None, game.start())
 
     def observe() -> None:
-        # The orchestrator's part: the facts the agent reads, as the "seen" level shows them.
+        # The episode runner's part: the facts the agent reads, as the "seen" level shows them.
         location = game.get_location()
         state.current_room_id, state.current_room_name = location.id, location.name
         state.inventory = state.inventory_shown = game.describe_inventory()

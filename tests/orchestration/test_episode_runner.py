@@ -1,4 +1,4 @@
-"""End-to-end: the full orchestrator plays real Zork I through real HTTP and real Jericho."""
+"""End-to-end: the full episode runner plays real Zork I through real HTTP and real Jericho."""
 
 from __future__ import annotations
 

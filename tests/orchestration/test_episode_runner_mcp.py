@@ -1,4 +1,4 @@
-"""Orchestrator and CLI wiring of MCP (requirements 2.5, 9.1-9.4): fail fast, or no MCP at all."""
+"""The episode runner and the command line wiring MCP: fail fast, or no MCP at all."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ def test_enabled_mcp_creates_a_manager_whose_turns_hold_the_tools(tmp_path: Path
         game_file,
         mcp={"enabled": True, "config_file": str(REPO / "mcp_config.json")},
     )
-    orchestrator = EpisodeRunner(episode_id="mcp-on", config=config, console=False, redactor=Redactor())
+    runner = EpisodeRunner(episode_id="mcp-on", config=config, console=False, redactor=Redactor())
     try:
-        assert isinstance(orchestrator.mcp_manager, MCPManager)
-        with orchestrator._turn_tools(1) as tools:  # what each turn hands the agent and the critic's re-asks
+        assert isinstance(runner.mcp_manager, MCPManager)
+        with runner._turn_tools(1) as tools:  # what each turn hands the agent and the critic's re-asks
             assert tools is not None and "thoughtbox__think" in [t["function"]["name"] for t in tools.schemas]
     finally:
-        orchestrator.close()
+        runner.close()
     kinds = [e["event_type"] for e in read_events(episodes_dir(tmp_path / "game_files") / "mcp-on")]
     assert "mcp_manager_init" in kinds
 
@@ -41,13 +41,13 @@ def test_disabled_mcp_never_reads_the_mcp_config(tmp_path: Path, game_file: Path
     config = e2e_config(
         tmp_path, "http://127.0.0.1:9/v1", game_file, mcp={"enabled": False, "config_file": "does-not-exist.json"}
     )
-    orchestrator = EpisodeRunner(episode_id="mcp-off", config=config, console=False, redactor=Redactor())
+    runner = EpisodeRunner(episode_id="mcp-off", config=config, console=False, redactor=Redactor())
     try:
-        assert orchestrator.mcp_manager is None
-        with orchestrator._turn_tools(1) as tools:
+        assert runner.mcp_manager is None
+        with runner._turn_tools(1) as tools:
             assert tools is None  # the agent asks without tools
     finally:
-        orchestrator.close()
+        runner.close()
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ spawned by the real ``MCPManager``. The loop's owner is played by the harness: i
 ``ANSWER_FORMAT`` as the final answer's schema and reads ``{"action": ...}`` replies.
 
 Each turn opens the turn's tools and runs the loop inside one ``asyncio.run``, then ends the
-turn as the orchestrator does; no "Event loop is closed" / "cancel scope" text may appear in
+turn as the episode runner does; no "Event loop is closed" / "cancel scope" text may appear in
 warnings, unraisable exceptions, log records or the captured output. At the end of each test
 the manager is closed and no server process may be left.
 """

@@ -13,7 +13,7 @@ seam: which server processes opening a turn started and which tool calls reached
 Every turn runs through ``AgentTurns._run``, which asserts the async hygiene the issue asks
 for: asyncio.run entered exactly once and never inside a running loop (property 39/40) and
 no "Event loop is closed" / "cancel scope" text in warnings, unraisable exceptions, log
-records or the captured stdout/stderr; then it ends the turn as the orchestrator does. At
+records or the captured stdout/stderr; then it ends the turn as the episode runner does. At
 the end of each test the manager is closed and no server process may be left.
 """
 

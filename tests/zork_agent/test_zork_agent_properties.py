@@ -823,7 +823,7 @@ def test_property_46_final_answer_parsed_with_agent_response(scenario: Scenario)
 
 @given(scenarios())
 def test_property_47_result_has_thinking_action_and_optional_objective(scenario: Scenario) -> None:
-    """Property 47 (Req 15.2, 15.4): the result always has the keys the orchestrator reads, typed."""
+    """Property 47 (Req 15.2, 15.4): the result always has the keys the episode runner reads, typed."""
     run = run_scenario(scenario)
     assert run.result is not None
     assert isinstance(run.result, AgentDecision)
