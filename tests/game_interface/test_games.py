@@ -14,6 +14,7 @@ import pytest
 from game_interface import StoryFileError, resolve_story_file
 from game_interface.games import KNOWN_GAMES, ZORK1, ZORK2, ZORK3, Game, recognize
 from tests.main_support import REPO
+from tests.trilogy_support import story_file_of
 
 
 @pytest.fixture
@@ -22,10 +23,7 @@ def trilogy(tmp_path: Path, game_file: Path) -> Path:
     folder = tmp_path / "games"
     folder.mkdir()
     for game in KNOWN_GAMES.values():
-        source = game_file.parent / game.story_name
-        if not source.is_file():
-            pytest.skip(f"no {game.title} story file beside {game_file}, so the trilogy's tests are skipped")
-        shutil.copyfile(source, folder / game.story_name)
+        shutil.copyfile(story_file_of(game, game_file), folder / game.story_name)
     return folder
 
 
