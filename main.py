@@ -269,15 +269,14 @@ def first_seed(args: argparse.Namespace, config: GameConfiguration, game: Game) 
     run's last seed must fit too, and the game must take the seed, or a ``ConfigError`` says what to give."""
     seed = config.gameplay.seed if args.seed is None else args.seed
     seed = game.seed if seed is None else seed
+    where = (
+        "--seed"
+        if args.seed is not None
+        else "The seed setting ([tool.zorkgpt.gameplay] seed or ZORKGPT_GAMEPLAY_SEED)"
+    )
     if (problem := game.seed_problem(seed)) is not None:
-        where = "--seed" if args.seed is not None else "[tool.zorkgpt.gameplay] seed (or ZORKGPT_GAMEPLAY_SEED)"
         raise ConfigError(f"{where}: {problem}.")
     if seed + args.episodes - 1 > MAX_GAME_SEED:
-        where = (
-            "--seed"
-            if args.seed is not None
-            else "The seed setting ([tool.zorkgpt.gameplay] seed or ZORKGPT_GAMEPLAY_SEED)"
-        )
         raise ConfigError(
             f"{where} {seed} with --episodes {args.episodes} would give episode {args.episodes} the seed "
             f"{seed + args.episodes - 1}, over the largest, {MAX_GAME_SEED}: choose a seed of at most "
