@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from tests.conformance_support import Conformance, conformance_suite
 
 pytestmark = pytest.mark.e2e
@@ -165,5 +166,7 @@ def test_the_driver_imports_no_game() -> None:
         f"import sys; sys.path.insert(0, {str(DRIVER.parents[1])!r}); import tests.mcp_conformance_client; "
         "print(sorted(m for m in ('jericho', 'orchestration.episode_runner') if m in sys.modules))"
     )
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=scaled(60)
+    )
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
