@@ -17,6 +17,7 @@ from harness.scripted_llm import (
     ScriptedLLMServer,
     agent_reply,
     completion,
+    minimal_instance,
     requested_schema,
     tool_call,
 )
@@ -63,42 +64,6 @@ def every_role_config(tmp_path: Path, base_url: str, game_file: Path, **sections
         "extractor": {"llm_enabled": True},
     }
     return e2e_config(tmp_path, base_url, game_file, **{**roles, **sections})
-
-
-def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
-    """The smallest value that validates against a JSON schema: the "nothing to report" answer.
-
-    Lets one scripted model answer every manager's structured request without knowing
-    each manager's response model.
-    """
-    root = root or schema
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        return minimal_instance(root.get("$defs", {}).get(name, {}), root)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "const" in schema:
-        return schema["const"]
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = schema[key]
-            if any(o.get("type") == "null" for o in options):
-                return None
-            return minimal_instance(options[0], root)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = "null" if "null" in kind else kind[0]
-    if kind == "object":
-        return {k: minimal_instance(v, root) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return []
-    if kind == "string":
-        return "" if not schema.get("minLength") else "x" * schema["minLength"]
-    if kind in ("integer", "number"):
-        return schema.get("minimum", 0)
-    if kind == "boolean":
-        return False
-    return None
 
 
 class WalkthroughModel:

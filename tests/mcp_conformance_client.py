@@ -39,8 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the project's modules come from here
     sys.path.insert(0, str(REPO_ROOT))
 
-from harness.scripted_llm import ScriptedLLMServer, completion, tool_call  # noqa: E402
-from harness.walkthroughs import minimal_instance  # noqa: E402
+from harness.scripted_llm import ScriptedLLMServer, completion, minimal_instance, tool_call  # noqa: E402
 from llm_client import LLMClient  # noqa: E402
 from managers.mcp_manager import MCPManager  # noqa: E402
 from mcp_client.tools import wire_name  # noqa: E402

@@ -21,8 +21,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema, tool_call
-from harness.walkthroughs import AGENT_MODEL, minimal_instance
+from harness.scripted_llm import (
+    ScriptedLLMServer,
+    agent_reply,
+    completion,
+    minimal_instance,
+    requested_schema,
+    tool_call,
+)
+from harness.walkthroughs import AGENT_MODEL
 from session.episode_folder import episodes_dir
 from tests.main_support import NO_LEARNING, run_main, scripted_env
 from tests.mcp_test_servers.helpers import SERVERS_DIR, misbehaving_entry, write_mcp_config

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness.timing import scaled
 from tests.conformance_support import Conformance, conformance_suite
 
 pytestmark = pytest.mark.e2e
@@ -154,3 +156,17 @@ def test_skills_are_not_supported(suite: Conformance, scenario: str) -> None:
     )
     assert verdict.checks, verdict.explain()
     assert not verdict.client_passed(), verdict.explain()
+
+
+def test_the_driver_imports_no_game() -> None:
+    """The suite starts the driver once per scenario (some sixty times a run, with the auth ones): it
+    plays one MCP turn, so it loads neither the game engine nor the episode runner, which would cost
+    every start about a fifth of a second of CPU for nothing."""
+    probe = (
+        f"import sys; sys.path.insert(0, {str(DRIVER.parents[1])!r}); import tests.mcp_conformance_client; "
+        "print(sorted(m for m in ('jericho', 'orchestration.episode_runner') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=scaled(60)
+    )
+    assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr

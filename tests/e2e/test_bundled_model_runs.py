@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, requested_schema
+from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, minimal_instance, requested_schema
 from harness.timing import scaled, wait_until
-from harness.walkthroughs import minimal_instance, walkthrough
+from harness.walkthroughs import walkthrough
 from mcp_client.processes import marked_processes
 from orchestration.embedded_model import EMBEDDED_MODEL, EMBEDDED_WORKDIR
 from session.episode_folder import episodes_dir

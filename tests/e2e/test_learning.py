@@ -60,6 +60,9 @@ def play(config: GameConfiguration, episode_id: str, turns: int) -> tuple[Episod
 def test_walkthrough_with_default_config_wins_within_cost_budget(
     llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
+    """The whole walkthrough through the orchestrator, real HTTP and real Jericho, every learning manager
+    on: the game is won turn by turn as the episode's files tell it, within the calls budget. (One game
+    serves both: a second replay with the managers off checked nothing this one does not.)"""
     commands = walkthrough(game_file)
     model = WalkthroughModel(commands)
     llm_server.respond_with(model)
@@ -69,8 +72,13 @@ def test_walkthrough_with_default_config_wins_within_cost_budget(
     assert config.extractor.llm_enabled
     _, state = play(config, "all-managers", len(commands) + 5)
 
-    assert state.victory and (state.score, state.max_score) == (350, 350)
-    assert model.agent_calls == len(commands)
+    assert state.victory and state.end_reason == "victory"
+    assert (state.score, state.max_score) == (350, 350)
+    assert state.turn_count == len(commands) == model.agent_calls
+    # Every agent request went over HTTP with the JSON-schema response format.
+    agent_bodies = [b for b in llm_server.bodies if b["model"] == AGENT_MODEL]
+    assert len(agent_bodies) == len(commands)
+    assert agent_bodies[0]["response_format"]["json_schema"]["name"] == "AgentResponse"
     total_calls = len(llm_server.requests)
     calls_per_turn = total_calls / state.turn_count
     assert calls_per_turn <= 1.3, f"{calls_per_turn:.3f} LLM calls per turn"
@@ -86,8 +94,21 @@ def test_walkthrough_with_default_config_wins_within_cost_budget(
     # Every persisted file parses.
     for path in (tmp_path / "game_files").rglob("*.json"):
         json.loads(path.read_text())
-    for event in read_events(episode_dir):
+    events = read_events(episode_dir)
+    for event in events:
         assert "event_type" in event
+    # The episode's log, state and human log tell the whole game, turn by turn.
+    kinds = [e["event_type"] for e in events]
+    assert kinds[0] == "episode_start" and kinds[-1] == "episode_end"
+    turns = [e for e in events if e["event_type"] == "turn"]
+    assert [t["turn"] for t in turns] == list(range(1, len(commands) + 1))
+    assert [t["action"] for t in turns] == [c.lower() for c in commands]
+    assert turns[-1]["score"] == 350
+    assert events[-1]["end_reason"] == "victory"
+    exported = json.loads(EpisodeFolder(episode_dir).state.read_text())
+    assert exported["score"] == 350 and exported["victory"] is True
+    assert exported["turn_count"] == len(commands)
+    assert "Turn 1 | Score 0/350 | North of House" in EpisodeFolder(episode_dir).human_log.read_text()
 
 
 def test_knowledge_and_memories_reach_the_next_episode(

@@ -167,17 +167,23 @@ def test_three_servers_through_a_walkthrough_reach_the_same_score(
     assert "[INFO] Turn 5: tool loop complete (1 iterations, 0 tool calls)" in human_log
 
 
-@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+# One thoughtbox per protocol revision, each pinned, in one run: the model's thinking turns alternate
+# between them, so one whole walkthrough shows both revisions (a run per revision played it twice).
+PINNED = {"thoughtbox_2025": "2025-11-25", "thoughtbox_2026": "2026-07-28"}
+
+
 def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, protocol: str
+    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
 ) -> None:
-    """main.py as a user runs it, MCP on with the shipped thoughtbox pinned to one revision: the
-    model thinks every 25th turn and plays the walkthrough; the game is won with the full score."""
+    """main.py as a user runs it, MCP on with the shipped thoughtbox twice, each pinned to one revision:
+    the model thinks every 25th turn, on each server in turn, and plays the walkthrough; the game is won
+    with the full score and every thought of either revision is answered."""
     commands = walkthrough(game_file)
-    think = [("thoughtbox__think", THINK_ARGS)]
+    think = [(f"{name}__think", THINK_ARGS) for name in PINNED]
     model = ThinkingWalkthroughModel(commands, every=25, rotation=think)
     llm_server.respond_with(model)
-    mcp_file = write_mcp_config(tmp_path / "mcp-config", {"thoughtbox": {**thoughtbox_entry(), "protocol": protocol}})
+    servers = {name: {**thoughtbox_entry(), "protocol": protocol} for name, protocol in PINNED.items()}
+    mcp_file = write_mcp_config(tmp_path / "mcp-config", servers)
     env = scripted_env(
         llm_server,
         tmp_path,
@@ -197,9 +203,10 @@ def test_the_whole_walkthrough_through_main_reaches_350_with_mcp_on(
     turns = [e for e in events if e["event_type"] == "turn"]
     assert turns[-1]["score"] == 350
     connects = [e for e in events if e["event_type"] == "mcp_session_connect"]
-    assert connects and {e["protocol_version"] for e in connects} == {protocol}
-    results = [e for e in events if e["event_type"] == "mcp_tool_result" and e.get("tool_name") == "thoughtbox.think"]
+    assert {(e["server_name"], e["protocol_version"]) for e in connects} == set(PINNED.items())
+    results = [e for e in events if e["event_type"] == "mcp_tool_result"]
     assert len(results) == len(model.thinking_turns) >= len(commands) // 25
+    assert {e["tool_name"] for e in results} == {f"{name}.think" for name in PINNED}
     assert not any(e.get("is_error") for e in results)
 
 

@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.timing import scaled
 from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
 from reports import run_report
 from reports.run_figures import RunSummary, number_text
@@ -558,8 +559,8 @@ def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
 # turn has tools.
 LATE_HANG = ("--start", "late-hang", "--serve-first", "2", "--hang-next", "2")
 # Room for a loaded machine: a good start (the SDK's import) takes a few seconds on a busy 2-core
-# machine; each hung start costs this long.
-LATE_HANG_TIMEOUT = "20"
+# machine; each hung start costs this long (twice a run), so it is no longer than that room needs.
+LATE_HANG_TIMEOUT = f"{scaled(10):g}"
 DISABLED_EPISODE = (
     "MCP on: tools in 2 of 4 turns (without: servers disabled 2); flaky disabled at turn 3 (start timeout)"
 )
