@@ -43,12 +43,13 @@ from benchmarks.engine_truth import (
     Story,
     named_by,
 )
-from game_interface import JerichoInterface, resolve_story_file
+from game_interface import JerichoInterface
+from game_interface.games import KNOWN_GAMES
 from harness.walkthroughs import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
-from session.errors import StoryFileError
 from session.game_state import GameState
+from tests.trilogy_support import story_file_of
 from world.map_graph import MapGraph
 
 pytestmark = pytest.mark.e2e
@@ -99,14 +100,6 @@ def test_at_the_engine_level_every_prompt_agrees_with_the_probe(game_file: Path)
     assert report.figures["turns"] == ENGINE_LEVEL_TURNS
 
 
-def story_of(game_file: Path, name: str) -> Path:
-    """The story file of the known game ``name`` beside the configured one; the test is skipped without it."""
-    try:
-        return resolve_story_file(game_file, game=name, allow_download=False)
-    except StoryFileError as exc:
-        pytest.skip(f"no {name} story file beside {game_file}: {exc}")
-
-
 # Zork II's and III's seen replays go over the whole walkthrough, as Zork I's (None: every command).
 # Zork I's checks that need what these games lack (an objective's item seen lying elsewhere, a memory
 # of this game's state) may find nothing to check.
@@ -135,7 +128,7 @@ def test_zork2_and_3_prompts_agree_with_the_engine(
     """The same check as Zork I's, every role's requests read, on Zork II's and III's walkthroughs (each
     line played a command a turn, as the agent plays): the engine side reads each game with its own
     numbers and directions."""
-    story = story_of(game_file, name)
+    story = story_file_of(KNOWN_GAMES[name], game_file)
     report = check_walkthrough(story, fair_play=fair_play, turns=turns)
     turns = turns or len(played_walkthrough(story))
     problems = [
