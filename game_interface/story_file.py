@@ -40,6 +40,11 @@ def file_md5(path: Path) -> str:
 
 def verify_story_file(path: str | os.PathLike[str], game: Game | None = None) -> Path:
     """``path`` resolved, after checking it exists and is a release Jericho supports (of ``game``, if given)."""
+    return _verified(path, game)[0]
+
+
+def _verified(path: str | os.PathLike[str], game: Game | None = None) -> tuple[Path, Game]:
+    """``verify_story_file``'s path, with the game the file was recognized as (its md5 read once)."""
     story = Path(path).expanduser()
     if not story.is_file():
         raise StoryFileError(f"Story file not found: {story}. {_where_to_put_it(game or DEFAULT_GAME)}")
@@ -49,7 +54,7 @@ def verify_story_file(path: str | os.PathLike[str], game: Game | None = None) ->
         raise StoryFileError(f"Cannot read story file {story}: {exc}. Check its permissions.") from exc
     if game is not None and found.name != game.name:
         raise StoryFileError(f"{story} is {found.title}, not {game.title}. {_where_to_put_it(game)}")
-    return story.resolve()
+    return story.resolve(), found
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -80,13 +85,13 @@ def resolve_story_file(
     wanted = game_named(game) if game else None
     named = configured or env.get("ZORKGPT_GAME_FILE")
     if named:
-        story = verify_story_file(named)
-        if wanted is None or recognize(story).name == wanted.name:
+        story, found = _verified(named)
+        if wanted is None or found.name == wanted.name:
             return story
         beside = story.parent / wanted.story_name
         if not beside.is_file():
             raise StoryFileError(
-                f"{story} is {recognize(story).title}, and there is no {wanted.story_name} beside it for "
+                f"{story} is {found.title}, and there is no {wanted.story_name} beside it for "
                 f"{wanted.title}. {_where_to_put_it(wanted)}"
             )
         return verify_story_file(beside, wanted)
