@@ -1,0 +1,32 @@
+"""The episode log as typed records: every event a frozen record, one writer, one reader.
+
+``base`` holds the record type, ``emit`` (the one way code writes an event) and ``parse_event``
+(the one way code reads a line back); the other modules hold the records, by who writes them.
+Importing this package loads them all, so the reader knows every event.
+"""
+
+from session.episode_events import episode, learning, mcp, models, tool_loop
+from session.episode_events.base import (
+    EpisodeEvent,
+    UnknownEvent,
+    emit,
+    event_fields,
+    parse_event,
+    record,
+    record_types,
+)
+
+__all__ = [
+    "EpisodeEvent",
+    "UnknownEvent",
+    "emit",
+    "episode",
+    "event_fields",
+    "learning",
+    "mcp",
+    "models",
+    "parse_event",
+    "record",
+    "record_types",
+    "tool_loop",
+]
