@@ -57,17 +57,17 @@ no request of any role names a room or a thing by an engine name the game had no
 a change only the engine knows ("table: changed state", "cyclops: gone from the game"); the memory
 model is offered every turn whose command or reply names a thing near the player that changed.
 
-The engine's side (``benchmarks/engine_truth.py``) reads the story itself, with its own
+The engine's side (``harness/truth/engine.py``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
 
 It prints the disagreements per check, the agent's prompt size in tokens (estimated as
 characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
 and with the whole map that was sent before, and turn 100's prompt by part. The goal is 0
 disagreements on every check, each check run at least once: when it is missed, it names each
-disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/benchmarks/test_context_truth.py``
+disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/harness/test_truth.py``
 runs the same check in the suite.
 
-    uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]
+    uv run python -m harness.truth.context [--game-file PATH] [--game zork1|zork2|zork3]
         [--show-turn N] [--fair-play seen|engine] [--turns N]
 """
 
@@ -83,16 +83,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-
-from benchmarks.engine_truth import DIRECTIONS, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from game_interface import resolve_story_file
 from game_interface.commands import CommandReader
 from game_interface.story_data import StoryData
 from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from harness.managers import schema_name, user_text
 from harness.scripted_llm import ScriptedLLMServer, completion
+from harness.truth.engine import DIRECTIONS, WORD_LETTERS, EngineTruth, Oracle, TurnTruth, named_by
 from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
@@ -850,7 +847,7 @@ def check_seen_requests(
         # Room headers in a reply are names (an objective may name a room ahead), not refusals.
         if len(line.strip()) > 12 and line.strip() not in truth.room_names.values()
     }
-    system_prompt = Path(__file__).resolve().parent.parent.joinpath("prompts", "agent.md").read_text(encoding="utf-8")
+    system_prompt = Path(__file__).resolve().parents[2].joinpath("prompts", "agent.md").read_text(encoding="utf-8")
     instructed = _WORD.findall(system_prompt.lower())
     turn = min(saws)
     for body in bodies:

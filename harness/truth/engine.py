@@ -22,7 +22,7 @@ It imports nothing of the product (a test holds it to that).
 Where both sides must agree by definition, and nothing else: the formats the checker reads back
 from the product's prompts and requests (the "Inventory:", "Visible objects:", "Location:", map and
 route lines, "Turn N in <room>: > <command>" of the memory helper), the product's phrase for a thing in
-view the game never named (``UNNAMED_THING`` in ``context_truth``), and, the one thing the seen level
+view the game never named (``UNNAMED_THING`` in ``context``), and, the one thing the seen level
 assumes a player can tell beyond the game's text, that rooms sharing a name are numbered in the order
 first entered ("Maze (the 3rd so named)"). What is true of the game (where the player is, what is in
 view, which ways lead where, what states things have, what the player read) is read here from the

@@ -1,8 +1,8 @@
-"""Context truth in the suite: the walkthrough's every prompt against the engine, read independently.
+"""The truth oracle in the suite: the walkthrough's every prompt against the engine, read independently.
 
 Zork I's whole walkthrough (396 turns, every manager on, a scripted model over real HTTP) goes through
-the product, and ``benchmarks/context_truth.py``'s one checker compares each agent prompt with
-the engine as ``benchmarks/engine_truth.py`` reads it: its own story reading, direction list,
+the product, and the truth oracle (``harness/truth/``) compares each agent prompt with
+the engine as its engine side (``harness/truth/engine.py``) reads it: its own story reading, direction list,
 object reading and exit probing, importing nothing of the product. Any disagreement fails here,
 named with its turn and room. Zork II's and III's walkthroughs are checked the same way, each game
 read by the engine side with its own numbers and directions.
@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks import context_truth
-from benchmarks.context_truth import (
+from game_interface import JerichoInterface
+from game_interface.games import KNOWN_GAMES
+from harness.truth import context as context_truth
+from harness.truth.context import (
     CHECKS,
     COMMON_CHECKS,
     ENGINE_CHECKS,
@@ -36,15 +38,7 @@ from benchmarks.context_truth import (
     played_walkthrough,
     player_saw,
 )
-from benchmarks.engine_truth import (
-    EngineTruth,
-    EngineTruthError,
-    Oracle,
-    Story,
-    named_by,
-)
-from game_interface import JerichoInterface
-from game_interface.games import KNOWN_GAMES
+from harness.truth.engine import EngineTruth, EngineTruthError, Oracle, Story, named_by
 from harness.walkthroughs import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
@@ -228,16 +222,17 @@ def test_the_coverage_check_names_what_the_replay_missed(game_file: Path) -> Non
 def test_the_engine_side_imports_nothing_of_the_product() -> None:
     """A helper both sides shared would make them agree on its bugs: the engine side loads no product module."""
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
-    product = {name.split("/")[0].removesuffix(".py") for name in tracked.stdout.split()} - {"tests", "benchmarks"}
+    ours = {name.split("/")[0].removesuffix(".py") for name in tracked.stdout.split()}
+    product = ours - {"tests", "benchmarks", "harness"}
     assert {"game_interface", "managers", "orchestration", "session"} <= product
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, benchmarks.engine_truth; print(' '.join(sys.modules))"],
+        [sys.executable, "-c", "import sys, harness.truth.engine; print(' '.join(sys.modules))"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    assert "benchmarks.engine_truth" in loaded
+    assert "harness.truth.engine" in loaded
     assert sorted({name.split(".")[0] for name in loaded} & product) == []
 
 
@@ -294,7 +289,7 @@ def test_the_benchmark_exits_0_when_all_agree(
 def test_the_benchmark_exits_2_without_a_story_file(tmp_path: Path) -> None:
     missing = tmp_path / "zork1.z5"
     done = subprocess.run(
-        [sys.executable, "benchmarks/context_truth.py", "--game-file", str(missing)],
+        [sys.executable, "-m", "harness.truth.context", "--game-file", str(missing)],
         cwd=REPO,
         capture_output=True,
         text=True,
