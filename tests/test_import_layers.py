@@ -178,6 +178,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "harness",
     ),
     "benchmarks": (
+        "benchmarks.context_truth",
         "benchmarks.route_length",
         "benchmarks.critic_cost",
         "benchmarks.embedded_model",

@@ -64,26 +64,23 @@ It prints the disagreements per check, the agent's prompt size in tokens (estima
 characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
 and with the whole map that was sent before, and turn 100's prompt by part. The goal is 0
 disagreements on every check, each check run at least once: when it is missed, it names each
-disagreement on stderr and exits 1 (2 when the story file is missing). ``tests/harness/test_truth.py``
-runs the same check in the suite.
+disagreement on stderr and exits 1 (2 when the story file is missing): the command line is
+``benchmarks/context_truth.py``. ``tests/harness/test_truth.py`` runs the same check in the suite.
 
-    uv run python -m harness.truth.context [--game-file PATH] [--game zork1|zork2|zork3]
+    uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]
         [--show-turn N] [--fair-play seen|engine] [--turns N]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from game_interface import resolve_story_file
 from game_interface.commands import CommandReader
 from game_interface.story_data import StoryData
 from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
@@ -94,7 +91,6 @@ from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder, episodes_dir
-from session.errors import StoryFileError
 from session.events import Event
 from session.redaction import Redactor
 
@@ -1871,33 +1867,3 @@ def check_walkthrough(
         "largest_request_tokens_by_role": {role: f"{n} of {ROLE_BUDGETS.get(role)}" for role, n in largest.items()},
     }
     return TruthReport(figures, disagreements, checked, verdicts.examples, truth)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--game-file", default=None)
-    parser.add_argument("--game", choices=("zork1", "zork2", "zork3"), default=None, help="default: the file's game")
-    parser.add_argument("--show-turn", type=int, default=None, help="print the agent's whole prompt at this turn")
-    parser.add_argument(
-        "--fair-play", choices=("seen", "engine"), default="seen", help="what the models may be told (default seen)"
-    )
-    parser.add_argument("--turns", type=int, default=None, help="play only the walkthrough's first N commands")
-    args = parser.parse_args()
-    try:
-        game_file = resolve_story_file(args.game_file, allow_download=False, game=args.game)
-    except StoryFileError as exc:
-        print(f"context_truth: {exc}", file=sys.stderr)
-        return 2
-    report = check_walkthrough(game_file, args.show_turn, args.fair_play, args.turns)
-    print(json.dumps(report.figures, indent=2))
-    if report.problems:
-        print("context_truth: the goal (0 disagreements, every check run) is missed:", file=sys.stderr)
-        for problem in report.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 1
-    print(f"context_truth: 0 disagreements in {sum(report.checked.values())} checks", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
