@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
-from harness.truth.context import check_walkthrough
+from harness.truth.report import check_walkthrough
 from session.errors import StoryFileError
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import context_truth
-from harness.truth.context import CHECKS, TruthReport
 from harness.truth.engine import EngineTruth
+from harness.truth.report import TruthReport
+from harness.truth.verdicts import CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,9 +1,9 @@
 """The truth oracle in the suite: the walkthrough's every prompt against the engine, read independently.
 
 Zork I's whole walkthrough (396 turns, every manager on, a scripted model over real HTTP) goes through
-the product, and the truth oracle (``harness/truth/``) compares each agent prompt with
-the engine as its engine side (``harness/truth/engine.py``) reads it: its own story reading, direction list,
-object reading and exit probing, importing nothing of the product. Any disagreement fails here,
+the product, and the truth oracle (``harness/truth/``) compares each agent prompt with the engine as
+its engine side (``harness/truth/engine.py`` and ``story.py``) reads it: its own story reading,
+direction list, object reading and exit probing, importing nothing of the product. Any disagreement fails here,
 named with its turn and room. Zork II's and III's walkthroughs are checked the same way, each game
 read by the engine side with its own numbers and directions.
 """
@@ -20,23 +20,16 @@ import pytest
 
 from game_interface import JerichoInterface
 from game_interface.games import KNOWN_GAMES
-from harness.truth.context import (
-    COMMON_CHECKS,
-    ENGINE_CHECKS,
-    SEEN_CHECKS,
-    PlayerSaw,
-    Transcript,
-    TruthReport,
-    Verdicts,
-    check_room_label,
-    check_seen_requests,
-    check_seen_things,
-    check_seen_ways,
-    check_walkthrough,
-    played_walkthrough,
-    player_saw,
-)
-from harness.truth.engine import EngineTruth, EngineTruthError, Oracle, Story, named_by
+from harness.truth.engine import EngineTruth, Oracle
+from harness.truth.player import PlayerSaw, player_saw
+from harness.truth.replay import played_walkthrough
+from harness.truth.report import TruthReport, check_walkthrough
+from harness.truth.request_checks import check_seen_requests
+from harness.truth.story import EngineTruthError, Story, named_by
+from harness.truth.transcript import Transcript
+from harness.truth.verdicts import COMMON_CHECKS, ENGINE_CHECKS, SEEN_CHECKS, Verdicts
+from harness.truth.view_checks import check_room_label, check_seen_things
+from harness.truth.ways_checks import check_seen_ways
 from harness.walkthroughs import AGENT_MODEL, walkthrough
 from managers.objective_manager import ObjectiveManager
 from managers.turn_events import EventRooms
