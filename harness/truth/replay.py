@@ -2,7 +2,8 @@
 
 ``play`` runs one episode against the scripted OpenAI-compatible server on 127.0.0.1 (``TruthModel``:
 the learning model, with objectives drawn from where the walkthrough is heading) and returns every
-request, prompt, reply and the episode log's turns.
+request, prompt, reply and the episode log's turns; the episode log is read in one place,
+``logged_turns``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,26 @@ def _reply_action(reply: dict[str, Any]) -> str:
         return ""
 
 
+@dataclass(frozen=True)
+class LoggedTurn:
+    """One turn as the episode log recorded it: the command played and the game's reply."""
+
+    turn: int
+    action: str
+    response: str
+
+
+def logged_turns(workdir: Path) -> list[LoggedTurn]:
+    """Every turn the episode logs under ``workdir`` recorded. The one place the oracle reads the log,
+    so a change of the log's format is met here alone."""
+    return [
+        LoggedTurn(event["turn"], event["action"], str(event.get("response", "")))
+        for path in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and (event := json.loads(line)).get("event_type") == Event.TURN
+    ]
+
+
 def play(
     game_file: Path, commands: list[str], show_turn: int | None, model: LearningModel, fair_play: str = "seen"
 ) -> dict[str, Any]:
@@ -186,12 +208,7 @@ def play(
                 state = orchestrator.play_episode()
                 learning = LearningPaths.of(config, orchestrator.game.game)
                 objectives = json.loads(learning.objectives.read_text(encoding="utf-8"))
-                logged = [
-                    json.loads(line)
-                    for path in episodes_dir(config.workdir).glob(f"*/{EpisodeFolder.LOG}")
-                    for line in path.read_text(encoding="utf-8").splitlines()
-                    if line.strip()
-                ]
+                logged = logged_turns(config.workdir)
             finally:
                 orchestrator.close()
     finally:
@@ -219,8 +236,8 @@ def play(
         "memory_offered": offered_memory_turns(server.bodies),
         "objectives": objectives,
         "bodies": server.bodies,
-        "logged_turns": {e["turn"]: e["action"] for e in logged if e.get("event_type") == Event.TURN},
-        "replies": {e["turn"]: str(e.get("response", "")) for e in logged if e.get("event_type") == Event.TURN},
+        "logged_turns": {t.turn: t.action for t in logged},
+        "replies": {t.turn: t.response for t in logged},
         "agent_actions": agent_actions,
         "idle_limit": config.gameplay.stuck_limit_turns,
         # What the objective model wrote (goals to reach rooms ahead, by the engine's names), and the
