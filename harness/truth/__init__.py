@@ -13,6 +13,4 @@ engine has it, read independently of the product. The benchmarks' command line
   and routes; the location, objects and inventory; the prompt's bookkeeping; every role's requests
 - ``replay``: the walkthrough played through the product with a scripted model
 - ``report``: one walkthrough checked (``check_walkthrough``): the figures and every disagreement
-
-Names with a leading underscore are the package's own: its modules share them, nothing outside uses them.
 """

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from harness.truth.engine import EngineTruth
 from harness.truth.story import DIRECTIONS, named_by
-from harness.truth.transcript import Transcript, _heads, _sighted
+from harness.truth.transcript import Transcript, heads_a_line, sighted
 
 _MOVE_WORDS = {
     "n": "north", "s": "south", "e": "east", "w": "west", "ne": "northeast", "nw": "northwest",
@@ -20,7 +20,7 @@ _MOVE_WORDS = {
     "exit": "out", "outside": "out",
 } | {d: d for d in DIRECTIONS}  # fmt: skip
 _GO_VERBS = {"go", "walk", "run", "head", "move", "climb", "travel", "proceed"}
-_WORD = re.compile(r"[a-z0-9'-]+")
+WORD = re.compile(r"[a-z0-9'-]+")
 # A direction word the room's text names a way by; "the west wall" is a wall, no way, unless the sentence
 # gives it an opening ("The shaft enters the west wall", "The east wall ... now has a cyclops-sized opening").
 _DESCRIBED_DIRECTION = (
@@ -77,10 +77,10 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
     saw = PlayerSaw()
     first = truth.turns[min(truth.turns)]
     saw.visited.add(first.room_id)
-    saw.words |= set(_WORD.findall(truth.read.get(0, "").lower()))
+    saw.words |= set(WORD.findall(truth.read.get(0, "").lower()))
     saw.texts.append(truth.read.get(0, ""))
     saw.descriptions.setdefault(first.room_id, []).append(truth.read.get(0, ""))
-    if _heads(truth.read.get(0, ""), first.room):
+    if heads_a_line(truth.read.get(0, ""), first.room):
         saw.named.add(first.room_id)
     found: dict[int, PlayerSaw] = {}
     for turn in sorted(truth.turns):
@@ -99,10 +99,10 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
         here, reply = truth.turns[turn].room_id, truth.read.get(turn, "")
         there = truth.after[turn].room_id
         saw.visited.add(there)
-        saw.words |= set(_WORD.findall(reply.lower()))
+        saw.words |= set(WORD.findall(reply.lower()))
         saw.texts.append(reply)
         saw.descriptions.setdefault(there, []).append(reply)
-        if _heads(reply, truth.room_names.get(there, "")):
+        if heads_a_line(reply, truth.room_names.get(there, "")):
             saw.named.add(there)
         direction = _direction(commands[turn - 1])
         died = "You have died" in reply
@@ -123,24 +123,24 @@ def player_saw(truth: EngineTruth, commands: list[str]) -> dict[int, PlayerSaw]:
     return found
 
 
-def _open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+def open_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways walked from ``room`` and not refused since."""
     return {d: to for (r, d), to in saw.walked.items() if r == room and (r, d) not in saw.refused}
 
 
-def _arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
+def arrived_ways(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways back the player came in by: walking A -north-> ``room`` gives ``room`` south to A, where
     nothing was walked from ``room`` that way. Evidence, not fact: shown and routed only as such."""
     came = {OPPOSITE[d]: r for r, d, to in saw.arrivals if to == room and d in OPPOSITE}
     return {d: r for d, r in came.items() if (room, d) not in saw.walked and (room, d) not in saw.refused}
 
 
-def _ways_known(saw: PlayerSaw, room: int) -> dict[str, int]:
+def ways_known(saw: PlayerSaw, room: int) -> dict[str, int]:
     """Ways walked from ``room`` (not refused since) and ways arrived by."""
-    return {**_arrived_ways(saw, room), **_open_ways(saw, room)}
+    return {**arrived_ways(saw, room), **open_ways(saw, room)}
 
 
-def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
+def described_here(saw: PlayerSaw, room: int, direction: str) -> bool:
     """The game's text read in ``room`` names ``direction`` after the room's name line."""
     pattern = re.compile(
         "|".join(filter(None, (_DESCRIBED_DIRECTION.format(direction), _DESCRIBED_ALSO.get(direction)))),
@@ -149,7 +149,7 @@ def _described(saw: PlayerSaw, room: int, direction: str) -> bool:
     return any(pattern.search(text) for text in saw.descriptions.get(room, []))
 
 
-def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> tuple[int | None, list[tuple[str, int]]]:
+def walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> tuple[int | None, list[tuple[str, int]]]:
     """The room reached over ways walked or arrived by (None: a step the player never walked or came
     by), and the steps only arrived by, each with the room it leaves ("up from the Cellar")."""
     at: int | None = start
@@ -158,8 +158,8 @@ def _walk_seen(saw: PlayerSaw, start: int, steps: list[str]) -> tuple[int | None
         if at is None:
             break
         following = saw.walked.get((at, step))
-        if following is None and step in _arrived_ways(saw, at):
-            following = _arrived_ways(saw, at)[step]
+        if following is None and step in arrived_ways(saw, at):
+            following = arrived_ways(saw, at)[step]
             arrived.append((step, at))
         at = following
     return at, arrived
@@ -188,7 +188,7 @@ def last_seen_in(
             _is(name, item)
             and named_by(truth.nouns.get(name, frozenset()), saws[t].words)
             and not place.startswith("carried by ")
-            and (transcript is None or _sighted(truth, transcript, truth.numbers[t][name], name, facts.room_id, t))
+            and (transcript is None or sighted(truth, transcript, truth.numbers[t][name], name, facts.room_id, t))
             for name, (place, _) in seen.items()
         )
         if here:
@@ -198,6 +198,6 @@ def last_seen_in(
     return last
 
 
-def _found_dark(saw: PlayerSaw, room: int) -> bool:
+def found_dark(saw: PlayerSaw, room: int) -> bool:
     """The game told the player, in ``room`` and alive, that it is pitch black there."""
     return any("pitch black" in text and "You have died" not in text for text in saw.descriptions.get(room, []))

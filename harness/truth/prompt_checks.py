@@ -12,8 +12,8 @@ from typing import Any
 
 from harness.truth.engine import EngineTruth, Oracle
 from harness.truth.player import PlayerSaw
-from harness.truth.prompt_text import _line
-from harness.truth.transcript import _game_name_of, _room_told, printed_here
+from harness.truth.prompt_text import line_after
+from harness.truth.transcript import game_name_of, printed_here, room_told
 from harness.truth.verdicts import Verdicts
 
 
@@ -39,7 +39,7 @@ def check_completed_shown(prompts: dict[int, tuple[str, str]], saved: dict[str, 
         if objective["status"] != "completed" or turn is None or turn + 1 not in prompts:
             continue
         verdicts.checked["completed_shown"] += 1
-        line = _line(prompts[turn + 1][1], "Recently completed: ") or ""
+        line = line_after(prompts[turn + 1][1], "Recently completed: ") or ""
         if objective["text"] not in line:
             verdicts.disagree(
                 "completed_shown", f"#{objective['id']} done on turn {turn}, not shown on turn {turn + 1}"
@@ -147,7 +147,7 @@ def check_in_view(
             if said >= turn or not _in_order(sentences, reply):
                 verdicts.disagree("in_view", f"turn {turn}: {line!r}: not in the reply of turn {said}: {reply[:120]!r}")
             elif room is not None and (
-                not _room_told(quote.group("room"), room, saws[turn].named, truth)
+                not room_told(quote.group("room"), room, saws[turn].named, truth)
                 if saws is not None
                 else truth.room_names.get(room) != quote.group("room")
             ):
@@ -156,10 +156,10 @@ def check_in_view(
             seen_turn, here = int(gone.group("turn")), truth.things[turn][1]
             before = truth.things.get(seen_turn + 1, ({}, {}))[1] if seen_turn + 1 in truth.things else {}
             for thing in (t.strip() for t in gone.group("things").split(",")):
-                engine_named = any(_game_name_of(thing, n) for n in (*before, *here))
+                engine_named = any(game_name_of(thing, n) for n in (*before, *here))
                 if not engine_named and f" {thing} " in f" {printed_here(truth, turn)} ":
                     continue  # named as the room's text names it, not by the engine: what was printed holds
-                if any(_game_name_of(thing, n) for n in here) or not any(_game_name_of(thing, n) for n in before):
+                if any(game_name_of(thing, n) for n in here) or not any(game_name_of(thing, n) for n in before):
                     verdicts.disagree("in_view", f"turn {turn}: {line!r}: {thing!r} here now or not seen then")
         elif not line.startswith(("- Nothing you carry is lit since turn ", "- You carry ")):
             verdicts.disagree("in_view", f"turn {turn}: an unreadable line {line!r}")

@@ -12,46 +12,46 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
-_WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
+TURN_LINE = re.compile(r"^Turn (\d+) \|", re.MULTILINE)
+WAY = re.compile(r"^(?P<label>.+?) -> (?P<to>.+?)(?: \((?P<marks>[^()]*)\))?$")
 
 
-def _line(text: str, prefix: str) -> str | None:
+def line_after(text: str, prefix: str) -> str | None:
     for line in text.splitlines():
         if line.startswith(prefix):
             return line[len(prefix) :].strip()
     return None
 
 
-def _items(value: str | None, empty: str) -> list[str]:
+def listed_items(value: str | None, empty: str) -> list[str]:
     if value is None or value == empty:
         return []
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def _exits_listed(prompt: str) -> list[str]:
+def exits_listed(prompt: str) -> list[str]:
     """The directions "Valid exits" lists: none for "none known" or "none from the magic boat (...)"."""
-    value = _line(prompt, "Valid exits: ")
-    return [] if value is None or value.startswith("none ") else _items(value, "")
+    value = line_after(prompt, "Valid exits: ")
+    return [] if value is None or value.startswith("none ") else listed_items(value, "")
 
 
-_BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked(?: under your load| while closed| in the dark)? — (?P<text>.+)$")
-_NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
-_ROUTE = re.compile(
+BLOCKED = re.compile(r"^(?P<label>[a-z]+): blocked(?: under your load| while closed| in the dark)? — (?P<text>.+)$")
+NEARBY = re.compile(r"^- (?P<room>.+) \((?P<steps>[^()]*)\): (?P<dirs>.+)$")
+ROUTE = re.compile(
     r"^Route to (?P<target>.+?): (?P<steps>[a-z, ]+?)(?P<door> \(open the .+? on the way\))?"
     r"(?: \(dark ahead: (?P<dark>[^()]+)\))?"
     r"(?: \(never walked that way, only came the other way: (?P<arrived>[^()]+)\))?"
     r"(?: \(refused under your load: (?P<loaded>.+)\))?$"
 )
 # "south -> West of House (you came north from there, never walked south)": a way arrived by, as such.
-_ARRIVED_MARK = re.compile(r"^you came (?P<came>[a-z]+) from there, never walked (?P<label>[a-z]+)$")
+ARRIVED_MARK = re.compile(r"^you came (?P<came>[a-z]+) from there, never walked (?P<label>[a-z]+)$")
 
 
-def _map_lines(prompt: str) -> list[str]:
+def map_lines(prompt: str) -> list[str]:
     return prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0].splitlines() if "\n## Map" in prompt else []
 
 
-def _request_text(body: dict[str, Any]) -> str:
+def request_text(body: dict[str, Any]) -> str:
     parts = []
     for message in body.get("messages", []):
         content = message.get("content")
@@ -60,10 +60,10 @@ def _request_text(body: dict[str, Any]) -> str:
 
 
 # "Turn 3 in Kitchen: > west"; at the engine level "Turn 3 in Kitchen (room 12): > west".
-_MEMORY_TURN = re.compile(
+MEMORY_TURN = re.compile(
     r"^Turn (?P<turn>\d+) in (?P<label>.+?)(?: \(room (?P<room>\d+)\))?: > (?P<action>.+)$", re.MULTILINE
 )
-_LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
+LOOKALIKE = re.compile(r"^(?P<name>.+) \(the (?P<nth>\d+)(?:st|nd|rd|th) so named\)$")
 
 
 @dataclass(frozen=True)
@@ -116,17 +116,17 @@ def parse_shown(text: str | None, empty: str) -> list[Shown]:
     return found
 
 
-def _flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, frozenset[str]]]:
+def flatten(items: list[Shown] | tuple[Shown, ...]) -> dict[str, tuple[str, frozenset[str]]]:
     flat: dict[str, tuple[str, frozenset[str]]] = {}
     for item in items:
         flat[item.name] = (item.place, item.states)
-        flat |= _flatten(item.inside)
+        flat |= flatten(item.inside)
     return flat
 
 
 # The product's words for a thing in view the game never named (the one phrase the check knows of it).
 UNNAMED_THING = "something the game has not named"
 # The place the seen level names when the game has not said where the player is.
-_UNKNOWN_PLACE = re.compile(
+UNKNOWN_PLACE = re.compile(
     r"^somewhere (?P<kind>dark|not described yet) \((?:reached from .+ going [a-z]+|after '.+' in .+)\)$"
 )

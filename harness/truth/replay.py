@@ -21,7 +21,7 @@ from harness.learning import LEARNED, OBJECTIVE, REMEMBERED, LearningModel
 from harness.managers import schema_name, user_text
 from harness.scripted_llm import ScriptedLLMServer, completion
 from harness.truth.engine import EngineTruth, Oracle
-from harness.truth.prompt_text import _TURN_LINE
+from harness.truth.prompt_text import TURN_LINE
 from harness.truth.request_checks import offered_memory_turns
 from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from managers.learning_file import LearningPaths
@@ -219,7 +219,7 @@ def play(
         if body.get("model") != AGENT_MODEL:
             continue
         system, user = body["messages"][0]["content"], user_text(body)
-        match = _TURN_LINE.search(user)
+        match = TURN_LINE.search(user)
         if match:
             prompts[int(match.group(1))] = (system if isinstance(system, str) else json.dumps(system), user)
             agent_actions[int(match.group(1))] = _reply_action(reply)

@@ -16,10 +16,10 @@ from typing import Any
 
 from harness.managers import schema_name, user_text
 from harness.truth.engine import EngineTruth, Oracle
-from harness.truth.player import _WORD, PlayerSaw
-from harness.truth.prompt_text import _LOOKALIKE, _MEMORY_TURN, _TURN_LINE, _request_text
+from harness.truth.player import WORD, PlayerSaw
+from harness.truth.prompt_text import LOOKALIKE, MEMORY_TURN, TURN_LINE, request_text
 from harness.truth.story import named_by
-from harness.truth.transcript import Transcript, _room_told
+from harness.truth.transcript import Transcript, room_told
 from harness.truth.verdicts import CHARS_PER_TOKEN, ROLE_BUDGETS, Verdicts
 from harness.truth.ways_checks import ItemNames, check_seen_routes, check_seen_ways
 from harness.walkthroughs import AGENT_MODEL
@@ -97,17 +97,17 @@ def check_seen_requests(
         if len(line.strip()) > 12 and line.strip() not in truth.room_names.values()
     }
     system_prompt = Path(__file__).resolve().parents[2].joinpath("prompts", "agent.md").read_text(encoding="utf-8")
-    instructed = _WORD.findall(system_prompt.lower())
+    instructed = WORD.findall(system_prompt.lower())
     turn = min(saws)
     for body in bodies:
-        text = _request_text(body)
-        found = _TURN_LINE.search(user_text(body)) if body.get("model") == AGENT_MODEL else None
+        text = request_text(body)
+        found = TURN_LINE.search(user_text(body)) if body.get("model") == AGENT_MODEL else None
         if found:
             turn = int(found.group(1))
         saw = saws[min(max(turn, min(saws)), max(saws))]
         # A helper asked after turn N's command has read its reply too.
         read = " ".join(" ".join(saw.texts + ([truth.read.get(turn, "")] if not found else [])).split())
-        words = saw.words | set(_WORD.findall(read.lower()))
+        words = saw.words | set(WORD.findall(read.lower()))
         role = schema_name(body) if body.get("response_format") else "agent"
         verdicts.checked["seen_requests"] += 1
         verdicts.roles[role] += 1
@@ -115,7 +115,7 @@ def check_seen_requests(
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
-        said = _WORD.findall(text.lower())
+        said = WORD.findall(text.lower())
         for creature in truth.creatures:
             nouns = truth.nouns.get(creature, frozenset())
             if not named_by(nouns, words) and named_by(nouns, said) and not named_by(nouns, instructed):
@@ -228,17 +228,17 @@ def check_turn_numbers(
     for body in run["bodies"]:
         if not body.get("response_format") or schema_name(body) != "MemoryBatchReply":
             continue
-        for match in _MEMORY_TURN.finditer(user_text(body)):
+        for match in MEMORY_TURN.finditer(user_text(body)):
             turn, facts = int(match.group("turn")), truth.turns[int(match.group("turn"))]
             verdicts.checked["turn_numbers"] += 1
             # The room by its number (engine level) or by its name, told apart from lookalikes as it was entered.
             room = match.group("room")
-            lookalike = _LOOKALIKE.match(match.group("label"))
+            lookalike = LOOKALIKE.match(match.group("label"))
             name = lookalike.group("name") if lookalike else match.group("label")
             if room:
                 same_room = int(room) == facts.room_id
             elif saws is not None:
-                same_room = _room_told(match.group("label"), facts.room_id, saws[turn].named, truth)
+                same_room = room_told(match.group("label"), facts.room_id, saws[turn].named, truth)
             else:
                 same_room = name == facts.room
             if match.group("action").lower() != commands[turn - 1].lower() or not same_room:
@@ -298,7 +298,7 @@ def check_request_budgets(bodies: list[dict[str, Any]], verdicts: Verdicts) -> d
         if budget is None:
             verdicts.disagree("request_budgets", f"a request of a role with no budget: {role!r}")
         elif tokens > budget:
-            turn = _TURN_LINE.search(user_text(body)) if role == "agent" else None
+            turn = TURN_LINE.search(user_text(body)) if role == "agent" else None
             where = f" (turn {turn.group(1)})" if turn else ""
             verdicts.disagree("request_budgets", f"{role}{where}: {tokens} tokens, over its {budget}")
     return dict(largest)

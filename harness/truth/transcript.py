@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass, field
 
 from harness.truth.engine import EngineTruth
-from harness.truth.prompt_text import _LOOKALIKE
+from harness.truth.prompt_text import LOOKALIKE
 from harness.truth.story import WORD_LETTERS, named_by
 
 
-def _heads(text: str, name: str) -> bool:
+def heads_a_line(text: str, name: str) -> bool:
     """The game printed the room's name heading a line of ``text`` ("Frigid River, in the magic boat")."""
     return bool(name) and name.lower() in {line.strip().split(",")[0].lower() for line in text.splitlines()}
 
@@ -46,7 +46,7 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _name_tokens(name: str) -> list[str]:
+def name_tokens(name: str) -> list[str]:
     """A name's words without the article it may start with (the "an" of "debris from an explosion" stays)."""
     words = _tokens(name)
     while words and words[0] in _ARTICLE_WORDS:
@@ -86,18 +86,18 @@ class Transcript:
 
     def printed_name(self, name: str, upto: int) -> bool:
         """The game printed ``name`` as it stands in what was read when asked for turn ``upto``."""
-        words = _name_tokens(name)
+        words = name_tokens(name)
         return bool(words) and f" {' '.join(words)} " in self.printed[min(upto, len(self.printed) - 1)]
 
     def typed(self, name: str, upto: int) -> bool:
         """The player typed ``name`` in a command before turn ``upto`` ("press red button"): its own words."""
-        phrase = f" {' '.join(_name_tokens(name))} "
+        phrase = f" {' '.join(name_tokens(name))} "
         return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
 
     def printed_plural(self, word: str, upto: int) -> bool:
         """A one-word name the game printed only in another form its parser reads as the same word
         ("guidebooks" of the tour guidebook: the dictionary keeps a word's first six letters)."""
-        words = _name_tokens(word)
+        words = name_tokens(word)
         return (
             len(words) == 1
             and len(words[0]) >= WORD_LETTERS
@@ -109,7 +109,7 @@ class Transcript:
         names it by, as the parser reads a word)."""
         nouns = self.nouns.get(name, frozenset())
         if not nouns:  # a thing the parser knows by no word of its name (Zork II's debris): its name, printed
-            return f" {' '.join(_name_tokens(name))} " in f" {' '.join(_tokens(self.said(turn)))} "
+            return f" {' '.join(name_tokens(name))} " in f" {' '.join(_tokens(self.said(turn)))} "
         return named_by(nouns, _tokens(self.said(turn)))
 
     def stated(self, name: str, state: str, upto: int) -> bool:
@@ -122,18 +122,18 @@ class Transcript:
         return False
 
 
-def _game_name_of(shown: str, engine_name: str) -> bool:
+def game_name_of(shown: str, engine_name: str) -> bool:
     """``shown`` is the engine's name or an ending of it ("scarab" of "beautiful jeweled scarab")."""
-    words, full = _name_tokens(shown), _name_tokens(engine_name)
+    words, full = name_tokens(shown), name_tokens(engine_name)
     return bool(words) and full[-len(words) :] == words
 
 
-def _position_known(truth: EngineTruth, transcript: Transcript, turn: int) -> bool:
+def position_known(truth: EngineTruth, transcript: Transcript, turn: int) -> bool:
     """The game said where the player is when asked for turn ``turn``: it printed the room's name since
     the player last changed rooms (or at the start)."""
     room = truth.turns[turn].room_id
     for t in range(turn - 1, -1, -1):
-        if _heads(transcript.replies.get(t, ""), truth.room_names.get(room, "")):
+        if heads_a_line(transcript.replies.get(t, ""), truth.room_names.get(room, "")):
             return True
         before = truth.turns[t].room_id if t in truth.turns else room
         if t == 0 or before != room:
@@ -141,9 +141,9 @@ def _position_known(truth: EngineTruth, transcript: Transcript, turn: int) -> bo
     return False
 
 
-def _room_told(label: str, room: int, named: set[int], truth: EngineTruth) -> bool:
+def room_told(label: str, room: int, named: set[int], truth: EngineTruth) -> bool:
     """A room as the seen level may name it: its name once the game printed it, else a place unnamed."""
-    name = _LOOKALIKE.match(label).group("name") if _LOOKALIKE.match(label) else label  # type: ignore[union-attr]
+    name = LOOKALIKE.match(label).group("name") if LOOKALIKE.match(label) else label  # type: ignore[union-attr]
     return (name == truth.room_names.get(room) and room in named) or name.startswith("somewhere ")
 
 
@@ -156,7 +156,7 @@ def _last_moved(truth: EngineTruth, number: int, turn: int) -> int:
     return 0
 
 
-def _sighted(truth: EngineTruth, transcript: Transcript, number: int, name: str, room: int, turn: int) -> bool:
+def sighted(truth: EngineTruth, transcript: Transcript, number: int, name: str, room: int, turn: int) -> bool:
     """The game's text named the thing while the player was in ``room``, since the thing last moved."""
     first_room = truth.turns[min(truth.turns)].room_id
     for t in range(_last_moved(truth, number, turn), turn):

@@ -66,7 +66,7 @@ class Verdicts:
             self.examples[check].append(detail)
 
 
-def _difference(shown: set[str], engine: set[str]) -> str:
+def difference(shown: set[str], engine: set[str]) -> str:
     """What the prompt left out and what it made up, then both sides whole."""
     return (
         f"missing {sorted(engine - shown)}, not the engine's {sorted(shown - engine)} "

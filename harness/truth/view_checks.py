@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from harness.truth.engine import EngineTruth
 from harness.truth.player import PlayerSaw
-from harness.truth.prompt_text import _UNKNOWN_PLACE, UNNAMED_THING, _flatten, _line, parse_shown
-from harness.truth.transcript import Transcript, _game_name_of, _name_tokens, _position_known, _sighted, printed_here
+from harness.truth.prompt_text import UNKNOWN_PLACE, UNNAMED_THING, flatten, line_after, parse_shown
+from harness.truth.transcript import Transcript, game_name_of, name_tokens, position_known, printed_here, sighted
 from harness.truth.verdicts import Verdicts
 
 
@@ -29,9 +29,9 @@ def check_room_label(
     the one thing the seen level assumes a player can tell beyond the game's text."""
     facts = truth.turns[turn]
     verdicts.checked["room_numbers"] += 1
-    shown = _line(prompt, "Location: ") or ""
-    if not _position_known(truth, transcript, turn):
-        unknown = _UNKNOWN_PLACE.match(shown)
+    shown = line_after(prompt, "Location: ") or ""
+    if not position_known(truth, transcript, turn):
+        unknown = UNKNOWN_PLACE.match(shown)
         if unknown is None or (unknown.group("kind") == "dark") != facts.dark:
             said = "pitch black" if facts.dark else "nothing of where the player is"
             verdicts.disagree("room_numbers", f"turn {turn}: 'Location: {shown}', while the game said {said}")
@@ -51,10 +51,10 @@ def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
     states. (The seen level's are ``check_seen_things``.)"""
     carried, seen = truth.things[turn]
     room = truth.turns[turn].room
-    inventory = parse_shown(_line(prompt, "Inventory: "), "empty-handed")
+    inventory = parse_shown(line_after(prompt, "Inventory: "), "empty-handed")
     shown_carried = {
         name: (place.replace("in the ", "", 1) if place else "", states)
-        for name, (place, states) in _flatten(inventory).items()
+        for name, (place, states) in flatten(inventory).items()
     }
     engine_carried = {
         name: (place.replace("in the ", "", 1).replace("on the ", "", 1), states)
@@ -68,7 +68,7 @@ def check_things(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts)
             if shown_carried.get(name) != engine_carried.get(name)
         }
         verdicts.disagree("inventory", f"turn {turn} in {room}: (shown, engine) {wrong}")
-    visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
+    visible = flatten(parse_shown(line_after(prompt, "Visible objects: "), "nothing notable"))
     verdicts.checked["objects"] += 1
     if visible != seen:
         wrong = {k: (visible.get(k), seen.get(k)) for k in set(visible) | set(seen) if visible.get(k) != seen.get(k)}
@@ -88,7 +88,7 @@ def _told_items(
     for shown, (place, states) in items.items():
         if shown == UNNAMED_THING:
             continue  # a thing the game never named: counted, never called by a name
-        matches = [name for name in engine if _game_name_of(shown, name)]
+        matches = [name for name in engine if game_name_of(shown, name)]
         if (
             shown != UNNAMED_THING
             and not transcript.printed_name(shown, turn)
@@ -104,7 +104,7 @@ def _told_items(
         prep, _, holder = engine_place.partition(" the ")
         shown_prep, _, shown_holder = place.partition(" the ")
         if (prep, bool(holder)) != (shown_prep, bool(shown_holder)) or (
-            holder and not _game_name_of(shown_holder, holder) and shown_holder != UNNAMED_THING
+            holder and not game_name_of(shown_holder, holder) and shown_holder != UNNAMED_THING
         ):
             wrong.append(f"{shown!r}: shown {place!r}, the engine has it {engine_place!r}")
         for state in states:
@@ -123,13 +123,13 @@ def check_seen_things(turn: int, prompt: str, truth: EngineTruth, transcript: Tr
     carried, seen = truth.things[turn]
     facts, numbers = truth.turns[turn], truth.numbers[turn]
     where = f"turn {turn} in {facts.room}"
-    inventory = _flatten(parse_shown(_line(prompt, "Inventory: "), "empty-handed"))
+    inventory = flatten(parse_shown(line_after(prompt, "Inventory: "), "empty-handed"))
     verdicts.checked["inventory"] += 1
     wrong = _told_items(inventory, carried, transcript, turn)
-    unlisted = [name for name in carried if not any(_game_name_of(shown, name) for shown in inventory)]
+    unlisted = [name for name in carried if not any(game_name_of(shown, name) for shown in inventory)]
     if wrong or (unlisted and len(inventory) < len(carried)):
         verdicts.disagree("inventory", f"{where}: {wrong + [f'{u!r} carried, not listed' for u in unlisted]}")
-    visible = _flatten(parse_shown(_line(prompt, "Visible objects: "), "nothing notable"))
+    visible = flatten(parse_shown(line_after(prompt, "Visible objects: "), "nothing notable"))
     verdicts.checked["objects"] += 1
     in_view = {} if facts.dark else {n: v for n, v in seen.items() if not v[0].startswith("carried by ")}
     # What the room's text names as it names it ("large oriental rug": the engine's "carpet"): no place,
@@ -139,22 +139,22 @@ def check_seen_things(turn: int, prompt: str, truth: EngineTruth, transcript: Tr
         shown: told
         for shown, told in visible.items()
         if facts.dark
-        or any(_game_name_of(shown, n) for n in in_view)
+        or any(game_name_of(shown, n) for n in in_view)
         or not (told == ("", frozenset()) and f" {shown} " in printed)
     }
     wrong = _told_items(visible, in_view, transcript, turn)
     for shown in visible:
         # Several things may go by one name the game gave them ("book": the green one, and "a white one").
-        names = [n for n in in_view if _game_name_of(shown, n)]
-        if names and not any(_sighted(truth, transcript, numbers[n], n, facts.room_id, turn) for n in names):
+        names = [n for n in in_view if game_name_of(shown, n)]
+        if names and not any(sighted(truth, transcript, numbers[n], n, facts.room_id, turn) for n in names):
             wrong.append(f"{shown!r}: the game has not shown it here")
     last = turn - 1 if turn > 1 else 0
     for name in in_view:
         named_now = transcript.names(name, last) and (last == 0 or truth.after[last].room_id == facts.room_id)
         if (
             named_now
-            and transcript.printed_name(_name_tokens(name)[-1], turn)
-            and not any(_game_name_of(shown, name) for shown in visible)
+            and transcript.printed_name(name_tokens(name)[-1], turn)
+            and not any(game_name_of(shown, name) for shown in visible)
         ):
             wrong.append(f"{name!r}: named by the last text, in view, not listed")
     if wrong:

@@ -15,36 +15,36 @@ from typing import Any
 from harness.truth.engine import EngineTruth, Oracle, TurnTruth
 from harness.truth.player import (
     PlayerSaw,
-    _arrived_ways,
-    _described,
-    _found_dark,
-    _open_ways,
-    _walk_seen,
-    _ways_known,
+    arrived_ways,
+    described_here,
+    found_dark,
     last_seen_in,
+    open_ways,
+    walk_seen,
+    ways_known,
 )
 from harness.truth.prompt_text import (
-    _ARRIVED_MARK,
-    _BLOCKED,
-    _NEARBY,
-    _ROUTE,
-    _WAY,
-    _exits_listed,
-    _items,
-    _line,
-    _map_lines,
+    ARRIVED_MARK,
+    BLOCKED,
+    NEARBY,
+    ROUTE,
+    WAY,
+    exits_listed,
+    line_after,
+    listed_items,
+    map_lines,
 )
 from harness.truth.story import DIRECTIONS
-from harness.truth.transcript import Transcript, _room_told
-from harness.truth.verdicts import NEARBY_STEPS, Verdicts, _difference
+from harness.truth.transcript import Transcript, room_told
+from harness.truth.verdicts import NEARBY_STEPS, Verdicts, difference
 
 
 def check_prompt(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts) -> None:
     facts = truth.turns[turn]
     verdicts.checked.update(("exits",))
-    exits = set(_exits_listed(prompt))
+    exits = set(exits_listed(prompt))
     if exits != facts.exits:
-        verdicts.disagree("exits", f"turn {turn} in {facts.room}: {_difference(exits, facts.exits)}")
+        verdicts.disagree("exits", f"turn {turn} in {facts.room}: {difference(exits, facts.exits)}")
 
 
 def _on_foot(facts: TurnTruth) -> bool:
@@ -77,12 +77,12 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
     visited = {truth.turns[t].room_id for t in truth.turns if t <= turn} | {
         room for t, room in truth.passed.items() if t < turn
     }
-    ways = _line(prompt, "Ways from here: ")
+    ways = line_after(prompt, "Ways from here: ")
     shown_open: set[str] = set()
     for way in ways.split("; ") if ways and ways != "none known" else []:
         verdicts.checked["map"] += 1
         where = f"turn {turn} in {facts.room}: {way!r}"
-        blocked = _BLOCKED.match(way)
+        blocked = BLOCKED.match(way)
         if blocked:
             label, text = blocked.group("label"), blocked.group("text")
             if label in facts.exits:
@@ -90,7 +90,7 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
             elif text not in facts.replies.get(label, "").splitlines():
                 verdicts.disagree("map", f"{where}: the game says {facts.replies.get(label, '')!r}")
             continue
-        match = _WAY.match(way)
+        match = WAY.match(way)
         if match is None or match.group("marks") or match.group("label") not in DIRECTIONS:
             verdicts.disagree("map", f"{where}: not a way the engine showed (unreadable, marked or no direction)")
             continue
@@ -104,10 +104,10 @@ def check_map(turn: int, prompt: str, truth: EngineTruth, verdicts: Verdicts, or
         if to != expected:
             verdicts.disagree("map", f"{where}: the engine leads to {names[reached]} (visited: {reached in visited})")
     if ways is not None and shown_open != facts.exits:
-        verdicts.disagree("map", f"turn {turn} in {facts.room}: open ways: {_difference(shown_open, facts.exits)}")
+        verdicts.disagree("map", f"turn {turn} in {facts.room}: open ways: {difference(shown_open, facts.exits)}")
     section = prompt.split("\n## Map", 1)[-1].split("\n\n", 1)[0] if "\n## Map" in prompt else ""
     for line in section.splitlines():
-        nearby, route = _NEARBY.match(line), _ROUTE.match(line)
+        nearby, route = NEARBY.match(line), ROUTE.match(line)
         if route and not route.group("door"):
             steps = [s.strip() for s in route.group("steps").split(",")]
         elif nearby:
@@ -141,32 +141,32 @@ def check_seen_ways(turn: int, prompt: str, truth: EngineTruth, saw: PlayerSaw, 
     room, names = facts.room_id, truth.room_names
     where = f"turn {turn} in {facts.room}"
     verdicts.checked["seen_exits"] += 1
-    exits = set(_exits_listed(prompt))
-    walked = _open_ways(saw, room)
+    exits = set(exits_listed(prompt))
+    walked = open_ways(saw, room)
     if exits != set(walked):
-        verdicts.disagree("seen_exits", f"{where}: {_difference(exits, set(walked))} (walked from here)")
-    ways = _line(prompt, "Ways from here: ")
+        verdicts.disagree("seen_exits", f"{where}: {difference(exits, set(walked))} (walked from here)")
+    ways = line_after(prompt, "Ways from here: ")
     for way in ways.split("; ") if ways and ways != "none known" else []:
         verdicts.checked["seen_map"] += 1
-        blocked, match = _BLOCKED.match(way), _WAY.match(way)
+        blocked, match = BLOCKED.match(way), WAY.match(way)
         if blocked:
             label, text = blocked.group("label"), blocked.group("text")
             if saw.refused.get((room, label)) != text:
                 verdicts.disagree("seen_map", f"{where}: {way!r}: the player got {saw.refused.get((room, label))!r}")
         elif match and match.group("label") in walked:
             to = walked[match.group("label")]
-            if not _room_told(match.group("to"), to, saw.named, truth):
+            if not room_told(match.group("to"), to, saw.named, truth):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: walked to {names.get(to)!r}")
-        elif match and _ARRIVED_MARK.match(match.group("marks") or ""):
-            came_from = _arrived_ways(saw, room).get(match.group("label"))
-            if came_from is None or not _room_told(match.group("to"), came_from, saw.named, truth):
+        elif match and ARRIVED_MARK.match(match.group("marks") or ""):
+            came_from = arrived_ways(saw, room).get(match.group("label"))
+            if came_from is None or not room_told(match.group("to"), came_from, saw.named, truth):
                 verdicts.disagree("seen_map", f"{where}: {way!r}: the player never came that way from there")
         else:
             verdicts.disagree("seen_map", f"{where}: {way!r}: never walked or tried here")
-    named = _line(prompt, "Named in the room's description, not tried yet: ")
-    for label in _items(named, ""):
+    named = line_after(prompt, "Named in the room's description, not tried yet: ")
+    for label in listed_items(named, ""):
         verdicts.checked["seen_map"] += 1
-        if (room, label) in saw.tried or not _described(saw, room, label):
+        if (room, label) in saw.tried or not described_here(saw, room, label):
             verdicts.disagree("seen_map", f"{where}: {label!r} named here: tried already, or not in what was read here")
 
 
@@ -178,7 +178,7 @@ def _arrived_told(marked: list[str], arrived: list[tuple[str, int]], saw: Player
     """The route's marks name exactly the steps only arrived by, each room as the seen level may name it."""
     found = [_ARRIVED_STEP.match(mark) for mark in marked]
     return len(found) == len(arrived) and all(
-        m is not None and m.group("step") == step and _room_told(m.group("room"), room, saw.named, truth)
+        m is not None and m.group("step") == step and room_told(m.group("room"), room, saw.named, truth)
         for m, (step, room) in zip(found, arrived, strict=True)
     )
 
@@ -220,8 +220,8 @@ def check_seen_routes(
     saw = saws[turn]
     facts = truth.turns[turn]
     where = f"turn {turn} in {facts.room}"
-    for line in _map_lines(prompt):
-        nearby, route = _NEARBY.match(line), _ROUTE.match(line)
+    for line in map_lines(prompt):
+        nearby, route = NEARBY.match(line), ROUTE.match(line)
         if not (nearby or route):
             continue
         verdicts.checked["seen_routes"] += 1
@@ -229,7 +229,7 @@ def check_seen_routes(
         if route and route.group("door"):
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a door only the probe opened")
             continue
-        end, arrived = _walk_seen(saw, facts.room_id, steps)
+        end, arrived = walk_seen(saw, facts.room_id, steps)
         if end is None:
             verdicts.disagree("seen_routes", f"{where}: {line!r}: a step the player never walked")
             continue
@@ -238,13 +238,13 @@ def check_seen_routes(
         if route and not _arrived_told(marked, arrived, saw, truth):
             only_arrived = [f"{step} from the {truth.room_names.get(room)}" for step, room in arrived]
             verdicts.disagree("seen_routes", f"{where}: {line!r}: the steps only arrived by are {only_arrived}")
-        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: _ways_known(saw, room))
+        kind, detail, _ = oracle.walk(facts.state, steps, lambda room: ways_known(saw, room))
         if kind == "changed":
             verdicts.changed_since.append(f"{where}: {line!r}: {detail}")
         if nearby:
             listed = [d.strip() for d in nearby.group("dirs").split(",")]
-            wrong = [d for d in listed if (end, d) in saw.tried or not _described(saw, end, d)]
-            if not _room_told(nearby.group("room"), end, saw.named, truth) or wrong:
+            wrong = [d for d in listed if (end, d) in saw.tried or not described_here(saw, end, d)]
+            if not room_told(nearby.group("room"), end, saw.named, truth) or wrong:
                 verdicts.disagree("seen_routes", f"{where}: {line!r}: ends in {truth.room_names.get(end)}; {wrong}")
         for item, objective in _ITEM_TARGET.findall(route.group("target")) if route else []:
             verdicts.checked["seen_item_routes"] += 1
@@ -277,15 +277,15 @@ def check_route_lines(
     "Unexplored exits nearby" at most ``NEARBY_STEPS`` moves away."""
     facts = truth.turns[turn]
     where = f"turn {turn} in {facts.room}"
-    lines = _map_lines(prompt)
-    routes = [m for m in map(_ROUTE.match, lines) if m]
+    lines = map_lines(prompt)
+    routes = [m for m in map(ROUTE.match, lines) if m]
     verdicts.checked["route_lines"] += 1
     ways = Counter((m.group("steps"), m.group("door") or "") for m in routes)
     twice = [steps for steps, n in ways.items() if n > 1]
     if twice:
         verdicts.disagree("route_lines", f"{where}: the same route on {max(ways.values())} lines: {twice[0]}")
     for line in lines:
-        nearby = _NEARBY.match(line)
+        nearby = NEARBY.match(line)
         if nearby and len(nearby.group("steps").split(",")) > NEARBY_STEPS:
             verdicts.disagree("route_lines", f"{where}: {line!r}: further than {NEARBY_STEPS} moves")
     lit = any("on" in states for _, states in truth.things[turn][0].values())
@@ -306,13 +306,13 @@ def check_route_lines(
                 )
                 break
             following = (
-                saw.walked.get((at, step)) or _arrived_ways(saw, at).get(step) or _last_probe(truth, at, turn).get(step)
+                saw.walked.get((at, step)) or arrived_ways(saw, at).get(step) or _last_probe(truth, at, turn).get(step)
             )
             if following is None:
                 break  # a door step: where it leads is the probe's (checked at the engine level)
             at = following
             onbit = truth.rules.onbit if truth.rules else -1
-            unlit = _found_dark(saw, at) or (at in been and onbit not in tree.get(at, (0, (onbit,)))[1])
+            unlit = found_dark(saw, at) or (at in been and onbit not in tree.get(at, (0, (onbit,)))[1])
             if not lit and unlit and f"the {truth.room_names.get(at)}" not in dark:
                 dark.append(f"the {truth.room_names.get(at)}")
         shown = route.group("dark").split(", ") if route.group("dark") else []
