@@ -64,12 +64,13 @@ model is offered every turn whose command or reply names a thing near the player
 The engine's side (``engine``, over ``story``) reads the story itself, with its own
 direction list, object reading and exit probing: it imports nothing of the code it checks.
 
-It prints the disagreements per check, the agent's prompt size in tokens (estimated as
-characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
+The report's figures are the disagreements per check, the agent's prompt size in tokens (estimated
+as characters / 4) at turns 1, 100, 200 and the last turn, with the compact map the agent gets
 and with the whole map that was sent before, and turn 100's prompt by part. The goal is 0
-disagreements on every check, each check run at least once: when it is missed, it names each
-disagreement on stderr and exits 1 (2 when the story file is missing): the command line is
-``benchmarks/context_truth.py``. ``tests/harness/test_truth.py`` runs the same check in the suite.
+disagreements on every check, each check run at least once (``TruthReport.problems`` names each
+miss). The command line, ``benchmarks/context_truth.py``, prints the figures and exits 1 when the
+goal is missed (2 when the story file is missing); ``tests/harness/test_truth.py`` runs the same
+check in the suite.
 
     uv run python benchmarks/context_truth.py [--game-file PATH] [--game zork1|zork2|zork3]
         [--show-turn N] [--fair-play seen|engine] [--turns N]
