@@ -38,9 +38,9 @@ import jericho
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.context_truth import OPPOSITE
 from game_interface import resolve_story_file
 from harness.scripted_llm import ScriptedLLMServer
+from harness.truth.player import OPPOSITE
 from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, e2e_config, walkthrough
 from managers.map_manager import directions_described
 from orchestration.episode_runner import EpisodeRunner

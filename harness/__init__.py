@@ -10,4 +10,5 @@ import it, so neither needs the other.
 - ``servers``: our servers started as processes on free loopback ports, and MCP config entries
 - ``walkthroughs``, ``learning``, ``managers``: scripted models that play the walkthrough (thinking with
   MCP tools, learning for the managers), episode configurations, and the managers' shared pieces
+- ``truth``: the truth oracle: every request the product sends checked against the engine, read independently
 """

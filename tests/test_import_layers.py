@@ -10,7 +10,9 @@ cycle. Every import is read from the source with ``ast``: module-level, function
 
 The same holds a level up: each top-level folder sits in one layer, and between folders (the
 product's packages, ``harness/``, ``benchmarks/``, and ``tests/`` on top) every import points down,
-so no folders import each other, directly or around a circle.
+arrows into ``tests/`` among them, so no folders import each other, directly or around a circle; and
+``MAY_IMPORT`` says the same of the four in words: the product imports none of the other three,
+``harness/`` neither ``benchmarks/`` nor ``tests/``, ``benchmarks/`` not ``tests/``.
 
 The architecture page's table ("Where things live") must place every module in the layer named
 here, so the page and the code cannot drift apart unnoticed.
@@ -172,10 +174,22 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "harness.walkthroughs",
         "harness.managers",
         "harness.learning",
+        "harness.truth.story",
+        "harness.truth.engine",
+        "harness.truth.verdicts",
+        "harness.truth.prompt_text",
+        "harness.truth.transcript",
+        "harness.truth.player",
+        "harness.truth.ways_checks",
+        "harness.truth.view_checks",
+        "harness.truth.prompt_checks",
+        "harness.truth.request_checks",
+        "harness.truth.replay",
+        "harness.truth.report",
+        "harness.truth",
         "harness",
     ),
     "benchmarks": (
-        "benchmarks.engine_truth",
         "benchmarks.context_truth",
         "benchmarks.route_length",
         "benchmarks.critic_cost",
@@ -273,6 +287,10 @@ def folder_graph() -> dict[str, set[str]]:
     for module, targets in import_graph().items():
         top = module.split(".")[0]
         folders.setdefault(top, set()).update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+        # An arrow into tests/ too (the module graph keeps to modules outside it): a benchmark importing a
+        # test helper closes a circle, since tests/ imports the benchmarks.
+        if any(name.split(".")[0] == "tests" for name in imported_names(module, modules[module])):
+            folders[top].add("tests")
     files = subprocess.run(["git", "ls-files", "tests/*.py"], cwd=REPO, capture_output=True, text=True, check=True)
     for name in files.stdout.split():
         path = REPO / name
@@ -310,6 +328,34 @@ def test_no_circle_between_folders_and_every_folder_arrow_points_down() -> None:
                     seen.add(target)
                     stack.append([*path, target])
     assert circles == [], "folders importing each other: " + "; ".join(sorted(circles))
+
+
+# What each of the four may import: the product only itself, the shared harness the product, the
+# benchmarks both, and tests/ everything.
+MAY_IMPORT = {
+    "product": {"product"},
+    "harness": {"product", "harness"},
+    "benchmarks": {"product", "harness", "benchmarks"},
+    "tests": {"product", "harness", "benchmarks", "tests"},
+}
+
+
+def test_the_product_harness_benchmarks_and_tests_import_only_downward() -> None:
+    """The folder rule in its own words, beside the layer order that implies it: the product never imports
+    harness/, benchmarks/ or tests/; harness/ never benchmarks/ or tests/; benchmarks/ never tests/."""
+    folders = folder_graph()
+    assert {"session", "harness", "benchmarks", "tests"} <= set(folders)  # the walk found all four
+
+    def group(folder: str) -> str:
+        return folder if folder in MAY_IMPORT else "product"
+
+    crossing = sorted(
+        f"{folder} -> {target}"
+        for folder, targets in folders.items()
+        for target in targets
+        if group(target) not in MAY_IMPORT[group(folder)]
+    )
+    assert crossing == [], "folders importing what their group may not: " + ", ".join(crossing)
 
 
 def test_the_architecture_page_places_every_module_in_its_layer() -> None:

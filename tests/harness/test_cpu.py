@@ -14,7 +14,7 @@ import pytest
 
 from harness.cpu import children_cpu, cpu_while_alive, family_cpu, process_cpu, reaped_cpu, self_cpu, usage_cpu
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="no /proc on this system")
 
 
