@@ -37,6 +37,15 @@ _CONSOLE = "console"
 
 _REGISTRY: dict[str, type[EpisodeEvent]] = {}
 
+_FROM_NAME = "from_name"
+_OMITTED_WHEN_NONE = "omitted_when_none"
+FROM_NAME = {_FROM_NAME: True}
+"""``field(metadata=FROM_NAME)``: a field of a family's record that its event's name implies
+(the ``memory`` of ``memory_lock_timeout``): read from the name, never written as a key."""
+OMITTED_WHEN_NONE = {_OMITTED_WHEN_NONE: True}
+"""``field(default=None, metadata=OMITTED_WHEN_NONE)``: a key some writers of the event leave out;
+written only when it has a value, so those lines stay as they were."""
+
 _T = typing.TypeVar("_T", bound=type)
 
 
@@ -87,8 +96,17 @@ class EpisodeEvent:
         return {}
 
     def fields(self) -> dict[str, Any]:
-        """The event's own fields (not the log's), as written to the file."""
-        return {f.name: getattr(self, f.name) for f in event_fields(type(self))}
+        """The event's own fields (not the log's), as written to the file.
+
+        A field the name implies (``FROM_NAME``) is not written: the name says it. A field marked
+        ``OMITTED_WHEN_NONE`` is written only with a value (an event some writers write without it).
+        """
+        written: dict[str, Any] = {}
+        for f in written_fields(type(self)):
+            value = getattr(self, f.name)
+            if value is not None or not f.metadata.get(_OMITTED_WHEN_NONE):
+                written[f.name] = value
+        return written
 
     def to_json(self) -> dict[str, Any]:
         """The line as the file holds it: the log's keys, ``event_type``, the fields and what was kept in ``extra``."""
@@ -132,6 +150,11 @@ def emit(
 def event_fields(cls: type[EpisodeEvent]) -> tuple[dataclasses.Field[Any], ...]:
     """A record's own fields, in order: every field but the log's keys and ``extra``."""
     return _own_fields(cls)
+
+
+def written_fields(cls: type[EpisodeEvent]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields a record writes as keys: its own fields but those its event's name implies."""
+    return tuple(f for f in event_fields(cls) if not f.metadata.get(_FROM_NAME))
 
 
 @cache
