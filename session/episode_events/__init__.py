@@ -7,6 +7,8 @@ Importing this package loads them all, so the reader knows every event.
 
 from session.episode_events import episode, learning, mcp, models, tool_loop
 from session.episode_events.base import (
+    FROM_NAME,
+    OMITTED_WHEN_NONE,
     EpisodeEvent,
     UnknownEvent,
     emit,
@@ -14,9 +16,12 @@ from session.episode_events.base import (
     parse_event,
     record,
     record_types,
+    written_fields,
 )
 
 __all__ = [
+    "FROM_NAME",
+    "OMITTED_WHEN_NONE",
     "EpisodeEvent",
     "UnknownEvent",
     "emit",
@@ -29,4 +34,5 @@ __all__ = [
     "record",
     "record_types",
     "tool_loop",
+    "written_fields",
 ]
