@@ -16,7 +16,8 @@ versions, and their scripts read the JSON): so reading is lenient where writing 
 - A value of the wrong type (a hand-edited line) reads as that default too, and the value is
   kept in ``extra`` under its name, so nothing is lost and no reader crashes on it.
 - An event name this version does not know reads as an ``UnknownEvent`` with every field in ``extra``.
-The line's own keys (``timestamp``, ``level``, ``message``, ``traceback``) are read into every record.
+The line's own keys (``timestamp``, ``level``, ``message``, ``traceback``) are read into every record;
+one of them, or the event's name, that is not a string is kept in ``extra`` like a field's wrong value.
 """
 
 from __future__ import annotations
@@ -187,10 +188,12 @@ def parse_event(line: Mapping[str, Any]) -> EpisodeEvent:
     """One JSON line of the log as its record (see the module docstring for what is lenient)."""
     name = line.get("event_type")
     log_keys = {key: value for key in LINE_KEYS if isinstance(value := line.get(key), str)}
+    # A log key or a name of the wrong type (a hand-edited line) is kept as it was, like a field's.
+    misfits = {key: line[key] for key in (*LINE_KEYS, "event_type") if key in line and not isinstance(line[key], str)}
     cls = _REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         rest = {k: v for k, v in line.items() if k not in (*LINE_KEYS, "event_type")}
-        return UnknownEvent(name=str(name or ""), extra=rest, **log_keys)
+        return UnknownEvent(name=str(name or ""), extra={**misfits, **rest}, **log_keys)
     hints = _field_types(cls)
     values: dict[str, Any] = {}
     kept: dict[str, Any] = {}
@@ -206,7 +209,7 @@ def parse_event(line: Mapping[str, Any]) -> EpisodeEvent:
             values[f.name] = implied[f.name] if f.name in implied else _default(f, hints[f.name])
     known = {field_key(f) for f in event_fields(cls)} | {*LINE_KEYS, "event_type"}
     kept.update({k: v for k, v in line.items() if k not in known})
-    return cls(**values, **log_keys, extra=kept)
+    return cls(**values, **log_keys, extra={**misfits, **kept})
 
 
 @cache
