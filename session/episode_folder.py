@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from session.episode_events import EpisodeEvent, parse_event
+
 EPISODES_DIR = "episodes"  # under the game workdir: one folder per episode
 # The name the agent's model calls carry (``call_name`` of their ``llm_call`` events), for whoever
 # tells the agent's calls from the helpers'.

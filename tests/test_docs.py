@@ -287,7 +287,13 @@ def render_events_page() -> str:
         doc = (module.__doc__ or "").strip().splitlines()
         assert doc, f"{module.__name__} has no docstring to head its events"
         path = module.__name__.replace(".", "/") + ".py"
-        lines += ["", f"## {doc[0].split(':')[0].rstrip('.')}", "", f"{source_comment(doc[0])} Their records: `{path}`.", ""]
+        lines += [
+            "",
+            f"## {doc[0].split(':')[0].rstrip('.')}",
+            "",
+            f"{source_comment(doc[0])} Their records: `{path}`.",
+            "",
+        ]
         lines += ["| event | what it records | fields |", "|---|---|---|"]
         for record in records:
             if record.__module__ == module.__name__:
