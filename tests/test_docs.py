@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -21,12 +22,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.timing import scaled
 from session import episode_events
-from session.episode_events import EpisodeEvent, event_fields, record_types
+from session.episode_events import EpisodeEvent, record_types, written_fields
+from session.episode_events.base import OMITTED_WHEN_NONE, field_key
 from session.events import HELPER_MODELS, LEARNING_FILES, every_event_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -243,13 +246,19 @@ def type_words(annotation: object) -> str:
     return str(annotation).replace("typing.", "").replace(" | ", " or ")
 
 
+def field_words(f: dataclasses.Field[Any]) -> str:
+    """A field as the page lists it: its key in the file and its type (and when it may be left out)."""
+    words = f"`{field_key(f)}` {type_words(f.type)}"
+    return words + " (only when set)" if f.metadata == OMITTED_WHEN_NONE else words
+
+
 def record_rows(record: type[EpisodeEvent], described: dict[str, str]) -> list[str]:
     """A record's rows: one per description, naming every event of the record it describes."""
     names = [record.EVENT] if record.EVENT else list(record.EVENTS)
     by_description: dict[str, list[str]] = {}
     for name in names:
         by_description.setdefault(described.get(name, ""), []).append(name)
-    fields = ", ".join(f"`{f.name}` {type_words(f.type)}" for f in event_fields(record)) or "(none)"
+    fields = ", ".join(field_words(f) for f in written_fields(record)) or "(none)"
     return [
         f"| {', '.join(f'`{name}`' for name in names)} | {description} | {fields} |"
         for description, names in by_description.items()
@@ -318,7 +327,7 @@ def test_every_record_is_on_the_page_with_every_field() -> None:
         assert record.__module__ in modules, f"{record.__name__}: add {record.__module__} to RECORD_MODULES"
         name = record.EVENT or record.EVENTS[0]
         (row,) = [row for row in page.splitlines() if re.search(rf"^\| [^|]*`{name}`", row)]
-        assert [f.name for f in event_fields(record)] == re.findall(r"`(\w+)` ", row.split("|")[3]), name
+        assert [field_key(f) for f in written_fields(record)] == re.findall(r"`(\w+)` ", row.split("|")[3]), name
 
 
 # -- the site -------------------------------------------------------------------------------------

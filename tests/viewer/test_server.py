@@ -26,8 +26,8 @@ from urllib.request import urlopen
 import pytest
 
 from harness.scripted_llm import Reply, ScriptedLLMServer
-from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
-from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, read_events, walkthrough
+from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
