@@ -133,9 +133,10 @@ def tool_call_counts(events: Iterable[EpisodeEvent]) -> ToolCallCounts:
             else:  # failed before a call went out (arguments it could not read): still a call the model made
                 key = _tool_of(event)
                 add(key, calls=1)
-            answered = isinstance(event, MCPToolResult)
-            failed = not answered or event.is_error
-            add(key, failed=int(failed), duration_ms=event.duration_ms if answered else 0.0)
+            if isinstance(event, MCPToolResult):
+                add(key, failed=int(event.is_error), duration_ms=event.duration_ms)
+            else:
+                add(key, failed=1)
     by_server: dict[str, dict[str, ToolTally]] = {}
     unknown: dict[str, ToolTally] = {}
     for (server, tool), tally in sorted(tallies.items(), key=lambda item: (item[0][0] or "", item[0][1])):
