@@ -197,6 +197,11 @@ def test_a_learning_files_problem_names_its_file_in_the_event_name_only() -> Non
         event = parse_event(line)
         assert isinstance(event, LearningFileTooLarge) and event.file == file and event.bytes == 9
         assert event.event_type == f"{file}_file_too_large" and "file" not in event.fields()
+    # A "file" key (never written; a user's own) cannot contradict the name: it is kept, not believed.
+    odd = {"event_type": "map_file_too_large", "file": "memory", "turn": 4, "path": "/g/map.json", "bytes": 9}
+    event = parse_event(odd)
+    assert isinstance(event, LearningFileTooLarge) and event.file == "map" and event.extra == {"file": "memory"}
+    assert event.event_type == "map_file_too_large" and event.to_json() == odd
     made = LearningFileTooLarge(file="memory", turn=3, path="/g/memory.md", bytes=5)
     assert made.event_type == "memory_file_too_large"
     assert made.fields() == {"turn": 3, "path": "/g/memory.md", "bytes": 5}
