@@ -83,7 +83,8 @@ class EpisodeEvent:
 
     EVENT: ClassVar[str] = ""
     # A record that stands for several names (``memory_lock_timeout``, ``map_lock_timeout``...) lists
-    # them here, overrides ``event_type`` and says in ``fields_from_name`` what each name implies.
+    # them here, overrides ``event_type`` and says in ``fields_from_name`` what each name implies
+    # (those fields are marked ``FROM_NAME``: the name says them, so they are not written).
     EVENTS: ClassVar[tuple[str, ...]] = ()
 
     timestamp: str = field(default="", compare=False)
@@ -200,7 +201,8 @@ def parse_event(line: Mapping[str, Any]) -> EpisodeEvent:
     implied = cls.fields_from_name(name)
     for f in event_fields(cls):
         key = field_key(f)
-        if key in line and _fits(line[key], hints[f.name]):
+        # What the name implies wins: a key of that name in the line (never written) is kept, not believed.
+        if key in line and f.name not in implied and _fits(line[key], hints[f.name]):
             value = line[key]
             values[f.name] = tuple(value) if _is_tuple(hints[f.name]) else value
         else:
