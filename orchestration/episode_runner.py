@@ -45,6 +45,7 @@ from session.episode_events.episode import (
     StoppedByError,
     Turn,
 )
+from session.episode_events.mcp import MCPManagerInit
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
     ConsoleOptions,
@@ -53,7 +54,6 @@ from session.episode_log import (
     setup_episode_logger,
 )
 from session.errors import ConfigError, Consequence, ZorkGPTError, end_reason_for, episode_consequence
-from session.events import Event
 from session.game_configuration import MODEL_ROLES, GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
@@ -264,7 +264,7 @@ class EpisodeRunner:
                 models=self.clients,
                 redactor=self.redactor,
             )
-            log.info("MCP Manager initialized", extra={"event_type": Event.MCP_MANAGER_INIT})
+            emit(log, MCPManagerInit(), "MCP Manager initialized")
 
     def _initialize_game_components(self) -> None:
         self.agent = ZorkAgent(
