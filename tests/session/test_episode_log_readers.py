@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -268,8 +267,21 @@ def product_files() -> list[str]:
     return [name for name in files.stdout.split() if not name.startswith("tests/")]
 
 
-# An event written past ``emit``: a dict whose ``event_type`` key goes to a log record's ``extra``.
-RAW_EVENT = re.compile(r"""["']event_type["']\s*:""")
+def raw_writes(tree: ast.Module) -> Iterator[int]:
+    """Lines that write an event past ``emit``: a dict with an ``event_type`` key given as a log call's
+    ``extra=``, or assigned to a name ``extra`` (handed to one later)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            dicts = [k.value for k in node.keywords if k.arg == "extra" and isinstance(k.value, ast.Dict)]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named_extra = any(isinstance(t, ast.Name) and t.id == "extra" for t in targets)
+            dicts = [node.value] if named_extra and isinstance(node.value, ast.Dict) else []
+        else:
+            continue
+        for literal in dicts:
+            if any(isinstance(key, ast.Constant) and key.value == "event_type" for key in literal.keys):
+                yield literal.lineno
 
 
 def test_no_product_module_writes_an_event_past_its_record() -> None:
@@ -280,7 +292,16 @@ def test_no_product_module_writes_an_event_past_its_record() -> None:
     for name in product_files():
         if name == "session/episode_events/base.py":  # emit itself builds the extra
             continue
-        for number, line in enumerate((REPO / name).read_text(encoding="utf-8").splitlines(), start=1):
-            if RAW_EVENT.search(line) and not line.lstrip().startswith("#"):
-                writers.append(f"{name}:{number}: {line.strip()}")
+        source = (REPO / name).read_text(encoding="utf-8")
+        lines = source.splitlines()
+        writers += [f"{name}:{n}: {lines[n - 1].strip()}" for n in raw_writes(ast.parse(source, filename=name))]
     assert writers == []
+
+
+def test_the_raw_write_check_finds_the_old_way_of_writing() -> None:
+    old_ways = ast.parse(
+        'logger.info("Turn %s", turn, extra={"event_type": Event.TURN, "turn": turn})\n'
+        'extra = {"event_type": line.event_type, "turn": 3}\n'
+        'FIELD_TYPES = {"event_type": (str,)}\n'
+    )
+    assert sorted(raw_writes(old_ways)) == [1, 2]
