@@ -6,7 +6,9 @@ with an ``event_type`` parameter, such as ``_log(level, event_type, message, ...
 ``log`` callable the toolbox hands its connect rules, which has the same signature). A writer
 must name its event as ``Event.<NAME>`` or pass on a value built elsewhere (a helper's
 parameter, ``exc.kind``, ``self.events[...]``); a string or f-string there is a name the
-module does not list.
+module does not list. A writer of a typed record (``emit(logger, MCPToolResult(...), ...)``) writes
+its record's events: a product file outside ``session/episode_events/`` that builds a record
+(``MCPToolResult(...)``) is that record's writer (a reader names the class too, but never builds one).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from session import errors
+from session.episode_events import record_types
 from session.events import (
     HELPER_MODELS,
     LEARNING_FILES,
@@ -41,6 +44,7 @@ from session.events import (
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS_MODULE = "session/events.py"
+RECORDS_PACKAGE = "session/episode_events/"
 # The toolbox's connect rules log through a callable parameter named ``log`` (its ``_log``).
 CALLABLE_HELPERS = {"log": 1}
 
@@ -75,12 +79,26 @@ def log_helpers(trees: dict[str, ast.Module]) -> dict[str, int]:
     return helpers
 
 
+def record_events() -> dict[str, list[str]]:
+    """Record class name -> the ``Event`` members it writes (a record of built names writes none of them)."""
+    events: dict[str, list[str]] = {}
+    for name, cls in record_types().items():
+        if name in Event.__members__.values():
+            events.setdefault(cls.__name__, []).append(Event(name).name)
+    return events
+
+
 def writers(sources: dict[str, str]) -> Iterator[Writer]:
     trees = {path: ast.parse(source, filename=path) for path, source in sources.items()}
     helpers = log_helpers(trees)
+    records = record_events()
     for path, tree in trees.items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Dict):
+            built = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in records
+            if built and not path.startswith(RECORDS_PACKAGE):
+                for member in records[node.func.id]:
+                    yield Writer(path, node.lineno, ast.parse(f"Event.{member}", mode="eval").body, tree)
+            elif isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values, strict=True):
                     if isinstance(key, ast.Constant) and key.value == "event_type":
                         yield Writer(path, value.lineno, value, tree)
