@@ -46,7 +46,6 @@ from session.episode_events.mcp import (
     MCPNoTools,
     MCPToolProgress,
     MCPTurnReady,
-    TurnWithoutTools,
 )
 from session.errors import MCPToolCallError
 from session.game_configuration import GameConfiguration, process_environ
@@ -231,7 +230,7 @@ class MCPManager:
         (see the toolbox). When there are none, the turn plays without tools and the log says why."""
         self._turn = self.toolbox.turn = turn
         if self.toolbox.all_disabled:
-            self._log_no_tools(turn, MCPDisabledFallback, "Turn %s: MCP disabled, continuing without tools")
+            self._log_disabled(turn)
             return TurnToolset(self, None)
         started = time.perf_counter()
         mcp = self.config.mcp
@@ -255,19 +254,21 @@ class MCPManager:
             level=logging.DEBUG,
         )
         if self.toolbox.all_disabled:  # every server disabled after repeated failures
-            self._log_no_tools(turn, MCPDisabledFallback, "Turn %s: MCP disabled, continuing without tools")
+            self._log_disabled(turn)
         elif not tools.schemas:  # working servers that offer no tools: nothing is disabled
-            self._log_no_tools(
-                turn,
-                MCPNoTools,
+            emit(
+                self.logger,
+                MCPNoTools(turn=turn, server_names=self.server_names),
                 "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
+                turn,
                 ", ".join(self.server_names),
+                level=logging.WARNING,
             )
         return TurnToolset(self, tools)
 
-    def _log_no_tools(self, turn: int, kind: type[TurnWithoutTools], message: str, *args: Any) -> None:
-        record = kind(turn=turn, server_names=self.server_names)
-        emit(self.logger, record, message, turn, *args, level=logging.WARNING)
+    def _log_disabled(self, turn: int) -> None:
+        record = MCPDisabledFallback(turn=turn, server_names=self.server_names)
+        emit(self.logger, record, "Turn %s: MCP disabled, continuing without tools", turn, level=logging.WARNING)
 
     def end_turn(self) -> None:
         """The turn's action is chosen: turn-lifetime sessions close in the background."""
