@@ -31,9 +31,10 @@ from chat_api.models import tools_not_supported
 from chat_api.tracing import traced_observation
 from game_interface.games import Game
 from llm_client import LLMClient
+from session.episode_events import EpisodeEvent, emit
+from session.episode_events.episode import AgentCommandsCut, AgentParseError, AgentReplyPartial
 from session.episode_folder import AGENT_CALL_NAME
 from session.errors import ConfigError
-from session.events import Event
 from session.game_configuration import FilesSection, GameConfiguration
 from session.game_state import AgentDecision, ToolCallRecord
 from session.objective_spec import ObjectiveProposal
@@ -368,14 +369,18 @@ class ZorkAgent:
         try:
             parsed, dropped, commands = self._read_reply(content)
         except (ValidationError, ValueError) as exc:
+            failure = AgentParseError(
+                episode_id=self.episode_id,
+                turn=self.current_turn,
+                error=str(exc),
+                raw_response=cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
+            )
             self._log_event(
                 logging.ERROR,
-                Event.AGENT_PARSE_ERROR,
+                failure,
                 "could not parse the agent's reply (%s); falling back to '%s'",
                 exc,
                 FALLBACK_ACTION,
-                error=str(exc),
-                raw_response=cap_text(content or "", MAX_LOGGED_REPLY_CHARS),
             )
             return AgentDecision(
                 action=FALLBACK_ACTION,
@@ -387,22 +392,17 @@ class ZorkAgent:
         if dropped:
             self._log_event(
                 logging.WARNING,
-                Event.AGENT_REPLY_PARTIAL,
+                AgentReplyPartial(episode_id=self.episode_id, turn=self.current_turn, dropped=dropped, action=action),
                 "kept the agent's action '%s' and dropped what was unusable in its reply: %s",
                 action,
                 "; ".join(dropped),
-                dropped=dropped,
-                action=action,
             )
         if unplayed:
+            cut = AgentCommandsCut(
+                episode_id=self.episode_id, turn=self.current_turn, action=action, unplayed=list(unplayed)
+            )
             self._log_event(
-                logging.INFO,
-                Event.AGENT_COMMANDS_CUT,
-                "the agent chained %s commands; playing only the first, '%s'",
-                len(commands),
-                action,
-                action=action,
-                unplayed=list(unplayed),
+                logging.INFO, cut, "the agent chained %s commands; playing only the first, '%s'", len(commands), action
             )
         objective = parsed.new_objective if parsed.new_objective and parsed.new_objective.text.strip() else None
         return AgentDecision(
@@ -446,10 +446,9 @@ class ZorkAgent:
             raise ValueError(f"the reply's action is {len(commands[0])} characters long (limit {MAX_ACTION_CHARS})")
         return parsed, dropped, commands
 
-    def _log_event(self, level: int, event_type: str, message: str, *args: Any, **fields: Any) -> None:
-        """Log ``message % args`` as an event of this turn; ``fields`` go into the event."""
-        extra = {"event_type": event_type, "episode_id": self.episode_id, "turn": self.current_turn, **fields}
-        self.logger.log(level, f"Turn %s: {message}", self.current_turn, *args, extra=extra)
+    def _log_event(self, level: int, event: EpisodeEvent, message: str, *args: Any) -> None:
+        """Log ``event``, an event of this turn, with ``message % args`` after the turn's number."""
+        emit(self.logger, event, f"Turn %s: {message}", self.current_turn, *args, level=level)
 
     # -- MCP tool-calling path -----------------------------------------------------------
     def _system_prompt_with(self, tools: Toolset) -> str:

@@ -13,7 +13,6 @@ Goal: at least ``GOAL_TURNS_PER_MINUTE`` turns a minute; it exits 1 naming the r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -27,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from game_interface import resolve_story_file
 from orchestration.embedded_model import EMBEDDED_WORKDIR
-from session.episode_folder import EpisodeFolder, episodes_dir
+from session.episode_events.models import LLMCall
+from session.episode_folder import episodes_dir, read_events
 from session.events import Event
 from session.redaction import SECRET_ENV_VARS
 
@@ -49,17 +49,15 @@ def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | in
         sys.stderr.write(proc.stderr[-3000:])
         return {"exit": proc.returncode}
     (episode,) = episodes_dir(workdir / EMBEDDED_WORKDIR).iterdir()  # the bundled model's games keep apart
-    events = [json.loads(line) for line in EpisodeFolder(episode).log.read_text(encoding="utf-8").splitlines()]
-    stamps = {e["event_type"]: [] for e in events}
+    events = read_events(episode)
+    stamps: dict[str, list[datetime]] = {e.event_type: [] for e in events}
     for event in events:
-        stamps[event["event_type"]].append(datetime.fromisoformat(event["timestamp"]))
+        stamps[event.event_type].append(datetime.fromisoformat(event.timestamp))
     # From the episode's start (the game loaded, before the first model call) to the last turn.
     play_seconds = (stamps[Event.TURN][-1] - stamps[Event.EPISODE_START][0]).total_seconds()
     # The calls of the turns; the end-of-episode updates (memory, knowledge) come after the last turn.
     last_turn = stamps[Event.TURN][-1]
-    turn_calls = [
-        e for e in events if e["event_type"] == Event.LLM_CALL and datetime.fromisoformat(e["timestamp"]) <= last_turn
-    ]
+    turn_calls = [e for e in events if isinstance(e, LLMCall) and datetime.fromisoformat(e.timestamp) <= last_turn]
     answered = _ANSWERED.search(proc.stderr)
     played = len(stamps[Event.TURN])
     return {
@@ -70,7 +68,7 @@ def run_once(turns: int, game_file: Path, workdir: Path) -> dict[str, float | in
         "turns": played,
         "turns_per_min": played / play_seconds * 60,
         "llm_calls_per_turn": len(turn_calls) / played,
-        "tokens_per_call": sum(c["usage"]["total_tokens"] for c in turn_calls) / max(len(turn_calls), 1),
+        "tokens_per_call": sum(c.usage["total_tokens"] for c in turn_calls) / max(len(turn_calls), 1),
         "fallback_turns": len(stamps.get(Event.AGENT_PARSE_ERROR, [])),
         "load_before": load_before,
         "load_after": os.getloadavg()[0],

@@ -47,8 +47,8 @@ from game_interface import resolve_story_file
 from harness.cpu import children_cpu, cpu_while_alive, self_cpu
 from harness.scripted_llm import ScriptedLLMServer
 from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, walkthrough
+from session.episode_events.episode import Turn
 from session.episode_folder import EpisodeFolder, episodes_dir, read_events
-from session.events import Event
 
 REPO = Path(__file__).resolve().parent.parent
 # main.py with the runner's choice made: each episode forked from the warm parent, or a fresh process.
@@ -168,7 +168,7 @@ def play(
         1
         for log in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
         for event in read_events(log.parent)
-        if event.get("event_type") == Event.TURN
+        if isinstance(event, Turn)
     )
     if k == 1:  # main.py plays a single episode itself: the whole run is that episode
         return Played(wall, played, proc.returncode, 0.0, 0.0, whole, server_cpu, own.mcp_cpu)

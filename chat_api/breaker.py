@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from session.episode_events import emit
+from session.episode_events.models import LLMCircuitClosed, LLMCircuitOpen
 from session.errors import CircuitOpenError, LLMRequestError, LLMRetryExhaustedError
-from session.events import Event
 from session.game_configuration import RetrySection
 
 T = TypeVar("T")
@@ -78,23 +79,23 @@ class CircuitBreaker:
             self._trial_in_flight = False
             if trial or self._consecutive_failures >= retry.circuit_breaker_threshold:
                 self._open_until = now + retry.circuit_breaker_reset_seconds
-                self.logger.error(
+                opened = LLMCircuitOpen(
+                    consecutive_failures=self._consecutive_failures,
+                    reset_seconds=retry.circuit_breaker_reset_seconds,
+                )
+                emit(
+                    self.logger,
+                    opened,
                     "LLM circuit breaker opened after %d consecutive failed calls; retrying in %.1fs",
                     self._consecutive_failures,
                     retry.circuit_breaker_reset_seconds,
-                    extra={
-                        "event_type": Event.LLM_CIRCUIT_OPEN,
-                        "consecutive_failures": self._consecutive_failures,
-                        "reset_seconds": retry.circuit_breaker_reset_seconds,
-                    },
+                    level=logging.ERROR,
                 )
 
     def _record_success(self, trial: bool) -> None:
         with self._lock:
             if trial:
-                self.logger.info(
-                    "LLM circuit breaker closed: trial call succeeded", extra={"event_type": Event.LLM_CIRCUIT_CLOSED}
-                )
+                emit(self.logger, LLMCircuitClosed(), "LLM circuit breaker closed: trial call succeeded")
             self._consecutive_failures = 0
             self._open_until = None
             self._trial_in_flight = False

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Mapping
 
 from chat_api.wire import LLMResponse, UsageStats
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.models import LLMCall
 from session.game_configuration import ModelPrice, PricingSection
 
 
@@ -51,18 +52,20 @@ class UsageLedger:
                 stats.unpriced_calls += 1
             else:
                 stats.cost_usd += response.cost_usd
-        self.logger.debug(
+        call = LLMCall(
+            call_name=label,
+            model=response.model,
+            requested_model=requested_model,
+            served_model=response.served_model,
+            usage=usage,
+            cost_usd=response.cost_usd,
+        )
+        emit(
+            self.logger,
+            call,
             "LLM call %s: %s tokens, cost %s",
             label,
             usage.get("total_tokens", "?"),
             "unknown" if response.cost_usd is None else f"${response.cost_usd:.6f}",
-            extra={
-                "event_type": Event.LLM_CALL,
-                "call_name": label,
-                "model": response.model,
-                "requested_model": requested_model,
-                "served_model": response.served_model,
-                "usage": usage,
-                "cost_usd": response.cost_usd,
-            },
+            level=logging.DEBUG,
         )

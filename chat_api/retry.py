@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 
 from chat_api.replies import RetryableReplyError
 from chat_api.wire import LLMResponse
+from session.episode_events import emit
+from session.episode_events.models import LLMRetry
 from session.errors import LLMRetryExhaustedError
-from session.events import Event
 from session.game_configuration import RetrySection
 
 
@@ -98,21 +99,23 @@ def _log_retry(
     retries: int,
     delay: float,
 ) -> None:
-    logger.warning(
+    retry = LLMRetry(
+        call_name=label,
+        model=model,
+        attempt=attempt,
+        max_retries=retries,
+        delay_seconds=delay,
+        reason=reason,
+        status_code=status_code,
+    )
+    emit(
+        logger,
+        retry,
         "LLM call %s failed (%s); retry %d/%d in %.2fs",
         label,
         reason,
         attempt,
         retries,
         delay,
-        extra={
-            "event_type": Event.LLM_RETRY,
-            "call_name": label,
-            "model": model,
-            "attempt": attempt,
-            "max_retries": retries,
-            "delay_seconds": delay,
-            "reason": reason,
-            "status_code": status_code,
-        },
+        level=logging.WARNING,
     )

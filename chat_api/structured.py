@@ -21,8 +21,9 @@ from typing import Any
 from chat_api.models import is_reasoning_model
 from chat_api.payload import text_of
 from chat_api.wire import LLMResponse
+from session.episode_events import emit
+from session.episode_events.models import LLMStructuredOutput
 from session.errors import LLMRequestError
-from session.events import Event
 from session.providers import ProviderPreset, StructuredMode
 from session.redaction import Redactor
 from shared_utils.model_json import loads_json
@@ -234,19 +235,17 @@ class StructuredOutput:
         chosen = self.memory.step_down(self.base_url, model, ladder, failed)
         if chosen is not None and chosen is not failed:
             reason = self.redactor(what)
-            self.logger.warning(
+            change = LLMStructuredOutput(
+                base_url=self.base_url, model=model, failed_mode=failed.value, mode=chosen.value, reason=reason
+            )
+            emit(
+                self.logger,
+                change,
                 "%s for model %s %s; using %s for the rest of the run",
                 self.base_url,
                 model,
                 reason,
                 _MODE_WORDS.get(chosen, chosen.value),
-                extra={
-                    "event_type": Event.LLM_STRUCTURED_OUTPUT,
-                    "base_url": self.base_url,
-                    "model": model,
-                    "failed_mode": failed.value,
-                    "mode": chosen.value,
-                    "reason": reason,
-                },
+                level=logging.WARNING,
             )
         return chosen

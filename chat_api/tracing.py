@@ -18,7 +18,8 @@ from typing import Any
 
 from chat_api.payload import SAMPLING_PARAMS
 from chat_api.wire import LLMResponse
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.models import LangfuseError
 from session.game_configuration import GameConfiguration
 
 
@@ -58,13 +59,15 @@ def traced_observation(
     try:
         manager = langfuse_client.start_as_current_observation(**observation)
         span = manager.__enter__()
-    except Exception as exc:  # tracing must never cost the call; logged
-        logger.warning(
+    except Exception as exc:  # noqa: BLE001 - tracing must never cost the call; logged with its traceback
+        emit(
+            logger,
+            LangfuseError(),
             "Langfuse observation %r not started: %s",
             observation.get("name"),
             redact(str(exc)),
+            level=logging.WARNING,
             exc_info=True,
-            extra={"event_type": Event.LANGFUSE_ERROR},
         )
         yield None
         return

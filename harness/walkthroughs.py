@@ -104,6 +104,8 @@ class HeldTurn(WalkthroughModel):
 
 
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:
+    """A finished episode's log as the file holds it, one dict per line, for a test that reads the
+    JSON as users' scripts do (the product reads records: ``session.episode_folder.read_events``)."""
     lines = EpisodeFolder(episode_dir).log.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
 

@@ -19,7 +19,8 @@ from game_interface import JerichoInterface
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.critic import Critic, CriticVerdict
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.learning import CriticOverride, CriticRejection, CriticTrustUpdate
 from session.game_configuration import GameConfiguration
 from session.game_state import AgentDecision, GameState, TurnResult
 
@@ -92,7 +93,17 @@ class CriticManager(BaseManager):
                 self._override(turn, action, verdict, rounds)
                 break
             rounds += 1
-            self.logger.info(
+            rejection = CriticRejection(
+                turn=turn,
+                action=action,
+                score=verdict.score,
+                source=verdict.source,
+                justification=verdict.justification,
+                round=rounds,
+            )
+            emit(
+                self.logger,
+                rejection,
                 "Turn %d: critic rejected '%s' (%s, score %+.2f): %s — re-asking the agent (round %d/%d)",
                 turn,
                 action,
@@ -101,15 +112,6 @@ class CriticManager(BaseManager):
                 verdict.justification,
                 rounds,
                 max_rounds,
-                extra={
-                    "event_type": Event.CRITIC_REJECTION,
-                    "turn": turn,
-                    "action": action,
-                    "score": verdict.score,
-                    "source": verdict.source,
-                    "justification": verdict.justification,
-                    "round": rounds,
-                },
             )
             rejections.append(f'"{action}": {verdict.justification}')
             proposal = propose(tuple(rejections))
@@ -125,21 +127,22 @@ class CriticManager(BaseManager):
         self.overrides += 1
         if verdict.source == "llm":
             self._pending = _PendingOverride(turn, action, self.game.world_state_hash())
-        self.logger.info(
+        override = CriticOverride(
+            turn=turn,
+            action=action,
+            score=verdict.score,
+            source=verdict.source,
+            justification=verdict.justification,
+            rounds=rounds,
+        )
+        emit(
+            self.logger,
+            override,
             "Turn %d: playing '%s' despite the critic (%s) after %d rejection rounds",
             turn,
             action,
             verdict.source,
             rounds,
-            extra={
-                "event_type": Event.CRITIC_OVERRIDE,
-                "turn": turn,
-                "action": action,
-                "score": verdict.score,
-                "source": verdict.source,
-                "justification": verdict.justification,
-                "rounds": rounds,
-            },
         )
 
     def process_turn(self, result: TurnResult) -> None:
@@ -152,19 +155,17 @@ class CriticManager(BaseManager):
             result.score_delta > 0 or result.moved or result.inventory_changed or world_changed
         )
         self.critic.trust.record(rejected_then_overridden=True, succeeded=succeeded)
-        self.logger.info(
+        update = CriticTrustUpdate(
+            turn=result.turn, action=result.action, succeeded=succeeded, weight=self.critic.trust.weight
+        )
+        emit(
+            self.logger,
+            update,
             "Turn %d: overridden critic rejection of '%s' was %s; critic weight now %.2f",
             result.turn,
             result.action,
             "wrong (the action succeeded)" if succeeded else "right (the action failed)",
             self.critic.trust.weight,
-            extra={
-                "event_type": Event.CRITIC_TRUST_UPDATE,
-                "turn": result.turn,
-                "action": result.action,
-                "succeeded": succeeded,
-                "weight": self.critic.trust.weight,
-            },
         )
 
     def get_status(self) -> dict[str, Any]:

@@ -34,8 +34,9 @@ from reports.episode_counts import (
     tool_availability,
     tool_call_counts,
 )
+from session.episode_events import emit
+from session.episode_events.episode import EpisodeSummary, StuckLimit, StuckWarning
 from session.episode_folder import EpisodeFolder, read_events
-from session.events import Event
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult, room_label
 from session.progress import PROGRESS_WORDS
@@ -198,27 +199,22 @@ class EpisodeSynthesizer(BaseManager):
             return
         if status.end and not self._limit_logged:
             self._limit_logged = True
-            self.logger.warning(
+            emit(
+                self.logger,
+                StuckLimit(turn=turn, turns_without_progress=idle),
                 "Turn %s: no progress (new room, score, item, new reply) for %s turns; ending the episode",
                 turn,
                 idle,
-                extra={
-                    "event_type": Event.STUCK_LIMIT,
-                    "turn": turn,
-                    "turns_without_progress": idle,
-                },
+                level=logging.WARNING,
             )
         elif not self._warned:
             self._warned = True
-            self.logger.info(
+            emit(
+                self.logger,
+                StuckWarning(turn=turn, turns_without_progress=idle),
                 "Turn %s: no progress for %s turns; warning the agent",
                 turn,
                 idle,
-                extra={
-                    "event_type": Event.STUCK_WARNING,
-                    "turn": turn,
-                    "turns_without_progress": idle,
-                },
             )
 
     def context_section(self) -> str | None:
@@ -288,7 +284,15 @@ class EpisodeSynthesizer(BaseManager):
         atomic_write_json(self.episode.summary, summary)
         atomic_write_text(self.episode.summary_md, render_markdown(summary))
         total = summary["llm_usage"]["total"]
-        self.logger.info(
+        written = EpisodeSummary(
+            path=str(self.episode.summary),
+            llm_calls_per_turn=total["calls_per_turn"],
+            llm_cost_usd=total["cost_usd"],
+            llm_unpriced_calls=total["unpriced_calls"],
+        )
+        emit(
+            self.logger,
+            written,
             "Episode summary written: %s/%s, %s turns, %s deaths, %s rooms, %.2f LLM calls per turn, LLM cost %s",
             summary["score"],
             summary["max_score"],
@@ -297,13 +301,6 @@ class EpisodeSynthesizer(BaseManager):
             summary["rooms_visited"],
             total["calls_per_turn"],
             _cost_cell(total),
-            extra={
-                "event_type": Event.EPISODE_SUMMARY,
-                "path": str(self.episode.summary),
-                "llm_calls_per_turn": total["calls_per_turn"],
-                "llm_cost_usd": total["cost_usd"],
-                "llm_unpriced_calls": total["unpriced_calls"],
-            },
         )
 
     def get_status(self) -> dict[str, Any]:

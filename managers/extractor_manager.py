@@ -37,7 +37,8 @@ from game_interface.game_facts import ACTORBIT, UNNAMED_THING, TextRead
 from llm_client import LLMClient
 from managers.base_manager import BaseManager
 from managers.structured_llm import StructuredLLM
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.learning import ExtractorCombat
 from session.game_configuration import GameConfiguration
 from session.game_state import DARK_PLACE, UNDESCRIBED_PLACE, GameState
 from shared_utils.text import cap_text
@@ -347,19 +348,8 @@ class ExtractorManager(BaseManager):
             # Logged by StructuredLLM; keep no memory so the next changed reply asks again.
             return None
         self._combat = _CombatMemory(text=response, in_combat=reply.in_combat, creatures=creatures)
-        self.logger.info(
-            "Turn %s: extractor judged combat=%s (%s)",
-            turn,
-            reply.in_combat,
-            reply.reason,
-            extra={
-                "event_type": Event.EXTRACTOR_COMBAT,
-                "turn": turn,
-                "in_combat": reply.in_combat,
-                "creatures": list(creatures),
-                "reason": reply.reason,
-            },
-        )
+        judged = ExtractorCombat(turn=turn, in_combat=reply.in_combat, creatures=list(creatures), reason=reply.reason)
+        emit(self.logger, judged, "Turn %s: extractor judged combat=%s (%s)", turn, reply.in_combat, reply.reason)
         return reply.in_combat
 
     def get_status(self) -> dict[str, Any]:

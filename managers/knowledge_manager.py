@@ -46,7 +46,8 @@ from managers.base_manager import ManagerFileError
 from managers.learning_file import GENERAL_KNOWLEDGE_FILE, LearningFile
 from managers.learning_manager import LearningManager
 from managers.turn_events import attempt_reply, event_rooms, turn_changes
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.learning import KnowledgeReadError, KnowledgeUpdated
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.redaction import Redactor
@@ -246,10 +247,12 @@ class KnowledgeManager(LearningManager):
         except ManagerFileError as exc:
             if str(exc) != self._read_problem.get(file.path):
                 self._read_problem[file.path] = str(exc)
-                self.logger.error(
+                emit(
+                    self.logger,
+                    KnowledgeReadError(path=str(file.path), error=str(exc)),
                     "%s Until then the agent keeps the knowledge base as last read.",
                     exc,
-                    extra={"event_type": Event.KNOWLEDGE_READ_ERROR, "path": str(file.path), "error": str(exc)},
+                    level=logging.ERROR,
                 )
             return self._last_good[file.path]
         self._read_problem.pop(file.path, None)
@@ -329,12 +332,13 @@ class KnowledgeManager(LearningManager):
         added = sum(counts[0] for counts in (game, general) if counts is not None)
         removed = sum(counts[1] for counts in (game, general) if counts is not None)
         self.updates += 1
-        self.logger.info(
+        emit(
+            self.logger,
+            KnowledgeUpdated(turn=turn, added=added, removed=removed),
             "Turn %d: knowledge base updated (+%d bullets, -%d obsolete)",
             turn,
             added,
             removed,
-            extra={"event_type": Event.KNOWLEDGE_UPDATED, "turn": turn, "added": added, "removed": removed},
         )
 
     def _merge(

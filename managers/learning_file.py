@@ -34,14 +34,23 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
 from game_interface.games import ZORK1, Game
 from managers.base_manager import ManagerFileError, read_manager_file
+from session.episode_events import emit
+from session.episode_events.learning import (
+    LearningFileCleanupError,
+    LearningFileLockTimeout,
+    LearningFileMoved,
+    LearningFileSaveError,
+    LearningFileTempRemoved,
+    LearningFileTooLarge,
+    LearningFileUnreadable,
+)
 from session.errors import LearningFileError
-from session.events import Event, LearningFileProblem, learning_file_event
+from session.events import LearningFileProblem, learning_file_event
 from session.game_configuration import GameConfiguration
 from session.redaction import Redactor
 from shared_utils.files import atomic_write_text
@@ -119,11 +128,12 @@ def move_earlier_zork1_files(paths: LearningPaths, game: Game, logger: logging.L
             raise _not_moved(old, new, exc, game) from exc
         old.unlink(missing_ok=True)
         moved.append(new)
-        logger.info(
+        emit(
+            logger,
+            LearningFileMoved(path=str(new), moved_from=str(old)),
             "Moved %s into %s: each game keeps its learning files in a folder of its own",
             old,
             new.parent,
-            extra={"event_type": Event.LEARNING_FILE_MOVED, "path": str(new), "moved_from": str(old)},
         )
     return moved
 
@@ -162,8 +172,8 @@ class LearningFile:
         self.path = path
         self.logger = logger
         self.name = name
-        # Built now: a name with no listed events fails here, not in the middle of logging a failure.
-        self.events = {problem: learning_file_event(name, problem) for problem in LearningFileProblem}
+        # Checked now: a name with no listed events fails here, not in the middle of logging a failure.
+        learning_file_event(name, LearningFileProblem.SAVE_ERROR)
         self.companions = tuple(companions)
         self.max_bytes = max_bytes
         self.redactor = redactor  # applied to every text written
@@ -194,25 +204,28 @@ class LearningFile:
         failed (logged).
         """
         where = f"Turn {turn}: " if turn is not None else ""
-        extra = {"turn": turn, "path": str(self.path)}
         try:
             with self._lock:
-                return self._merge_and_write(merge, companions, where, extra)
+                return self._merge_and_write(merge, companions, where, turn)
         except Timeout:
-            self.logger.warning(
+            emit(
+                self.logger,
+                LearningFileLockTimeout(file=self.name, turn=turn, path=str(self.path)),
                 "%s%s is locked by another process for over %.0f s; skipping this update",
                 where,
                 self.path,
                 LOCK_TIMEOUT_SECONDS,
-                extra={"event_type": self.events[LearningFileProblem.LOCK_TIMEOUT], **extra},
+                level=logging.WARNING,
             )
         except LearningFileError as exc:
             # Rewriting a file we cannot read would destroy it, and a person's edits with it.
-            self.logger.error(
+            emit(
+                self.logger,
+                LearningFileUnreadable(file=self.name, turn=turn, path=str(self.path), error=str(exc)),
                 "%s%s Until then this update is not saved.",
                 where,
                 exc,
-                extra={"event_type": self.events[LearningFileProblem.FILE_UNREADABLE], **extra, "error": str(exc)},
+                level=logging.ERROR,
             )
         except OSError as exc:
             # A full disk, a read-only folder: the manager's state in memory is still right, and
@@ -220,12 +233,14 @@ class LearningFile:
             failure = f"{self.path.name}: {exc.strerror or exc}"
             if failure not in self.write_failures:
                 self.write_failures.append(failure)
-            self.logger.error(
+            emit(
+                self.logger,
+                LearningFileSaveError(file=self.name, turn=turn, path=str(self.path), error=str(exc)),
                 "%sCould not save %s: %s",
                 where,
                 self.path,
                 exc,
-                extra={"event_type": self.events[LearningFileProblem.SAVE_ERROR], **extra, "error": str(exc)},
+                level=logging.ERROR,
             )
         return None
 
@@ -234,7 +249,7 @@ class LearningFile:
         merge: Callable[[str], str | None],
         companions: Callable[[str], Mapping[Path, str]] | None,
         where: str,
-        extra: dict[str, Any],
+        turn: int | None,
     ) -> str | None:
         """``update``'s work under the lock: the merge, redacted, written with its companions
         unless a file would pass the cap; the text on disk afterwards, None when nothing was written."""
@@ -246,26 +261,29 @@ class LearningFile:
         files = {self.path: text}
         if companions is not None:
             files |= {path: self.redactor(content) for path, content in companions(text).items()}
-        if self._over_cap(files, where, extra):
+        if self._over_cap(files, where, turn):
             return None
         for path, content in files.items():
             atomic_write_text(path, content)
         return text
 
-    def _over_cap(self, files: Mapping[Path, str], where: str, extra: dict[str, Any]) -> bool:
+    def _over_cap(self, files: Mapping[Path, str], where: str, turn: int | None) -> bool:
         """Whether a file would grow past ``max_bytes`` (logged, naming the fix): then nothing is written."""
         oversized = {p: n for p, t in files.items() if (n := len(t.encode("utf-8"))) > self.max_bytes}
         if not oversized:
             return False
         path, size = next(iter(oversized.items()))
-        self.logger.error(
+        emit(
+            self.logger,
+            # ``path`` is the learning file's even when a file written with it is the one too large.
+            LearningFileTooLarge(file=self.name, turn=turn, path=str(self.path), bytes=size),
             "%s%s would grow to %d bytes, over the %d-byte cap for learning files; this update is not "
             "saved. Trim the file by hand (old entries can go) or delete it.",
             where,
             path,
             size,
             self.max_bytes,
-            extra={"event_type": self.events[LearningFileProblem.FILE_TOO_LARGE], **extra, "bytes": size},
+            level=logging.ERROR,
         )
         return True
 
@@ -288,26 +306,27 @@ class LearningFile:
                         removed.append(leftover)
         except Timeout:
             # Another run holds the lock for long: it will be there to clean up after itself.
-            self.logger.warning(
+            emit(
+                self.logger,
+                LearningFileLockTimeout(file=self.name, path=str(self.path)),  # no turn: the episode has not begun
                 "%s is locked by another process; leftover temp files beside it are left for later",
                 self.path,
-                extra={"event_type": self.events[LearningFileProblem.LOCK_TIMEOUT], "path": str(self.path)},
+                level=logging.WARNING,
             )
         except OSError as exc:
-            self.logger.warning(
+            emit(
+                self.logger,
+                LearningFileCleanupError(file=self.name, path=str(self.path), error=str(exc)),
                 "Could not remove leftover temp files beside %s: %s",
                 self.path,
                 exc,
-                extra={
-                    "event_type": self.events[LearningFileProblem.CLEANUP_ERROR],
-                    "path": str(self.path),
-                    "error": str(exc),
-                },
+                level=logging.WARNING,
             )
         for leftover in removed:
-            self.logger.info(
+            emit(
+                self.logger,
+                LearningFileTempRemoved(file=self.name, path=str(leftover)),
                 "Removed %s, left by a run that stopped mid-write",
                 leftover,
-                extra={"event_type": self.events[LearningFileProblem.TEMP_FILE_REMOVED], "path": str(leftover)},
             )
         return removed

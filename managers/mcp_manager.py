@@ -38,8 +38,16 @@ from mcp_client.sweeper import Sweeper
 from mcp_client.toolbox import Toolbox, TurnTools
 from mcp_client.tools import ResultLimits
 from mcp_client.transport_sources import make_source
+from session.episode_events import emit
+from session.episode_events.mcp import (
+    MCPConfigIgnoredKeys,
+    MCPConfigLoaded,
+    MCPDisabledFallback,
+    MCPNoTools,
+    MCPToolProgress,
+    MCPTurnReady,
+)
 from session.errors import MCPToolCallError
-from session.events import Event
 from session.game_configuration import GameConfiguration, process_environ
 from session.redaction import Redactor
 from shared_utils.toolset import ServerPrompt, ToolCallResult, ToolInfo, Toolset
@@ -114,24 +122,27 @@ class MCPManager:
     def _log_loaded(self, served: Sequence[tuple[ServerConfig, Lifetime]]) -> None:
         config = self.mcp_config
         servers = [f"{server.name} ({server.transport}, {lifetime})" for server, lifetime in served]
-        self.logger.info(
+        record = MCPConfigLoaded(
+            config_file=str(self.config_path),
+            servers=[server.name for server in config.servers],
+            disabled_servers=list(config.disabled),
+        )
+        emit(
+            self.logger,
+            record,
             "MCP servers configured from %s: %s%s",
             self.config_path,
             ", ".join(servers) or "none enabled",
             f"; disabled: {', '.join(config.disabled)}" if config.disabled else "",
-            extra={
-                "event_type": Event.MCP_CONFIG_LOADED,
-                "config_file": str(self.config_path),
-                "servers": [server.name for server in config.servers],
-                "disabled_servers": list(config.disabled),
-            },
         )
         if config.ignored_keys:
-            self.logger.warning(
+            emit(
+                self.logger,
+                MCPConfigIgnoredKeys(ignored=list(config.ignored_keys)),
                 "%s: ignoring %s",
                 self.config_path,
                 ", ".join(config.ignored_keys),
-                extra={"event_type": Event.MCP_CONFIG_IGNORED_KEYS, "ignored": list(config.ignored_keys)},
+                level=logging.WARNING,
             )
 
     # -- state ---------------------------------------------------------------------------
@@ -219,7 +230,7 @@ class MCPManager:
         (see the toolbox). When there are none, the turn plays without tools and the log says why."""
         self._turn = self.toolbox.turn = turn
         if self.toolbox.all_disabled:
-            self._log_no_tools(turn, Event.MCP_DISABLED_FALLBACK, "Turn %s: MCP disabled, continuing without tools")
+            self._log_disabled(turn)
             return TurnToolset(self, None)
         started = time.perf_counter()
         mcp = self.config.mcp
@@ -230,33 +241,34 @@ class MCPManager:
         if any(server.prompts for server in self.mcp_config.servers):
             await self._update_prompts(deadline)
         duration_ms = round((time.perf_counter() - started) * 1000, 2)
-        self.logger.debug(
+        ready = MCPTurnReady(
+            turn=turn, servers=list(tools.servers), tool_count=len(tools.schemas), duration_ms=duration_ms
+        )
+        emit(
+            self.logger,
+            ready,
             "Turn %d: MCP tools ready from %d servers in %.1f ms",
             turn,
             len(tools.servers),
             duration_ms,
-            extra={
-                "event_type": Event.MCP_TURN_READY,
-                "turn": turn,
-                "servers": list(tools.servers),
-                "tool_count": len(tools.schemas),
-                "duration_ms": duration_ms,
-            },
+            level=logging.DEBUG,
         )
         if self.toolbox.all_disabled:  # every server disabled after repeated failures
-            self._log_no_tools(turn, Event.MCP_DISABLED_FALLBACK, "Turn %s: MCP disabled, continuing without tools")
+            self._log_disabled(turn)
         elif not tools.schemas:  # working servers that offer no tools: nothing is disabled
-            self._log_no_tools(
-                turn,
-                Event.MCP_NO_TOOLS,
+            emit(
+                self.logger,
+                MCPNoTools(turn=turn, server_names=self.server_names),
                 "Turn %s: no MCP tools offered (servers: %s), continuing without tools",
+                turn,
                 ", ".join(self.server_names),
+                level=logging.WARNING,
             )
         return TurnToolset(self, tools)
 
-    def _log_no_tools(self, turn: int, event_type: str, message: str, *args: Any) -> None:
-        extra = {"event_type": event_type, "turn": turn, "server_names": self.server_names}
-        self.logger.warning(message, turn, *args, extra=extra)
+    def _log_disabled(self, turn: int) -> None:
+        record = MCPDisabledFallback(turn=turn, server_names=self.server_names)
+        emit(self.logger, record, "Turn %s: MCP disabled, continuing without tools", turn, level=logging.WARNING)
 
     def end_turn(self) -> None:
         """The turn's action is chosen: turn-lifetime sessions close in the background."""
@@ -411,22 +423,16 @@ class _ProgressLog:
             return
         self._last = now
         amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
-        self.logger.info(
-            "MCP tool %s: %s%s",
-            self.tool,
-            amount,
-            f" · {message}" if message else "",
-            extra={
-                "event_type": Event.MCP_TOOL_PROGRESS,
-                "turn": self.turn,
-                "tool_name": self.tool,
-                "server_name": self.server,
-                "progress": progress,
-                "total": total,
-                "progress_message": message,
-                "notifications": self.received,
-            },
+        record = MCPToolProgress(
+            turn=self.turn,
+            tool_name=self.tool,
+            server_name=self.server,
+            progress=progress,
+            total=total,
+            progress_message=message,
+            notifications=self.received,
         )
+        emit(self.logger, record, "MCP tool %s: %s%s", self.tool, amount, f" · {message}" if message else "")
 
 
 async def _end_turn(toolbox: Toolbox) -> None:

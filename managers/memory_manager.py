@@ -41,6 +41,7 @@ each other's memories and a kill mid-write leaves the old file intact.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,7 +52,15 @@ from pydantic import BaseModel, Field
 
 from managers.learning_manager import LearningManager
 from managers.turn_events import EventRooms, attempt_reply, event_rooms, turn_changes
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.learning import (
+    MemoryAdded,
+    MemoryFileLineSkipped,
+    MemoryOutdated,
+    MemorySuperseded,
+    MemoryUnknownRoom,
+    MemoryUnknownTurn,
+)
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from shared_utils.text import cap_text, shorten, whole_sentences
@@ -353,10 +362,12 @@ class MemoryManager(LearningManager):
         for d in decisions:
             result = turns.get(d.turn)
             if result is None:
-                self.logger.warning(
+                emit(
+                    self.logger,
+                    MemoryUnknownTurn(turn=d.turn),
                     "Memory reply refers to turn %d, which was not in the batch; ignored",
                     d.turn,
-                    extra={"event_type": Event.MEMORY_UNKNOWN_TURN, "turn": d.turn},
+                    level=logging.WARNING,
                 )
                 continue
             new_id: int | None = None
@@ -385,12 +396,13 @@ class MemoryManager(LearningManager):
                 by_id[new_id] = memory
                 self.memories_added += 1
                 changed = True
-                self.logger.info(
+                emit(
+                    self.logger,
+                    MemoryAdded(turn=result.turn, memory_id=new_id),
                     "Turn %d: remembered for %s: %s",
                     result.turn,
                     memory.room_name,
                     text,
-                    extra={"event_type": Event.MEMORY_ADDED, "turn": result.turn, "memory_id": new_id},
                 )
             for old_id in d.supersedes:
                 old = by_id.get(old_id)
@@ -398,11 +410,12 @@ class MemoryManager(LearningManager):
                     continue  # unknown or already retired ids are the model's mistake, not worth a failure
                 old.status, old.superseded_by = MemoryStatus.SUPERSEDED, new_id
                 changed = True
-                self.logger.info(
+                emit(
+                    self.logger,
+                    MemorySuperseded(memory_id=old_id, superseded_by=new_id),
                     "Memory #%d superseded%s",
                     old_id,
                     f" by #{new_id}" if new_id else "",
-                    extra={"event_type": Event.MEMORY_SUPERSEDED, "memory_id": old_id, "superseded_by": new_id},
                 )
         return changed
 
@@ -412,12 +425,13 @@ class MemoryManager(LearningManager):
         words = set(_phrase(text).split())
         later = [t for t in sorted(turns) if t > turn and _changed_things(turns[t]) & words]
         if later:
-            self.logger.info(
+            emit(
+                self.logger,
+                MemoryOutdated(turn=turn, changed_on=later[0]),
                 "Turn %d: not remembered, turn %d already changed what it names: %s",
                 turn,
                 later[0],
                 text,
-                extra={"event_type": Event.MEMORY_OUTDATED, "turn": turn, "changed_on": later[0]},
             )
         return bool(later)
 
@@ -425,11 +439,13 @@ class MemoryManager(LearningManager):
         if decision.room == "led to" and rooms.led_to:
             return rooms.led_to[0]
         if decision.room == "led to":
-            self.logger.warning(
+            emit(
+                self.logger,
+                MemoryUnknownRoom(turn=decision.turn),
                 "Memory reply files turn %d where its move led, but the turn led nowhere (%s); filed where it was done",
                 decision.turn,
                 rooms.describe(self.game_state.room_label),
-                extra={"event_type": Event.MEMORY_UNKNOWN_ROOM, "turn": decision.turn},
+                level=logging.WARNING,
             )
         return rooms.done_in[0]
 
@@ -491,12 +507,13 @@ class MemoryManager(LearningManager):
         if written is not None:
             self.memories = parse_memories(written).memories
             for memory_id in retired:
-                self.logger.info(
+                emit(
+                    self.logger,
+                    MemorySuperseded(memory_id=memory_id, superseded_by=None),
                     "Turn %d: memory #%d superseded: %s",
                     turn,
                     memory_id,
                     why,
-                    extra={"event_type": Event.MEMORY_SUPERSEDED, "memory_id": memory_id, "superseded_by": None},
                 )
 
     @staticmethod
@@ -508,15 +525,13 @@ class MemoryManager(LearningManager):
     def _parse(self, text: str) -> MemoryFile:
         parsed = parse_memories(text)
         for line in parsed.skipped_lines:
-            self.logger.warning(
+            emit(
+                self.logger,
+                MemoryFileLineSkipped(path=str(self.path), line=cap_text(line, 200)),
                 "Unreadable line in %s, kept but not used (expected '- [#id] STATUS | category | "
                 "episode E turn N: text' under a '## Room <id>: <name>' heading): %s",
                 self.path,
                 cap_text(line, 120),
-                extra={
-                    "event_type": Event.MEMORY_FILE_LINE_SKIPPED,
-                    "path": str(self.path),
-                    "line": cap_text(line, 200),
-                },
+                level=logging.WARNING,
             )
         return parsed

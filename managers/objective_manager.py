@@ -65,7 +65,15 @@ from game_interface.game_facts import ONBIT, OPENBIT
 from llm_client import LLMClient
 from managers.base_manager import ManagerFileError
 from managers.learning_manager import LearningManager
-from session.events import Event
+from session.episode_events import emit
+from session.episode_events.learning import (
+    ObjectiveAdded,
+    ObjectiveCompleted,
+    ObjectiveDropped,
+    ObjectiveMerged,
+    ObjectiveRefused,
+    ObjectiveReviewRejected,
+)
 from session.game_configuration import GameConfiguration
 from session.game_state import GameState, TurnResult
 from session.objective_spec import CompletionStep, ObjectiveProposal, ObjectState, StepKind
@@ -112,7 +120,10 @@ class ObjectiveStatus(StrEnum):
 
 
 # The event an objective's closing writes, by the status it closes with.
-CLOSED_EVENTS = {ObjectiveStatus.COMPLETED: Event.OBJECTIVE_COMPLETED, ObjectiveStatus.DROPPED: Event.OBJECTIVE_DROPPED}
+CLOSED_EVENTS: dict[ObjectiveStatus, type[ObjectiveCompleted | ObjectiveDropped]] = {
+    ObjectiveStatus.COMPLETED: ObjectiveCompleted,
+    ObjectiveStatus.DROPPED: ObjectiveDropped,
+}
 
 
 class DiscoveredObjective(ObjectiveProposal):
@@ -484,12 +495,13 @@ class ObjectiveManager(LearningManager):
         reason = self.file.redactor(f"{shorten(proposal.text, MAX_OBJECTIVE_CHARS)!r}: {'; '.join(problems)}")
         if source == "agent":
             self.refusals.append(reason)
-        self.logger.info(
+        emit(
+            self.logger,
+            ObjectiveRefused(turn=turn, source=source, problems=problems),
             "Turn %d: objective refused (%s): %s",
             turn,
             source,
             reason,
-            extra={"event_type": Event.OBJECTIVE_REFUSED, "turn": turn, "source": source, "problems": problems},
         )
 
     # -- adding --------------------------------------------------------------------------
@@ -514,24 +526,26 @@ class ObjectiveManager(LearningManager):
         if twin is not None:
             if PRIORITY_RANK[priority] < PRIORITY_RANK[twin.priority]:
                 twin.priority = priority
-            self.logger.info(
+            emit(
+                self.logger,
+                ObjectiveMerged(turn=turn, objective_id=twin.id, source=source),
                 "Turn %d: objective %r merged into #%d (%s)",
                 turn,
                 objective.text,
                 twin.id,
                 twin.text,
-                extra={"event_type": Event.OBJECTIVE_MERGED, "turn": turn, "objective_id": twin.id, "source": source},
             )
             return None
         self.objectives.append(objective)
-        self.logger.info(
+        emit(
+            self.logger,
+            ObjectiveAdded(turn=turn, objective_id=objective.id, source=source),
             "Turn %d: new objective #%d (%s, %s): %s",
             turn,
             objective.id,
             source,
             priority,
             objective.text,
-            extra={"event_type": Event.OBJECTIVE_ADDED, "turn": turn, "objective_id": objective.id, "source": source},
         )
         return objective
 
@@ -595,19 +609,15 @@ class ObjectiveManager(LearningManager):
 
     def _close(self, objective: Objective, status: ObjectiveStatus, turn: int, evidence: str) -> None:
         objective.status, objective.closed_turn, objective.evidence = status, turn, evidence
-        self.logger.info(
+        emit(
+            self.logger,
+            CLOSED_EVENTS[status](turn=turn, objective_id=objective.id, evidence=evidence),
             "Turn %d: objective #%d %s: %s (%s)",
             turn,
             objective.id,
             status.value,
             objective.text,
             evidence,
-            extra={
-                "event_type": CLOSED_EVENTS[status],
-                "turn": turn,
-                "objective_id": objective.id,
-                "evidence": evidence,
-            },
         )
 
     # -- the LLM review ------------------------------------------------------------------
@@ -621,11 +631,13 @@ class ObjectiveManager(LearningManager):
             return False
         problems = self._review_problems(reply)
         if problems:
-            self.logger.warning(
+            emit(
+                self.logger,
+                ObjectiveReviewRejected(turn=turn, problems=problems),
                 "Turn %d: objective review rejected (%s); asking once more",
                 turn,
                 "; ".join(problems),
-                extra={"event_type": Event.OBJECTIVE_REVIEW_REJECTED, "turn": turn, "problems": problems},
+                level=logging.WARNING,
             )
             retry = f"{prompt}\n\nYour previous answer was rejected:\n" + "\n".join(f"- {p}" for p in problems)
             reply = self.llm.ask(self.system_prompt, retry + "\nAnswer again.", ObjectiveReview, turn)

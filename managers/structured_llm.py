@@ -2,10 +2,11 @@
 
 The memory, objective and knowledge managers all ask the same kind of question: send a
 prompt, get back JSON that must validate as a pydantic model. The failure policy is the
-same for all of them: an LLM error or a malformed reply is logged with an
-``event_type`` and the caller skips its update for that turn, so a flaky provider costs
-one update, never the turn. Keeping that policy here means the three managers cannot
-drift apart on it, and the per-manager call and token counts come for free.
+same for all of them: an LLM error or a malformed reply is logged as an event
+(``HelperModelLLMError``, ``HelperModelMalformedReply``) and the caller skips its update for
+that turn, so a flaky provider costs one update, never the turn. Keeping that policy here
+means the three managers cannot drift apart on it, and the per-manager call and token counts
+come for free.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from llm_client import LLMClient
+from session.episode_events import emit
+from session.episode_events.models import HelperModelLLMError, HelperModelMalformedReply
 from session.errors import LLMError
 from session.events import HelperModelProblem, helper_model_event
 from session.game_configuration import GameConfiguration
@@ -62,8 +65,8 @@ class StructuredLLM:
         self.config = config
         self.logger = logger
         self.manager = manager
-        # Built now: a manager with no listed events fails here, not in the middle of logging a failure.
-        self.events = {problem: helper_model_event(manager, problem) for problem in HelperModelProblem}
+        # Checked now: a manager with no listed events fails here, not in the middle of logging a failure.
+        helper_model_event(manager, HelperModelProblem.LLM_ERROR)
         self.trace_name = trace_name
         self.role = role
         self.stats = CallStats()
@@ -86,12 +89,14 @@ class StructuredLLM:
             )
         except LLMError as exc:
             self.stats.failures += 1
-            self.logger.warning(
+            emit(
+                self.logger,
+                HelperModelLLMError(manager=self.manager, turn=turn, error=str(exc)),
                 "Turn %s: %s LLM call failed (%s); skipping this update",
                 turn,
                 self.manager,
                 exc,
-                extra={"event_type": self.events[HelperModelProblem.LLM_ERROR], "turn": turn, "error": str(exc)},
+                level=logging.WARNING,
             )
             return None
         self._count_tokens(response.usage)
@@ -103,17 +108,20 @@ class StructuredLLM:
             return response_model.model_validate(data)
         except (ValidationError, ValueError) as exc:
             self.stats.failures += 1
-            self.logger.warning(
+            malformed = HelperModelMalformedReply(
+                manager=self.manager,
+                turn=turn,
+                error=cap_text(str(exc), RAW_REPLY_LOG_CHARS),
+                raw_response=cap_text(content, RAW_REPLY_LOG_CHARS),
+            )
+            emit(
+                self.logger,
+                malformed,
                 "Turn %s: %s got a malformed %s reply; skipping this update",
                 turn,
                 self.manager,
                 response_model.__name__,
-                extra={
-                    "event_type": self.events[HelperModelProblem.MALFORMED_REPLY],
-                    "turn": turn,
-                    "error": cap_text(str(exc), RAW_REPLY_LOG_CHARS),
-                    "raw_response": cap_text(content, RAW_REPLY_LOG_CHARS),
-                },
+                level=logging.WARNING,
             )
             return None
 

@@ -64,8 +64,9 @@ from pydantic import AnyUrl, PrivateAttr
 
 from mcp_client.config import MCPConfig, ServerConfig, safe_url
 from mcp_client.tokens import FileTokenStorage, StoredLogin, login_command, token_dir
+from session.episode_events import emit
+from session.episode_events.mcp import MCPLoginNeeded
 from session.errors import MCPAuthError
-from session.events import Event
 from session.providers import is_loopback_host
 from session.redaction import Redactor
 from shared_utils.text import cap_text
@@ -342,12 +343,14 @@ class _AuthorizationCodeProvider(ZorkGPTAuth, OAuthClientProvider):
         self._storage.need_login(why, scopes)
         # The session ends with this error (the toolbox reconnects, then leaves the server out),
         # and a call in flight reads only that the connection closed: say why at once.
-        logger.warning(
+        emit(
+            logger,
+            MCPLoginNeeded(server_name=name),
             "MCP server '%s' %s. Run once: %s",
             name,
             why,
             login_command(name),
-            extra={"event_type": Event.MCP_LOGIN_NEEDED, "server_name": name},
+            level=logging.WARNING,
         )
         return MCPAuthError(
             f"MCP server '{name}' ({safe_url(self._server.url or '')}) {why}. Run once: {login_command(name)}\n"

@@ -41,7 +41,15 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from chat_api.wire import LLMResponse
 from mcp_client.config import ServerConfig
-from session.events import Event
+from session.episode_events import EpisodeEvent, emit
+from session.episode_events.mcp import (
+    MCPElicitationAnswered,
+    MCPElicitationDeclined,
+    MCPElicitationRefused,
+    MCPSamplingAnswered,
+    MCPSamplingRefused,
+    MCPServerRequestsRefused,
+)
 from session.redaction import Redactor
 from shared_utils.model_json import extract_json_object
 
@@ -124,13 +132,13 @@ class ServerRequestAnswers:
                 if self._turned_away(server.name, ELICITATION_REFUSED):
                     self._log(
                         logging.WARNING,
-                        Event.MCP_ELICITATION_REFUSED,
+                        MCPElicitationRefused(
+                            turn=self.turn(), server_name=server.name, max_per_turn=settings.max_per_turn
+                        ),
                         "ZorkGPT fills at most %d forms per turn from '%s' (its entry's elicitation.maxPerTurn); "
                         "declined, as any more this turn will be (counted, not logged one by one)",
                         settings.max_per_turn,
                         server.name,
-                        server_name=server.name,
-                        max_per_turn=settings.max_per_turn,
                     )
                 return types.ElicitResult(action="decline")
             try:
@@ -140,14 +148,12 @@ class ServerRequestAnswers:
                 return types.ElicitResult(action="decline")
             self._log(
                 logging.INFO,
-                Event.MCP_ELICITATION_ANSWERED,
+                MCPElicitationAnswered(turn=self.turn(), server_name=server.name, form_fields=sorted(content)),
                 "MCP server '%s' asked: %s; the agent's model answered the form (%d of %d this turn)",
                 server.name,
                 self.redactor(params.message),
                 used,
                 settings.max_per_turn,
-                server_name=server.name,
-                fields=sorted(content),
             )
             return types.ElicitResult(action="accept", content=content)
 
@@ -171,26 +177,26 @@ class ServerRequestAnswers:
                 if self._turned_away(server.name, SAMPLING_REFUSED):
                     self._log(
                         logging.WARNING,
-                        Event.MCP_SAMPLING_REFUSED,
+                        MCPSamplingRefused(
+                            turn=self.turn(), server_name=server.name, max_per_turn=settings.max_per_turn
+                        ),
                         "%s; refused, as any more this turn will be (counted, not logged one by one)",
                         message,
-                        server_name=server.name,
-                        max_per_turn=settings.max_per_turn,
                     )
                 return types.ErrorData(code=types.INVALID_REQUEST, message=message)
             max_tokens = min(params.max_tokens, settings.max_tokens or params.max_tokens)
             text, model = await asyncio.to_thread(self._sample, settings.role, params, max_tokens)
+            record = MCPSamplingAnswered(
+                turn=self.turn(), server_name=server.name, role=settings.role, max_tokens=max_tokens
+            )
             self._log(
                 logging.INFO,
-                Event.MCP_SAMPLING_ANSWERED,
+                record,
                 "MCP server '%s' asked the %s model for a completion (%d of %d this turn)",
                 server.name,
                 settings.role,
                 used,
                 settings.max_per_turn,
-                server_name=server.name,
-                role=settings.role,
-                max_tokens=max_tokens,
             )
             return types.CreateMessageResult(
                 role="assistant", content=types.TextContent(type="text", text=text), model=model, stop_reason="endTurn"
@@ -235,17 +241,20 @@ class ServerRequestAnswers:
             current = self.turn()
             self._tallies = {key: tally for key, tally in self._tallies.items() if key[1] == current}
         for (server_name, turn), counts in pending:
-            self.logger.info(
+            record = MCPServerRequestsRefused(
+                turn=turn,
+                server_name=server_name,
+                elicitation_declined=counts.get(ELICITATION_DECLINED, 0),
+                elicitation_refused=counts.get(ELICITATION_REFUSED, 0),
+                sampling_refused=counts.get(SAMPLING_REFUSED, 0),
+            )
+            self._log(
+                logging.INFO,
+                record,
                 "Turn %s: MCP server '%s' had requests turned away: %s",
                 turn,
                 server_name,
                 ", ".join(f"{count} {_WHAT[kind]}" for kind, count in sorted(counts.items())),
-                extra={
-                    "event_type": Event.MCP_SERVER_REQUESTS_REFUSED,
-                    "turn": turn,
-                    "server_name": server_name,
-                    **{kind: counts.get(kind, 0) for kind in _WHAT},
-                },
             )
 
     # -- the model calls (worker thread) ---------------------------------------------------
@@ -299,14 +308,12 @@ class ServerRequestAnswers:
     def _declined(self, server: ServerConfig, message: str, reason: str) -> None:
         self._log(
             logging.INFO,
-            Event.MCP_ELICITATION_DECLINED,
+            MCPElicitationDeclined(turn=self.turn(), server_name=server.name, reason=reason),
             "MCP server '%s' asked: %s; declined (%s)",
             server.name,
             self.redactor(message),
             reason,
-            server_name=server.name,
-            reason=reason,
         )
 
-    def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
-        self.logger.log(level, message, *args, extra={"event_type": event_type, "turn": self.turn(), **extra})
+    def _log(self, level: int, record: EpisodeEvent, message: str, *args: Any) -> None:
+        emit(self.logger, record, message, *args, level=level)

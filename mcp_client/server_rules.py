@@ -14,12 +14,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from mcp_client.config import ServerConfig
 from mcp_client.source import ServerStartupTimeoutError, ToolSource
+from session.episode_events import EpisodeEvent
+from session.episode_events.mcp import (
+    MCPReconnectBackoff,
+    MCPServerDisabled,
+    MCPSessionConnectFailed,
+    MCPSessionRetryOk,
+)
 from session.errors import MCPServerStartupError
-from session.events import Event
 
 RECONNECT_BACKOFF_SECONDS: tuple[float, ...] = (1.0, 2.0, 4.0)
 Outcome = Literal["connected", "retried", "disabled", "skipped"]
@@ -34,11 +40,17 @@ class ServerHealth:
     slow_start_warned: bool = False  # once an episode: a turn-lifetime server starts every turn
 
 
+class EventLog(Protocol):
+    """Where the rules write their events: the toolbox's log (``Toolbox._log``)."""
+
+    def __call__(self, level: int, record: EpisodeEvent, message: str, *args: Any, console: bool = True) -> None: ...
+
+
 async def connect_by_rules(
     name: str,
     health: ServerHealth,
     attempt: Callable[[], Awaitable[ToolSource]],
-    log: Callable[..., None],
+    log: EventLog,
     backoff: tuple[float, ...] = (),
     turn: int | None = None,
 ) -> tuple[Outcome, ToolSource | None]:
@@ -59,15 +71,7 @@ async def connect_by_rules(
     except MCPServerStartupError as first:
         if not health.ever_connected:
             # Off the console: the error ends the run and main.py prints it once.
-            log(
-                logging.ERROR,
-                Event.MCP_SESSION_CONNECT_FAILED,
-                "%s",
-                str(first),
-                server_name=name,
-                retry=False,
-                console=False,
-            )
+            log(logging.ERROR, MCPSessionConnectFailed(server_name=name, retry=False), "%s", str(first), console=False)
             raise
         return await _retry_once(name, health, attempt, log, first, turn)
     health.ever_connected = True
@@ -78,7 +82,7 @@ async def _retry_once(
     name: str,
     health: ServerHealth,
     attempt: Callable[[], Awaitable[ToolSource]],
-    log: Callable[..., None],
+    log: EventLog,
     first: MCPServerStartupError,
     turn: int | None,
 ) -> tuple[Outcome, ToolSource | None]:
@@ -86,23 +90,16 @@ async def _retry_once(
     disabled for the rest of the episode."""
     log(
         logging.WARNING,
-        Event.MCP_SESSION_CONNECT_FAILED,
+        MCPSessionConnectFailed(server_name=name, retry=True),
         "MCP server '%s' failed to connect, retrying once: %s",
         name,
         str(first),
-        server_name=name,
-        retry=True,
     )
     try:
         source = await attempt()
     except MCPServerStartupError as second:
         health.disabled = True
-        log(
-            logging.WARNING,
-            Event.MCP_SERVER_DISABLED,
-            "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
-            name,
-            str(second),
+        record = MCPServerDisabled(
             server_name=name,
             error=str(second),
             turn=turn,
@@ -110,14 +107,21 @@ async def _retry_once(
             # load as often as the server's fault, and a reader should see which it was.
             reason="start timeout" if isinstance(second, ServerStartupTimeoutError) else "start failed",
         )
+        log(
+            logging.WARNING,
+            record,
+            "MCP server '%s' failed again and is disabled for the rest of this episode: %s",
+            name,
+            str(second),
+        )
         return "disabled", None
     health.ever_connected = True
-    log(logging.INFO, Event.MCP_SESSION_RETRY_OK, "MCP server '%s' connected on retry", name, server_name=name)
+    log(logging.INFO, MCPSessionRetryOk(server_name=name), "MCP server '%s' connected on retry", name)
     return "retried", source
 
 
 def _with_backoff(
-    name: str, attempt: Callable[[], Awaitable[ToolSource]], log: Callable[..., None], waits: tuple[float, ...]
+    name: str, attempt: Callable[[], Awaitable[ToolSource]], log: EventLog, waits: tuple[float, ...]
 ) -> Callable[[], Awaitable[ToolSource]]:
     async def patient() -> ToolSource:
         for wait in waits:
@@ -126,13 +130,11 @@ def _with_backoff(
             except MCPServerStartupError as exc:
                 log(
                     logging.INFO,
-                    Event.MCP_RECONNECT_BACKOFF,
+                    MCPReconnectBackoff(server_name=name, wait_seconds=wait),
                     "MCP server '%s' is not reachable; trying again in %gs: %s",
                     name,
                     wait,
                     str(exc).splitlines()[0],
-                    server_name=name,
-                    wait_seconds=wait,
                 )
                 await asyncio.sleep(wait)
         return await attempt()

@@ -62,8 +62,9 @@ from mcp_client.results import assume_complete
 from mcp_client.server_requests import ServerRequestAnswers
 from mcp_client.stdio import REPLY_TOO_LARGE
 from mcp_client.tokens import interrupted_lock_wait
+from session.episode_events import emit
+from session.episode_events.mcp import MCPListenUnacknowledged, MCPListenUnavailable, MCPTransportError
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError, root_cause
-from session.events import Event
 from shared_utils.version import project_version
 
 # A server acknowledges subscriptions/listen in milliseconds; without it within this, it is used unheard.
@@ -323,22 +324,26 @@ class ToolSource(ABC):
         except TimeoutError:
             # Listening is optional: the server is used as listed at connect, and told about once a run.
             if self.settings.unheard.count(self.name):
-                self.settings.logger.warning(
+                emit(
+                    self.settings.logger,
+                    MCPListenUnacknowledged(server_name=self.name),
                     "MCP server '%s' did not acknowledge subscriptions/listen within %gs: it is used without "
                     "notice of changes to its tools, resources or prompts (they stay as listed when it started).",
                     self.name,
                     self._listen_ack_seconds(),
-                    extra={"event_type": Event.MCP_LISTEN_UNACKNOWLEDGED, "server_name": self.name},
+                    level=logging.WARNING,
                 )
             with contextlib.suppress(RuntimeError):
                 task_status.started()
         except (SDKMCPError, SubscriptionLost, ListenNotSupportedError) as exc:
             # What was listed at connect stays offered; only later changes go unseen.
-            self.settings.logger.debug(
+            emit(
+                self.settings.logger,
+                MCPListenUnavailable(server_name=self.name),
                 "MCP server '%s': no notice of tool, resource or prompt changes (%s)",
                 self.name,
                 self.settings.redactor(repr(exc)),
-                extra={"event_type": Event.MCP_LISTEN_UNAVAILABLE, "server_name": self.name},
+                level=logging.DEBUG,
             )
             with contextlib.suppress(RuntimeError):  # started already: the stream was lost later
                 task_status.started()
@@ -366,11 +371,13 @@ class ToolSource(ABC):
     def _on_transport_error(self, error: Exception) -> None:
         """Something the transport could not read; the session goes on (the request it
         belonged to, if any, times out or fails on its own)."""
-        self.settings.logger.debug(
+        emit(
+            self.settings.logger,
+            MCPTransportError(server_name=self.name),
             "MCP server '%s': the transport reported %s",
             self.name,
             self.settings.redactor(repr(error)),
-            extra={"event_type": Event.MCP_TRANSPORT_ERROR, "server_name": self.name},
+            level=logging.DEBUG,
         )
 
     # -- requests --------------------------------------------------------------------------

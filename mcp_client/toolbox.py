@@ -62,8 +62,20 @@ from mcp_client.resources import (
 from mcp_client.server_rules import ServerHealth, backoff_for, connect_by_rules
 from mcp_client.source import ProgressReport, ServerStartupTimeoutError, ToolSource
 from mcp_client.tools import ResultLimits, ToolNameMap, ToolRoute, convert_call_result, tool_hints, translate_tool
+from session.episode_events import EpisodeEvent, emit
+from session.episode_events.mcp import (
+    MCPPromptUnavailable,
+    MCPResourceListingFailed,
+    MCPResourcesChanged,
+    MCPResourceToolShadowed,
+    MCPServerSlowStart,
+    MCPServerStartWaited,
+    MCPServerUnhealthy,
+    MCPSessionConnect,
+    MCPToolsCapped,
+    MCPToolsChanged,
+)
 from session.errors import MCPServerDiedError, MCPServerStartupError, MCPToolCallError
-from session.events import Event
 from shared_utils.toolset import ServerPrompt, ToolCallResult, ToolHints
 
 PING_TIMEOUT_SECONDS = 5.0
@@ -225,12 +237,10 @@ class Toolbox:
                     return
             self._log(
                 logging.WARNING,
-                Event.MCP_SERVER_UNHEALTHY,
+                MCPServerUnhealthy(server_name=slot.server.name, reason=reason),
                 "MCP server '%s': %s; reconnecting",
                 slot.server.name,
                 reason,
-                server_name=slot.server.name,
-                reason=reason,
             )
             slot.source = None
             self._close_later(source)
@@ -263,11 +273,10 @@ class Toolbox:
             return f"it said its tools changed, then {exc}"
         self._log(
             logging.INFO,
-            Event.MCP_TOOLS_CHANGED,
+            MCPToolsChanged(server_name=slot.server.name),
             "MCP server '%s' changed its tools; it now offers %d",
             slot.server.name,
             len(tools),
-            server_name=slot.server.name,
         )
         return None
 
@@ -284,22 +293,19 @@ class Toolbox:
         except (MCPToolCallError, TimeoutError) as exc:  # MCPServerDiedError included: the next check sees it
             self._log(
                 logging.DEBUG,
-                Event.MCP_RESOURCE_LISTING_FAILED,
+                MCPResourceListingFailed(server_name=name),
                 "MCP server '%s': its resources are not offered (%s)",
                 name,
                 str(exc),
-                server_name=name,
             )
             return
         if changed:
             self._log(
                 logging.INFO,
-                Event.MCP_RESOURCES_CHANGED,
+                MCPResourcesChanged(server_name=name, resource_count=len(resources)),
                 "MCP server '%s' changed its resources; it now lists %d",
                 name,
                 len(resources),
-                server_name=name,
-                resource_count=len(resources),
             )
 
     async def _ready_turn(self, slot: _Slot) -> None:
@@ -334,16 +340,13 @@ class Toolbox:
         name = slot.server.name
         self._log(
             logging.WARNING,
-            Event.MCP_SERVER_SLOW_START,
+            MCPServerSlowStart(server_name=name, start_seconds=round(seconds, 3), timeout_seconds=timeout),
             "MCP server '%s' took %.1f s to start, more than %.0f%% of the %g s allowed: a slower start would "
             "disable it. Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp] (or make the machine less busy)",
             name,
             seconds,
             SLOW_START_SHARE * 100,
             timeout,
-            server_name=name,
-            start_seconds=round(seconds, 3),
-            timeout_seconds=timeout,
         )
 
     def _connector(self, slot: _Slot) -> Callable[[], Awaitable[ToolSource]]:
@@ -369,12 +372,10 @@ class Toolbox:
             waited_ms = (loop.time() - began) * 1000
             self._log(
                 logging.DEBUG,
-                Event.MCP_SERVER_START_WAITED,
+                MCPServerStartWaited(server_name=slot.server.name, wait_ms=waited_ms),
                 "Waited %.0f ms for MCP server '%s' started ahead",
                 waited_ms,
                 slot.server.name,
-                server_name=slot.server.name,
-                wait_ms=waited_ms,
             )
         if slot.spares and slot.spares[0] is task:  # close() may have taken it meanwhile
             slot.spares.popleft()
@@ -397,20 +398,22 @@ class Toolbox:
             # only its own start, so a server cancelled after it is closed here.
             await source.close()
             raise
-        self._log(
-            logging.INFO,
-            Event.MCP_SESSION_CONNECT,
-            "MCP server '%s' connected with %d tools (%.0f ms, protocol %s)",
-            slot.server.name,
-            len(source.tools),
-            source.connect_ms or 0.0,
-            source.protocol_version,
+        record = MCPSessionConnect(
             server_name=slot.server.name,
             protocol_version=source.protocol_version,
             lifetime=slot.lifetime,
             tool_count=len(source.tools),
             tools=[f"{slot.server.name}.{tool.name}" for tool in source.tools],
             duration_ms=source.connect_ms,
+        )
+        self._log(
+            logging.INFO,
+            record,
+            "MCP server '%s' connected with %d tools (%.0f ms, protocol %s)",
+            slot.server.name,
+            len(source.tools),
+            source.connect_ms or 0.0,
+            source.protocol_version,
         )
         return source
 
@@ -458,9 +461,15 @@ class Toolbox:
         shown = ", ".join(dotted[:_NAMES_SHOWN]) + (
             f" and {len(dotted) - _NAMES_SHOWN:,} more" if len(dotted) > _NAMES_SHOWN else ""
         )
+        record = MCPToolsCapped(
+            max_tools_offered=self._max_tools,
+            tools_listed=listed,
+            left_out=dotted,
+            left_out_by_server=dict(per_server),
+        )
         self._log(
             logging.WARNING,
-            Event.MCP_TOOLS_CAPPED,
+            record,
             "MCP servers offer %s tools, more than max_tools_offered (%d) under [tool.zorkgpt.mcp]: the first %d "
             "are offered (servers in %s order, each server's tools in its own order, resource tools last) and "
             '%s left out (%s): %s. Choose which with "includeTools" / "excludeTools" in the entries of %s, '
@@ -473,10 +482,6 @@ class Toolbox:
             ", ".join(f"{server}: {count:,}" for server, count in per_server.items()),
             shown,
             self._config_file,
-            max_tools_offered=self._max_tools,
-            tools_listed=listed,
-            left_out=dotted,
-            left_out_by_server=dict(per_server),
         )
 
     def _resource_tools(self, slot: _Slot, source: ToolSource) -> list[types.Tool]:
@@ -491,11 +496,10 @@ class Toolbox:
             slot.shadowed = True
             self._log(
                 logging.DEBUG,
-                Event.MCP_RESOURCE_TOOL_SHADOWED,
+                MCPResourceToolShadowed(server_name=server.name),
                 "MCP server '%s' has its own %s tool; ZorkGPT's resource tool of that name is not offered",
                 server.name,
                 " and ".join(sorted(own)),
-                server_name=server.name,
             )
         return [
             tool
@@ -648,15 +652,14 @@ class Toolbox:
         self._prompt_warnings.add(message)
         self._log(
             logging.WARNING,
-            Event.MCP_PROMPT_UNAVAILABLE,
+            MCPPromptUnavailable(server_name=server.name, prompt_name=prompt),
             "%s; the game goes on without it.",
             message,
-            server_name=server.name,
-            prompt_name=prompt,
         )
 
-    def _log(self, level: int, event_type: str, message: str, *args: Any, **extra: Any) -> None:
-        self.logger.log(level, message, *args, extra={"event_type": event_type, **extra})
+    def _log(self, level: int, record: EpisodeEvent, message: str, *args: Any, console: bool = True) -> None:
+        """Write one event (the connect rules write theirs through this too: ``server_rules.EventLog``)."""
+        emit(self.logger, record, message, *args, level=level, console=console)
 
 
 def startup_timeouts_message(timeouts: list[ServerStartupTimeoutError], total: int) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import os
 import signal
 import tempfile
@@ -47,8 +48,9 @@ from mcp_client.processes import end_process_group, marked_processes, signal_gro
 from mcp_client.source import SourceSettings, ToolSource
 from mcp_client.stdio import stdio_transport
 from mcp_client.sweeper import OWNER_ENV_VAR
+from session.episode_events import emit
+from session.episode_events.mcp import MCPServerStderr, MCPServerStrayLines, MCPServerStrayOutput
 from session.errors import MCPAuthError
-from session.events import Event
 
 MARKER_ENV_VAR = "ZORKGPT_MCP_SERVER_ID"
 _STDERR_TAIL_CHARS = 2000
@@ -141,26 +143,26 @@ class StdioSource(ToolSource):
             for pid in marked_processes(MARKER_ENV_VAR, self._marker):
                 await end_process_group(pid, group=False)
         if self._stray_lines:
-            self.settings.logger.debug(
+            emit(
+                self.settings.logger,
+                MCPServerStrayLines(server_name=self.name, lines=self._stray_lines),
                 "MCP server '%s' wrote %d line(s) on stdout that were not MCP messages (ignored)",
                 self.name,
                 self._stray_lines,
-                extra={
-                    "event_type": Event.MCP_SERVER_STRAY_LINES,
-                    "server_name": self.name,
-                    "lines": self._stray_lines,
-                },
+                level=logging.DEBUG,
             )
             self._stray_lines = 0
         if self._stderr_tail is None:
             self._stderr_tail = self.settings.redactor(read_tail(self._errlog))
             self._errlog.close()
             if self._stderr_tail and self.connect_ms is not None:
-                self.settings.logger.debug(
+                emit(
+                    self.settings.logger,
+                    MCPServerStderr(server_name=self.name),
                     "MCP server '%s' stderr:\n%s",
                     self.name,
                     self._stderr_tail,
-                    extra={"event_type": Event.MCP_SERVER_STDERR, "server_name": self.name},
+                    level=logging.DEBUG,
                 )
 
     def stderr_tail(self) -> str:
@@ -174,12 +176,14 @@ class StdioSource(ToolSource):
         self._stray_lines += 1
         if not self.settings.stray_output.count(self.name):
             return
-        self.settings.logger.warning(
+        emit(
+            self.settings.logger,
+            MCPServerStrayOutput(server_name=self.name),
             "MCP server '%s' wrote a line on stdout that is not an MCP message (ignored): %s. A stdio server "
             "must write only MCP messages on stdout (logs go to stderr); further such lines are ignored quietly.",
             self.name,
             self.settings.redactor(_stray_line(error)),
-            extra={"event_type": Event.MCP_SERVER_STRAY_OUTPUT, "server_name": self.name},
+            level=logging.WARNING,
         )
 
     def _describe_failure(self, cause: BaseException) -> str:

@@ -33,6 +33,19 @@ from managers.objective_manager import ObjectiveManager
 from orchestration.context_builder import TurnLimits, build_context
 from orchestration.turn_figures import TurnFigures, first_line
 from reports.run_settings import episode_settings, write_settings
+from session.episode_events import emit
+from session.episode_events.episode import (
+    CommandRefused,
+    EpisodeAborted,
+    EpisodeEnd,
+    EpisodeError,
+    EpisodeStart,
+    FileWriteError,
+    ManagerFinalizeError,
+    StoppedByError,
+    Turn,
+)
+from session.episode_events.mcp import MCPManagerInit
 from session.episode_folder import EpisodeFolder
 from session.episode_log import (
     ConsoleOptions,
@@ -41,7 +54,6 @@ from session.episode_log import (
     setup_episode_logger,
 )
 from session.errors import ConfigError, Consequence, ZorkGPTError, end_reason_for, episode_consequence
-from session.events import Event
 from session.game_configuration import MODEL_ROLES, GameConfiguration
 from session.game_state import REFUSED_PREFIX, AgentDecision, GameState, TurnResult, new_episode_id
 from session.redaction import Redactor
@@ -252,7 +264,7 @@ class EpisodeRunner:
                 models=self.clients,
                 redactor=self.redactor,
             )
-            log.info("MCP Manager initialized", extra={"event_type": Event.MCP_MANAGER_INIT})
+            emit(log, MCPManagerInit(), "MCP Manager initialized")
 
     def _initialize_game_components(self) -> None:
         self.agent = ZorkAgent(
@@ -284,11 +296,14 @@ class EpisodeRunner:
             consequence = episode_consequence(exc)
             self.game_state.end_reason = end_reason_for(exc)
             # Kept off the console: the caller reports the error that ended the run once (main.py).
-            self.logger.error(
+            emit(
+                self.logger,
+                StoppedByError(kind=exc.kind, consequence=consequence.value),
                 "Episode stopped (%s): %s",
                 consequence.value,
                 exc,
-                extra={"event_type": exc.kind, "consequence": consequence.value, "console": False},
+                level=logging.ERROR,
+                console=False,
             )
             if consequence is Consequence.SETUP_FAILS and self.game_state.turn_count == 0:
                 # A start that failed (a tool server that does not start) played nothing: like a
@@ -300,10 +315,12 @@ class EpisodeRunner:
             # stopped the episode mid-turn. It is recorded as stopped, the summary is written
             # (nothing that calls a model: the user wants out), and the interrupt goes on.
             self.game_state.end_reason = "stopped_by_user"
-            self.logger.warning(
+            emit(
+                self.logger,
+                EpisodeAborted(turn=self.game_state.turn_count + 1),
                 "Episode aborted by the user during turn %d",
                 self.game_state.turn_count + 1,
-                extra={"event_type": Event.EPISODE_ABORTED, "turn": self.game_state.turn_count + 1},
+                level=logging.WARNING,
             )
             self._finish_episode(aborted=True)
             raise
@@ -311,11 +328,14 @@ class EpisodeRunner:
             # The episode boundary: a bug ends the episode with its traceback in the episode's
             # log (the summary is still written below), then propagates to the caller.
             self.game_state.end_reason = f"error: {type(exc).__name__}"
-            self.logger.exception(
+            emit(
+                self.logger,
+                EpisodeError(),
                 "Episode stopped by an unexpected %s: %s",
                 type(exc).__name__,
                 exc,
-                extra={"event_type": Event.EPISODE_ERROR},
+                level=logging.ERROR,
+                exc_info=True,
             )
             raise
         finally:
@@ -334,24 +354,25 @@ class EpisodeRunner:
             self.mcp_manager.reset_episode()
         self._apply_facts(self.extractor.extract(None, intro), intro)
         self.game_state.enter(self.game_state.current_room_id, self.game_state.current_room_name)
-        self.logger.info(
+        start = EpisodeStart(
+            episode_id=self.game_state.episode_id,
+            game=self.game_state.game,
+            game_title=self.game_state.game_title,
+            max_score=self.game.game.max_score,
+            game_seed=self.game_state.game_seed,
+            agent_model=self.config.llm.agent_model,
+            mcp_enabled=self.config.mcp.enabled,
+            max_turns=self.max_turns,
+            fair_play=self.config.gameplay.fair_play,
+        )
+        emit(
+            self.logger,
+            start,
             "Episode %s of %s started in %s (game seed %d)",
             self.game_state.episode_id,
             self.game_state.game_title,
             self.game_state.current_room_name,
             self.game_state.game_seed,
-            extra={
-                "event_type": Event.EPISODE_START,
-                "episode_id": self.game_state.episode_id,
-                "game": self.game_state.game,
-                "game_title": self.game_state.game_title,
-                "max_score": self.game.game.max_score,
-                "game_seed": self.game_state.game_seed,
-                "agent_model": self.config.llm.agent_model,
-                "mcp_enabled": self.config.mcp.enabled,
-                "max_turns": self.max_turns,
-                "fair_play": self.config.gameplay.fair_play,
-            },
         )
         self._export_state()
 
@@ -446,12 +467,14 @@ class EpisodeRunner:
         try:
             return self.game.send_command(action)
         except GameInterfaceError as exc:
-            self.logger.warning(
+            emit(
+                self.logger,
+                CommandRefused(turn=turn, action=action, error=str(exc)),
                 "Turn %s: command '%s' not sent to the game: %s",
                 turn,
                 action,
                 exc,
-                extra={"event_type": Event.COMMAND_REFUSED, "turn": turn, "action": action, "error": str(exc)},
+                level=logging.WARNING,
             )
             return f"{REFUSED_PREFIX} {exc}"
 
@@ -510,7 +533,21 @@ class EpisodeRunner:
         interrupt = self._finalize_managers(summary_only=aborted or bool(self.write_failures))
         wall_seconds = self.wall_seconds()
         self._export_state()
-        self.logger.info(
+        end = EpisodeEnd(
+            episode_id=state.episode_id,
+            end_reason=state.end_reason,
+            score=state.score,
+            max_score=state.max_score,
+            turns=state.turn_count,
+            moves=state.moves,
+            deaths=state.death_count,
+            victory=state.victory,
+            wall_seconds=wall_seconds,
+            llm_usage=self._usage_report(),
+        )
+        emit(
+            self.logger,
+            end,
             "Episode %s ended (%s): score %s/%s in %s turns, %s deaths",
             state.episode_id,
             state.end_reason.splitlines()[0],  # the whole message is in end_reason and on the terminal
@@ -518,19 +555,6 @@ class EpisodeRunner:
             state.max_score,
             state.turn_count,
             state.death_count,
-            extra={
-                "event_type": Event.EPISODE_END,
-                "episode_id": state.episode_id,
-                "end_reason": state.end_reason,
-                "score": state.score,
-                "max_score": state.max_score,
-                "turns": state.turn_count,
-                "moves": state.moves,
-                "deaths": state.death_count,
-                "victory": state.victory,
-                "wall_seconds": wall_seconds,
-                "llm_usage": self._usage_report(),
-            },
         )
         self._report_figures(None, 0)
         if interrupt is not None:
@@ -553,13 +577,15 @@ class EpisodeRunner:
                 interrupt = exc
             except OSError as exc:
                 self._write_failed(Path(exc.filename or f"{manager.name} files"), exc)
-            except Exception as exc:  # one manager's failure must not lose the others' files
-                self.logger.error(
+            except Exception as exc:  # noqa: BLE001 - one manager's failure must not lose the others' files (logged)
+                emit(
+                    self.logger,
+                    ManagerFinalizeError(manager=manager.name),
                     "%s failed to finalize: %s",
                     manager.name,
                     exc,
+                    level=logging.ERROR,
                     exc_info=True,
-                    extra={"event_type": Event.MANAGER_FINALIZE_ERROR, "manager": manager.name},
                 )
         return interrupt
 
@@ -602,7 +628,26 @@ class EpisodeRunner:
 
     # -- reporting ---------------------------------------------------------------------
     def _log_turn(self, result: TurnResult, review: CriticReview) -> None:
-        self.logger.info(
+        turn = Turn(
+            episode_id=self.game_state.episode_id,
+            turn=result.turn,
+            action=result.action,
+            reasoning=result.reasoning,
+            response=result.response,
+            room_id=result.room_id_after,
+            room_name=result.room_name_after,
+            score=result.score_after,
+            score_delta=result.score_delta,
+            moves=result.moves,
+            inventory=result.inventory_after,
+            died=result.died,
+            critic=asdict(review),
+            # Calls, tokens and USD per role for this turn (cost None = a price is unknown).
+            llm_usage=self.synthesizer.turn_usage(result.turn),
+        )
+        emit(
+            self.logger,
+            turn,
             "Turn %s | Score %s/%s | %s (%s) | > %s",
             result.turn,
             result.score_after,
@@ -610,24 +655,6 @@ class EpisodeRunner:
             result.room_name_after,
             result.room_id_after,
             result.action,
-            extra={
-                "event_type": Event.TURN,
-                "episode_id": self.game_state.episode_id,
-                "turn": result.turn,
-                "action": result.action,
-                "reasoning": result.reasoning,
-                "response": result.response,
-                "room_id": result.room_id_after,
-                "room_name": result.room_name_after,
-                "score": result.score_after,
-                "score_delta": result.score_delta,
-                "moves": result.moves,
-                "inventory": result.inventory_after,
-                "died": result.died,
-                "critic": asdict(review),
-                # Calls, tokens and USD per role for this turn (cost None = a price is unknown).
-                "llm_usage": self.synthesizer.turn_usage(result.turn),
-            },
         )
 
     def _report_figures(self, result: TurnResult | None, tool_calls: int) -> None:
@@ -700,11 +727,13 @@ class EpisodeRunner:
         message = f"{path.name}: {exc.strerror or exc}"
         if message not in self._write_failures:  # logged once per problem, not every turn
             self._write_failures.append(message)
-            self.logger.error(
+            emit(
+                self.logger,
+                FileWriteError(path=str(path), error=str(exc)),
                 "Could not write %s: %s",
                 path,
                 exc.strerror or exc,
-                extra={"event_type": Event.FILE_WRITE_ERROR, "path": str(path), "error": str(exc)},
+                level=logging.ERROR,
             )
 
 

@@ -3,7 +3,8 @@
 One place for these numbers: the web viewer, its API, the run reports and the episode
 summary all call ``tool_call_counts``, ``critic_counts``, ``tool_availability`` and
 ``game_seed`` and ``game_played`` on the events of ``episode_log.jsonl`` (live, or once the episode is over),
-so they cannot disagree.
+so they cannot disagree. The events are records (``session.episode_events``, read by
+``session.episode_folder``): a field is an attribute of its record, of the type the record says.
 
 A tool call is an ``mcp_tool_call`` event, or an outcome logged without one (arguments the
 client could not read fail before any call goes out). It failed when its outcome is an
@@ -20,15 +21,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from game_interface.games import DEFAULT_GAME, KNOWN_GAMES
-from session.events import Event
+from session.episode_events import EpisodeEvent
+from session.episode_events.episode import EpisodeStart, Turn
+from session.episode_events.learning import CriticOverride, CriticRejection
+from session.episode_events.mcp import (
+    MCPDisabledFallback,
+    MCPNoTools,
+    MCPServerDisabled,
+    MCPSessionConnect,
+    MCPTurnReady,
+    ServerEvent,
+)
+from session.episode_events.tool_loop import MCPToolCall, MCPToolError, MCPToolResult, MCPToolTimeout, ToolCallEvent
 
-OUTCOME_EVENTS = frozenset({Event.MCP_TOOL_RESULT, Event.MCP_TOOL_ERROR, Event.MCP_TOOL_TIMEOUT})
+# A tool call's outcomes: an answer (failed when ``is_error``), an error, a timeout.
+OUTCOME_EVENTS = (MCPToolResult, MCPToolError, MCPToolTimeout)
 # What the critic's verdict sources stand for, in users' words.
 REJECTION_CAUSES = {"object_tree": "engine check", "llm": "critic model"}
-
-
-def _milliseconds(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 @dataclass(frozen=True)
@@ -92,42 +101,42 @@ class ToolCallCounts:
         }
 
 
-def _tool_of(event: Mapping[str, Any]) -> tuple[str | None, str]:
+def _tool_of(event: ToolCallEvent) -> tuple[str | None, str]:
     """(server, tool) of a call event; the tool without its ``server.`` prefix when it has one."""
-    server = event.get("server_name")
-    name = str(event.get("tool_name") or "?")
-    if not isinstance(server, str) or not server:
+    server, name = event.server_name, event.tool_name or "?"
+    if not server:
         return None, name
     return server, name.removeprefix(f"{server}.")
 
 
-def tool_call_counts(events: Iterable[Mapping[str, Any]]) -> ToolCallCounts:
+def tool_call_counts(events: Iterable[EpisodeEvent]) -> ToolCallCounts:
     """Calls, failures and time by server and tool, from an episode's events."""
     tallies: dict[tuple[str | None, str], ToolTally] = {}
     # Calls waiting for their outcome, per (turn, logged tool name), first in first out.
-    open_calls: dict[tuple[Any, str], list[tuple[str | None, str]]] = {}
+    open_calls: dict[tuple[int, str], list[tuple[str | None, str]]] = {}
     servers: set[str] = set()
 
     def add(key: tuple[str | None, str], **values: Any) -> None:
         tallies[key] = tallies.get(key, ToolTally()).plus(**values)
 
     for event in events:
-        kind = event.get("event_type")
-        if isinstance(event.get("server_name"), str):
-            servers.add(event["server_name"])
-        if kind == Event.MCP_TOOL_CALL:
+        if isinstance(event, ToolCallEvent | ServerEvent) and event.server_name:
+            servers.add(event.server_name)
+        if isinstance(event, MCPToolCall):
             key = _tool_of(event)
             add(key, calls=1)
-            open_calls.setdefault((event.get("turn"), str(event.get("tool_name"))), []).append(key)
-        elif kind in OUTCOME_EVENTS:
-            waiting = open_calls.get((event.get("turn"), str(event.get("tool_name"))))
+            open_calls.setdefault((event.turn, event.tool_name), []).append(key)
+        elif isinstance(event, OUTCOME_EVENTS):
+            waiting = open_calls.get((event.turn, event.tool_name))
             if waiting:
                 key = waiting.pop(0)
             else:  # failed before a call went out (arguments it could not read): still a call the model made
                 key = _tool_of(event)
                 add(key, calls=1)
-            failed = kind != Event.MCP_TOOL_RESULT or event.get("is_error") is True
-            add(key, failed=int(failed), duration_ms=_milliseconds(event.get("duration_ms")))
+            if isinstance(event, MCPToolResult):
+                add(key, failed=int(event.is_error), duration_ms=event.duration_ms)
+            else:
+                add(key, failed=1)
     by_server: dict[str, dict[str, ToolTally]] = {}
     unknown: dict[str, ToolTally] = {}
     for (server, tool), tally in sorted(tallies.items(), key=lambda item: (item[0][0] or "", item[0][1])):
@@ -165,25 +174,24 @@ class CriticCounts:
         }
 
 
-def critic_counts(events: Iterable[Mapping[str, Any]]) -> CriticCounts:
+def critic_counts(events: Iterable[EpisodeEvent]) -> CriticCounts:
     """From ``turn`` events (each says how many rounds of rejection it took) and the rejection events."""
     proposals = overrides = 0
     causes: Counter[str] = Counter()
     for event in events:
-        kind = event.get("event_type")
-        if kind == Event.TURN:
-            critic = event.get("critic")
-            rounds = critic.get("rounds") if isinstance(critic, Mapping) else None
+        if isinstance(event, Turn):
+            # The critic's review is a free-form mapping in the record: its count is checked here.
+            rounds = event.critic.get("rounds")
             proposals += 1 + (rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else 0)
-        elif kind in (Event.CRITIC_REJECTION, Event.CRITIC_OVERRIDE):
+        elif isinstance(event, CriticRejection | CriticOverride):
             # An override is the last round's rejection, played anyway.
-            causes[str(event.get("source") or "unknown")] += 1
-            overrides += kind == Event.CRITIC_OVERRIDE
+            causes[event.source or "unknown"] += 1
+            overrides += isinstance(event, CriticOverride)
     return CriticCounts(proposals, dict(sorted(causes.items())), overrides)
 
 
 # Why a turn played without tools, by the event the MCP manager logged for it.
-NO_TOOLS_REASONS = {Event.MCP_DISABLED_FALLBACK: "servers disabled", Event.MCP_NO_TOOLS: "no tools offered"}
+NO_TOOLS_REASONS = {MCPDisabledFallback: "servers disabled", MCPNoTools: "no tools offered"}
 NOT_RECORDED = "not recorded"  # MCP on, yet the turn has no event saying it offered tools or why not
 
 
@@ -254,7 +262,7 @@ class ToolAvailability:
         }
 
 
-def tool_availability(events: Iterable[Mapping[str, Any]]) -> ToolAvailability:
+def tool_availability(events: Iterable[EpisodeEvent]) -> ToolAvailability:
     """From ``episode_start`` (the setting), ``turn`` (turns played), ``mcp_turn_ready`` (the servers
     and tools a turn offered), ``mcp_disabled_fallback`` / ``mcp_no_tools`` (a turn without tools),
     ``mcp_server_disabled`` and ``mcp_session_connect`` (revision, lifetime)."""
@@ -266,30 +274,22 @@ def tool_availability(events: Iterable[Mapping[str, Any]]) -> ToolAvailability:
     revisions: list[str] = []
     lifetimes: dict[str, str] = {}
     for event in events:
-        kind = event.get("event_type")
-        turn = event.get("turn")
-        turn = turn if isinstance(turn, int) and not isinstance(turn, bool) else None
-        if kind == Event.EPISODE_START:
-            enabled = bool(event.get("mcp_enabled"))
-        elif kind == Event.TURN and turn is not None:
-            played.add(turn)
-        elif kind == Event.MCP_TURN_READY and turn is not None:
-            servers = event.get("servers")
-            tools = event.get("tool_count")
-            if isinstance(tools, int) and tools > 0 and isinstance(servers, list):
-                offered[turn] = tuple(str(server) for server in servers)
-        elif kind in NO_TOOLS_REASONS and turn is not None:
-            without[turn] = NO_TOOLS_REASONS[str(kind)]
-        elif kind == Event.MCP_SERVER_DISABLED:
-            reason = event.get("reason")
-            disabled.append(
-                DisabledServer(str(event.get("server_name") or "?"), turn, str(reason) if reason else "start failed")
-            )
-        elif kind == Event.MCP_SESSION_CONNECT:
-            if isinstance(version := event.get("protocol_version"), str) and version not in revisions:
-                revisions.append(version)
-            if isinstance(lifetime := event.get("lifetime"), str) and isinstance(event.get("server_name"), str):
-                lifetimes[event["server_name"]] = lifetime
+        if isinstance(event, EpisodeStart):
+            enabled = bool(event.mcp_enabled)
+        elif isinstance(event, Turn):
+            played.add(event.turn)
+        elif isinstance(event, MCPTurnReady):
+            if event.tool_count > 0:
+                offered[event.turn] = tuple(str(server) for server in event.servers)
+        elif isinstance(event, MCPNoTools | MCPDisabledFallback):
+            without[event.turn] = NO_TOOLS_REASONS[type(event)]
+        elif isinstance(event, MCPServerDisabled):
+            disabled.append(DisabledServer(event.server_name or "?", event.turn, event.reason or "start failed"))
+        elif isinstance(event, MCPSessionConnect):
+            if event.protocol_version and event.protocol_version not in revisions:
+                revisions.append(event.protocol_version)
+            if event.lifetime and event.server_name:
+                lifetimes[event.server_name] = event.lifetime
     tool_turns = [turn for turn in played if turn in offered and turn not in without]
     reasons: Counter[str] = Counter()
     if enabled:
@@ -314,22 +314,21 @@ FAIR_PLAY_MEANING = {
 }
 
 
-def fair_play(events: Iterable[Mapping[str, Any]]) -> str | None:
+def _start(events: Iterable[EpisodeEvent]) -> EpisodeStart | None:
+    """The episode's start, if it has logged one."""
+    return next((event for event in events if isinstance(event, EpisodeStart)), None)
+
+
+def fair_play(events: Iterable[EpisodeEvent]) -> str | None:
     """What the models could be told ("seen" or "engine", ``episode_start``); None when the log predates the setting."""
-    for event in events:
-        if event.get("event_type") == Event.EPISODE_START:
-            level = event.get("fair_play")
-            return level if isinstance(level, str) else None
-    return None
+    start = _start(events)
+    return start.fair_play if start is not None else None
 
 
-def game_seed(events: Iterable[Mapping[str, Any]]) -> int | None:
+def game_seed(events: Iterable[EpisodeEvent]) -> int | None:
     """The seed the game was played with (``episode_start``); None when the log predates seeds."""
-    for event in events:
-        if event.get("event_type") == Event.EPISODE_START:
-            seed = event.get("game_seed")
-            return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-    return None
+    start = _start(events)
+    return start.game_seed if start is not None else None
 
 
 @dataclass(frozen=True)
@@ -347,13 +346,10 @@ def game_titled(name: str) -> GamePlayed:
     return GamePlayed(name, known.title if known else name)
 
 
-def game_played(events: Iterable[Mapping[str, Any]]) -> GamePlayed:
+def game_played(events: Iterable[EpisodeEvent]) -> GamePlayed:
     """The game an episode played (``episode_start``). A log from before the game was recorded reads as
     Zork I: ZorkGPT played nothing else then."""
-    for event in events:
-        if event.get("event_type") == Event.EPISODE_START:
-            name, title = event.get("game"), event.get("game_title")
-            if isinstance(name, str) and name:
-                return GamePlayed(name, title if isinstance(title, str) and title else game_titled(name).title)
-            break
-    return GamePlayed(DEFAULT_GAME.name, DEFAULT_GAME.title)
+    start = _start(events)
+    if start is None or not start.game:
+        return GamePlayed(DEFAULT_GAME.name, DEFAULT_GAME.title)
+    return GamePlayed(start.game, start.game_title or game_titled(start.game).title)

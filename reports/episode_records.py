@@ -7,8 +7,10 @@ half-written line, the JSON files may not exist yet, and a hand-edited file may 
 Nothing here raises for that; a half line waits for the next read, a broken line is
 counted and skipped.
 
-``EpisodeFigures`` condenses an episode's events (read by ``session.episode_folder``'s
-``EventTail``) into the numbers the viewer and the run reports show.
+``EpisodeFigures`` condenses an episode's events (records, read by ``session.episode_folder``'s
+``EventTail``) into the numbers the viewer and the run reports show. A field of the wrong type in a
+hand-edited line reads as its record's default (``session.episode_events``), so nothing here
+checks types but inside the free-form mappings (a call's ``usage``).
 """
 
 from __future__ import annotations
@@ -28,18 +30,16 @@ from reports.episode_counts import (
     tool_availability,
     tool_call_counts,
 )
+from session.episode_events import EpisodeEvent
+from session.episode_events.episode import EpisodeEnd, EpisodeStart, Turn
+from session.episode_events.models import LLMCall
 from session.episode_folder import AGENT_CALL_NAME
-from session.events import Event
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _int(value: Any, default: int = 0) -> int:
-    """An event's whole number; a hand-edited log's garbage counts as ``default``, never a crash."""
-    number = _number(value)
-    return int(number) if number is not None else default
+def _tokens(usage: Mapping[str, Any], name: str) -> int:
+    """A count of a call's free-form ``usage``; a hand-edited log's garbage counts as 0, never a crash."""
+    value = usage.get(name)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 class _PlayTally:
@@ -50,40 +50,38 @@ class _PlayTally:
         self.scores: list[tuple[int, int]] = []
         self.deaths = 0
 
-    def add(self, event: Mapping[str, Any]) -> None:
+    def add(self, event: EpisodeEvent) -> None:
         fields_ = self.fields
-        kind = event.get("event_type")
-        if kind == Event.EPISODE_START:
-            fields_["started_at"] = event.get("timestamp")
-            fields_["model"] = event.get("agent_model")
-            fields_["mcp_enabled"] = event.get("mcp_enabled")
-            fields_["max_turns"] = event.get("max_turns")
+        if isinstance(event, EpisodeStart):
+            fields_["started_at"] = event.timestamp or None
+            fields_["model"] = event.agent_model
+            fields_["mcp_enabled"] = event.mcp_enabled
+            fields_["max_turns"] = event.max_turns
             # The game's maximum, known from the start (an older log has it only at the end).
-            fields_["max_score"] = event.get("max_score")
+            fields_["max_score"] = event.max_score
             self.scores = [(0, 0)]
-        elif kind == Event.TURN:
-            turn, score = _int(event.get("turn")), _int(event.get("score"))
-            self.scores.append((turn, score))
-            self.deaths += bool(event.get("died"))
+        elif isinstance(event, Turn):
+            self.scores.append((event.turn, event.score))
+            self.deaths += event.died
             fields_.update(
-                turns=turn,
-                moves=_int(event.get("moves"), fields_.get("moves", 0)),
-                score=score,
-                room_id=event.get("room_id"),
-                room_name=event.get("room_name"),
-                last_action=event.get("action"),
+                turns=event.turn,
+                moves=event.moves if event.moves is not None else fields_.get("moves", 0),
+                score=event.score,
+                room_id=event.room_id,
+                room_name=event.room_name,
+                last_action=event.action,
             )
-        elif kind == Event.EPISODE_END:
+        elif isinstance(event, EpisodeEnd):
             fields_.update(
-                end_reason=event.get("end_reason") or "unknown",
-                score=_int(event.get("score"), fields_.get("score", 0)),
-                max_score=event.get("max_score"),
-                turns=_int(event.get("turns"), fields_.get("turns", 0)),
-                moves=_int(event.get("moves"), fields_.get("moves", 0)),
-                victory=bool(event.get("victory")),
-                wall_seconds=_number(event.get("wall_seconds")),
+                end_reason=event.end_reason or "unknown",
+                score=event.score,
+                max_score=event.max_score,
+                turns=event.turns,
+                moves=event.moves if event.moves is not None else fields_.get("moves", 0),
+                victory=event.victory,
+                wall_seconds=event.wall_seconds,
             )
-            self.deaths = _int(event.get("deaths"), self.deaths)
+            self.deaths = event.deaths
 
 
 class _UsageTally:
@@ -94,17 +92,16 @@ class _UsageTally:
         self.cost = 0.0
         self.calls = self.prompt = self.completion = self.unpriced = 0
 
-    def add(self, event: Mapping[str, Any]) -> None:
-        usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
-        role = self.roles.setdefault(str(event.get("call_name") or "unnamed"), [0, 0, 0])
-        p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    def add(self, event: LLMCall) -> None:
+        role = self.roles.setdefault(event.call_name or "unnamed", [0, 0, 0])
+        p, c = _tokens(event.usage, "prompt_tokens"), _tokens(event.usage, "completion_tokens")
         self.calls, self.prompt, self.completion = self.calls + 1, self.prompt + p, self.completion + c
         role[0], role[1], role[2] = role[0] + 1, role[1] + p, role[2] + c
         # The client prices each call (the provider's figure, else its pricing table); None = unknown.
-        if (spent := _number(event.get("cost_usd"))) is None:
+        if event.cost_usd is None:
             self.unpriced += 1
         else:
-            self.cost += spent
+            self.cost += event.cost_usd
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -145,20 +142,16 @@ class ModelAnswers:
         return {"role": self.role, "configured": self.configured, "served": self.served, "calls": self.calls}
 
 
-def model_answers(events: Iterable[Mapping[str, Any]]) -> tuple[ModelAnswers, ...]:
+def model_answers(events: Iterable[EpisodeEvent]) -> tuple[ModelAnswers, ...]:
     """Who answered each role's calls, from the ``llm_call`` events, by role, then in order of first use."""
     counts: dict[tuple[str, str | None, str | None], int] = {}
     for event in events:
-        if event.get("event_type") != Event.LLM_CALL:
+        if not isinstance(event, LLMCall):
             continue
-        recorded = "requested_model" in event
-        configured = event.get("requested_model") if recorded else None
-        served = event.get("served_model") if recorded else event.get("model")
-        key = (
-            str(event.get("call_name") or "unnamed"),
-            configured if isinstance(configured, str) else None,
-            served if isinstance(served, str) else None,
-        )
+        # A call logged before the request's model was: its ``model`` is the one that answered.
+        configured = event.requested_model or None
+        served = event.served_model if configured is not None else event.model or None
+        key = (event.call_name or "unnamed", configured, served)
         counts[key] = counts.get(key, 0) + 1
     ordered = sorted(counts.items(), key=lambda item: item[0][0])  # stable: first use within a role
     return tuple(ModelAnswers(role, configured, served, n) for (role, configured, served), n in ordered)
@@ -235,12 +228,12 @@ class EpisodeFigures:
         return value / self.turns if self.turns else None
 
     @classmethod
-    def from_events(cls, episode_id: str, events: Iterable[Mapping[str, Any]]) -> EpisodeFigures:
+    def from_events(cls, episode_id: str, events: Iterable[EpisodeEvent]) -> EpisodeFigures:
         play, usage = _PlayTally(episode_id), _UsageTally()
         events = list(events)
         game = game_played(events)
         for event in events:
-            if event.get("event_type") == Event.LLM_CALL:
+            if isinstance(event, LLMCall):
                 usage.add(event)
             else:
                 play.add(event)

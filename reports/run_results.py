@@ -13,8 +13,8 @@ from typing import Any
 from game_interface.games import DEFAULT_GAME, KNOWN_GAMES
 from reports.episode_counts import DisabledServer, ToolAvailability, game_titled
 from reports.episode_records import EpisodeFigures
+from session.episode_events import episode
 from session.episode_folder import read_events
-from session.events import Event
 
 UNFINISHED = "unfinished"  # no end recorded: the run was killed mid-episode
 MAX_DETAIL_CHARS = 300  # an error's line in the tables, not its whole text
@@ -52,7 +52,7 @@ class EpisodeEnd:
     @classmethod
     def from_folder(cls, number: int, episode_dir: Path) -> EpisodeEnd:
         """An episode known only by its folder: finished if its log records an end."""
-        ended = any(event.get("event_type") == Event.EPISODE_END for event in read_events(episode_dir))
+        ended = any(isinstance(event, episode.EpisodeEnd) for event in read_events(episode_dir))
         return cls(number, EpisodeStatus.FINISHED if ended else EpisodeStatus.UNFINISHED, "", episode_dir)
 
 

@@ -1,6 +1,7 @@
 """What a run is set up with and what an episode has so far, shared by the layers above:
 
 - ``events``: every event name the episode log holds, for its writers and its readers;
+- ``episode_events``: each event as a typed record, the one way to write one and the one way to read one;
 - ``errors``: every error ZorkGPT raises on purpose, and what the program does with each;
 - ``providers``: what ZorkGPT knows of the OpenAI-compatible servers people use;
 - ``game_configuration``: the ``[tool.zorkgpt.*]`` settings, their env overrides and ``.env``;

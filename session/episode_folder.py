@@ -5,9 +5,11 @@ An episode folder is ``<game workdir>/episodes/<episode id>/``. The episode logg
 turn and ``settings.json`` at the start, the episode synthesizer ``episode_summary.json`` and
 ``episode_summary.md`` at the end.
 The viewer, the run reports, the benchmarks and the tests read them through the same names,
-and the events through ``EventTail`` / ``read_events``: a reader may look at any moment, so the
-JSONL may end in a half-written line (it waits for the next read) and a hand-edited file may
-hold a broken one (counted and skipped); nothing here raises for that.
+and the events through ``EventTail`` / ``read_events``, as records (``session.episode_events``):
+a reader asks ``event.score``. A reader may look at any moment, so the JSONL may end in a
+half-written line (it waits for the next read) and a hand-edited file may hold a broken one
+(counted and skipped); a line of the wrong shape for its event reads leniently (``parse_event``);
+nothing here raises for that.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+from session.episode_events import EpisodeEvent, parse_event
 
 EPISODES_DIR = "episodes"  # under the game workdir: one folder per episode
 # The name the agent's model calls carry (``call_name`` of their ``llm_call`` events), for whoever
@@ -77,7 +81,7 @@ def episodes_dir(workdir: str | os.PathLike[str]) -> Path:
 
 
 class EventTail:
-    """The events of one JSONL file, read incrementally.
+    """The events of one JSONL file, read incrementally, as records.
 
     ``refresh()`` parses only the bytes appended since the last call, up to the last
     complete line. If the file is replaced or truncated it starts over.
@@ -85,7 +89,7 @@ class EventTail:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.events: list[dict[str, Any]] = []
+        self.events: list[EpisodeEvent] = []
         self.unreadable_lines = 0
         self._offset = 0
         self._inode: int | None = None
@@ -119,14 +123,14 @@ class EventTail:
                 self.unreadable_lines += 1
                 continue
             if isinstance(event, dict):
-                self.events.append(event)
+                self.events.append(parse_event(event))
             else:
                 self.unreadable_lines += 1
         self._offset += end + 1
         return self
 
 
-def read_events(episode_dir: Path) -> list[dict[str, Any]]:
+def read_events(episode_dir: Path) -> list[EpisodeEvent]:
     """Every complete event an episode has logged so far (``[]`` when there is no log yet)."""
     return EventTail(EpisodeFolder(episode_dir).log).refresh().events
 

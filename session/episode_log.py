@@ -1,7 +1,7 @@
 """Episode logging: one compact human line per event and one JSON object per event.
 
-Code logs with the standard library (``logger.info(msg, extra={"event_type": ...})``);
-the handlers here turn that into
+Code writes an event as a record through the standard library
+(``emit(logger, Turn(...), msg)``, ``session.episode_events``); the handlers here turn that into
 - ``game_files/episodes/<episode_id>/episode_log.jsonl`` (one event per line, flushed per
   event so a killed run loses nothing), and
 - ``episode.log`` beside it plus the console, human-readable.

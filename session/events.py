@@ -1,8 +1,9 @@
 """Every event name ZorkGPT writes to ``episode_log.jsonl``, for the code that writes and the code that reads.
 
-An event is a log record with an ``event_type`` (``logger.info(msg, extra={"event_type": Event.TURN})``);
-the episode log writes it as one JSON line (``EpisodeFolder.LOG``), and the run reports, the episode
-summary, the viewer and the benchmarks find what they count by the same names. ``Event`` is a
+An event is a log record with an ``event_type``, written as a typed record that names it
+(``emit(logger, Turn(...), msg)``, ``session.episode_events``); the episode log writes it as one
+JSON line (``EpisodeFolder.LOG``), and the run reports, the episode summary, the viewer and the
+benchmarks find what they count by the same names. ``Event`` is a
 ``StrEnum``: a member is its name as a ``str``, so the JSON and every comparison read as before.
 The names are a file format: users and their scripts read them (the README lists them), so a
 name is renamed only on purpose.

@@ -6,13 +6,15 @@
   A block with neither may hold only cheap commands (``--help``, ``--version``), and each is run
   as written, from the repository, and must exit 0.
 - The Layout page lists every top-level folder of the repository, and nothing that is not there.
-- The event list (docs/events.md) is what ``session/events.py`` renders; after adding an event,
+- The event list (docs/events.md) is what the event records (``session/episode_events/``) and the
+  names' comments (``session/events.py``) render; after adding an event or a field,
   ``python -m tests.test_docs`` writes the page again.
 - The pages build as a site with ``mkdocs build --strict`` (a broken link or anchor fails).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -20,10 +22,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.timing import scaled
+from session import episode_events
+from session.episode_events import EpisodeEvent, record_types, written_fields
+from session.episode_events.base import OMITTED_WHEN_NONE, field_key
 from session.events import HELPER_MODELS, LEARNING_FILES, every_event_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,47 +229,105 @@ def enum_members(source: str, class_name: str) -> list[tuple[str, str, str]]:
     return members
 
 
-def render_events_page() -> str:
-    """docs/events.md as session/events.py says it: every name a run can write, with what it records."""
+def event_descriptions() -> dict[str, str]:
+    """What each event name records, as session/events.py says: a fixed name's comment, a built
+    name's problem's comment (``memory_lock_timeout``: what ``lock_timeout`` says)."""
     source = (REPO / "session" / "events.py").read_text(encoding="utf-8")
+    described = {value: comment for _, value, comment in enum_members(source, "Event")}
+    for class_name, owners in (("LearningFileProblem", LEARNING_FILES), ("HelperModelProblem", HELPER_MODELS)):
+        for _, problem, comment in enum_members(source, class_name):
+            described |= {f"{owner}_{problem}": comment for owner in owners}
+    return described
+
+
+def type_words(annotation: object) -> str:
+    """A field's type as the page shows it: ``int | None`` reads "int or None" (a bare ``|`` would split
+    the table's cell)."""
+    return str(annotation).replace("typing.", "").replace(" | ", " or ")
+
+
+def field_words(f: dataclasses.Field[Any]) -> str:
+    """A field as the page lists it: its key in the file and its type (and when it may be left out)."""
+    words = f"`{field_key(f)}` {type_words(f.type)}"
+    return words + " (only when set)" if f.metadata == OMITTED_WHEN_NONE else words
+
+
+def record_rows(record: type[EpisodeEvent], described: dict[str, str]) -> list[str]:
+    """A record's rows: one per description, naming every event of the record it describes."""
+    names = [record.EVENT] if record.EVENT else list(record.EVENTS)
+    by_description: dict[str, list[str]] = {}
+    for name in names:
+        by_description.setdefault(described.get(name, ""), []).append(name)
+    fields = ", ".join(field_words(f) for f in written_fields(record)) or "(none)"
+    return [
+        f"| {', '.join(f'`{name}`' for name in names)} | {description} | {fields} |"
+        for description, names in by_description.items()
+    ]
+
+
+# The modules of the records, in the page's order.
+RECORD_MODULES = (
+    episode_events.episode,
+    episode_events.models,
+    episode_events.learning,
+    episode_events.mcp,
+    episode_events.tool_loop,
+)
+
+
+def render_events_page() -> str:
+    """docs/events.md as the records say: every event a run can write, grouped by the module of its
+    record, with what it records (session/events.py's comment) and its fields with their types."""
     lines = [
         "# Episode log events",
         "",
-        "Every `event_type` a run can write to an episode's `episode_log.jsonl`, with what it records. Each line",
-        "of the log is one JSON object with `event_type`, `timestamp`, `level`, and the event's own fields. The",
-        "names are a file format: a name is renamed only on purpose.",
+        "Every `event_type` a run can write to an episode's `episode_log.jsonl`, with what it records and its",
+        "fields. Each line of the log is one JSON object with `event_type`, `timestamp`, `level`, `message`",
+        "(and `traceback` for an error's), and the event's own fields, listed here with their types (a field",
+        "an older version did not write reads as its empty value, or None where the page says so). The names",
+        "and fields are a file format: one is renamed only on purpose.",
         "",
-        "This page is written from `session/events.py` by `python -m tests.test_docs`, and `tests/test_docs.py` fails",
-        "when the two differ.",
+        "This page is written from the event records (`session/episode_events/`) and the names' comments",
+        "(`session/events.py`) by `python -m tests.test_docs`, and `tests/test_docs.py` fails when they differ.",
     ]
-    group = None
-    for member_group, value, comment in enum_members(source, "Event"):
-        if member_group != group:
-            group = member_group
-            lines += ["", f"## {group}", "", "| event | what it records |", "|---|---|"]
-        lines.append(f"| `{value}` | {comment} |")
-    built = (
-        ("A learning file's problems", "LearningFileProblem", LEARNING_FILES, "file"),
-        ("A helper model's unusable replies", "HelperModelProblem", HELPER_MODELS, "manager"),
-    )
-    for title, class_name, owners, owner_word in built:
-        docstring = re.search(rf'class {class_name}\(StrEnum\):\n    """(.+?)"""', source, re.DOTALL)
-        assert docstring, f"session/events.py has no docstring for {class_name}"
-        lines += ["", f"## {title}", "", source_comment(docstring.group(1)), ""]
-        lines += [f"| event | what it records ({owner_word}: {', '.join(owners)}) |", "|---|---|"]
-        for _, problem, comment in enum_members(source, class_name):
-            names = ", ".join(f"`{owner}_{problem}`" for owner in owners)
-            lines.append(f"| {names} | {comment} |")
+    described = event_descriptions()
+    records = list(dict.fromkeys(record_types().values()))
+    for module in RECORD_MODULES:
+        doc = (module.__doc__ or "").strip().splitlines()
+        assert doc, f"{module.__name__} has no docstring to head its events"
+        path = module.__name__.replace(".", "/") + ".py"
+        lines += [
+            "",
+            f"## {doc[0].split(':')[0].rstrip('.')}",
+            "",
+            f"{source_comment(doc[0])} Their records: `{path}`.",
+            "",
+        ]
+        lines += ["| event | what it records | fields |", "|---|---|---|"]
+        for record in records:
+            if record.__module__ == module.__name__:
+                lines += record_rows(record, described)
     return "\n".join(lines) + "\n"
 
 
 def test_the_event_list_is_what_the_code_says() -> None:
     page = EVENTS_PAGE.read_text(encoding="utf-8")
-    assert page == render_events_page(), "docs/events.md differs from session/events.py: run python -m tests.test_docs"
+    assert page == render_events_page(), "docs/events.md differs from the records: run python -m tests.test_docs"
     rows = [row for row in page.splitlines() if row.startswith("| `")]
     named = {name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])}
     assert sorted(every_event_name() - named) == [], "events the page does not list"
     assert sorted(named - every_event_name()) == [], "names on the page no run writes"
+
+
+def test_every_record_is_on_the_page_with_every_field() -> None:
+    """Each record's module is one the page renders, and its row lists each of its fields."""
+    page = EVENTS_PAGE.read_text(encoding="utf-8")
+    modules = {module.__name__ for module in RECORD_MODULES}
+    for record in set(record_types().values()):
+        assert record.__module__ in modules, f"{record.__name__}: add {record.__module__} to RECORD_MODULES"
+        name = record.EVENT or record.EVENTS[0]
+        (row,) = [row for row in page.splitlines() if re.search(rf"^\| [^|]*`{name}`", row)]
+        assert [field_key(f) for f in written_fields(record)] == re.findall(r"`(\w+)` ", row.split("|")[3]), name
 
 
 # -- the site -------------------------------------------------------------------------------------

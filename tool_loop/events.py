@@ -4,8 +4,9 @@ The loop (``tool_loop.loop``) hands each step to a ``ToolLoopEvents``, a one-met
 ``emit(event)``, where the event is one of the frozen dataclasses below (a tool called, a result,
 a timeout...), each carrying the turn and iteration it happened in. ``ToolLoopLog`` is the
 implementation an episode uses: it writes every event to the episode's logger, in the message,
-level and fields the episode log, the run report and the web viewer read by ``event_type``; each
-event says how it reads there (``log_lines``). A test may hand the loop any other ``emit``.
+level and record (``session.episode_events.tool_loop``) the episode log, the run report and the
+web viewer read; each event says how it reads there (``log_lines``). A test may hand the loop any
+other ``emit``.
 Keeping this here leaves the loop's code about the loop.
 """
 
@@ -15,12 +16,29 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from session.episode_events import EpisodeEvent, emit
+from session.episode_events.tool_loop import (
+    MCPAgentAction,
+    MCPBatchAborted,
+    MCPIterationStart,
+    MCPNoContent,
+    MCPToolCall,
+    MCPToolCallsCapped,
+    MCPToolCallsConcurrent,
+    MCPToolChoiceNotOffered,
+    MCPToolError,
+    MCPToolLoopComplete,
+    MCPToolLoopStart,
+    MCPToolResult,
+    MCPToolTimeout,
+    MCPTurnBudgetExhausted,
+    MCPUnexpectedState,
+    MCPUnreadableAnswer,
+)
 from session.errors import MCPToolCallError
-from session.events import Event
 from session.game_state import ToolCallRecord
 from shared_utils.text import cap_text, shorten
 from shared_utils.toolset import ToolCallResult, ToolInfo
@@ -60,14 +78,13 @@ class ToolLoopStats:
 
 @dataclass(frozen=True)
 class LogLine:
-    """One log record: ``message % args`` at ``level``; an event of the episode log when it has an
-    ``event_type`` (with ``fields`` and the turn in it), else a plain line."""
+    """One log record: ``message % args`` at ``level``; an event of the episode log when it has a
+    ``record``, else a plain line."""
 
     level: int
-    event_type: str | None
+    record: EpisodeEvent | None
     message: str
     args: tuple[Any, ...] = ()
-    fields: Mapping[str, Any] = field(default_factory=dict)
     exc_info: bool = False
 
 
@@ -78,30 +95,32 @@ class LoopEvent:
     turn: int
     iteration: int
 
-    def log_lines(self) -> tuple[LogLine, ...]:
-        """How the event reads in the episode log: most events as one line (``log_line``)."""
-        return (self.log_line(),)
+    def log_lines(self, episode_id: str) -> tuple[LogLine, ...]:
+        """How the event reads in the log of episode ``episode_id``: most events as one line (``log_line``)."""
+        return (self.log_line(episode_id),)
 
-    def log_line(self) -> LogLine:
+    def log_line(self, episode_id: str) -> LogLine:
         raise NotImplementedError(type(self).__name__)
 
-    def _event_line(self, level: int, event_type: str, message: str, *args: Any, **fields: Any) -> LogLine:
-        return LogLine(level, event_type, message, args, fields)
+    def _line(self, level: int, record: EpisodeEvent, message: str, *args: Any, exc_info: bool = False) -> LogLine:
+        return LogLine(level, record, message, args, exc_info)
+
+    def _ids(self, episode_id: str) -> dict[str, Any]:
+        """What every record of the loop names: the episode and the turn."""
+        return {"episode_id": episode_id, "turn": self.turn}
 
 
 @dataclass(frozen=True)
 class LoopStarted(LoopEvent):
     max_iterations: int
 
-    def log_line(self) -> LogLine:
-        message = "Turn %s: tool loop started (max %s iterations)"
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.INFO,
-            Event.MCP_TOOL_LOOP_START,
-            message,
+            MCPToolLoopStart(**self._ids(episode_id), max_iterations=self.max_iterations),
+            "Turn %s: tool loop started (max %s iterations)",
             self.turn,
             self.max_iterations,
-            max_iterations=self.max_iterations,
         )
 
 
@@ -109,16 +128,14 @@ class LoopStarted(LoopEvent):
 class IterationStarted(LoopEvent):
     max_iterations: int
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.DEBUG,
-            Event.MCP_ITERATION_START,
+            MCPIterationStart(**self._ids(episode_id), iteration=self.iteration, max_iterations=self.max_iterations),
             "Turn %s: tool-calling iteration %s/%s",
             self.turn,
             self.iteration,
             self.max_iterations,
-            iteration=self.iteration,
-            max_iterations=self.max_iterations,
         )
 
 
@@ -129,19 +146,22 @@ class CallsCapped(LoopEvent):
     requested: int
     cap: int
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        record = MCPToolCallsCapped(
+            **self._ids(episode_id),
+            requested=self.requested,
+            max_tool_calls_per_reply=self.cap,
+            iteration=self.iteration,
+        )
+        return self._line(
             logging.WARNING,
-            Event.MCP_TOOL_CALLS_CAPPED,
+            record,
             "Turn %s Iteration %s: the model asked for %s tool calls in one reply; running the first %s "
             "([tool.zorkgpt.mcp] max_tool_calls_per_reply)",
             self.turn,
             self.iteration,
             self.requested,
             self.cap,
-            requested=self.requested,
-            max_tool_calls_per_reply=self.cap,
-            iteration=self.iteration,
         )
 
 
@@ -151,16 +171,14 @@ class CallsAtOnce(LoopEvent):
 
     tools: tuple[str, ...]
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.DEBUG,
-            Event.MCP_TOOL_CALLS_CONCURRENT,
+            MCPToolCallsConcurrent(**self._ids(episode_id), iteration=self.iteration, tool_names=list(self.tools)),
             "Turn %s Iteration %s: %s read-only tool calls run at once",
             self.turn,
             self.iteration,
             len(self.tools),
-            iteration=self.iteration,
-            tool_names=list(self.tools),
         )
 
 
@@ -170,49 +188,41 @@ class ToolEvent(LoopEvent):
 
     tool: ToolInfo
 
-    def _tool_event_line(
-        self, level: int, event_type: str, message: str, *args: Any, exc_info: bool = False, **fields: Any
-    ) -> LogLine:
-        """The message after "Turn N Iteration M: ", and the tool and its server in the event
-        (``server_name`` in ``fields`` overrides it)."""
-        fields = {"tool_name": self.tool.name, "server_name": self.tool.server, "iteration": self.iteration, **fields}
-        return LogLine(
-            level, event_type, f"Turn %s Iteration %s: {message}", (self.turn, self.iteration, *args), fields, exc_info
-        )
+    def _call(self, episode_id: str) -> dict[str, Any]:
+        """What every record about the call names: the episode, turn, tool, its server and the iteration."""
+        return {
+            **self._ids(episode_id),
+            "tool_name": self.tool.name,
+            "server_name": self.tool.server,
+            "iteration": self.iteration,
+        }
+
+    def _tool_line(self, level: int, record: EpisodeEvent, message: str, *args: Any, exc_info: bool = False) -> LogLine:
+        """The message after "Turn N Iteration M: "."""
+        return LogLine(level, record, f"Turn %s Iteration %s: {message}", (self.turn, self.iteration, *args), exc_info)
 
 
 @dataclass(frozen=True)
 class InvalidArguments(ToolEvent):
     problem: str
 
-    def log_line(self) -> LogLine:
+    def log_line(self, episode_id: str) -> LogLine:
         # No server named: the call never reached one, and the counts keep it apart.
-        return self._tool_event_line(
-            logging.WARNING,
-            Event.MCP_TOOL_ERROR,
-            "invalid arguments for %s: %s",
-            self.tool.name,
-            self.problem,
-            server_name=None,
-            error=f"invalid arguments: {self.problem}",
+        record = MCPToolError(
+            **{**self._call(episode_id), "server_name": None}, error=f"invalid arguments: {self.problem}"
         )
+        return self._tool_line(logging.WARNING, record, "invalid arguments for %s: %s", self.tool.name, self.problem)
 
 
 @dataclass(frozen=True)
 class CallRefused(ToolEvent):
     """A destructive tool its entry does not allow (``tool.refusal`` says why)."""
 
-    def log_line(self) -> LogLine:
+    def log_line(self, episode_id: str) -> LogLine:
         refusal = self.tool.refusal
-        return self._tool_event_line(
-            logging.WARNING,
-            Event.MCP_TOOL_ERROR,
-            "refused %s: %s",
-            self.tool.name,
-            refusal,
-            error=refusal,
-            refused="destructive",
-        )
+        assert refusal is not None  # the loop refuses only a tool that says why
+        record = MCPToolError(**self._call(episode_id), error=refusal, refused="destructive")
+        return self._tool_line(logging.WARNING, record, "refused %s: %s", self.tool.name, refusal)
 
 
 @dataclass(frozen=True)
@@ -223,11 +233,10 @@ class ToolCalled(ToolEvent):
     arguments: dict[str, Any]
     raw: str
 
-    def log_lines(self) -> tuple[LogLine, ...]:
+    def log_lines(self, episode_id: str) -> tuple[LogLine, ...]:
         logged = self.arguments if len(self.raw) <= MAX_LOGGED_TOOL_ARGUMENTS_CHARS else logged_arguments(self.raw)
-        call = self._tool_event_line(
-            logging.INFO, Event.MCP_TOOL_CALL, "Agent calling tool %s", self.tool.name, arguments=logged
-        )
+        record = MCPToolCall(**self._call(episode_id), arguments=logged)
+        call = self._tool_line(logging.INFO, record, "Agent calling tool %s", self.tool.name)
         message = "Turn %s Iteration %s: Tool arguments: %s"
         return call, LogLine(logging.DEBUG, None, message, (self.turn, self.iteration, logged_arguments(self.raw)))
 
@@ -236,14 +245,9 @@ class ToolCalled(ToolEvent):
 class ToolTimedOut(ToolEvent):
     timeout: float
 
-    def log_line(self) -> LogLine:
-        return self._tool_event_line(
-            logging.WARNING,
-            Event.MCP_TOOL_TIMEOUT,
-            "Tool call timeout: %s",
-            self.tool.name,
-            timeout_seconds=self.timeout,
-        )
+    def log_line(self, episode_id: str) -> LogLine:
+        record = MCPToolTimeout(**self._call(episode_id), timeout_seconds=self.timeout)
+        return self._tool_line(logging.WARNING, record, "Tool call timeout: %s", self.tool.name)
 
 
 @dataclass(frozen=True)
@@ -252,15 +256,17 @@ class ToolFailed(ToolEvent):
 
     error: Exception
 
-    def log_line(self) -> LogLine:
-        return self._tool_event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        record = MCPToolError(
+            **{**self._call(episode_id), "server_name": getattr(self.error, "server_name", None) or self.tool.server},
+            error=str(self.error),
+        )
+        return self._tool_line(
             logging.WARNING,
-            Event.MCP_TOOL_ERROR,
+            record,
             "Tool call failed: %s - %s",
             self.tool.name,
             self.error,
-            server_name=getattr(self.error, "server_name", None) or self.tool.server,
-            error=str(self.error),
             exc_info=not isinstance(self.error, MCPToolCallError),
         )
 
@@ -270,13 +276,10 @@ class ToolAnswered(ToolEvent):
     result: ToolCallResult
     seconds: float
 
-    def log_line(self) -> LogLine:
+    def log_line(self, episode_id: str) -> LogLine:
         result = self.result
-        return self._tool_event_line(
-            logging.INFO,
-            Event.MCP_TOOL_RESULT,
-            "Tool result received (%.1fs)",
-            self.seconds,
+        record = MCPToolResult(
+            **self._call(episode_id),
             result_type=type(result.content).__name__,
             result_length=len(str(result.content)),
             # What the model saw, shortened: the episode log (and the web viewer) show it.
@@ -284,6 +287,7 @@ class ToolAnswered(ToolEvent):
             is_error=result.is_error,
             duration_ms=round(self.seconds * 1000, 1),
         )
+        return self._tool_line(logging.INFO, record, "Tool result received (%.1fs)", self.seconds)
 
 
 @dataclass(frozen=True)
@@ -293,15 +297,14 @@ class BatchAborted(LoopEvent):
     tool: ToolInfo
     skipped: int
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.INFO,
-            Event.MCP_BATCH_ABORTED,
+            MCPBatchAborted(
+                **self._ids(episode_id), tool_name=self.tool.name, skipped=self.skipped, iteration=self.iteration
+            ),
             "Turn %s: Skipping remaining tools in batch after timeout",
             self.turn,
-            tool_name=self.tool.name,
-            skipped=self.skipped,
-            iteration=self.iteration,
         )
 
 
@@ -310,17 +313,20 @@ class BudgetExhausted(LoopEvent):
     budget: float
     tool_calls: int
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        record = MCPTurnBudgetExhausted(
+            **self._ids(episode_id),
+            turn_timeout_seconds=self.budget,
+            iterations=self.iteration,
+            tool_calls_count=self.tool_calls,
+        )
+        return self._line(
             logging.WARNING,
-            Event.MCP_TURN_BUDGET_EXHAUSTED,
+            record,
             "Turn %s: turn budget of %gs spent after %s iterations; asking for the final action now",
             self.turn,
             self.budget,
             self.iteration,
-            turn_timeout_seconds=self.budget,
-            iterations=self.iteration,
-            tool_calls_count=self.tool_calls,
         )
 
 
@@ -330,15 +336,13 @@ class NoAnswer(LoopEvent):
 
     finish_reason: str | None
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.WARNING,
-            Event.MCP_UNEXPECTED_STATE,
+            MCPUnexpectedState(**self._ids(episode_id), finish_reason=self.finish_reason, iteration=self.iteration),
             "Turn %s: LLM returned no content and no tool_calls, finish_reason=%s",
             self.turn,
             self.finish_reason,
-            finish_reason=self.finish_reason,
-            iteration=self.iteration,
         )
 
 
@@ -348,14 +352,17 @@ class UnreadableAnswer(LoopEvent):
 
     content: str
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
-            logging.WARNING,
-            Event.MCP_UNREADABLE_ANSWER,
-            "Turn %s: the model answered in text that is not a readable action; asking again without tools",
-            self.turn,
+    def log_line(self, episode_id: str) -> LogLine:
+        record = MCPUnreadableAnswer(
+            **self._ids(episode_id),
             iteration=self.iteration,
             raw_response=cap_text(self.content, TOOL_RESULT_LOG_CHARS),
+        )
+        return self._line(
+            logging.WARNING,
+            record,
+            "Turn %s: the model answered in text that is not a readable action; asking again without tools",
+            self.turn,
         )
 
 
@@ -365,15 +372,14 @@ class ChoiceNotOffered(LoopEvent):
 
     choice: str
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.WARNING,
-            Event.MCP_TOOL_CHOICE_NOT_OFFERED,
+            MCPToolChoiceNotOffered(**self._ids(episode_id), tool_choice=self.choice),
             "Turn %s: [tool.zorkgpt.mcp] tool_choice names %s, which is not offered this turn; "
             "the model chooses (auto)",
             self.turn,
             self.choice,
-            tool_choice=self.choice,
         )
 
 
@@ -381,14 +387,13 @@ class ChoiceNotOffered(LoopEvent):
 class ForcingFinal(LoopEvent):
     """No answer by the cap or the budget: the final answer is asked for without tools."""
 
-    def log_line(self) -> LogLine:
-        return self._event_line(
+    def log_line(self, episode_id: str) -> LogLine:
+        return self._line(
             logging.WARNING,
-            Event.MCP_NO_CONTENT,
+            MCPNoContent(**self._ids(episode_id), iterations=self.iteration),
             "Turn %s: forcing final action after %s iterations without an answer",
             self.turn,
             self.iteration,
-            iterations=self.iteration,
         )
 
 
@@ -402,14 +407,9 @@ class LoopFinished(LoopEvent):
     budget_exhausted: bool
     action: str
 
-    def log_lines(self) -> tuple[LogLine, ...]:
-        complete = self._event_line(
-            logging.INFO,
-            Event.MCP_TOOL_LOOP_COMPLETE,
-            "Turn %s: tool loop complete (%s iterations, %s tool calls)",
-            self.turn,
-            self.iteration,
-            self.tool_calls,
+    def log_lines(self, episode_id: str) -> tuple[LogLine, ...]:
+        record = MCPToolLoopComplete(
+            **self._ids(episode_id),
             iterations=self.iteration,
             tool_calls_count=self.tool_calls,
             tools_used=list(self.tools_used),
@@ -417,14 +417,21 @@ class LoopFinished(LoopEvent):
             turn_budget_exhausted=self.budget_exhausted,
             final_action=self.action,
         )
-        # The episode log closes each tool loop with the action it produced.
-        action = self._event_line(
+        complete = self._line(
             logging.INFO,
-            Event.MCP_AGENT_ACTION,
+            record,
+            "Turn %s: tool loop complete (%s iterations, %s tool calls)",
+            self.turn,
+            self.iteration,
+            self.tool_calls,
+        )
+        # The episode log closes each tool loop with the action it produced.
+        action = self._line(
+            logging.INFO,
+            MCPAgentAction(**self._ids(episode_id), action=self.action),
             "Turn %s: Agent action: %s",
             self.turn,
             self.action,
-            action=self.action,
         )
         return complete, action
 
@@ -444,9 +451,8 @@ class ToolLoopLog:
     episode_id: str = "unknown"
 
     def emit(self, event: LoopEvent) -> None:
-        for line in event.log_lines():
-            if line.event_type is None:
+        for line in event.log_lines(self.episode_id):
+            if line.record is None:
                 self.logger.log(line.level, line.message, *line.args, exc_info=line.exc_info)
-                continue
-            extra = {"event_type": line.event_type, "episode_id": self.episode_id, "turn": event.turn, **line.fields}
-            self.logger.log(line.level, line.message, *line.args, exc_info=line.exc_info, extra=extra)
+            else:
+                emit(self.logger, line.record, line.message, *line.args, level=line.level, exc_info=line.exc_info)

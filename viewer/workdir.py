@@ -8,9 +8,11 @@ An episode folder or log this process may not read (another user's, a ``chmod 00
 of the list, which shows every other episode; it is named once in a warning, with the fix, and in
 the list's ``unreadable`` entries.
 
+The events are served as the log's lines, read back through their records (``record.to_json()``).
 An episode log may hold lines the page cannot show: not JSON, nested too deep to serve, or an
-event whose fields have the wrong types (a hand-edited or foreign log). They are skipped and
-counted in ``unreadable_lines``, with one warning per episode; the other events are served.
+event whose fields have the wrong types (a hand-edited or foreign log: its record kept the value
+it could not type in ``extra``). They are skipped and counted in ``unreadable_lines``, with one
+warning per episode; the other events are served.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from typing import Any
 
 from game_interface.games import DEFAULT_GAME
 from reports.episode_records import EpisodeFigures
+from session.episode_events import EpisodeEvent, written_fields
+from session.episode_events.base import field_key
+from session.episode_events.episode import Turn
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_json
-from session.events import Event
 from session.game_configuration import FilesSection
 from shared_utils.model_json import json_depth
 from viewer.map_layout import is_compass, layout, misfits, step
@@ -53,8 +57,9 @@ STATE_KEYS = (
 )
 # Deeper than anything the game logs, well inside what Python's JSON encoder can serve back.
 MAX_DEPTH = 100
-# The event fields the viewer and its page compute with, and the types they must have when present
-# (a critic's verdict carries a fractional score).
+# The fields the page computes with on any event, and the types they must have when present: a record
+# types its own fields, but an event that has none of these (or one this version does not know) may
+# carry them untyped in ``extra`` (a critic's verdict carries a fractional score).
 EVENT_FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "event_type": (str,),
     "timestamp": (str,),
@@ -65,15 +70,20 @@ EVENT_FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def event_problem(event: dict[str, Any]) -> str | None:
+def event_problem(event: EpisodeEvent) -> str | None:
     """Why the page cannot show ``event``, or None when it can."""
+    line = event.to_json()
+    for f in written_fields(type(event)):
+        # The record kept a value it could not type under the field's key: served, the page would get it.
+        if (key := field_key(f)) in event.extra:
+            return f"{key} is {type(line[key]).__name__}, not {str(f.type).replace(' | ', ' or ')}"
     for name, kinds in EVENT_FIELD_TYPES.items():
-        value = event.get(name)
+        value = line.get(name)
         if value is None and name != "event_type":
             continue
         if not isinstance(value, kinds) or isinstance(value, bool):
             return f"{name} is {type(value).__name__}, not {' or '.join(kind.__name__ for kind in kinds)}"
-    if json_depth(event, MAX_DEPTH) > MAX_DEPTH:
+    if json_depth(line, MAX_DEPTH) > MAX_DEPTH:
         return f"nested more than {MAX_DEPTH} levels deep"
     return None
 
@@ -83,9 +93,9 @@ class _EpisodeLog:
     """One episode's log as the viewer serves it: the tail's events that passed ``event_problem``."""
 
     tail: EventTail
-    source: list[dict[str, Any]] = field(default_factory=list)  # the tail's list these were checked from
+    source: list[EpisodeEvent] = field(default_factory=list)  # the tail's list these were checked from
     checked: int = 0
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[EpisodeEvent] = field(default_factory=list)
     skipped: int = 0
     warned: bool = False
 
@@ -135,7 +145,7 @@ class GameWorkdir:
             return None
         return data if data is None or json_depth(data, MAX_DEPTH) <= MAX_DEPTH else None
 
-    def _events(self, episode_id: str) -> tuple[list[dict[str, Any]], int]:
+    def _events(self, episode_id: str) -> tuple[list[EpisodeEvent], int]:
         path = self.inside(self.episode_folder(episode_id).log)
         if path is None:
             raise EpisodeNotFoundError(episode_id)  # its log is a link out of the workdir
@@ -206,7 +216,7 @@ class GameWorkdir:
         with self._lock:
             return [{"id": name, "error": why} for name, why in sorted(self._unreadable.items())]
 
-    def _figures(self, episode_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    def _figures(self, episode_id: str, events: list[EpisodeEvent]) -> dict[str, Any]:
         # Recomputed only when the episode logged something new: the list is polled every few seconds.
         with self._lock:
             cached = self._figures_cache.get(episode_id)
@@ -242,7 +252,7 @@ class GameWorkdir:
         folder = self.episode_folder(episode_id)
         figures = self._figures(episode_id, events)
         state = self.read_json(folder.state)
-        visited = {e.get("room_id") for e in events if e.get("event_type") == Event.TURN}
+        visited: set[Any] = {e.room_id for e in events if isinstance(e, Turn)}
         if state and isinstance(state.get("visited_room_ids"), list):
             visited |= {room for room in state["visited_room_ids"] if isinstance(room, int)}
         current = figures["room_id"] if figures["room_id"] is not None else (state or {}).get("current_room_id")
@@ -253,7 +263,7 @@ class GameWorkdir:
             "summary": self.read_json(folder.summary),
             "map": self.map_view(current, visited, figures["game"]),
             "learning": self.learning(episode_id, figures["game"]),
-            "events": events[since:],
+            "events": [event.to_json() for event in events[since:]],
             "next": len(events),
             "unreadable_lines": unreadable,
         }

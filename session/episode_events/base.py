@@ -16,7 +16,8 @@ versions, and their scripts read the JSON): so reading is lenient where writing 
 - A value of the wrong type (a hand-edited line) reads as that default too, and the value is
   kept in ``extra`` under its name, so nothing is lost and no reader crashes on it.
 - An event name this version does not know reads as an ``UnknownEvent`` with every field in ``extra``.
-The line's own keys (``timestamp``, ``level``, ``message``, ``traceback``) are read into every record.
+The line's own keys (``timestamp``, ``level``, ``message``, ``traceback``) are read into every record;
+one of them, or the event's name, that is not a string is kept in ``extra`` like a field's wrong value.
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ _CONSOLE = "console"
 
 _REGISTRY: dict[str, type[EpisodeEvent]] = {}
 
+_FROM_NAME = "from_name"
+_OMITTED_WHEN_NONE = "omitted_when_none"
+FROM_NAME = {_FROM_NAME: True}
+"""``field(metadata=FROM_NAME)``: a field of a family's record that its event's name implies
+(the ``memory`` of ``memory_lock_timeout``): read from the name, never written as a key."""
+OMITTED_WHEN_NONE = {_OMITTED_WHEN_NONE: True}
+"""``field(default=None, metadata=OMITTED_WHEN_NONE)``: a key some writers of the event leave out;
+written only when it has a value, so those lines stay as they were."""
+
 _T = typing.TypeVar("_T", bound=type)
 
 
@@ -47,9 +57,15 @@ _LOG_RECORD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, Non
 def record(cls: _T) -> _T:
     """Declare an event record: a frozen, keyword-only dataclass (``@record class Turn(EpisodeEvent): ...``)."""
     made = dataclass(frozen=True, kw_only=True)(cls)
-    clashes = sorted({f.name for f in event_fields(made)} & _LOG_RECORD_ATTRS)
+    clashes = sorted({field_key(f) for f in event_fields(made)} & _LOG_RECORD_ATTRS)
     if clashes:
         raise TypeError(f"{cls.__name__}: the field names {clashes} are the log's own; rename them")
+    hidden = sorted({f.name for f in event_fields(made)} & _RECORD_ATTRS)
+    if hidden:
+        raise TypeError(
+            f"{cls.__name__}: the fields {hidden} would hide the record's own attributes; rename them and "
+            'keep the file\'s name with field(metadata={"key": ...})'
+        )
     for name in filter(None, (cls.__dict__.get("EVENT"), *cls.__dict__.get("EVENTS", ()))):
         if name in _REGISTRY:
             raise TypeError(f"two records for the event {name!r}: {_REGISTRY[name].__name__} and {cls.__name__}")
@@ -67,7 +83,8 @@ class EpisodeEvent:
 
     EVENT: ClassVar[str] = ""
     # A record that stands for several names (``memory_lock_timeout``, ``map_lock_timeout``...) lists
-    # them here, overrides ``event_type`` and says in ``fields_from_name`` what each name implies.
+    # them here, overrides ``event_type`` and says in ``fields_from_name`` what each name implies
+    # (those fields are marked ``FROM_NAME``: the name says them, so they are not written).
     EVENTS: ClassVar[tuple[str, ...]] = ()
 
     timestamp: str = field(default="", compare=False)
@@ -87,8 +104,17 @@ class EpisodeEvent:
         return {}
 
     def fields(self) -> dict[str, Any]:
-        """The event's own fields (not the log's), as written to the file."""
-        return {f.name: getattr(self, f.name) for f in event_fields(type(self))}
+        """The event's own fields (not the log's), as written to the file (by their ``field_key``).
+
+        A field the name implies (``FROM_NAME``) is not written: the name says it. A field marked
+        ``OMITTED_WHEN_NONE`` is written only with a value (an event some writers write without it).
+        """
+        written: dict[str, Any] = {}
+        for f in written_fields(type(self)):
+            value = getattr(self, f.name)
+            if value is not None or not f.metadata.get(_OMITTED_WHEN_NONE):
+                written[field_key(f)] = value
+        return written
 
     def to_json(self) -> dict[str, Any]:
         """The line as the file holds it: the log's keys, ``event_type``, the fields and what was kept in ``extra``."""
@@ -129,9 +155,24 @@ def emit(
     logger.log(level, message, *args, exc_info=exc_info, extra=extra)
 
 
+# What a record's field may not be named: an attribute every record has (``fields``, ``to_json``...).
+_RECORD_ATTRS = frozenset(name for name in dir(EpisodeEvent) if not name.startswith("_"))
+
+
+def field_key(f: dataclasses.Field[Any]) -> str:
+    """A field's name in the file: its own, or the ``key`` of its metadata, for a name the file has
+    that a record cannot have (``fields`` is a record's method: ``field(metadata={"key": "fields"})``)."""
+    return f.metadata.get("key", f.name)
+
+
 def event_fields(cls: type[EpisodeEvent]) -> tuple[dataclasses.Field[Any], ...]:
     """A record's own fields, in order: every field but the log's keys and ``extra``."""
     return _own_fields(cls)
+
+
+def written_fields(cls: type[EpisodeEvent]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields a record writes as keys: its own fields but those its event's name implies."""
+    return tuple(f for f in event_fields(cls) if not f.metadata.get(_FROM_NAME))
 
 
 @cache
@@ -148,25 +189,29 @@ def parse_event(line: Mapping[str, Any]) -> EpisodeEvent:
     """One JSON line of the log as its record (see the module docstring for what is lenient)."""
     name = line.get("event_type")
     log_keys = {key: value for key in LINE_KEYS if isinstance(value := line.get(key), str)}
+    # A log key or a name of the wrong type (a hand-edited line) is kept as it was, like a field's.
+    misfits = {key: line[key] for key in (*LINE_KEYS, "event_type") if key in line and not isinstance(line[key], str)}
     cls = _REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         rest = {k: v for k, v in line.items() if k not in (*LINE_KEYS, "event_type")}
-        return UnknownEvent(name=str(name or ""), extra=rest, **log_keys)
+        return UnknownEvent(name=str(name or ""), extra={**misfits, **rest}, **log_keys)
     hints = _field_types(cls)
     values: dict[str, Any] = {}
     kept: dict[str, Any] = {}
     implied = cls.fields_from_name(name)
     for f in event_fields(cls):
-        if f.name in line and _fits(line[f.name], hints[f.name]):
-            value = line[f.name]
+        key = field_key(f)
+        # What the name implies wins: a key of that name in the line (never written) is kept, not believed.
+        if key in line and f.name not in implied and _fits(line[key], hints[f.name]):
+            value = line[key]
             values[f.name] = tuple(value) if _is_tuple(hints[f.name]) else value
         else:
-            if f.name in line:
-                kept[f.name] = line[f.name]
+            if key in line:
+                kept[key] = line[key]
             values[f.name] = implied[f.name] if f.name in implied else _default(f, hints[f.name])
-    known = {f.name for f in event_fields(cls)} | {*LINE_KEYS, "event_type"}
+    known = {field_key(f) for f in event_fields(cls)} | {*LINE_KEYS, "event_type"}
     kept.update({k: v for k, v in line.items() if k not in known})
-    return cls(**values, **log_keys, extra=kept)
+    return cls(**values, **log_keys, extra={**misfits, **kept})
 
 
 @cache

@@ -226,9 +226,10 @@ def test_episode_i_plays_seed_n_plus_i_minus_1_and_says_so(
     assert "game seeds 7, 8" in proc.stdout and "game seeds 7, 8" in (run_dir / "report.md").read_text()
     # The viewer's figures of each episode, read from its folder, say its own seed.
     from reports.episode_records import EpisodeFigures
+    from session.episode_folder import read_events as read_records
 
     for folder in folders.values():
-        figures = EpisodeFigures.from_events(folder.name, read_events(folder)).to_dict()
+        figures = EpisodeFigures.from_events(folder.name, read_records(folder)).to_dict()
         assert figures["game_seed"] == recorded_seed(folder)
 
 

@@ -28,6 +28,7 @@ from harness.walkthroughs import (
 )
 from orchestration.episode_runner import EpisodeRunner
 from reports.episode_records import EpisodeFigures
+from session.episode_events import parse_event
 from session.episode_folder import EpisodeFolder, episodes_dir
 from session.game_state import GameState
 from session.redaction import Redactor
@@ -258,5 +259,5 @@ def test_a_server_with_1001_tools_offers_the_model_no_more_than_max_tools_offere
     ready = [e for e in events if e["event_type"] == "mcp_turn_ready"]
     assert [e["tool_count"] for e in ready] == [100, 100]
     assert all(e["servers"] == ["many"] for e in ready)
-    figures = EpisodeFigures.from_events(episode.name, events)
+    figures = EpisodeFigures.from_events(episode.name, [parse_event(event) for event in events])
     assert figures.mcp.tool_turns == 2 and figures.mcp.server_turns == {"many": 2}

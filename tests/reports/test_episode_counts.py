@@ -1,6 +1,10 @@
-"""Counting tool calls and critic verdicts from events shaped as the agent and the critic log them."""
+"""Counting tool calls and critic verdicts from events shaped as the agent and the critic log them,
+read back as the product reads them (``parse_event``)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 from reports.episode_counts import (
     DisabledServer,
@@ -10,6 +14,11 @@ from reports.episode_counts import (
     tool_availability,
     tool_call_counts,
 )
+from session.episode_events import EpisodeEvent, parse_event
+
+
+def records(lines: Iterable[dict[str, Any]]) -> list[EpisodeEvent]:
+    return [parse_event(line) for line in lines]
 
 
 def call(turn: int, tool: str, server: str | None) -> dict[str, object]:
@@ -35,7 +44,7 @@ def test_every_way_a_call_fails_counts_once_by_server_and_tool() -> None:
         call(3, "oracle__predict", None),
         {"event_type": "mcp_tool_error", "turn": 3, "tool_name": "oracle__predict", "server_name": None},
     ]
-    counts = tool_call_counts(events)
+    counts = tool_call_counts(records(events))
     assert counts.by_server == {
         "misc": {
             "echo": ToolTally(calls=2, failed=1, duration_ms=2.5),
@@ -58,7 +67,7 @@ def test_critic_counts_proposals_from_turns_and_rejections_by_cause() -> None:
         {"event_type": "turn", "turn": 2, "critic": {"rounds": 1, "overridden": True}},
         {"event_type": "turn", "turn": 3},  # a log from before the critic's figures
     ]
-    counts = critic_counts(events)
+    counts = critic_counts(records(events))
     assert (counts.proposals, counts.rejected, counts.overrides) == (5, 3, 1)
     assert counts.rejections == {"llm": 2, "object_tree": 1}
 
@@ -85,7 +94,7 @@ def test_tool_availability_says_which_turns_had_tools_and_why_the_others_did_not
         {"event_type": "turn", "turn": 4},  # nothing logged about its tools
         ready(5, ["steady"], 2),  # under way: not played yet
     ]
-    mcp = tool_availability(events)
+    mcp = tool_availability(records(events))
     assert (mcp.turns, mcp.tool_turns, dict(mcp.server_turns)) == (4, 2, {"flaky": 1, "steady": 2})
     assert dict(mcp.no_tool_turns) == {"no tools offered": 1, "not recorded": 1}
     assert mcp.disabled == (DisabledServer("flaky", 2, "start timeout"),)
@@ -96,18 +105,18 @@ def test_tool_availability_says_which_turns_had_tools_and_why_the_others_did_not
         "MCP on: tools in 2 of 4 turns (without: no tools offered 1, not recorded 1); "
         "flaky disabled at turn 2 (start timeout)"
     )
-    assert game_seed(events) == 7
+    assert game_seed(records(events)) == 7
 
 
 def test_mcp_off_holds_and_an_old_log_has_no_seed() -> None:
     events = [{"event_type": "episode_start", "mcp_enabled": False}, {"event_type": "turn", "turn": 1}]
-    mcp = tool_availability(events)
+    mcp = tool_availability(records(events))
     assert mcp.held and mcp.describe() == "MCP off" and (mcp.tool_turns, dict(mcp.no_tool_turns)) == (0, {})
-    assert game_seed(events) is None
+    assert game_seed(records(events)) is None
     every_turn = [
         {"event_type": "episode_start", "mcp_enabled": True},
         ready(1, ["s"], 1),
         {"event_type": "turn", "turn": 1},
     ]
-    assert tool_availability(every_turn).held
-    assert tool_availability(every_turn).describe() == "MCP on: tools in 1 of 1 turns"
+    assert tool_availability(records(every_turn)).held
+    assert tool_availability(records(every_turn)).describe() == "MCP on: tools in 1 of 1 turns"

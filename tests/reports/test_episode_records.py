@@ -12,9 +12,20 @@ import pytest
 from harness.scripted_llm import ScriptedLLMServer
 from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, play_walkthrough, walkthrough
 from reports.episode_records import EpisodeFigures, ModelAnswers
+from session.episode_events import EpisodeEvent, parse_event
+from session.episode_events.episode import Turn
 from session.episode_folder import EpisodeFolder, EventTail, episodes_dir, read_events, read_json
 
 PRICE = 0.00125  # what the scripted provider says each call cost
+
+
+def figures_of(episode_id: str, lines: list[dict[str, Any]]) -> EpisodeFigures:
+    """The figures of log lines written by hand, read back as the product reads a log."""
+    return EpisodeFigures.from_events(episode_id, [parse_event(line) for line in lines])
+
+
+def lines_of(events: list[EpisodeEvent]) -> list[dict[str, Any]]:
+    return [event.to_json() for event in events]
 
 
 class PricedWalkthrough(WalkthroughModel):
@@ -70,19 +81,21 @@ def test_event_tail_reads_only_complete_lines_and_starts_over_on_a_new_file(tmp_
     path = EpisodeFolder(tmp_path).log
     tail = EventTail(path)
     assert tail.refresh().events == []  # no file yet
-    first, second = {"event_type": "episode_start", "n": 1}, {"event_type": "turn", "turn": 1, "text": "ünïcode"}
+    # A user's own event (kept whole, as an unknown one) and a turn, read as its record.
+    first, second = {"event_type": "user_note", "n": 1}, {"event_type": "turn", "turn": 1, "action": "ünïcode"}
     second_line = json.dumps(second, ensure_ascii=False).encode()
     path.write_bytes(json.dumps(first).encode() + b"\n" + second_line[:7])
-    assert tail.refresh().events == [first]
+    assert lines_of(tail.refresh().events) == [first]
     with path.open("ab") as fh:
         fh.write(second_line[7:] + b"\n[1, 2]\n\xff\xfe\n")
-    assert tail.refresh().events == [first, second]
+    note, turn = tail.refresh().events
+    assert note.to_json() == first and isinstance(turn, Turn) and (turn.turn, turn.action) == (1, "ünïcode")
     assert tail.unreadable_lines == 2  # a JSON list and invalid UTF-8
     # The file replaced (a new run with the same id): read from the start.
     replacement = tmp_path / "new.jsonl"
-    replacement.write_text(json.dumps({"event_type": "episode_start", "n": 2}) + "\n")
+    replacement.write_text(json.dumps({"event_type": "user_note", "n": 2}) + "\n")
     replacement.replace(path)
-    assert tail.refresh().events == [{"event_type": "episode_start", "n": 2}]
+    assert lines_of(tail.refresh().events) == [{"event_type": "user_note", "n": 2}]
     assert tail.unreadable_lines == 0
     path.unlink()
     assert tail.refresh().events == []
@@ -107,7 +120,7 @@ def test_who_answered_is_what_the_replies_said_and_unknown_when_they_named_no_mo
         asked | {"model": "smollm2.gguf", "served_model": "smollm2.gguf"},
         {"event_type": "llm_call", "call_name": "Critic", "requested_model": "m", "served_model": "m"},
     ]
-    figures = EpisodeFigures.from_events("local", events)
+    figures = figures_of("local", events)
     assert figures.models == (
         ModelAnswers("Agent", "qwen/qwen3", None, 1),
         ModelAnswers("Agent", "qwen/qwen3", "smollm2.gguf", 2),
@@ -115,7 +128,7 @@ def test_who_answered_is_what_the_replies_said_and_unknown_when_they_named_no_mo
     )
     assert figures.model == "qwen/qwen3" and figures.served_model == "smollm2.gguf"
     # A log from before the request's model was recorded: its "model" is the reply's name (or the request's).
-    old = EpisodeFigures.from_events("old", [{"event_type": "llm_call", "call_name": "Agent", "model": "x"}])
+    old = figures_of("old", [{"event_type": "llm_call", "call_name": "Agent", "model": "x"}])
     assert old.models == (ModelAnswers("Agent", None, "x", 1),) and old.served_model == "x"
     assert EpisodeFigures.from_events("none", []).served_model is None
 
@@ -128,7 +141,7 @@ def test_a_hand_edited_log_with_garbage_values_is_read_not_crashed_on() -> None:
         {"event_type": "llm_call", "usage": "not a mapping"},
         {"event_type": "turn", "turn": 2, "score": 5},
     ]
-    figures = EpisodeFigures.from_events("edited", events)
+    figures = figures_of("edited", events)
     assert figures.score_by_turn == ((0, 0), (0, 0), (2, 5))
     assert (figures.llm_calls, figures.prompt_tokens, figures.completion_tokens) == (2, 0, 5)
     assert figures.turns == 2 and figures.score == 5 and not figures.finished
@@ -139,7 +152,7 @@ def test_an_episode_still_playing_counts_the_deaths_its_turns_recorded_until_its
     the end event's own count then stands."""
     start = {"event_type": "episode_start", "agent_model": "m", "timestamp": "t"}
     turns = [{"event_type": "turn", "turn": n, "score": 0, "died": n in (2, 4)} for n in range(1, 6)]
-    playing = EpisodeFigures.from_events("live", [start, *turns])
+    playing = figures_of("live", [start, *turns])
     assert (playing.deaths, playing.turns, playing.finished) == (2, 5, False)
-    ended = EpisodeFigures.from_events("live", [start, *turns, {"event_type": "episode_end", "deaths": 3}])
+    ended = figures_of("live", [start, *turns, {"event_type": "episode_end", "deaths": 3}])
     assert (ended.deaths, ended.finished) == (3, True)

@@ -21,14 +21,14 @@ from PIL import Image
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from harness.timing import scaled
-from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, walkthrough
+from harness.walkthroughs import AGENT_MODEL, TurnKeyedWalkthroughModel, play_walkthrough, read_events, walkthrough
 from reports import run_report
 from reports.run_figures import RunSummary, number_text
 from reports.run_folder import REPORT_MD, RESULTS_CSV, SCORE_PNG, SCORES_CSV, read_run, summarize_episodes
 from reports.run_plots import mean_curve, plotted_scores
 from reports.run_report import COMPARISON_MD, COMPARISON_PNG
 from reports.run_tables import episodes_table
-from session.episode_folder import EpisodeFolder, episodes_dir, read_events
+from session.episode_folder import EpisodeFolder, episodes_dir
 from session.redaction import Redactor
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry, write_mcp_config
@@ -961,6 +961,7 @@ def test_an_episode_recorded_before_games_were_reads_as_zork_i(
 ) -> None:
     """Episode folders and run folders written before the game was recorded are of Zork I, the only game then."""
     from reports.episode_records import EpisodeFigures
+    from session.episode_events import parse_event
 
     (played,) = play_run(llm_server, tmp_path / "played", game_file, ["look"], episodes=1)
     old = tmp_path / "old-episode"
@@ -975,7 +976,7 @@ def test_an_episode_recorded_before_games_were_reads_as_zork_i(
     del settings["game"]["name"], settings["game"]["title"]
     (old / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
 
-    figures = EpisodeFigures.from_events(old.name, read_events(old))
+    figures = EpisodeFigures.from_events(old.name, [parse_event(event) for event in events])
     assert (figures.game, figures.game_title) == ("zork1", "Zork I")
     out = tmp_path / "old-run"
     assert run_report.main(["report", str(old), "--out", str(out)]) == 0

@@ -1,12 +1,17 @@
 """Every event name the product writes is listed in ``session/events.py``, and every listed name is written.
 
-The product's source is read with ``ast``: a writer is the value of an ``"event_type"`` key in a
-dict literal (``extra={"event_type": ...}``), or the event argument of a log helper (a function
-with an ``event_type`` parameter, such as ``_log(level, event_type, message, ...)``, and the
-``log`` callable the toolbox hands its connect rules, which has the same signature). A writer
-must name its event as ``Event.<NAME>`` or pass on a value built elsewhere (a helper's
-parameter, ``exc.kind``, ``self.events[...]``); a string or f-string there is a name the
-module does not list.
+Events are written as records (``session.episode_events``): a record names its event, so the
+names written are those of the records the product builds. The product's source is read with
+``ast``: a record writer is a call of a record class (``Turn(...)``), or of a module-level table
+of them (``CLOSED_EVENTS[status](...)``). A record's name must be listed (checked on the records
+themselves).
+
+A writer not yet a record is found too: the value of an ``"event_type"`` key in a dict literal
+(``extra={"event_type": ...}``), or the event argument of a log helper (a function with an
+``event_type`` parameter, such as ``_log(level, event_type, message, ...)``, and the ``log``
+callable the toolbox hands its connect rules, which has the same signature). Such a writer must
+name its event as ``Event.<NAME>`` or pass on a value built elsewhere (a helper's parameter,
+``self.events[...]``); a string or f-string there is a name the module does not list.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from managers.map_manager import MapManager
 from managers.memory_manager import MemoryManager
 from managers.objective_manager import ObjectiveManager
 from session import errors
+from session.episode_events import record_types
+from session.episode_events.episode import StoppedByError
 from session.events import (
     HELPER_MODELS,
     LEARNING_FILES,
@@ -141,6 +148,44 @@ def written_members(found: list[Writer]) -> set[str]:
     return members
 
 
+def record_classes() -> dict[str, type]:
+    """Every record class by its class name (a family's record once)."""
+    return {cls.__name__: cls for cls in record_types().values()}
+
+
+def record_writers(sources: dict[str, str]) -> Iterator[Writer]:
+    """Each call of a record class, or of a module-level table of them (``CLOSED_EVENTS[status](...)``)."""
+    classes = record_classes()
+    for path, source in sources.items():
+        tree = ast.parse(source, filename=path)
+        tables = {
+            target.id: statement.value
+            for statement in tree.body
+            if isinstance(statement, ast.Assign | ast.AnnAssign)
+            for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+            if isinstance(target, ast.Name) and statement.value is not None
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in tables:
+                named = {n.id for n in ast.walk(tables[func.value.id]) if isinstance(n, ast.Name)} & set(classes)
+                yield from (Writer(path, node.lineno, ast.Name(id=name), tree) for name in sorted(named))
+            elif isinstance(func, ast.Name) and func.id in classes:
+                yield Writer(path, node.lineno, func, tree)
+
+
+def record_names(found: list[Writer]) -> set[str]:
+    """The event names the records built by ``found`` write (each name of a family's record)."""
+    classes = record_classes()
+    names: set[str] = set()
+    for writer in found:
+        cls = classes[ast.unparse(writer.value)]
+        names |= {name for name, registered in record_types().items() if registered is cls}
+    return names
+
+
 def error_kinds() -> set[str]:
     """The kinds of every error ZorkGPT raises on purpose: the episode runner writes ``exc.kind``."""
     kinds, classes = set(), [errors.ZorkGPTError]
@@ -152,12 +197,37 @@ def error_kinds() -> set[str]:
 
 
 def test_every_event_a_product_file_writes_is_listed() -> None:
-    found = list(writers(read_sources()))
-    # The walk found the writers: the episode's own events, the tool loop's helper, the toolbox's callable.
-    spelled = {ast.unparse(w.value) for w in found}
-    assert {"Event.TURN", "Event.MCP_TOOL_RESULT", "Event.MCP_SERVER_DISABLED", "exc.kind"} <= spelled
-    assert len(found) > 90
+    sources = read_sources()
+    found, records = list(writers(sources)), list(record_writers(sources))
+    # The walk found the writers: the episode's own events, the error that ended one, a family's record.
+    built = {ast.unparse(w.value) for w in records}
+    assert {"Turn", "EpisodeEnd", "StoppedByError", "LearningFileSaveError", "ObjectiveDropped"} <= built
+    assert len(found) + len(records) > 90
     assert unlisted(found) == []
+    assert sorted(set(record_types()) - every_event_name()) == [], "a record for a name session/events.py lacks"
+
+
+def test_the_errors_record_stands_for_every_error_kind() -> None:
+    """The episode runner writes ``StoppedByError(kind=exc.kind)``: each kind an error can have is its name."""
+    assert set(StoppedByError.EVENTS) == error_kinds()
+
+
+def test_a_record_built_is_found() -> None:
+    """The scan finds a record built directly and through a table, so the tests above can fail."""
+    source = (
+        "TABLE = {1: ObjectiveCompleted, 2: ObjectiveDropped}\n"
+        "def f(log):\n"
+        "    emit(log, Turn(turn=1), 'm')\n"
+        "    emit(log, TABLE[1](turn=1), 'm')\n"
+        "    emit(log, NotARecord(), 'm')\n"
+    )
+    found = list(record_writers({"a.py": source}))
+    assert sorted((w.line, ast.unparse(w.value)) for w in found) == [
+        (3, "Turn"),
+        (4, "ObjectiveCompleted"),
+        (4, "ObjectiveDropped"),
+    ]
+    assert record_names(found) == {"turn", "objective_completed", "objective_dropped"}
 
 
 def test_a_name_spelled_out_is_found() -> None:
@@ -177,9 +247,13 @@ def test_a_name_spelled_out_is_found() -> None:
 
 
 def test_every_listed_event_is_written() -> None:
-    found = list(writers(read_sources()))
-    written = written_members(found) | {Event(kind).name for kind in error_kinds()}
+    sources = read_sources()
+    by_records = record_names(list(record_writers(sources)))
+    fixed = {Event(name).name for name in by_records if name in Event.__members__.values()}
+    written = written_members(list(writers(sources))) | fixed
     assert sorted(set(Event.__members__) - written) == [], "listed in session/events.py but written nowhere"
+    built = every_event_name() - set(Event)
+    assert sorted(built - by_records) == [], "a learning file's or helper model's problem written nowhere"
 
 
 def test_the_built_names_come_from_the_managers_that_write_them() -> None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
 from llm_client import LLMClient
 from reports.episode_counts import ToolTally, tool_call_counts
+from session.episode_events import parse_event
 from session.game_state import AgentDecision, ToolCallRecord
 from session.redaction import Redactor
 from shared_utils.model_json import create_json_schema
@@ -742,6 +743,6 @@ def test_a_destructive_tool_is_refused_unless_its_server_entry_allows_it(
     assert error.levelname == "WARNING" and error.refused == "destructive" and error.server_name == "locked"
     assert "allowDestructive" in error.getMessage()
     # The summary, the viewer and the run reports count it as a failed call of that tool.
-    counts = tool_call_counts(r.__dict__ for r in run.all_events())
+    counts = tool_call_counts(parse_event(r.__dict__) for r in run.all_events())
     assert counts.by_server["locked"]["burn_leaflet"] == ToolTally(calls=1, failed=1)
     assert counts.by_server["trusted"]["burn_leaflet"].failed == 0

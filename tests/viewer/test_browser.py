@@ -31,10 +31,10 @@ from harness.walkthroughs import (
     WalkthroughModel,
     e2e_config,
     play_walkthrough,
+    read_events,
     walkthrough,
 )
 from orchestration.episode_runner import EpisodeRunner
-from session.episode_folder import read_events
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import REPO_ROOT, raw_entry, write_mcp_config

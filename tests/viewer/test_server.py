@@ -26,8 +26,8 @@ from urllib.request import urlopen
 import pytest
 
 from harness.scripted_llm import Reply, ScriptedLLMServer
-from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, walkthrough
-from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir, read_events
+from harness.walkthroughs import AGENT_MODEL, HeldTurn, WalkthroughModel, play_walkthrough, read_events, walkthrough
+from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
@@ -531,6 +531,8 @@ def test_malformed_events_are_skipped_and_the_rest_is_served(
         json.dumps({"event_type": ["turn"], "turn": 3}) + "\n",
         json.dumps({"event_type": "episode_start", "timestamp": 12345}) + "\n",
         json.dumps({"event_type": "turn", "turn": "three", "score": True}) + "\n",
+        # A field the page shows, of the wrong type for its record (a turn's score change is a number).
+        json.dumps({"event_type": "turn", "turn": 4, "score_delta": "lots"}) + "\n",
     ]
     lines = source.splitlines(keepends=True)
     EpisodeFolder.under(workdir, "hostile").log.write_text("".join(lines[:2] + bad_lines + lines[2:]))
