@@ -188,13 +188,15 @@ class ToolEvent(LoopEvent):
 
     tool: ToolInfo
 
-    def _call(self, episode_id: str) -> dict[str, Any]:
-        """What every record about the call names: the episode, turn, tool, its server and the iteration."""
+    def _call(self, episode_id: str, **instead: Any) -> dict[str, Any]:
+        """What every record about the call names: the episode, turn, tool, its server and the iteration
+        (``instead``: one of them that differs, such as the server)."""
         return {
             **self._ids(episode_id),
             "tool_name": self.tool.name,
             "server_name": self.tool.server,
             "iteration": self.iteration,
+            **instead,
         }
 
     def _tool_line(self, level: int, record: EpisodeEvent, message: str, *args: Any, exc_info: bool = False) -> LogLine:
@@ -208,9 +210,7 @@ class InvalidArguments(ToolEvent):
 
     def log_line(self, episode_id: str) -> LogLine:
         # No server named: the call never reached one, and the counts keep it apart.
-        record = MCPToolError(
-            **{**self._call(episode_id), "server_name": None}, error=f"invalid arguments: {self.problem}"
-        )
+        record = MCPToolError(**self._call(episode_id, server_name=None), error=f"invalid arguments: {self.problem}")
         return self._tool_line(logging.WARNING, record, "invalid arguments for %s: %s", self.tool.name, self.problem)
 
 
@@ -258,7 +258,7 @@ class ToolFailed(ToolEvent):
 
     def log_line(self, episode_id: str) -> LogLine:
         record = MCPToolError(
-            **{**self._call(episode_id), "server_name": getattr(self.error, "server_name", None) or self.tool.server},
+            **self._call(episode_id, server_name=getattr(self.error, "server_name", None) or self.tool.server),
             error=str(self.error),
         )
         return self._tool_line(

@@ -2,6 +2,7 @@
 
 Each record has exactly the keys its writer puts in the file. A server's events name it
 (``server_name``); those of a turn name the turn. A turn of None: the event came between turns.
+A field the first versions did not write defaults to None (not known), never to a made-up value.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class MCPConfigLoaded(EpisodeEvent):
     EVENT = Event.MCP_CONFIG_LOADED
 
     config_file: str
-    servers: list[str]
-    disabled_servers: list[str]
+    # Not written before the servers file could name several: None, not "none".
+    servers: list[str] | None = None
+    disabled_servers: list[str] | None = None
 
 
 @record
@@ -59,7 +61,7 @@ class TurnWithoutTools(EpisodeEvent):
     """A turn played without tools, with the servers configured."""
 
     turn: int
-    server_names: list[str]
+    server_names: list[str] | None = None  # not written by the first versions
 
 
 @record
@@ -108,7 +110,7 @@ class MCPSessionConnect(ServerEvent):
     EVENT = Event.MCP_SESSION_CONNECT
 
     protocol_version: str | None
-    lifetime: str  # "episode" or "turn"
+    lifetime: str | None = None  # "episode" or "turn"; None: a log from before servers had lifetimes
     tool_count: int
     tools: list[str]  # dotted names, ``server.tool``
     duration_ms: float | None
@@ -138,7 +140,7 @@ class MCPServerDisabled(ServerEvent):
 
     error: str
     turn: int | None
-    reason: str  # "start timeout" or "start failed"
+    reason: str | None = None  # "start timeout" or "start failed"; None: not written by the first versions
 
 
 @record
@@ -147,7 +149,7 @@ class MCPServerUnhealthy(ServerEvent):
 
     EVENT = Event.MCP_SERVER_UNHEALTHY
 
-    reason: str
+    reason: str | None = None  # None: not written by the first versions
 
 
 @record
@@ -335,7 +337,7 @@ class MCPSamplingRefused(ServerRequestEvent):
 
     EVENT = Event.MCP_SAMPLING_REFUSED
 
-    max_per_turn: int
+    max_per_turn: int | None = None  # None: not written by the first versions
 
 
 @record

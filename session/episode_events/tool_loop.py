@@ -87,7 +87,7 @@ class MCPToolResult(ToolCallEvent):
 
     result_type: str
     result_length: int
-    result: str
+    result: str | None = None  # None: a log from before the answer was kept
     is_error: bool
     duration_ms: float
 

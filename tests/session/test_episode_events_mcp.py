@@ -8,6 +8,8 @@ What is not obvious about them, each pinned here:
   (``data/tool_loop_lines_2026-11-28.jsonl``, written by that day's code from the same steps);
 - the elicitation's ``fields`` key (a record's method's name) is its field ``form_fields``;
 - ``mcp_tool_error`` has a ``refused`` key only for a refused call;
+- a line of the first versions reads what it lacks as not known (None), and keeps what they wrote
+  that records no longer have;
 - the console's filter still sees a server's start of turn lifetime, and a request's turn, as
   per-call detail, and a toolbox event (which has no turn) as not.
 """
@@ -219,3 +221,50 @@ def test_the_console_filter_reads_the_records_lifetime_and_turn() -> None:
     # A turn-lifetime start is one line a turn; a request's line has a turn (None between turns): detail.
     assert [is_mcp_detail(r) for r in kept.records] == [True, False, True, False]
     assert not hasattr(kept.records[3], "turn")  # a toolbox event names no turn, as before records
+
+
+# Lines as the first versions wrote them (their writers' keys, from the project's history).
+FIRST_VERSIONS = [
+    {  # one server only, named; no list of servers
+        "event_type": "mcp_config_loaded",
+        "server_name": "thoughtbox",
+        "config_file": "/home/player/zorkgpt/mcp_config.json",
+        "ignored_servers": [],
+    },
+    {  # before protocol revisions and lifetimes
+        "event_type": "mcp_session_connect",
+        "server_name": "thoughtbox",
+        "tool_count": 1,
+        "tools": ["thoughtbox.think"],
+        "duration_ms": 812.4,
+    },
+    {  # before the answer was kept
+        "event_type": "mcp_tool_result",
+        "episode_id": "e",
+        "turn": 3,
+        "tool_name": "thoughtbox.think",
+        "server_name": "thoughtbox",
+        "result_type": "str",
+        "result_length": 40,
+        "is_error": False,
+        "duration_ms": 12.5,
+        "iteration": 1,
+    },
+    {"event_type": "mcp_server_disabled", "server_name": "s", "error": "it exited"},  # no turn, no reason
+    {"event_type": "mcp_server_unhealthy", "server_name": "s"},  # no reason
+    {"event_type": "mcp_disabled_fallback", "episode_id": "e", "turn": 2},  # no servers named
+]
+
+
+def test_a_line_of_the_first_versions_reads_what_it_lacks_as_not_known() -> None:
+    config, connect, result, disabled, unhealthy, fallback = (parse_event(line) for line in FIRST_VERSIONS)
+    assert isinstance(config, mcp.MCPConfigLoaded)
+    assert (config.servers, config.disabled_servers) == (None, None)
+    assert config.extra == {"server_name": "thoughtbox", "ignored_servers": []}
+    assert isinstance(connect, MCPSessionConnect) and (connect.lifetime, connect.protocol_version) == (None, None)
+    assert connect.tool_count == 1 and connect.extra == {}
+    assert isinstance(result, tool_loop_records.MCPToolResult) and result.result is None and result.duration_ms == 12.5
+    assert isinstance(disabled, mcp.MCPServerDisabled) and (disabled.turn, disabled.reason) == (None, None)
+    assert isinstance(unhealthy, mcp.MCPServerUnhealthy) and unhealthy.reason is None
+    assert isinstance(fallback, mcp.MCPDisabledFallback) and fallback.server_names is None
+    assert fallback.extra == {"episode_id": "e"}
