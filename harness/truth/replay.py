@@ -26,8 +26,8 @@ from harness.truth.request_checks import offered_memory_turns
 from harness.walkthroughs import AGENT_MODEL, every_role_config, walkthrough
 from managers.learning_file import LearningPaths
 from orchestration.episode_runner import EpisodeRunner
-from session.episode_folder import EpisodeFolder, episodes_dir
-from session.events import Event
+from session.episode_events.episode import Turn
+from session.episode_folder import EpisodeFolder, episodes_dir, read_events
 from session.redaction import Redactor
 
 _BATCH_CHANGES = re.compile(r"^Turn (?P<turn>\d+) in .+?: > .*\n(?:  .*\n)*?  Changes: (?P<changes>.+)$", re.MULTILINE)
@@ -150,10 +150,10 @@ def logged_turns(workdir: Path) -> list[LoggedTurn]:
     """Every turn the episode logs under ``workdir`` recorded. The one place the oracle reads the log,
     so a change of the log's format is met here alone."""
     return [
-        LoggedTurn(event["turn"], event["action"], str(event.get("response", "")))
+        LoggedTurn(event.turn, event.action, event.response)
         for path in episodes_dir(workdir).glob(f"*/{EpisodeFolder.LOG}")
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip() and (event := json.loads(line)).get("event_type") == Event.TURN
+        for event in read_events(path.parent)
+        if isinstance(event, Turn)
     ]
 
 

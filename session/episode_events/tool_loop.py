@@ -7,9 +7,10 @@ where a line has it, ``iterations`` a count.
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any
 
-from session.episode_events.base import EpisodeEvent, record
+from session.episode_events.base import OMITTED_WHEN_NONE, EpisodeEvent, record
 from session.events import Event
 
 
@@ -108,14 +109,8 @@ class MCPToolError(ToolCallEvent):
     EVENT = Event.MCP_TOOL_ERROR
 
     error: str
-    refused: str | None = None
-
-    def fields(self) -> dict[str, Any]:
-        # A failed call's line has no ``refused`` key: readers (and users' scripts) tell refusals by it.
-        written = super().fields()
-        if self.refused is None:
-            del written["refused"]
-        return written
+    # A failed call's line has no ``refused`` key: readers (and users' scripts) tell refusals by it.
+    refused: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
 
 @record

@@ -33,6 +33,7 @@ READERS = (
     "managers/episode_synthesizer.py",
     "benchmarks/embedded_model.py",
     "benchmarks/parallel_episodes.py",
+    "harness/truth/replay.py",
 )
 RECORDS_PACKAGE = "session.episode_events"
 
