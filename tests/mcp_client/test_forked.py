@@ -158,7 +158,9 @@ def test_a_killed_main_leaves_neither_warm_parent_nor_forked_server(
         **{TEST_MARKER: marker},
     )
     try:
-        assert model.arrived.wait(120), main.stderr  # inside turn 2: its forked server is up
+        assert model.wait_arrived(120, stop_if=lambda: main.proc.poll() is not None), (
+            main.stderr
+        )  # inside turn 2: its forked server is up
         marked = processes_with(marker)
         (parent,) = [pid for pid in marked if "mcp_servers.warm" in cmdline(pid) and parent_of(pid) == main.proc.pid]
         assert children_of(parent), "no server was forked:\n" + describe(marked)
