@@ -799,8 +799,12 @@ def test_a_prompt_the_server_never_gives_is_a_warning_within_the_call_timeout(
 
 
 @pytest.mark.parametrize("method", ["ping", "server/discover"])
-def test_a_health_check_never_answered_reconnects_the_server(tmp_path: Path, method: str) -> None:
-    """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover)."""
+def test_a_health_check_never_answered_reconnects_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover).
+    The check's bound is cut from 5 s to 1: what it waits for never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 1.0)
     protocol = "2026-07-28" if method == "server/discover" else "2025-11-25"
     episode = silent_episode(tmp_path, method, protocol=protocol)
     with async_hygiene(episode.handler) as report:
@@ -813,8 +817,12 @@ def test_a_health_check_never_answered_reconnects_the_server(tmp_path: Path, met
 
 
 @pytest.mark.parametrize("lifetime", ["episode", "turn"])
-def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(tmp_path: Path, lifetime: str) -> None:
-    """A 2026-07-28 server listens for changes on its own request; listening is optional."""
+def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lifetime: str
+) -> None:
+    """A 2026-07-28 server listens for changes on its own request; listening is optional. The
+    acknowledgement's bound is cut from 5 s to 1: it never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.source.LISTEN_ACK_SECONDS", 1.0)
     episode = Episode(
         tmp_path,
         {"s": silent_entry("subscriptions/listen", protocol="2026-07-28")},
@@ -826,7 +834,7 @@ def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
             assert episode.play(lambda m: call(m, "s__echo", {"text": "heard"})) == "heard"
         (warning,) = episode.events("mcp_listen_unacknowledged")  # once, however often it started
         assert warning.server_name == "s"
-        assert "MCP server 's' did not acknowledge subscriptions/listen within 5s" in warning.getMessage()
+        assert "MCP server 's' did not acknowledge subscriptions/listen within 1s" in warning.getMessage()
         assert episode.events("mcp_session_connect_failed") == []
         episode.close()
     assert_clean(report)
