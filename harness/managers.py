@@ -107,16 +107,17 @@ def turn(
 
 def run_then_kill(script: str, ready: Callable[[], bool], cwd: Path, timeout: float = 20.0) -> None:
     """Run ``script`` in a fresh Python process, SIGKILL it once ``ready()`` holds (mid-write, likely)."""
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=cwd, stderr=subprocess.PIPE, text=True)
-    try:
-        if not wait_until(ready, timeout, interval=0.01, stop_if=lambda: proc.poll() is not None):
-            if proc.poll() is not None:
-                raise AssertionError(
-                    f"writer exited early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}"
-                )
-            raise AssertionError("writer never got ready")
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    # As a context manager: its stderr pipe is closed with it, not left to the garbage collector.
+    with subprocess.Popen([sys.executable, "-c", script], cwd=cwd, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            if not wait_until(ready, timeout, interval=0.01, stop_if=lambda: proc.poll() is not None):
+                if proc.poll() is not None:
+                    raise AssertionError(
+                        f"writer exited early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}"
+                    )
+                raise AssertionError("writer never got ready")
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
         if proc.stderr:
             proc.stderr.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from harness.scripted_llm import (
     requested_schema,
     tool_call,
 )
+from harness.timing import wait_until
 from orchestration.episode_runner import EpisodeRunner
 from session.episode_folder import EpisodeFolder
 from session.game_configuration import GameConfiguration
@@ -101,6 +103,11 @@ class HeldTurn(WalkthroughModel):
             self.arrived.set()
             return Reply(200, reply, hold=self.release)
         return reply
+
+    def wait_arrived(self, timeout: float, stop_if: Callable[[], object] | None = None) -> bool:
+        """Whether the held request came within ``timeout`` seconds (scaled, as every wait of the
+        tests is); ``stop_if()`` ends the wait early (say, main.py has exited and will send none)."""
+        return bool(wait_until(self.arrived.is_set, timeout, stop_if=stop_if))
 
 
 def read_events(episode_dir: Path) -> list[dict[str, Any]]:

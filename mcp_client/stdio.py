@@ -71,13 +71,17 @@ async def stdio_transport(
     if starts_shipped_launcher(params.args) and env.get(WARM_ENV_VAR):
         process = await fork_from_warm_parent(env[WARM_ENV_VAR], params, env, errlog)
     if process is None:
-        process = await anyio.open_process(
-            [params.command, *params.args],
-            env=env,
-            stderr=errlog,
-            cwd=params.cwd,
-            start_new_session=True,
-        )
+        # Shielded: a start given up while asyncio is still creating the process (a turn cancelled
+        # mid-start) would have asyncio kill it but stop waiting for it at the next cancellation,
+        # so its exit never reaches the loop; here the process always reaches the undo below.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                [params.command, *params.args],
+                env=env,
+                stderr=errlog,
+                cwd=params.cwd,
+                start_new_session=True,
+            )
     if on_spawn is not None:
         on_spawn(process.pid, isinstance(process, ForkedServer))
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -88,6 +88,7 @@ class StdioSource(ToolSource):
         super().__init__(server, settings)
         self.pid: int | None = None
         self._forked = False  # forked by the run's warm parent (mcp_client/forked.py), not started here
+        self._start_aborted = False
         self._marker = uuid.uuid4().hex
         # A real file: the subprocess writes to its descriptor directly (closed at close).
         self._errlog: IO[bytes] = tempfile.TemporaryFile(mode="w+b", prefix="zorkgpt-mcp-stderr-")  # noqa: SIM115
@@ -118,6 +119,8 @@ class StdioSource(ToolSource):
     def _spawned(self, pid: int, forked: bool) -> None:
         self.pid = pid
         self._forked = forked
+        if self._start_aborted:  # given up while the process was being created: no grace period either
+            signal_group(pid, signal.SIGTERM)
 
     def _too_large(self, size: int) -> str:
         limit = self.settings.max_reply_bytes
@@ -129,6 +132,7 @@ class StdioSource(ToolSource):
     def _abort_start(self) -> None:
         # A server that never finished its handshake has nothing to lose: it does not get the
         # SDK's grace period for a clean exit (seconds, for a server still importing).
+        self._start_aborted = True
         if self.pid is not None:
             signal_group(self.pid, signal.SIGTERM)
 

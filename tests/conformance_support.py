@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,3 +192,32 @@ def conformance_suite() -> Conformance:
                     + install.stderr.strip()[-300:]
                 )
     return Conformance(node, cli)
+
+
+LAUNCHER = Path(__file__).resolve().parent / "conformance_launch.py"
+
+
+@contextmanager
+def warm_client(script: Path) -> Iterator[str]:
+    """The ``--command`` for ``conformance client`` that runs ``script`` as ``python script <url>``
+    would, forked from a parent that imported it once (``tests/conformance_launch.py``): a scenario
+    no longer pays the project's and the SDK's imports. The parent lives while the block runs."""
+    address = f"zorkgpt-conformance-{uuid.uuid4().hex}"
+    parent = subprocess.Popen(
+        [sys.executable, str(LAUNCHER), "--serve", address, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert parent.stdin is not None and parent.stdout is not None
+    try:
+        ready = parent.stdout.readline()  # after the imports; empty if the parent died instead
+        assert ready == b"ready\n", f"the conformance client's warm parent did not start (exit {parent.poll()})"
+        yield " ".join(shlex.quote(part) for part in (sys.executable, "-I", str(LAUNCHER), address, str(script)))
+    finally:
+        parent.stdin.close()  # the parent ends what it forked, then itself
+        try:
+            parent.wait(timeout=scaled(30))
+        except subprocess.TimeoutExpired:
+            parent.kill()
+            parent.wait()
+        parent.stdout.close()

@@ -121,7 +121,10 @@ class MainProcess:
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        self._out.extend(self.proc.stdout)
+        # Each pipe is closed by its reader at its end: left to the garbage collector, it would warn
+        # ("unclosed file") from this thread whenever that came, inside whichever test ran then.
+        with self.proc.stdout:
+            self._out.extend(self.proc.stdout)
 
     @property
     def stdout(self) -> str:
@@ -130,10 +133,11 @@ class MainProcess:
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            with self._changed:
-                self._lines.append(line)
-                self._changed.notify_all()
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
         with self._changed:
             self._lines.append("")  # end of output
             self._changed.notify_all()

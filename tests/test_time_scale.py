@@ -1,7 +1,7 @@
 """One time scale for every wait of the tests and benchmarks (``HARNESS_TIME_SCALE``).
 
 A loaded machine sets it once and every bound grows with it: ``wait_until``'s, ``run_main``'s,
-main.py's in the background, the scripted server's. A bad value is refused with the fix.
+main.py's in the background, the scripted server's, a held turn's. A bad value is refused with the fix.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from harness.scripted_llm import ScriptedLLMServer
 from harness.timing import TIME_SCALE_ENV, scaled, time_scale, wait_until
+from harness.walkthroughs import HeldTurn
 from tests.main_support import REPO, clean_env, run_main
 
 
@@ -68,6 +69,18 @@ def test_the_scripted_servers_wait_takes_the_scale(monkeypatch: pytest.MonkeyPat
         assert time.monotonic() - started < 30
     finally:
         server.stop()
+
+
+def test_the_held_turns_wait_takes_the_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was ``threading.Event.wait(60)``: on a loaded machine started with a scale, still 60 s."""
+    monkeypatch.setenv(TIME_SCALE_ENV, "0.01")
+    model = HeldTurn(["look"], held_turn=1)
+    started = time.monotonic()
+    assert model.wait_arrived(100) is False  # 1 s at this scale
+    assert time.monotonic() - started < 30
+    assert model.wait_arrived(100, stop_if=lambda: True) is False
+    model.arrived.set()
+    assert model.wait_arrived(100) is True
 
 
 @pytest.mark.e2e

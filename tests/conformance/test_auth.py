@@ -32,10 +32,10 @@ import json
 import logging
 import os
 import re
-import shlex
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from the suite: the projec
 
 import tests.mcp_conformance_client as driver  # noqa: E402
 from session.redaction import Redactor  # noqa: E402
-from tests.conformance_support import Conformance, Verdict, conformance_suite  # noqa: E402
+from tests.conformance_support import Conformance, Verdict, conformance_suite, warm_client  # noqa: E402
 from tests.mcp_test_servers.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -101,7 +101,6 @@ UNSUPPORTED = (
 # it passes. None today.
 NOT_YET_PASSING: dict[str, str] = {}
 
-CLIENT_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
 CLIENT_TIMEOUT_MS = 60_000
 # The address a user would publish their client ID metadata document at (the suite's own:
 # its authorization servers take it without fetching it).
@@ -115,6 +114,13 @@ MAX_LOGINS = 3
 @pytest.fixture(scope="module")
 def suite() -> Conformance:
     return conformance_suite()
+
+
+@pytest.fixture(scope="module")
+def client_command(suite: Conformance) -> Iterator[str]:
+    """This file as the suite runs it, each scenario forked from one parent that imported it."""
+    with warm_client(Path(__file__).resolve()) as command:
+        yield command
 
 
 @pytest.mark.parametrize("revision", sorted(REQUIRED))
@@ -148,23 +154,25 @@ def _cases() -> list[object]:
     ]
 
 
-def _run(suite: Conformance, scenario: str, *spec: str) -> Verdict:
+def _run(suite: Conformance, client_command: str, scenario: str, *spec: str) -> Verdict:
     return suite.run(
-        "client", "--command", CLIENT_COMMAND, "--scenario", scenario, *spec, "--timeout", str(CLIENT_TIMEOUT_MS)
+        "client", "--command", client_command, "--scenario", scenario, *spec, "--timeout", str(CLIENT_TIMEOUT_MS)
     )
 
 
 @pytest.mark.parametrize(("revision", "scenario"), _cases())
-def test_zorkgpt_passes_the_auth_scenario(suite: Conformance, revision: str, scenario: str) -> None:
-    verdict = _run(suite, scenario, "--spec-version", revision, "--force")
+def test_zorkgpt_passes_the_auth_scenario(
+    suite: Conformance, client_command: str, revision: str, scenario: str
+) -> None:
+    verdict = _run(suite, client_command, scenario, "--spec-version", revision, "--force")
     assert verdict.client_passed(), verdict.explain()
 
 
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
-def test_unsupported_extensions_still_fail(suite: Conformance, scenario: str) -> None:
+def test_unsupported_extensions_still_fail(suite: Conformance, client_command: str, scenario: str) -> None:
     """Run as the suite runs an extension (no --spec-version): it judged the login and failed it.
     The day one passes, supporting it is a change to make on purpose, with docs/mcp-tools.md."""
-    verdict = _run(suite, scenario)
+    verdict = _run(suite, client_command, scenario)
     assert verdict.flagged("FAILURE"), verdict.explain()
     assert not verdict.client_passed(), verdict.explain()
 

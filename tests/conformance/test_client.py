@@ -19,21 +19,22 @@ xfail(strict=True) turns it into a failure the day it passes, so the entry goes 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.timing import scaled
-from tests.conformance_support import Conformance, conformance_suite
+from tests.conformance_support import LAUNCHER, Conformance, conformance_suite, warm_client
 
 pytestmark = pytest.mark.e2e
 
 DRIVER = Path(__file__).resolve().parents[1] / "mcp_conformance_client.py"
-CLIENT_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(DRIVER))}"
 # The suite's own limit for one client run (its default is 30 s); a loaded 2-core machine needs
 # a few seconds just to start Python and import the project.
 CLIENT_TIMEOUT_MS = 60_000
@@ -89,6 +90,13 @@ def suite() -> Conformance:
     return conformance_suite()
 
 
+@pytest.fixture(scope="module")
+def client_command(suite: Conformance) -> Iterator[str]:
+    """The driver as the suite runs it, each scenario forked from one parent that imported it."""
+    with warm_client(DRIVER) as command:
+        yield command
+
+
 def client_scenarios(listing: str) -> tuple[str, ...]:
     """The client scenarios of ``list --requirements`` output, required ones first, then those
     run but not scored (``- name [client]``), in the suite's order."""
@@ -120,7 +128,9 @@ def test_the_lists_are_the_suites(suite: Conformance, revision: str) -> None:
 
 
 @pytest.mark.parametrize(("revision", "scenario"), _cases())
-def test_zorkgpt_passes_the_client_scenario(suite: Conformance, revision: str, scenario: str) -> None:
+def test_zorkgpt_passes_the_client_scenario(
+    suite: Conformance, client_command: str, revision: str, scenario: str
+) -> None:
     """Passed by the suite's own verdict: no failed check, no warning, the client neither timed
     out nor exited non-zero (the driver exits 1 when a result did not reach the model). Where the
     suite lets a client exit non-zero (http-invalid-tool-headers: a client may give up on a server
@@ -128,7 +138,7 @@ def test_zorkgpt_passes_the_client_scenario(suite: Conformance, revision: str, s
     verdict = suite.run(
         "client",
         "--command",
-        CLIENT_COMMAND,
+        client_command,
         "--scenario",
         scenario,
         "--spec-version",
@@ -147,12 +157,12 @@ def test_the_unsupported_list_is_the_suites(suite: Conformance) -> None:
 
 
 @pytest.mark.parametrize("scenario", UNSUPPORTED)
-def test_skills_are_not_supported(suite: Conformance, scenario: str) -> None:
+def test_skills_are_not_supported(suite: Conformance, client_command: str, scenario: str) -> None:
     """Unsupported by decision (docs/mcp-tools.md says so): the suite ran the scenario and passed none of
     its checks (it skips them when the client never reads a skill). The day one passes, supporting
     skills is a change to make on purpose, with docs/mcp-tools.md."""
     verdict = suite.run(
-        "client", "--command", CLIENT_COMMAND, "--scenario", scenario, "--timeout", str(CLIENT_TIMEOUT_MS)
+        "client", "--command", client_command, "--scenario", scenario, "--timeout", str(CLIENT_TIMEOUT_MS)
     )
     assert verdict.checks, verdict.explain()
     assert not verdict.client_passed(), verdict.explain()
@@ -170,3 +180,52 @@ def test_the_driver_imports_no_game() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=scaled(60)
     )
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
+
+
+CLIENT_STAND_IN = """
+import os
+import sys
+
+
+def main(argv):
+    sys.stdout.write(f"{argv[1:]} {os.environ.get('MCP_CONFORMANCE_SCENARIO')} {os.getcwd()}\\n")
+    sys.stderr.write(sys.stdin.read())
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["forked", "without-its-warm-parent"])
+def test_the_launcher_gives_the_suite_what_running_the_client_would(tmp_path: Path, warm: bool) -> None:
+    """What the suite gets from the launcher (tests/conformance_launch.py), forked from the warm
+    parent or, when that parent does not answer, running the script itself: the client's output on
+    the launcher's stdout and stderr, its input from the launcher's stdin, the launcher's arguments,
+    environment and folder, and the client's exit status."""
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT_STAND_IN, encoding="utf-8")
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*shlex.split(command), "http://127.0.0.1:9/mcp"],
+            input="from stdin\n",
+            capture_output=True,
+            text=True,
+            cwd=folder,
+            env={**os.environ, "MCP_CONFORMANCE_SCENARIO": "tools_call"},
+            timeout=scaled(60),
+            check=False,
+        )
+
+    if warm:
+        with warm_client(script) as command:
+            done = run(command)
+    else:
+        done = run(shlex.join([sys.executable, "-I", str(LAUNCHER), "nobody-listens", str(script)]))
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == f"['http://127.0.0.1:9/mcp'] tools_call {folder}\n"
+    assert done.stderr == "from stdin\n"

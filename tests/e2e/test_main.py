@@ -93,6 +93,16 @@ def test_a_run_with_mcp_off_never_imports_the_mcp_client_the_sdk_or_the_viewer(
     assert unwanted == [], f"an MCP-off run imported {unwanted}"
 
 
+def test_main_in_the_background_closes_its_pipes_when_it_ends(tmp_path: Path) -> None:
+    """The tests' MainProcess closes main.py's stdout and stderr once read to their end. Left to the
+    garbage collector, they warned ("unclosed file") from a reader thread at whatever moment it came,
+    and another test's async hygiene check, running then, failed on two files it never opened."""
+    main = MainProcess(["--help"], {}, cwd=tmp_path)
+    assert main.wait() == 0
+    assert main.proc.stdout is not None and main.proc.stderr is not None
+    assert main.proc.stdout.closed and main.proc.stderr.closed
+
+
 def test_a_remote_endpoint_without_a_key_exits_2_with_instructions(tmp_path: Path) -> None:
     """With no endpoint configured the bundled model plays (tests/orchestration/test_embedded_model.py); one that
     is configured and needs a key still stops the start, saying which variable to set."""

@@ -83,7 +83,7 @@ def test_a_stop_signal_finishes_the_turn_and_writes_the_summary(
     llm_server.respond_with(model)
     main = start_main(llm_server, tmp_path, game_file)
     try:
-        assert model.arrived.wait(60), main.stderr
+        assert model.wait_arrived(60, stop_if=lambda: main.proc.poll() is not None), main.stderr
         main.proc.send_signal(signum)
         main.wait_for_stderr(STOPPING)
         model.release.set()
@@ -105,7 +105,7 @@ def test_ctrl_c_forwarded_twice_by_uv_with_mcp_on_counts_once(
     llm_server.respond_with(model)
     main = start_main(llm_server, tmp_path, game_file, **mcp_env(tmp_path, marker))
     try:
-        assert model.arrived.wait(60), main.stderr
+        assert model.wait_arrived(60, stop_if=lambda: main.proc.poll() is not None), main.stderr
         assert body_offers_tools(llm_server), "turn 2's request should come from inside the MCP tool loop"
         main.proc.send_signal(signal.SIGINT)
         time.sleep(0.2)  # the scenario: uv's second forward
@@ -156,7 +156,9 @@ def test_a_second_deliberate_signal_aborts_the_turn_but_records_the_stop(
     main = start_main(llm_server, tmp_path, game_file, **env)
     try:
         with stacks_on_failure(main):
-            assert model.arrived.wait(60), "turn 2's request never reached the model"
+            assert model.wait_arrived(60, stop_if=lambda: main.proc.poll() is not None), (
+                "turn 2's request never reached the model"
+            )
             main.proc.send_signal(signum)
             main.wait_for_stderr(STOPPING)
             # The handler has run; a signal sent after the window is a new one, whatever the load.

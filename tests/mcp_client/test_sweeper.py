@@ -50,7 +50,9 @@ def test_a_killed_main_leaves_no_server_or_helper_running(
         **{TEST_MARKER: marker},
     )
     try:
-        assert model.arrived.wait(120), main.stderr  # inside turn 2: its server and helper are up
+        assert model.wait_arrived(120, stop_if=lambda: main.proc.poll() is not None), (
+            main.stderr
+        )  # inside turn 2: its server and helper are up
         assert helpers.read_text(encoding="utf-8").split(), "the server started no helper"
         main.proc.send_signal(signal.SIGKILL)
         main.wait()

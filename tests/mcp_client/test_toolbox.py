@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.timing import wait_until, wait_until_async
+from harness.timing import scaled, wait_until, wait_until_async
 from managers.mcp_manager import MCPManager, TurnToolset
 from mcp_client.source import ServerStartupTimeoutError
 from mcp_client.toolbox import ServerHealth, connect_by_rules, startup_timeouts_message
@@ -679,7 +680,7 @@ def test_a_dropped_remote_server_gets_tries_with_backoff_before_a_failure_counts
 
 # -- servers that never answer --------------------------------------------------------------------------
 # The raw server reads the named request and never answers it. Each wait is bounded by a setting
-# (the call timeout here: 2 s, the startup timeout: 4 s), so no test waits on the clock of a loaded
+# (the call timeout here: 2 s, the startup timeout: 4 s or less), so no test waits on the clock of a loaded
 # machine: a server that never answers makes every bound run out, however slow the machine is.
 
 
@@ -687,13 +688,13 @@ def silent_entry(method: str, **entry: Any) -> dict[str, Any]:
     return {**raw_entry(env={"RAW_SERVER_SILENT": method, "RAW_SERVER_EXTRAS": "1"}), **entry}
 
 
-def silent_episode(tmp_path: Path, method: str, **entry: Any) -> Episode:
+def silent_episode(tmp_path: Path, method: str, startup_timeout: float = 4, **entry: Any) -> Episode:
     return Episode(
         tmp_path,
         {"s": silent_entry(method, **entry)},
         session_lifetime="episode",
         tool_call_timeout_seconds=2,
-        server_startup_timeout_seconds=4,
+        server_startup_timeout_seconds=startup_timeout,
     )
 
 
@@ -703,10 +704,13 @@ async def call(m: MCPManager, name: str, arguments: dict[str, Any] | None = None
 
 @pytest.mark.parametrize("method", ["initialize", "tools/list", "server/discover"])
 def test_a_server_that_never_answers_its_start_fails_it_within_the_startup_timeout(tmp_path: Path, method: str) -> None:
-    episode = silent_episode(tmp_path, method)
+    # What it waits for never comes, so a short bound shows the same as a long one.
+    episode = silent_episode(tmp_path, method, startup_timeout=1)
     with async_hygiene(episode.handler) as report:
-        with pytest.raises(ServerStartupTimeoutError, match=r"within 4s \(\[tool.zorkgpt.mcp\] server_startup"):
+        started = time.monotonic()
+        with pytest.raises(ServerStartupTimeoutError, match=r"within 1s \(\[tool.zorkgpt.mcp\] server_startup"):
             episode.play()
+        assert time.monotonic() - started < scaled(15), "the start was not cut at its timeout"
         episode.close()
     assert_clean(report)
 
@@ -764,7 +768,11 @@ def test_a_call_the_server_never_answers_ends_within_the_call_timeout(
     assert_clean(report)
 
 
-def test_a_resource_listing_never_answered_at_start_leaves_only_the_resource_tools_out(tmp_path: Path) -> None:
+def test_a_resource_listing_never_answered_at_start_leaves_only_the_resource_tools_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The listing's bound (the ping's, under the startup timeout) cut to 1 s: its answer never comes.
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 1.0)
     episode = silent_episode(tmp_path, "resources/list")
     with async_hygiene(episode.handler) as report:
         episode.play()
@@ -799,8 +807,12 @@ def test_a_prompt_the_server_never_gives_is_a_warning_within_the_call_timeout(
 
 
 @pytest.mark.parametrize("method", ["ping", "server/discover"])
-def test_a_health_check_never_answered_reconnects_the_server(tmp_path: Path, method: str) -> None:
-    """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover)."""
+def test_a_health_check_never_answered_reconnects_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover).
+    The check's bound is cut from 5 s to 1: what it waits for never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 1.0)
     protocol = "2026-07-28" if method == "server/discover" else "2025-11-25"
     episode = silent_episode(tmp_path, method, protocol=protocol)
     with async_hygiene(episode.handler) as report:
@@ -813,8 +825,12 @@ def test_a_health_check_never_answered_reconnects_the_server(tmp_path: Path, met
 
 
 @pytest.mark.parametrize("lifetime", ["episode", "turn"])
-def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(tmp_path: Path, lifetime: str) -> None:
-    """A 2026-07-28 server listens for changes on its own request; listening is optional."""
+def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lifetime: str
+) -> None:
+    """A 2026-07-28 server listens for changes on its own request; listening is optional. The
+    acknowledgement's bound is cut from 5 s to 1: it never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.source.LISTEN_ACK_SECONDS", 1.0)
     episode = Episode(
         tmp_path,
         {"s": silent_entry("subscriptions/listen", protocol="2026-07-28")},
@@ -826,7 +842,7 @@ def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
             assert episode.play(lambda m: call(m, "s__echo", {"text": "heard"})) == "heard"
         (warning,) = episode.events("mcp_listen_unacknowledged")  # once, however often it started
         assert warning.server_name == "s"
-        assert "MCP server 's' did not acknowledge subscriptions/listen within 5s" in warning.getMessage()
+        assert "MCP server 's' did not acknowledge subscriptions/listen within 1s" in warning.getMessage()
         assert episode.events("mcp_session_connect_failed") == []
         episode.close()
     assert_clean(report)

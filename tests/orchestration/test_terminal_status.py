@@ -179,7 +179,9 @@ def test_ctrl_c_is_acknowledged_under_the_status_until_the_run_ends(
 
     def press_ctrl_c(proc: subprocess.Popen[bytes]) -> None:
         try:
-            assert model.arrived.wait(90), "the second turn's request never came"
+            assert model.wait_arrived(90, stop_if=lambda: proc.poll() is not None), (
+                "the second turn's request never came"
+            )
             proc.send_signal(signal.SIGINT)
         finally:
             model.release.set()

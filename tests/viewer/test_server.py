@@ -469,7 +469,7 @@ def test_a_run_stopped_by_sigterm_closes_its_viewer_with_it(
     )
     try:
         url = viewer_url(main)
-        assert model.arrived.wait(60), main.stderr
+        assert model.wait_arrived(60, stop_if=lambda: main.proc.poll() is not None), main.stderr
         main.proc.send_signal(signal.SIGTERM)
         main.wait_for_stderr("stopping after this turn")
         model.release.set()
