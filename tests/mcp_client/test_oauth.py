@@ -34,6 +34,7 @@ import pytest
 from pydantic import AnyHttpUrl
 
 from harness.scripted_llm import ScriptedLLMServer, agent_reply, completion, tool_call
+from harness.timing import scaled
 from harness.walkthroughs import AGENT_MODEL, WalkthroughModel, read_events, walkthrough
 from managers.mcp_manager import MCPManager
 from mcp_client.config import MCPConfig
@@ -883,7 +884,11 @@ def test_parallel_episodes_refreshing_one_login_at_once_all_play_and_keep_it_ali
     One process refreshes, the others wait for it and use what it stored: every episode plays
     its protected calls, and the token file ends with a refresh token that still works."""
     episodes = 3
-    with protected_server("--refresh-together", str(episodes)) as protected:
+    # With the login shared, only one refresh ever comes, so the server holds it this long for the two
+    # that never come: long enough that, were each process to refresh on its own, all three (started
+    # together) would be held together, which makes the rotation bite.
+    hold = f"{scaled(5):g}"
+    with protected_server("--refresh-together", str(episodes), "--together-seconds", hold) as protected:
         entry = {"url": protected.url, "oauth": {"callbackPort": free_port()}}
         mcp_file = write_mcp_config(tmp_path / "mcp-config", {"protected": entry})
         mcp_config = MCPConfig.from_file(mcp_file, environ={})

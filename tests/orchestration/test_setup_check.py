@@ -566,15 +566,18 @@ FLOODING_SERVER = "import sys\nwhile True:\n    print('not a message ' * 50, flu
 def test_a_server_flooding_its_stdout_leaves_no_event_loop_noise(game_file: Path, tmp_path: Path) -> None:
     """Its pipe is read to the end as it is ended: nothing is left for the garbage collector to
     close after the event loop ("Exception ignored ... RuntimeError: Event loop is closed")."""
+    # Its answer never comes, so the check waits out the whole startup timeout: 2 s (scaled) is enough
+    # flooding to fill the pipe many times over (the server prints from its first 0.1 s).
+    timeout = f"{scaled(2):g}"
     config = write_setup(
         tmp_path,
-        MODELS_TOML + "[tool.zorkgpt.mcp]\nenabled = true\nserver_startup_timeout_seconds = 5\n",
+        MODELS_TOML + f"[tool.zorkgpt.mcp]\nenabled = true\nserver_startup_timeout_seconds = {timeout}\n",
         {"flood": {"command": sys.executable, "args": ["-c", FLOODING_SERVER]}},
     )
     env = check_env(f"http://127.0.0.1:{free_port()}/v1", game_file, tmp_path)
     result = run_main(["--check", "--config", str(config)], env, tmp_path, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "did not finish initialize + list_tools within 5s" in row(result.stdout, "flood")
+    assert f"did not finish initialize + list_tools within {timeout}s" in row(result.stdout, "flood")
     assert "Event loop is closed" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
     assert_nothing_left(env)
 
