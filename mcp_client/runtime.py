@@ -7,17 +7,30 @@ source is connected, used and closed on it, and the agent's code hands it corout
 (``submit`` from sync code, ``run`` from another event loop). The model's blocking HTTP
 call runs on the agent's thread, so server notifications, pings and servers starting for
 the coming turns never wait for the model.
+
+Stop signals (Ctrl-C, SIGTERM) belong to the program's main thread: Python runs their handlers
+there, and only when it runs code. The kernel hands a signal sent to the process to any thread
+that does not block it, so this thread blocks them (and the threads it starts, asyncio's process
+watchers among them, inherit that), and ``call`` waits in short slices: a main thread waiting on
+a server that never answers still sees Ctrl-C at once, whichever thread the kernel chose.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from session.stop_signals import STOP_SIGNALS
+
 T = TypeVar("T")
+
+# How often a waiting main thread wakes to run a stop signal's handler that another thread received.
+_WAKE_SECONDS = 0.2
 
 
 class SessionLoop:
@@ -39,6 +52,7 @@ class SessionLoop:
         return self._thread.is_alive() and not self._loop.is_closed()
 
     def _serve(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         asyncio.set_event_loop(self._loop)
         self._loop.call_soon(self._ready.set)
         try:
@@ -64,8 +78,14 @@ class SessionLoop:
         """Run ``coro`` on the session loop and wait for its result (from sync code). An interrupt
         (Ctrl-C) or the timeout cancels the coroutine there too: nothing goes on unwatched."""
         future = self.submit(coro)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            return future.result(timeout)
+            while not future.done():
+                remaining = _WAKE_SECONDS if deadline is None else min(_WAKE_SECONDS, deadline - time.monotonic())
+                if remaining <= 0:
+                    raise TimeoutError(f"the session loop's call took over {timeout} s")
+                concurrent.futures.wait((future,), timeout=remaining)
+            return future.result()
         except BaseException:
             future.cancel()
             raise
