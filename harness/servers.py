@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.timing import scaled
+from mcp_client.runtime import stop_signals_unblocked
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,15 +32,18 @@ def http_server(
     module: str, *args: str, sse: bool = False, env: dict[str, str] | None = None, port: int = 0
 ) -> Iterator[HTTPServer]:
     """One of our servers in HTTP mode on ``port`` (0: a free one); its URL once it listens. Ended by pid after."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", module, "--sse" if sse else "--http", str(port), *args],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+    # Started from any thread, the session loop's too (a test's log handler restarting a server), it must
+    # take the SIGTERM that ends it: else it lives until the SIGKILL 10 s later.
+    with stop_signals_unblocked():
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, "--sse" if sse else "--http", str(port), *args],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
     # A server that neither listens nor exits must not hang the test run.
     watchdog = threading.Timer(scaled(120), process.kill)
     watchdog.start()

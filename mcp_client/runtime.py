@@ -12,7 +12,9 @@ Stop signals (Ctrl-C, SIGTERM) belong to the program's main thread: Python runs 
 there, and only when it runs code. The kernel hands a signal sent to the process to any thread
 that does not block it, so this thread blocks them (and the threads it starts, asyncio's process
 watchers among them, inherit that), and ``call`` waits in short slices: a main thread waiting on
-a server that never answers still sees Ctrl-C at once, whichever thread the kernel chose.
+a server that never answers still sees Ctrl-C at once, whichever thread the kernel chose. A process
+keeps its starting thread's mask across exec, so a server is started inside ``stop_signals_unblocked``:
+started with them blocked, it would ignore the SIGTERM that ends its process group.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import concurrent.futures
 import signal
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from session.stop_signals import STOP_SIGNALS
@@ -31,6 +34,28 @@ T = TypeVar("T")
 
 # How often a waiting main thread wakes to run a stop signal's handler that another thread received.
 _WAKE_SECONDS = 0.2
+# Per thread: how many starts are under way inside ``stop_signals_unblocked``, and whether the
+# thread blocked the stop signals before the first (the session loop's does; another caller's may not).
+_unblocking = threading.local()
+
+
+@contextmanager
+def stop_signals_unblocked() -> Iterator[None]:
+    """Ctrl-C and SIGTERM unblocked on this thread while a process starts, so the process gets them.
+
+    Starts on one event loop may overlap (a start suspends between unblocking and returning), so the
+    thread's mask is put back only when the last one ends, and only if it blocked them before."""
+    depth = getattr(_unblocking, "depth", 0)
+    if depth == 0:
+        before = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        _unblocking.blocked = set(STOP_SIGNALS) & set(before)
+    _unblocking.depth = depth + 1
+    try:
+        yield
+    finally:
+        _unblocking.depth -= 1
+        if _unblocking.depth == 0 and _unblocking.blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _unblocking.blocked)
 
 
 class SessionLoop:

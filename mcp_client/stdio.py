@@ -40,6 +40,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_client.config import WARM_ENV_VAR, starts_shipped_launcher
 from mcp_client.forked import ForkedServer, fork_from_warm_parent
+from mcp_client.runtime import stop_signals_unblocked
 
 # The error code of the answer made up for a reply over the limit. JSON-RPC leaves -32000 to
 # -32099 to implementations; the message says the rest.
@@ -74,7 +75,7 @@ async def stdio_transport(
         # Shielded: a start given up while asyncio is still creating the process (a turn cancelled
         # mid-start) would have asyncio kill it but stop waiting for it at the next cancellation,
         # so its exit never reaches the loop; here the process always reaches the undo below.
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), stop_signals_unblocked():
             process = await anyio.open_process(
                 [params.command, *params.args],
                 env=env,

@@ -5,15 +5,21 @@ as the kernel may choose one under load)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
+import anyio
 import pytest
+from mcp import StdioServerParameters
 
 from harness.timing import scaled
 from mcp_client.runtime import SessionLoop
+from mcp_client.stdio import stdio_transport
 
 
 class StoppedError(Exception):
@@ -79,6 +85,33 @@ def test_the_session_loops_thread_leaves_stop_signals_to_the_main_thread(session
         return signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
     assert {signal.SIGINT, signal.SIGTERM} <= session_loop.call(blocked())
+
+
+def test_a_server_started_from_the_session_loop_still_ends_on_sigterm(
+    session_loop: SessionLoop, tmp_path: Path
+) -> None:
+    """A process keeps the signal mask of the thread that started it: started from the session loop's
+    thread (which blocks Ctrl-C and SIGTERM) a server ignored the SIGTERM that ends its process group
+    and lived until SIGKILL, after the grace period. Two starts at once leave the loop's thread as it was."""
+    server = StdioServerParameters(command=sys.executable, args=["-c", "import sys; sys.stdin.read()"])
+
+    async def start_then_terminate(errlog: Path) -> None:
+        pids: list[int] = []
+        with errlog.open("wb") as err:
+            transport = stdio_transport(server, err, 1_000, str, on_spawn=lambda pid, _: pids.append(pid))
+            async with transport as (read, _):
+                os.kill(pids[0], signal.SIGTERM)
+                with anyio.fail_after(scaled(20)):  # the server's stdout ends with it
+                    async for _ in read:
+                        pass
+
+    async def two_at_once() -> set[signal.Signals]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start_then_terminate, tmp_path / "one.log")
+            tg.start_soon(start_then_terminate, tmp_path / "two.log")
+        return signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    assert {signal.SIGINT, signal.SIGTERM} <= session_loop.call(two_at_once(), timeout=scaled(60))
 
 
 def test_a_call_past_its_bound_is_a_timeout_and_cancels_the_coroutine(session_loop: SessionLoop) -> None:
