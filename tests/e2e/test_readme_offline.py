@@ -111,6 +111,10 @@ def test_the_readmes_offline_recipe_plays_and_ends_its_server(tmp_path: Path, ga
     assert len(unread) < turns, f"no reply of the model was read, every turn played the fallback: {output[-3000:]}"
     answered = [e["usage"].get("completion_tokens", 0) for e in events if e["event_type"] == "llm_call"]
     assert max(answered, default=0) > 1, output[-3000:]
+    # Every reply kept to the recipe's caps, the end-of-game learning calls too: uncapped, the 135M
+    # model's knowledge reply ran to 1,351 tokens, over half the recipe's time.
+    cap = max(int(n) for n in re.findall(r"_MAX_TOKENS=(\d+)", recipe))
+    assert max(answered) <= cap, [(e["call_name"], e["usage"]) for e in events if e["event_type"] == "llm_call"]
     first = datetime.fromisoformat(events[0]["timestamp"])
     last = datetime.fromisoformat(end["timestamp"])
     minutes = (last - first).total_seconds() / 60
