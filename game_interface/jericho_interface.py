@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
-from jericho import FrotzEnv
+from jericho import FrotzEnv, UnsupportedGameWarning
+from jericho import jericho as jericho_engine
 
 from game_interface.commands import CommandReader
 from game_interface.engine_facts import NO_FACTS, EngineFacts, engine_facts, no_facts_reason
@@ -104,13 +106,12 @@ _SEEN_ATTRIBUTE_WORDS = frozenset({"opened", "closed", "turned on", "turned off"
 Tree = dict[int, tuple[int, int, int, tuple[int, ...]]]
 
 
-# What Jericho derives from a story file (its bytes, the game's bindings, its action templates,
-# whether it supports the game fully): ~40 ms of CPU per emulator, nearly all ranking verbs for the
-# templates. Jericho keeps it per emulator (``_cache``, by path); here one process keeps it for all
+# What Jericho derives from a story file (its bytes, the game's bindings, whether it supports the
+# game fully). Jericho keeps it per emulator (``_cache``, by path); here one process keeps it for all
 # its emulators, by game (its md5), so an episode forked from a warm parent that loaded the story
 # (``load_story``) finds it done. Every story file played here is recognized by its md5, so what
 # was derived from one copy of a game holds for any copy.
-_STORY_DATA: dict[str, tuple[Any, bool]] = {}
+_STORY_DATA: dict[str, tuple[tuple[bytes, dict[str, Any], None], bool]] = {}
 
 
 class _Emulator(FrotzEnv):
@@ -122,11 +123,21 @@ class _Emulator(FrotzEnv):
 
     def load(self, story_file: str, seed: int | None = None) -> None:
         known = _STORY_DATA.get(self._md5)
-        if known is not None:
-            self._cache[story_file], self.is_fully_supported = known
-        super().load(story_file, seed)
         if known is None:
-            _STORY_DATA[self._md5] = (self._cache[story_file], self.is_fully_supported)
+            known = _STORY_DATA[self._md5] = self._derive(story_file)
+        self._cache[story_file], self.is_fully_supported = known
+        super().load(story_file, seed)
+
+    def _derive(self, story_file: str) -> tuple[tuple[bytes, dict[str, Any], None], bool]:
+        """What Jericho's own ``load`` derives, but its action templates: building them ranks every verb
+        (85 ms of CPU, most of a story's load, measured), and only Jericho's ``get_valid_actions``
+        reads them, which ZorkGPT never asks for (it reads the game's own dictionary and grammar)."""
+        supported = bool(self.frotz_lib.is_supported(story_file.encode("utf-8")))
+        if not supported:
+            warnings.warn(
+                f"Game {story_file!r} is not fully supported by Jericho.", UnsupportedGameWarning, stacklevel=2
+            )
+        return (Path(story_file).read_bytes(), jericho_engine._load_bindings(self._md5), None), supported
 
 
 def load_story(story_file: str | Path) -> None:
