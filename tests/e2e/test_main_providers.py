@@ -152,7 +152,9 @@ def test_every_tool_call_dialect_plays_a_whole_game_with_mcp_on(
     model = DialectModel(THREE_DEATHS)
     llm_server.respond_with(model)
     marker = uuid.uuid4().hex
-    thoughtbox = thoughtbox_entry(LEAK_MARKER=marker)
+    # One server for the episode: the dialects are the model's, and a fresh server each turn (tested
+    # where lifetimes are) cost this test 20 Python starts, most of its CPU.
+    thoughtbox = {**thoughtbox_entry(LEAK_MARKER=marker), "lifetime": "episode"}
     mcp_config = write_mcp_config(tmp_path / "mcp", {"thoughtbox": thoughtbox})
     env = main_env(
         llm_server,
