@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import jericho
+import numpy as np
 
 from harness.truth.story import WORD_LETTERS, EngineTruthError, GameRules, Story, named_by
 
@@ -121,9 +122,9 @@ class Oracle:
         return known.name if known else self.env.get_object(number).name
 
     def tree(self) -> Tree:
-        # Jericho's ``attr`` holds one 0/1 entry per attribute number.
+        # Jericho's ``attr`` holds one 0/1 entry per attribute number: the set ones' positions are the numbers.
         return {
-            o.num: (o.parent, tuple(i for i, bit in enumerate(o.attr) if bit))
+            o.num: (o.parent, tuple(np.flatnonzero(o.attr).tolist()))
             for o in self.env.get_world_objects()
             if o.num > 0
         }
@@ -132,6 +133,17 @@ class Oracle:
         at = self.player
         while tree[at][0] not in (0, self.rooms_root):
             at = tree[at][0]
+        return at
+
+    def here(self) -> int:
+        """The room the player is in now: ``room`` of the engine's tree, walking up from the player
+        alone (the probes ask this after every step; reading the whole tree each time was most of
+        a replay's time)."""
+        at = self.player
+        parent = self.env.get_object(at).parent
+        while parent not in (0, self.rooms_root):
+            at = parent
+            parent = self.env.get_object(at).parent
         return at
 
     def children(self, tree: Tree, parent: int) -> list[int]:
@@ -230,7 +242,7 @@ class Oracle:
         others. A direction that ends where a direction the room has no way in ends (the river's
         current moves the boat on whatever is typed) leads nowhere; one into a room that throws
         the player out again (the Loud Room) leads to that room, whose name the reply heads a line with."""
-        here = self.room(self.tree())
+        here = self.here()
         state = self.env.get_state()
         ways = self.story.objects[here].ways
         props = self.story.direction_words
@@ -239,13 +251,13 @@ class Oracle:
         if nowhere is not None:
             reply = self.env.step(nowhere)[0]
             if not self.env.game_over() and "You have died" not in reply:
-                drift = self.room(self.tree())
+                drift = self.here()
             self.env.set_state(state)
         found: dict[str, int] = {}
         replies: dict[str, str] = {}
         for direction in self.rules.directions:
             reply = self.env.step(direction)[0]
-            now = self.room(self.tree())
+            now = self.here()
             if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
                 # The room this direction's own property names, when the reply heads a line with it
                 # and the player is no longer there.
@@ -268,16 +280,16 @@ class Oracle:
         self.env.set_state(state)
         try:
             for index, step in enumerate(steps, start=1):
-                here = self.room(self.tree())
+                here = self.here()
                 expected = confirmed(here).get(step)
                 where = f"step {index} ({step}) from {self.name(here)}"
                 if expected is None:
                     return "wrong", f"{where}: the engine never showed that way there", here
                 reply = self.env.step(step)[0]
-                now = self.room(self.tree())
+                now = self.here()
                 if self.env.game_over() or "You have died" in reply or now != expected:
                     return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
-            return "", "", self.room(self.tree())
+            return "", "", self.here()
         finally:
             self.env.set_state(state)
 
