@@ -124,9 +124,7 @@ class Oracle:
     def tree(self) -> Tree:
         # Jericho's ``attr`` holds one 0/1 entry per attribute number: the set ones' positions are the numbers.
         return {
-            o.num: (o.parent, tuple(np.flatnonzero(o.attr).tolist()))
-            for o in self.env.get_world_objects()
-            if o.num > 0
+            o.num: (o.parent, tuple(np.flatnonzero(o.attr).tolist())) for o in self.env.get_world_objects() if o.num > 0
         }
 
     def room(self, tree: Tree) -> int:
