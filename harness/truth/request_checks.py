@@ -19,7 +19,7 @@ from harness.managers import schema_name, user_text
 from harness.truth.engine import EngineTruth, Oracle
 from harness.truth.player import WORD, PlayerSaw
 from harness.truth.prompt_text import LOOKALIKE, MEMORY_TURN, TURN_LINE, request_text
-from harness.truth.story import named_by
+from harness.truth.story import WORD_LETTERS, named_by
 from harness.truth.transcript import Transcript, room_told
 from harness.truth.verdicts import CHARS_PER_TOKEN, ROLE_BUDGETS, Verdicts
 from harness.truth.ways_checks import ItemNames, check_seen_routes, check_seen_ways
@@ -103,6 +103,7 @@ def check_seen_requests(
     system_prompt = Path(__file__).resolve().parents[2].joinpath("prompts", "agent.md").read_text(encoding="utf-8")
     instructed = WORD.findall(system_prompt.lower())
     # What does not depend on the request, once: the names the product's own instructions use.
+    instructed_creatures = {c for c in truth.creatures if named_by(truth.nouns.get(c, frozenset()), instructed)}
     room_in_prompt = {room for room, pattern in room_names.items() if pattern.search(system_prompt)}
     thing_in_prompt = {name for name, pattern in thing_names.items() if pattern.search(system_prompt)}
     thing_in_role = {
@@ -128,10 +129,10 @@ def check_seen_requests(
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
-        said = WORD.findall(text.lower())
+        said = {word[:WORD_LETTERS] for word in WORD.findall(text.lower())}  # as the parser reads a word
         for creature in truth.creatures:
             nouns = truth.nouns.get(creature, frozenset())
-            if not named_by(nouns, words) and named_by(nouns, said) and not named_by(nouns, instructed):
+            if creature not in instructed_creatures and not nouns.isdisjoint(said) and not named_by(nouns, words):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")

@@ -73,6 +73,7 @@ class Transcript:
     # Every command's words, each " word word " on a line of its own; [t]: where the first t commands end.
     typed_text: str = field(init=False, default="")
     typed_ends: list[int] = field(init=False, default_factory=list)
+    clauses: dict[int, list[tuple[str, frozenset[str]]]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         text, words = "", frozenset[str]()
@@ -125,10 +126,20 @@ class Transcript:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
         nouns = self.nouns.get(name, frozenset())
         for turn in range(upto):
-            for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
-                if named_by(nouns, _tokens(sentence)) and _STATE_SAID[state].search(sentence):
+            for sentence, words in self._clauses(turn):
+                if not nouns.isdisjoint(words) and _STATE_SAID[state].search(sentence):
                     return True
         return False
+
+    def _clauses(self, turn: int) -> list[tuple[str, frozenset[str]]]:
+        """Turn ``turn``'s clauses, lower case, each with its words as the parser reads them (``named_by``);
+        split once, for ``stated`` reads every turn's again for each thing and state."""
+        if turn not in self.clauses:
+            self.clauses[turn] = [
+                (sentence, frozenset(word[:WORD_LETTERS] for word in _tokens(sentence)))
+                for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower())
+            ]
+        return self.clauses[turn]
 
 
 def game_name_of(shown: str, engine_name: str) -> bool:
