@@ -235,7 +235,12 @@ def engine_room_number(text: str, rooms: dict[int, str]) -> str | None:
         # The word "room" or "location" comes before its number ("Turn 15; location: Cellar" is a turn's);
         # a room's name on either side ("[17] Maze").
         spans = [(m.start(), m.end(), every, False) for m in _PLACE_WORD.finditer(line)]
-        spans += [(m.start(), m.end(), ids_of[name], True) for name, p in mentions.items() for m in p.finditer(line)]
+        spans += [
+            (m.start(), m.end(), ids_of[name], True)
+            for name, p in mentions.items()
+            if name in line  # (a match is the name itself: the regex only where it is in the line)
+            for m in p.finditer(line)
+        ]
         for start, end, number in numbers:
             for at, to, ids, either in spans:
                 between = line[to:start] if to <= start else line[end:at] if end <= at and either else None
