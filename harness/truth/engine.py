@@ -105,6 +105,7 @@ class Oracle:
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
         # The containers the game has shown to open or close (see ``opens``).
         self.opening: set[int] = set()
+        self.attribute_sets: dict[bytes, tuple[int, ...]] = {}  # see ``tree``
         self.check_attributes()
 
     def check_attributes(self) -> None:
@@ -122,10 +123,18 @@ class Oracle:
         return known.name if known else self.env.get_object(number).name
 
     def tree(self) -> Tree:
-        # Jericho's ``attr`` holds one 0/1 entry per attribute number: the set ones' positions are the numbers.
-        return {
-            o.num: (o.parent, tuple(np.flatnonzero(o.attr).tolist())) for o in self.env.get_world_objects() if o.num > 0
-        }
+        tree: Tree = {}
+        for o in self.env.get_world_objects():
+            if o.num > 0:
+                # Jericho's ``attr`` holds one 0/1 entry per attribute number: the set ones' positions are the
+                # numbers. Unpacking it is most of a tree's cost and few distinct sets occur, so each set is
+                # read once, known again by the four bytes Jericho keeps it in.
+                raw = bytes(o._attr)
+                attrs = self.attribute_sets.get(raw)
+                if attrs is None:
+                    attrs = self.attribute_sets[raw] = tuple(np.flatnonzero(o.attr).tolist())
+                tree[o.num] = (o.parent, attrs)
+        return tree
 
     def room(self, tree: Tree) -> int:
         at = self.player

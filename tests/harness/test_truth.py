@@ -210,6 +210,27 @@ def test_the_coverage_check_names_what_the_replay_missed(game_file: Path) -> Non
     assert "a dark room" in missed and "the room 'Frigid River'" in missed and "'land' as a way out" in missed
 
 
+def test_the_engine_sides_tree_and_room_are_the_engines_as_the_world_moves(game_file: Path) -> None:
+    """``Oracle.tree`` reads each set of attribute flags once and knows it again by the bytes Jericho keeps
+    it in, and ``Oracle.here`` walks up from the player alone: over the whole walkthrough (the boat
+    included) the tree equals every object's flags read one by one, and ``here`` the tree's room."""
+    oracle = Oracle(game_file)
+    rooms: set[int] = set()
+    boated = False
+    for command in played_walkthrough(game_file):
+        tree = oracle.tree()
+        assert tree == {
+            o.num: (o.parent, tuple(i for i, bit in enumerate(o.attr) if bit))
+            for o in oracle.env.get_world_objects()
+            if o.num > 0
+        }
+        assert oracle.here() == oracle.room(tree)
+        rooms.add(oracle.here())
+        boated |= tree[oracle.player][0] != oracle.here()
+        oracle.env.step(command)
+    assert len(rooms) > 80 and boated  # the walkthrough goes everywhere it wins by, the river by boat
+
+
 def test_the_engine_side_imports_nothing_of_the_product() -> None:
     """A helper both sides shared would make them agree on its bugs: the engine side loads no product module."""
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
