@@ -53,8 +53,8 @@ def seen_report(game_file: Path) -> TruthReport:
 
 @ONE_REPLAY
 def test_every_prompt_agrees_with_the_engine(seen_report: TruthReport) -> None:
-    """One replay (about 30 s of CPU) at the default fair-play level, "seen", for both verdicts, so
-    no second worker repeats it: every role's request holds only what the player saw."""
+    """One replay (about 6 s of CPU, most of it the product playing) at the default fair-play level, "seen",
+    for both verdicts, so no second worker repeats it: every role's request holds only what the player saw."""
     report = seen_report
     assert report.figures["fair_play"] == "seen"
     assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
