@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import jericho
+import numpy as np
 
 from harness.truth.story import WORD_LETTERS, EngineTruthError, GameRules, Story, named_by
 
@@ -104,6 +105,7 @@ class Oracle:
         self.rooms_root = self.env.get_object(self.env.get_object(self.player).parent).parent
         # The containers the game has shown to open or close (see ``opens``).
         self.opening: set[int] = set()
+        self.attribute_sets: dict[bytes, tuple[int, ...]] = {}  # see ``tree``
         self.check_attributes()
 
     def check_attributes(self) -> None:
@@ -121,17 +123,34 @@ class Oracle:
         return known.name if known else self.env.get_object(number).name
 
     def tree(self) -> Tree:
-        # Jericho's ``attr`` holds one 0/1 entry per attribute number.
-        return {
-            o.num: (o.parent, tuple(i for i, bit in enumerate(o.attr) if bit))
-            for o in self.env.get_world_objects()
-            if o.num > 0
-        }
+        tree: Tree = {}
+        for o in self.env.get_world_objects():
+            if o.num > 0:
+                # Jericho's ``attr`` holds one 0/1 entry per attribute number: the set ones' positions are the
+                # numbers. Unpacking it is most of a tree's cost and few distinct sets occur, so each set is
+                # read once, known again by the four bytes Jericho keeps it in.
+                raw = bytes(o._attr)
+                attrs = self.attribute_sets.get(raw)
+                if attrs is None:
+                    attrs = self.attribute_sets[raw] = tuple(np.flatnonzero(o.attr).tolist())
+                tree[o.num] = (o.parent, attrs)
+        return tree
 
     def room(self, tree: Tree) -> int:
         at = self.player
         while tree[at][0] not in (0, self.rooms_root):
             at = tree[at][0]
+        return at
+
+    def here(self) -> int:
+        """The room the player is in now: ``room`` of the engine's tree, walking up from the player
+        alone (the probes ask this after every step; reading the whole tree each time was most of
+        a replay's time)."""
+        at = self.player
+        parent = self.env.get_object(at).parent
+        while parent not in (0, self.rooms_root):
+            at = parent
+            parent = self.env.get_object(at).parent
         return at
 
     def children(self, tree: Tree, parent: int) -> list[int]:
@@ -230,7 +249,7 @@ class Oracle:
         others. A direction that ends where a direction the room has no way in ends (the river's
         current moves the boat on whatever is typed) leads nowhere; one into a room that throws
         the player out again (the Loud Room) leads to that room, whose name the reply heads a line with."""
-        here = self.room(self.tree())
+        here = self.here()
         state = self.env.get_state()
         ways = self.story.objects[here].ways
         props = self.story.direction_words
@@ -239,13 +258,13 @@ class Oracle:
         if nowhere is not None:
             reply = self.env.step(nowhere)[0]
             if not self.env.game_over() and "You have died" not in reply:
-                drift = self.room(self.tree())
+                drift = self.here()
             self.env.set_state(state)
         found: dict[str, int] = {}
         replies: dict[str, str] = {}
         for direction in self.rules.directions:
             reply = self.env.step(direction)[0]
-            now = self.room(self.tree())
+            now = self.here()
             if not self.env.game_over() and "You have died" not in reply and now not in (here, drift):
                 # The room this direction's own property names, when the reply heads a line with it
                 # and the player is no longer there.
@@ -268,16 +287,16 @@ class Oracle:
         self.env.set_state(state)
         try:
             for index, step in enumerate(steps, start=1):
-                here = self.room(self.tree())
+                here = self.here()
                 expected = confirmed(here).get(step)
                 where = f"step {index} ({step}) from {self.name(here)}"
                 if expected is None:
                     return "wrong", f"{where}: the engine never showed that way there", here
                 reply = self.env.step(step)[0]
-                now = self.room(self.tree())
+                now = self.here()
                 if self.env.game_over() or "You have died" in reply or now != expected:
                     return "changed", f"{where}: {' '.join(reply.split())[:80]}", now
-            return "", "", self.room(self.tree())
+            return "", "", self.here()
         finally:
             self.env.set_state(state)
 

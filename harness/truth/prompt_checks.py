@@ -8,6 +8,7 @@ quotes, no stale memory of this game's state.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from harness.truth.engine import EngineTruth, Oracle
@@ -83,25 +84,29 @@ _COMPLAINT = re.compile(
 )
 
 
-def idle_turns(truth: EngineTruth, turn: int) -> int:
-    """Turns in a row before ``turn`` without progress, from the engine's replay: no new room, no score
-    change, nothing taken or dropped, and no reply the game had not given before (numbers aside)."""
+def idle_turns(truth: EngineTruth, turns: Iterable[int]) -> dict[int, int]:
+    """For each of ``turns``, the turns in a row before it without progress, from the engine's replay: no
+    new room, no score change, nothing taken or dropped, and no reply the game had not given before
+    (numbers aside). One pass for all: a turn's count reads only the turns before it."""
+    wanted = set(turns)
+    idle = {turn: turn - 1 for turn in wanted if turn <= 1}  # no turn before these
     seen = {truth.turns[min(truth.turns)].room_id}
     heard: set[str] = set()
     score, last_progress = 0, 0
-    for t in range(1, turn):
+    for t in range(1, max(wanted, default=0)):
         after = truth.after.get(t)
-        if after is None:
-            continue
-        reply = re.sub(r"\d+", "#", " ".join(truth.read.get(t, "").lower().split()))
-        new_reply = bool(reply) and not _COMPLAINT.match(reply) and reply not in heard
-        heard.add(reply)
-        carried = truth.turns[t].inventory != truth.turns.get(t + 1, truth.turns[t]).inventory
-        if after.score != score or after.room_id not in seen or carried or new_reply:
-            last_progress = t
-        seen.add(after.room_id)
-        score = after.score
-    return turn - 1 - last_progress
+        if after is not None:
+            reply = re.sub(r"\d+", "#", " ".join(truth.read.get(t, "").lower().split()))
+            new_reply = bool(reply) and not _COMPLAINT.match(reply) and reply not in heard
+            heard.add(reply)
+            carried = truth.turns[t].inventory != truth.turns.get(t + 1, truth.turns[t]).inventory
+            if after.score != score or after.room_id not in seen or carried or new_reply:
+                last_progress = t
+            seen.add(after.room_id)
+            score = after.score
+        if t + 1 in wanted:
+            idle[t + 1] = t - last_progress
+    return idle
 
 
 def check_turns_left(turn: int, prompt: str, max_turns: int, idle_limit: int, idle: int, verdicts: Verdicts) -> None:

@@ -177,6 +177,7 @@ def check_walkthrough(
         if len(name) > 3:
             object_names.setdefault(name, set()).add(number)
     check_objectives(run["objectives"], truth, oracle, verdicts)
+    idle = idle_turns(truth, run["prompts"].keys())
     for turn, (_, user) in sorted(run["prompts"].items()):
         if fair_play == "engine":
             check_prompt(turn, user, truth, verdicts)
@@ -189,7 +190,7 @@ def check_walkthrough(
             check_room_label(turn, user, truth, verdicts, transcript, saws[turn])
         check_route_lines(turn, user, truth, saws[turn], verdicts, fair_play == "engine")
         check_repeats(turn, user, verdicts)
-        check_turns_left(turn, user, len(commands), run["idle_limit"], idle_turns(truth, turn), verdicts)
+        check_turns_left(turn, user, len(commands), run["idle_limit"], idle[turn], verdicts)
         check_in_view(turn, user, run["replies"], truth, verdicts, saws if fair_play == "seen" else None)
         check_stale_memory(turn, user, truth, object_names, verdicts)
     if fair_play == "seen":

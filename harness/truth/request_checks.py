@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,16 @@ from harness.managers import schema_name, user_text
 from harness.truth.engine import EngineTruth, Oracle
 from harness.truth.player import WORD, PlayerSaw
 from harness.truth.prompt_text import LOOKALIKE, MEMORY_TURN, TURN_LINE, request_text
-from harness.truth.story import named_by
+from harness.truth.story import WORD_LETTERS, named_by
 from harness.truth.transcript import Transcript, room_told
 from harness.truth.verdicts import CHARS_PER_TOKEN, ROLE_BUDGETS, Verdicts
 from harness.truth.ways_checks import ItemNames, check_seen_routes, check_seen_ways
 from harness.walkthroughs import AGENT_MODEL
 
 _BATCH_TURN = re.compile(r"^Turn (\d+)\b", re.MULTILINE)
+# The runs of characters a name's pattern, bounded by ``(?<![\w'-])`` and ``(?![\w'-])``, matches whole.
+_NAME_WORD = re.compile(r"[\w'-]+")
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
 # What only the engine knows of a change: a flag without a player's word, a counter of the game's own, a
 # thing taken out of play, a hiding flag.
 _ENGINE_ONLY_CHANGE = re.compile(r": changed state\b|no object shows it|: gone from the game\b|: (?:hidden|revealed)\b")
@@ -98,6 +102,16 @@ def check_seen_requests(
     }
     system_prompt = Path(__file__).resolve().parents[2].joinpath("prompts", "agent.md").read_text(encoding="utf-8")
     instructed = WORD.findall(system_prompt.lower())
+    # What does not depend on the request, once: the names the product's own instructions use.
+    instructed_creatures = {c for c in truth.creatures if named_by(truth.nouns.get(c, frozenset()), instructed)}
+    room_in_prompt = {room for room, pattern in room_names.items() if pattern.search(system_prompt)}
+    thing_in_prompt = {name for name, pattern in thing_names.items() if pattern.search(system_prompt)}
+    thing_in_role = {
+        (name, role)
+        for role, fixed in instructions.items()
+        for name, pattern in thing_names.items()
+        if pattern.search(fixed)
+    }
     turn = min(saws)
     for body in bodies:
         text = request_text(body)
@@ -115,10 +129,10 @@ def check_seen_requests(
         for refusal in probe_replies:
             if refusal in flat and refusal not in read and refusal not in system_prompt:
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: the probe's {refusal!r}, never read")
-        said = WORD.findall(text.lower())
+        said = {word[:WORD_LETTERS] for word in WORD.findall(text.lower())}  # as the parser reads a word
         for creature in truth.creatures:
             nouns = truth.nouns.get(creature, frozenset())
-            if not named_by(nouns, words) and named_by(nouns, said) and not named_by(nouns, instructed):
+            if creature not in instructed_creatures and not nouns.isdisjoint(said) and not named_by(nouns, words):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the {creature!r} unread")
         if "carrying: " in text:
             verdicts.disagree("seen_requests", f"turn {turn} {role}: says what a creature carries")
@@ -128,14 +142,19 @@ def check_seen_requests(
             if upto in saws
             else saws[max(saws)].named | {truth.after[max(truth.after)].room_id}
         )
+        # Thousands of requests by a few hundred names: the cheap tests first, each name's regex last,
+        # only where it may match and would decide.
+        exact, ignoring_case = _NameFilter(text, ignore_case=False), _NameFilter(text, ignore_case=True)
+        read_lower = read.lower()
         for room, pattern in room_names.items():
-            unread = room not in named and rooms[room].lower() not in read.lower()
-            if unread and pattern.search(text) and not pattern.search(system_prompt):
+            unread = room not in named and rooms[room].lower() not in read_lower
+            if unread and room not in room_in_prompt and exact.may_match(rooms[room]) and pattern.search(text):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: names the room {rooms[room]!r} unread")
         for name, pattern in thing_names.items():
+            if name in thing_in_prompt or (name, role) in thing_in_role or not ignoring_case.may_match(name):
+                continue
             unread = not transcript.printed_name(name, upto) and not transcript.typed(name, upto + 1)
-            fixed = pattern.search(system_prompt) or pattern.search(instructions.get(role, ""))
-            if unread and pattern.search(text) and not fixed:
+            if unread and pattern.search(text):
                 verdicts.disagree("seen_requests", f"turn {turn} {role}: calls a thing {name!r}, the game had not")
         hidden = _ENGINE_ONLY_CHANGE.search(text)
         if hidden:
@@ -154,6 +173,36 @@ def check_seen_requests(
             for check, examples in probe.examples.items():
                 for example in examples:
                     verdicts.disagree("seen_requests", f"{role} ({check}): {example}")
+
+
+class _NameFilter:
+    r"""Whether a name's pattern (the name between ``(?<![\w'-])`` and ``(?![\w'-])``, ignoring case or
+    not) may match ``text``. A no is certain, a yes leaves it to the regex. For an ASCII name a match
+    is ASCII too (ignoring case, the only characters beyond ASCII a pattern matches to an ASCII one are
+    four letters, "K" the Kelvin sign and the like: a text with letters beyond ASCII says yes to every
+    name); so with each character beyond ASCII made a space, which only adds matches, the text still
+    holds the name (lower-cased, ignoring case) and each of its runs of ``[\w'-]`` as a run of its own."""
+
+    def __init__(self, text: str, ignore_case: bool) -> None:
+        self.ignore_case = ignore_case
+        beyond = set(_BEYOND_ASCII.findall(text))
+        self.text: str | None = None
+        self.words: set[str] = set()
+        if not (ignore_case and any(c.isalpha() for c in beyond)):
+            folded = _BEYOND_ASCII.sub(" ", text) if beyond else text
+            self.text = folded.lower() if ignore_case else folded
+            self.words = set(_NAME_WORD.findall(self.text))
+
+    def may_match(self, name: str) -> bool:
+        if self.text is None or not name.isascii():
+            return True
+        name = name.lower() if self.ignore_case else name
+        return name in self.text and all(word in self.words for word in _name_runs(name))
+
+
+@cache
+def _name_runs(name: str) -> tuple[str, ...]:
+    return tuple(_NAME_WORD.findall(name))
 
 
 # A number standing alone in a text ("#180", "(180)", "180:"; not "1.5", "x180", "180th").
@@ -186,7 +235,12 @@ def engine_room_number(text: str, rooms: dict[int, str]) -> str | None:
         # The word "room" or "location" comes before its number ("Turn 15; location: Cellar" is a turn's);
         # a room's name on either side ("[17] Maze").
         spans = [(m.start(), m.end(), every, False) for m in _PLACE_WORD.finditer(line)]
-        spans += [(m.start(), m.end(), ids_of[name], True) for name, p in mentions.items() for m in p.finditer(line)]
+        spans += [
+            (m.start(), m.end(), ids_of[name], True)
+            for name, p in mentions.items()
+            if name in line  # (a match is the name itself: the regex only where it is in the line)
+            for m in p.finditer(line)
+        ]
         for start, end, number in numbers:
             for at, to, ids, either in spans:
                 between = line[to:start] if to <= start else line[end:at] if end <= at and either else None

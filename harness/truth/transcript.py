@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from harness.truth.engine import EngineTruth
 from harness.truth.prompt_text import LOOKALIKE
@@ -69,6 +70,10 @@ class Transcript:
     printed: list[str] = field(default_factory=list)  # [t]: every reply read when asked for turn t
     # [t]: every word read when asked for turn t, cut to the dictionary's letters as the parser reads it.
     printed_words: list[frozenset[str]] = field(default_factory=list)
+    # Every command's words, each " word word " on a line of its own; [t]: where the first t commands end.
+    typed_text: str = field(init=False, default="")
+    typed_ends: list[int] = field(init=False, default_factory=list)
+    clauses: dict[int, list[tuple[str, frozenset[str]]]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         text, words = "", frozenset[str]()
@@ -78,6 +83,9 @@ class Transcript:
             tokens = _tokens(self.replies.get(turn, ""))
             text += " | " + " ".join(tokens) + " "
             words |= {w[:WORD_LETTERS] for w in tokens}
+        lines = [f" {' '.join(_tokens(c))} " for c in self.commands]
+        self.typed_text = "\n".join(lines)
+        self.typed_ends = [0, *accumulate(len(line) + 1 for line in lines)]
 
     def said(self, turn: int) -> str:
         """Turn ``turn``'s command and the game's reply to it (0: the opening text)."""
@@ -92,7 +100,9 @@ class Transcript:
     def typed(self, name: str, upto: int) -> bool:
         """The player typed ``name`` in a command before turn ``upto`` ("press red button"): its own words."""
         phrase = f" {' '.join(name_tokens(name))} "
-        return any(phrase in f" {' '.join(_tokens(c))} " for c in self.commands[: max(upto - 1, 0)])
+        # No phrase holds a line break: a phrase found before the end of the first commands is one command's.
+        end = self.typed_ends[min(max(upto - 1, 0), len(self.commands))]
+        return self.typed_text.find(phrase, 0, end) >= 0
 
     def printed_plural(self, word: str, upto: int) -> bool:
         """A one-word name the game printed only in another form its parser reads as the same word
@@ -116,10 +126,20 @@ class Transcript:
         """Some clause read before turn ``upto`` names the thing and says ``state`` of it."""
         nouns = self.nouns.get(name, frozenset())
         for turn in range(upto):
-            for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower()):
-                if named_by(nouns, _tokens(sentence)) and _STATE_SAID[state].search(sentence):
+            for sentence, words in self._clauses(turn):
+                if not nouns.isdisjoint(words) and _STATE_SAID[state].search(sentence):
                     return True
         return False
+
+    def _clauses(self, turn: int) -> list[tuple[str, frozenset[str]]]:
+        """Turn ``turn``'s clauses, lower case, each with its words as the parser reads them (``named_by``);
+        split once, for ``stated`` reads every turn's again for each thing and state."""
+        if turn not in self.clauses:
+            self.clauses[turn] = [
+                (sentence, frozenset(word[:WORD_LETTERS] for word in _tokens(sentence)))
+                for sentence in re.split(r"[.,;:!?\n]+", self.said(turn).lower())
+            ]
+        return self.clauses[turn]
 
 
 def game_name_of(shown: str, engine_name: str) -> bool:

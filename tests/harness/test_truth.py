@@ -53,8 +53,8 @@ def seen_report(game_file: Path) -> TruthReport:
 
 @ONE_REPLAY
 def test_every_prompt_agrees_with_the_engine(seen_report: TruthReport) -> None:
-    """One replay (about 30 s of CPU) at the default fair-play level, "seen", for both verdicts, so
-    no second worker repeats it: every role's request holds only what the player saw."""
+    """One replay (about 6 s of CPU, most of it the product playing) at the default fair-play level, "seen",
+    for both verdicts, so no second worker repeats it: every role's request holds only what the player saw."""
     report = seen_report
     assert report.figures["fair_play"] == "seen"
     assert report.problems == [], "the agent's prompts disagree with the engine:\n" + "\n".join(report.problems)
@@ -208,6 +208,27 @@ def test_the_coverage_check_names_what_the_replay_missed(game_file: Path) -> Non
     short = oracle.replay(walkthrough(game_file)[:12])  # West of House to the kitchen: no dark room, no river
     missed = uncovered(short)
     assert "a dark room" in missed and "the room 'Frigid River'" in missed and "'land' as a way out" in missed
+
+
+def test_the_engine_sides_tree_and_room_are_the_engines_as_the_world_moves(game_file: Path) -> None:
+    """``Oracle.tree`` reads each set of attribute flags once and knows it again by the bytes Jericho keeps
+    it in, and ``Oracle.here`` walks up from the player alone: over the whole walkthrough (the boat
+    included) the tree equals every object's flags read one by one, and ``here`` the tree's room."""
+    oracle = Oracle(game_file)
+    rooms: set[int] = set()
+    boated = False
+    for command in played_walkthrough(game_file):
+        tree = oracle.tree()
+        assert tree == {
+            o.num: (o.parent, tuple(i for i, bit in enumerate(o.attr) if bit))
+            for o in oracle.env.get_world_objects()
+            if o.num > 0
+        }
+        assert oracle.here() == oracle.room(tree)
+        rooms.add(oracle.here())
+        boated |= tree[oracle.player][0] != oracle.here()
+        oracle.env.step(command)
+    assert len(rooms) > 80 and boated  # the walkthrough goes everywhere it wins by, the river by boat
 
 
 def test_the_engine_side_imports_nothing_of_the_product() -> None:
