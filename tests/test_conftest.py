@@ -42,7 +42,7 @@ def run_pytest(home: Path, *args: str, **env_extra: str) -> subprocess.Completed
 
 
 def test_without_a_story_file_the_game_tests_skip_with_one_reason(tmp_path: Path) -> None:
-    proc = run_pytest(tmp_path, GAME_TESTS)
+    proc = run_pytest(tmp_path, "-n", "0", GAME_TESTS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " error" not in proc.stdout and "failed" not in proc.stdout
     skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
@@ -58,7 +58,7 @@ def test_the_story_file_in_the_per_user_cache_is_found(tmp_path: Path, game_file
     cache = tmp_path / ".cache" / "zorkgpt"
     cache.mkdir(parents=True)
     shutil.copyfile(game_file, cache / "zork1.z5")
-    proc = run_pytest(tmp_path, GAME_TESTS)
+    proc = run_pytest(tmp_path, "-n", "0", GAME_TESTS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "skipped" not in proc.stdout and " passed" in proc.stdout
 

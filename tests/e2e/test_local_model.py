@@ -139,7 +139,7 @@ def _play(
         # A small model rambles; the caps keep a turn to seconds (a cut-off reply is a fallback turn).
         "ZORKGPT_AGENT_SAMPLING_MAX_TOKENS": "200",
         "ZORKGPT_EXTRACTOR_SAMPLING_MAX_TOKENS": "200",
-        "ZORKGPT_MEMORY_SAMPLING_MAX_TOKENS": "300",
+        "ZORKGPT_MEMORY_SAMPLING_MAX_TOKENS": "150",
         # Greedy decoding: llama.cpp samples with a random seed by default, so the same prompt could
         # be read one run and cut off the next; at temperature 0 a run repeats itself.
         "ZORKGPT_AGENT_SAMPLING_TEMPERATURE": "0",
@@ -240,7 +240,16 @@ def test_without_a_preset_the_client_finds_what_llama_cpp_accepts(
     """No provider named: the client asks for json_schema first, llama-cpp-python refuses it (an
     HTTP 500 naming response_format), and from then on json_object is used: one refusal per model
     for the run, every other request accepted."""
-    _, figures = _play(llama_server, tmp_path, game_file, NO_PRESET_TURNS, ZORKGPT_LLM_PROVIDER="")
+    # The agent's replies capped shorter: their content is not what this test reads, and the schema
+    # copied into the prompt made each request the slowest of the module.
+    _, figures = _play(
+        llama_server,
+        tmp_path,
+        game_file,
+        NO_PRESET_TURNS,
+        ZORKGPT_LLM_PROVIDER="",
+        ZORKGPT_AGENT_SAMPLING_MAX_TOKENS="120",
+    )
     _assert_played(figures, NO_PRESET_TURNS)
     refusals = [s for s in llama_server.statuses()[-figures["requests"] :] if s != 200]
     assert refusals == [500], "one json_schema refusal, then remembered for every role"
