@@ -137,20 +137,19 @@ class Oracle:
         return tree
 
     def room(self, tree: Tree) -> int:
-        at = self.player
-        while tree[at][0] not in (0, self.rooms_root):
-            at = tree[at][0]
-        return at
+        return self._room_above_player(lambda number: tree[number][0])
 
     def here(self) -> int:
         """The room the player is in now: ``room`` of the engine's tree, walking up from the player
         alone (the probes ask this after every step; reading the whole tree each time was most of
         a replay's time)."""
+        return self._room_above_player(lambda number: self.env.get_object(number).parent)
+
+    def _room_above_player(self, parent_of: Callable[[int], int]) -> int:
+        """The player's room: up from the player to the object whose parent is the rooms' root (or none)."""
         at = self.player
-        parent = self.env.get_object(at).parent
-        while parent not in (0, self.rooms_root):
+        while (parent := parent_of(at)) not in (0, self.rooms_root):
             at = parent
-            parent = self.env.get_object(at).parent
         return at
 
     def children(self, tree: Tree, parent: int) -> list[int]:
