@@ -241,6 +241,11 @@ class _LearningFileEvent(EpisodeEvent):
     def event_type(self) -> str:
         return learning_file_event(self.file, self.PROBLEM)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "PROBLEM" in cls.__dict__:  # the family's events: each learning file's name for the problem
+            cls.EVENTS = _file_names(cls.PROBLEM)
+
     @classmethod
     def fields_from_name(cls, name: str) -> dict[str, Any]:
         return {"file": name.removesuffix(f"_{cls.PROBLEM}")}
@@ -255,7 +260,6 @@ class LearningFileLockTimeout(_LearningFileEvent):
     """Another process held the file's lock too long: the update (or the clean-up at the start) is skipped."""
 
     PROBLEM = LearningFileProblem.LOCK_TIMEOUT
-    EVENTS = _file_names(LearningFileProblem.LOCK_TIMEOUT)
 
     # The update's turn; the clean-up of leftover temp files at the start has none and writes no key.
     turn: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
@@ -267,7 +271,6 @@ class LearningFileUnreadable(_LearningFileEvent):
     """The file could not be read: it is kept as it is and the update is not saved."""
 
     PROBLEM = LearningFileProblem.FILE_UNREADABLE
-    EVENTS = _file_names(LearningFileProblem.FILE_UNREADABLE)
 
     turn: int | None
     path: str
@@ -279,7 +282,6 @@ class LearningFileSaveError(_LearningFileEvent):
     """The file could not be written (a full or read-only disk)."""
 
     PROBLEM = LearningFileProblem.SAVE_ERROR
-    EVENTS = _file_names(LearningFileProblem.SAVE_ERROR)
 
     turn: int | None
     path: str
@@ -291,7 +293,6 @@ class LearningFileTooLarge(_LearningFileEvent):
     """The update would take the file over its size cap: it is not saved."""
 
     PROBLEM = LearningFileProblem.FILE_TOO_LARGE
-    EVENTS = _file_names(LearningFileProblem.FILE_TOO_LARGE)
 
     turn: int | None
     path: str  # the file that would be too large (the learning file or one written with it)
@@ -303,7 +304,6 @@ class LearningFileCleanupError(_LearningFileEvent):
     """Leftover temp files beside the file could not be removed."""
 
     PROBLEM = LearningFileProblem.CLEANUP_ERROR
-    EVENTS = _file_names(LearningFileProblem.CLEANUP_ERROR)
 
     path: str
     error: str
@@ -314,6 +314,5 @@ class LearningFileTempRemoved(_LearningFileEvent):
     """A half-written file a killed run left, removed."""
 
     PROBLEM = LearningFileProblem.TEMP_FILE_REMOVED
-    EVENTS = _file_names(LearningFileProblem.TEMP_FILE_REMOVED)
 
     path: str  # the removed file

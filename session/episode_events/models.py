@@ -87,6 +87,11 @@ class _HelperModelEvent(EpisodeEvent):
     def event_type(self) -> str:
         return helper_model_event(self.manager, self.PROBLEM)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "PROBLEM" in cls.__dict__:  # the family's events: each helper model's name for the problem
+            cls.EVENTS = _helper_names(cls.PROBLEM)
+
     @classmethod
     def fields_from_name(cls, name: str) -> dict[str, Any]:
         return {"manager": name.removesuffix(f"_{cls.PROBLEM}")}
@@ -101,7 +106,6 @@ class HelperModelLLMError(_HelperModelEvent):
     """A helper model's call failed past its retries: the manager skips its update for the turn."""
 
     PROBLEM = HelperModelProblem.LLM_ERROR
-    EVENTS = _helper_names(HelperModelProblem.LLM_ERROR)
 
     turn: int
     error: str
@@ -112,7 +116,6 @@ class HelperModelMalformedReply(_HelperModelEvent):
     """A helper model's reply did not fit its schema: the manager skips its update for the turn."""
 
     PROBLEM = HelperModelProblem.MALFORMED_REPLY
-    EVENTS = _helper_names(HelperModelProblem.MALFORMED_REPLY)
 
     turn: int
     error: str  # cut to a length
