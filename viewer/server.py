@@ -36,6 +36,9 @@ from viewer.workdir import EpisodeNotFoundError, GameWorkdir
 logger = logging.getLogger("zorkgpt.viewer")
 
 DEFAULT_HOST = "127.0.0.1"
+# How often the background viewer's loop looks for a stop between requests (an idle wake-up costs
+# microseconds): the longest a run's end waits for its viewer.
+_STOP_POLL_SECONDS = 0.05
 STATIC_FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
@@ -183,6 +186,10 @@ def start_viewer(
 ) -> RunningViewer:
     """Serve ``workdir`` from a background thread (used by ``main.py --view`` while it plays)."""
     server = make_server(workdir, port, host, files)
-    thread = threading.Thread(target=server.serve_forever, name="zorkgpt-viewer", daemon=True)
+    # close() waits for the serving loop to notice the stop, which it checks between polls: at the
+    # default half second every `main.py --view` run's end (and every test's viewer) waited for it.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": _STOP_POLL_SECONDS}, name="zorkgpt-viewer", daemon=True
+    )
     thread.start()
     return RunningViewer(server, thread)
