@@ -84,20 +84,21 @@ def test_a_server_that_speaks_only_2025_is_reached_in_auto_mode(tmp_path: Path) 
 
 @pytest.mark.parametrize("way", sorted(REVISIONS))
 def test_progress_keeps_a_long_call_alive_past_its_timeout_and_is_logged(tmp_path: Path, way: str) -> None:
-    """The call runs ~4 s with a 2 s timeout: it ends only because each progress notification
-    moves the timeout on. The log gets the first notification and then at most four a second."""
-    scenario = protocol_scenario(tmp_path, REVISIONS[way][0], tool_call_timeout_seconds=2)
+    """The call runs ~2 s with a 1 s timeout: it ends only because each progress notification
+    (one every 0.1 s, ten to the timeout) moves the timeout on. The log gets the first
+    notification and then at most four a second."""
+    scenario = protocol_scenario(tmp_path, REVISIONS[way][0], tool_call_timeout_seconds=1)
 
     async def body(m: MCPManager) -> Any:
-        return (await m.call_tool("p__steady", {"steps": 40, "interval": 0.1})).content
+        return (await m.call_tool("p__steady", {"steps": 20, "interval": 0.1})).content
 
-    assert scenario.run(body) == "done after 40"
+    assert scenario.run(body) == "done after 20"
     progress = events(scenario, "mcp_tool_progress")
     assert progress, "no progress was logged"
-    assert progress[0].progress == 1 and progress[0].total == 40 and progress[0].progress_message == "step 1"
+    assert progress[0].progress == 1 and progress[0].total == 20 and progress[0].progress_message == "step 1"
     assert progress[0].tool_name == "p.steady" and progress[0].server_name == "p"
-    assert len(progress) < 40  # not one line per notification
-    assert progress[-1].notifications <= 40
+    assert len(progress) < 20  # not one line per notification
+    assert progress[-1].notifications <= 20
 
 
 @pytest.mark.parametrize("way", sorted(REVISIONS))
@@ -137,13 +138,13 @@ def test_over_http_the_revision_is_agreed_and_progress_flows(tmp_path: Path) -> 
     with http_server("tests.mcp_test_servers.protocol_server", env={NOTES_ENV: str(notes)}) as server:
         config_path = write_mcp_config(tmp_path / "cfg", {"p": {"url": server.url}})
         logger, handler = capture_logger(f"test.mcp.source.{uuid.uuid4().hex}")
-        config = make_config(config_path, tmp_path, session_lifetime="episode", tool_call_timeout_seconds=2)
+        config = make_config(config_path, tmp_path, session_lifetime="episode", tool_call_timeout_seconds=1)
         scenario = Scenario(MCPManager(config, logger, redactor=Redactor()), handler)
 
         async def body(m: MCPManager) -> Any:
-            return (await m.call_tool("p__steady", {"steps": 30, "interval": 0.1})).content
+            return (await m.call_tool("p__steady", {"steps": 15, "interval": 0.1})).content
 
-        assert scenario.run(body) == "done after 30"
+        assert scenario.run(body) == "done after 15"
     (connect,) = events(scenario, "mcp_session_connect")
     assert connect.protocol_version == "2026-07-28"
     assert events(scenario, "mcp_tool_progress")

@@ -266,11 +266,11 @@ def test_a_slow_start_is_warned_about_once_naming_the_server_its_time_and_the_se
 ) -> None:
     """A start that takes more than half the timeout: the run goes on, and the warning names the
     server, how long it took, the timeout and the setting to raise (once an episode, not every turn).
-    The server sleeps 2.6 s before answering: slower than half of 5 s whatever the load, and its
-    answer after the sleep is a few milliseconds of the 2.4 s left."""
-    slow = raw_entry(env={"RAW_SERVER_START_DELAY": "2.6"})
+    The server sleeps 1.6 s before answering: slower than half of 3 s whatever the load, and its
+    answer after the sleep (the raw server imports no SDK) is a few milliseconds of the 1.4 s left."""
+    slow = raw_entry(env={"RAW_SERVER_START_DELAY": "1.6"})
     episode = Episode(
-        tmp_path, {"slow": slow, "quick": raw_entry()}, server_startup_timeout_seconds=5, session_lifetime=lifetime
+        tmp_path, {"slow": slow, "quick": raw_entry()}, server_startup_timeout_seconds=3, session_lifetime=lifetime
     )
     with async_hygiene(episode.handler) as report:
         episode.play()
@@ -281,8 +281,8 @@ def test_a_slow_start_is_warned_about_once_naming_the_server_its_time_and_the_se
     (warning,) = episode.events("mcp_server_slow_start")
     message = warning.getMessage()
     assert warning.levelno == logging.WARNING and warning.server_name == "slow"
-    assert message.startswith("MCP server 'slow' took ") and " s to start, more than 50% of the 5 s allowed" in message
-    assert 2.6 <= warning.start_seconds < 5
+    assert message.startswith("MCP server 'slow' took ") and " s to start, more than 50% of the 3 s allowed" in message
+    assert 1.6 <= warning.start_seconds < 3
     assert "Raise server_startup_timeout_seconds under [tool.zorkgpt.mcp]" in message
     assert not episode.manager.disabled_servers()
 
@@ -686,7 +686,7 @@ def test_a_dropped_remote_server_gets_tries_with_backoff_before_a_failure_counts
 
 # -- servers that never answer --------------------------------------------------------------------------
 # The raw server reads the named request and never answers it. Each wait is bounded by a setting
-# (the call timeout here: 2 s, the startup timeout: 4 s or less), so no test waits on the clock of a loaded
+# (the call timeout here: 1 s, the startup timeout: 4 s or less), so no test waits on the clock of a loaded
 # machine: a server that never answers makes every bound run out, however slow the machine is.
 
 
@@ -699,7 +699,7 @@ def silent_episode(tmp_path: Path, method: str, startup_timeout: float = 4, **en
         tmp_path,
         {"s": silent_entry(method, **entry)},
         session_lifetime="episode",
-        tool_call_timeout_seconds=2,
+        tool_call_timeout_seconds=1,
         server_startup_timeout_seconds=startup_timeout,
     )
 
@@ -729,13 +729,13 @@ def test_a_server_that_never_relists_its_changed_tools_is_reconnected_within_the
     with async_hygiene(episode.handler) as report:
         first = episode.play(pid_of_silent)
         assert episode.play(lambda m: call(m, "s__grow")) == "grown"
-        # The next turn lists the tools again: no answer within 2 s, so the server is started afresh.
+        # The next turn lists the tools again: no answer within 1 s, so the server is started afresh.
         second = episode.play(pid_of_silent)
         assert second != first
         assert "s__echo" in episode.tool_names
         (unhealthy,) = episode.events("mcp_server_unhealthy")
         assert unhealthy.server_name == "s"
-        assert "it said its tools changed, then MCP server 's' did not finish listing its tools within 2s" in (
+        assert "it said its tools changed, then MCP server 's' did not finish listing its tools within 1s" in (
             unhealthy.getMessage()
         )
         assert episode.play(lambda m: call(m, "s__echo", {"text": "on"})) == "on"  # the episode goes on
@@ -750,11 +750,11 @@ async def pid_of_silent(m: MCPManager) -> int:
 @pytest.mark.parametrize(
     ("method", "tool", "arguments", "said"),
     [
-        ("tools/call@1", "s__echo", {"text": "hi"}, r"MCP tool s\.echo timed out after 2s"),
-        ("resources/read", "s__read_resource", {"uri": "raw://note"}, r"did not finish reading raw://note within 2s"),
-        ("resources/list@2", "s__list_resources", {}, r"did not finish listing its resources within 2s"),
+        ("tools/call@1", "s__echo", {"text": "hi"}, r"MCP tool s\.echo timed out after 1s"),
+        ("resources/read", "s__read_resource", {"uri": "raw://note"}, r"did not finish reading raw://note within 1s"),
+        ("resources/list@2", "s__list_resources", {}, r"did not finish listing its resources within 1s"),
         # The server asks for a form (declined: the entry does not opt in), then never answers the call.
-        ("", "s__ask", {}, r"MCP tool s\.ask timed out after 2s"),
+        ("", "s__ask", {}, r"MCP tool s\.ask timed out after 1s"),
     ],
     ids=["tools-call", "resources-read", "resources-list", "after-an-elicitation"],
 )
@@ -792,7 +792,7 @@ def test_a_resource_listing_never_answered_at_start_leaves_only_the_resource_too
 @pytest.mark.parametrize(
     ("method", "prompt", "said"),
     [
-        ("prompts/get", "hint", "did not finish getting the prompt 'hint' within 2s"),
+        ("prompts/get", "hint", "did not finish getting the prompt 'hint' within 1s"),
         # A prompt the server refuses is looked up in its listing, which never comes either.
         ("prompts/list", "nope", "failed getting the prompt 'nope'"),
     ],
