@@ -228,13 +228,13 @@ def test_the_bundled_models_server_dies_with_a_killed_main(tmp_path: Path, game_
 # -- the bundled model's port is this run's ---------------------------------------------------------
 
 # A stand-in for llama.cpp's server, run as the bundled server's program is (``FD MODEL ALIAS N_CTX``):
-# it "loads" for a while, then serves its model's name on the socket it was handed. It is llama.cpp
-# itself that answers in the tests that play on the bundled model.
-SLOW_LOADING_SERVER = """
+# it "loads" for LOAD_SECONDS, then serves its model's name on the socket it was handed. It is
+# llama.cpp itself that answers in the tests that play on the bundled model.
+STAND_IN_SERVER = """
 import json, socket, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 fd, model, alias, n_ctx = sys.argv[1:]
-time.sleep(3)
+time.sleep(LOAD_SECONDS)
 class Models(BaseHTTPRequestHandler):
     def do_GET(self):
         body = json.dumps({"data": [{"id": alias}]}).encode()
@@ -249,6 +249,13 @@ server.socket.close()
 server.socket = socket.socket(fileno=int(fd))
 server.serve_forever()
 """
+
+
+def stand_in(load_seconds: float) -> str:
+    """The stand-in's program, loading for ``load_seconds``: long enough for another process to try
+    the port meanwhile where that is the subject, no time at all where it is not."""
+    return STAND_IN_SERVER.replace("LOAD_SECONDS", repr(load_seconds))
+
 
 # Another local process: binds the port it is given and answers every request as the bundled model,
 # with its own name in the reply; prints whether it could bind.
@@ -284,7 +291,7 @@ def test_no_other_process_can_take_the_bundled_models_port_while_it_loads(
     """A local process that binds the port before the server does would get every prompt; the run's
     socket is held from the moment the port is chosen, so the impostor cannot bind it."""
     skip_without_local_packages()
-    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
+    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", stand_in(3), raising=False)
     server = EmbeddedModelServer(start_timeout=300)
     impostors: list[subprocess.Popen[str]] = []
     said: list[str] = []
@@ -323,7 +330,7 @@ def test_a_bundled_server_that_dies_mid_run_is_named_with_its_exit_code(
     """Killed mid-run (the OOM killer, say): every request to its address is answered with why, and its
     port stays the run's, so no other process can take the prompts meant for it."""
     skip_without_local_packages()
-    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", SLOW_LOADING_SERVER, raising=False)
+    monkeypatch.setattr(embedded_model, "SERVER_PROGRAM", stand_in(0), raising=False)
     with EmbeddedModelServer(start_timeout=300) as server:
         assert server.process is not None
         server.process.send_signal(signal.SIGKILL)
