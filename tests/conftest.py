@@ -25,6 +25,7 @@ from session.errors import ConfigError, StoryFileError
 from session.game_configuration import API_KEY_ENV_VARS, GameConfiguration
 from session.redaction import SECRET_ENV_VARS
 from tests.mcp_test_servers.helpers import HTTPServer, http_server
+from tests.viewer_support import copy_of_critic_and_tools
 from tool_loop.events import LoopEvent
 
 ConfigFactory = Callable[..., GameConfiguration]
@@ -93,6 +94,17 @@ def thoughtbox_http() -> Iterator[HTTPServer]:
 
 
 @pytest.fixture
+def critic_and_tools(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, game_file: Path) -> Path:
+    """The folder of an episode main.py played with critic rejections and failing tool calls
+    (tests/viewer_support.py), in a copy of the test's own: played once for the whole run, not once
+    for each of the four tests (of three areas) that read it."""
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker has a folder of its own inside the run's, which every worker sees.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return copy_of_critic_and_tools(shared, tmp_path, game_file)
+
+
+@pytest.fixture
 def llm_server() -> Iterator[ScriptedLLMServer]:
     """The scripted OpenAI-compatible provider on 127.0.0.1, stopped after the test."""
     server = ScriptedLLMServer().start()
@@ -128,8 +140,8 @@ def game_file() -> Path:
 _SKIP_LINE = sys._getframe().f_lineno  # where -rs points for the skips below
 
 
-# Session fixtures that start a server process: a test using one is end-to-end wherever it lives.
-_PROCESS_FIXTURES = frozenset({"thoughtbox_http"})
+# Fixtures that start a process of ours (a server, main.py): a test using one is end-to-end wherever it lives.
+_PROCESS_FIXTURES = frozenset({"thoughtbox_http", "critic_and_tools"})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,7 +17,9 @@ The four turns, from West of House:
 
 from __future__ import annotations
 
+import fcntl
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,25 @@ def play_critic_and_tools(llm_server: ScriptedLLMServer, tmp_path: Path, game_fi
     assert done.returncode == 0, done.stderr
     (episode,) = episodes_dir(tmp_path / "runs").iterdir()
     return episode
+
+
+def copy_of_critic_and_tools(shared: Path, tmp_path: Path, game_file: Path) -> Path:
+    """This episode's folder in a copy of its own under ``tmp_path``, played once for all the tests
+    that share ``shared`` (a run's folder, seen by every xdist worker): the first to ask plays it
+    under a lock, the others wait for it and copy. A test may change its copy (the browser test
+    writes learning files). A failed play leaves nothing behind, so the next test plays again and
+    fails with its own cause."""
+    played = shared / "critic-and-tools"
+    with (shared / "critic-and-tools.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not played.is_dir():
+            server = ScriptedLLMServer().start()
+            try:
+                play_critic_and_tools(server, shared / "critic-and-tools.playing", game_file)
+            finally:
+                server.stop()
+            (shared / "critic-and-tools.playing").rename(played)
+    (episode,) = episodes_dir(played / "runs").iterdir()
+    copy = tmp_path / "critic-and-tools"
+    shutil.copytree(played, copy, symlinks=True)
+    return copy / episode.relative_to(played)

@@ -32,7 +32,6 @@ from session.episode_folder import EpisodeFolder, episodes_dir
 from session.redaction import Redactor
 from tests.main_support import NO_LEARNING, REPO, clean_env, fill_disk, run_main, scripted_env, small_disk
 from tests.mcp_test_servers.helpers import misbehaving_entry, raw_entry, write_mcp_config
-from tests.viewer_support import play_critic_and_tools
 
 pytestmark = pytest.mark.e2e
 
@@ -539,9 +538,9 @@ def test_no_known_secret_reaches_the_run_folder_from_an_error_line(
 
 
 def test_refused_and_unknown_tool_calls_count_as_failed_in_the_run_report(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path
+    critic_and_tools: Path, tmp_path: Path
 ) -> None:
-    episode = play_critic_and_tools(llm_server, tmp_path / "played", game_file)
+    episode = critic_and_tools
     out = tmp_path / "report"
     assert run_report.main(["report", str(episode), "--out", str(out)]) == 0
     (row,) = list(csv.DictReader((out / "results.csv").open()))

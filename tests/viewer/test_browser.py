@@ -38,7 +38,7 @@ from orchestration.episode_runner import EpisodeRunner
 from session.game_state import GameState
 from session.redaction import Redactor
 from tests.mcp_test_servers.helpers import REPO_ROOT, raw_entry, write_mcp_config
-from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL, play_critic_and_tools
+from tests.viewer_support import CRITIC_REFUSAL, ECHO_TEXT, TURNS, UNKNOWN_TOOL
 from tests.walkthrough_turns import walkthrough_map as walkthrough_graph
 from tests.walkthrough_turns import walkthrough_turns
 from viewer.server import RunningViewer, start_viewer
@@ -319,9 +319,9 @@ def test_running_episode_updates_without_reloading(
 
 
 def test_turns_show_refused_proposals_and_tool_calls_as_they_happened(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, page: playwright_api.Page
+    critic_and_tools: Path, tmp_path: Path, page: playwright_api.Page
 ) -> None:
-    episode = play_critic_and_tools(llm_server, tmp_path, game_file)
+    episode = critic_and_tools
     events = read_events(episode)
     failed = [e for e in events if e["event_type"] in ("mcp_tool_error", "mcp_tool_timeout") or e.get("is_error")]
     running = start_viewer(episode.parent.parent, port=0)
@@ -409,9 +409,9 @@ def in_view(page: playwright_api.Page, inner: str, outer: str) -> bool:
 
 
 def test_a_long_games_map_memories_and_knowledge_read_well_on_a_wide_and_a_narrow_screen(
-    llm_server: ScriptedLLMServer, tmp_path: Path, game_file: Path, browser: playwright_api.Browser
+    critic_and_tools: Path, tmp_path: Path, game_file: Path, browser: playwright_api.Browser
 ) -> None:
-    episode = play_critic_and_tools(llm_server, tmp_path, game_file)
+    episode = critic_and_tools
     workdir = episode.parent.parent
     learnt = workdir / "zork1"  # Zork I's learning files, in the game's own folder
     # The house's own contradiction, as this episode mapped it: Behind House → west is the Kitchen.

@@ -31,7 +31,7 @@ from session.episode_folder import EPISODES_DIR, EpisodeFolder, episodes_dir
 from session.game_configuration import FilesSection
 from session.game_state import GameState
 from tests.main_support import REPO, MainProcess, as_another_user, clean_env, scripted_env
-from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL, play_critic_and_tools
+from tests.viewer_support import BAD_ARGUMENTS, UNKNOWN_TOOL
 from tests.viewer_support import TURNS as SCRIPTED_TURNS
 from viewer.server import RunningViewer, start_viewer
 
@@ -652,16 +652,6 @@ def test_python_m_viewer_on_all_addresses_warns_and_still_checks_the_host(
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-
-
-@pytest.fixture(scope="module")
-def critic_and_tools(tmp_path_factory: pytest.TempPathFactory, game_file: Path) -> Path:
-    """The folder of an episode main.py played with critic rejections and failing tool calls."""
-    server = ScriptedLLMServer().start()
-    try:
-        return play_critic_and_tools(server, tmp_path_factory.mktemp("critic-tools"), game_file)
-    finally:
-        server.stop()
 
 
 @pytest.mark.e2e
