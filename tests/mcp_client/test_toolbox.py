@@ -777,8 +777,8 @@ def test_a_call_the_server_never_answers_ends_within_the_call_timeout(
 def test_a_resource_listing_never_answered_at_start_leaves_only_the_resource_tools_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The listing's bound (the ping's, under the startup timeout) cut to 1 s: its answer never comes.
-    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 1.0)
+    # The listing's bound (the ping's, under the startup timeout) cut to 0.5 s: its answer never comes.
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 0.5)
     episode = silent_episode(tmp_path, "resources/list")
     with async_hygiene(episode.handler) as report:
         episode.play()
@@ -817,8 +817,8 @@ def test_a_health_check_never_answered_reconnects_the_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     """ping in 2025-11-25, server/discover in 2026-07-28 (pinned: the raw server has no discover).
-    The check's bound is cut from 5 s to 1: what it waits for never comes, so only the wait differs."""
-    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 1.0)
+    The check's bound is cut from 5 s to 0.5: what it waits for never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.toolbox.PING_TIMEOUT_SECONDS", 0.5)
     protocol = "2026-07-28" if method == "server/discover" else "2025-11-25"
     episode = silent_episode(tmp_path, method, protocol=protocol)
     with async_hygiene(episode.handler) as report:
@@ -835,8 +835,8 @@ def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lifetime: str
 ) -> None:
     """A 2026-07-28 server listens for changes on its own request; listening is optional. The
-    acknowledgement's bound is cut from 5 s to 1: it never comes, so only the wait differs."""
-    monkeypatch.setattr("mcp_client.source.LISTEN_ACK_SECONDS", 1.0)
+    acknowledgement's bound is cut from 5 s to 0.5: it never comes, so only the wait differs."""
+    monkeypatch.setattr("mcp_client.source.LISTEN_ACK_SECONDS", 0.5)
     episode = Episode(
         tmp_path,
         {"s": silent_entry("subscriptions/listen", protocol="2026-07-28")},
@@ -848,7 +848,7 @@ def test_a_server_that_never_acknowledges_listen_is_used_without_change_notices(
             assert episode.play(lambda m: call(m, "s__echo", {"text": "heard"})) == "heard"
         (warning,) = episode.events("mcp_listen_unacknowledged")  # once, however often it started
         assert warning.server_name == "s"
-        assert "MCP server 's' did not acknowledge subscriptions/listen within 1s" in warning.getMessage()
+        assert "MCP server 's' did not acknowledge subscriptions/listen within 0.5s" in warning.getMessage()
         assert episode.events("mcp_session_connect_failed") == []
         episode.close()
     assert_clean(report)
