@@ -123,6 +123,39 @@ class EpisodeEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubjectProblemEvent(EpisodeEvent):
+    """A family of events named ``<subject>_<problem>`` (``memory_lock_timeout``, ``critic_llm_error``):
+    one record per problem, each standing for every subject's name for it (``EVENTS``, derived here).
+
+    A family declares its subject's field (marked ``FROM_NAME``: the name says it, so it is not
+    written), names that field in ``SUBJECT_FIELD``, lists its subjects in ``SUBJECTS`` and gives
+    ``event_name``, which builds a name and refuses a subject the event list does not know; each of
+    its records sets only its ``PROBLEM``.
+    """
+
+    PROBLEM: ClassVar[str]
+    SUBJECT_FIELD: ClassVar[str]
+    SUBJECTS: ClassVar[tuple[str, ...]]
+
+    @staticmethod
+    def event_name(subject: str, problem: Any) -> str:
+        raise NotImplementedError
+
+    @property
+    def event_type(self) -> str:
+        return self.event_name(getattr(self, self.SUBJECT_FIELD), self.PROBLEM)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "PROBLEM" in cls.__dict__:  # a record of the family: every subject's name for its problem
+            cls.EVENTS = tuple(cls.event_name(subject, cls.PROBLEM) for subject in cls.SUBJECTS)
+
+    @classmethod
+    def fields_from_name(cls, name: str) -> dict[str, Any]:
+        return {cls.SUBJECT_FIELD: name.removesuffix(f"_{cls.PROBLEM}")}
+
+
+@dataclass(frozen=True, kw_only=True)
 class UnknownEvent(EpisodeEvent):
     """A line whose event this version does not know (a newer version's, or a user's own)."""
 

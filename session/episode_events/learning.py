@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from session.episode_events.base import FROM_NAME, OMITTED_WHEN_NONE, EpisodeEvent, record
+from session.episode_events.base import FROM_NAME, OMITTED_WHEN_NONE, EpisodeEvent, SubjectProblemEvent, record
 from session.events import LEARNING_FILES, Event, LearningFileProblem, learning_file_event
 
 # -- the critic and the extractor ------------------------------------------------------------
@@ -230,29 +230,15 @@ class LearningFileMoved(EpisodeEvent):
 
 
 @record
-class _LearningFileEvent(EpisodeEvent):
+class _LearningFileEvent(SubjectProblemEvent):
     """A learning file's problem; the event is ``<file>_<problem>`` (``memory_lock_timeout``)."""
 
     PROBLEM: ClassVar[LearningFileProblem]
+    SUBJECT_FIELD = "file"
+    SUBJECTS = LEARNING_FILES
+    event_name = staticmethod(learning_file_event)
 
     file: str = field(metadata=FROM_NAME)  # which learning file: one of ``LEARNING_FILES``
-
-    @property
-    def event_type(self) -> str:
-        return learning_file_event(self.file, self.PROBLEM)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "PROBLEM" in cls.__dict__:  # the family's events: each learning file's name for the problem
-            cls.EVENTS = _file_names(cls.PROBLEM)
-
-    @classmethod
-    def fields_from_name(cls, name: str) -> dict[str, Any]:
-        return {"file": name.removesuffix(f"_{cls.PROBLEM}")}
-
-
-def _file_names(problem: LearningFileProblem) -> tuple[str, ...]:
-    return tuple(learning_file_event(file, problem) for file in LEARNING_FILES)
 
 
 @record

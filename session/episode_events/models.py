@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, ClassVar
 
-from session.episode_events.base import FROM_NAME, EpisodeEvent, record
+from session.episode_events.base import FROM_NAME, EpisodeEvent, SubjectProblemEvent, record
 from session.events import HELPER_MODELS, Event, HelperModelProblem, helper_model_event
 
 
@@ -76,29 +76,15 @@ class LangfuseError(EpisodeEvent):
 
 
 @record
-class _HelperModelEvent(EpisodeEvent):
+class _HelperModelEvent(SubjectProblemEvent):
     """A helper model's reply that could not be used; the event is ``<manager>_<problem>`` (``critic_llm_error``)."""
 
     PROBLEM: ClassVar[HelperModelProblem]
+    SUBJECT_FIELD = "manager"
+    SUBJECTS = HELPER_MODELS
+    event_name = staticmethod(helper_model_event)
 
     manager: str = field(metadata=FROM_NAME)  # the manager whose model it is: one of ``HELPER_MODELS``
-
-    @property
-    def event_type(self) -> str:
-        return helper_model_event(self.manager, self.PROBLEM)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "PROBLEM" in cls.__dict__:  # the family's events: each helper model's name for the problem
-            cls.EVENTS = _helper_names(cls.PROBLEM)
-
-    @classmethod
-    def fields_from_name(cls, name: str) -> dict[str, Any]:
-        return {"manager": name.removesuffix(f"_{cls.PROBLEM}")}
-
-
-def _helper_names(problem: HelperModelProblem) -> tuple[str, ...]:
-    return tuple(helper_model_event(manager, problem) for manager in HELPER_MODELS)
 
 
 @record
