@@ -123,18 +123,20 @@ def copy_of_critic_and_tools(shared: Path, tmp_path: Path, game_file: Path) -> P
     """This episode's folder in a copy of its own under ``tmp_path``, played once for all the tests
     that share ``shared`` (a run's folder, seen by every xdist worker): the first to ask plays it
     under a lock, the others wait for it and copy. A test may change its copy (the browser test
-    writes learning files). A failed play leaves nothing behind, so the next test plays again and
-    fails with its own cause."""
-    played = shared / "critic-and-tools"
+    writes learning files). A play that failed is not kept: the next test clears what it left and
+    plays afresh, failing with its own cause."""
+    played, playing = shared / "critic-and-tools", shared / "critic-and-tools.playing"
     with (shared / "critic-and-tools.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not played.is_dir():
+            if playing.exists():
+                shutil.rmtree(playing)
             server = ScriptedLLMServer().start()
             try:
-                play_critic_and_tools(server, shared / "critic-and-tools.playing", game_file)
+                play_critic_and_tools(server, playing, game_file)
             finally:
                 server.stop()
-            (shared / "critic-and-tools.playing").rename(played)
+            playing.rename(played)
     (episode,) = episodes_dir(played / "runs").iterdir()
     copy = tmp_path / "critic-and-tools"
     shutil.copytree(played, copy, symlinks=True)
