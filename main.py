@@ -632,7 +632,11 @@ def play(args: argparse.Namespace, config: GameConfiguration, signals: StopSigna
                 [
                     # A known game is named, so that a configured game does not send the episode beside its file.
                     GameEpisodes(
-                        plan.story_file, plan.first_seed, args.episodes, plan.game.name if plan.game.known else None
+                        plan.story_file,
+                        plan.first_seed,
+                        args.episodes,
+                        plan.game.name if plan.game.known else None,
+                        plan.game.title,
                     )
                     for plan in args.plan
                 ],
@@ -725,7 +729,7 @@ def play_in_turn(
             break  # stopped between episodes (or before the first): nothing more to play
         if status is not None:
             status.finish(episode - 1)  # the previous episode's block: its summary is above
-            status.start_episode(episode)
+            status.start_episode(episode, plan.game.title)
         failed = play_one(args, config, signals, status, ends, episode, plan, redactor, structured_memory)
         if failed is not None:
             return failed

@@ -530,19 +530,20 @@ class _Child:
 @dataclass(frozen=True)
 class GameEpisodes:
     """One game's share of a parallel run: its story file, its first episode's seed, how many episodes,
-    and its name for ``--game`` (None: the story file's game)."""
+    its name for ``--game`` (None: the story file's game) and its title (the live status's, "" unknown)."""
 
     story_file: str | None
     first_seed: int
     episodes: int
     game: str | None = None
+    title: str = ""
 
 
 class ParallelRunner:
     """Runs ``episodes`` child processes of ``main.py`` with ``child_argv``, at most ``parallel`` at once;
     episode i plays the game seed ``first_seed + i - 1``, as when the episodes play one after another.
-    A run over several games gives ``games`` instead: each game's command line, first seed and episode
-    count, the games' episodes numbered one after another."""
+    A run over several games gives ``games`` instead: each game's command line, first seed, episode
+    count and title, the games' episodes numbered one after another."""
 
     def __init__(
         self,
@@ -555,17 +556,17 @@ class ParallelRunner:
         on_exit: Callable[[EpisodeOutcome], None] | None = None,
         status: TerminalStatus | None = None,
         fork_server: bool | None = None,
-        games: Sequence[tuple[Sequence[str], int, int]] = (),
+        games: Sequence[tuple[Sequence[str], int, int, str]] = (),
     ) -> None:
         """``workdir``: the children's game workdir (their episode folders go under its
         ``episodes/``); ``status``: the live terminal status, which then shows each running episode;
         ``fork_server``: fork the episodes from a warm parent, else each is a fresh process
         (default: forked where the platform allows, see ``FORK_SERVER``)."""
         self.fork_server = FORK_SERVER if fork_server is None else fork_server
-        # Each episode's command line and seed, in the order launched.
+        # Each episode's command line, seed and game title, in the order launched.
         self._episodes = [
-            (list(argv), seed + i)
-            for argv, seed, count in (games or [(child_argv, first_seed, episodes)])
+            (list(argv), seed + i, title)
+            for argv, seed, count, title in (games or [(child_argv, first_seed, episodes, "")])
             for i in range(count)
         ]
         self.workdir = workdir
@@ -645,10 +646,10 @@ class ParallelRunner:
         while launched < self.episodes and len(self.running) < self.parallel and not self.stopping:
             launched += 1
             on_figures = self.status.update if self.status else None
+            argv, seed, title = self._episodes[launched - 1]
             if self.status:
-                self.status.start_episode(launched)
+                self.status.start_episode(launched, title)
             episode_dir = self._next_episode_dir()
-            argv, seed = self._episodes[launched - 1]
             try:
                 child = _Child(launched, self.episodes, argv, self.out, episode_dir, seed, start, on_figures)
             except ForkServerGoneError as exc:
@@ -718,10 +719,11 @@ def play_in_parallel(
             child_argv(config, max_turns, game.story_file, [*(["--game", game.game] if game.game else []), *extra]),
             game.first_seed,
             game.episodes,
+            game.title,
         )
         for game in games
     ]
-    first_argv, first_seed, _ = plans[0]
+    first_argv, first_seed, _, _ = plans[0]
     runner = ParallelRunner(
         first_argv, episodes, parallel, workdir=workdir, first_seed=first_seed, status=status, games=plans
     )

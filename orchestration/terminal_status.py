@@ -48,8 +48,9 @@ def _cost(usd: float | None) -> str:
 
 
 class _Episode:
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, game: str = "") -> None:
         self.number = number
+        self.game = game  # the game's title, shown until its first turn's figures name it
         self.figures: TurnFigures | None = None
         self.progress: str | None = None  # the running tool call's latest progress, until the turn ends
         self.started = time.monotonic()
@@ -94,9 +95,10 @@ class TerminalStatus:
         self._live.stop()  # the last status stays on screen, under the run's summary
 
     # -- what it is fed ----------------------------------------------------------------
-    def start_episode(self, number: int) -> None:
+    def start_episode(self, number: int, game: str = "") -> None:
+        """A block for episode ``number`` of ``game`` (its title), shown as starting until its first turn."""
         with self._lock:
-            self._rows[number] = _Episode(number)
+            self._rows[number] = _Episode(number, game)
         self._live.refresh()
 
     def update(self, number: int, figures: TurnFigures) -> None:
@@ -156,7 +158,8 @@ class TerminalStatus:
             else []
         )
         if figures is None:
-            return [Text(f"{label} · starting · {_clock(row.elapsed())}", style="bold"), *progress]
+            game = f" · {_safe(row.game)}" if row.game else ""
+            return [Text(f"{label} · starting · {_clock(row.elapsed())}{game}", style="bold"), *progress]
         delta = f" ({figures.score_delta:+d})" if figures.score_delta else ""
         head = Text.assemble(
             (label, "bold"),

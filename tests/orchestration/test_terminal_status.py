@@ -140,6 +140,7 @@ def test_the_live_status_follows_each_turn_and_the_summary_ends_the_screen(
     screen = shown(raw)
     assert code == 0, screen
     assert "\x1b[" in raw  # drawn for a terminal
+    assert re.search(r"Episode 1/1 · starting · \d+:\d\d · Zork I", screen)  # the game, before its first turn
     for turn in range(1, TURNS + 1):
         assert f"Episode 1/1 · turn {turn}/{TURNS}" in screen  # redrawn each turn
         assert f"Turn {turn} | Score" in screen  # the per-turn lines scroll above it
@@ -310,6 +311,7 @@ def test_parallel_episodes_each_get_a_status_block(
     assert code == 0, screen
     # The parent heard each child's turns (they play with stderr on a pipe) and drew them.
     for number in (1, 2):
+        assert re.search(rf"Episode {number}/2 · starting · \d+:\d\d · Zork I", screen)
         for turn in (1, 2, 3):
             assert f"Episode {number}/2 · turn {turn}/3" in screen
         assert f"[{number}/2] [INFO] Turn 3 |" in screen  # each child's lines, relayed above
